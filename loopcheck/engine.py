@@ -1,0 +1,97 @@
+"""Check one file: skip it cheaply, parse it once, build the model once, run the rules.
+
+Costs are paid only where needed: a file whose text cannot hold what any selected rule looks
+for is never parsed, and positions (a libcst metadata pass) are resolved only for files that
+have findings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
+
+from loopcheck.catalog import CODES, SYNTAX_ERROR
+from loopcheck.findings import Finding
+from loopcheck.selection import resolve
+from loopcheck.suppression import is_suppressed
+
+
+@lru_cache(maxsize=None)
+def _rules(codes: frozenset[str]) -> tuple[object, ...]:
+    from loopcheck.rules import RULES
+
+    return tuple(RULES[code]() for code in sorted(codes) if code in RULES)
+
+
+def check_source(source: str, filename: str = "<string>", select: Iterable[str] | None = None) -> list[Finding]:
+    """Findings for ``source`` with the default rules (or ``select``, ruff-style selectors)."""
+    codes = resolve(select) if select is not None else resolve()
+    return check_text(source, filename, codes)
+
+
+def check_text(source: str, filename: str, codes: frozenset[str]) -> list[Finding]:
+    rules = [r for r in _rules(codes) if any(text in source for text in r.requires)]  # type: ignore[attr-defined]
+    if not rules:
+        return []
+    import libcst as cst  # imported here: `loopcheck run` and files skipped above never pay for it
+
+    from loopcheck.model import build
+
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as error:
+        return [_syntax_error(filename, source, error.editor_line, error.editor_column, error.message)]
+    except (RecursionError, MemoryError) as error:  # pathological nesting
+        return [_syntax_error(filename, source, 1, 1, f"could not be parsed: {type(error).__name__}")]
+    model = build(module)
+    violations = []
+    seen: set[tuple[str, int]] = set()
+    for rule in rules:
+        for violation in rule.check(model):  # type: ignore[attr-defined]
+            key = (rule.code, id(violation.node))  # type: ignore[attr-defined]
+            if key not in seen:
+                seen.add(key)
+                violations.append((rule, violation))
+    if not violations:
+        return []
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    lines = source.splitlines()
+    findings = []
+    for rule, violation in violations:
+        code = rule.code  # type: ignore[attr-defined]
+        where = positions[violation.node]
+        stmt_line = positions[violation.stmt].start.line if violation.stmt in positions else where.start.line
+        if is_suppressed(code, lines, (where.start.line, stmt_line)):
+            continue
+        info = CODES[code]
+        findings.append(Finding(
+            filename=filename, line=where.start.line, col=where.start.column + 1, code=code, name=info.name,
+            message=violation.message or rule.message,  # type: ignore[attr-defined]
+            severity=info.level.value, end_line=where.end.line, end_col=where.end.column + 1,
+            source_line=lines[where.start.line - 1] if where.start.line <= len(lines) else "",
+        ))
+    return sorted(findings)
+
+
+def _syntax_error(filename: str, source: str, line: int, col: int, message: str) -> Finding:
+    lines = source.splitlines()
+    first = re.sub(r"^.*?error at \d+:\d+:\s*", "", message.strip().splitlines()[0] if message.strip() else "")
+    if not first or first.startswith("expected one of") and len(first) > 60:
+        first = "invalid syntax"
+    return Finding(filename=filename, line=line, col=col, code=SYNTAX_ERROR.code, name=SYNTAX_ERROR.name,
+                   message=f"syntax error: {first}", severity=SYNTAX_ERROR.level.value, end_line=line,
+                   end_col=col, source_line=lines[line - 1] if 0 < line <= len(lines) else "")
+
+
+def read_source(path: Path) -> str:
+    """The file's text as Python reads it (PEP 263 coding cookie, BOM); raises UnicodeDecodeError."""
+    import io
+    import tokenize
+
+    data = path.read_bytes()
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return data.decode(encoding)

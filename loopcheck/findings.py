@@ -1,0 +1,31 @@
+"""What a check reports: one ``Finding`` per problem, with a position a person can jump to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    filename: str
+    line: int  # 1-based
+    col: int  # 1-based, like ruff and editors
+    code: str
+    name: str
+    message: str
+    severity: str
+    end_line: int = 0
+    end_col: int = 0
+    source_line: str = ""
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "message": self.message,
+            "filename": self.filename,
+            "location": {"row": self.line, "column": self.col},
+            "end_location": {"row": self.end_line, "column": self.end_col},
+            "severity": self.severity,
+            "fix": None,
+        }

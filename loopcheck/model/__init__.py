@@ -1,0 +1,62 @@
+"""The training-loop model of one file: built once, read by every rule.
+
+>>> import libcst as cst
+>>> model = build(cst.parse_module("for x, y in loader:\\n    loss = crit(net(x), y)\\n"
+...                                "    loss.backward()\\n    opt.step()\\n    opt.zero_grad()\\n"))
+>>> [t.style.name for t in model.training_loops]
+['PLAIN']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+
+from loopcheck.model.builder import Builder, Index, index_module
+from loopcheck.model.events import Assignment, Cond, Context, Event, Framework, Kind, Loop
+from loopcheck.model.guards import Guard, GuardKind, Phase
+from loopcheck.model.roles import Role, Roles
+from loopcheck.model.training import Style, TrainingLoop, analyse
+
+__all__ = ["Assignment", "Cond", "Context", "Event", "FileModel", "Framework", "Guard", "GuardKind", "Kind",
+           "Loop", "Phase", "Role", "Roles", "Style", "TrainingLoop", "build"]
+
+
+@dataclass
+class FileModel:
+    module: cst.Module
+    index: Index
+    scopes: list[Loop]  # one pseudo-loop per function (and the module) holding its loops
+    training_loops: list[TrainingLoop]
+
+    @property
+    def roles(self) -> Roles:
+        return self.index.roles
+
+    def loops(self) -> Iterator[Loop]:
+        """Every loop of every scope, outer loops first."""
+        stack = [loop for scope in self.scopes for loop in scope.loops]
+        while stack:
+            loop = stack.pop(0)
+            yield loop
+            stack.extend(loop.loops)
+
+    def events(self, *kinds: Kind) -> list[Event]:
+        return [e for scope in self.scopes for e in scope.events(*kinds, deep=True)]
+
+
+def build(module: cst.Module) -> FileModel:
+    index = index_module(module)
+    builder = Builder(module, index)
+    scopes = [builder.scope(module)]
+    scopes += [builder.scope(fn) for fns in index.functions.values() for fn in fns]
+    # A function inlined into a caller's loop is analysed there, with the caller's context.
+    scopes = [s for s in scopes if s.function is None or s.function not in builder.inlined]
+    model = FileModel(module, index, scopes, [])
+    for loop in model.loops():
+        training = analyse(loop, index.int_inits)
+        if training is not None:
+            model.training_loops.append(training)
+    return model

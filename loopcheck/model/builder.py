@@ -1,0 +1,397 @@
+"""One pass over a module that turns its loops into the training-loop model.
+
+Statements are walked explicitly so that every event knows the conditions, ``with`` contexts
+and loop it runs in; calls to functions of the same file are inlined at the call site (with their
+parameters bound to the call's arguments), so a loop that calls ``train_step(batch)`` is seen
+with the events of ``train_step``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import libcst as cst
+
+from loopcheck.model.events import Assignment, Cond, Context, Event, Framework, Kind, Loop
+from loopcheck.model.roles import Role, Roles
+from loopcheck.model.syntax import (
+    dotted,
+    func_name,
+    last_part,
+    method,
+    positional,
+    receiver,
+    target_names,
+    walk,
+)
+
+CLIP_FUNCTIONS = {"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "dispatch_clip_grad",
+                  "clip_gradients", "adaptive_clip_grad"}
+_ENGINE_RECEIVERS = {"model", "model_engine", "engine", "trainer", "ds_engine", "deepspeed_engine", "net"}
+_MAX_INLINE_DEPTH = 4
+
+
+@dataclass(frozen=True)
+class _State:
+    loop: Loop
+    conds: tuple[Cond, ...] = ()
+    contexts: tuple[Context, ...] = ()
+    via: tuple[cst.Call, ...] = ()
+    inlining: tuple[cst.FunctionDef, ...] = ()
+    function: cst.FunctionDef | None = None
+
+
+@dataclass
+class Index:
+    """File-wide facts gathered before loops are modelled."""
+
+    roles: Roles
+    functions: dict[str, list[cst.FunctionDef]]
+    methods_called: dict[str, set[str]]  # receiver short name -> methods called on it
+    passed: set[str]  # names passed as a call argument somewhere
+    int_inits: dict[str, set[int | None]]  # name -> values of `name = <int>` assignments
+    calls: list[cst.Call]
+    values: dict[str, list[cst.BaseExpression]]  # name -> every value assigned to it in the file
+
+
+def index_module(module: cst.Module) -> Index:
+    index = Index(Roles(), {}, {}, set(), {}, [], {})
+    for node in walk(module, into_functions=True):
+        if isinstance(node, cst.FunctionDef):
+            index.functions.setdefault(node.name.value, []).append(node)
+        elif isinstance(node, (cst.Assign, cst.AnnAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            value = node.value
+            if value is None:
+                continue
+            for target in targets:
+                names = target_names(target)
+                index.roles.record(names, value)
+                if len(names) == 1:
+                    index.values.setdefault(last_part(names[0]), []).append(value)
+                if len(names) == 1 and isinstance(value, cst.Integer):
+                    index.int_inits.setdefault(last_part(names[0]), set()).add(int(value.value, 0))
+                elif len(names) == 1:
+                    index.int_inits.setdefault(last_part(names[0]), set()).add(None)
+        elif isinstance(node, cst.Call):
+            index.calls.append(node)
+            called = method(node)
+            if called is not None:
+                name = dotted(called[0])
+                if name:
+                    index.methods_called.setdefault(last_part(name), set()).add(called[1])
+            for arg in node.args:
+                name = dotted(arg.value)
+                if name:
+                    index.passed.add(last_part(name))
+    return index
+
+
+class Builder:
+    def __init__(self, module: cst.Module, index: Index) -> None:
+        self.module = module
+        self.index = index
+        self.roles = index.roles
+        self.order = 0
+        self.inlined: set[cst.FunctionDef] = set()
+
+    # -- scopes ---------------------------------------------------------------------------
+    def scope(self, node: cst.Module | cst.FunctionDef) -> Loop:
+        """Model one function (or the module's top level) as a pseudo-loop holding its loops."""
+        fn = node if isinstance(node, cst.FunctionDef) else None
+        scope = Loop(node=node, parent=None, conds=(), order=self._next(), function=fn)  # type: ignore[arg-type]
+        body = node.body.body if isinstance(node, cst.FunctionDef) else node.body
+        if isinstance(node, cst.FunctionDef) and not isinstance(node.body, cst.IndentedBlock):
+            body = ()
+        self._block(body, _State(loop=scope, function=fn, inlining=(fn,) if fn else ()))
+        _lift_loops_without_backward(scope)
+        return scope
+
+    def _next(self) -> int:
+        self.order += 1
+        return self.order
+
+    # -- statements -----------------------------------------------------------------------
+    def _block(self, body: Sequence[cst.CSTNode], st: _State) -> None:
+        conds = st.conds
+        for stmt in body:
+            self._statement(stmt, replace(st, conds=conds))
+            exit_test = _early_exit_test(stmt)
+            if exit_test is not None:
+                conds = conds + (Cond(exit_test, True, stmt, "after-exit"),)
+
+    def _statement(self, stmt: cst.CSTNode, st: _State) -> None:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                self._small(small, stmt, st)
+        elif isinstance(stmt, cst.If):
+            self._if(stmt, st, stmt)
+        elif isinstance(stmt, (cst.For, cst.While)):
+            self._loop(stmt, st)
+        elif isinstance(stmt, cst.With):
+            contexts = st.contexts + tuple(c for item in stmt.items if (c := _context(item.item)))
+            self._calls_in(stmt.items, stmt, st)
+            self._block(stmt.body.body, replace(st, contexts=contexts))
+        elif isinstance(stmt, cst.Try) or type(stmt).__name__ == "TryStar":
+            self._block(stmt.body.body, st)  # type: ignore[attr-defined]
+            for handler in stmt.handlers:  # type: ignore[attr-defined]
+                self._block(handler.body.body, replace(st, conds=st.conds + (Cond(None, False, stmt, "except"),)))
+            if stmt.orelse is not None:  # type: ignore[attr-defined]
+                self._block(stmt.orelse.body.body, st)  # type: ignore[attr-defined]
+            if stmt.finalbody is not None:  # type: ignore[attr-defined]
+                self._block(stmt.finalbody.body.body, st)  # type: ignore[attr-defined]
+        elif isinstance(stmt, cst.Match):
+            for case in stmt.cases:
+                self._block(case.body.body, replace(st, conds=st.conds + (Cond(None, False, stmt, "case"),)))
+        # FunctionDef / ClassDef: modelled where they are called, or as scopes of their own.
+
+    def _if(self, node: cst.If, st: _State, owner: cst.If) -> None:
+        self._calls_in([node.test], node, st)
+        self._block(node.body.body, replace(st, conds=st.conds + (Cond(node.test, False, owner, "body"),)))
+        negated = st.conds + (Cond(node.test, True, owner, "orelse"),)
+        if isinstance(node.orelse, cst.If):
+            self._if(node.orelse, replace(st, conds=negated), owner)
+        elif isinstance(node.orelse, cst.Else):
+            self._block(node.orelse.body.body, replace(st, conds=negated))
+
+    def _loop(self, node: cst.For | cst.While, st: _State) -> None:
+        self._calls_in([node.iter if isinstance(node, cst.For) else node.test], node, st)
+        loop = Loop(node=node, parent=st.loop, conds=st.conds, order=self._next(), function=st.function)
+        st.loop.items.append(loop)
+        if isinstance(node, cst.For):
+            loop.assignments.append(
+                Assignment(tuple(target_names(node.target)), node.iter, "for", node, (), loop.order))
+        self._block(node.body.body, replace(st, loop=loop, conds=()))
+        if node.orelse is not None:
+            self._block(node.orelse.body.body, st)
+
+    def _small(self, small: cst.BaseSmallStatement, stmt: cst.SimpleStatementLine, st: _State) -> None:
+        if isinstance(small, cst.Continue):
+            st.loop.has_continue = True
+        if isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and small.value is not None:
+            targets = ([t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target])
+            op = "=" if not isinstance(small, cst.AugAssign) else type(small.operator).__name__
+            self._calls_in([small.value], stmt, st)
+            for target in targets:
+                names = tuple(target_names(target))
+                st.loop.assignments.append(Assignment(names, small.value, op, small, st.conds, self._next()))
+                if (isinstance(target, cst.Attribute) and target.attr.value == "grad"
+                        and isinstance(small.value, cst.Name) and small.value.value == "None"):
+                    self._event(st, Kind.ZERO_GRAD, small, stmt, receiver(target.value), target="param")
+            return
+        self._calls_in([small], stmt, st)
+
+    # -- calls ----------------------------------------------------------------------------
+    def _calls_in(self, nodes: Sequence[cst.CSTNode], stmt: cst.CSTNode, st: _State) -> None:
+        calls: list[cst.Call] = []
+        for node in nodes:
+            calls.extend(n for n in walk(node) if isinstance(n, cst.Call))
+        # Inner calls run first: `scaler.scale(loss).backward()` scales, then back-propagates.
+        for call in reversed(calls):
+            self._call(call, stmt, st)
+
+    def _call(self, call: cst.Call, stmt: cst.CSTNode, st: _State) -> None:
+        before = len(st.loop.items)
+        self._classify(call, stmt, st)
+        target = self._same_file_function(call, st)
+        if target is not None:
+            self._inline(target, call, st)
+        elif len(st.loop.items) == before and any(
+                self.roles.of(dotted(a.value)) is Role.OPTIMIZER for a in call.args if dotted(a.value)):
+            st.loop.opaque_calls.append(call)
+
+    def _event(self, st: _State, kind: Kind, node: cst.CSTNode, stmt: cst.CSTNode, recv: str | None,
+               **fields: object) -> None:
+        event = Event(kind=kind, node=node, stmt=stmt, receiver=recv, conds=st.conds, loop=st.loop,
+                      order=self._next(), contexts=st.contexts, via=st.via, **fields)  # type: ignore[arg-type]
+        st.loop.items.append(event)
+
+    def _classify(self, call: cst.Call, stmt: cst.CSTNode, st: _State) -> None:
+        called = method(call)
+        args = positional(call)
+        if called is None:
+            name = func_name(call) or ""
+            short = last_part(name)
+            if short in CLIP_FUNCTIONS:
+                self._event(st, Kind.CLIP, call, stmt, name)
+            elif name.endswith("autograd.backward") and args:
+                self._event(st, Kind.BACKWARD, call, stmt, None, loss=args[0])
+            elif "scaler" in short.lower() and _is_loss_scaler_call(call):
+                self._loss_scaler(call, stmt, st, name)
+            elif "ema" in short.lower() and "update" in short.lower():
+                self._event(st, Kind.EMA_UPDATE, call, stmt, name)
+            return
+        recv_expr, name = called
+        recv = receiver(recv_expr)
+        role = self.roles.of(recv)
+        if name == "backward":
+            self._backward(call, recv_expr, recv, role, stmt, st)
+        elif name == "manual_backward" and args:
+            self._event(st, Kind.BACKWARD, call, stmt, recv, loss=args[0], framework=Framework.LIGHTNING)
+        elif name == "__call__" and "scaler" in recv.lower() and _is_loss_scaler_call(call):
+            self._loss_scaler(call, stmt, st, recv)
+        elif name == "step":
+            self._step(call, recv, role, args, stmt, st)
+        elif name == "step_update" and role is not Role.OPTIMIZER:
+            self._event(st, Kind.SCHEDULER_STEP, call, stmt, recv, has_args=True)
+        elif name == "zero_grad":
+            target = "optimizer" if role in (Role.OPTIMIZER, Role.ENGINE) else "model"
+            self._event(st, Kind.ZERO_GRAD, call, stmt, recv, target=target)
+        elif name == "update" and role is Role.SCALER:
+            self._event(st, Kind.SCALER_UPDATE, call, stmt, recv)
+        elif name in ("update", "update_parameters", "update_model_average") and role is Role.EMA:
+            self._event(st, Kind.EMA_UPDATE, call, stmt, recv)
+        elif name == "unscale_" and role is Role.SCALER:
+            self._event(st, Kind.SCALER_UNSCALE, call, stmt, recv,
+                        optimizer=receiver(args[0]) if args else None)
+        elif name in CLIP_FUNCTIONS:
+            self._event(st, Kind.CLIP, call, stmt, recv)
+        elif name == "zero_" and (recv.endswith(".grad") or recv.endswith(".grad.data")):
+            self._event(st, Kind.ZERO_GRAD, call, stmt, recv, target="param")
+
+    def _backward(self, call: cst.Call, recv_expr: cst.BaseExpression, recv: str, role: Role,
+                  stmt: cst.CSTNode, st: _State) -> None:
+        args = positional(call)
+        if args and _is_framework_backward(recv, role, args[0]):
+            framework = {Role.ACCELERATOR: Framework.ACCELERATE}.get(role, Framework.ENGINE)
+            if last_part(recv) == "fabric":
+                framework = Framework.LIGHTNING
+            self._event(st, Kind.BACKWARD, call, stmt, recv, loss=args[0], framework=framework)
+            return
+        loss: cst.BaseExpression = recv_expr
+        scaler = None
+        if isinstance(recv_expr, cst.Call):
+            scaled = method(recv_expr)
+            inner = positional(recv_expr)
+            if scaled is not None and scaled[1] == "scale" and inner:
+                loss, scaler = inner[0], receiver(scaled[0])
+        self._event(st, Kind.BACKWARD, call, stmt, recv, loss=loss, scaler=scaler)
+
+    def _step(self, call: cst.Call, recv: str, role: Role, args: list[cst.BaseExpression],
+              stmt: cst.CSTNode, st: _State) -> None:
+        if role is Role.SCALER and args:
+            self._event(st, Kind.STEP, call, stmt, receiver(args[0]), scaler=recv, optimizer=receiver(args[0]))
+        elif role is Role.SCHEDULER:
+            self._event(st, Kind.SCHEDULER_STEP, call, stmt, recv, has_args=bool(call.args))
+        elif role is Role.EMA:
+            self._event(st, Kind.EMA_UPDATE, call, stmt, recv)
+        elif role is Role.OPTIMIZER:
+            closure = bool(args) or any(a.keyword is not None and a.keyword.value == "closure" for a in call.args)
+            self._event(st, Kind.STEP, call, stmt, recv, optimizer=recv, closure=closure)
+        elif role is Role.ENGINE or (not call.args and "backward" in self.index.methods_called.get(last_part(recv), ())):
+            self._event(st, Kind.STEP, call, stmt, recv, optimizer=recv, framework=Framework.ENGINE)
+
+    def _loss_scaler(self, call: cst.Call, stmt: cst.CSTNode, st: _State, name: str) -> None:
+        """timm/MAE/DeiT ``loss_scaler(loss, optimizer, ..., update_grad=cond)``: owns backward+step."""
+        args = positional(call)
+        self._event(st, Kind.BACKWARD, call, stmt, name, loss=args[0], framework=Framework.LOSS_SCALER)
+        gate = next((a.value for a in call.args if a.keyword is not None
+                     and a.keyword.value in ("update_grad", "need_update")), None)
+        gated = replace(st, conds=st.conds + ((Cond(gate, False, call, "keyword"),) if gate is not None else ()))
+        optimizer = receiver(args[1]) if len(args) > 1 else None
+        self._event(gated, Kind.STEP, call, stmt, optimizer, optimizer=optimizer, scaler=name,
+                    framework=Framework.LOSS_SCALER)
+
+    # -- inlining -------------------------------------------------------------------------
+    def _same_file_function(self, call: cst.Call, st: _State) -> cst.FunctionDef | None:
+        if len(st.inlining) >= _MAX_INLINE_DEPTH:
+            return None
+        func = call.func
+        if isinstance(func, cst.Name):
+            name = func.value
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            name = func.attr.value
+        else:
+            return None
+        candidates = [f for f in self.index.functions.get(name, []) if f not in st.inlining]
+        if len(candidates) != 1:
+            return None
+        return candidates[0]
+
+    def _inline(self, fn: cst.FunctionDef, call: cst.Call, st: _State) -> None:
+        self.inlined.add(fn)
+        params = [p for p in fn.params.params if p.name.value != "self"]
+        bound: dict[str, cst.BaseExpression] = {}
+        for param, arg in zip(params, positional(call)):
+            bound[param.name.value] = arg
+        for arg in call.args:
+            if arg.keyword is not None:
+                bound[arg.keyword.value] = arg.value
+        order = self._next()
+        for param in [*fn.params.params, *fn.params.kwonly_params]:
+            name = param.name.value
+            value = bound.get(name, param.default)
+            if value is not None:
+                # Bind parameters like assignments: guards on them resolve to the caller's values.
+                st.loop.assignments.append(Assignment((name,), value, "=", call, st.conds, order))
+        if isinstance(fn.body, cst.IndentedBlock):
+            self._block(fn.body.body, replace(st, via=st.via + (call,), inlining=st.inlining + (fn,)))
+
+
+def _is_framework_backward(recv: str, role: Role, first: cst.BaseExpression) -> bool:
+    if role in (Role.ACCELERATOR, Role.ENGINE):
+        return True
+    short = last_part(recv)
+    if short in _ENGINE_RECEIVERS or short == "fabric":
+        return True
+    loss_text = (dotted(first) or "").lower()
+    return "loss" in loss_text and "loss" not in short.lower()
+
+
+def _is_loss_scaler_call(call: cst.Call) -> bool:
+    keywords = {a.keyword.value for a in call.args if a.keyword is not None}
+    return len(positional(call)) >= 2 or bool(keywords & {"update_grad", "need_update", "clip_grad", "parameters"})
+
+
+def _context(item: cst.BaseExpression) -> Context | None:
+    expr = item.body if isinstance(item, cst.IfExp) else item
+    if not isinstance(expr, cst.Call):
+        return None
+    called = method(expr)
+    name = called[1] if called else last_part(func_name(expr) or "")
+    kind = {"accumulate": "accumulate", "no_sync": "no_sync", "no_backward_sync": "no_sync",
+            "autocast": "autocast", "no_grad": "no_grad", "inference_mode": "no_grad"}.get(name)
+    if kind is None:
+        return None
+    return Context(kind + ("?" if isinstance(item, cst.IfExp) else ""), item)
+
+
+def _early_exit_test(stmt: cst.CSTNode) -> cst.BaseExpression | None:
+    """``if <test>: ... continue`` (or return/break) with no else: what follows runs only when not test."""
+    if not isinstance(stmt, cst.If) or stmt.orelse is not None:
+        return None
+    last = stmt.body.body[-1] if stmt.body.body else None
+    if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Continue, cst.Return, cst.Break)):
+        return stmt.test
+    return None
+
+
+def _has_backward(loop: Loop) -> bool:
+    return any(isinstance(i, Event) and i.kind is Kind.BACKWARD or isinstance(i, Loop) and _has_backward(i)
+               for i in loop.items)
+
+
+def _lift_loops_without_backward(loop: Loop) -> None:
+    """Loops that run no backward (``for p in params``, ``for opt in optimizers``, an eval loop) are
+    part of their parent's iteration: move their events up, under the loop's own conditions."""
+    items: list[Event | Loop] = []
+    for item in loop.items:
+        if isinstance(item, Loop):
+            _lift_loops_without_backward(item)
+            if not _has_backward(item):
+                for sub in item.items:
+                    sub.conds = item.conds + sub.conds
+                    if isinstance(sub, Event):
+                        sub.loop = loop
+                    else:
+                        sub.parent = loop
+                    items.append(sub)
+                for assignment in item.assignments:
+                    assignment.conds = item.conds + assignment.conds
+                    assignment.in_loop = assignment.in_loop or item.node
+                    loop.assignments.append(assignment)
+                loop.opaque_calls.extend(item.opaque_calls)
+                continue
+        items.append(item)
+    loop.items = items

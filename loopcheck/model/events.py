@@ -1,0 +1,129 @@
+"""The vocabulary of the training-loop model: events, the conditions they run under, loops."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Union
+
+import libcst as cst
+
+
+class Kind(enum.Enum):
+    BACKWARD = "backward"
+    STEP = "optimizer step"
+    ZERO_GRAD = "zero grad"
+    SCHEDULER_STEP = "scheduler step"
+    EMA_UPDATE = "ema update"
+    CLIP = "gradient clipping"
+    SCALER_UNSCALE = "scaler unscale"
+    SCALER_UPDATE = "scaler update"
+
+
+class Framework(enum.Enum):
+    """Who owns backward/step: plain PyTorch or a library that gates them itself."""
+
+    TORCH = "torch"
+    ACCELERATE = "accelerate"  # accelerator.backward: divides by N, prepared objects gate
+    ENGINE = "engine"  # DeepSpeed-style engine.backward(loss) + engine.step()
+    LIGHTNING = "lightning"  # self.manual_backward / fabric.backward
+    LOSS_SCALER = "loss_scaler"  # timm/MAE/DeiT helpers owning backward and step
+
+
+@dataclass(frozen=True)
+class Cond:
+    """One condition an event runs under: ``test`` (or its negation); ``test is None`` = unknown
+    (an ``except`` handler, a ``match`` case)."""
+
+    test: cst.BaseExpression | None
+    negated: bool
+    owner: cst.CSTNode  # the If/Try node: two events in different branches of one owner never both run
+    branch: str
+
+
+@dataclass(frozen=True)
+class Context:
+    """A ``with`` item around an event: ``accumulate``, ``no_sync``, ``autocast``, ``no_grad``."""
+
+    kind: str
+    call: cst.BaseExpression
+
+
+@dataclass(eq=False)
+class Event:
+    kind: Kind
+    node: cst.CSTNode  # the call (or assignment) that is the event
+    stmt: cst.CSTNode  # the statement holding it: suppression comments and fixes work on it
+    receiver: str | None  # "optimizer", "self.scaler", "model"
+    conds: tuple[Cond, ...]  # conditions between the enclosing loop's body and the event
+    loop: Loop | None
+    order: int  # position in execution order of one iteration (source order after inlining)
+    contexts: tuple[Context, ...] = ()
+    framework: Framework = Framework.TORCH
+    loss: cst.BaseExpression | None = None  # BACKWARD: the loss expression back-propagated
+    optimizer: str | None = None  # STEP via scaler.step(opt) / UNSCALE: the optimizer it acts on
+    scaler: str | None = None  # STEP through a GradScaler or loss scaler
+    closure: bool = False  # STEP(closure): LBFGS style, the closure owns zero_grad+backward
+    has_args: bool = False  # SCHEDULER_STEP(epoch) / (metric)
+    target: str = ""  # ZERO_GRAD: "optimizer", "model" or "param"
+    via: tuple[cst.Call, ...] = ()  # same-file calls through which the event was inlined
+
+    def in_context(self, kind: str) -> bool:
+        return any(c.kind == kind for c in self.contexts)
+
+
+@dataclass(eq=False)
+class Assignment:
+    """``name = value`` (``op`` is ``=`` or the augmented operator such as ``+=``, ``/=``)."""
+
+    names: tuple[str, ...]
+    value: cst.BaseExpression
+    op: str
+    node: cst.CSTNode
+    conds: tuple[Cond, ...]
+    order: int
+    in_loop: cst.CSTNode | None = None  # set when lifted out of a loop that runs no backward
+
+
+@dataclass(eq=False)
+class Loop:
+    node: Union[cst.For, cst.While]
+    parent: Loop | None
+    conds: tuple[Cond, ...]  # guard of the loop statement inside its parent loop
+    order: int
+    function: cst.FunctionDef | None  # where the loop's statement lives
+    items: list[Union[Event, Loop]] = field(default_factory=list)
+    assignments: list[Assignment] = field(default_factory=list)
+    has_continue: bool = False
+    # Calls the model cannot see into that receive an optimizer (``helpers.step(optimizer)``):
+    # they might zero or step, so rules about missing events stay silent.
+    opaque_calls: list[cst.Call] = field(default_factory=list)
+
+    @property
+    def target(self) -> cst.BaseAssignTargetExpression | None:
+        return self.node.target if isinstance(self.node, cst.For) else None
+
+    @property
+    def iter(self) -> cst.BaseExpression | None:
+        return self.node.iter if isinstance(self.node, cst.For) else None
+
+    def events(self, *kinds: Kind, deep: bool = False) -> list[Event]:
+        """Events of this loop's own iteration (``deep``: also those of nested loops)."""
+        out: list[Event] = []
+        for item in self.items:
+            if isinstance(item, Event):
+                if not kinds or item.kind in kinds:
+                    out.append(item)
+            elif deep:
+                out.extend(item.events(*kinds, deep=True))
+        return out
+
+    @property
+    def loops(self) -> list[Loop]:
+        return [item for item in self.items if isinstance(item, Loop)]
+
+    def assigned_names(self) -> set[str]:
+        names = {n for a in self.assignments for n in a.names}
+        for sub in self.loops:
+            names |= sub.assigned_names()
+        return names

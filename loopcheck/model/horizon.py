@@ -1,0 +1,88 @@
+"""In what unit a scheduler's horizon (``T_max``, ``total_steps``, ``num_training_steps``) is counted.
+
+Read only from what the file shows: ``len(train_loader) * epochs`` counts batches (micro-batches
+under accumulation), ``... // gradient_accumulation_steps`` counts optimizer steps, ``args.epochs``
+alone counts epochs. Names assigned once in the file are followed a few levels deep.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+
+import libcst as cst
+
+from loopcheck.model.builder import Index
+from loopcheck.model.syntax import func_name, keyword, last_part, names_in, positional, walk
+
+
+class Unit(enum.Enum):
+    BATCHES = "batches"  # one per data-loader batch: micro-batches under accumulation
+    UPDATES = "optimizer steps"
+    EPOCHS = "epochs"
+
+
+# Horizon argument of each scheduler constructor: (keyword, position among all arguments).
+_HORIZON_ARGS = {
+    "CosineAnnealingLR": ("T_max", 1), "OneCycleLR": ("total_steps", 2), "LinearLR": ("total_iters", 3),
+    "PolynomialLR": ("total_iters", 1), "CosineAnnealingWarmRestarts": ("T_0", 1),
+    "get_linear_schedule_with_warmup": ("num_training_steps", 2),
+    "get_cosine_schedule_with_warmup": ("num_training_steps", 2),
+    "get_polynomial_decay_schedule_with_warmup": ("num_training_steps", 2),
+    "get_constant_schedule_with_warmup": (None, None), "get_scheduler": ("num_training_steps", 3),
+}
+_ACCUM = re.compile(r"accum|gradient_accumulation|grad_acc", re.I)
+_BATCHES = re.compile(r"steps_per_epoch|num_batches|batches_per_epoch|iters_per_epoch|iter_per_epoch|len_loader", re.I)
+_UPDATES = re.compile(r"update_steps|updates_per_epoch|num_update", re.I)
+_EPOCHS = re.compile(r"epoch", re.I)
+_DATA = re.compile(r"load|(^|_)dl($|_)|dataset", re.I)
+
+
+def horizon_expr(call: cst.Call) -> cst.BaseExpression | None:
+    name = last_part(func_name(call) or "")
+    if name == "OneCycleLR" and keyword(call, "total_steps") is None:
+        epochs, per_epoch = keyword(call, "epochs"), keyword(call, "steps_per_epoch")
+        if epochs is not None and per_epoch is not None:
+            return cst.BinaryOperation(epochs, cst.Multiply(), per_epoch)
+        return None
+    spec = _HORIZON_ARGS.get(name)
+    if spec is None or spec[0] is None:
+        return None
+    key, pos = spec
+    value = keyword(call, key)
+    args = positional(call)
+    if value is None and pos is not None and len(args) > pos:
+        value = args[pos]
+    return value
+
+
+def unit_of(expr: cst.BaseExpression, index: Index, depth: int = 0) -> Unit | None:
+    """The unit ``expr`` counts in, or None where the file does not make it certain."""
+    found: set[Unit] = set()
+    divided_by_accum = False
+    for node in walk(expr):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Divide, cst.FloorDivide)):
+            if any(_ACCUM.search(n) for n in names_in(node.right)):
+                divided_by_accum = True
+        if isinstance(node, cst.Call) and func_name(node) == "len":
+            args = positional(node)
+            if args and any(_DATA.search(last_part(n)) for n in names_in(args[0])):
+                found.add(Unit.BATCHES)
+    for name in names_in(expr):
+        short = last_part(name)
+        if _UPDATES.search(short):
+            found.add(Unit.UPDATES)
+        elif _BATCHES.search(short):
+            found.add(Unit.BATCHES)
+        elif depth < 3 and len(values := index.values.get(short, [])) == 1 and "." not in name:
+            sub = unit_of(values[0], index, depth + 1)
+            if sub is not None:
+                found.add(sub)
+    if divided_by_accum and Unit.BATCHES in found:
+        found.discard(Unit.BATCHES)
+        found.add(Unit.UPDATES)
+    if not found and all(_EPOCHS.search(last_part(n)) for n in names_in(expr)) and names_in(expr):
+        return Unit.EPOCHS
+    if len(found) == 1:
+        return found.pop()
+    return None

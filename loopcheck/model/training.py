@@ -1,0 +1,112 @@
+"""Training loops: which loop runs backward, which steps consume it, and how accumulation works."""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from loopcheck.model.events import Event, Framework, Kind, Loop
+from loopcheck.model.guards import Guard, GuardKind, GuardReader
+from loopcheck.model.syntax import func_name, last_part, names_in, positional
+
+
+class Style(enum.Enum):
+    PLAIN = "one backward per step"
+    GUARDED = "steps under an accumulation condition"  # if (i + 1) % N == 0: step
+    MICRO_LOOP = "inner micro-step loop, step after it"  # for micro in range(N): backward; step
+    ACCELERATE = "accelerator.accumulate()"
+    FRAMEWORK = "an engine owns backward and step"  # DeepSpeed, Lightning, Fabric
+    STEP_OUTSIDE = "step after a data loop"  # for batch in loader: backward; then step
+    NO_STEP = "no optimizer step visible"
+    UNKNOWN = "unrecognised"
+
+
+_DATA_NAME = re.compile(r"load|(^|_)dl($|_)|dataset|batches|data_iter|(^|_)data$|samples", re.I)
+
+
+@dataclass(eq=False)
+class TrainingLoop:
+    loop: Loop  # the loop whose iterations run backward
+    backwards: list[Event]
+    steps: list[Event]  # the optimizer steps those backward passes feed
+    style: Style
+    reader: GuardReader
+    step_guard: Guard | None = None  # GUARDED: the condition the step runs under
+    modulus: cst.BaseExpression | None = None  # N, where recognisable
+    parent_reader: GuardReader | None = None
+    notes: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def accumulates(self) -> bool:
+        return self.style in (Style.GUARDED, Style.MICRO_LOOP, Style.ACCELERATE)
+
+    @property
+    def step_loop(self) -> Loop:
+        return self.loop.parent if self.style in (Style.MICRO_LOOP, Style.STEP_OUTSIDE) and self.loop.parent \
+            else self.loop
+
+    def guard(self, event: Event) -> Guard:
+        """The guard of ``event`` relative to the loop it belongs to."""
+        if event.loop is self.loop:
+            return self.reader.guard(event.conds, event.order)
+        if event.loop is self.loop.parent and self.parent_reader is not None:
+            return self.parent_reader.guard(event.conds, event.order)
+        return GuardReader(event.loop, self.reader.int_inits).guard(event.conds, event.order) \
+            if event.loop is not None else Guard(GuardKind.UNKNOWN)
+
+    def events(self, *kinds: Kind) -> list[Event]:
+        return self.loop.events(*kinds)
+
+
+def is_data_loop(loop: Loop) -> bool:
+    """``for batch in loader`` / ``enumerate(tqdm(train_dl))``: one batch of data per iteration."""
+    if loop.iter is None:
+        return False
+    return any(_DATA_NAME.search(last_part(n)) for n in names_in(loop.iter))
+
+
+def micro_count(loop: Loop) -> cst.BaseExpression | None:
+    """N of ``for micro_step in range(N)``."""
+    it = loop.iter
+    if isinstance(it, cst.Call) and last_part(func_name(it) or "") == "range":
+        args = positional(it)
+        if len(args) == 1:
+            return args[0]
+    return None
+
+
+def analyse(loop: Loop, int_inits: dict[str, set[int | None]]) -> TrainingLoop | None:
+    backwards = loop.events(Kind.BACKWARD)
+    if not backwards:
+        return None
+    reader = GuardReader(loop, int_inits)
+    parent = loop.parent
+    parent_reader = GuardReader(parent, int_inits) if parent is not None else None
+    steps = [e for e in loop.events(Kind.STEP)]
+    frameworks = {b.framework for b in backwards}
+
+    def make(style: Style, steps: list[Event], **kw: object) -> TrainingLoop:
+        return TrainingLoop(loop, backwards, steps, style, reader, parent_reader=parent_reader, **kw)  # type: ignore[arg-type]
+
+    if frameworks & {Framework.ENGINE, Framework.LIGHTNING}:
+        return make(Style.FRAMEWORK, steps)
+    if any(b.in_context("accumulate") for b in backwards):
+        return make(Style.ACCELERATE, steps)
+    if steps:
+        guards = [reader.guard(s.conds, s.order) for s in steps]
+        periodic = [g for g in guards if g.periodic]
+        if periodic and all(g.periodic or g.kind is GuardKind.LAST for g in guards):
+            return make(Style.GUARDED, steps, step_guard=periodic[0], modulus=periodic[0].modulus)
+        if all(g.always for g in guards):
+            return make(Style.PLAIN, steps)
+        return make(Style.UNKNOWN, steps)
+    if parent is not None:
+        after = [e for e in parent.events(Kind.STEP) if e.order > loop.order]
+        if after:
+            if is_data_loop(loop):
+                return make(Style.STEP_OUTSIDE, after)
+            return make(Style.MICRO_LOOP, after, modulus=micro_count(loop))
+    return make(Style.NO_STEP, [])

@@ -1,0 +1,48 @@
+"""The shape of a rule: a code, a one-line message, documentation, examples and one ``check``.
+
+A rule never walks the syntax tree itself: it reads the ``FileModel`` built once per file and
+yields a ``Violation`` per problem. ``VALID`` examples must produce no finding of the rule;
+each line of an ``INVALID`` example that ends in ``# LCxxx`` must be flagged, and only those.
+Both lists are executed as tests and rendered into the rule's catalogue page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import ClassVar
+
+import libcst as cst
+
+from loopcheck.catalog import CODES, Code
+from loopcheck.model import Event, FileModel
+
+
+@dataclass(frozen=True)
+class Violation:
+    node: cst.CSTNode  # what the finding points at
+    stmt: cst.CSTNode  # the statement holding it: a suppression comment may sit on its first line
+    message: str | None = None  # replaces the rule's message when it can say more
+
+
+class Rule:
+    code: ClassVar[str]
+    message: ClassVar[str]
+    VALID: ClassVar[list[str]] = []
+    INVALID: ClassVar[list[str]] = []
+    # Text a file must contain for the rule to have anything to look at (checked before parsing).
+    requires: ClassVar[tuple[str, ...]] = ("backward",)
+
+    @classmethod
+    def info(cls) -> Code:
+        return CODES[cls.code]
+
+    @classmethod
+    def name(cls) -> str:
+        return CODES[cls.code].name
+
+    def check(self, model: FileModel) -> Iterable[Violation]:
+        raise NotImplementedError
+
+    def at(self, event: Event, message: str | None = None) -> Violation:
+        return Violation(event.node, event.stmt, message)
