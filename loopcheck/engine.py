@@ -45,7 +45,7 @@ def check_text(source: str, filename: str, codes: frozenset[str]) -> list[Findin
         return [_syntax_error(filename, source, error.editor_line, error.editor_column, error.message)]
     except (RecursionError, MemoryError) as error:  # pathological nesting
         return [_syntax_error(filename, source, 1, 1, f"could not be parsed: {type(error).__name__}")]
-    model = build(module)
+    model = build(module, source)
     violations = []
     seen: set[tuple[str, int]] = set()
     for rule in rules:

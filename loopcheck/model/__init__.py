@@ -30,6 +30,7 @@ class FileModel:
     index: Index
     scopes: list[Loop]  # one pseudo-loop per function (and the module) holding its loops
     training_loops: list[TrainingLoop]
+    source: str = ""
 
     @property
     def roles(self) -> Roles:
@@ -47,14 +48,14 @@ class FileModel:
         return [e for scope in self.scopes for e in scope.events(*kinds, deep=True)]
 
 
-def build(module: cst.Module) -> FileModel:
+def build(module: cst.Module, source: str = "") -> FileModel:
     index = index_module(module)
     builder = Builder(module, index)
     scopes = [builder.scope(module)]
     scopes += [builder.scope(fn) for fns in index.functions.values() for fn in fns]
     # A function inlined into a caller's loop is analysed there, with the caller's context.
     scopes = [s for s in scopes if s.function is None or s.function not in builder.inlined]
-    model = FileModel(module, index, scopes, [])
+    model = FileModel(module, index, scopes, [], source)
     for loop in model.loops():
         training = analyse(loop, index.int_inits)
         if training is not None:

@@ -100,6 +100,11 @@ class Loop:
     opaque_calls: list[cst.Call] = field(default_factory=list)
 
     @property
+    def is_loop(self) -> bool:
+        """False for the pseudo-loop that stands for a whole function or module."""
+        return isinstance(self.node, (cst.For, cst.While))
+
+    @property
     def target(self) -> cst.BaseAssignTargetExpression | None:
         return self.node.target if isinstance(self.node, cst.For) else None
 

@@ -61,11 +61,13 @@ class TrainingLoop:
         return self.loop.events(*kinds)
 
 
+def is_data_iterable(iterable: cst.BaseExpression | None) -> bool:
+    """``loader`` / ``enumerate(tqdm(train_dl))``: one batch of data per iteration."""
+    return iterable is not None and any(_DATA_NAME.search(last_part(n)) for n in names_in(iterable))
+
+
 def is_data_loop(loop: Loop) -> bool:
-    """``for batch in loader`` / ``enumerate(tqdm(train_dl))``: one batch of data per iteration."""
-    if loop.iter is None:
-        return False
-    return any(_DATA_NAME.search(last_part(n)) for n in names_in(loop.iter))
+    return is_data_iterable(loop.iter)
 
 
 def micro_count(loop: Loop) -> cst.BaseExpression | None:

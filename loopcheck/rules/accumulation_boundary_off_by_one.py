@@ -1,0 +1,86 @@
+"""## What it does
+Checks accumulation step conditions that fire on the wrong micro-batch: `i % N == 0` with a
+0-based `i` after `backward()`, or `(i + 1) % N == 0` with a counter that already starts at 1.
+
+## Why is this bad?
+`i % N == 0` is true on the very first micro-batch, so the first "window" has one micro-batch
+and the loss division by N makes that step N times too small; with a 1-based counter,
+`(i + 1) % N == 0` steps after N-1 micro-batches. Every later window is shifted, and the
+windows no longer line up with the epoch.
+
+## Fix
+Test the 0-based index with `(i + 1) % N == 0` (or a 1-based counter with `i % N == 0`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from loopcheck.model import FileModel, Phase, Style
+from loopcheck.model.syntax import source
+from loopcheck.rules._base import Rule, Violation
+
+
+class AccumulationBoundaryOffByOne(Rule):
+    code = "LC106"
+    message = "the accumulation step condition fires on the wrong micro-batch"
+
+    VALID = [
+        """
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    if (i + 1) % accum == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+for i, (x, y) in enumerate(loader, start=1):
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    if i % accum == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+step = 0
+for x, y in loader:
+    step += 1
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    if step % accum == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+    ]
+    INVALID = [
+        """
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    if i % accum == 0:  # LC106
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+for i, (x, y) in enumerate(loader, 1):
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    if (i + 1) % accum == 0:  # LC106
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+    ]
+
+    def check(self, model: FileModel) -> Iterator[Violation]:
+        for training in model.training_loops:
+            guard = training.step_guard
+            if training.style is not Style.GUARDED or guard is None or guard.test is None:
+                continue
+            step = next(s for s in training.steps if training.guard(s).periodic)
+            after_backward = all(b.order < step.order for b in training.backwards)
+            if guard.phase is Phase.OFF or guard.phase is Phase.START and after_backward:
+                owner = next((c.owner for c in step.conds if c.test is guard.test), step.stmt)
+                yield Violation(guard.test, owner, f"`{source(guard.test)}` fires on the wrong micro-batch for how "
+                                                   f"`{guard.index}` is counted: the first window is not N "
+                                                   "micro-batches long and every later step is shifted")

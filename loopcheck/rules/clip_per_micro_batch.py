@@ -1,0 +1,88 @@
+"""## What it does
+Checks for gradient clipping that runs on every micro-batch of an accumulation window, or after
+the optimizer step, instead of once right before the step.
+
+## Why is this bad?
+Mid-window, `.grad` holds a partial sum: clipping it rescales some micro-batches and not others,
+and the norm threshold no longer means what it says. Clipping after `step()` changes gradients
+that were already applied (and are about to be zeroed): it has no effect at all.
+
+## Fix
+Clip once, in the step branch, immediately before `optimizer.step()` (after
+`scaler.unscale_(optimizer)` under AMP).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from loopcheck.model import Event, FileModel, Kind, Style
+from loopcheck.model.guards import exclusive
+from loopcheck.rules._base import Rule, Violation
+
+
+class ClipPerMicroBatch(Rule):
+    code = "LC107"
+    message = "gradients are clipped on every micro-batch or after the step, not once before the step"
+
+    VALID = [
+        """
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    if (i + 1) % accum == 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+for x, y in loader:
+    optimizer.zero_grad()
+    criterion(model(x), y).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+""",
+    ]
+    INVALID = [
+        """
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # LC107
+    if (i + 1) % accum == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+for x, y in loader:
+    optimizer.zero_grad()
+    criterion(model(x), y).backward()
+    optimizer.step()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)  # LC107
+""",
+    ]
+
+    def check(self, model: FileModel) -> Iterator[Violation]:
+        for training in model.training_loops:
+            if training.style in (Style.GUARDED, Style.MICRO_LOOP) or (
+                    training.style is Style.ACCELERATE):
+                for clip in training.events(Kind.CLIP):
+                    if not training.guard(clip).always:
+                        continue
+                    if training.style is Style.ACCELERATE and clip.receiver and "accelerator" in clip.receiver:
+                        continue  # leave Accelerate's own clipping to Accelerate
+                    yield self.at(clip, "gradients are clipped on every micro-batch, on a partial sum of the "
+                                        "window: clip once in the step branch, right before the step")
+            if training.style in (Style.PLAIN, Style.GUARDED, Style.MICRO_LOOP):
+                for clip in training.step_loop.events(Kind.CLIP):
+                    if any(_after_step(clip, step, training.step_loop.events(Kind.BACKWARD)) for step in training.steps):
+                        yield self.at(clip, "gradients are clipped after the optimizer step: the step already used "
+                                            "them, so clipping has no effect")
+
+
+def _after_step(clip: Event, step: Event, backwards: list[Event]) -> bool:
+    if step.closure or not step.order < clip.order or exclusive(step.conds, clip.conds):
+        return False
+    if step.conds != clip.conds[: len(step.conds)]:
+        return False
+    return not any(step.order < b.order < clip.order for b in backwards)

@@ -1,0 +1,82 @@
+"""## What it does
+Checks for training loops that step an optimizer but never clear the gradients.
+
+## Why is this bad?
+`backward()` adds into `.grad`. Without `optimizer.zero_grad()` (or `model.zero_grad()`,
+`p.grad = None`) every step uses the sum of all gradients since training started: the updates
+grow without bound and training diverges or stalls, silently.
+
+## Fix
+Call `optimizer.zero_grad()` once per optimizer step, after `optimizer.step()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from loopcheck.model import FileModel, Framework, Kind, Loop, Style
+from loopcheck.rules._base import Rule, Violation
+
+
+def _nest(loop: Loop | None) -> Iterator[Loop]:
+    """The loop and the loops around it (not the function around them: zeroing once before the
+    loop starts does not clear anything between steps)."""
+    while loop is not None and loop.is_loop:
+        yield loop
+        loop = loop.parent
+
+
+class MissingZeroGrad(Rule):
+    code = "LC103"
+    message = "gradients are never cleared between optimizer steps"
+
+    VALID = [
+        """
+for epoch in range(epochs):
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+""",
+        """
+for x, y in loader:
+    def closure():
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        return loss
+    optimizer.step(closure)
+""",
+        """
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    for p in model.parameters():
+        p.grad = None
+""",
+    ]
+    INVALID = [
+        """
+optimizer.zero_grad()
+for epoch in range(epochs):
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()  # LC103
+""",
+    ]
+
+    def check(self, model: FileModel) -> Iterator[Violation]:
+        for training in model.training_loops:
+            if training.style in (Style.FRAMEWORK, Style.NO_STEP):
+                continue
+            steps = [s for s in training.steps if not s.closure and s.framework is not Framework.ENGINE]
+            if not steps or len(steps) != len(training.steps):
+                continue
+            nest = list(_nest(training.loop))
+            if any(loop.events(Kind.ZERO_GRAD, deep=True) or loop.opaque_calls for loop in nest):
+                continue
+            yield self.at(steps[0], f"`{steps[0].receiver}` steps but gradients are never cleared in this loop: "
+                                    "each step adds up the gradients of all previous ones")

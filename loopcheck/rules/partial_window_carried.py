@@ -1,0 +1,81 @@
+"""## What it does
+Checks gradient-accumulation loops over a data loader whose step condition `(i + 1) % N == 0`
+never fires for the last, partial window of an epoch.
+
+## Why is this bad?
+When the number of batches is not a multiple of N, the gradients of the last few batches of
+every epoch are never stepped: they leak into the first step of the next epoch (a window of
+more than N micro-batches) or are wiped by the next window's zeroing. The epoch's tail is
+silently dropped or double-weighted.
+
+## Fix
+Also step on the last batch: `if (i + 1) % N == 0 or (i + 1) == len(loader):`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from loopcheck.model import FileModel, Kind, Phase, Style
+from loopcheck.model.training import is_data_loop
+from loopcheck.rules._base import Rule, Violation
+
+
+class PartialWindowCarried(Rule):
+    code = "LC105"
+    message = "the last, partial accumulation window of each epoch is never stepped"
+
+    VALID = [
+        """
+for epoch in range(epochs):
+    for i, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y) / accum
+        loss.backward()
+        if (i + 1) % accum == 0 or (i + 1) == len(loader):
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+        """
+for epoch in range(epochs):
+    for i, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y) / accum
+        loss.backward()
+        if (i + 1) % accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+    if len(loader) % accum != 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+    ]
+    INVALID = [
+        """
+for epoch in range(epochs):
+    for i, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y) / accum
+        loss.backward()
+        if (i + 1) % accum == 0:  # LC105
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+    ]
+
+    def check(self, model: FileModel) -> Iterator[Violation]:
+        for training in model.training_loops:
+            guard = training.step_guard
+            if training.style is not Style.GUARDED or guard is None or guard.test is None:
+                continue
+            if guard.phase is not Phase.BOUNDARY or guard.flush is not None or not is_data_loop(training.loop):
+                continue
+            # the index must restart with the loop (enumerate's index), not run on across epochs
+            target = training.loop.assignments[0] if training.loop.assignments else None
+            if target is None or target.op != "for" or guard.index not in target.names:
+                continue
+            parent = training.loop.parent
+            if parent is not None and any(s.order > training.loop.order for s in parent.events(Kind.STEP)):
+                continue  # the leftover window is stepped after the loop
+            step = training.steps[0]
+            owner = next((c.owner for c in step.conds if c.test is guard.test), step.stmt)
+            yield Violation(guard.test, owner, f"when the number of batches is not a multiple of the accumulation "
+                                                "count, the last window of each epoch is never stepped: add "
+                                                "`or (i + 1) == len(loader)` to the step condition")

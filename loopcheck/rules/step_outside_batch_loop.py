@@ -1,0 +1,92 @@
+"""## What it does
+Checks for `optimizer.step()` or `backward()` at the wrong nesting level: backward runs for every
+batch of a data loop but the step only once after the loop (once per epoch), or backward runs once
+after a batch loop that overwrote the loss on every batch.
+
+## Why is this bad?
+One step per epoch accumulates the gradients of the whole epoch into a single update (with the
+learning rate tuned for one batch): training is hundreds of times slower and the update
+enormous. A single backward after the loop back-propagates only the last batch's loss; every
+other batch's forward pass was wasted. An explicit full-batch intent (the loss divided by the
+number of batches) is not flagged.
+
+## Fix
+Indent `optimizer.step()` (and `zero_grad()`) into the batch loop, or move `backward()` there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from loopcheck.model import FileModel, Kind, Style
+from loopcheck.model.loss import Scaling, loss_scaling
+from loopcheck.model.syntax import dotted
+from loopcheck.model.training import is_data_iterable
+from loopcheck.rules._base import Rule, Violation
+
+
+class StepOutsideBatchLoop(Rule):
+    code = "LC108"
+    message = "optimizer.step() or backward() sits at the wrong nesting level"
+
+    VALID = [
+        """
+for epoch in range(epochs):
+    for x, y in loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+    scheduler.step()
+""",
+        """
+for epoch in range(epochs):
+    optimizer.zero_grad()
+    for x, y in loader:
+        loss = criterion(model(x), y) / len(loader)
+        loss.backward()
+    optimizer.step()
+""",
+    ]
+    INVALID = [
+        """
+for epoch in range(epochs):
+    optimizer.zero_grad()
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+    optimizer.step()  # LC108
+""",
+        """
+for epoch in range(epochs):
+    for x, y in loader:
+        loss = criterion(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()  # LC108
+    optimizer.step()
+""",
+    ]
+
+    def check(self, model: FileModel) -> Iterator[Violation]:
+        helpers = set(model.index.functions)
+        for training in model.training_loops:
+            if training.style is Style.STEP_OUTSIDE:
+                backward = training.backwards[0]
+                if backward.loss is not None and loss_scaling(backward.loss, training.loop, backward.order, helpers,
+                                                              set()) is not Scaling.RAW:
+                    continue  # divided by the number of batches: a deliberate full-batch step
+                step = training.steps[0]
+                yield self.at(step, f"`{step.receiver}` steps once after the data loop while backward runs for "
+                                    "every batch: one update per epoch from the summed gradients of all batches")
+        for backward in model.events(Kind.BACKWARD):
+            name = dotted(backward.loss) if backward.loss is not None else None
+            if name is None or backward.loop is None:
+                continue
+            assigned = [a for a in backward.loop.assignments if name in a.names and a.order < backward.order]
+            last = assigned[-1] if assigned else None
+            if last is not None and last.op == "=" and isinstance(last.in_loop, cst.For) and is_data_iterable(
+                    last.in_loop.iter):
+                yield self.at(backward, f"`{name}` is overwritten on every batch of the loop above and "
+                                        "back-propagated once after it: only the last batch trains the model")
+

@@ -1,0 +1,95 @@
+"""## What it does
+Checks that, under gradient accumulation, the loss handed to `backward()` is divided by the
+number of accumulated micro-batches (or normalised by a window-wide count).
+
+## Why is this bad?
+`backward()` sums gradients across the window. Without `loss / N` the optimizer step sees the
+sum of N micro-batch gradients instead of their mean: every update is N times too large, and
+changing N silently changes the effective learning rate. `accelerator.backward(loss)` divides by
+N itself, and a loss the author scales explicitly (`* batch_size`, a token count) is left alone.
+
+## Fix
+Divide before back-propagating: `loss = loss / accum_steps`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from loopcheck.model import FileModel, Framework, Kind, Style
+from loopcheck.model.loss import Scaling, loss_scaling
+from loopcheck.model.syntax import names_in, source
+from loopcheck.rules._base import Rule, Violation
+
+
+class UnscaledAccumulatedLoss(Rule):
+    code = "LC102"
+    message = "the accumulated loss is not divided by the number of micro-batches: every step is N times too large"
+
+    VALID = [
+        """
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y)
+    loss = loss / accum_steps
+    loss.backward()
+    if (i + 1) % accum_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+for step in range(max_steps):
+    for micro in range(grad_accum):
+        logits, loss = model(*get_batch())
+        loss /= grad_accum
+        scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad(set_to_none=True)
+""",
+        """
+for i, batch in enumerate(loader):
+    loss = loss_fn(model(batch["x"]), batch["y"], reduction="sum") / num_items_in_window
+    loss.backward()
+    if (i + 1) % accum == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+    ]
+    INVALID = [
+        """
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y)
+    loss.backward()  # LC102
+    if (i + 1) % accum_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+for step in range(max_steps):
+    for micro in range(grad_accum):
+        outputs = model(**next(batches))
+        scaler.scale(outputs.loss).backward()  # LC102
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad()
+""",
+    ]
+
+    def check(self, model: FileModel) -> Iterator[Violation]:
+        helpers = set(model.index.functions)
+        for training in model.training_loops:
+            if training.style not in (Style.GUARDED, Style.MICRO_LOOP):
+                continue
+            n = training.modulus
+            accumulation_names = {name.rsplit(".", 1)[-1] for name in names_in(n)} if n is not None else set()
+            for backward in training.backwards:
+                if backward.framework not in (Framework.TORCH, Framework.LOSS_SCALER) or backward.loss is None:
+                    continue
+                if not training.guard(backward).always:
+                    continue
+                scaling = loss_scaling(backward.loss, backward.loop, backward.order, helpers,  # type: ignore[arg-type]
+                                       accumulation_names)
+                if scaling is Scaling.RAW:
+                    count = f"`{source(n)}`" if n is not None else "N"
+                    yield self.at(backward, f"the loss is back-propagated on every micro-batch without being divided "
+                                            f"by {count}: each optimizer step is {count} times too large")

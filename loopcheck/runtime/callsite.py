@@ -1,0 +1,54 @@
+"""The user's source line behind a hook: the first frame outside torch, loopcheck and the
+training frameworks that call torch on the user's behalf."""
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from types import FrameType
+from typing import NamedTuple
+
+_FRAMEWORKS = ("torch", "loopcheck", "accelerate", "lightning", "pytorch_lightning",
+               "transformers", "timm", "ema_pytorch", "torch_ema", "deepspeed", "runpy")
+_skip_prefixes: tuple[str, ...] | None = None
+
+
+class Site(NamedTuple):
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def _prefixes() -> tuple[str, ...]:
+    global _skip_prefixes
+    if _skip_prefixes is None:
+        found = [os.path.dirname(os.path.abspath(__file__ + "/.."))]  # the loopcheck package
+        for name in _FRAMEWORKS:
+            module = sys.modules.get(name)
+            path = getattr(module, "__file__", None)
+            if path:
+                found.append(os.path.dirname(os.path.abspath(path)) if
+                             os.path.basename(path) == "__init__.py" else os.path.abspath(path))
+        found.append(os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep)
+        _skip_prefixes = tuple(found)
+    return _skip_prefixes
+
+
+def refresh() -> None:
+    """Forget the cached framework paths (frameworks may be imported after the session starts)."""
+    global _skip_prefixes
+    _skip_prefixes = None
+
+
+def user_site(frame: FrameType | None = None) -> Site | None:
+    """Walk outwards from ``frame`` (default: the caller) to the first user frame."""
+    frame = frame or sys._getframe(1)
+    skip = _prefixes()
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(skip) and not filename.startswith("<frozen"):
+            return Site(filename, frame.f_lineno)
+        frame = frame.f_back
+    return None

@@ -1,0 +1,92 @@
+"""What the hooks record about backward passes and optimizer windows.
+
+A *window* of an optimizer is everything between two of its steps (a step that GradScaler
+skipped also closes one). Backward passes that reached the optimizer's parameters are the
+window's entries; under gradient accumulation a window holds N micro-batches."""
+from __future__ import annotations
+
+import weakref
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .callsite import Site
+from .loss_scale import LossScale
+
+HISTORY_LIMIT = 10_000  # windows kept per optimizer for the end-of-run analysis
+
+
+@dataclass(eq=False)
+class BackwardInfo:
+    seq: int
+    site: Site | None
+    scale: LossScale | None = None
+    scaled: bool = False  # the loss went through an enabled GradScaler.scale
+    retain_graph: bool = False
+    epoch: tuple[int, int] | None = None  # (loader id, loader pass) of the last batch fetched
+    in_step: bool = False  # ran inside optimizer.step(closure)
+
+
+@dataclass(eq=False)
+class Window:
+    number: int
+    entries: list[tuple[BackwardInfo, bool]] = field(default_factory=list)  # (backward, reset before it)
+    in_step_backwards: int = 0
+    carried: bool = False  # its first backward added to gradients left from before the last step
+    reset_after_carry: bool = False
+    clip_site: Site | None = None  # a clip since the window's last backward
+    zero_grad_calls: int = 0
+    ema_updates: int = 0
+
+    def dominant(self) -> list[tuple[BackwardInfo, bool]]:
+        """Entries of the backward line that ran most often: the accumulation micro-batches.
+        Other lines in the same window are extra losses (a GAN's real and fake halves)."""
+        if not self.entries:
+            return []
+        counts = Counter(bw.site for bw, _ in self.entries)
+        site = counts.most_common(1)[0][0]
+        return [entry for entry in self.entries if entry[0].site == site]
+
+
+@dataclass
+class WindowSummary:
+    size: int  # micro-batches (dominant backward line)
+    epochs: tuple[tuple[int, int], ...]  # loader passes its backwards came from, in order
+    exhausted: bool  # the step came after its loader pass had run out
+    covered_epoch: bool  # the window held every batch its loader pass yielded
+    site: Site | None
+    step: int
+    dropped_epoch: bool  # a reset discarded backwards of an earlier loader pass
+
+
+@dataclass(eq=False)
+class OptimizerRecord:
+    ref: weakref.ref[Any]
+    index: int
+    kind: str
+    site: Site | None
+    window: Window = field(default_factory=lambda: Window(0))
+    last_bw: BackwardInfo | None = None
+    steps: int = 0
+    skipped: int = 0
+    consecutive_skips: int = 0
+    in_step: bool = False
+    scaler_stepping: bool = False
+    post_hook_fired: bool = False
+    total_backwards: int = 0
+    params: int = 0
+    sizes: Counter[int] = field(default_factory=Counter)
+    history: list[WindowSummary] = field(default_factory=list)
+    carried_streak: int = 0
+    step_site: Site | None = None
+    first_lr: float | None = None
+    max_lr: float | None = None
+    handles: list[Any] = field(default_factory=list)
+    fused: bool = False
+
+    def as_json(self) -> dict[str, object]:
+        return {"index": self.index, "type": self.kind, "params": self.params,
+                "created_at": str(self.site) if self.site else None, "steps": self.steps,
+                "skipped_steps": self.skipped, "backward_passes": self.total_backwards,
+                "backward_per_step": {str(k): v for k, v in sorted(self.sizes.items())},
+                "first_lr": self.first_lr, "max_lr": self.max_lr}
