@@ -1,0 +1,95 @@
+"""## What it does
+Checks for "accumulation" loops where the loss of every micro-batch is computed but only the
+loss of the last one reaches `backward()`: backward sits in the step branch, or after an inner
+micro-step loop that overwrites the loss.
+
+## Why is this bad?
+The gradients of N-1 of N micro-batches are never computed: the forward passes are wasted, the
+effective batch is one micro-batch, and the loss divided by N makes each step N times too small.
+
+## Fix
+Call `backward()` on every micro-batch and keep only `optimizer.step()` in the step branch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from loopcheck.model import Assignment, Event, FileModel, Kind, Style
+from loopcheck.model.syntax import dotted, names_in
+from loopcheck.model.training import is_data_iterable
+from loopcheck.rules._base import Rule, Violation
+
+
+class AccumulationWithoutBackward(Rule):
+    code = "LC113"
+    message = "micro-batches are collected for accumulation but never back-propagated"
+
+    VALID = [
+        """
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    if (i + 1) % accum == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+for i, (x, y) in enumerate(loader):
+    total = total + criterion(model(x), y) / accum
+    if (i + 1) % accum == 0:
+        total.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        total = 0
+""",
+    ]
+    INVALID = [
+        """
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / accum
+    if (i + 1) % accum == 0:
+        loss.backward()  # LC113
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+while True:
+    for micro_step in range(grad_accum):
+        logits, loss = model(*get_batch())
+        loss = loss / grad_accum
+    loss.backward()  # LC113
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+    ]
+
+    def check(self, model: FileModel) -> Iterator[Violation]:
+        for training in model.training_loops:
+            if training.style is not Style.GUARDED:
+                continue
+            for backward in training.backwards:
+                if training.guard(backward).periodic and _overwritten_every_iteration(training.loop.assignments,
+                                                                                      backward):
+                    yield self.at(backward, "backward runs only on the step's micro-batch: the losses of the "
+                                            "other micro-batches in the window are computed and thrown away")
+        for backward in model.events(Kind.BACKWARD):
+            name = dotted(backward.loss) if backward.loss is not None else None
+            if name is None or backward.loop is None:
+                continue
+            assigned = [a for a in backward.loop.assignments if name in a.names and a.order < backward.order]
+            if assigned and assigned[-1].op == "=" and isinstance(assigned[-1].in_loop, cst.For) and not \
+                    is_data_iterable(assigned[-1].in_loop.iter):
+                yield self.at(backward, f"`{name}` is overwritten on every micro-step of the loop above and "
+                                        "back-propagated once after it: only the last micro-batch trains the model")
+
+
+def _overwritten_every_iteration(assignments: list[Assignment], backward: Event) -> bool:
+    """``loss = ...`` unconditionally on every micro-batch, not ``total = total + ...``."""
+    name = dotted(backward.loss) if backward.loss is not None else None
+    if name is None:
+        return False
+    before = [a for a in assignments if name in a.names and a.order < backward.order]
+    return bool(before) and before[-1].op == "=" and not before[-1].conds and name not in names_in(before[-1].value)

@@ -1,0 +1,77 @@
+"""## What it does
+Checks for an EMA / weight-averaging update (`ema.update(model)`,
+`AveragedModel.update_parameters`, timm `ModelEma*`) that runs on every micro-batch of a
+gradient-accumulation loop instead of once per optimizer step.
+
+## Why is this bad?
+Between optimizer steps the weights do not change, so N-1 of N updates just pull the average
+towards the same weights again: the effective decay becomes `decay ** N` and the EMA tracks
+the raw weights far more closely than configured. Accelerate does not gate EMA updates either.
+
+## Fix
+Move the EMA update into the step branch, after `optimizer.step()`
+(or under `if accelerator.sync_gradients:`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from loopcheck.model import FileModel, Kind, Style
+from loopcheck.rules._base import Rule, Violation
+
+
+class EmaPerBackward(Rule):
+    code = "LC401"
+    message = "the EMA update runs on every micro-batch instead of once per optimizer step"
+
+    VALID = [
+        """
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    if (i + 1) % accum == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+        ema.update(model)
+""",
+        """
+for batch in loader:
+    with accelerator.accumulate(model):
+        accelerator.backward(model(**batch).loss)
+        optimizer.step()
+        optimizer.zero_grad()
+    if accelerator.sync_gradients:
+        ema_model.step(model.parameters())
+""",
+    ]
+    INVALID = [
+        """
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    ema.update(model)  # LC401
+    if (i + 1) % accum == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+for batch in loader:
+    with accelerator.accumulate(model):
+        accelerator.backward(model(**batch).loss)
+        optimizer.step()
+        optimizer.zero_grad()
+        ema_model.update_parameters(model)  # LC401
+""",
+    ]
+
+    def check(self, model: FileModel) -> Iterator[Violation]:
+        for training in model.training_loops:
+            if training.style not in (Style.GUARDED, Style.MICRO_LOOP, Style.ACCELERATE):
+                continue
+            if not all(training.guard(b).always for b in training.backwards):
+                continue
+            for ema in training.events(Kind.EMA_UPDATE):
+                if training.guard(ema).always:
+                    yield self.at(ema, f"`{ema.receiver}` is updated on every micro-batch: N-1 of N updates see "
+                                       "unchanged weights and the effective decay becomes decay ** N")

@@ -1,0 +1,124 @@
+"""## What it does
+Checks that a scheduler's horizon (`T_max`, `total_steps`, `num_training_steps`) is counted in
+the same unit as its stepping, where both are visible in the file: epochs against per-batch
+stepping, batches against per-epoch stepping, micro-batches against per-update stepping.
+
+## Why is this bad?
+A cosine schedule with `T_max=epochs` stepped every batch completes a full cycle every few
+hundred batches; one with `T_max=epochs * len(loader)` stepped once per epoch barely moves. Under
+accumulation, a horizon of `len(loader) * epochs` stepped once per optimizer update reaches only
+1/N of its schedule. The job runs to the end with the wrong learning rate.
+
+## Fix
+Count the horizon in the unit the scheduler is stepped in (for per-update stepping:
+`epochs * math.ceil(len(loader) / accum_steps)`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from loopcheck.model import Event, FileModel, Kind, Role, Style, TrainingLoop
+from loopcheck.model.horizon import Unit, horizon_expr, unit_of
+from loopcheck.model.syntax import source
+from loopcheck.model.training import is_data_loop
+from loopcheck.rules._base import Rule, Violation
+
+
+class SchedulerHorizonMismatch(Rule):
+    code = "LC303"
+    message = "the scheduler's horizon is counted in other units than its stepping"
+
+    VALID = [
+        """
+scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
+for epoch in range(args.epochs):
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+    scheduler.step()
+""",
+        """
+steps_per_update = math.ceil(len(train_loader) / args.accum_steps)
+scheduler = get_cosine_schedule_with_warmup(optimizer, 100, args.epochs * steps_per_update)
+for epoch in range(args.epochs):
+    for i, batch in enumerate(train_loader):
+        loss = model(**batch).loss / args.accum_steps
+        loss.backward()
+        if (i + 1) % args.accum_steps == 0:
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+""",
+    ]
+    INVALID = [
+        """
+scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
+for epoch in range(args.epochs):
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+        scheduler.step()  # LC303
+""",
+        """
+scheduler = get_linear_schedule_with_warmup(optimizer, 100, args.epochs * len(train_loader))
+for epoch in range(args.epochs):
+    for i, batch in enumerate(train_loader):
+        loss = model(**batch).loss / args.accum_steps
+        loss.backward()
+        if (i + 1) % args.accum_steps == 0:
+            optimizer.step()
+            scheduler.step()  # LC303
+            optimizer.zero_grad()
+""",
+    ]
+
+    def check(self, model: FileModel) -> Iterator[Violation]:
+        for training in model.training_loops:
+            if training.style not in (Style.PLAIN, Style.GUARDED, Style.MICRO_LOOP):
+                continue
+            for scheduler, stepped in _stepping_units(training):
+                if scheduler.has_args:
+                    continue
+                for call in model.roles.constructors(scheduler.receiver, Role.SCHEDULER):
+                    horizon = horizon_expr(call)
+                    unit = unit_of(horizon, model.index) if horizon is not None else None
+                    if unit is not None and _mismatch(unit, stepped, training.accumulates):
+                        yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
+                                                 f"but its horizon `{source(horizon)}` counts {unit.value}")
+                        break
+
+
+_ONE = {Unit.BATCHES: "batch", Unit.UPDATES: "optimizer step", Unit.EPOCHS: "epoch"}
+
+
+def _stepping_units(training: TrainingLoop) -> Iterator[tuple[Event, Unit]]:
+    """Each scheduler step of the nest with the unit it advances in."""
+    if training.style is Style.MICRO_LOOP:
+        for scheduler in training.step_loop.events(Kind.SCHEDULER_STEP):
+            if training.guard(scheduler).always:
+                yield scheduler, Unit.UPDATES
+        return
+    for scheduler in training.events(Kind.SCHEDULER_STEP):
+        guard = training.guard(scheduler)
+        if guard.always:
+            yield scheduler, Unit.BATCHES
+        elif guard.periodic and training.style is Style.GUARDED:
+            yield scheduler, Unit.UPDATES
+    outer = training.loop.parent
+    if outer is not None and outer.is_loop and is_data_loop(training.loop):
+        for scheduler in outer.events(Kind.SCHEDULER_STEP):
+            if scheduler.order > training.loop.order and training.guard(scheduler).always:
+                yield scheduler, Unit.EPOCHS
+
+
+def _mismatch(horizon: Unit, stepped: Unit, accumulates: bool) -> bool:
+    if horizon is stepped:
+        return False
+    if not accumulates and {horizon, stepped} == {Unit.BATCHES, Unit.UPDATES}:
+        return False  # without accumulation a batch is an update
+    if horizon is Unit.UPDATES and stepped is Unit.BATCHES:
+        return False  # per-micro-batch stepping: LC301's finding
+    return True

@@ -1,0 +1,76 @@
+"""## What it does
+Checks for a per-step learning-rate scheduler stepped on every micro-batch of a
+gradient-accumulation loop.
+
+## Why is this bad?
+The schedule is meant to advance once per optimizer update. Stepped per micro-batch it runs N
+times too fast: warmup ends after 1/N of its length and a cosine or linear decay reaches its
+minimum after 1/N of training. Not flagged: Accelerate's prepared scheduler inside
+`accelerator.accumulate()` (it gates itself) and a schedule whose horizon is visibly counted in
+micro-batches (`total_steps=epochs * len(loader)`).
+
+## Fix
+Move `scheduler.step()` into the step branch, right after `optimizer.step()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from loopcheck.model import FileModel, Kind, Role, Style
+from loopcheck.model.horizon import Unit, horizon_expr, unit_of
+from loopcheck.rules._base import Rule, Violation
+
+
+class SchedulerPerMicroBatch(Rule):
+    code = "LC301"
+    message = "the LR scheduler steps on every micro-batch: the schedule runs N times too fast"
+
+    VALID = [
+        """
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    if (i + 1) % accum == 0:
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+""",
+        """
+scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1e-3, total_steps=epochs * len(train_loader))
+for epoch in range(epochs):
+    for i, (x, y) in enumerate(train_loader):
+        loss = criterion(model(x), y) / accum
+        loss.backward()
+        scheduler.step()
+        if (i + 1) % accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+    ]
+    INVALID = [
+        """
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    scheduler.step()  # LC301
+    if (i + 1) % accum == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+    ]
+
+    def check(self, model: FileModel) -> Iterator[Violation]:
+        for training in model.training_loops:
+            if training.style not in (Style.GUARDED, Style.MICRO_LOOP):
+                continue
+            if not all(training.guard(b).always for b in training.backwards):
+                continue
+            for scheduler in training.events(Kind.SCHEDULER_STEP):
+                if not training.guard(scheduler).always:
+                    continue
+                horizons = [horizon_expr(c) for c in model.roles.constructors(scheduler.receiver, Role.SCHEDULER)]
+                if any(h is not None and unit_of(h, model.index) is Unit.BATCHES for h in horizons):
+                    continue  # the horizon is counted in micro-batches too: consistent
+                yield self.at(scheduler, f"`{scheduler.receiver}.step()` runs on every micro-batch but the optimizer "
+                                         "steps every N: the schedule advances N times too fast")

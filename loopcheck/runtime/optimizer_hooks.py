@@ -1,0 +1,101 @@
+"""Optimizers: global step pre/post hooks (a post-hook fires only for steps that ran) plus
+thin wrappers where torch has no hook: ``add_param_group`` (to hook every parameter of every
+optimizer, including ones created later) and ``zero_grad`` (optimizer and module)."""
+from __future__ import annotations
+
+import gc
+from typing import TYPE_CHECKING, Any
+
+from .callsite import user_site
+from .patching import replace_attr
+
+if TYPE_CHECKING:
+    from .session import Session
+
+
+class OptimizerHooks:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def install(self) -> None:
+        import torch
+        from torch.optim import optimizer as optim_module
+
+        session, stack = self.session, self.session.stack
+        replace_attr(stack, torch.optim.Optimizer, "add_param_group", self._wrap_add_param_group)
+        replace_attr(stack, torch.optim.Optimizer, "zero_grad", self._wrap_zero_grad(optimizer=True))
+        replace_attr(stack, torch.nn.Module, "zero_grad", self._wrap_zero_grad(optimizer=False))
+        stack.callback(optim_module.register_optimizer_step_pre_hook(self._pre_hook).remove)
+        stack.callback(optim_module.register_optimizer_step_post_hook(self._post_hook).remove)
+        # a notebook may have built its optimizers before the session started
+        for obj in gc.get_objects():
+            if isinstance(obj, torch.optim.Optimizer):
+                session.guard.call("optimizer tracking", self.adopt, obj)
+
+    def adopt(self, optimizer: Any) -> None:
+        record = self.session.record_for(optimizer)
+        for group in optimizer.param_groups:
+            self.session.tracker.watch_params(record, list(group["params"]))
+
+    def _wrap_add_param_group(self, original: Any) -> Any:
+        guard = self.session.guard
+
+        def add_param_group(optimizer: Any, param_group: Any) -> None:
+            original(optimizer, param_group)
+            guard.call("optimizer tracking", self.adopt, optimizer)
+
+        return add_param_group
+
+    def _wrap_zero_grad(self, optimizer: bool) -> Any:
+        session, guard = self.session, self.session.guard
+
+        def note(owner: Any) -> None:
+            session.tracker.zero_calls += 1
+            session.zero_grad_calls += 1
+            session.last_zero_site = user_site()
+            record = session.record_for(owner, create=False) if optimizer else None
+            for rec in [record] if record is not None else session.records:
+                rec.window.zero_grad_calls += 1
+
+        def make(original: Any) -> Any:
+            def zero_grad(owner: Any, *args: Any, **kwargs: Any) -> None:
+                guard.call("zero_grad tracking", note, owner)
+                return original(owner, *args, **kwargs)
+
+            return zero_grad
+
+        return make
+
+    def _pre_hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self.session.guard.call("optimizer step tracking", self._before_step, optimizer)
+        return None  # a 2-tuple would replace the step's arguments
+
+    def _before_step(self, optimizer: Any) -> None:
+        session = self.session
+        record = session.record_for(optimizer)
+        if record.params == 0:
+            self.adopt(optimizer)
+        record.in_step = True
+        record.post_hook_fired = False
+        record.step_site = user_site()
+        window = record.window
+        if not record.scaler_stepping and any(bw.scaled for bw, _ in window.entries):
+            session.report("LC203", "optimizer.step() runs on gradients of a GradScaler-scaled "
+                           "loss without scaler.step(): they are still multiplied by the scale "
+                           "and inf/NaN steps are not skipped", record.step_site)
+        group = optimizer.param_groups[0] if optimizer.param_groups else {}
+        lr = group.get("lr")
+        if isinstance(lr, (int, float)):  # a tensor LR may live on the device: not read
+            record.first_lr = lr if record.first_lr is None else record.first_lr
+            record.max_lr = lr if record.max_lr is None else max(record.max_lr, lr)
+
+    def _post_hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self.session.guard.call("optimizer step tracking", self._after_step, optimizer)
+
+    def _after_step(self, optimizer: Any) -> None:
+        record = self.session.record_for(optimizer)
+        record.in_step = False
+        record.post_hook_fired = True
+        if record.scaler_stepping and record.fused:
+            return  # a fused step may have skipped inside the kernel: scaler.step decides
+        self.session.close_window(record, skipped=False)

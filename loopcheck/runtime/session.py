@@ -1,0 +1,178 @@
+"""One runtime session: installs every hook (all handles in one ExitStack), routes events
+to the checks, and produces the summary and the report when it stops.
+
+Importing this module does not import torch; ``Session.start`` does."""
+from __future__ import annotations
+
+import sys
+import time
+import weakref
+from contextlib import ExitStack
+from typing import Any
+
+from . import callsite
+from .callsite import Site, user_site
+from .findings import FindingLog
+from .guard import Guard
+from .selection import Selection
+from .state import BackwardInfo, OptimizerRecord, Window
+
+_active: Session | None = None
+
+
+def active_session() -> Session | None:
+    return _active
+
+
+class Session:
+    def __init__(self, selection: Selection | None = None) -> None:
+        self.findings = FindingLog(selection or Selection())
+        self.guard = Guard()
+        self.stack = ExitStack()
+        self.records: list[OptimizerRecord] = []
+        self._by_optimizer: weakref.WeakKeyDictionary[Any, OptimizerRecord] = weakref.WeakKeyDictionary()
+        self.param_owner: dict[int, OptimizerRecord] = {}
+        self.last_zero_site: Site | None = None
+        self.zero_grad_calls = 0
+        self.clip_calls = 0
+        self.started_at = 0.0
+        self.stopped = False
+        self.exit_status: dict[str, Any] = {"how": "running", "code": None}
+
+    # -- lifecycle --------------------------------------------------------------------
+    def start(self) -> Session:
+        global _active
+        if _active is not None:
+            raise RuntimeError("a loopcheck runtime session is already active")
+        import torch  # the session is where torch gets imported, never earlier
+
+        from .autocast_hooks import AutocastHooks
+        from .clip_hooks import ClipHooks
+        from .data_hooks import DataHooks
+        from .ema_hooks import EmaHooks
+        from .grad_tracker import GradTracker
+        from .memory import MemoryMonitor
+        from .mode_hooks import ModeHooks
+        from .optimizer_hooks import OptimizerHooks
+        from .retained_graph import RetainedGraphs
+        from .scaler_hooks import ScalerHooks
+        from .scheduler_hooks import SchedulerHooks
+
+        self.torch = torch
+        callsite.refresh()
+        self.started_at = time.monotonic()
+        self.tracker = GradTracker(self)
+        self.data = DataHooks(self)
+        self.optimizers = OptimizerHooks(self)
+        self.scalers = ScalerHooks(self)
+        self.schedulers = SchedulerHooks(self)
+        self.clips = ClipHooks(self)
+        self.emas = EmaHooks(self)
+        self.modes = ModeHooks(self)
+        self.autocast = AutocastHooks(self)
+        self.memory = MemoryMonitor(self)
+        self.retained = RetainedGraphs(self)
+        self.stack.callback(self._remove_param_hooks)
+        for part in (self.tracker, self.data, self.optimizers, self.scalers, self.schedulers,
+                     self.clips, self.emas, self.modes, self.autocast, self.memory):
+            self.guard.call(type(part).__name__, part.install)
+        _active = self
+        return self
+
+    def stop(self, how: str = "finished", code: int | None = None) -> None:
+        """Run the end-of-run checks and remove everything that was installed. Idempotent."""
+        global _active
+        if self.stopped:
+            return
+        self.stopped = True
+        self.exit_status = {"how": how, "code": code}
+        from .checks import finalize
+
+        self.guard.call("end-of-run checks", finalize.run, self)
+        try:
+            self.stack.close()
+        finally:
+            if _active is self:
+                _active = None
+
+    def _remove_param_hooks(self) -> None:
+        for record in self.records:
+            for handle in record.handles:
+                handle.remove()
+            record.handles.clear()
+        self.param_owner.clear()
+
+    # -- shared helpers ----------------------------------------------------------------
+    def step_index(self) -> int:
+        return max((r.steps + r.skipped for r in self.records), default=0)
+
+    def report(self, code: str, message: str, site: Site | None) -> None:
+        self.findings.add(code, message, site, self.step_index())
+
+    def record_for(self, optimizer: Any, create: bool = True) -> OptimizerRecord | None:
+        record = self._by_optimizer.get(optimizer)
+        if record is None and create:
+            record = OptimizerRecord(weakref.ref(optimizer), len(self.records),
+                                     type(optimizer).__name__, user_site())
+            record.fused = bool(getattr(optimizer, "defaults", {}).get("fused"))
+            self.records.append(record)
+            self._by_optimizer[optimizer] = record
+        return record
+
+    def main_record(self) -> OptimizerRecord | None:
+        """The optimizer that stepped most: memory and graph checks sample at its steps."""
+        return max(self.records, key=lambda r: r.steps + r.skipped, default=None)
+
+    # -- events ---------------------------------------------------------------------
+    def before_backward(self, info: BackwardInfo, loss: Any) -> None:
+        from .checks import at_backward
+
+        at_backward.run(self, info, loss)
+
+    def after_backward(self, info: BackwardInfo) -> None:
+        pass
+
+    def on_backward_reached(self, record: OptimizerRecord, info: BackwardInfo) -> None:
+        """First gradient of ``info`` for ``record``'s parameters (may run on autograd's thread)."""
+        record.total_backwards += 1
+        window = record.window
+        if info.in_step:
+            window.in_step_backwards += 1
+            return
+        window.entries.append((info, False))
+        if window.clip_site is not None and len(window.entries) > 1:
+            self.report("LC107", "gradients were clipped before the window's last micro-batch: "
+                        "the clip saw a partial sum; clip once, right before the step",
+                        window.clip_site)
+        window.clip_site = None
+
+    def on_reset(self, record: OptimizerRecord, window: Window) -> None:
+        if window.entries and not window.entries[-1][1]:
+            info, _ = window.entries[-1]
+            window.entries[-1] = (info, True)
+            if window.carried:
+                window.reset_after_carry = True
+
+    def close_window(self, record: OptimizerRecord, skipped: bool) -> None:
+        from .checks import window_checks
+
+        window_checks.close(self, record, skipped)
+
+    # -- output -----------------------------------------------------------------------
+    def write_outputs(self, report_path: str | None, quiet: bool) -> None:
+        from .report import build_report, write_report_atomically
+        from .summary import render_summary
+
+        data = build_report(self)
+        if report_path:
+            try:
+                write_report_atomically(report_path, data)
+            except OSError as exc:
+                print(f"loopcheck: could not write the report to {report_path}: {exc}", file=sys.stderr)
+        text = render_summary(data, quiet)
+        if text:
+            try:
+                sys.stderr.write(text)
+                sys.stderr.flush()
+            except Exception:  # noqa: BLE001 - stderr may be closed at exit
+                pass
