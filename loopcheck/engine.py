@@ -25,6 +25,11 @@ def _rules(codes: frozenset[str]) -> tuple[object, ...]:
     return tuple(RULES[code]() for code in sorted(codes) if code in RULES)
 
 
+def required_texts(codes: frozenset[str]) -> frozenset[str]:
+    """Substrings a file must contain for any of ``codes`` to find something in it."""
+    return frozenset(text for rule in _rules(codes) for text in rule.requires)  # type: ignore[attr-defined]
+
+
 def check_source(source: str, filename: str = "<string>", select: Iterable[str] | None = None) -> list[Finding]:
     """Findings for ``source`` with the default rules (or ``select``, ruff-style selectors)."""
     codes = resolve(select) if select is not None else resolve()

@@ -53,10 +53,11 @@ class Index:
     int_inits: dict[str, set[int | None]]  # name -> values of `name = <int>` assignments
     calls: list[cst.Call]
     values: dict[str, list[cst.BaseExpression]]  # name -> every value assigned to it in the file
+    attributes: set[str]  # every attribute name used in the file (`x.sync_gradients` -> sync_gradients)
 
 
 def index_module(module: cst.Module) -> Index:
-    index = Index(Roles(), {}, {}, set(), {}, [], {})
+    index = Index(Roles(), {}, {}, set(), {}, [], {}, set())
     for node in walk(module, into_functions=True):
         if isinstance(node, cst.FunctionDef):
             index.functions.setdefault(node.name.value, []).append(node)
@@ -74,6 +75,8 @@ def index_module(module: cst.Module) -> Index:
                     index.int_inits.setdefault(last_part(names[0]), set()).add(int(value.value, 0))
                 elif len(names) == 1:
                     index.int_inits.setdefault(last_part(names[0]), set()).add(None)
+        elif isinstance(node, cst.Attribute):
+            index.attributes.add(node.attr.value)
         elif isinstance(node, cst.Call):
             index.calls.append(node)
             called = method(node)

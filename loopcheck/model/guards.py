@@ -63,7 +63,7 @@ def _negate(guard: Guard) -> Guard:
     flip = {GuardKind.PERIODIC: GuardKind.NOT_PERIODIC, GuardKind.NOT_PERIODIC: GuardKind.PERIODIC,
             GuardKind.SYNC: GuardKind.NOT_SYNC, GuardKind.NOT_SYNC: GuardKind.SYNC}
     if guard.kind in flip:
-        return replace(guard, kind=flip[guard.kind], flush=None)
+        return replace(guard, kind=flip[guard.kind])
     if guard.kind is GuardKind.INVARIANT:
         return guard
     return _UNKNOWN

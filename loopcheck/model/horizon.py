@@ -38,8 +38,16 @@ _EPOCHS = re.compile(r"epoch", re.I)
 _DATA = re.compile(r"load|(^|_)dl($|_)|dataset", re.I)
 
 
-def horizon_expr(call: cst.Call) -> cst.BaseExpression | None:
+def horizon_expr(call: cst.Call, index: Index) -> cst.CSTNode | None:
+    """The expression (or, for ``LambdaLR``, the function body) that sets the schedule's length."""
     name = last_part(func_name(call) or "")
+    if name in ("LambdaLR", "MultiplicativeLR"):
+        args = positional(call)
+        fn = args[1] if len(args) > 1 else keyword(call, "lr_lambda")
+        if isinstance(fn, cst.Lambda):
+            return fn.body
+        defs = index.functions.get(fn.value, []) if isinstance(fn, cst.Name) else []
+        return defs[0].body if len(defs) == 1 else None
     if name == "OneCycleLR" and keyword(call, "total_steps") is None:
         epochs, per_epoch = keyword(call, "epochs"), keyword(call, "steps_per_epoch")
         if epochs is not None and per_epoch is not None:
@@ -56,7 +64,7 @@ def horizon_expr(call: cst.Call) -> cst.BaseExpression | None:
     return value
 
 
-def unit_of(expr: cst.BaseExpression, index: Index, depth: int = 0) -> Unit | None:
+def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0) -> Unit | None:
     """The unit ``expr`` counts in, or None where the file does not make it certain."""
     found: set[Unit] = set()
     divided_by_accum = False

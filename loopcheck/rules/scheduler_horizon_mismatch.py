@@ -83,7 +83,7 @@ for epoch in range(args.epochs):
                 if scheduler.has_args:
                     continue
                 for call in model.roles.constructors(scheduler.receiver, Role.SCHEDULER):
-                    horizon = horizon_expr(call)
+                    horizon = horizon_expr(call, model.index)
                     unit = unit_of(horizon, model.index) if horizon is not None else None
                     if unit is not None and _mismatch(unit, stepped, training.accumulates):
                         yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "

@@ -69,8 +69,10 @@ for i, (x, y) in enumerate(loader):
             for scheduler in training.events(Kind.SCHEDULER_STEP):
                 if not training.guard(scheduler).always:
                     continue
-                horizons = [horizon_expr(c) for c in model.roles.constructors(scheduler.receiver, Role.SCHEDULER)]
-                if any(h is not None and unit_of(h, model.index) is Unit.BATCHES for h in horizons):
-                    continue  # the horizon is counted in micro-batches too: consistent
+                horizons = [horizon_expr(c, model.index) for c in
+                            model.roles.constructors(scheduler.receiver, Role.SCHEDULER)]
+                units = [unit_of(h, model.index) if h is not None else None for h in horizons]
+                if units and not any(u in (Unit.UPDATES, Unit.EPOCHS) for u in units):
+                    continue  # built here with a horizon in micro-batches, or one we cannot read: no guess
                 yield self.at(scheduler, f"`{scheduler.receiver}.step()` runs on every micro-batch but the optimizer "
                                          "steps every N: the schedule advances N times too fast")

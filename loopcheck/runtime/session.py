@@ -106,8 +106,8 @@ class Session:
     def step_index(self) -> int:
         return max((r.steps + r.skipped for r in self.records), default=0)
 
-    def report(self, code: str, message: str, site: Site | None) -> None:
-        self.findings.add(code, message, site, self.step_index())
+    def report(self, code: str, message: str, site: Site | None, step: int | None = None) -> None:
+        self.findings.add(code, message, site, self.step_index() if step is None else step)
 
     def record_for(self, optimizer: Any, create: bool = True) -> OptimizerRecord | None:
         record = self._by_optimizer.get(optimizer)
@@ -150,6 +150,7 @@ class Session:
         if window.entries and not window.entries[-1][1]:
             info, _ = window.entries[-1]
             window.entries[-1] = (info, True)
+            window.reset_site = window.reset_site or self.last_zero_site
             if window.carried:
                 window.reset_after_carry = True
 
@@ -159,7 +160,7 @@ class Session:
         window_checks.close(self, record, skipped)
 
     # -- output -----------------------------------------------------------------------
-    def write_outputs(self, report_path: str | None, quiet: bool) -> None:
+    def write_outputs(self, report_path: str | None, quiet: bool, print_summary: bool = True) -> None:
         from .report import build_report, write_report_atomically
         from .summary import render_summary
 
@@ -169,7 +170,7 @@ class Session:
                 write_report_atomically(report_path, data)
             except OSError as exc:
                 print(f"loopcheck: could not write the report to {report_path}: {exc}", file=sys.stderr)
-        text = render_summary(data, quiet)
+        text = render_summary(data, quiet) if print_summary else ""
         if text:
             try:
                 sys.stderr.write(text)

@@ -35,6 +35,7 @@ class Window:
     carried: bool = False  # its first backward added to gradients left from before the last step
     reset_after_carry: bool = False
     clip_site: Site | None = None  # a clip since the window's last backward
+    reset_site: Site | None = None  # the zero_grad call behind a reset inside the window
     zero_grad_calls: int = 0
     ema_updates: int = 0
 
@@ -70,6 +71,8 @@ class OptimizerRecord:
     steps: int = 0
     skipped: int = 0
     consecutive_skips: int = 0
+    last_skipped: bool = False
+    last_size: int = 0  # micro-batches of the previous window
     in_step: bool = False
     scaler_stepping: bool = False
     post_hook_fired: bool = False

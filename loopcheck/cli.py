@@ -1,0 +1,129 @@
+"""The ``loopcheck`` command: ``check`` (static), ``run`` (runtime), ``rule`` and ``rules`` (docs).
+
+Exit codes follow ruff: 0 no findings, 1 findings, 2 usage, configuration or path error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from loopcheck import __version__
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+_DESCRIPTION = """\
+loopcheck finds silent bugs in PyTorch training loops: gradients zeroed inside an accumulation
+window, an un-divided accumulated loss, schedulers or EMA ticking per micro-batch, clipping of
+partial sums, steps at the wrong nesting level. The same rule codes (LC101, ...) are reported
+statically by `check` and from a real run by `run`.
+"""
+
+_CHECK_EPILOG = """\
+selectors: a code (LC101), a prefix (LC1 = all accumulation rules, ALL) or a rule name
+(zero-grad-in-accumulation). Configure defaults in pyproject.toml under [tool.loopcheck]
+(select, ignore, extend-select, per-file-ignores, exclude, extend-exclude, respect-gitignore).
+Silence one finding with `# noqa: LC101` (or bare `# noqa`, or `# loopcheck: ignore[LC101]`)
+on the flagged line or the first line of its statement.
+
+exit status: 0 no findings, 1 findings, 2 usage, configuration or path error.
+"""
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="loopcheck", description=_DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"loopcheck {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    check = sub.add_parser("check", help="statically check training code (pre-commit, CI)",
+                           description="Check Python files for training-loop pitfalls without running them.",
+                           epilog=_CHECK_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    check.add_argument("paths", nargs="*", type=Path, metavar="PATH",
+                       help="files or directories to check (default: the current directory)")
+    check.add_argument("--select", type=_csv, metavar="RULES", help="check only these rules (comma-separated)")
+    check.add_argument("--ignore", type=_csv, default=[], metavar="RULES", help="do not check these rules")
+    check.add_argument("--extend-select", type=_csv, default=[], metavar="RULES",
+                       help="check these rules on top of the selection (e.g. opt-in ones)")
+    check.add_argument("--output-format", choices=("text", "json"), default="text",
+                       help="text for people (default), json for tools")
+    check.add_argument("--statistics", action="store_true", help="print the number of findings per rule")
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    check.add_argument("--no-show-source", dest="show_source", action="store_false",
+                       help="do not print the flagged source line under each finding")
+    check.add_argument("--config", type=Path, metavar="PYPROJECT",
+                       help="use this pyproject.toml (default: the nearest one with [tool.loopcheck])")
+    check.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary")
+
+    run = sub.add_parser("run", help="run a training script under the runtime checker",
+                         description="Run SCRIPT as `python SCRIPT ARGS` would, with loopcheck's runtime "
+                                     "checks installed, and report what actually happened.")
+    try:  # TEMPORARY until loopcheck.runtime.command lands
+        from loopcheck.runtime.command import add_run_arguments
+
+        add_run_arguments(run)
+    except ImportError:
+        pass
+
+    rule = sub.add_parser("rule", help="show the documentation of one rule")
+    rule.add_argument("rule", metavar="RULE", help="a code (LC101) or name (zero-grad-in-accumulation)")
+    sub.add_parser("rules", help="list every rule with its level and whether it has a fix")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "check":
+        from loopcheck.checker import run_check
+
+        return run_check(args)
+    if args.command == "run":
+        from loopcheck.runtime.command import run_command
+
+        return run_command(args)
+    if args.command == "rule":
+        return _rule(args.rule)
+    if args.command == "rules":
+        return _rules()
+    parser.print_help()
+    return EXIT_ERROR
+
+
+def _rule(name: str) -> int:
+    from loopcheck.catalog import lookup
+    from loopcheck.catalogue_pages import render_page
+    from loopcheck.rules import RULES
+
+    info = lookup(name)
+    if info is None:
+        print(f"loopcheck: error: unknown rule {name!r} (see `loopcheck rules`)", file=sys.stderr)
+        return EXIT_ERROR
+    print(render_page(info.code, RULES.get(info.code)), end="")
+    return EXIT_OK
+
+
+def _rules() -> int:
+    from loopcheck.catalog import CODES
+    from loopcheck.rules import RULES
+
+    print(f"{'code':<6} {'name':<34} {'level':<8} {'static':<7} {'runtime':<8} fix")
+    for code, info in CODES.items():
+        static = "yes" if code in RULES else "-"
+        runtime = "yes" if info.runtime else "-"
+        print(f"{code:<6} {info.name:<34} {info.level.value:<8} {static:<7} {runtime:<8} -")
+    return EXIT_OK
+
+
+def entry() -> None:
+    """Console-script entry point."""
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)

@@ -1,0 +1,33 @@
+"""Checks that run on the main thread right before a backward pass."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..session import Session
+    from ..state import BackwardInfo
+
+
+def run(session: Session, info: BackwardInfo, loss: Any) -> None:
+    _unscaled_window(session, info)
+    if not info.scaled and session.autocast.fp16_since_last_backward():
+        session.report("LC205", "backward on a loss computed under float16 autocast without a "
+                       "GradScaler: small gradients underflow to zero (use "
+                       "torch.amp.GradScaler, or bfloat16)", info.site)
+    session.modes.check_backward()
+    session.retained.watch(loss, info.site)
+
+
+def _unscaled_window(session: Session, info: BackwardInfo) -> None:
+    """A backward after ``unscale_`` and before the step mixes unscaled and scaled gradients."""
+    if not info.scaled:
+        return
+    scalers = session.scalers
+    for scaler in scalers.enabled_scalers():
+        for record in session.records:
+            optimizer = record.ref()
+            if optimizer is not None and scalers.stage(scaler, optimizer) is scalers.OptState.UNSCALED:
+                session.report("LC204", "a backward pass runs after scaler.unscale_() and before "
+                               "the step: unscaled and scaled gradients are summed; unscale "
+                               "only on the window's last micro-batch", info.site)
+                return

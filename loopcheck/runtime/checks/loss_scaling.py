@@ -1,0 +1,32 @@
+"""LC102: under accumulation each micro-batch's loss must be divided by the window size
+(or normalised by a window-wide count, which is not checked)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..session import Session
+    from ..state import BackwardInfo
+
+_TOLERANCE = 0.02
+
+
+def check(session: Session, micro: list[BackwardInfo]) -> None:
+    size = len(micro)
+    scales = [bw.scale for bw in micro]
+    if size < 2 or any(s is None or not s.known for s in scales):
+        return
+    factors = [s.factor for s in scales if s is not None]
+    site = micro[-1].site
+    if max(factors) - min(factors) > _TOLERANCE * max(abs(f) for f in factors):
+        divisors = ", ".join(f"{1 / f:g}" for f in factors)
+        session.report("LC102", f"the loss divisor changes within one window ({divisors}): a "
+                       "running count weighs micro-batches unevenly; divide every micro-batch "
+                       f"by the window size {size}", site)
+    elif abs(factors[0] - 1.0) <= _TOLERANCE:
+        session.report("LC102", f"the loss is not divided by the {size} micro-batches of its "
+                       f"window: every optimizer step is {size}x too large; use loss / {size}",
+                       site)
+    elif abs(factors[0] * size - 1.0) > _TOLERANCE:
+        session.report("LC102", f"the loss is divided by {1 / factors[0]:g} but each window has "
+                       f"{size} micro-batches", site)

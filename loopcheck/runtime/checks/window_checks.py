@@ -1,0 +1,99 @@
+"""Checks when an optimizer window closes (the step ran, or GradScaler skipped it)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..state import HISTORY_LIMIT, BackwardInfo, OptimizerRecord, Window, WindowSummary
+from . import loss_scaling
+
+if TYPE_CHECKING:
+    from ..session import Session
+
+EXCESSIVE_WINDOW = 16
+COLLAPSE_SKIPS = 10
+
+
+def close(session: Session, record: OptimizerRecord, skipped: bool) -> None:
+    window = record.window
+    micro = [bw for bw, _ in window.dominant()]
+    size = len(micro)
+    if skipped:
+        record.skipped += 1
+        record.consecutive_skips += 1
+    else:
+        record.steps += 1
+        record.consecutive_skips = 0
+    record.last_skipped = skipped
+    record.sizes[size] += 1
+    largest_so_far = size >= max(record.sizes)
+    if _reset_before_every_micro_batch(window):
+        session.report("LC101", f"gradients are reset before each of the {size} backward "
+                       "passes of a window that ends in one optimizer step: only the last "
+                       "micro-batch reaches the step; zero them in the step branch",
+                       window.reset_site or micro[-1].site)
+    elif largest_so_far:
+        loss_scaling.check(session, micro)
+    _carried_over(session, record, window)
+    if not window.entries and not window.in_step_backwards and not window.zero_grad_calls \
+            and record.last_size and not skipped:
+        session.report("LC109", "the optimizer steps again with no backward pass and no "
+                       "zero_grad since its last step: it applies the same gradients twice",
+                       record.step_site)
+    if size > EXCESSIVE_WINDOW:
+        session.report("LC110", f"{size} micro-batches are accumulated per optimizer step "
+                       f"(more than {EXCESSIVE_WINDOW}): stale, high-variance windows",
+                       micro[-1].site)
+    if record.consecutive_skips == COLLAPSE_SKIPS:
+        session.report("LC207", f"GradScaler skipped the last {COLLAPSE_SKIPS} optimizer steps "
+                       "(inf/NaN gradients) and keeps shrinking the scale: training has "
+                       "stopped; look for the overflow instead of relying on the scaler",
+                       record.step_site)
+    if len(record.history) < HISTORY_LIMIT:
+        record.history.append(_summarise(session, window, micro, record.steps + record.skipped))
+    record.last_size = size + window.in_step_backwards
+    record.window = Window(window.number + 1)
+    record.last_bw = None
+    if not skipped:
+        session.emas.on_step()
+    if record is session.main_record():
+        session.memory.on_step(session.step_index())
+        session.retained.on_step()
+        session.emas.wrap_imported()
+
+
+def _reset_before_every_micro_batch(window: Window) -> bool:
+    entries = window.entries
+    if not entries:
+        return False
+    site = window.dominant()[0][0].site
+    indices = [i for i, (bw, _) in enumerate(entries) if bw.site == site]
+    if len(indices) < 2:
+        return False
+    return all(any(reset for _, reset in entries[a + 1:b + 1]) for a, b in zip(indices, indices[1:]))
+
+
+def _carried_over(session: Session, record: OptimizerRecord, window: Window) -> None:
+    """Gradients from before the previous step still summed into this one: no zero_grad."""
+    if window.carried and not window.reset_after_carry:
+        record.carried_streak += 1
+        if record.carried_streak == 2:
+            session.report("LC103", "gradients are never cleared between optimizer steps: each "
+                           "step adds the gradients of every earlier step; call zero_grad() "
+                           "after the step", record.step_site)
+    else:
+        record.carried_streak = 0
+
+
+def _summarise(session: Session, window: Window, micro: list[BackwardInfo], step: int) -> WindowSummary:
+    data = session.data
+    epochs: list[tuple[int, int]] = []
+    for bw in micro:
+        if bw.epoch is not None and (not epochs or epochs[-1] != bw.epoch):
+            epochs.append(bw.epoch)
+    dropped = any(reset and i and window.entries[i - 1][0].epoch not in (None, bw.epoch)
+                  for i, (bw, reset) in enumerate(window.entries))
+    last = epochs[-1] if epochs else None
+    return WindowSummary(
+        size=len(micro), epochs=tuple(epochs), exhausted=last in data.exhausted,
+        covered_epoch=len(epochs) == 1 and data.batches[epochs[0]] == len(micro),
+        site=micro[-1].site if micro else None, step=step, dropped_epoch=dropped)

@@ -1,0 +1,97 @@
+"""EMA / weight averaging has no hooks: ``AveragedModel.update_parameters`` (and the update
+methods of timm, ema_pytorch and torch_ema when those are imported) is wrapped, and EMA
+objects are remembered from their constructor."""
+from __future__ import annotations
+
+import importlib
+import sys
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .callsite import Site, user_site
+from .patching import replace_attr
+
+if TYPE_CHECKING:
+    from .session import Session
+
+# (module, class, update method); third-party ones only when the user's code imported them
+EMA_CLASSES = (
+    ("torch.optim.swa_utils", "AveragedModel", "update_parameters"),
+    ("timm.utils.model_ema", "ModelEmaV2", "update"),
+    ("timm.utils.model_ema", "ModelEmaV3", "update"),
+    ("ema_pytorch", "EMA", "update"),
+    ("torch_ema", "ExponentialMovingAverage", "update"),
+)
+
+
+@dataclass
+class EmaRecord:
+    kind: str
+    site: Site | None
+    created_at_step: int
+    updates: int = 0
+    since_step: int = 0
+
+
+class EmaHooks:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.records: weakref.WeakKeyDictionary[Any, EmaRecord] = weakref.WeakKeyDictionary()
+        self.all: list[EmaRecord] = []
+        self.wrapped: set[tuple[str, str]] = set()
+
+    def install(self) -> None:
+        self.wrap_imported()
+
+    def wrap_imported(self) -> None:
+        """Called at start and at optimizer steps: by then the user's imports have run."""
+        for module_name, class_name, method in EMA_CLASSES:
+            if (module_name, class_name) in self.wrapped:
+                continue
+            if module_name not in sys.modules and not module_name.startswith("torch."):
+                continue
+            cls = getattr(importlib.import_module(module_name), class_name, None)
+            if cls is None:
+                continue
+            self.wrapped.add((module_name, class_name))
+            replace_attr(self.session.stack, cls, "__init__", self._wrap_init)
+            replace_attr(self.session.stack, cls, method, self._wrap_update)
+
+    def _wrap_init(self, original: Any) -> Any:
+        guard = self.session.guard
+
+        def __init__(ema: Any, *args: Any, **kwargs: Any) -> None:
+            original(ema, *args, **kwargs)
+            guard.call("EMA tracking", self._created, ema)
+
+        return __init__
+
+    def _created(self, ema: Any) -> None:
+        if ema not in self.records:
+            record = EmaRecord(type(ema).__name__, user_site(), self.session.step_index())
+            self.records[ema] = record
+            self.all.append(record)
+
+    def _wrap_update(self, original: Any) -> Any:
+        guard = self.session.guard
+
+        def update(ema: Any, *args: Any, **kwargs: Any) -> Any:
+            guard.call("EMA tracking", self._updated, ema)
+            return original(ema, *args, **kwargs)
+
+        return update
+
+    def _updated(self, ema: Any) -> None:
+        self._created(ema)
+        record = self.records[ema]
+        record.updates += 1
+        record.since_step += 1
+        if record.since_step == 2 and self.session.records:
+            self.session.report("LC401", f"the {record.kind} update runs more than once per "
+                                "optimizer step (on every micro-batch?): update it once, after "
+                                "the step", user_site())
+
+    def on_step(self) -> None:
+        for record in self.all:
+            record.since_step = 0

@@ -1,0 +1,90 @@
+"""The JSON report (schema in REPORT.md), written atomically: a temporary file in the same
+directory, flushed and fsynced, then ``os.replace``d over the target."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .session import Session
+
+SCHEMA = "loopcheck-runtime-report/1"
+
+
+def build_report(session: Session) -> dict[str, Any]:
+    per_step: Counter[int] = Counter()
+    for record in session.records:
+        per_step.update(record.sizes)
+    memory = session.memory
+    return {
+        "schema": SCHEMA,
+        "exit": session.exit_status,
+        "duration_s": round(time.monotonic() - session.started_at, 3),
+        "findings": [f.as_json() for f in session.findings.all()],
+        "counters": {
+            "optimizer_steps": sum(r.steps for r in session.records),
+            "skipped_steps": sum(r.skipped for r in session.records),
+            "backward_passes": session.tracker.seq,
+            "backward_per_step": {str(k): v for k, v in sorted(per_step.items())},
+            "zero_grad_calls": session.zero_grad_calls,
+            "clip_calls": session.clip_calls,
+            "schedulers": [{"type": s.kind, "steps": s.steps} for s in session.schedulers.all],
+            "ema": [{"type": e.kind, "updates": e.updates} for e in session.emas.all],
+            "grad_scaler": dict(session.scalers.calls),
+        },
+        "memory": {
+            "source": memory.kind,
+            "device": memory.device,
+            "peak_bytes": memory.peak(),
+            "stride": memory.stride,
+            "per_step": [{"step": step, "bytes": value} for step, value in memory.samples],
+        },
+        "optimizers": [r.as_json() for r in session.records],
+        "environment": _environment(session),
+        "disabled_checks": list(session.guard.errors),
+    }
+
+
+def _environment(session: Session) -> dict[str, Any]:
+    torch = session.torch
+    distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
+    device = session.memory.device or "cpu"
+    name = None
+    if session.memory.cuda is not None:
+        name = torch.cuda.get_device_name()
+    return {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "platform": sys.platform,
+        "device": device,
+        "device_name": name,
+        "cuda_available": torch.cuda.is_available(),
+        "world_size": torch.distributed.get_world_size() if distributed
+        else int(os.environ.get("WORLD_SIZE", "1")),
+    }
+
+
+def write_report_atomically(path: str, data: dict[str, Any]) -> None:
+    target = os.path.abspath(path)
+    directory = os.path.dirname(target)
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".loopcheck-", suffix=".json.tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2, default=str)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,98 @@
+"""LR schedulers have no hooks: ``LRScheduler.step`` (and the subclasses that override it)
+is wrapped at class level; nested calls (SequentialLR, ChainedScheduler) count once."""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .callsite import Site, user_site
+from .patching import replace_attr
+
+if TYPE_CHECKING:
+    from .session import Session
+
+# attribute holding the horizon, per scheduler class: stepping past it means the horizon was
+# counted in other units than the stepping (epochs vs batches, micro-batches vs steps)
+_HORIZONS = {"CosineAnnealingLR": "T_max", "OneCycleLR": "total_steps", "PolynomialLR": "total_iters"}
+
+
+@dataclass
+class SchedulerRecord:
+    kind: str
+    steps: int = 0
+    window: int = -1  # optimizer window of the last step
+    in_window: int = 0  # steps within that window
+    after_skip: int = 0
+    site: Site | None = None
+
+
+class SchedulerHooks:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.records: weakref.WeakKeyDictionary[Any, SchedulerRecord] = weakref.WeakKeyDictionary()
+        self.all: list[SchedulerRecord] = []
+        self.depth = 0
+
+    def install(self) -> None:
+        from torch.optim import lr_scheduler
+
+        classes = [lr_scheduler.LRScheduler] + [
+            cls for cls in vars(lr_scheduler).values()
+            if isinstance(cls, type) and issubclass(cls, lr_scheduler.LRScheduler)
+            and "step" in cls.__dict__ and cls is not lr_scheduler.LRScheduler]
+        for cls in classes:
+            replace_attr(self.session.stack, cls, "step", self._wrap_step)
+
+    def _wrap_step(self, original: Any) -> Any:
+        guard = self.session.guard
+
+        def step(scheduler: Any, *args: Any, **kwargs: Any) -> Any:
+            if self.depth or getattr(scheduler, "_step_count", 1) == 0:  # nested or initial step
+                return original(scheduler, *args, **kwargs)
+            guard.call("scheduler tracking", self._before, scheduler)
+            self.depth += 1
+            try:
+                return original(scheduler, *args, **kwargs)
+            finally:
+                self.depth -= 1
+
+        return step
+
+    def _before(self, scheduler: Any) -> None:
+        session = self.session
+        record = self.records.get(scheduler)
+        if record is None:
+            record = self.records[scheduler] = SchedulerRecord(type(scheduler).__name__)
+            self.all.append(record)
+        record.steps += 1
+        optimizer = getattr(scheduler, "optimizer", None)
+        owner = session.record_for(optimizer, create=False) if optimizer is not None else None
+        if owner is None:
+            return
+        site = user_site()
+        record.site = record.site or site
+        if owner.steps == 0 and owner.skipped == 0:
+            session.report("LC302", "the LR scheduler steps before its optimizer has stepped: "
+                           "the first value of the schedule is skipped; call scheduler.step() "
+                           "after optimizer.step()", site)
+        if owner.last_skipped:
+            record.after_skip += 1
+            attempts = owner.steps + owner.skipped
+            if record.steps * 2 >= attempts:  # a per-step scheduler, not a per-epoch one
+                session.report("LC306", "the LR scheduler advances although GradScaler skipped "
+                               "this optimizer step (inf/NaN gradients)", site)
+        if record.window == owner.window.number:
+            record.in_window += 1
+            if record.in_window == 2 and owner.window.entries:
+                session.report("LC301", "the LR scheduler steps on every micro-batch while the "
+                               "optimizer steps once per window: the schedule runs too fast; "
+                               "step it in the optimizer-step branch", site)
+        else:
+            record.window, record.in_window = owner.window.number, 1
+        horizon_attr = _HORIZONS.get(record.kind)
+        horizon = getattr(scheduler, horizon_attr, None) if horizon_attr else None
+        if isinstance(horizon, int) and scheduler.last_epoch + 1 > horizon:
+            session.report("LC303", f"{record.kind} is stepped past its horizon "
+                           f"({horizon_attr}={horizon}): the horizon is counted in other units "
+                           "than the stepping (epochs vs batches, micro-batches vs steps)", site)

@@ -1,0 +1,62 @@
+"""The human summary printed to stderr at exit, rendered from the report's data."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+PREFIX = "loopcheck:"
+
+
+def _mib(value: int | None) -> str:
+    return "n/a" if value is None else f"{value / (1 << 20):.1f} MiB"
+
+
+def _rel(path: str | None) -> str:
+    if not path:
+        return "<unknown>"
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def render_summary(data: dict[str, Any], quiet: bool = False) -> str:
+    lines: list[str] = []
+    counters = data["counters"]
+    steps = counters["optimizer_steps"]
+    if not quiet:
+        per = ", ".join(f"{n} x{count}" for n, count in counters["backward_per_step"].items())
+        skipped = f" ({counters['skipped_steps']} skipped by GradScaler)" if counters["skipped_steps"] else ""
+        lines.append(f"{PREFIX} {steps} optimizer steps{skipped}, {counters['backward_passes']} "
+                     f"backward passes" + (f"; backward passes per step: {per}" if per else ""))
+        for optimizer in data["optimizers"]:
+            lines.append(f"{PREFIX}   optimizer {optimizer['index']} {optimizer['type']}: "
+                         f"{optimizer['steps']} steps, {optimizer['skipped_steps']} skipped, "
+                         f"{optimizer['backward_passes']} backward passes")
+        extra = [f"{s['type']} {s['steps']} steps" for s in counters["schedulers"]]
+        extra += [f"{e['type']} {e['updates']} updates" for e in counters["ema"]]
+        scaler = counters["grad_scaler"]
+        if scaler["step"]:
+            extra.append(f"GradScaler {scaler['step']} steps, {scaler['update']} updates")
+        if extra:
+            ratio = [f"{x}" for x in extra]
+            lines.append(f"{PREFIX}   per {steps} optimizer steps: " + "; ".join(ratio))
+        memory = data["memory"]
+        if memory["per_step"]:
+            first, last = memory["per_step"][0]["bytes"], memory["per_step"][-1]["bytes"]
+            label = "allocated" if memory["source"] == "cuda-allocated" else "resident (RSS)"
+            lines.append(f"{PREFIX}   memory {label} at step boundaries: {_mib(first)} -> "
+                         f"{_mib(last)}, peak {_mib(memory['peak_bytes'])}"
+                         + (f" on {memory['device']}" if memory["device"] else ""))
+        for error in data["disabled_checks"]:
+            lines.append(f"{PREFIX}   disabled after an internal error: {error}")
+    findings = data["findings"]
+    if findings or not quiet:
+        lines.append(f"{PREFIX} {len(findings)} finding{'s' if len(findings) != 1 else ''}")
+    for f in findings:
+        where = f"{_rel(f['file'])}:{f['line']}" if f["line"] else _rel(f["file"])
+        count = f" (x{f['count']})" if f["count"] > 1 else ""
+        lines.append(f"  {where}: {f['code']} [{f['name']}] {f['severity']}: {f['message']}"
+                     f"{count}, first at step {f['first_step']}")
+    return "".join(line + "\n" for line in lines)

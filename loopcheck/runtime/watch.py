@@ -1,0 +1,60 @@
+"""``watch``: the runtime checker as a context manager or decorator."""
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any
+
+from .selection import Selection
+
+
+def rank_report_path(path: str | None) -> str | None:
+    """Every rank of a distributed job gets its own report: ``r.json`` -> ``r.rank1.json``."""
+    rank = os.environ.get("RANK")
+    if not path or rank in (None, "", "0"):
+        return path
+    root, ext = os.path.splitext(path)
+    return f"{root}.rank{rank}{ext or '.json'}"
+
+
+class watch(contextlib.ContextDecorator):  # noqa: N801 - reads as a function at call sites
+    """Watch the training code run inside the block (or the decorated function).
+
+    ``report``: path of the JSON report; ``select``/``ignore``: codes, names or prefixes;
+    ``summary``: print the summary to stderr on exit; ``quiet``: print only findings.
+    After the block, ``findings`` holds what was found. A ``watch`` inside an active one does
+    nothing (the outer session sees everything).
+    """
+
+    def __init__(self, report: str | None = None, select: Iterable[str] | str | None = None,
+                 ignore: Iterable[str] | str | None = None, summary: bool = True,
+                 quiet: bool = False) -> None:
+        self.selection = Selection.parse(select, ignore)
+        self.report = rank_report_path(report)
+        self.summary = summary
+        self.quiet = quiet
+        self.session: Any = None
+        self.findings: list[Any] = []
+
+    def __enter__(self) -> Any:
+        from .session import Session, active_session
+
+        if active_session() is not None:
+            self.session = None
+            return active_session()
+        self.session = Session(self.selection).start()
+        return self.session
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool:
+        session, self.session = self.session, None
+        if session is None:
+            return False
+        how = "finished" if exc_type is None else exc_type.__name__
+        session.stop(how)
+        self.findings = session.findings.all()
+        if self.summary or self.report:
+            session.write_outputs(self.report, self.quiet, print_summary=self.summary)
+        return False
