@@ -16,7 +16,7 @@ import pathspec
 
 from loopcheck.catalog import SYNTAX_ERROR
 from loopcheck.config import Config, ConfigError, find_pyproject, load
-from loopcheck.discovery import PathError, discover
+from loopcheck.discovery import PathError, compile_patterns, discover
 from loopcheck.engine import check_text, read_source, required_texts
 from loopcheck.findings import Finding
 from loopcheck.output import render, statistics, summary
@@ -60,7 +60,7 @@ def _codes(args: argparse.Namespace, config: Config) -> frozenset[str]:
 
 
 def check_files(files: list[Path], codes: frozenset[str], config: Config) -> list[Finding]:
-    per_file = [(pathspec.PathSpec.from_lines("gitwildmatch", [pattern]), resolve(selectors, ()))
+    per_file = [(compile_patterns([pattern]), resolve(selectors, ()))
                 for pattern, selectors in config.per_file_ignores.items()] if config.per_file_ignores else []
     needles = required_texts(codes)
     findings: list[Finding] = []

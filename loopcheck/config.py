@@ -45,11 +45,16 @@ def find_pyproject(start: Path) -> Path | None:
         candidate = directory / "pyproject.toml"
         if candidate.is_file():
             try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                text = candidate.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
                 continue
-            if "loopcheck" in data.get("tool", {}):
-                return candidate
+            try:
+                if "loopcheck" in tomllib.loads(text).get("tool", {}):
+                    return candidate
+            except tomllib.TOMLDecodeError:
+                if "tool.loopcheck" in text:
+                    return candidate  # broken, but meant for us: `load` reports it
+
     return None
 
 

@@ -24,13 +24,17 @@ class PathError(ValueError):
     """A path on the command line that does not exist."""
 
 
-def _spec(patterns: list[str]) -> pathspec.PathSpec:
-    return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+def compile_patterns(patterns: list[str]) -> pathspec.PathSpec:
+    """gitignore-style patterns (``pathspec`` renamed the factory in 0.12: accept both)."""
+    try:
+        return pathspec.PathSpec.from_lines("gitignore", patterns)
+    except (KeyError, LookupError):
+        return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
 
 
 def discover(paths: list[Path], root: Path, exclude: list[str], respect_gitignore: bool = True) -> Iterator[Path]:
     """Files to check, in a stable order, each once."""
-    excluded = _spec(DEFAULT_EXCLUDE + exclude)
+    excluded = compile_patterns(DEFAULT_EXCLUDE + exclude)
     seen: set[Path] = set()
     for path in paths:
         if not path.exists() and not path.is_symlink():
@@ -73,7 +77,7 @@ def _gitignore(directory: Path) -> list[tuple[Path, pathspec.PathSpec]]:
         lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return []
-    return [(directory, _spec(lines))]
+    return [(directory, compile_patterns(lines))]
 
 
 def _skip(path: Path, is_dir: bool, root: Path, excluded: pathspec.PathSpec,

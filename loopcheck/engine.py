@@ -47,7 +47,8 @@ def check_text(source: str, filename: str, codes: frozenset[str]) -> list[Findin
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as error:
-        return [_syntax_error(filename, source, error.editor_line, error.editor_column, error.message)]
+        return [_python_syntax_error(filename, source) or
+                _syntax_error(filename, source, error.editor_line, error.editor_column, error.message)]
     except (RecursionError, MemoryError) as error:  # pathological nesting
         return [_syntax_error(filename, source, 1, 1, f"could not be parsed: {type(error).__name__}")]
     model = build(module, source)
@@ -80,6 +81,20 @@ def check_text(source: str, filename: str, codes: frozenset[str]) -> list[Findin
             source_line=lines[where.start.line - 1] if where.start.line <= len(lines) else "",
         ))
     return sorted(findings)
+
+
+def _python_syntax_error(filename: str, source: str) -> Finding | None:
+    """Python's own message and position (``expected ':'`` at 1:16) where it has one: clearer
+    than the parser generator's list of expected tokens."""
+    import ast
+
+    try:
+        ast.parse(source, filename)
+    except SyntaxError as error:
+        return _syntax_error(filename, source, error.lineno or 1, error.offset or 1, error.msg)
+    except (ValueError, RecursionError, MemoryError):
+        return None
+    return None
 
 
 def _syntax_error(filename: str, source: str, line: int, col: int, message: str) -> Finding:

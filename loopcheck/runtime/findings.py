@@ -1,6 +1,7 @@
 """Findings of a runtime session, one per (code, source line), with a repeat count."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from loopcheck.catalog import CODES, Severity
@@ -42,7 +43,7 @@ class FindingLog:
     def add(self, code: str, message: str, site: Site | None, step: int) -> None:
         if not self.selection.enabled(code):
             return
-        key = (code, site.file if site else None, site.line if site else None)
+        key = (code, os.path.abspath(site.file) if site else None, site.line if site else None)
         found = self._by_key.get(key)
         if found is not None:
             found.count += 1

@@ -29,7 +29,7 @@ class OptimizerHooks:
         stack.callback(optim_module.register_optimizer_step_post_hook(self._post_hook).remove)
         # a notebook may have built its optimizers before the session started
         for obj in gc.get_objects():
-            if isinstance(obj, torch.optim.Optimizer):
+            if issubclass(type(obj), torch.optim.Optimizer):  # type(): no lazy-module side effects
                 session.guard.call("optimizer tracking", self.adopt, obj)
 
     def adopt(self, optimizer: Any) -> None:
@@ -56,6 +56,8 @@ class OptimizerHooks:
             record = session.record_for(owner, create=False) if optimizer else None
             for rec in [record] if record is not None else session.records:
                 rec.window.zero_grad_calls += 1
+                if rec.window.entries:
+                    rec.window.zeroed_after_backward = session.last_zero_site
 
         def make(original: Any) -> Any:
             def zero_grad(owner: Any, *args: Any, **kwargs: Any) -> None:
@@ -79,6 +81,10 @@ class OptimizerHooks:
         record.post_hook_fired = False
         record.step_site = user_site()
         window = record.window
+        if window.entries and window.zeroed_after_backward is not None:
+            session.report("LC104", "gradients are cleared after the backward pass and before "
+                           "the step that should use them: the step sees no gradients; "
+                           "zero them after the step", window.zeroed_after_backward)
         if not record.scaler_stepping and any(bw.scaled for bw, _ in window.entries):
             session.report("LC203", "optimizer.step() runs on gradients of a GradScaler-scaled "
                            "loss without scaler.step(): they are still multiplied by the scale "

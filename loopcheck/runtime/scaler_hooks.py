@@ -104,6 +104,7 @@ class ScalerHooks:
                                 "in between (a path skips update): torch raises a RuntimeError",
                                 user_site())
         record = self.session.record_for(optimizer)
+        record.step_site = user_site()  # a skipped step never reaches the optimizer's pre-hook
         record.scaler_stepping = True
         record.post_hook_fired = False
         self.session.tracker.rebase += 1

@@ -140,6 +140,7 @@ class Session:
             window.in_step_backwards += 1
             return
         window.entries.append((info, False))
+        window.zeroed_after_backward = None
         if window.clip_site is not None and len(window.entries) > 1:
             self.report("LC107", "gradients were clipped before the window's last micro-batch: "
                         "the clip saw a partial sum; clip once, right before the step",

@@ -35,7 +35,8 @@ class Window:
     carried: bool = False  # its first backward added to gradients left from before the last step
     reset_after_carry: bool = False
     clip_site: Site | None = None  # a clip since the window's last backward
-    reset_site: Site | None = None  # the zero_grad call behind a reset inside the window
+    reset_site: Site | None = None
+    zeroed_after_backward: Site | None = None  # zero_grad since the window's last backward  # the zero_grad call behind a reset inside the window
     zero_grad_calls: int = 0
     ema_updates: int = 0
 
@@ -55,7 +56,8 @@ class WindowSummary:
     epochs: tuple[tuple[int, int], ...]  # loader passes its backwards came from, in order
     exhausted: bool  # the step came after its loader pass had run out
     covered_epoch: bool  # the window held every batch its loader pass yielded
-    site: Site | None
+    site: Site | None  # the backward line
+    step_site: Site | None
     step: int
     dropped_epoch: bool  # a reset discarded backwards of an earlier loader pass
 

@@ -34,7 +34,7 @@ def accumulation(session: Session, record: OptimizerRecord) -> None:
         first = history[0]
         session.report("LC108", f"the optimizer steps once per loader pass ({first.size} "
                        "backward passes each), after the batch loop: the step sits outside the "
-                       "batch loop", first.site, first.step)
+                       "batch loop", first.step_site, first.step)
         return
     regular = Counter(h.size for h in history).most_common(1)[0][0]
     if regular < 2:

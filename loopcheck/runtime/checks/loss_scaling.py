@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 _TOLERANCE = 0.02
 
 
-def check(session: Session, micro: list[BackwardInfo]) -> None:
+def check(session: Session, micro: list[BackwardInfo], step: int) -> None:
     size = len(micro)
     scales = [bw.scale for bw in micro]
     if size < 2 or any(s is None or not s.known for s in scales):
@@ -22,11 +22,11 @@ def check(session: Session, micro: list[BackwardInfo]) -> None:
         divisors = ", ".join(f"{1 / f:g}" for f in factors)
         session.report("LC102", f"the loss divisor changes within one window ({divisors}): a "
                        "running count weighs micro-batches unevenly; divide every micro-batch "
-                       f"by the window size {size}", site)
+                       f"by the window size {size}", site, step)
     elif abs(factors[0] - 1.0) <= _TOLERANCE:
         session.report("LC102", f"the loss is not divided by the {size} micro-batches of its "
                        f"window: every optimizer step is {size}x too large; use loss / {size}",
-                       site)
+                       site, step)
     elif abs(factors[0] * size - 1.0) > _TOLERANCE:
         session.report("LC102", f"the loss is divided by {1 / factors[0]:g} but each window has "
-                       f"{size} micro-batches", site)
+                       f"{size} micro-batches", site, step)

@@ -17,6 +17,7 @@ def close(session: Session, record: OptimizerRecord, skipped: bool) -> None:
     window = record.window
     micro = [bw for bw, _ in window.dominant()]
     size = len(micro)
+    index = record.steps + record.skipped  # findings of this window carry its step index
     if skipped:
         record.skipped += 1
         record.consecutive_skips += 1
@@ -30,26 +31,26 @@ def close(session: Session, record: OptimizerRecord, skipped: bool) -> None:
         session.report("LC101", f"gradients are reset before each of the {size} backward "
                        "passes of a window that ends in one optimizer step: only the last "
                        "micro-batch reaches the step; zero them in the step branch",
-                       window.reset_site or micro[-1].site)
+                       window.reset_site or micro[-1].site, index)
     elif largest_so_far:
-        loss_scaling.check(session, micro)
-    _carried_over(session, record, window)
+        loss_scaling.check(session, micro, index)
+    _carried_over(session, record, window, index)
     if not window.entries and not window.in_step_backwards and not window.zero_grad_calls \
             and record.last_size and not skipped:
         session.report("LC109", "the optimizer steps again with no backward pass and no "
                        "zero_grad since its last step: it applies the same gradients twice",
-                       record.step_site)
+                       record.step_site, index)
     if size > EXCESSIVE_WINDOW:
         session.report("LC110", f"{size} micro-batches are accumulated per optimizer step "
                        f"(more than {EXCESSIVE_WINDOW}): stale, high-variance windows",
-                       micro[-1].site)
+                       micro[-1].site, index)
     if record.consecutive_skips == COLLAPSE_SKIPS:
         session.report("LC207", f"GradScaler skipped the last {COLLAPSE_SKIPS} optimizer steps "
                        "(inf/NaN gradients) and keeps shrinking the scale: training has "
                        "stopped; look for the overflow instead of relying on the scaler",
-                       record.step_site)
+                       record.step_site, index)
     if len(record.history) < HISTORY_LIMIT:
-        record.history.append(_summarise(session, window, micro, record.steps + record.skipped))
+        record.history.append(_summarise(session, record, micro, index))
     record.last_size = size + window.in_step_backwards
     record.window = Window(window.number + 1)
     record.last_bw = None
@@ -72,20 +73,21 @@ def _reset_before_every_micro_batch(window: Window) -> bool:
     return all(any(reset for _, reset in entries[a + 1:b + 1]) for a, b in zip(indices, indices[1:]))
 
 
-def _carried_over(session: Session, record: OptimizerRecord, window: Window) -> None:
+def _carried_over(session: Session, record: OptimizerRecord, window: Window, index: int) -> None:
     """Gradients from before the previous step still summed into this one: no zero_grad."""
     if window.carried and not window.reset_after_carry:
         record.carried_streak += 1
         if record.carried_streak == 2:
             session.report("LC103", "gradients are never cleared between optimizer steps: each "
                            "step adds the gradients of every earlier step; call zero_grad() "
-                           "after the step", record.step_site)
+                           "after the step", record.step_site, index)
     else:
         record.carried_streak = 0
 
 
-def _summarise(session: Session, window: Window, micro: list[BackwardInfo], step: int) -> WindowSummary:
-    data = session.data
+def _summarise(session: Session, record: OptimizerRecord, micro: list[BackwardInfo],
+               step: int) -> WindowSummary:
+    data, window = session.data, record.window
     epochs: list[tuple[int, int]] = []
     for bw in micro:
         if bw.epoch is not None and (not epochs or epochs[-1] != bw.epoch):
@@ -96,4 +98,5 @@ def _summarise(session: Session, window: Window, micro: list[BackwardInfo], step
     return WindowSummary(
         size=len(micro), epochs=tuple(epochs), exhausted=last in data.exhausted,
         covered_epoch=len(epochs) == 1 and data.batches[epochs[0]] == len(micro),
-        site=micro[-1].site if micro else None, step=step, dropped_epoch=dropped)
+        site=micro[-1].site if micro else None, step_site=record.step_site, step=step,
+        dropped_epoch=dropped)

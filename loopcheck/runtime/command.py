@@ -1,0 +1,160 @@
+"""``loopcheck run``: run a training script (or module) under the runtime checker, exactly
+as ``python SCRIPT ARGS`` / ``python -m MODULE ARGS`` would: same ``sys.argv``, ``__main__``,
+``sys.path[0]`` and working directory. The script's exceptions, tracebacks and exit code
+are its own; ``--fail-on`` can only turn a successful exit into 1.
+
+Contract for the main CLI: ``add_run_arguments(parser)`` adds the options below to a
+subparser and ``run_command(args)`` returns the process exit code."""
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import signal
+import sys
+from types import FrameType, TracebackType
+from typing import Any
+
+from .selection import Selection
+from .watch import rank_report_path
+
+_OWN_FILES = (os.path.dirname(os.path.abspath(__file__)), os.path.abspath(runpy.__file__))
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--report", metavar="PATH", help="write the JSON report here")
+    parser.add_argument("--select", action="append", metavar="CODES",
+                        help="report only these codes, names or prefixes (comma-separated); "
+                             "opt-in codes must be named exactly")
+    parser.add_argument("--ignore", action="append", metavar="CODES",
+                        help="do not report these codes, names or prefixes")
+    parser.add_argument("--fail-on", choices=("never", "warning", "error"), default="never",
+                        help="exit 1 when the script succeeded but a finding at or above this "
+                             "level was reported (default: never; the exit code is the script's)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="print only the findings at exit, not the counters")
+    parser.add_argument("-m", dest="module", nargs=argparse.REMAINDER, metavar="MODULE ...",
+                        help="run a library module as a script, like python -m")
+    parser.add_argument("script", nargs="?", metavar="SCRIPT", help="the training script")
+    parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                        help="arguments passed to the script")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="loopcheck run", description=__doc__.split("\n\n")[0])
+    add_run_arguments(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_command(build_parser().parse_args(argv))
+
+
+def run_command(args: argparse.Namespace) -> int:
+    if args.module:
+        target, argv, is_module = args.module[0], args.module[1:], True
+    elif args.script:
+        target, argv, is_module = args.script, list(args.args or []), False
+    else:
+        print("loopcheck run: a SCRIPT or -m MODULE is required", file=sys.stderr)
+        return 2
+    try:
+        selection = Selection.parse(args.select, args.ignore)
+    except ValueError as exc:
+        print(f"loopcheck run: {exc}", file=sys.stderr)
+        return 2
+    if not is_module and not os.path.exists(target):
+        print(f"loopcheck run: can't open file {target!r}: No such file or directory", file=sys.stderr)
+        return 2
+
+    from .session import Session
+
+    report = rank_report_path(args.report)
+    session = Session(selection).start()
+    finished = _Finisher(session, report, args.quiet)
+    previous = _install_sigterm(finished)
+    saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
+    code, how = 0, "finished"
+    try:
+        _run_target(target, argv, is_module)
+    except SystemExit as exc:
+        code, how = _system_exit_code(exc.code), "sys.exit"
+    except KeyboardInterrupt:
+        finished("KeyboardInterrupt", 130)
+        raise  # Python itself reports it and exits as interrupted
+    except BaseException as exc:  # noqa: BLE001 - reported exactly as Python would
+        code, how = 1, "exception"
+        sys.excepthook(type(exc), exc, _user_traceback(exc.__traceback__))
+    finally:
+        finished(how, code)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        sys.argv[:] = saved_argv
+        if saved_path0 is not None:
+            sys.path[0] = saved_path0
+    if code == 0 and args.fail_on != "never" and any(
+            f.at_least(args.fail_on) for f in session.findings.all()):
+        return 1
+    return code
+
+
+class _Finisher:
+    """Stops the session and writes the outputs once, whichever exit path comes first."""
+
+    def __init__(self, session: Any, report: str | None, quiet: bool) -> None:
+        self.session, self.report, self.quiet, self.done = session, report, quiet, False
+
+    def __call__(self, how: str, code: int | None) -> None:
+        if self.done:
+            return
+        self.done = True
+        self.session.stop(how, code)
+        self.session.write_outputs(self.report, self.quiet)
+
+
+def _install_sigterm(finish: _Finisher) -> Any:
+    """Only when the default action is in place: write the outputs, then die by SIGTERM as
+    the script would have. A handler the script installs later replaces this one."""
+    try:
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return None
+
+        def on_sigterm(signum: int, frame: FrameType | None) -> None:
+            finish("SIGTERM", 128 + signum)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        return signal.signal(signal.SIGTERM, on_sigterm)
+    except ValueError:  # not the main thread
+        return None
+
+
+def _run_target(target: str, argv: list[str], is_module: bool) -> None:
+    if is_module:
+        sys.argv[:] = [target, *argv]
+        sys.path[0] = os.getcwd()
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    else:
+        sys.argv[:] = [target, *argv]
+        sys.path[0] = os.path.dirname(os.path.abspath(target))
+        runpy.run_path(target, run_name="__main__")
+
+
+def _system_exit_code(code: Any) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)  # what Python does with sys.exit("message")
+    return 1
+
+
+def _user_traceback(tb: TracebackType | None) -> TracebackType | None:
+    """Drop the frames of loopcheck and runpy above the script's first frame."""
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_OWN_FILES):
+        tb = tb.tb_next
+    return tb
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

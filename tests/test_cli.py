@@ -1,0 +1,183 @@
+"""`loopcheck check`, `rule`, `rules`: output, selection, exit codes and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from loopcheck import __version__
+from loopcheck.catalog import CODES
+from tests.conftest import BUGGY, CLEAN
+
+
+def test_buggy_file_is_reported_with_position_and_source(project: Path, run_cli) -> None:
+    (project / "train.py").write_text(BUGGY)
+    code, out, _ = run_cli("check", "train.py")
+    assert code == 1
+    first = out.splitlines()[0]
+    assert first.startswith("train.py:2:5: LC101 ")
+    assert "    optimizer.zero_grad()" in out.splitlines()[1]
+    assert out.splitlines()[2].strip() == "^" * len("optimizer.zero_grad()")
+    assert "Found 1 problem in 1 file checked." in out
+
+
+def test_clean_file_passes(project: Path, run_cli) -> None:
+    (project / "train.py").write_text(CLEAN)
+    code, out, _ = run_cli("check")
+    assert code == 0
+    assert out == "All checks passed! (1 file checked)\n"
+
+
+def test_json_output(project: Path, run_cli) -> None:
+    (project / "train.py").write_text(BUGGY)
+    code, out, _ = run_cli("check", "--output-format", "json", "train.py")
+    assert code == 1
+    [finding] = json.loads(out)
+    assert finding["code"] == "LC101"
+    assert finding["name"] == "zero-grad-in-accumulation"
+    assert finding["filename"] == "train.py"
+    assert finding["location"] == {"row": 2, "column": 5}
+    assert finding["end_location"] == {"row": 2, "column": 26}
+    assert finding["severity"] == "error"
+    assert finding["fix"] is None
+    assert "zeroed on every micro-batch" in finding["message"]
+
+
+@pytest.mark.parametrize("selector", ["LC101", "LC1", "zero-grad-in-accumulation", "ALL"])
+def test_select_by_code_prefix_or_name(project: Path, run_cli, selector: str) -> None:
+    (project / "train.py").write_text(BUGGY)
+    assert run_cli("check", "--select", selector, "train.py")[0] == 1
+
+
+@pytest.mark.parametrize("selector", ["LC101", "LC10", "zero-grad-in-accumulation"])
+def test_ignore_by_code_prefix_or_name(project: Path, run_cli, selector: str) -> None:
+    (project / "train.py").write_text(BUGGY)
+    assert run_cli("check", "--ignore", selector, "train.py")[0] == 0
+
+
+def test_select_other_family_finds_nothing(project: Path, run_cli) -> None:
+    (project / "train.py").write_text(BUGGY)
+    assert run_cli("check", "--select", "LC3", "train.py")[0] == 0
+
+
+def test_unknown_selector_is_a_usage_error(project: Path, run_cli) -> None:
+    (project / "train.py").write_text(BUGGY)
+    code, _, err = run_cli("check", "--select", "LC999", "train.py")
+    assert code == 2
+    assert "unknown rule selector 'LC999'" in err
+
+
+def test_opt_in_rule_needs_extend_select(project: Path, run_cli) -> None:
+    from loopcheck.selection import resolve
+
+    assert "LC110" not in resolve()
+    assert "LC110" in resolve(None, (), ["LC110"])
+
+
+def test_statistics_and_exit_zero(project: Path, run_cli) -> None:
+    (project / "a.py").write_text(BUGGY)
+    (project / "b.py").write_text(BUGGY)
+    code, out, _ = run_cli("check", "--statistics", "--exit-zero", "--no-show-source")
+    assert code == 0
+    assert "2\tLC101\tzero-grad-in-accumulation" in out
+
+
+def test_nonexistent_path_is_an_error(project: Path, run_cli) -> None:
+    code, out, err = run_cli("check", "missing.py")
+    assert code == 2
+    assert err.strip() == "loopcheck: error: missing.py: no such file or directory"
+    assert out == ""
+
+
+def test_syntax_error_is_reported_and_other_files_still_checked(project: Path, run_cli) -> None:
+    (project / "broken.py").write_text("for x in loader\n    loss.backward()\n")
+    (project / "train.py").write_text(BUGGY)
+    code, out, _ = run_cli("check", "--no-show-source")
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].startswith("broken.py:1:") and " LC000 syntax error" in lines[0]
+    assert lines[1].startswith("train.py:2:5: LC101")
+
+
+def test_undecodable_empty_and_non_python_input(project: Path, run_cli) -> None:
+    (project / "latin.py").write_bytes(b"# caf\xe9\nloss.backward()\n")
+    (project / "empty.py").write_text("")
+    (project / "notes.txt").write_text(BUGGY)
+    (project / "data").mkdir()
+    code, out, _ = run_cli("check", "--no-show-source")
+    assert code == 1
+    assert out.splitlines()[0].startswith("latin.py:1:1: LC000 cannot decode file")
+    assert "2 files checked" in out
+    assert run_cli("check", "data")[:2] == (0, "All checks passed! (0 files checked)\n")
+
+
+def test_encoding_cookie_is_honoured(project: Path, run_cli) -> None:
+    (project / "latin.py").write_bytes(b"# -*- coding: latin-1 -*-\n# caf\xe9\n" + BUGGY.encode())
+    code, out, _ = run_cli("check", "--no-show-source", "latin.py")
+    assert code == 1 and "latin.py:4:5: LC101" in out
+
+
+def test_symlink_loop_terminates(project: Path, run_cli) -> None:
+    (project / "pkg").mkdir()
+    (project / "pkg" / "train.py").write_text(BUGGY)
+    os.symlink(project / "pkg", project / "pkg" / "loop")
+    code, out, _ = run_cli("check", "--no-show-source")
+    assert code == 1
+    assert out.count("LC101") == 1
+
+
+def test_gitignore_and_default_excludes_are_respected(project: Path, run_cli) -> None:
+    (project / ".gitignore").write_text("generated/\n")
+    for folder in ("generated", ".venv", "src"):
+        (project / folder).mkdir()
+        (project / folder / "train.py").write_text(BUGGY)
+    code, out, _ = run_cli("check", "--no-show-source")
+    assert code == 1
+    assert [line.split(":")[0] for line in out.splitlines() if "LC101" in line] == ["src/train.py"]
+
+
+def test_checked_code_is_never_executed(project: Path, run_cli) -> None:
+    marker = project / "executed"
+    (project / "train.py").write_text(f"open({str(marker)!r}, 'w').close()\n" + BUGGY)
+    run_cli("check", "train.py")
+    assert not marker.exists()
+
+
+def test_rule_documentation_by_code_and_name(run_cli) -> None:
+    code, out, _ = run_cli("rule", "LC101")
+    assert code == 0
+    assert out.startswith("# LC101 zero-grad-in-accumulation")
+    for section in ("## What it does", "## Why is this bad?", "## Example", "Use instead:"):
+        assert section in out
+    assert run_cli("rule", "zero-grad-in-accumulation")[1] == out
+    assert run_cli("rule", "LC999")[0] == 2
+
+
+def test_rules_lists_every_code(run_cli) -> None:
+    code, out, _ = run_cli("rules")
+    assert code == 0
+    for c, info in CODES.items():
+        assert f"{c} {info.name}" in " ".join(out.split())
+
+
+def test_console_script_version_and_help() -> None:
+    version = subprocess.run([sys.executable, "-m", "loopcheck", "--version"], capture_output=True, text=True)
+    assert version.stdout.strip() == f"loopcheck {__version__}"
+    helptext = subprocess.run([sys.executable, "-m", "loopcheck", "check", "--help"], capture_output=True, text=True)
+    assert helptext.returncode == 0
+    assert "exit status: 0 no findings, 1 findings, 2" in helptext.stdout
+    assert "# noqa: LC101" in helptext.stdout
+
+
+def test_linting_never_imports_torch(project: Path) -> None:
+    (project / "train.py").write_text("import torch\n" + BUGGY)
+    script = ("import sys; from loopcheck.cli import main; code = main(['check', 'train.py']); "
+              "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(code)")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=project)
+    assert result.returncode == 1, result.stderr
+    assert "LC101" in result.stdout

@@ -1,0 +1,54 @@
+"""Suppressing one finding: `# noqa`, `# noqa: CODE`, `# loopcheck: ignore[CODE]`."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopcheck.engine import check_source
+from loopcheck.suppression import suppressed_codes
+
+TEMPLATE = """\
+for i, (x, y) in enumerate(loader):
+    optimizer.zero_grad(){comment}
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    if (i + 1) % accum == 0 or (i + 1) == len(loader):
+        optimizer.step()
+"""
+
+
+@pytest.mark.parametrize("comment", [
+    "  # noqa: LC101", "  # noqa", "  # NOQA:LC101", "  # noqa: E501, LC101", "  # loopcheck: ignore[LC101]",
+    "  # noqa: zero-grad-in-accumulation", "  # loopcheck: ignore[LC102, zero-grad-in-accumulation]",
+])
+def test_suppressed(comment: str) -> None:
+    assert check_source(TEMPLATE.format(comment=comment)) == []
+
+
+@pytest.mark.parametrize("comment", ["", "  # noqa: LC102", "  # noqa: E501", "  # loopcheck: ignore[LC301]",
+                                     "  # LC101 is intended"])
+def test_not_suppressed(comment: str) -> None:
+    assert [f.code for f in check_source(TEMPLATE.format(comment=comment))] == ["LC101"]
+
+
+def test_noqa_on_first_line_of_a_multiline_statement() -> None:
+    source = """\
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(  # noqa: LC107
+        model.parameters(), 1.0
+    )
+    if (i + 1) % accum == 0 or (i + 1) == len(loader):
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+    assert check_source(source) == []
+    assert [f.line for f in check_source(source.replace("  # noqa: LC107", ""))] == [4]
+
+
+def test_parse_of_comment_forms() -> None:
+    assert suppressed_codes("x = 1  # noqa") == {"*"}
+    assert suppressed_codes("x = 1  # noqa: LC101,LC102") == {"LC101", "LC102"}
+    assert suppressed_codes("x = 1  # noqa: E501") == set()
+    assert suppressed_codes("x = 1") == set()
