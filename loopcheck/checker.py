@@ -9,10 +9,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from loopcheck.catalog import SYNTAX_ERROR
 from loopcheck.config import Config, ConfigError, find_pyproject, load
@@ -21,6 +19,9 @@ from loopcheck.engine import check_text, read_source, required_texts
 from loopcheck.findings import Finding
 from loopcheck.output import render, statistics, summary
 from loopcheck.selection import SelectorError, resolve
+
+if TYPE_CHECKING:
+    from pathspec import PathSpec
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 _PARALLEL_FROM = 16  # candidate files; below this a second process costs more than it saves
@@ -82,6 +83,8 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config) -> lis
             jobs.append((source, name, file_codes))
     progress.done()
     if len(jobs) >= _PARALLEL_FROM and (os.cpu_count() or 1) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
         with ProcessPoolExecutor(max_workers=min(os.cpu_count() or 1, 8)) as pool:
             for result in pool.map(_check_job, jobs, chunksize=max(1, len(jobs) // 32)):
                 findings.extend(result)
@@ -96,7 +99,7 @@ def _check_job(job: tuple[str, str, frozenset[str]]) -> list[Finding]:
     return check_text(source, name, codes)
 
 
-def _ignored(file: Path, root: Path, per_file: list[tuple[pathspec.PathSpec, frozenset[str]]]) -> frozenset[str]:
+def _ignored(file: Path, root: Path, per_file: list[tuple[PathSpec, frozenset[str]]]) -> frozenset[str]:
     if not per_file:
         return frozenset()
     try:

@@ -35,7 +35,9 @@ def _csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; ``run``'s own options are added only when ``command`` is ``run`` (they live
+    with the runtime checker, which `check` should not pay to import)."""
     parser = argparse.ArgumentParser(prog="loopcheck", description=_DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"loopcheck {__version__}")
@@ -63,12 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a training script under the runtime checker",
                          description="Run SCRIPT as `python SCRIPT ARGS` would, with loopcheck's runtime "
                                      "checks installed, and report what actually happened.")
-    try:  # TEMPORARY until loopcheck.runtime.command lands
-        from loopcheck.runtime.command import add_run_arguments
+    if command == "run":
+        from loopcheck.runtime.command import add_run_arguments  # argparse only: no torch yet
 
         add_run_arguments(run)
-    except ImportError:
-        pass
 
     rule = sub.add_parser("rule", help="show the documentation of one rule")
     rule.add_argument("rule", metavar="RULE", help="a code (LC101) or name (zero-grad-in-accumulation)")
@@ -77,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if args.command == "check":
         from loopcheck.checker import run_check
