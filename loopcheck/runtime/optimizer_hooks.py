@@ -30,10 +30,11 @@ class OptimizerHooks:
         # a notebook may have built its optimizers before the session started
         for obj in gc.get_objects():
             if issubclass(type(obj), torch.optim.Optimizer):  # type(): no lazy-module side effects
-                session.guard.call("optimizer tracking", self.adopt, obj)
+                session.guard.call("optimizer tracking", self.adopt, obj, True)
 
-    def adopt(self, optimizer: Any) -> None:
+    def adopt(self, optimizer: Any, existing: bool = False) -> None:
         record = self.session.record_for(optimizer)
+        record.adopted = record.adopted or existing
         for group in optimizer.param_groups:
             self.session.tracker.watch_params(record, list(group["params"]))
 

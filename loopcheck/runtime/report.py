@@ -45,7 +45,7 @@ def build_report(session: Session) -> dict[str, Any]:
             "stride": memory.stride,
             "per_step": [{"step": step, "bytes": value} for step, value in memory.samples],
         },
-        "optimizers": [r.as_json() for r in session.records],
+        "optimizers": [r.as_json() for r in session.records if r.active],
         "environment": _environment(session),
         "disabled_checks": list(session.guard.errors),
     }

@@ -25,6 +25,7 @@ class SchedulerRecord:
     in_window: int = 0  # steps within that window
     after_skip: int = 0
     site: Site | None = None
+    early_site: Site | None = None  # stepped before its optimizer: LC302 unless it is LC301
 
 
 class SchedulerHooks:
@@ -73,9 +74,10 @@ class SchedulerHooks:
         site = user_site()
         record.site = record.site or site
         if owner.steps == 0 and owner.skipped == 0:
-            session.report("LC302", "the LR scheduler steps before its optimizer has stepped: "
-                           "the first value of the schedule is skipped; call scheduler.step() "
-                           "after optimizer.step()", site)
+            if record.steps == 1:
+                record.early_site = site
+        elif record.early_site is not None:
+            self.report_early(record)
         if owner.last_skipped:
             record.after_skip += 1
             attempts = owner.steps + owner.skipped
@@ -85,6 +87,7 @@ class SchedulerHooks:
         if record.window == owner.window.number:
             record.in_window += 1
             if record.in_window == 2 and owner.window.entries:
+                record.early_site = None  # the early step is a symptom of stepping per micro-batch
                 session.report("LC301", "the LR scheduler steps on every micro-batch while the "
                                "optimizer steps once per window: the schedule runs too fast; "
                                "step it in the optimizer-step branch", site)
@@ -96,3 +99,14 @@ class SchedulerHooks:
             session.report("LC303", f"{record.kind} is stepped past its horizon "
                            f"({horizon_attr}={horizon}): the horizon is counted in other units "
                            "than the stepping (epochs vs batches, micro-batches vs steps)", site)
+
+    def report_early(self, record: SchedulerRecord) -> None:
+        self.session.report("LC302", "the LR scheduler steps before its optimizer has stepped: "
+                            "the first value of the schedule is skipped; call "
+                            "scheduler.step() after optimizer.step()", record.early_site, 0)
+        record.early_site = None
+
+    def finish(self) -> None:
+        for record in self.all:
+            if record.early_site is not None:
+                self.report_early(record)

@@ -88,6 +88,11 @@ class OptimizerRecord:
     max_lr: float | None = None
     handles: list[Any] = field(default_factory=list)
     fused: bool = False
+    adopted: bool = False  # existed before the session started
+
+    @property
+    def active(self) -> bool:
+        return bool(self.steps or self.skipped or self.total_backwards) or not self.adopted
 
     def as_json(self) -> dict[str, object]:
         return {"index": self.index, "type": self.kind, "params": self.params,

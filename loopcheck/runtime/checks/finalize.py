@@ -23,6 +23,7 @@ def run(session: Session) -> None:
             session.report("LC402", f"the {ema.kind} created here is never updated although the "
                            f"optimizer stepped {steps - ema.created_at_step} times after its "
                            "creation", ema.site)
+    session.guard.call("scheduler analysis", session.schedulers.finish)
     session.guard.call("memory analysis", session.memory.finish)
 
 

@@ -26,13 +26,14 @@ def close(session: Session, record: OptimizerRecord, skipped: bool) -> None:
         record.consecutive_skips = 0
     record.last_skipped = skipped
     record.sizes[size] += 1
-    largest_so_far = size >= max(record.sizes)
+    regular = size >= 2 and size == record.sizes.most_common(1)[0][0]
+    one_pass = len({bw.epoch for bw in micro}) <= 1  # a window across passes is LC105's case
     if _reset_before_every_micro_batch(window):
         session.report("LC101", f"gradients are reset before each of the {size} backward "
                        "passes of a window that ends in one optimizer step: only the last "
                        "micro-batch reaches the step; zero them in the step branch",
                        window.reset_site or micro[-1].site, index)
-    elif largest_so_far:
+    elif regular and one_pass:
         loss_scaling.check(session, micro, index)
     _carried_over(session, record, window, index)
     if not window.entries and not window.in_step_backwards and not window.zero_grad_calls \
