@@ -224,6 +224,8 @@ class Builder:
                 self._loss_scaler(call, stmt, st, name)
             elif "ema" in short.lower() and "update" in short.lower():
                 self._event(st, Kind.EMA_UPDATE, call, stmt, name)
+            elif "zero_grad" in short:  # helpers such as `zero_grad(model_params)`
+                self._event(st, Kind.ZERO_GRAD, call, stmt, name, target="param")
             return
         recv_expr, name = called
         recv = receiver(recv_expr)

@@ -18,6 +18,10 @@ from loopcheck.catalog import CODES, Code
 from loopcheck.model import Event, FileModel
 
 
+# A training loop back-propagates, itself or through a timm/MAE-style `loss_scaler(loss, optimizer)`.
+TRAINING_LOOP_TEXT = ("backward", "loss_scaler")
+
+
 @dataclass(frozen=True)
 class Violation:
     node: cst.CSTNode  # what the finding points at
@@ -31,7 +35,7 @@ class Rule:
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[str]] = []
     # Text a file must contain for the rule to have anything to look at (checked before parsing).
-    requires: ClassVar[tuple[str, ...]] = ("backward",)
+    requires: ClassVar[tuple[str, ...]] = TRAINING_LOOP_TEXT
 
     @classmethod
     def info(cls) -> Code:

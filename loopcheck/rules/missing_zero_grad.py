@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from loopcheck.model import FileModel, Framework, Kind, Loop, Style
 from loopcheck.rules._base import Rule, Violation
 
@@ -24,6 +26,10 @@ def _nest(loop: Loop | None) -> Iterator[Loop]:
     while loop is not None and loop.is_loop:
         yield loop
         loop = loop.parent
+
+
+def _built_in(loop: Loop, optimizer: str | None) -> bool:
+    return any(optimizer in a.names and isinstance(a.value, cst.Call) for a in loop.assignments)
 
 
 class MissingZeroGrad(Rule):
@@ -56,6 +62,19 @@ for x, y in loader:
     for p in model.parameters():
         p.grad = None
 """,
+        """
+for batch in loader:
+    zero_grad(self.model_params)
+    self.forward_backward(batch)
+    self.opt.step()
+""",
+        """
+for t in timesteps:
+    x_in = latents.detach().clone().requires_grad_(True)
+    opt = torch.optim.SGD([x_in], lr=0.1)
+    guidance_loss(unet(x_in, t)).backward()
+    opt.step()
+""",
     ]
     INVALID = [
         """
@@ -78,5 +97,7 @@ for epoch in range(epochs):
             nest = list(_nest(training.loop))
             if any(loop.events(Kind.ZERO_GRAD, deep=True) or loop.opaque_calls for loop in nest):
                 continue
+            if any(_built_in(loop, s.optimizer) for s in steps for loop in nest):
+                continue  # a fresh optimizer per iteration, often over fresh tensors: nothing to carry
             yield self.at(steps[0], f"`{steps[0].receiver}` steps but gradients are never cleared in this loop: "
                                     "each step adds up the gradients of all previous ones")

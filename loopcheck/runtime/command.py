@@ -135,9 +135,10 @@ def _run_target(target: str, argv: list[str], is_module: bool) -> None:
         sys.path[0] = os.getcwd()
         runpy.run_module(target, run_name="__main__", alter_sys=True)
     else:
+        path = os.path.abspath(target)  # Python gives __main__ an absolute __file__
         sys.argv[:] = [target, *argv]
-        sys.path[0] = os.path.dirname(os.path.abspath(target))
-        runpy.run_path(target, run_name="__main__")
+        sys.path[0] = os.path.dirname(path)
+        runpy.run_path(path, run_name="__main__")
 
 
 def _system_exit_code(code: Any) -> int:

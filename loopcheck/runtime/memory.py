@@ -98,4 +98,9 @@ class MemoryMonitor:
                 "LC602", f"allocated {self.device} memory grew from {growth.start_bytes >> 20} MiB "
                 f"to {growth.end_bytes >> 20} MiB over {growth.steps} steps "
                 f"({growth.per_step / (1 << 20):.1f} MiB per step): something keeps tensors "
-                "alive across steps", self.session.retained.oldest_site())
+                "alive across steps", self._site())
+
+    def _site(self) -> Any:
+        # a retained loss graph explains the growth; otherwise point at the step boundary
+        main = self.session.main_record()
+        return self.session.retained.oldest_site() or (main.step_site if main else None)
