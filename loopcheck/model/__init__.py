@@ -51,8 +51,9 @@ class FileModel:
 def build(module: cst.Module, source: str = "") -> FileModel:
     index = index_module(module)
     builder = Builder(module, index)
-    scopes = [builder.scope(module)]
-    scopes += [builder.scope(fn) for fns in index.functions.values() for fn in fns]
+    # Only scopes that hold a loop can hold a training loop; other functions are inlined where called.
+    scopes = [builder.scope(module)] if module in index.with_loops else []
+    scopes += [builder.scope(fn) for fns in index.functions.values() for fn in fns if fn in index.with_loops]
     # A function inlined into a caller's loop is analysed there, with the caller's context.
     scopes = [s for s in scopes if s.function is None or s.function not in builder.inlined]
     model = FileModel(module, index, scopes, [], source)

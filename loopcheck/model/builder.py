@@ -9,13 +9,14 @@ with the events of ``train_step``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
 from loopcheck.model.events import Assignment, Cond, Context, Event, Framework, Kind, Loop
 from loopcheck.model.roles import Role, Roles
 from loopcheck.model.syntax import (
+    children,
     dotted,
     func_name,
     last_part,
@@ -44,51 +45,95 @@ class _State:
 
 @dataclass
 class Index:
-    """File-wide facts gathered before loops are modelled."""
+    """File-wide facts gathered in one walk before loops are modelled."""
 
-    roles: Roles
-    functions: dict[str, list[cst.FunctionDef]]
-    methods_called: dict[str, set[str]]  # receiver short name -> methods called on it
-    passed: set[str]  # names passed as a call argument somewhere
-    int_inits: dict[str, set[int | None]]  # name -> values of `name = <int>` assignments
-    calls: list[cst.Call]
-    values: dict[str, list[cst.BaseExpression]]  # name -> every value assigned to it in the file
-    attributes: set[str]  # every attribute name used in the file (`x.sync_gradients` -> sync_gradients)
+    roles: Roles = field(default_factory=Roles)
+    functions: dict[str, list[cst.FunctionDef]] = field(default_factory=dict)
+    methods_called: dict[str, set[str]] = field(default_factory=dict)  # receiver short name -> methods
+    passed: set[str] = field(default_factory=set)  # names passed as a call argument somewhere
+    int_inits: dict[str, set[int | None]] = field(default_factory=dict)  # name -> values of `name = <int>`
+    calls: list[cst.Call] = field(default_factory=list)
+    values: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)  # name -> values assigned
+    attributes: set[str] = field(default_factory=set)  # every attribute name used (`x.sync_gradients`)
+    with_loops: set[cst.FunctionDef | cst.Module] = field(default_factory=set)  # scopes that hold a loop
+    # Functions worth inlining at a call site: they hold a training event or call one that does.
+    eventful: set[cst.FunctionDef] = field(default_factory=set)
+
+
+# Method and function names that can be training events (see Builder._classify).
+_EVENT_METHODS = {"backward", "manual_backward", "step", "step_update", "zero_grad", "zero_", "update",
+                  "update_parameters", "update_model_average", "unscale_", *CLIP_FUNCTIONS}
+
+
+def _may_be_event(call: cst.Call) -> bool:
+    called = method(call)
+    name = called[1] if called else last_part(func_name(call) or "")
+    low = name.lower()
+    return name in _EVENT_METHODS or any(w in low for w in ("backward", "zero_grad", "scaler", "ema"))
 
 
 def index_module(module: cst.Module) -> Index:
-    index = Index(Roles(), {}, {}, set(), {}, [], {}, set())
-    for node in walk(module, into_functions=True):
+    index = Index()
+    calls_by_fn: dict[cst.FunctionDef, set[str]] = {}
+    stack: list[tuple[cst.CSTNode, cst.FunctionDef | cst.Module]] = [(module, module)]
+    while stack:
+        node, scope = stack.pop()
         if isinstance(node, cst.FunctionDef):
             index.functions.setdefault(node.name.value, []).append(node)
-        elif isinstance(node, (cst.Assign, cst.AnnAssign)):
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            value = node.value
-            if value is None:
+            calls_by_fn[node] = set()
+            if node is not scope:
+                stack.extend((child, node) for child in children(node))
                 continue
-            for target in targets:
-                names = target_names(target)
-                index.roles.record(names, value)
-                if len(names) == 1:
-                    index.values.setdefault(last_part(names[0]), []).append(value)
-                if len(names) == 1 and isinstance(value, cst.Integer):
-                    index.int_inits.setdefault(last_part(names[0]), set()).add(int(value.value, 0))
-                elif len(names) == 1:
-                    index.int_inits.setdefault(last_part(names[0]), set()).add(None)
+        elif isinstance(node, (cst.For, cst.While)):
+            index.with_loops.add(scope)
+        elif isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+            _index_assignment(index, node)
         elif isinstance(node, cst.Attribute):
             index.attributes.add(node.attr.value)
         elif isinstance(node, cst.Call):
-            index.calls.append(node)
-            called = method(node)
-            if called is not None:
-                name = dotted(called[0])
-                if name:
-                    index.methods_called.setdefault(last_part(name), set()).add(called[1])
-            for arg in node.args:
-                name = dotted(arg.value)
-                if name:
-                    index.passed.add(last_part(name))
+            _index_call(index, node)
+            if isinstance(scope, cst.FunctionDef):
+                if _may_be_event(node):
+                    index.eventful.add(scope)
+                callee = node.func.attr.value if isinstance(node.func, cst.Attribute) else dotted(node.func)
+                if callee:
+                    calls_by_fn[scope].add(callee)
+        stack.extend((child, scope) for child in children(node))
+    # a function is eventful when it calls an eventful function of this file (to a fixpoint)
+    changed = True
+    while changed:
+        eventful_names = {fn.name.value for fn in index.eventful}
+        grown = {fn for fn, called in calls_by_fn.items() if called & eventful_names} - index.eventful
+        changed = bool(grown)
+        index.eventful |= grown
     return index
+
+
+def _index_assignment(index: Index, node: cst.Assign | cst.AnnAssign) -> None:
+    value = node.value
+    assert value is not None
+    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+    for target in targets:
+        names = target_names(target)
+        index.roles.record(names, value)
+        if len(names) == 1:
+            short = last_part(names[0])
+            index.values.setdefault(short, []).append(value)
+            index.int_inits.setdefault(short, set()).add(
+                int(value.value, 0) if isinstance(value, cst.Integer) else None)
+
+
+def _index_call(index: Index, node: cst.Call) -> None:
+    index.calls.append(node)
+    called = method(node)
+    if called is not None:
+        name = dotted(called[0])
+        if name:
+            index.methods_called.setdefault(last_part(name), set()).add(called[1])
+    for arg in node.args:
+        name = dotted(arg.value)
+        if name:
+            index.passed.add(last_part(name))
 
 
 class Builder:
@@ -300,8 +345,8 @@ class Builder:
 
     # -- inlining -------------------------------------------------------------------------
     def _same_file_function(self, call: cst.Call, st: _State) -> cst.FunctionDef | None:
-        if len(st.inlining) >= _MAX_INLINE_DEPTH:
-            return None
+        if len(st.inlining) >= _MAX_INLINE_DEPTH or not st.loop.is_loop:
+            return None  # outside loops a function is modelled as a scope of its own
         func = call.func
         if isinstance(func, cst.Name):
             name = func.value
@@ -310,7 +355,7 @@ class Builder:
         else:
             return None
         candidates = [f for f in self.index.functions.get(name, []) if f not in st.inlining]
-        if len(candidates) != 1:
+        if len(candidates) != 1 or candidates[0] not in self.index.eventful:
             return None
         return candidates[0]
 

@@ -19,7 +19,7 @@ from loopcheck.model import Event, FileModel
 
 
 # A training loop back-propagates, itself or through a timm/MAE-style `loss_scaler(loss, optimizer)`.
-TRAINING_LOOP_TEXT = ("backward", "loss_scaler")
+TRAINING_LOOP_TEXT = ("backward(", "loss_scaler(")
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,15 @@ subparser and ``run_command(args)`` returns the process exit code."""
 from __future__ import annotations
 
 import argparse
+import builtins
+import importlib.machinery
+import io
 import os
 import runpy
 import signal
 import sys
+import types
+import zipfile
 from types import FrameType, TracebackType
 from typing import Any
 
@@ -84,7 +89,8 @@ def run_command(args: argparse.Namespace) -> int:
         raise  # Python itself reports it and exits as interrupted
     except BaseException as exc:  # noqa: BLE001 - reported exactly as Python would
         code, how = 1, "exception"
-        sys.excepthook(type(exc), exc, _user_traceback(exc.__traceback__))
+        tb = _user_traceback(exc.__traceback__)
+        sys.excepthook(type(exc), exc.with_traceback(tb), tb)  # Python's hook reads __traceback__
     finally:
         finished(how, code)
         if previous is not None:
@@ -138,7 +144,29 @@ def _run_target(target: str, argv: list[str], is_module: bool) -> None:
         path = os.path.abspath(target)  # Python gives __main__ an absolute __file__
         sys.argv[:] = [target, *argv]
         sys.path[0] = os.path.dirname(path)
-        runpy.run_path(path, run_name="__main__")
+        if os.path.isfile(path) and not zipfile.is_zipfile(path):
+            _exec_as_main(path)
+        else:  # a directory or zip with __main__.py
+            runpy.run_path(path, run_name="__main__")
+
+
+def _exec_as_main(path: str) -> None:
+    """``runpy.run_path`` would set ``sys.argv[0]`` to the absolute path; Python keeps what
+    the user typed, so the script runs in a fresh ``__main__`` module by hand."""
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    main.__cached__ = None
+    main.__loader__ = importlib.machinery.SourceFileLoader("__main__", path)
+    main.__builtins__ = builtins
+    with io.open_code(path) as source:
+        code = compile(source.read(), path, "exec", dont_inherit=True)
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
 
 
 def _system_exit_code(code: Any) -> int:

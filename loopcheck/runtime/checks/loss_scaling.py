@@ -19,7 +19,10 @@ def check(session: Session, micro: list[BackwardInfo], step: int) -> None:
     factors = [s.factor for s in scales if s is not None]
     site = micro[-1].site
     if max(factors) - min(factors) > _TOLERANCE * max(abs(f) for f in factors):
-        divisors = ", ".join(f"{1 / f:g}" for f in factors)
+        divisors_seen = [round(1 / f, 6) for f in factors]
+        if sorted(divisors_seen) != [float(k) for k in range(1, size + 1)]:
+            return  # varying, but not a running count: a per-batch count (tokens, samples)
+        divisors = ", ".join(f"{d:g}" for d in divisors_seen)
         session.report("LC102", f"the loss divisor changes within one window ({divisors}): a "
                        "running count weighs micro-batches unevenly; divide every micro-batch "
                        f"by the window size {size}", site, step)
