@@ -24,7 +24,8 @@ class Style(enum.Enum):
     UNKNOWN = "unrecognised"
 
 
-_DATA_NAME = re.compile(r"load|(^|_)dl($|_)|dataset|batches|data_iter|(^|_)data$|samples", re.I)
+# `batch_samples` / `micro_batches` lists are windows of one step, not the data: not data loops.
+_DATA_NAME = re.compile(r"load|(^|_)dl($|_)|dataset|data_iter|(^|_)data$", re.I)
 
 
 @dataclass(eq=False)

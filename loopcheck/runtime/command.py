@@ -84,13 +84,14 @@ def run_command(args: argparse.Namespace) -> int:
         _run_target(target, argv, is_module)
     except SystemExit as exc:
         code, how = _system_exit_code(exc.code), "sys.exit"
-    except KeyboardInterrupt:
-        finished("KeyboardInterrupt", 130)
-        raise  # Python itself reports it and exits as interrupted
+    except KeyboardInterrupt as exc:
+        _print_traceback(exc)
+        finished("KeyboardInterrupt", 128 + signal.SIGINT)
+        _die_interrupted()
+        raise
     except BaseException as exc:  # noqa: BLE001 - reported exactly as Python would
         code, how = 1, "exception"
-        tb = _user_traceback(exc.__traceback__)
-        sys.excepthook(type(exc), exc.with_traceback(tb), tb)  # Python's hook reads __traceback__
+        _print_traceback(exc)
     finally:
         finished(how, code)
         if previous is not None:
@@ -176,6 +177,23 @@ def _system_exit_code(code: Any) -> int:
         return code
     print(code, file=sys.stderr)  # what Python does with sys.exit("message")
     return 1
+
+
+def _print_traceback(exc: BaseException) -> None:
+    tb = _user_traceback(exc.__traceback__)
+    sys.excepthook(type(exc), exc.with_traceback(tb), tb)  # Python's hook reads __traceback__
+
+
+def _die_interrupted() -> None:
+    """Python ends an uncaught KeyboardInterrupt by killing itself with SIGINT, so the parent
+    sees an interrupted process; do the same after the outputs are written."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    except (ValueError, OSError):  # not the main thread: let the exception propagate
+        pass
 
 
 def _user_traceback(tb: TracebackType | None) -> TracebackType | None:
