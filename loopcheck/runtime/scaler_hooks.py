@@ -81,7 +81,7 @@ class ScalerHooks:
                                 "after scaler.step()", user_site())
 
     def _wrap_step(self, original: Any) -> Any:
-        session, guard = self.session, self.session.guard
+        guard = self.session.guard
 
         def step(scaler: Any, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
             record = guard.call("GradScaler tracking", self._before_step, scaler, optimizer)

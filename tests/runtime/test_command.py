@@ -1,0 +1,128 @@
+"""``loopcheck run`` behaves like ``python SCRIPT ARGS``: same argv, __main__, sys.path[0],
+working directory, exit codes and tracebacks, plus a summary and an atomic report."""
+from __future__ import annotations
+
+import json
+import signal
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from .helpers import loopcheck_run, python
+
+PROBE = textwrap.dedent("""\
+    import json, os, sys
+    print(json.dumps({"argv": sys.argv, "name": __name__, "path0": sys.path[0],
+                      "cwd": os.getcwd(), "file": __file__,
+                      "main": sys.modules["__main__"].__dict__.get("MARK")}))
+""")
+TRAIN = textwrap.dedent("""\
+    import sys
+    import torch
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for i in range(4):
+        model(torch.randn(2, 4)).sum().backward()
+        opt.step()
+        opt.step()
+    {tail}
+""")
+
+
+def _write(directory: Path, name: str, text: str) -> Path:
+    path = directory / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_script_sees_what_python_gives_it(tmp_path: Path) -> None:
+    _write(tmp_path, "scripts/probe.py", "MARK = 'main module'\n" + PROBE)
+    plain = python(["scripts/probe.py", "a", "--lr", "3"], tmp_path)
+    checked = loopcheck_run(["scripts/probe.py", "a", "--lr", "3"], tmp_path)
+    assert checked.returncode == plain.returncode == 0, checked.stderr
+    assert json.loads(checked.stdout) == json.loads(plain.stdout)
+    assert "loopcheck: 0 findings" in checked.stderr
+
+
+def test_module_mode_matches_python_dash_m(tmp_path: Path) -> None:
+    _write(tmp_path, "pkg/__init__.py", "")
+    _write(tmp_path, "pkg/train.py", PROBE)
+    plain = python(["-m", "pkg.train", "x", "-y"], tmp_path)
+    checked = loopcheck_run(["-m", "pkg.train", "x", "-y"], tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    assert json.loads(checked.stdout) == json.loads(plain.stdout)
+
+
+@pytest.mark.parametrize("tail, code", [("sys.exit(3)", 3), ("sys.exit('bad config')", 1),
+                                        ("sys.exit()", 0), ("raise ValueError('boom')", 1)])
+def test_exit_codes_and_tracebacks_are_the_scripts(tmp_path: Path, tail: str, code: int) -> None:
+    _write(tmp_path, "train.py", TRAIN.format(tail=tail))
+    plain = python(["train.py"], tmp_path)
+    checked = loopcheck_run(["--report", "out/report.json", "train.py"], tmp_path)
+    assert plain.returncode == checked.returncode == code
+    # Python's own output (traceback or exit message) comes first, unchanged
+    assert checked.stderr.startswith(plain.stderr), checked.stderr
+    report = json.loads((tmp_path / "out/report.json").read_text())
+    assert report["exit"]["code"] == code
+    assert [f["code"] for f in report["findings"]] == ["LC109"]
+    assert "LC109 [double-step]" in checked.stderr
+
+
+def test_fail_on_turns_only_a_successful_run_into_failure(tmp_path: Path) -> None:
+    _write(tmp_path, "buggy.py", TRAIN.format(tail=""))
+    _write(tmp_path, "crash.py", TRAIN.format(tail="sys.exit(4)"))
+    assert loopcheck_run(["--fail-on", "warning", "buggy.py"], tmp_path).returncode == 1
+    assert loopcheck_run(["--fail-on", "error", "--ignore", "double-step", "buggy.py"],
+                         tmp_path).returncode == 0
+    assert loopcheck_run(["--fail-on", "error", "crash.py"], tmp_path).returncode == 4
+
+
+def test_select_and_quiet(tmp_path: Path) -> None:
+    _write(tmp_path, "buggy.py", TRAIN.format(tail=""))
+    quiet = loopcheck_run(["--quiet", "--select", "LC2", "buggy.py"], tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    loud = loopcheck_run(["--quiet", "--select", "LC1", "buggy.py"], tmp_path)
+    assert "LC109" in loud.stderr and "backward passes per step" not in loud.stderr
+    bad = loopcheck_run(["--select", "LC999x", "buggy.py"], tmp_path)
+    assert bad.returncode == 2 and "unknown rule code" in bad.stderr
+
+
+def test_sigterm_writes_the_report_then_dies_by_the_signal(tmp_path: Path) -> None:
+    _write(tmp_path, "train.py", TRAIN.format(tail="import os, signal; os.kill(os.getpid(), signal.SIGTERM)"))
+    plain = python(["train.py"], tmp_path)
+    checked = loopcheck_run(["--report", "r.json", "train.py"], tmp_path)
+    assert plain.returncode == checked.returncode == -signal.SIGTERM
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["exit"]["how"] == "SIGTERM"
+    assert [f["code"] for f in report["findings"]] == ["LC109"]
+
+
+def test_keyboard_interrupt_is_reported_like_python(tmp_path: Path) -> None:
+    _write(tmp_path, "train.py", TRAIN.format(tail="raise KeyboardInterrupt"))
+    plain = python(["train.py"], tmp_path)
+    checked = loopcheck_run(["--report", "r.json", "train.py"], tmp_path)
+    assert checked.returncode == plain.returncode != 0
+    assert "KeyboardInterrupt" in checked.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["exit"]["how"] == "KeyboardInterrupt"
+
+
+def test_report_is_replaced_atomically_and_complete(tmp_path: Path) -> None:
+    _write(tmp_path, "train.py", TRAIN.format(tail=""))
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out/r.json").write_text("stale, not json")
+    assert loopcheck_run(["--report", "out/r.json", "train.py"], tmp_path).returncode == 0
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["r.json"]
+    report = json.loads((tmp_path / "out/r.json").read_text())
+    assert set(report) >= {"findings", "counters", "memory", "optimizers", "environment"}
+    assert report["counters"]["optimizer_steps"] == 8
+    assert report["counters"]["backward_per_step"] == {"0": 4, "1": 4}
+    assert report["optimizers"][0]["type"] == "SGD"
+    assert report["environment"]["world_size"] == 1
+    assert [s["step"] for s in report["memory"]["per_step"]] == list(range(1, 9))
+
+
+def test_missing_script(tmp_path: Path) -> None:
+    result = loopcheck_run(["nope.py"], tmp_path)
+    assert result.returncode == 2 and "nope.py" in result.stderr

@@ -1,0 +1,72 @@
+"""Unit tests of the pure parts: selection, loss-scale reading, memory-growth verdicts."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from loopcheck.runtime.loss_scale import inspect_loss
+from loopcheck.runtime.memory import detect_growth
+from loopcheck.runtime.selection import Selection
+
+MIB = 1 << 20
+
+
+def test_selection_by_code_name_and_prefix() -> None:
+    s = Selection.parse(select=["LC1", "clip-before-unscale"], ignore="LC109")
+    assert s.enabled("LC101") and s.enabled("LC201")
+    assert not s.enabled("LC109") and not s.enabled("LC301")
+    assert not s.enabled("LC110")  # opt-in: a prefix does not turn it on
+    assert Selection.parse(select="LC110").enabled("LC110")
+    assert Selection.parse(select="excessive-accumulation").enabled("LC110")
+    assert not Selection().enabled("LC206")  # static-only code
+    assert Selection().enabled("LC605")
+    with pytest.raises(ValueError):
+        Selection.parse(select="bogus")
+
+
+def _loss_node(loss: torch.Tensor) -> object:
+    return loss.grad_fn
+
+
+@pytest.mark.parametrize("make, factor, normalised, mean", [
+    (lambda out, y: nn.functional.mse_loss(out, y) / 4, 0.25, False, True),
+    (lambda out, y: nn.functional.mse_loss(out, y) * 0.5, 0.5, False, True),
+    (lambda out, y: nn.functional.mse_loss(out, y), 1.0, False, True),
+    (lambda out, y: out.mean() / 2 / 2, 0.25, False, True),
+    (lambda out, y: nn.functional.mse_loss(out, y, reduction="sum") / 7, 1 / 7, True, False),
+    # a CPU tensor divisor is a host value: read like a number
+    (lambda out, y: nn.functional.mse_loss(out, y) / torch.tensor(3.0), 1 / 3, False, True),
+])
+def test_loss_scale_is_read_from_the_graph(make, factor, normalised, mean) -> None:
+    out, y = nn.Linear(3, 1)(torch.randn(5, 3)), torch.randn(5, 1)
+    scale = inspect_loss(make(out, y).grad_fn)
+    assert scale is not None
+    assert scale.factor == pytest.approx(factor)
+    assert (scale.normalised, scale.mean_reduced) == (normalised, mean)
+
+
+def test_unknown_loss_shapes_are_not_judged() -> None:
+    out = nn.Linear(3, 2)(torch.randn(5, 3))
+    scale = inspect_loss((out[:, 0].mean() + out[:, 1].mean()).grad_fn)
+    assert scale is not None and not scale.known
+
+
+def _series(values: list[float]) -> list[tuple[int, int]]:
+    return [(step, int(v * MIB)) for step, v in enumerate(values, start=1)]
+
+
+def test_steady_growth_is_found() -> None:
+    growth = detect_growth(_series([100, 200, 300] + [300 + 4 * i for i in range(20)]))
+    assert growth is not None and growth.per_step == pytest.approx(4 * MIB, rel=0.01)
+
+
+@pytest.mark.parametrize("values", [
+    [100 + (i % 3) for i in range(30)],  # flat with allocator noise
+    [100 + 50 * (i % 2) for i in range(30)],  # sawtooth: freed every other step
+    [100, 400, 800, 1200] + [1200] * 20,  # growth only during warm-up
+    [1000 + 0.1 * i for i in range(30)],  # rising by too little to matter
+    [100 + 4 * i for i in range(6)],  # too few steps
+])
+def test_no_growth_verdict_without_steady_growth(values: list[float]) -> None:
+    assert detect_growth(_series(values)) is None
