@@ -38,7 +38,6 @@ class _State:
     loop: Loop
     conds: tuple[Cond, ...] = ()
     contexts: tuple[Context, ...] = ()
-    via: tuple[cst.Call, ...] = ()
     inlining: tuple[cst.FunctionDef, ...] = ()
     function: cst.FunctionDef | None = None
 
@@ -215,8 +214,6 @@ class Builder:
             self._block(node.orelse.body.body, st)
 
     def _small(self, small: cst.BaseSmallStatement, stmt: cst.SimpleStatementLine, st: _State) -> None:
-        if isinstance(small, cst.Continue):
-            st.loop.has_continue = True
         if isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and small.value is not None:
             targets = ([t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target])
             op = "=" if not isinstance(small, cst.AugAssign) else type(small.operator).__name__
@@ -252,7 +249,7 @@ class Builder:
     def _event(self, st: _State, kind: Kind, node: cst.CSTNode, stmt: cst.CSTNode, recv: str | None,
                **fields: object) -> None:
         event = Event(kind=kind, node=node, stmt=stmt, receiver=recv, conds=st.conds, loop=st.loop,
-                      order=self._next(), contexts=st.contexts, via=st.via, **fields)  # type: ignore[arg-type]
+                      order=self._next(), contexts=st.contexts, **fields)  # type: ignore[arg-type]
         st.loop.items.append(event)
 
     def _classify(self, call: cst.Call, stmt: cst.CSTNode, st: _State) -> None:
@@ -376,7 +373,7 @@ class Builder:
                 # Bind parameters like assignments: guards on them resolve to the caller's values.
                 st.loop.assignments.append(Assignment((name,), value, "=", call, st.conds, order))
         if isinstance(fn.body, cst.IndentedBlock):
-            self._block(fn.body.body, replace(st, via=st.via + (call,), inlining=st.inlining + (fn,)))
+            self._block(fn.body.body, replace(st, inlining=st.inlining + (fn,)))
 
 
 def _is_framework_backward(recv: str, role: Role, first: cst.BaseExpression) -> bool:

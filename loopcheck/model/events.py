@@ -66,7 +66,6 @@ class Event:
     closure: bool = False  # STEP(closure): LBFGS style, the closure owns zero_grad+backward
     has_args: bool = False  # SCHEDULER_STEP(epoch) / (metric)
     target: str = ""  # ZERO_GRAD: "optimizer", "model" or "param"
-    via: tuple[cst.Call, ...] = ()  # same-file calls through which the event was inlined
 
     def in_context(self, kind: str) -> bool:
         return any(c.kind == kind for c in self.contexts)
@@ -94,7 +93,6 @@ class Loop:
     function: cst.FunctionDef | None  # where the loop's statement lives
     items: list[Union[Event, Loop]] = field(default_factory=list)
     assignments: list[Assignment] = field(default_factory=list)
-    has_continue: bool = False
     # Calls the model cannot see into that receive an optimizer (``helpers.step(optimizer)``):
     # they might zero or step, so rules about missing events stay silent.
     opaque_calls: list[cst.Call] = field(default_factory=list)
