@@ -74,13 +74,22 @@ def check_text(source: str, filename: str, codes: frozenset[str]) -> list[Findin
         if is_suppressed(code, lines, (where.start.line, stmt_line)):
             continue
         info = CODES[code]
+        flagged_code = module.code_for_node(violation.node)
         findings.append(Finding(
             filename=filename, line=where.start.line, col=where.start.column + 1, code=code, name=info.name,
             message=violation.message or rule.message,  # type: ignore[attr-defined]
             severity=info.level.value, end_line=where.end.line, end_col=where.end.column + 1,
             source_line=lines[where.start.line - 1] if where.start.line <= len(lines) else "",
+            fingerprint=_fingerprint(code, flagged_code),
         ))
     return sorted(findings)
+
+
+def _fingerprint(code: str, statement: str) -> str:
+    import hashlib
+
+    normalised = " ".join(statement.split())
+    return hashlib.sha1(f"{code}:{normalised}".encode()).hexdigest()[:16]
 
 
 def _python_syntax_error(filename: str, source: str) -> Finding | None:
@@ -102,9 +111,10 @@ def _syntax_error(filename: str, source: str, line: int, col: int, message: str)
     first = re.sub(r"^.*?error at \d+:\d+:\s*", "", message.strip().splitlines()[0] if message.strip() else "")
     if not first or first.startswith("expected one of") and len(first) > 60:
         first = "invalid syntax"
+    source_line = lines[line - 1] if 0 < line <= len(lines) else ""
     return Finding(filename=filename, line=line, col=col, code=SYNTAX_ERROR.code, name=SYNTAX_ERROR.name,
                    message=f"syntax error: {first}", severity=SYNTAX_ERROR.level.value, end_line=line,
-                   end_col=col, source_line=lines[line - 1] if 0 < line <= len(lines) else "")
+                   end_col=col, source_line=source_line, fingerprint=_fingerprint(SYNTAX_ERROR.code, source_line))
 
 
 def read_source(path: Path) -> str:

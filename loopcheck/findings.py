@@ -17,6 +17,9 @@ class Finding:
     end_line: int = 0
     end_col: int = 0
     source_line: str = ""
+    # Hash of the code and the flagged code's text (whitespace-insensitive): identifies the finding
+    # across edits that only move it (baselines); several findings may share one.
+    fingerprint: str = ""
 
     def as_json(self) -> dict[str, object]:
         return {
