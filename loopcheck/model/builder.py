@@ -57,11 +57,12 @@ class Index:
     with_loops: set[cst.FunctionDef | cst.Module] = field(default_factory=set)  # scopes that hold a loop
     # Functions worth inlining at a call site: they hold a training event or call one that does.
     eventful: set[cst.FunctionDef] = field(default_factory=set)
+    imports: list[cst.Import | cst.ImportFrom] = field(default_factory=list)
 
 
 # Method and function names that can be training events (see Builder._classify).
 _EVENT_METHODS = {"backward", "manual_backward", "step", "step_update", "zero_grad", "zero_", "update",
-                  "update_parameters", "update_model_average", "unscale_", *CLIP_FUNCTIONS}
+                  "update_parameters", "update_model_average", "unscale_", "eval", "train", *CLIP_FUNCTIONS}
 
 
 def _may_be_event(call: cst.Call) -> bool:
@@ -89,6 +90,8 @@ def index_module(module: cst.Module) -> Index:
             _index_assignment(index, node)
         elif isinstance(node, cst.Attribute):
             index.attributes.add(node.attr.value)
+        elif isinstance(node, (cst.Import, cst.ImportFrom)):
+            index.imports.append(node)
         elif isinstance(node, cst.Call):
             _index_call(index, node)
             if isinstance(scope, cst.FunctionDef):
@@ -220,10 +223,14 @@ class Builder:
             self._calls_in([small.value], stmt, st)
             for target in targets:
                 names = tuple(target_names(target))
-                st.loop.assignments.append(Assignment(names, small.value, op, small, st.conds, self._next()))
-                if (isinstance(target, cst.Attribute) and target.attr.value == "grad"
-                        and isinstance(small.value, cst.Name) and small.value.value == "None"):
+                st.loop.assignments.append(
+                    Assignment(names, small.value, op, small, st.conds, self._next(), contexts=st.contexts))
+                if not isinstance(target, cst.Attribute):
+                    continue
+                if target.attr.value == "grad" and isinstance(small.value, cst.Name) and small.value.value == "None":
                     self._event(st, Kind.ZERO_GRAD, small, stmt, receiver(target.value), target="param")
+                elif target.attr.value == "require_backward_grad_sync":
+                    self._event(st, Kind.GRAD_SYNC_FLAG, small, stmt, receiver(target.value), value=small.value)
             return
         self._calls_in([small], stmt, st)
 
@@ -258,7 +265,10 @@ class Builder:
         if called is None:
             name = func_name(call) or ""
             short = last_part(name)
-            if short in CLIP_FUNCTIONS:
+            if name == "next" and args and isinstance(args[0], cst.Call) and func_name(args[0]) == "iter":
+                self._event(st, Kind.LOADER_RESTART, call, stmt, receiver(positional(args[0])[0])
+                            if positional(args[0]) else None)
+            elif short in CLIP_FUNCTIONS:
                 self._event(st, Kind.CLIP, call, stmt, name)
             elif name.endswith("autograd.backward") and args:
                 self._event(st, Kind.BACKWARD, call, stmt, None, loss=args[0])
@@ -296,6 +306,13 @@ class Builder:
             self._event(st, Kind.CLIP, call, stmt, recv)
         elif name == "zero_" and (recv.endswith(".grad") or recv.endswith(".grad.data")):
             self._event(st, Kind.ZERO_GRAD, call, stmt, recv, target="param")
+        elif name == "eval" and not call.args:
+            self._event(st, Kind.EVAL_MODE, call, stmt, recv)
+        elif name == "train" and len(call.args) <= 1 and role is Role.UNKNOWN:
+            off = bool(args) and isinstance(args[0], cst.Name) and args[0].value == "False"
+            self._event(st, Kind.EVAL_MODE if off else Kind.TRAIN_MODE, call, stmt, recv)
+        elif name in ("append", "extend") and len(args) == 1:
+            self._event(st, Kind.STORE, call, stmt, recv, value=args[0])
 
     def _backward(self, call: cst.Call, recv_expr: cst.BaseExpression, recv: str, role: Role,
                   stmt: cst.CSTNode, st: _State) -> None:

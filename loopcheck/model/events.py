@@ -18,6 +18,11 @@ class Kind(enum.Enum):
     CLIP = "gradient clipping"
     SCALER_UNSCALE = "scaler unscale"
     SCALER_UPDATE = "scaler update"
+    EVAL_MODE = "model.eval()"  # also model.train(False)
+    TRAIN_MODE = "model.train()"
+    STORE = "kept across iterations"  # `history.append(x)`: what is kept (``value``) may hold a graph
+    LOADER_RESTART = "next(iter(loader))"
+    GRAD_SYNC_FLAG = "require_backward_grad_sync ="  # DDP's no_sync flag set by hand (``value``)
 
 
 class Framework(enum.Enum):
@@ -66,6 +71,7 @@ class Event:
     closure: bool = False  # STEP(closure): LBFGS style, the closure owns zero_grad+backward
     has_args: bool = False  # SCHEDULER_STEP(epoch) / (metric)
     target: str = ""  # ZERO_GRAD: "optimizer", "model" or "param"
+    value: cst.BaseExpression | None = None  # STORE: what is kept; GRAD_SYNC_FLAG: the flag's value
 
     def in_context(self, kind: str) -> bool:
         return any(c.kind == kind for c in self.contexts)
@@ -82,6 +88,7 @@ class Assignment:
     conds: tuple[Cond, ...]
     order: int
     in_loop: cst.CSTNode | None = None  # set when lifted out of a loop that runs no backward
+    contexts: tuple[Context, ...] = ()  # `with autocast(...)`, `with model.no_sync()` around it
 
 
 @dataclass(eq=False)
