@@ -24,14 +24,7 @@ STATIC_CODES = ("LC101", "LC102", "LC103", "LC104", "LC105", "LC106", "LC107", "
 
 # Fixtures where loopcheck currently disagrees with the markers (fixture path relative to
 # rules/fixtures -> why). Each is a known loopcheck bug to fix, not a wrong fixture.
-KNOWN_DISCREPANCIES: dict[str, str] = {
-    "LC402/ema_evaluated_by_helper_never_updated.py": (
-        "LC402 misses an EMA that is never updated when it is passed to a same-file helper that only "
-        "evaluates it (`evaluate(ema_model, val_loader)`): any call argument counts as 'may update it'"),
-    "LC301/accelerate_unprepared_scheduler.py": (
-        "LC301 skips every accelerator.accumulate() loop, also when the scheduler was never passed to "
-        "accelerator.prepare(): a plain scheduler stepped on every micro-batch is not gated by Accelerate"),
-}
+KNOWN_DISCREPANCIES: dict[str, str] = {}
 
 FILES = sorted(FIXTURES.glob("*/*.py"))
 

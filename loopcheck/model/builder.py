@@ -58,6 +58,8 @@ class Index:
     # Functions worth inlining at a call site: they hold a training event or call one that does.
     eventful: set[cst.FunctionDef] = field(default_factory=set)
     imports: list[cst.Import | cst.ImportFrom] = field(default_factory=list)
+    # per function: receiver name -> methods called on it there (`evaluate(ema)` reads, never updates)
+    methods_in: dict[cst.FunctionDef, dict[str, set[str]]] = field(default_factory=dict)
 
 
 # Method and function names that can be training events (see Builder._classify).
@@ -95,6 +97,10 @@ def index_module(module: cst.Module) -> Index:
         elif isinstance(node, cst.Call):
             _index_call(index, node)
             if isinstance(scope, cst.FunctionDef):
+                called = method(node)
+                base = dotted(called[0]) if called is not None else None
+                if base is not None:
+                    index.methods_in.setdefault(scope, {}).setdefault(base, set()).add(called[1])  # type: ignore[index]
                 if _may_be_event(node):
                     index.eventful.add(scope)
                 callee = node.func.attr.value if isinstance(node.func, cst.Attribute) else dotted(node.func)

@@ -17,10 +17,27 @@ from collections.abc import Iterator
 
 from loopcheck.model import FileModel, Kind, Role
 from loopcheck.model.roles import role_of_constructor
-from loopcheck.model.syntax import func_name, last_part
+from loopcheck.model.syntax import dotted, func_name, last_part
 from loopcheck.rules._base import Rule, Violation
 
 _UPDATES = {"update", "update_parameters", "step", "update_model_average", "update_ema", "ema_update", "apply"}
+
+
+def _only_read_by_helpers(model: FileModel, name: str) -> bool:
+    """Every call that receives ``name`` is a function of this file that never updates it."""
+    for call in model.index.calls:
+        for position, arg in enumerate(call.args):
+            if last_part(dotted(arg.value) or "") != name:
+                continue
+            fns = model.index.functions.get(func_name(call) or "", [])
+            if len(fns) != 1:
+                return False  # another module's function, or a method: it may update it
+            params = [p.name.value for p in fns[0].params.params]
+            param = arg.keyword.value if arg.keyword is not None else (
+                params[position] if position < len(params) else None)
+            if param is None or model.index.methods_in.get(fns[0], {}).get(param, set()) & _UPDATES:
+                return False
+    return True
 
 
 class EmaNeverUpdated(Rule):
@@ -44,6 +61,19 @@ for epoch in range(epochs):
     ]
     INVALID = [
         """
+def evaluate(net, loader):
+    with torch.no_grad():
+        return sum(criterion(net(x), y).item() for x, y in loader)
+
+ema = ModelEmaV3(model, decay=0.999)  # LC402
+for epoch in range(epochs):
+    for x, y in loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+    print(evaluate(ema, val_loader))
+""",
+        """
 ema_model = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(0.999))  # LC402
 for x, y in loader:
     optimizer.zero_grad()
@@ -58,10 +88,10 @@ torch.save(ema_model.state_dict(), "ema.pt")
             return
         updated = {last_part(e.receiver) for e in model.events(Kind.EMA_UPDATE) if e.receiver}
         for name, calls in model.roles.constructed.items():
-            if name in updated or name in model.index.passed:
-                continue  # updated here, or handed to code that may update it
-            if model.index.methods_called.get(name, set()) & _UPDATES:
+            if name in updated or model.index.methods_called.get(name, set()) & _UPDATES:
                 continue
+            if name in model.index.passed and not _only_read_by_helpers(model, name):
+                continue  # handed to code that may update it
             for call in calls:
                 if role_of_constructor(func_name(call) or "") is Role.EMA:
                     yield Violation(call, call, f"`{name}` is created but never updated: it keeps the initial "

@@ -7,7 +7,8 @@ The schedule is meant to advance once per optimizer update. Stepped per micro-ba
 times too fast: warmup ends after 1/N of its length and a cosine or linear decay reaches its
 minimum after 1/N of training. Not flagged: Accelerate's prepared scheduler inside
 `accelerator.accumulate()` (it gates itself) and a schedule whose horizon is visibly counted in
-micro-batches (`total_steps=epochs * len(loader)`).
+micro-batches (`total_steps=epochs * len(loader)`). A scheduler that the file leaves out of
+`accelerator.prepare(...)` is not gated and is flagged.
 
 ## Fix
 Move `scheduler.step()` into the step branch, right after `optimizer.step()`.
@@ -20,6 +21,11 @@ from collections.abc import Iterator
 from loopcheck.model import FileModel, Kind, Role, Style
 from loopcheck.model.horizon import Unit, horizon_expr, unit_of
 from loopcheck.rules._base import Rule, Violation
+
+
+def _unprepared(model: FileModel, name: str | None) -> bool:
+    """The file prepares its objects with Accelerate, but not this scheduler: nothing gates it."""
+    return bool(model.roles.prepared) and not model.roles.is_prepared(name)
 
 
 class SchedulerPerMicroBatch(Rule):
@@ -42,10 +48,10 @@ for epoch in range(epochs):
     for i, (x, y) in enumerate(train_loader):
         loss = criterion(model(x), y) / accum
         loss.backward()
-        scheduler.step()
         if (i + 1) % accum == 0:
             optimizer.step()
             optimizer.zero_grad()
+        scheduler.step()
 """,
     ]
     INVALID = [
@@ -53,22 +59,35 @@ for epoch in range(epochs):
 for i, (x, y) in enumerate(loader):
     loss = criterion(model(x), y) / accum
     loss.backward()
-    scheduler.step()  # LC301
     if (i + 1) % accum == 0:
         optimizer.step()
+        optimizer.zero_grad()
+    scheduler.step()  # LC301
+""",
+        """
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+max_train_steps = epochs * math.ceil(len(loader) / gradient_accumulation_steps)
+lr_scheduler = get_cosine_schedule_with_warmup(optimizer, 100, max_train_steps)
+for batch in loader:
+    with accelerator.accumulate(model):
+        accelerator.backward(model(**batch).loss)
+        optimizer.step()
+        lr_scheduler.step()  # LC301
         optimizer.zero_grad()
 """,
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
         for training in model.training_loops:
-            if training.style not in (Style.GUARDED, Style.MICRO_LOOP):
+            if training.style not in (Style.GUARDED, Style.MICRO_LOOP, Style.ACCELERATE):
                 continue
             if not all(training.guard(b).always for b in training.backwards):
                 continue
             for scheduler in training.events(Kind.SCHEDULER_STEP):
                 if not training.guard(scheduler).always:
                     continue
+                if training.style is Style.ACCELERATE and not _unprepared(model, scheduler.receiver):
+                    continue  # a prepared scheduler only steps when the optimizer does
                 horizons = [horizon_expr(c, model.index) for c in
                             model.roles.constructors(scheduler.receiver, Role.SCHEDULER)]
                 units = [unit_of(h, model.index) if h is not None else None for h in horizons]

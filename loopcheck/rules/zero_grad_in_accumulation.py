@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from loopcheck.model import FileModel, Kind, Style
+from loopcheck.model import FileModel, GuardKind, Kind, Style
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -84,6 +84,15 @@ for batch in loader:
 """,
         """
 for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / accum_steps
+    loss.backward()
+    if (i + 1) % accum_steps == 0:
+        optimizer.step()
+    else:
+        optimizer.zero_grad()  # LC101
+""",
+        """
+for i, (x, y) in enumerate(loader):
     for p in model.parameters():
         p.grad = None  # LC101
     loss = criterion(model(x), y) / 8
@@ -100,8 +109,8 @@ for i, (x, y) in enumerate(loader):
             if not all(training.guard(b).always for b in training.backwards):
                 continue
             for zero in training.events(Kind.ZERO_GRAD):
-                if not training.guard(zero).always:
-                    continue
+                if training.guard(zero).kind not in (GuardKind.ALWAYS, GuardKind.NOT_PERIODIC):
+                    continue  # the `else:` of the step condition zeroes every non-boundary micro-batch
                 if training.style is Style.ACCELERATE and zero.target == "optimizer":
                     continue  # Accelerate's prepared optimizer skips zero_grad on non-sync steps
                 yield self.at(zero, f"`{zero.receiver}` gradients are zeroed on every micro-batch while the "
