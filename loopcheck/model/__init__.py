@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import libcst as cst
 
@@ -31,6 +31,11 @@ class FileModel:
     scopes: list[Loop]  # one pseudo-loop per function (and the module) holding its loops
     training_loops: list[TrainingLoop]
     source: str = ""
+    owners: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)  # statement -> block statement
+
+    def owner(self, stmt: cst.CSTNode) -> cst.CSTNode | None:
+        """The statement whose block holds ``stmt`` directly (a For, If, Else, With, def...)."""
+        return self.owners.get(stmt)
 
     @property
     def roles(self) -> Roles:
@@ -56,7 +61,7 @@ def build(module: cst.Module, source: str = "") -> FileModel:
     scopes += [builder.scope(fn) for fns in index.functions.values() for fn in fns if fn in index.with_loops]
     # A function inlined into a caller's loop is analysed there, with the caller's context.
     scopes = [s for s in scopes if s.function is None or s.function not in builder.inlined]
-    model = FileModel(module, index, scopes, [], source)
+    model = FileModel(module, index, scopes, [], source, builder.owners)
     for loop in model.loops():
         training = analyse(loop, index.int_inits)
         if training is not None:

@@ -151,6 +151,7 @@ class Builder:
         self.roles = index.roles
         self.order = 0
         self.inlined: set[cst.FunctionDef] = set()
+        self.owners: dict[cst.CSTNode, cst.CSTNode] = {}  # statement -> the block statement holding it
 
     # -- scopes ---------------------------------------------------------------------------
     def scope(self, node: cst.Module | cst.FunctionDef) -> Loop:
@@ -160,7 +161,7 @@ class Builder:
         body = node.body.body if isinstance(node, cst.FunctionDef) else node.body
         if isinstance(node, cst.FunctionDef) and not isinstance(node.body, cst.IndentedBlock):
             body = ()
-        self._block(body, _State(loop=scope, function=fn, inlining=(fn,) if fn else ()))
+        self._block(body, _State(loop=scope, function=fn, inlining=(fn,) if fn else ()), node)
         _lift_loops_without_backward(scope)
         return scope
 
@@ -169,9 +170,10 @@ class Builder:
         return self.order
 
     # -- statements -----------------------------------------------------------------------
-    def _block(self, body: Sequence[cst.CSTNode], st: _State) -> None:
+    def _block(self, body: Sequence[cst.CSTNode], st: _State, owner: cst.CSTNode) -> None:
         conds = st.conds
         for stmt in body:
+            self.owners[stmt] = owner
             self._statement(stmt, replace(st, conds=conds))
             exit_test = _early_exit_test(stmt)
             if exit_test is not None:
@@ -188,28 +190,29 @@ class Builder:
         elif isinstance(stmt, cst.With):
             contexts = st.contexts + tuple(c for item in stmt.items if (c := _context(item.item)))
             self._calls_in(stmt.items, stmt, st)
-            self._block(stmt.body.body, replace(st, contexts=contexts))
+            self._block(stmt.body.body, replace(st, contexts=contexts), stmt)
         elif isinstance(stmt, cst.Try) or type(stmt).__name__ == "TryStar":
-            self._block(stmt.body.body, st)  # type: ignore[attr-defined]
+            self._block(stmt.body.body, st, stmt)  # type: ignore[attr-defined]
             for handler in stmt.handlers:  # type: ignore[attr-defined]
-                self._block(handler.body.body, replace(st, conds=st.conds + (Cond(None, False, stmt, "except"),)))
+                self._block(handler.body.body, replace(st, conds=st.conds + (Cond(None, False, stmt, "except"),)),
+                            handler)
             if stmt.orelse is not None:  # type: ignore[attr-defined]
-                self._block(stmt.orelse.body.body, st)  # type: ignore[attr-defined]
+                self._block(stmt.orelse.body.body, st, stmt.orelse)  # type: ignore[attr-defined]
             if stmt.finalbody is not None:  # type: ignore[attr-defined]
-                self._block(stmt.finalbody.body.body, st)  # type: ignore[attr-defined]
+                self._block(stmt.finalbody.body.body, st, stmt.finalbody)  # type: ignore[attr-defined]
         elif isinstance(stmt, cst.Match):
             for case in stmt.cases:
-                self._block(case.body.body, replace(st, conds=st.conds + (Cond(None, False, stmt, "case"),)))
+                self._block(case.body.body, replace(st, conds=st.conds + (Cond(None, False, stmt, "case"),)), case)
         # FunctionDef / ClassDef: modelled where they are called, or as scopes of their own.
 
     def _if(self, node: cst.If, st: _State, owner: cst.If) -> None:
         self._calls_in([node.test], node, st)
-        self._block(node.body.body, replace(st, conds=st.conds + (Cond(node.test, False, owner, "body"),)))
+        self._block(node.body.body, replace(st, conds=st.conds + (Cond(node.test, False, owner, "body"),)), node)
         negated = st.conds + (Cond(node.test, True, owner, "orelse"),)
         if isinstance(node.orelse, cst.If):
             self._if(node.orelse, replace(st, conds=negated), owner)
         elif isinstance(node.orelse, cst.Else):
-            self._block(node.orelse.body.body, replace(st, conds=negated))
+            self._block(node.orelse.body.body, replace(st, conds=negated), node.orelse)
 
     def _loop(self, node: cst.For | cst.While, st: _State) -> None:
         self._calls_in([node.iter if isinstance(node, cst.For) else node.test], node, st)
@@ -218,9 +221,9 @@ class Builder:
         if isinstance(node, cst.For):
             loop.assignments.append(
                 Assignment(tuple(target_names(node.target)), node.iter, "for", node, (), loop.order))
-        self._block(node.body.body, replace(st, loop=loop, conds=()))
+        self._block(node.body.body, replace(st, loop=loop, conds=()), node)
         if node.orelse is not None:
-            self._block(node.orelse.body.body, st)
+            self._block(node.orelse.body.body, st, node.orelse)
 
     def _small(self, small: cst.BaseSmallStatement, stmt: cst.SimpleStatementLine, st: _State) -> None:
         if isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and small.value is not None:
@@ -262,7 +265,8 @@ class Builder:
     def _event(self, st: _State, kind: Kind, node: cst.CSTNode, stmt: cst.CSTNode, recv: str | None,
                **fields: object) -> None:
         event = Event(kind=kind, node=node, stmt=stmt, receiver=recv, conds=st.conds, loop=st.loop,
-                      order=self._next(), contexts=st.contexts, **fields)  # type: ignore[arg-type]
+                      order=self._next(), contexts=st.contexts, origin=st.inlining[-1] if st.inlining else None,
+                      **fields)  # type: ignore[arg-type]
         st.loop.items.append(event)
 
     def _classify(self, call: cst.Call, stmt: cst.CSTNode, st: _State) -> None:
@@ -396,7 +400,7 @@ class Builder:
                 # Bind parameters like assignments: guards on them resolve to the caller's values.
                 st.loop.assignments.append(Assignment((name,), value, "=", call, st.conds, order))
         if isinstance(fn.body, cst.IndentedBlock):
-            self._block(fn.body.body, replace(st, inlining=st.inlining + (fn,)))
+            self._block(fn.body.body, replace(st, inlining=st.inlining + (fn,)), fn)
 
 
 def _is_framework_backward(recv: str, role: Role, first: cst.BaseExpression) -> bool:

@@ -72,6 +72,7 @@ class Event:
     has_args: bool = False  # SCHEDULER_STEP(epoch) / (metric)
     target: str = ""  # ZERO_GRAD: "optimizer", "model" or "param"
     value: cst.BaseExpression | None = None  # STORE: what is kept; GRAD_SYNC_FLAG: the flag's value
+    origin: cst.FunctionDef | None = None  # the function whose code holds it (None: module level)
 
     def in_context(self, kind: str) -> bool:
         return any(c.kind == kind for c in self.contexts)
