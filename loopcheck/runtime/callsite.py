@@ -40,15 +40,24 @@ def refresh() -> None:
     """Forget the cached framework paths (frameworks may be imported after the session starts)."""
     global _skip_prefixes
     _skip_prefixes = None
+    _framework_code.clear()
+
+
+_framework_code: dict[object, bool] = {}  # code object -> belongs to a framework
 
 
 def user_site(frame: FrameType | None = None) -> Site | None:
-    """Walk outwards from ``frame`` (default: the caller) to the first user frame."""
+    """Walk outwards from ``frame`` (default: the caller) to the first user frame. Runs on
+    every backward: the verdict per code object is cached."""
     frame = frame or sys._getframe(1)
-    skip = _prefixes()
+    cache = _framework_code
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(skip) and not filename.startswith("<frozen"):
-            return Site(filename, frame.f_lineno)
+        code = frame.f_code
+        framework = cache.get(code)
+        if framework is None:
+            filename = code.co_filename
+            framework = cache[code] = filename.startswith(_prefixes()) or filename.startswith("<frozen")
+        if not framework:
+            return Site(code.co_filename, frame.f_lineno)
         frame = frame.f_back
     return None

@@ -23,9 +23,6 @@ class DataHooks:
         self.exhausted: set[Pass] = set()
         self.batch_sizes: dict[int, int] = {}
 
-    def current_epoch(self) -> Pass | None:
-        return self.current
-
     def install(self) -> None:
         from torch.utils.data import dataloader
 

@@ -19,6 +19,11 @@ from .state import BackwardInfo, OptimizerRecord
 if TYPE_CHECKING:
     from .session import Session
 
+HOOKED_PER_GROUP = 2  # first and last parameter of each group
+# the loss of every backward is read during the first windows, then in one window of 8
+FULL_INSPECTION_WINDOWS = 64
+INSPECT_EVERY = 8
+
 
 class ParamState:
     """What the last backward left in one parameter's ``.grad``."""
@@ -48,13 +53,19 @@ class GradTracker:
         replace_attr(self.session.stack, torch.autograd, "backward", self._wrap_backward)
 
     def watch_params(self, record: OptimizerRecord, params: list[Any]) -> None:
-        for param in params:
-            if not getattr(param, "requires_grad", False) or id(param) in self.session.param_owner:
-                continue
+        """Map every trainable parameter to its optimizer (clipping looks it up) but hook only
+        a few, spread over the group: any of them sees a backward reach the optimizer, and a
+        zero_grad resets them all. Hooks cost a Python call per parameter per backward."""
+        fresh = [p for p in params if getattr(p, "requires_grad", False)
+                 and id(p) not in self.session.param_owner]
+        for param in fresh:
             self.session.param_owner[id(param)] = record
-            record.params += 1
-            record.handles.append(
-                param.register_post_accumulate_grad_hook(self._make_hook(record, ParamState())))
+        record.params += len(fresh)
+        count = len(fresh)
+        picks = sorted({0, count - 1}) if count > HOOKED_PER_GROUP else range(count)
+        for index in picks:
+            record.handles.append(fresh[index].register_post_accumulate_grad_hook(
+                self._make_hook(record, ParamState())))
 
     # -- backward ---------------------------------------------------------------------
     def _wrap_backward(self, original: Any) -> Any:
@@ -81,10 +92,10 @@ class GradTracker:
             retain = args[1]
         self.seq += 1
         info = BackwardInfo(self.seq, user_site(), retain_graph=bool(retain),
-                            epoch=session.data.current_epoch(),
-                            in_step=any(r.in_step for r in session.records))
+                            epoch=session.data.current, in_step=session.steps_running > 0)
         node = getattr(loss, "grad_fn", None)
-        if node is not None:
+        windows = session.windows_closed
+        if node is not None and (windows < FULL_INSPECTION_WINDOWS or windows % INSPECT_EVERY == 0):
             scaler = node.metadata.get(SCALER_MARK) if node.metadata else None
             if scaler is not None:
                 info.scaled = True
@@ -100,7 +111,7 @@ class GradTracker:
         import torch
 
         self.seq += 1
-        info = BackwardInfo(self.seq, None, epoch=self.session.data.current_epoch())
+        info = BackwardInfo(self.seq, None, epoch=self.session.data.current)
         self.current = info
 
         def finished() -> None:
@@ -132,9 +143,14 @@ class GradTracker:
         grad = param.grad
         if grad is None:
             return
+        version = grad._version
+        if state.window == window.number and version == state.version + 1 and state.grad_ref() is grad:
+            state.version = version  # the common case: accumulation into the same buffer
+            state.zero_calls = self.zero_calls
+            return
         if state.window >= 0 and not info.in_step:
             same = state.grad_ref is not None and state.grad_ref() is grad
-            pure_add = grad._version == state.version + 1
+            pure_add = version == state.version + 1
             zeroed = self.zero_calls != state.zero_calls
             reset = not same or (not pure_add and zeroed)
             if state.window == window.number:
@@ -146,7 +162,7 @@ class GradTracker:
                     window.carried = True
         if state.grad_ref is None or state.grad_ref() is not grad:
             state.grad_ref = weakref.ref(grad)
-        state.version = grad._version
+        state.version = version
         state.window = window.number
         state.zero_calls = self.zero_calls
         state.rebase = self.rebase

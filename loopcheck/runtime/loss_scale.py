@@ -26,8 +26,8 @@ def _scalar(saved: Any) -> float | None:
     """A host-side scalar as a float; None for device tensors (reading them would sync)."""
     if isinstance(saved, (int, float)):
         return float(saved)
-    if getattr(saved, "device", None) is not None and saved.device.type == "cpu" and saved.numel() == 1:
-        return float(saved)
+    if saved.is_cpu and saved.dim() == 0:  # a Python number is saved as a 0-dim CPU tensor
+        return saved.item()
     return None
 
 

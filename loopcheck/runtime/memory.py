@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 MAX_SAMPLES = 4096  # beyond this every other sample is dropped and the stride doubles
 WARMUP_STEPS = 3  # the first steps allocate optimizer state and workspaces
 MIN_SAMPLES = 8
+CPU_STRIDE = 8
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class MemoryMonitor:
     def __init__(self, session: Session) -> None:
         self.session = session
         self.samples: list[tuple[int, int]] = []
-        self.stride = 1
+        self.stride = CPU_STRIDE  # reading /proc costs more than the CUDA counter
         self.kind = "cpu-rss"
         self.device: str | None = None
         self.cuda: Any = None
@@ -68,6 +69,7 @@ class MemoryMonitor:
         if self.cuda is None and torch.cuda.is_available() and torch.cuda.is_initialized():
             self.cuda = torch.cuda
             self.kind = "cuda-allocated"
+            self.samples, self.stride = [], 1
             self.device = f"cuda:{torch.cuda.current_device()}"
         if self.cuda is not None:
             return self.cuda.memory_allocated()

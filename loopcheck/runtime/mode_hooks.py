@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 
 @dataclass
 class ModeRecord:
+    module: weakref.ref[Any]
     eval_site: Site | None = None
+    train_seq: int = 0  # backward count when it was last switched to training mode
     trained: bool = False  # a backward ran while it was in training mode
     optimised: bool | None = None  # owns parameters of a watched optimizer (computed lazily)
 
@@ -25,6 +27,7 @@ class ModeHooks:
     def __init__(self, session: Session) -> None:
         self.session = session
         self.modules: weakref.WeakKeyDictionary[Any, ModeRecord] = weakref.WeakKeyDictionary()
+        self.in_eval: list[ModeRecord] = []  # switched to eval and not back: checked per backward
         self.depth = 0
 
     def install(self) -> None:
@@ -48,21 +51,26 @@ class ModeHooks:
         return train
 
     def _switching(self, module: Any, mode: bool) -> None:
+        seq = self.session.tracker.seq
         record = self.modules.get(module)
         if record is None:
-            record = self.modules[module] = ModeRecord()
-            # it trained in its default mode before anyone switched it
-            record.trained = module.training and self.session.tracker.seq > 0
-        if not mode:
+            record = self.modules[module] = ModeRecord(weakref.ref(module))
+        if module.training and seq > record.train_seq:
+            record.trained = True  # backward passes ran since it entered training mode
+        if mode:
+            record.train_seq = seq
+            if record in self.in_eval:
+                self.in_eval.remove(record)
+        else:
             record.eval_site = user_site()
+            if record not in self.in_eval:
+                self.in_eval.append(record)
 
     def check_backward(self) -> None:
-        """Called before each backward on the main thread."""
-        for module, record in list(self.modules.items()):
-            if module.training:
-                record.trained = True
-                continue
-            if not record.trained:
+        """Called before each backward on the main thread; free unless a model is in eval."""
+        for record in self.in_eval:
+            module = record.module()
+            if module is None or module.training or not record.trained:
                 continue
             if record.optimised is None:
                 owner = self.session.param_owner

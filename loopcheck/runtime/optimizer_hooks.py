@@ -78,7 +78,9 @@ class OptimizerHooks:
         record = session.record_for(optimizer)
         if record.params == 0:
             self.adopt(optimizer)
-        record.in_step = True
+        if not record.in_step:
+            record.in_step = True
+            session.steps_running += 1
         record.post_hook_fired = False
         record.step_site = user_site()
         window = record.window
@@ -101,7 +103,9 @@ class OptimizerHooks:
 
     def _after_step(self, optimizer: Any) -> None:
         record = self.session.record_for(optimizer)
-        record.in_step = False
+        if record.in_step:
+            record.in_step = False
+            self.session.steps_running -= 1
         record.post_hook_fired = True
         if record.scaler_stepping and record.fused:
             return  # a fused step may have skipped inside the kernel: scaler.step decides

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from .session import Session
 
 TOKEN_KEY = "loopcheck.graph_token"
-KEEP = 64  # tokens watched at a time
+KEEP = 16  # tokens watched at a time
 MIN_AGE = 2  # steps a loss may legitimately outlive its backward (the loop variable)
 MIN_ALIVE = 3
 
@@ -27,11 +27,14 @@ class RetainedGraphs:
         self.session = session
         self.tokens: deque[tuple[weakref.ref[Any], int, Site | None]] = deque(maxlen=KEEP)
         self.reported = False
+        self.window = -1
 
     def watch(self, loss: Any, site: Site | None) -> None:
+        """One loss per optimizer window is enough to see graphs pile up."""
         node = getattr(loss, "grad_fn", None)
-        if node is None:
+        if node is None or self.window == self.session.windows_closed:
             return
+        self.window = self.session.windows_closed
         token = _Token()
         node.metadata[TOKEN_KEY] = token
         self.tokens.append((weakref.ref(token), self.session.step_index(), site))

@@ -34,6 +34,8 @@ class Session:
         self.param_owner: dict[int, OptimizerRecord] = {}
         self.last_zero_site: Site | None = None
         self.zero_grad_calls = 0
+        self.steps_running = 0  # optimizer steps between their pre- and post-hook
+        self.windows_closed = 0
         self.clip_calls = 0
         self.started_at = 0.0
         self.stopped = False

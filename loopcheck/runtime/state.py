@@ -16,7 +16,7 @@ from .loss_scale import LossScale
 HISTORY_LIMIT = 10_000  # windows kept per optimizer for the end-of-run analysis
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class BackwardInfo:
     seq: int
     site: Site | None
@@ -43,11 +43,14 @@ class Window:
     def dominant(self) -> list[tuple[BackwardInfo, bool]]:
         """Entries of the backward line that ran most often: the accumulation micro-batches.
         Other lines in the same window are extra losses (a GAN's real and fake halves)."""
-        if not self.entries:
+        entries = self.entries
+        if not entries:
             return []
-        counts = Counter(bw.site for bw, _ in self.entries)
-        site = counts.most_common(1)[0][0]
-        return [entry for entry in self.entries if entry[0].site == site]
+        first = entries[0][0].site
+        if all(bw.site == first for bw, _ in entries):
+            return entries
+        site = Counter(bw.site for bw, _ in entries).most_common(1)[0][0]
+        return [entry for entry in entries if entry[0].site == site]
 
 
 @dataclass

@@ -14,8 +14,10 @@ COLLAPSE_SKIPS = 10
 
 
 def close(session: Session, record: OptimizerRecord, skipped: bool) -> None:
+    session.windows_closed += 1
     window = record.window
-    micro = [bw for bw, _ in window.dominant()]
+    dominant = window.dominant()
+    micro = [bw for bw, _ in dominant]
     size = len(micro)
     index = record.steps + record.skipped  # findings of this window carry its step index
     if skipped:
@@ -28,7 +30,7 @@ def close(session: Session, record: OptimizerRecord, skipped: bool) -> None:
     record.sizes[size] += 1
     regular = size >= 2 and size == record.sizes.most_common(1)[0][0]
     one_pass = len({bw.epoch for bw in micro}) <= 1  # a window across passes is LC105's case
-    if _reset_before_every_micro_batch(window):
+    if _reset_before_every_micro_batch(window, dominant):
         session.report("LC101", f"gradients are reset before each of the {size} backward "
                        "passes of a window that ends in one optimizer step: only the last "
                        "micro-batch reaches the step; zero them in the step branch",
@@ -59,15 +61,16 @@ def close(session: Session, record: OptimizerRecord, skipped: bool) -> None:
         session.emas.on_step()
     if record is session.main_record():
         session.memory.on_step(session.step_index())
-        session.retained.on_step()
+        if session.windows_closed % 4 == 0:
+            session.retained.on_step()
         session.emas.wrap_imported()
 
 
-def _reset_before_every_micro_batch(window: Window) -> bool:
+def _reset_before_every_micro_batch(window: Window, dominant: list[tuple[BackwardInfo, bool]]) -> bool:
     entries = window.entries
-    if not entries:
+    if len(dominant) < 2:
         return False
-    site = window.dominant()[0][0].site
+    site = dominant[0][0].site
     indices = [i for i, (bw, _) in enumerate(entries) if bw.site == site]
     if len(indices) < 2:
         return False

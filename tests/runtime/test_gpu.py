@@ -1,0 +1,80 @@
+"""CUDA-only checks: LC602 memory growth, and the proof that loopcheck's hooks add no
+host-device synchronisation (the whole loop runs under ``set_sync_debug_mode("error")``).
+Results of a real GPU run are in ``benchmarks/results/``."""
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from .helpers import ROOT, loopcheck_run, python
+from .scenarios import all_scenarios, findings_of
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+SYNC_FREE_TRAINING = textwrap.dedent("""\
+    import sys
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Dropout(0.1), nn.Linear(256, 10)).cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+    scaler = torch.amp.GradScaler("cuda")
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    data = [(torch.randn(32, 256, device="cuda"), torch.randint(0, 10, (32,), device="cuda"))
+            for _ in range(8)]
+    ACCUM = 4
+
+    def train(steps):
+        model.train()
+        for i in range(steps * ACCUM):
+            x, y = data[i % len(data)]
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = nn.functional.cross_entropy(model(x), y) / ACCUM
+            scaler.scale(loss).backward()
+            if (i + 1) % ACCUM == 0:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                scaler.step(optimizer)
+                scaler.update()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+
+    train(2)  # lazy initialisation may synchronise once
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        torch.ones(1, device="cuda").item()
+        sys.exit("sync debug mode is not active")
+    except RuntimeError:
+        pass
+    train(3)  # the loop itself is free of synchronisation
+    from loopcheck.runtime import watch
+    with watch(report=sys.argv[1]):
+        train(6)
+    torch.cuda.set_sync_debug_mode(0)
+    print("sync-free")
+""")
+
+
+def test_hooks_add_no_device_synchronisation(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(SYNC_FREE_TRAINING)
+    result = python(["train.py", str(tmp_path / "report.json")], tmp_path)
+    assert result.returncode == 0 and "sync-free" in result.stdout, result.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["findings"] == [] and report["disabled_checks"] == []
+    assert report["memory"]["source"] == "cuda-allocated"
+    assert [s["step"] for s in report["memory"]["per_step"]] == list(range(1, 7))
+    assert report["counters"]["backward_per_step"] == {"4": 6}
+
+
+@pytest.mark.parametrize("scenario", all_scenarios(gpu=True), ids=lambda s: s.name)
+def test_gpu_scenario(scenario, tmp_path: Path) -> None:
+    result = loopcheck_run(["--report", str(tmp_path / "r.json"), str(scenario.path)], ROOT)
+    assert result.returncode == scenario.exit_code, result.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert findings_of(report) == set(scenario.expected), result.stderr
+    assert report["environment"]["device"].startswith("cuda")
