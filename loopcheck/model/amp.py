@@ -1,0 +1,204 @@
+"""Mixed precision read off the training-loop model: GradScaler calls, autocast dtypes, amp imports.
+
+Read-only helpers over ``FileModel``/``TrainingLoop``/``Event`` for the LC2xx rules. Nothing here
+walks the syntax tree beyond the nodes the model points to (events, contexts, assignments, and the
+index's imports and calls).
+
+>>> import libcst as cst
+>>> autocast_dtype(cst.parse_expression('torch.autocast("cpu")'), {})
+'bfloat16'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import libcst as cst
+
+from loopcheck.model.events import Assignment, Cond, Event, Framework, Kind, Loop
+from loopcheck.model.roles import Role, Roles
+from loopcheck.model.syntax import dotted, func_name, keyword, last_part, names_in, positional, source
+
+FLOAT16 = "float16"
+BFLOAT16 = "bfloat16"
+_DTYPES = {"float16": FLOAT16, "half": FLOAT16, "bfloat16": BFLOAT16, "float32": "float32", "float": "float32"}
+
+# -- GradScaler events ----------------------------------------------------------------------
+
+
+def same_scaler(a: str | None, b: str | None) -> bool:
+    """``self.scaler`` and ``scaler`` name the same GradScaler (a method and its caller)."""
+    return bool(a) and bool(b) and last_part(a) == last_part(b)  # type: ignore[arg-type]
+
+
+def scaled_backwards(events: Iterable[Event]) -> list[Event]:
+    """``scaler.scale(loss).backward()``: plain-PyTorch backward passes through a GradScaler."""
+    return [e for e in events if e.kind is Kind.BACKWARD and e.scaler and e.framework is Framework.TORCH]
+
+
+def scaler_steps(events: Iterable[Event]) -> list[Event]:
+    """``scaler.step(optimizer)`` (not a timm/MAE ``loss_scaler(...)`` helper, which owns its update)."""
+    return [e for e in events if e.kind is Kind.STEP and e.scaler and e.framework is Framework.TORCH]
+
+
+def direct_steps(events: Iterable[Event]) -> list[Event]:
+    """``optimizer.step()`` called on the optimizer itself (no closure, no engine)."""
+    return [e for e in events if e.kind is Kind.STEP and not e.scaler and not e.closure
+            and e.framework is Framework.TORCH]
+
+
+def scaler_disabled(roles: Roles, scaler: str | None) -> bool:
+    """``GradScaler(enabled=False)`` written as a literal: scale/step/update are pass-throughs."""
+    for call in roles.constructors(scaler, Role.SCALER):
+        enabled = keyword(call, "enabled")
+        if isinstance(enabled, cst.Name) and enabled.value == "False":
+            return True
+    return False
+
+
+# -- conditions -----------------------------------------------------------------------------
+
+
+def cond_key(cond: Cond) -> tuple[object, ...]:
+    """A condition compared by meaning: ``if not ok: continue`` and ``if ok:`` give the same key."""
+    if cond.test is None:
+        return (id(cond.owner), cond.branch)
+    test, negated = cond.test, cond.negated
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, negated = test.expression, not negated
+    return (source(test).replace(" ", "").strip("()"), negated)
+
+
+def extra_conds(outer: Event, inner: Event) -> list[Cond]:
+    """The conditions of ``outer`` that ``inner`` does not run under: when empty, ``outer`` runs
+    on every iteration on which ``inner`` runs."""
+    have = {cond_key(c) for c in inner.conds}
+    return [c for c in outer.conds if cond_key(c) not in have]
+
+
+def is_skip_branch(cond: Cond) -> bool:
+    """``if not torch.isfinite(loss): continue`` (or return/break) earlier in the iteration."""
+    return cond.branch == "after-exit"
+
+
+# -- autocast ------------------------------------------------------------------------------
+
+
+def import_aliases(imports: Iterable[cst.Import | cst.ImportFrom]) -> dict[str, set[str]]:
+    """Local name -> the qualified names it may stand for (``amp`` -> ``torch.cuda.amp``)."""
+    aliases: dict[str, set[str]] = {}
+    for node in imports:
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = dotted(alias.name)  # type: ignore[arg-type]
+                if not full:
+                    continue
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    aliases.setdefault(alias.asname.name.value, set()).add(full)
+                else:
+                    root = full.split(".", 1)[0]
+                    aliases.setdefault(root, set()).add(root)
+        elif node.module is not None and not node.relative and not isinstance(node.names, cst.ImportStar):
+            module = dotted(node.module)
+            if not module:
+                continue
+            for alias in node.names:
+                name = dotted(alias.name)  # type: ignore[arg-type]
+                if not name:
+                    continue
+                local = alias.asname.name.value if alias.asname is not None and isinstance(
+                    alias.asname.name, cst.Name) else name
+                aliases.setdefault(local, set()).add(f"{module}.{name}")
+    return aliases
+
+
+def qualified(expr: cst.BaseExpression, aliases: dict[str, set[str]]) -> set[str]:
+    """What a dotted expression may name once imports are resolved (``ac`` -> ``torch.cuda.amp.autocast``)."""
+    name = dotted(expr)
+    if not name:
+        return set()
+    root, _, rest = name.partition(".")
+    targets = aliases.get(root)
+    if not targets:
+        return {name}
+    return {f"{t}.{rest}" if rest else t for t in targets}
+
+
+def autocast_dtype(call: cst.BaseExpression, aliases: dict[str, set[str]],
+                   values: dict[str, list[cst.BaseExpression]] | None = None) -> str | None:
+    """The dtype an autocast context runs the forward in (``None``: unknown or disabled).
+
+    ``torch.autocast("cuda")`` and ``torch.cuda.amp.autocast()`` default to float16,
+    ``torch.autocast("cpu")`` to bfloat16; an explicit ``dtype=`` decides; a device type, dtype
+    or ``enabled`` that the code computes is unknown.
+    """
+    if not isinstance(call, cst.Call):
+        return None
+    names = qualified(call.func, aliases) or {func_name(call) or ""}
+    if len(names) != 1:
+        return None
+    name = next(iter(names))
+    enabled = keyword(call, "enabled")
+    if isinstance(enabled, cst.Name) and enabled.value == "False":
+        return None
+    dtype_expr = keyword(call, "dtype")
+    args = positional(call)
+    cuda_only = name.endswith(("cuda.amp.autocast", "cuda.amp.autocast_mode.autocast"))
+    if dtype_expr is None and cuda_only and len(args) >= 2:
+        dtype_expr = args[1]  # torch.cuda.amp.autocast(enabled, dtype)
+    elif dtype_expr is None and not cuda_only and len(args) >= 2:
+        dtype_expr = args[1]  # torch.autocast(device_type, dtype)
+    if dtype_expr is not None:
+        return _dtype(dtype_expr, values or {}, 0)
+    if cuda_only:
+        return FLOAT16
+    if last_part(name) != "autocast" or not (name.startswith("torch.") or name == "autocast"):
+        return None
+    device = args[0] if args else keyword(call, "device_type")
+    text = device.evaluated_value if isinstance(device, cst.SimpleString) else None
+    if text == "cuda":
+        return FLOAT16
+    if text == "cpu":
+        return BFLOAT16
+    return None
+
+
+def _dtype(expr: cst.BaseExpression, values: dict[str, list[cst.BaseExpression]], depth: int) -> str | None:
+    name = dotted(expr)
+    if name is not None and name.startswith("torch.") and name.count(".") == 1:
+        return _DTYPES.get(last_part(name))
+    if isinstance(expr, cst.SimpleString) and isinstance(expr.evaluated_value, str):
+        return _DTYPES.get(expr.evaluated_value)
+    if name is not None and depth < 2:  # `dtype = torch.float16` once in the file
+        found = values.get(last_part(name), [])
+        kinds = {_dtype(v, values, depth + 1) for v in found}
+        if len(kinds) == 1:
+            return next(iter(kinds))
+    return None
+
+
+def autocast_contexts(item: Event | Assignment) -> list[cst.Call]:
+    """The ``autocast(...)`` calls of the ``with`` statements around an event or assignment
+    (not ``with a if c else b``: which one runs is unknown)."""
+    return [c.call for c in item.contexts if c.kind == "autocast" and isinstance(c.call, cst.Call)]
+
+
+def forward_autocasts(backward: Event, loop: Loop, depth: int = 3) -> list[cst.Call]:
+    """Autocast contexts around the forward whose loss ``backward`` propagates: around the
+    backward itself, or around an assignment (followed back ``depth`` steps) that the loss comes from."""
+    found = list(autocast_contexts(backward))
+    if backward.loss is None:
+        return found
+    wanted = {n.split(".", 1)[0] for n in names_in(backward.loss)}
+    order = backward.order
+    for _ in range(depth):
+        sources = [a for a in loop.assignments if a.order < order and a.op != "for"
+                   and any(n.split(".", 1)[0] in wanted for n in a.names)]
+        if not sources:
+            break
+        latest = max(sources, key=lambda a: a.order)
+        for assignment in sources:
+            found.extend(autocast_contexts(assignment))
+        wanted = {n.split(".", 1)[0] for n in names_in(latest.value)}
+        order = latest.order
+    return found

@@ -1,0 +1,130 @@
+"""## What it does
+Checks for gradient clipping (`clip_grad_norm_`, `clip_grad_value_`) in a loop whose loss is
+back-propagated through a GradScaler (`scaler.scale(loss).backward()`) with no
+`scaler.unscale_(optimizer)` before the clip.
+
+## Why is this bad?
+Until they are unscaled, the gradients are multiplied by the loss scale (65536 at the start, and
+changing as the scaler adapts). `clip_grad_norm_(params, 1.0)` then compares a norm thousands of
+times too large with the threshold and shrinks every step by a factor that follows the loss scale
+instead of the gradients, and `clip_grad_value_` clips almost everything.
+
+## Fix
+Call `scaler.unscale_(optimizer)` right before clipping; `scaler.step(optimizer)` then knows the
+gradients are unscaled and does not unscale them again.
+
+Clipping on every micro-batch of an accumulation window is reported as LC107 (clip once, in the
+step branch, after `unscale_`); this rule looks at the clip that runs with the step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from loopcheck.model import Event, FileModel, Kind, Style, TrainingLoop
+from loopcheck.model.amp import scaled_backwards
+from loopcheck.model.guards import exclusive
+from loopcheck.model.syntax import func_name, last_part
+from loopcheck.rules._base import Rule, Violation
+
+
+class ClipBeforeUnscale(Rule):
+    code = "LC201"
+    message = "gradients are clipped while still multiplied by the GradScaler's loss scale"
+
+    VALID = [
+        """
+for x, y in loader:
+    optimizer.zero_grad()
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = criterion(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(optimizer)
+    scaler.update()
+""",
+        """
+for i, (x, y) in enumerate(loader):
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = criterion(model(x), y) / accum
+    scaler.scale(loss).backward()
+    if (i + 1) % accum == 0:
+        if args.clip_grad > 0:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip_grad)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+""",
+        """
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    if use_amp:
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+""",
+    ]
+    INVALID = [
+        """
+for x, y in loader:
+    optimizer.zero_grad()
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = criterion(model(x), y)
+    scaler.scale(loss).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # LC201
+    scaler.step(optimizer)
+    scaler.update()
+""",
+        """
+for i, (x, y) in enumerate(loader):
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = criterion(model(x), y) / accum
+    scaler.scale(loss).backward()
+    if (i + 1) % accum == 0:
+        torch.nn.utils.clip_grad_value_(model.parameters(), 0.5)  # LC201
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+""",
+    ]
+
+    def check(self, model: FileModel) -> Iterator[Violation]:
+        for training in model.training_loops:
+            if training.style in (Style.FRAMEWORK, Style.ACCELERATE, Style.NO_STEP, Style.UNKNOWN):
+                continue
+            scaled = scaled_backwards(training.backwards)
+            if not scaled:
+                continue
+            loop = training.step_loop
+            unscales = loop.events(Kind.SCALER_UNSCALE, deep=True)
+            if any("unscale" in (func_name(c) or "") for c in loop.opaque_calls):
+                continue
+            for clip in loop.events(Kind.CLIP, deep=True):
+                if self._unscaled_clip(training, clip, scaled, unscales):
+                    yield self.at(clip, "gradients are clipped while still multiplied by the loss scale "
+                                        f"(`{scaled[0].scaler}.scale(loss).backward()` and no "
+                                        f"`{scaled[0].scaler}.unscale_(optimizer)` before the clip): the "
+                                        "threshold is compared with scaled gradients")
+
+    @staticmethod
+    def _unscaled_clip(training: TrainingLoop, clip: Event, scaled: list[Event], unscales: list[Event]) -> bool:
+        owner = (clip.receiver or "").lower()
+        called = func_name(clip.node) if isinstance(clip.node, cst.Call) else None
+        if "accelerator" in owner or "fabric" in owner or last_part(called or "") == "clip_gradients":
+            return False  # Accelerate/Fabric unscale before they clip
+        if training.accumulates and clip.loop is training.loop and training.guard(clip).always:
+            return False  # clipped on every micro-batch: LC107 reports it, one finding per line
+        if any(u.order < clip.order for u in unscales):
+            return False
+        before = [b for b in scaled if b.order < clip.order and not exclusive(b.conds, clip.conds)]
+        after = [s for s in training.steps if s.order > clip.order and not exclusive(s.conds, clip.conds)]
+        return bool(before) and bool(after)

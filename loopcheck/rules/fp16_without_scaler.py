@@ -1,0 +1,100 @@
+"""## What it does
+Checks for a forward pass under float16 autocast whose loss is back-propagated in a file that
+creates no GradScaler (and no loss-scaler helper). `torch.autocast("cuda")` and
+`torch.cuda.amp.autocast()` run in float16 unless given another `dtype`; bfloat16
+(`dtype=torch.bfloat16`, `torch.autocast("cpu")`) needs no scaler and is not reported.
+
+## Why is this bad?
+float16 represents nothing below about 6e-8: small gradients of the float16 activations underflow
+to zero during backward and those parameters silently stop learning. GradScaler multiplies the loss
+before backward so the gradients stay representable, and skips the steps that overflow.
+
+## Fix
+Create `scaler = torch.amp.GradScaler("cuda")` and use `scaler.scale(loss).backward()`,
+`scaler.step(optimizer)`, `scaler.update()`; or autocast to bfloat16 where the hardware supports it.
+Accelerate, Lightning, DeepSpeed and timm/MAE loss scalers manage the scaler themselves and are
+not reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from loopcheck.model import FileModel, Framework, Style
+from loopcheck.model.amp import FLOAT16, autocast_dtype, forward_autocasts, import_aliases
+from loopcheck.rules._base import Rule, Violation
+
+# Text that shows some loss scaling is set up in the file (a GradScaler, a timm/MAE helper, Apex).
+_SCALING_TEXT = ("scaler", "Scaler", "loss_scale", "scale_loss", "amp.initialize")
+
+
+class Fp16WithoutScaler(Rule):
+    code = "LC205"
+    message = "float16 autocast with backward but no GradScaler: small gradients underflow to zero"
+    requires = ("autocast",)
+
+    VALID = [
+        """
+scaler = torch.amp.GradScaler("cuda")
+for x, y in loader:
+    optimizer.zero_grad()
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = criterion(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+""",
+        """
+for x, y in loader:
+    optimizer.zero_grad()
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+""",
+        """
+for x, y in loader:
+    optimizer.zero_grad()
+    with torch.autocast("cpu"):
+        loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+""",
+    ]
+    INVALID = [
+        """
+for x, y in loader:
+    optimizer.zero_grad()
+    with torch.autocast("cuda", dtype=torch.float16):  # LC205
+        loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+""",
+        """
+from torch.cuda.amp import autocast
+
+for x, y in loader:
+    optimizer.zero_grad()
+    with autocast():  # LC205
+        output = model(x)
+    loss = criterion(output, y)
+    loss.backward()
+    optimizer.step()
+""",
+    ]
+
+    def check(self, model: FileModel) -> Iterator[Violation]:
+        if any(text in model.source for text in _SCALING_TEXT) or not model.training_loops:
+            return
+        aliases = import_aliases(model.index.imports)
+        for training in model.training_loops:
+            if training.style in (Style.FRAMEWORK, Style.ACCELERATE):
+                continue
+            for backward in training.backwards:
+                if backward.framework is not Framework.TORCH or backward.scaler:
+                    continue
+                for call in forward_autocasts(backward, training.loop):
+                    if autocast_dtype(call, aliases, model.index.values) == FLOAT16:
+                        yield Violation(call, call, "the forward runs under float16 autocast and its loss is "
+                                                    "back-propagated without a GradScaler: small gradients "
+                                                    "underflow to zero (use GradScaler, or bfloat16)")

@@ -1,0 +1,98 @@
+"""## What it does
+Checks for `scaler.unscale_(optimizer)` (or `scaler.step(optimizer)`) on every micro-batch of a
+gradient-accumulation loop whose optimizer steps only at the window boundary.
+
+## Why is this bad?
+`unscale_()` divides the gradients accumulated so far by the current scale and marks the optimizer
+as unscaled until the next `update()`. On the second micro-batch of the window it raises
+"unscale_() has already been called on this optimizer since the last update()"; where it does not
+(an `update()` on every micro-batch), the window's `.grad` mixes unscaled and scaled
+contributions. `scaler.step()` on non-boundary micro-batches steps on partial windows.
+
+## Fix
+Move `scaler.unscale_(optimizer)` (and the clipping after it) into the step branch, right before
+`scaler.step(optimizer)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from loopcheck.model import FileModel, Kind, Style
+from loopcheck.model.amp import scaled_backwards, scaler_steps
+from loopcheck.rules._base import Rule, Violation
+
+
+class ScalerCallPerMicroBatch(Rule):
+    code = "LC204"
+    message = "the GradScaler unscales or steps on every micro-batch of an accumulation window"
+
+    VALID = [
+        """
+for i, (x, y) in enumerate(loader):
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = criterion(model(x), y) / accum
+    scaler.scale(loss).backward()
+    if (i + 1) % accum == 0:
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+""",
+        """
+for x, y in loader:
+    optimizer.zero_grad()
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = criterion(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(optimizer)
+    scaler.update()
+""",
+    ]
+    INVALID = [
+        """
+for i, (x, y) in enumerate(loader):
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = criterion(model(x), y) / accum
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)  # LC204
+    if (i + 1) % accum == 0:
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+""",
+        """
+while step < max_steps:
+    for micro_step in range(grad_accum):
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = model(*get_batch()) / grad_accum
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)  # LC204
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad()
+    step += 1
+""",
+    ]
+
+    def check(self, model: FileModel) -> Iterator[Violation]:
+        for training in model.training_loops:
+            if training.style not in (Style.GUARDED, Style.MICRO_LOOP):
+                continue
+            if not scaled_backwards(training.backwards) or not scaler_steps(training.steps):
+                continue
+            if not all(training.guard(b).always for b in training.backwards):
+                continue
+            if training.style is Style.GUARDED and not all(training.guard(s).periodic for s in training.steps):
+                continue
+            for call in training.loop.events(Kind.SCALER_UNSCALE) + scaler_steps(training.loop.events(Kind.STEP)):
+                if not training.guard(call).always:
+                    continue
+                what = "unscale_" if call.kind is Kind.SCALER_UNSCALE else "step"
+                owner = call.receiver if call.kind is Kind.SCALER_UNSCALE else call.scaler
+                yield self.at(call, f"`{owner}.{what}()` runs on every micro-batch while the optimizer steps "
+                                    f"only every N micro-batches ({training.style.value}): move it into the "
+                                    "step branch")

@@ -1,0 +1,152 @@
+"""## What it does
+Checks for a GradScaler whose `scaler.step(optimizer)` (or `scaler.unscale_(optimizer)`) is not
+followed by `scaler.update()` on every path: a skip branch such as
+`if not torch.isfinite(loss): continue` between them, an `update()` under a condition the step
+does not have, or no `update()` at all. Also checks for `update()` on every micro-batch while the
+step runs only at the accumulation boundary.
+
+## Why is this bad?
+`update()` is what resets the scaler's per-optimizer state and adapts the loss scale. After a
+`step()` or `unscale_()` that is not followed by `update()`, the next `step()` raises
+"step() has already been called since the last update()" (the next `unscale_()` raises likewise),
+typically hours into a run, on the first non-finite loss that takes the skip branch. Without any
+`update()` the scale never grows back or shrinks after overflows. An `update()` on a micro-batch
+that did not step has no inf checks to read and fails.
+
+## Fix
+Call `scaler.update()` right after `scaler.step(optimizer)`, under the same condition, and put
+skip branches before `unscale_()`/`step()` (or call `update()` in them too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from loopcheck.model import Event, FileModel, GuardKind, Kind, Style, TrainingLoop
+from loopcheck.model.amp import extra_conds, is_skip_branch, same_scaler, scaler_steps
+from loopcheck.model.guards import exclusive
+from loopcheck.model.syntax import last_part
+from loopcheck.rules._base import Rule, Violation
+
+
+class ScalerStepWithoutUpdate(Rule):
+    code = "LC202"
+    message = "`scaler.step()` is not followed by `scaler.update()` on every path"
+
+    VALID = [
+        """
+for x, y in loader:
+    optimizer.zero_grad()
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = criterion(model(x), y)
+    if not torch.isfinite(loss):
+        continue
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+""",
+        """
+for i, (x, y) in enumerate(loader):
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = criterion(model(x), y) / accum
+    scaler.scale(loss).backward()
+    if (i + 1) % accum == 0:
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+""",
+    ]
+    INVALID = [
+        """
+for x, y in loader:
+    optimizer.zero_grad()
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = criterion(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)  # LC202
+    if not torch.isfinite(loss):
+        print("non-finite loss, skipping")
+        continue
+    scaler.update()
+""",
+        """
+for x, y in loader:
+    optimizer.zero_grad()
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = criterion(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)  # LC202
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    if not torch.isfinite(grad_norm):
+        continue
+    scaler.step(optimizer)
+    scaler.update()
+""",
+        """
+for i, (x, y) in enumerate(loader):
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = criterion(model(x), y) / accum
+    scaler.scale(loss).backward()
+    if (i + 1) % accum == 0:
+        scaler.step(optimizer)
+        optimizer.zero_grad()
+    scaler.update()  # LC202
+""",
+    ]
+
+    def check(self, model: FileModel) -> Iterator[Violation]:
+        for training in model.training_loops:
+            if training.style in (Style.FRAMEWORK, Style.ACCELERATE, Style.NO_STEP):
+                continue
+            loop = training.step_loop
+            updates = loop.events(Kind.SCALER_UPDATE)
+            calls = scaler_steps(loop.events(Kind.STEP)) + loop.events(Kind.SCALER_UNSCALE)
+            for call in calls:
+                message = self._missing_update(model, training, call, updates)
+                if message:
+                    yield self.at(call, message)
+            yield from self._update_per_micro_batch(training)
+
+    @staticmethod
+    def _missing_update(model: FileModel, training: TrainingLoop, call: Event, updates: list[Event]) -> str | None:
+        scaler = call.scaler if call.kind is Kind.STEP else call.receiver
+        what = f"`{scaler}.step()`" if call.kind is Kind.STEP else f"`{scaler}.unscale_()`"
+        mine = [u for u in updates if same_scaler(u.receiver, scaler)]
+        if not mine:
+            if "update" in model.index.methods_called.get(last_part(scaler or ""), set()):
+                return None  # updated somewhere the model does not place in this loop
+            if call.kind is Kind.SCALER_UNSCALE:
+                return None  # the step (reported, if at all) is what needs the update
+            return (f"{what} runs but `{scaler}.update()` is never called: the next step raises "
+                    "RuntimeError and the loss scale never adapts")
+        later = [u for u in mine if u.order > call.order and not exclusive(u.conds, call.conds)]
+        if not later or any(not extra_conds(u, call) for u in later):
+            return None
+        for update in later:
+            extra = extra_conds(update, call)
+            if any(is_skip_branch(c) for c in extra):
+                return (f"{what} runs, but an early `continue`/`return` before `{scaler}.update()` skips the "
+                        f"update on some iterations: the next {'step' if call.kind is Kind.STEP else 'unscale_'}"
+                        " raises RuntimeError")
+            guard = training.reader.guard(update.conds, update.order) if update.loop is training.loop else None
+            if call.kind is Kind.STEP and guard is not None and guard.kind in (GuardKind.PERIODIC, GuardKind.NOT_PERIODIC) and \
+                    training.reader.guard(call.conds, call.order).always:
+                return (f"{what} runs on every iteration but `{scaler}.update()` only every N iterations: "
+                        "the second step without an update raises RuntimeError")
+        return None
+
+    def _update_per_micro_batch(self, training: TrainingLoop) -> Iterator[Violation]:
+        if training.style not in (Style.GUARDED, Style.MICRO_LOOP):
+            return
+        steps = scaler_steps(training.steps)
+        if not steps or not all(training.guard(b).always for b in training.backwards):
+            return
+        if training.style is Style.GUARDED and not all(training.guard(s).periodic for s in steps):
+            return
+        for update in training.loop.events(Kind.SCALER_UPDATE):
+            if any(same_scaler(update.receiver, s.scaler) for s in steps) and training.guard(update).always:
+                yield self.at(update, f"`{update.receiver}.update()` runs on every micro-batch while "
+                                      f"`{steps[0].scaler}.step()` runs only at the accumulation boundary: an "
+                                      "update without a step has no inf checks and fails")
