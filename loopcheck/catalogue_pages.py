@@ -30,6 +30,10 @@ def render_page(code: str, rule: type[Rule] | None) -> str:
                   "that the source code does not show.", ""]
         return "\n".join(lines)
     lines += [textwrap.dedent(sys.modules[rule.__module__].__doc__ or "").strip(), ""]
+    lines += ["## Fix availability",
+              "`loopcheck check --fix` applies the fix above where the model is certain enough (a safe fix: "
+              "it moves, inserts or rewrites only the flagged statement); elsewhere the finding is reported "
+              "without a fix." if rule.fixable else "No automatic fix: the right change depends on intent.", ""]
     lines += ["## Example", "```python", textwrap.dedent(rule.INVALID[0]).strip(), "```", "",
               "Use instead:", "```python", textwrap.dedent(rule.VALID[0]).strip(), "```", ""]
     if len(rule.INVALID) > 1:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from loopcheck.catalog import SYNTAX_ERROR
 from loopcheck.config import Config, ConfigError, find_pyproject, load
 from loopcheck.discovery import PathError, compile_patterns, discover
-from loopcheck.engine import check_text, read_source, required_texts
+from loopcheck.engine import check_text, fix_text, read_source, read_source_and_encoding, required_texts
 from loopcheck.findings import Finding
 from loopcheck.output import render, statistics, summary
 from loopcheck.selection import SelectorError, resolve
@@ -36,14 +36,22 @@ def run_check(args: argparse.Namespace) -> int:
     except (ConfigError, SelectorError, PathError) as error:
         print(f"loopcheck: error: {error}", file=sys.stderr)
         return EXIT_ERROR
-    findings = check_files(files, codes, config)
     out = sys.stdout
+    fixed = 0
+    if args.fix or args.diff:
+        fixed, diffs = fix_files(files, codes, config, write=args.fix and not args.diff, unsafe=args.unsafe_fixes)
+        if args.diff:
+            out.write("".join(diffs))
+            if not args.quiet:
+                sys.stderr.write(f"Would fix {fixed} problem{'s' if fixed != 1 else ''}.\n")
+            return EXIT_FINDINGS if diffs and not args.exit_zero else EXIT_OK
+    findings = check_files(files, codes, config)
     out.write(render(findings, args.output_format, args.show_source))
     if args.output_format == "text":
         if args.statistics:
             out.write(statistics(findings))
         if not args.quiet:
-            out.write(summary(findings, len(files)))
+            out.write(summary(findings, len(files), fixed))
     elif args.statistics:
         sys.stderr.write(statistics(findings))
     return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_OK
@@ -61,8 +69,7 @@ def _codes(args: argparse.Namespace, config: Config) -> frozenset[str]:
 
 
 def check_files(files: list[Path], codes: frozenset[str], config: Config) -> list[Finding]:
-    per_file = [(compile_patterns([pattern]), resolve(selectors, ()))
-                for pattern, selectors in config.per_file_ignores.items()] if config.per_file_ignores else []
+    per_file = _per_file_ignores(config)
     needles = required_texts(codes)
     findings: list[Finding] = []
     jobs: list[tuple[str, str, frozenset[str]]] = []
@@ -92,6 +99,38 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config) -> lis
         for job in jobs:
             findings.extend(_check_job(job))
     return sorted(findings)
+
+
+def fix_files(files: list[Path], codes: frozenset[str], config: Config, write: bool,
+              unsafe: bool) -> tuple[int, list[str]]:
+    """Apply fixes file by file: write them back (``write``) and/or return unified diffs."""
+    import difflib
+
+    per_file = _per_file_ignores(config)
+    needles = required_texts(codes)
+    total, diffs = 0, []
+    for file in files:
+        try:
+            source, encoding = read_source_and_encoding(file)
+        except (OSError, UnicodeDecodeError, SyntaxError):
+            continue  # reported by the check that follows
+        if not any(n in source for n in needles):
+            continue
+        name = _display(file)
+        fixed, applied = fix_text(source, name, codes - _ignored(file, config.root, per_file), unsafe)
+        if not applied:
+            continue
+        total += applied
+        diffs.append("".join(difflib.unified_diff(source.splitlines(True), fixed.splitlines(True),
+                                                  f"a/{name}", f"b/{name}")))
+        if write:
+            file.write_bytes(fixed.encode(encoding))
+    return total, diffs
+
+
+def _per_file_ignores(config: Config) -> list[tuple[PathSpec, frozenset[str]]]:
+    return [(compile_patterns([pattern]), resolve(selectors, ()))
+            for pattern, selectors in config.per_file_ignores.items()]
 
 
 def _check_job(job: tuple[str, str, frozenset[str]]) -> list[Finding]:

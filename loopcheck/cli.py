@@ -54,6 +54,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                        help="check these rules on top of the selection (e.g. opt-in ones)")
     check.add_argument("--output-format", choices=("text", "json"), default="text",
                        help="text for people (default), json for tools")
+    check.add_argument("--fix", action="store_true", help="apply safe fixes in place, then report what is left")
+    check.add_argument("--diff", action="store_true",
+                       help="print the fixes as a unified diff instead of writing them (exit 1 if there are any)")
+    check.add_argument("--unsafe-fixes", action="store_true",
+                       help="also apply fixes that may change behaviour beyond the finding")
     check.add_argument("--statistics", action="store_true", help="print the number of findings per rule")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     check.add_argument("--no-show-source", dest="show_source", action="store_false",
@@ -115,9 +120,11 @@ def _rules() -> int:
 
     print(f"{'code':<6} {'name':<34} {'level':<8} {'static':<7} {'runtime':<8} fix")
     for code, info in CODES.items():
-        static = "yes" if code in RULES else "-"
+        rule = RULES.get(code)
+        static = "yes" if rule else "-"
         runtime = "yes" if info.runtime else "-"
-        print(f"{code:<6} {info.name:<34} {info.level.value:<8} {static:<7} {runtime:<8} -")
+        fix = "yes" if rule is not None and rule.fixable else "-"
+        print(f"{code:<6} {info.name:<34} {info.level.value:<8} {static:<7} {runtime:<8} {fix}")
     return EXIT_OK
 
 

@@ -11,11 +11,19 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from loopcheck.catalog import CODES, SYNTAX_ERROR
 from loopcheck.findings import Finding
 from loopcheck.selection import resolve
 from loopcheck.suppression import is_suppressed
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from loopcheck.fixes import Fix
+
+_MAX_FIX_ROUNDS = 25  # each round applies one fix; a file rarely has more than a few
 
 
 @lru_cache(maxsize=None)
@@ -37,9 +45,14 @@ def check_source(source: str, filename: str = "<string>", select: Iterable[str] 
 
 
 def check_text(source: str, filename: str, codes: frozenset[str]) -> list[Finding]:
+    return [finding for finding, _ in analyse(source, filename, codes)[1]]
+
+
+def analyse(source: str, filename: str, codes: frozenset[str]) -> tuple[cst.Module | None, list[tuple[Finding, Fix | None]]]:
+    """The parsed module (None when skipped or unparsable) and each finding with its fix, if any."""
     rules = [r for r in _rules(codes) if any(text in source for text in r.requires)]  # type: ignore[attr-defined]
     if not rules:
-        return []
+        return None, []
     import libcst as cst  # imported here: `loopcheck run` and files skipped above never pay for it
 
     from loopcheck.model import build
@@ -47,10 +60,10 @@ def check_text(source: str, filename: str, codes: frozenset[str]) -> list[Findin
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as error:
-        return [_python_syntax_error(filename, source) or
-                _syntax_error(filename, source, error.editor_line, error.editor_column, error.message)]
+        return None, [(_python_syntax_error(filename, source) or
+                       _syntax_error(filename, source, error.editor_line, error.editor_column, error.message), None)]
     except (RecursionError, MemoryError) as error:  # pathological nesting
-        return [_syntax_error(filename, source, 1, 1, f"could not be parsed: {type(error).__name__}")]
+        return None, [(_syntax_error(filename, source, 1, 1, f"could not be parsed: {type(error).__name__}"), None)]
     model = build(module, source)
     violations = []
     seen: set[tuple[str, int]] = set()
@@ -61,12 +74,12 @@ def check_text(source: str, filename: str, codes: frozenset[str]) -> list[Findin
                 seen.add(key)
                 violations.append((rule, violation))
     if not violations:
-        return []
+        return module, []
     from libcst.metadata import MetadataWrapper, PositionProvider
 
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     lines = source.splitlines()
-    findings = []
+    results = []
     for rule, violation in violations:
         code = rule.code  # type: ignore[attr-defined]
         where = positions[violation.node]
@@ -74,15 +87,34 @@ def check_text(source: str, filename: str, codes: frozenset[str]) -> list[Findin
         if is_suppressed(code, lines, (where.start.line, stmt_line)):
             continue
         info = CODES[code]
-        flagged_code = module.code_for_node(violation.node)
-        findings.append(Finding(
+        fix = violation.fix
+        results.append((Finding(
             filename=filename, line=where.start.line, col=where.start.column + 1, code=code, name=info.name,
             message=violation.message or rule.message,  # type: ignore[attr-defined]
             severity=info.level.value, end_line=where.end.line, end_col=where.end.column + 1,
             source_line=lines[where.start.line - 1] if where.start.line <= len(lines) else "",
-            fingerprint=_fingerprint(code, flagged_code),
-        ))
-    return sorted(findings)
+            fingerprint=_fingerprint(code, module.code_for_node(violation.node)),
+            fix_message=fix.message if fix else None, fix_safe=fix.safe if fix else True,
+        ), fix))
+    return module, sorted(results, key=lambda pair: pair[0])
+
+
+def fix_text(source: str, filename: str, codes: frozenset[str], unsafe: bool = False) -> tuple[str, int]:
+    """``source`` with every applicable fix applied (one at a time, re-checking in between) and the
+    number of fixes applied."""
+    from loopcheck.fixes import apply
+
+    applied = 0
+    for _ in range(_MAX_FIX_ROUNDS):
+        module, results = analyse(source, filename, codes)
+        todo = [fix for _, fix in results if fix is not None and (fix.safe or unsafe)]
+        if module is None or not todo:
+            break
+        fixed = apply(module, todo[0]).code
+        if fixed == source:
+            break
+        source, applied = fixed, applied + 1
+    return source, applied
 
 
 def _fingerprint(code: str, statement: str) -> str:
@@ -119,9 +151,13 @@ def _syntax_error(filename: str, source: str, line: int, col: int, message: str)
 
 def read_source(path: Path) -> str:
     """The file's text as Python reads it (PEP 263 coding cookie, BOM); raises UnicodeDecodeError."""
+    return read_source_and_encoding(path)[0]
+
+
+def read_source_and_encoding(path: Path) -> tuple[str, str]:
     import io
     import tokenize
 
     data = path.read_bytes()
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    return data.decode(encoding)
+    return data.decode(encoding), encoding

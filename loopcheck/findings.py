@@ -20,6 +20,12 @@ class Finding:
     # Hash of the code and the flagged code's text (whitespace-insensitive): identifies the finding
     # across edits that only move it (baselines); several findings may share one.
     fingerprint: str = ""
+    fix_message: str | None = None  # what `--fix` would do, if the finding has a fix
+    fix_safe: bool = True  # False: only with --unsafe-fixes
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix_message is not None
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -30,5 +36,6 @@ class Finding:
             "location": {"row": self.line, "column": self.col},
             "end_location": {"row": self.end_line, "column": self.end_col},
             "severity": self.severity,
-            "fix": None,
+            "fix": None if self.fix_message is None else {
+                "message": self.fix_message, "applicability": "safe" if self.fix_safe else "unsafe"},
         }

@@ -18,7 +18,8 @@ def render(findings: Sequence[Finding], fmt: str, show_source: bool = True) -> s
 
 
 def _text(finding: Finding, show_source: bool) -> str:
-    head = f"{finding.filename}:{finding.line}:{finding.col}: {finding.code} {finding.message}\n"
+    mark = "[*] " if finding.fixable and finding.fix_safe else ""
+    head = f"{finding.filename}:{finding.line}:{finding.col}: {finding.code} {mark}{finding.message}\n"
     if not show_source or not finding.source_line.strip():
         return head
     line = finding.source_line.rstrip().expandtabs(4)
@@ -26,15 +27,26 @@ def _text(finding: Finding, show_source: bool) -> str:
     return f"{head}    {line}\n    {' ' * (finding.col - 1)}{'^' * width}\n"
 
 
-def summary(findings: Sequence[Finding], files: int) -> str:
+def summary(findings: Sequence[Finding], files: int, fixed: int = 0) -> str:
+    checked = f"{files} file{'s' if files != 1 else ''}"
+    done = f"Fixed {fixed} problem{'s' if fixed != 1 else ''}. " if fixed else ""
     if not findings:
-        return f"All checks passed! ({files} file{'s' if files != 1 else ''} checked)\n"
+        return f"{done}All checks passed! ({checked} checked)\n"
     count = len(findings)
-    return f"Found {count} problem{'s' if count != 1 else ''} in {files} file{'s' if files != 1 else ''} checked.\n"
+    text = f"{done}Found {count} problem{'s' if count != 1 else ''} in {checked} checked.\n"
+    safe = sum(f.fixable and f.fix_safe for f in findings)
+    unsafe = sum(f.fixable and not f.fix_safe for f in findings)
+    if safe:
+        text += f"[*] {safe} fixable with `--fix`.\n"
+    if unsafe:
+        text += f"{unsafe} more fixable with `--fix --unsafe-fixes`.\n"
+    return text
 
 
 def statistics(findings: Sequence[Finding]) -> str:
     counts = Counter((f.code, f.name) for f in findings)
+    fixable = Counter(f.code for f in findings if f.fixable)
     width = max((len(str(n)) for n in counts.values()), default=1)
-    return "".join(f"{n:>{width}}\t{code}\t{name}\n" for (code, name), n in sorted(counts.items(),
-                                                                                 key=lambda kv: (-kv[1], kv[0])))
+    rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return "".join(f"{n:>{width}}\t{code}\t{name}" + (f"\t[*] {fixable[code]} fixable" if fixable[code] else "") + "\n"
+                   for (code, name), n in rows)

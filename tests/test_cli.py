@@ -20,10 +20,39 @@ def test_buggy_file_is_reported_with_position_and_source(project: Path, run_cli)
     code, out, _ = run_cli("check", "train.py")
     assert code == 1
     first = out.splitlines()[0]
-    assert first.startswith("train.py:2:5: LC101 ")
+    assert first.startswith("train.py:2:5: LC101 [*] ")
     assert "    optimizer.zero_grad()" in out.splitlines()[1]
     assert out.splitlines()[2].strip() == "^" * len("optimizer.zero_grad()")
-    assert "Found 1 problem in 1 file checked." in out
+    assert "Found 1 problem in 1 file checked.\n[*] 1 fixable with `--fix`." in out
+
+
+def test_fix_writes_the_file_and_reports_what_is_left(project: Path, run_cli) -> None:
+    (project / "train.py").write_text(BUGGY)
+    code, out, _ = run_cli("check", "--fix", "train.py")
+    assert code == 0
+    assert out == "Fixed 1 problem. All checks passed! (1 file checked)\n"
+    fixed = (project / "train.py").read_text()
+    assert fixed.splitlines()[-1] == "        optimizer.zero_grad()"
+    assert run_cli("check", "--fix", "train.py")[:2] == (0, "All checks passed! (1 file checked)\n")
+
+
+def test_diff_prints_without_writing(project: Path, run_cli) -> None:
+    (project / "train.py").write_text(BUGGY)
+    code, out, err = run_cli("check", "--diff", "train.py")
+    assert code == 1
+    assert out.startswith("--- a/train.py\n+++ b/train.py\n")
+    assert "-    optimizer.zero_grad()\n" in out and "+        optimizer.zero_grad()\n" in out
+    assert err == "Would fix 1 problem.\n"
+    assert (project / "train.py").read_text() == BUGGY
+    (project / "clean.py").write_text(CLEAN)
+    assert run_cli("check", "--diff", "clean.py")[:2] == (0, "")
+
+
+def test_fix_keeps_the_file_encoding(project: Path, run_cli) -> None:
+    data = b"# -*- coding: latin-1 -*-\n# caf\xe9\n" + BUGGY.encode()
+    (project / "train.py").write_bytes(data)
+    assert run_cli("check", "--fix", "train.py")[0] == 0
+    assert (project / "train.py").read_bytes().startswith(b"# -*- coding: latin-1 -*-\n# caf\xe9\n")
 
 
 def test_clean_file_passes(project: Path, run_cli) -> None:
@@ -44,7 +73,7 @@ def test_json_output(project: Path, run_cli) -> None:
     assert finding["location"] == {"row": 2, "column": 5}
     assert finding["end_location"] == {"row": 2, "column": 26}
     assert finding["severity"] == "error"
-    assert finding["fix"] is None
+    assert finding["fix"] == {"message": "move the zeroing after the optimizer step", "applicability": "safe"}
     assert "zeroed on every micro-batch" in finding["message"]
 
 
@@ -84,7 +113,7 @@ def test_statistics_and_exit_zero(project: Path, run_cli) -> None:
     (project / "b.py").write_text(BUGGY)
     code, out, _ = run_cli("check", "--statistics", "--exit-zero", "--no-show-source")
     assert code == 0
-    assert "2\tLC101\tzero-grad-in-accumulation" in out
+    assert "2\tLC101\tzero-grad-in-accumulation\t[*] 2 fixable" in out
 
 
 def test_nonexistent_path_is_an_error(project: Path, run_cli) -> None:

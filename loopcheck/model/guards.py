@@ -205,7 +205,7 @@ class GuardReader:
         """Value of ``index`` on the loop's first iteration, where the code makes it certain."""
         for assignment in self.aliases.get(index, []):
             if assignment.op == "for":
-                return _enumerate_start(assignment, index)
+                return enumerate_start(assignment, index)
         increments = [a for a in self.aliases.get(index, []) if a.op == "AddAssign"]
         others = [a for a in self.aliases.get(index, []) if a.op not in ("AddAssign",)]
         if len(increments) != 1 or others or increments[0].conds or int_value(increments[0].value) != 1:
@@ -248,7 +248,7 @@ def _is_minus_one(expr: cst.BaseExpression, modulus: cst.BaseExpression) -> bool
             and int_value(expr.right) == 1 and same(expr.left, modulus))
 
 
-def _enumerate_start(assignment: Assignment, index: str) -> int | None:
+def enumerate_start(assignment: Assignment, index: str) -> int | None:
     """``for i, x in enumerate(it, 1)`` -> 1; ``for i in range(a, b)`` -> a."""
     iterable = assignment.value
     if not isinstance(iterable, cst.Call):

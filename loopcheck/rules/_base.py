@@ -15,6 +15,7 @@ from typing import ClassVar
 import libcst as cst
 
 from loopcheck.catalog import CODES, Code
+from loopcheck.fixes import Fix
 from loopcheck.model import Event, FileModel
 
 
@@ -27,6 +28,7 @@ class Violation:
     node: cst.CSTNode  # what the finding points at
     stmt: cst.CSTNode  # the statement holding it: a suppression comment may sit on its first line
     message: str | None = None  # replaces the rule's message when it can say more
+    fix: Fix | None = None
 
 
 class Rule:
@@ -36,6 +38,8 @@ class Rule:
     INVALID: ClassVar[list[str]] = []
     # Text a file must contain for the rule to have anything to look at (checked before parsing).
     requires: ClassVar[tuple[str, ...]] = TRAINING_LOOP_TEXT
+    # Whether the rule offers fixes (where it is certain enough); documented and tested per rule.
+    fixable: ClassVar[bool] = False
 
     @classmethod
     def info(cls) -> Code:
@@ -48,5 +52,5 @@ class Rule:
     def check(self, model: FileModel) -> Iterable[Violation]:
         raise NotImplementedError
 
-    def at(self, event: Event, message: str | None = None) -> Violation:
-        return Violation(event.node, event.stmt, message)
+    def at(self, event: Event, message: str | None = None, fix: Fix | None = None) -> Violation:
+        return Violation(event.node, event.stmt, message, fix)

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
+from loopcheck.fixes import move_before, step_anchor
 from loopcheck.model import Event, FileModel, Kind, Style
 from loopcheck.model.guards import exclusive
 from loopcheck.rules._base import Rule, Violation
@@ -24,6 +27,7 @@ from loopcheck.rules._base import Rule, Violation
 class ClipPerMicroBatch(Rule):
     code = "LC107"
     message = "gradients are clipped on every micro-batch or after the step, not once before the step"
+    fixable = True
 
     VALID = [
         """
@@ -71,13 +75,25 @@ for x, y in loader:
                         continue
                     if training.style is Style.ACCELERATE and clip.receiver and "accelerator" in clip.receiver:
                         continue  # leave Accelerate's own clipping to Accelerate
+                    anchor = step_anchor(model, training, clip) if training.style is not Style.ACCELERATE else None
+                    if anchor is not None and any(u.order < clip.order and training.guard(u).always
+                                                  for u in training.events(Kind.SCALER_UNSCALE)):
+                        anchor = None  # the unscale moves with it, or not at all: leave it to the user
+                    fix = move_before(clip.stmt, anchor, "move the clipping right before the optimizer step") \
+                        if anchor else None
                     yield self.at(clip, "gradients are clipped on every micro-batch, on a partial sum of the "
-                                        "window: clip once in the step branch, right before the step")
+                                        "window: clip once in the step branch, right before the step", fix)
             if training.style in (Style.PLAIN, Style.GUARDED, Style.MICRO_LOOP):
                 for clip in training.step_loop.events(Kind.CLIP):
-                    if any(_after_step(clip, step, training.step_loop.events(Kind.BACKWARD)) for step in training.steps):
+                    steps = [s for s in training.steps
+                             if _after_step(clip, s, training.step_loop.events(Kind.BACKWARD))]
+                    if steps:
+                        same_block = model.owner(clip.stmt) is model.owner(steps[0].stmt)
+                        fix = move_before(clip.stmt, steps[0].stmt, "move the clipping before the optimizer step") \
+                            if same_block and isinstance(clip.stmt, cst.SimpleStatementLine) and len(
+                                clip.stmt.body) == 1 and clip.origin is steps[0].origin else None
                         yield self.at(clip, "gradients are clipped after the optimizer step: the step already used "
-                                            "them, so clipping has no effect")
+                                            "them, so clipping has no effect", fix)
 
 
 def _after_step(clip: Event, step: Event, backwards: list[Event]) -> bool:

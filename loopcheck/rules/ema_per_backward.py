@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from loopcheck.fixes import move_after, step_anchor
 from loopcheck.model import FileModel, Kind, Style
 from loopcheck.rules._base import Rule, Violation
 
@@ -24,6 +25,7 @@ from loopcheck.rules._base import Rule, Violation
 class EmaPerBackward(Rule):
     code = "LC401"
     message = "the EMA update runs on every micro-batch instead of once per optimizer step"
+    fixable = True
 
     VALID = [
         """
@@ -73,5 +75,8 @@ for batch in loader:
                 continue
             for ema in training.events(Kind.EMA_UPDATE):
                 if training.guard(ema).always:
+                    anchor = step_anchor(model, training, ema) if training.style is not Style.ACCELERATE else None
+                    fix = move_after(ema.stmt, anchor, "move the EMA update after the optimizer step") \
+                        if anchor else None
                     yield self.at(ema, f"`{ema.receiver}` is updated on every micro-batch: N-1 of N updates see "
-                                       "unchanged weights and the effective decay becomes decay ** N")
+                                       "unchanged weights and the effective decay becomes decay ** N", fix)

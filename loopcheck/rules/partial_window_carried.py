@@ -16,7 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
+from loopcheck.fixes import replace
 from loopcheck.model import FileModel, Kind, Phase, Style
+from loopcheck.model.guards import enumerate_start
+from loopcheck.model.syntax import func_name, positional, source
 from loopcheck.model.training import is_data_loop
 from loopcheck.rules._base import Rule, Violation
 
@@ -24,6 +29,7 @@ from loopcheck.rules._base import Rule, Violation
 class PartialWindowCarried(Rule):
     code = "LC105"
     message = "the last, partial accumulation window of each epoch is never stepped"
+    fixable = True
 
     VALID = [
         """
@@ -76,6 +82,21 @@ for epoch in range(epochs):
                 continue  # the leftover window is stepped after the loop
             step = training.steps[0]
             owner = next((c.owner for c in step.conds if c.test is guard.test), step.stmt)
+            last = _last_batch_test(target.value, guard.index, enumerate_start(target, guard.index))
+            fix = replace(guard.test, f"{source(guard.test)} or {last}", f"also step when `{last}`") if last else None
             yield Violation(guard.test, owner, f"when the number of batches is not a multiple of the accumulation "
                                                 "count, the last window of each epoch is never stepped: add "
-                                                "`or (i + 1) == len(loader)` to the step condition")
+                                                f"`or {last or '(i + 1) == len(loader)'}` to the step condition", fix)
+
+
+def _last_batch_test(iterable: cst.BaseExpression, index: str, start: int | None) -> str | None:
+    """``(i + 1) == len(loader)`` for ``for i, batch in enumerate(loader)``."""
+    if not isinstance(iterable, cst.Call) or func_name(iterable) != "enumerate" or start not in (0, 1):
+        return None
+    args = positional(iterable)
+    loader = args[0] if args else None
+    while isinstance(loader, cst.Call) and func_name(loader) in ("tqdm", "tqdm.tqdm") and positional(loader):
+        loader = positional(loader)[0]
+    if loader is None or isinstance(loader, cst.Call):
+        return None
+    return f"({index} + 1) == len({source(loader)})" if start == 0 else f"{index} == len({source(loader)})"

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
+from loopcheck.fixes import move_after
 from loopcheck.model import Event, FileModel, Framework, Kind, Style
 from loopcheck.model.guards import GuardReader, exclusive
 from loopcheck.rules._base import Rule, Violation
@@ -23,6 +26,7 @@ from loopcheck.rules._base import Rule, Violation
 class SchedulerBeforeOptimizer(Rule):
     code = "LC302"
     message = "the LR scheduler steps before the optimizer"
+    fixable = True
 
     VALID = [
         """
@@ -72,7 +76,7 @@ for epoch in range(epochs):
                     continue
                 if scheduler.conds != first.conds[: len(scheduler.conds)]:
                     continue
-                yield self._report(scheduler)
+                yield self._report(model, scheduler, first.stmt)
             outer = loop.parent
             if outer is None or not outer.is_loop:
                 continue
@@ -80,8 +84,13 @@ for epoch in range(epochs):
             for scheduler in outer.events(Kind.SCHEDULER_STEP):
                 if not scheduler.has_args and scheduler.order < loop.order and reader.guard(
                         scheduler.conds, scheduler.order).always:
-                    yield self._report(scheduler)
+                    yield self._report(model, scheduler, loop.node)
 
-    def _report(self, scheduler: Event) -> Violation:
+    def _report(self, model: FileModel, scheduler: Event, after: cst.CSTNode) -> Violation:
+        """``after``: the statement the scheduler step belongs behind (the step, or the batch loop)."""
+        movable = (isinstance(scheduler.stmt, cst.SimpleStatementLine) and len(scheduler.stmt.body) == 1
+                   and model.owner(scheduler.stmt) is model.owner(after) is not None)
+        fix = move_after(scheduler.stmt, after, "move the scheduler step after the optimizer step") \
+            if movable else None  # type: ignore[arg-type]
         return self.at(scheduler, f"`{scheduler.receiver}.step()` runs before `optimizer.step()`: the first "
-                                  "value of the schedule is skipped")
+                                  "value of the schedule is skipped", fix)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from loopcheck.fixes import move_after, step_anchor
 from loopcheck.model import FileModel, Kind, Role, Style
 from loopcheck.model.horizon import Unit, horizon_expr, unit_of
 from loopcheck.rules._base import Rule, Violation
@@ -31,6 +32,7 @@ def _unprepared(model: FileModel, name: str | None) -> bool:
 class SchedulerPerMicroBatch(Rule):
     code = "LC301"
     message = "the LR scheduler steps on every micro-batch: the schedule runs N times too fast"
+    fixable = True
 
     VALID = [
         """
@@ -93,5 +95,8 @@ for batch in loader:
                 units = [unit_of(h, model.index) if h is not None else None for h in horizons]
                 if units and not any(u in (Unit.UPDATES, Unit.EPOCHS) for u in units):
                     continue  # built here with a horizon in micro-batches, or one we cannot read: no guess
+                anchor = step_anchor(model, training, scheduler)
+                fix = move_after(scheduler.stmt, anchor, "move the scheduler step after the optimizer step") \
+                    if anchor else None
                 yield self.at(scheduler, f"`{scheduler.receiver}.step()` runs on every micro-batch but the optimizer "
-                                         "steps every N: the schedule advances N times too fast")
+                                         "steps every N: the schedule advances N times too fast", fix)

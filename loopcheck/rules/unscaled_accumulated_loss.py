@@ -16,15 +16,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from loopcheck.model import FileModel, Framework, Kind, Style
+from loopcheck.fixes import insert_before
+from loopcheck.model import FileModel, Framework, Style
 from loopcheck.model.loss import Scaling, loss_scaling
-from loopcheck.model.syntax import names_in, source
+from loopcheck.model.syntax import dotted, names_in, source
 from loopcheck.rules._base import Rule, Violation
 
 
 class UnscaledAccumulatedLoss(Rule):
     code = "LC102"
     message = "the accumulated loss is not divided by the number of micro-batches: every step is N times too large"
+    fixable = True
 
     VALID = [
         """
@@ -91,5 +93,8 @@ for step in range(max_steps):
                                        accumulation_names)
                 if scaling is Scaling.RAW:
                     count = f"`{source(n)}`" if n is not None else "N"
+                    loss = dotted(backward.loss)
+                    fix = insert_before(backward.stmt, f"{loss} = {loss} / {source(n)}", f"divide `{loss}` by {count}") \
+                        if n is not None and loss is not None and "." not in loss else None
                     yield self.at(backward, f"the loss is back-propagated on every micro-batch without being divided "
-                                            f"by {count}: each optimizer step is {count} times too large")
+                                            f"by {count}: each optimizer step is {count} times too large", fix)
