@@ -50,7 +50,8 @@ def check_text(source: str, filename: str, codes: frozenset[str]) -> list[Findin
 
 def analyse(source: str, filename: str, codes: frozenset[str]) -> tuple[cst.Module | None, list[tuple[Finding, Fix | None]]]:
     """The parsed module (None when skipped or unparsable) and each finding with its fix, if any."""
-    rules = [r for r in _rules(codes) if any(text in source for text in r.requires)]  # type: ignore[attr-defined]
+    rules = [r for r in _rules(codes) if any(text in source for text in r.requires)  # type: ignore[attr-defined]
+             and all(text in source for text in r.requires_all)]  # type: ignore[attr-defined]
     if not rules:
         return None, []
     import libcst as cst  # imported here: `loopcheck run` and files skipped above never pay for it

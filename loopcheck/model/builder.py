@@ -80,21 +80,22 @@ def index_module(module: cst.Module) -> Index:
     stack: list[tuple[cst.CSTNode, cst.FunctionDef | cst.Module]] = [(module, module)]
     while stack:
         node, scope = stack.pop()
-        if isinstance(node, cst.FunctionDef):
+        kind = type(node)  # exact types: isinstance() on libcst's ABCs dominates this loop otherwise
+        if kind is cst.FunctionDef:
             index.functions.setdefault(node.name.value, []).append(node)
             calls_by_fn[node] = set()
             if node is not scope:
                 stack.extend((child, node) for child in children(node))
                 continue
-        elif isinstance(node, (cst.For, cst.While)):
+        elif kind is cst.For or kind is cst.While:
             index.with_loops.add(scope)
-        elif isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
-            _index_assignment(index, node)
-        elif isinstance(node, cst.Attribute):
-            index.attributes.add(node.attr.value)
-        elif isinstance(node, (cst.Import, cst.ImportFrom)):
-            index.imports.append(node)
-        elif isinstance(node, cst.Call):
+        elif (kind is cst.Assign or kind is cst.AnnAssign) and node.value is not None:  # type: ignore[attr-defined]
+            _index_assignment(index, node)  # type: ignore[arg-type]
+        elif kind is cst.Attribute:
+            index.attributes.add(node.attr.value)  # type: ignore[attr-defined]
+        elif kind is cst.Import or kind is cst.ImportFrom:
+            index.imports.append(node)  # type: ignore[arg-type]
+        elif kind is cst.Call:
             _index_call(index, node)
             if isinstance(scope, cst.FunctionDef):
                 called = method(node)

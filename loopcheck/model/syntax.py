@@ -16,6 +16,17 @@ _SKIP_FIELD = ("whitespace", "lpar", "rpar", "comma", "semicolon", "colon", "new
                "header", "footer", "lines_after_decorators", "equal", "star", "dot", "lbracket",
                "rbracket", "lbrace", "rbrace", "operator", "asynchronous", "first_line", "indent")
 _FIELDS: dict[type, tuple[str, ...]] = {}
+# libcst node classes are ABCs, and isinstance() against an ABC is slow; the walkers below run
+# over every node of a file, so they test `type(x)` against this cache instead.
+_IS_NODE: dict[type, bool] = {}
+
+
+def is_node(value: object) -> bool:
+    kind = type(value)
+    known = _IS_NODE.get(kind)
+    if known is None:
+        known = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
+    return known
 
 
 def _fields(node_type: type) -> tuple[str, ...]:
@@ -29,12 +40,15 @@ def _fields(node_type: type) -> tuple[str, ...]:
 def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     for name in _fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield value
-        elif isinstance(value, (tuple, list)):
+        if type(value) in (tuple, list):
             for item in value:
-                if isinstance(item, cst.CSTNode):
+                if is_node(item):
                     yield item
+        elif is_node(value):
+            yield value
+
+
+_SCOPES = (cst.Lambda, cst.FunctionDef, cst.ClassDef)
 
 
 def walk(node: cst.CSTNode, *, into_functions: bool = False) -> Iterator[cst.CSTNode]:
@@ -43,9 +57,7 @@ def walk(node: cst.CSTNode, *, into_functions: bool = False) -> Iterator[cst.CST
     while stack:
         current = stack.pop()
         yield current
-        if current is not node and not into_functions and isinstance(
-            current, (cst.Lambda, cst.FunctionDef, cst.ClassDef)
-        ):
+        if current is not node and not into_functions and type(current) in _SCOPES:
             continue
         stack.extend(reversed(list(children(current))))
 

@@ -38,6 +38,8 @@ class Rule:
     INVALID: ClassVar[list[str]] = []
     # Text a file must contain for the rule to have anything to look at (checked before parsing).
     requires: ClassVar[tuple[str, ...]] = TRAINING_LOOP_TEXT
+    # ...and all of these (e.g. "BatchNorm" for a rule that also needs a training loop).
+    requires_all: ClassVar[tuple[str, ...]] = ()
     # Whether the rule offers fixes (where it is certain enough); documented and tested per rule.
     fixable: ClassVar[bool] = False
 
