@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopcheck.catalog import SYNTAX_ERROR
-from loopcheck.config import Config, ConfigError, find_pyproject, load
+from loopcheck.config import Config, ConfigError, Options, find_pyproject, load
 from loopcheck.discovery import PathError, compile_patterns, discover
 from loopcheck.engine import check_text, fix_text, read_source, read_source_and_encoding, required_texts
 from loopcheck.findings import Finding
@@ -72,7 +72,7 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config) -> lis
     per_file = _per_file_ignores(config)
     needles = required_texts(codes)
     findings: list[Finding] = []
-    jobs: list[tuple[str, str, frozenset[str]]] = []
+    jobs: list[tuple[str, str, frozenset[str], Options]] = []
     progress = _Progress(len(files))
     for file in files:
         progress.tick()
@@ -87,7 +87,7 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config) -> lis
             continue
         file_codes = codes - _ignored(file, config.root, per_file)
         if any(n in source for n in needles):
-            jobs.append((source, name, file_codes))
+            jobs.append((source, name, file_codes, config.options))
     progress.done()
     if len(jobs) >= _PARALLEL_FROM and (os.cpu_count() or 1) > 1:
         from concurrent.futures import ProcessPoolExecutor
@@ -117,7 +117,8 @@ def fix_files(files: list[Path], codes: frozenset[str], config: Config, write: b
         if not any(n in source for n in needles):
             continue
         name = _display(file)
-        fixed, applied = fix_text(source, name, codes - _ignored(file, config.root, per_file), unsafe)
+        fixed, applied = fix_text(source, name, codes - _ignored(file, config.root, per_file), unsafe,
+                                  config.options)
         if not applied:
             continue
         total += applied
@@ -133,9 +134,8 @@ def _per_file_ignores(config: Config) -> list[tuple[PathSpec, frozenset[str]]]:
             for pattern, selectors in config.per_file_ignores.items()]
 
 
-def _check_job(job: tuple[str, str, frozenset[str]]) -> list[Finding]:
-    source, name, codes = job
-    return check_text(source, name, codes)
+def _check_job(job: tuple[str, str, frozenset[str], Options]) -> list[Finding]:
+    return check_text(*job)
 
 
 def _ignored(file: Path, root: Path, per_file: list[tuple[PathSpec, frozenset[str]]]) -> frozenset[str]:

@@ -22,6 +22,30 @@ class ConfigError(ValueError):
     """A configuration problem, worded for the user (the CLI prints it and exits 2)."""
 
 
+@dataclass(frozen=True)
+class LrScaling:
+    """``[tool.loopcheck.lr-scaling]``: the batch size and learning rate a recipe was tuned for.
+
+    With it, LC304 checks the learning rate against the effective batch (micro-batch x
+    accumulation x world size) and LC305 asks for warmup when the LR is scaled up a lot."""
+
+    reference_batch_size: int
+    reference_lr: float
+    rule: str = "linear"  # or "sqrt"
+    warmup_threshold: float = 8.0  # LR scaled up by this factor or more needs warmup (LC305)
+
+    def expected_lr(self, effective_batch: float) -> float:
+        ratio = effective_batch / self.reference_batch_size
+        return self.reference_lr * (ratio if self.rule == "linear" else ratio ** 0.5)
+
+
+@dataclass(frozen=True)
+class Options:
+    """Per-rule settings that travel with each file to the rules (and to worker processes)."""
+
+    lr_scaling: LrScaling | None = None
+
+
 @dataclass
 class Config:
     root: Path  # directory that relative patterns are resolved against
@@ -33,10 +57,12 @@ class Config:
     extend_exclude: list[str] = field(default_factory=list)
     respect_gitignore: bool = True
     source: Path | None = None  # the pyproject.toml it came from
+    options: Options = field(default_factory=Options)
 
 
 _LISTS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
-_KEYS = (*_LISTS, "per-file-ignores", "respect-gitignore")
+_KEYS = (*_LISTS, "per-file-ignores", "respect-gitignore", "lr-scaling")
+_LR_KEYS = ("reference-batch-size", "reference-lr", "rule", "warmup-threshold")
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -98,7 +124,32 @@ def parse(table: object, path: Path) -> Config:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}.respect-gitignore must be true or false, not {value!r}")
             config.respect_gitignore = value
+        elif key == "lr-scaling":
+            config.options = Options(lr_scaling=_lr_scaling(value, f"{where}.lr-scaling"))
     return config
+
+
+def _lr_scaling(value: object, where: str) -> LrScaling:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} must be a table")
+    for key in value:
+        if key not in _LR_KEYS:
+            raise ConfigError(f"{where}: unknown key '{key}'; known keys: {', '.join(_LR_KEYS)}")
+    for key in ("reference-batch-size", "reference-lr"):
+        if key not in value:
+            raise ConfigError(f"{where}.{key} is required")
+    batch, lr = value["reference-batch-size"], value["reference-lr"]
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch <= 0:
+        raise ConfigError(f"{where}.reference-batch-size must be a positive integer, not {batch!r}")
+    if not isinstance(lr, (int, float)) or isinstance(lr, bool) or lr <= 0:
+        raise ConfigError(f"{where}.reference-lr must be a positive number, not {lr!r}")
+    rule = value.get("rule", "linear")
+    if rule not in ("linear", "sqrt"):
+        raise ConfigError(f"{where}.rule must be \"linear\" or \"sqrt\", not {rule!r}")
+    threshold = value.get("warmup-threshold", 8.0)
+    if not isinstance(threshold, (int, float)) or isinstance(threshold, bool) or threshold <= 1:
+        raise ConfigError(f"{where}.warmup-threshold must be a number above 1, not {threshold!r}")
+    return LrScaling(batch, float(lr), rule, float(threshold))
 
 
 def _string_list(value: object, where: str) -> list[str]:

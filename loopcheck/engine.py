@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopcheck.catalog import CODES, SYNTAX_ERROR
+from loopcheck.config import Options
 from loopcheck.findings import Finding
 from loopcheck.selection import resolve
 from loopcheck.suppression import is_suppressed
@@ -44,11 +45,12 @@ def check_source(source: str, filename: str = "<string>", select: Iterable[str] 
     return check_text(source, filename, codes)
 
 
-def check_text(source: str, filename: str, codes: frozenset[str]) -> list[Finding]:
-    return [finding for finding, _ in analyse(source, filename, codes)[1]]
+def check_text(source: str, filename: str, codes: frozenset[str], options: Options = Options()) -> list[Finding]:
+    return [finding for finding, _ in analyse(source, filename, codes, options)[1]]
 
 
-def analyse(source: str, filename: str, codes: frozenset[str]) -> tuple[cst.Module | None, list[tuple[Finding, Fix | None]]]:
+def analyse(source: str, filename: str, codes: frozenset[str],
+            options: Options = Options()) -> tuple[cst.Module | None, list[tuple[Finding, Fix | None]]]:
     """The parsed module (None when skipped or unparsable) and each finding with its fix, if any."""
     rules = [r for r in _rules(codes) if any(text in source for text in r.requires)  # type: ignore[attr-defined]
              and all(text in source for text in r.requires_all)]  # type: ignore[attr-defined]
@@ -65,7 +67,7 @@ def analyse(source: str, filename: str, codes: frozenset[str]) -> tuple[cst.Modu
                        _syntax_error(filename, source, error.editor_line, error.editor_column, error.message), None)]
     except (RecursionError, MemoryError) as error:  # pathological nesting
         return None, [(_syntax_error(filename, source, 1, 1, f"could not be parsed: {type(error).__name__}"), None)]
-    model = build(module, source)
+    model = build(module, source, options)
     violations = []
     seen: set[tuple[str, int]] = set()
     for rule in rules:
@@ -100,14 +102,15 @@ def analyse(source: str, filename: str, codes: frozenset[str]) -> tuple[cst.Modu
     return module, sorted(results, key=lambda pair: pair[0])
 
 
-def fix_text(source: str, filename: str, codes: frozenset[str], unsafe: bool = False) -> tuple[str, int]:
+def fix_text(source: str, filename: str, codes: frozenset[str], unsafe: bool = False,
+             options: Options = Options()) -> tuple[str, int]:
     """``source`` with every applicable fix applied (one at a time, re-checking in between) and the
     number of fixes applied."""
     from loopcheck.fixes import apply
 
     applied = 0
     for _ in range(_MAX_FIX_ROUNDS):
-        module, results = analyse(source, filename, codes)
+        module, results = analyse(source, filename, codes, options)
         todo = [fix for _, fix in results if fix is not None and (fix.safe or unsafe)]
         if module is None or not todo:
             break

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from loopcheck.config import Options
 from loopcheck.model.builder import Builder, Index, index_module
 from loopcheck.model.events import Assignment, Cond, Context, Event, Framework, Kind, Loop
 from loopcheck.model.guards import Guard, GuardKind, Phase
@@ -32,6 +33,7 @@ class FileModel:
     training_loops: list[TrainingLoop]
     source: str = ""
     owners: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)  # statement -> block statement
+    options: Options = field(default_factory=Options)  # settings from [tool.loopcheck]
 
     def owner(self, stmt: cst.CSTNode) -> cst.CSTNode | None:
         """The statement whose block holds ``stmt`` directly (a For, If, Else, With, def...)."""
@@ -53,7 +55,7 @@ class FileModel:
         return [e for scope in self.scopes for e in scope.events(*kinds, deep=True)]
 
 
-def build(module: cst.Module, source: str = "") -> FileModel:
+def build(module: cst.Module, source: str = "", options: Options | None = None) -> FileModel:
     index = index_module(module)
     builder = Builder(module, index)
     # Only scopes that hold a loop can hold a training loop; other functions are inlined where called.
@@ -61,7 +63,7 @@ def build(module: cst.Module, source: str = "") -> FileModel:
     scopes += [builder.scope(fn) for fns in index.functions.values() for fn in fns if fn in index.with_loops]
     # A function inlined into a caller's loop is analysed there, with the caller's context.
     scopes = [s for s in scopes if s.function is None or s.function not in builder.inlined]
-    model = FileModel(module, index, scopes, [], source, builder.owners)
+    model = FileModel(module, index, scopes, [], source, builder.owners, options or Options())
     for loop in model.loops():
         training = analyse(loop, index.int_inits)
         if training is not None:
