@@ -17,7 +17,7 @@ import libcst as cst
 
 from loopcheck.model.events import Assignment, Cond, Event, Framework, Kind, Loop
 from loopcheck.model.roles import Role, Roles
-from loopcheck.model.syntax import dotted, func_name, keyword, last_part, names_in, positional, source
+from loopcheck.model.syntax import dotted, func_name, keyword, last_part, names_in, positional, source, walk
 
 FLOAT16 = "float16"
 BFLOAT16 = "bfloat16"
@@ -31,9 +31,30 @@ def same_scaler(a: str | None, b: str | None) -> bool:
     return bool(a) and bool(b) and last_part(a) == last_part(b)  # type: ignore[arg-type]
 
 
-def scaled_backwards(events: Iterable[Event]) -> list[Event]:
-    """``scaler.scale(loss).backward()``: plain-PyTorch backward passes through a GradScaler."""
-    return [e for e in events if e.kind is Kind.BACKWARD and e.scaler and e.framework is Framework.TORCH]
+def backward_scaler(backward: Event, roles: Roles) -> str | None:
+    """The GradScaler a plain-PyTorch backward goes through: ``scaler.scale(loss).backward()``, or
+    ``loss = scaler.scale(loss)`` earlier in the loop and then ``loss.backward()``."""
+    if backward.kind is not Kind.BACKWARD or backward.framework is not Framework.TORCH:
+        return None
+    if backward.scaler:
+        return backward.scaler
+    name = dotted(backward.loss)
+    if name is None or backward.loop is None:
+        return None
+    sources = [a for a in backward.loop.assignments if name in a.names and a.order < backward.order]
+    if not sources:
+        return None
+    value = max(sources, key=lambda a: a.order).value
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "scale":
+        scaler = dotted(value.func.value)
+        if scaler and roles.of(scaler) is Role.SCALER:
+            return scaler
+    return None
+
+
+def scaled_backwards(events: Iterable[Event], roles: Roles) -> list[Event]:
+    """Plain-PyTorch backward passes through a GradScaler (see ``backward_scaler``)."""
+    return [e for e in events if backward_scaler(e, roles)]
 
 
 def scaler_steps(events: Iterable[Event]) -> list[Event]:
@@ -76,9 +97,22 @@ def extra_conds(outer: Event, inner: Event) -> list[Cond]:
     return [c for c in outer.conds if cond_key(c) not in have]
 
 
-def is_skip_branch(cond: Cond) -> bool:
-    """``if not torch.isfinite(loss): continue`` (or return/break) earlier in the iteration."""
-    return cond.branch == "after-exit"
+def is_skip_branch(cond: Cond, loop: Loop | None) -> bool:
+    """``if not torch.isfinite(loss): continue`` earlier in the iteration: the rest of this
+    iteration is skipped but the loop goes on. A ``return`` counts when it leaves a per-batch helper
+    inlined into the loop (``train_step``), not the function that runs the loop; ``break`` ends
+    the loop, so nothing after it would have used the scaler."""
+    if cond.branch != "after-exit" or not isinstance(cond.owner, cst.If):
+        return False
+    last = cond.owner.body.body[-1] if cond.owner.body.body else None
+    if not isinstance(last, cst.SimpleStatementLine):
+        return False
+    exit_stmt = last.body[-1]
+    if isinstance(exit_stmt, cst.Continue):
+        return True
+    if isinstance(exit_stmt, cst.Return) and loop is not None and loop.is_loop:
+        return not any(node is cond.owner for node in walk(loop.node))
+    return False
 
 
 # -- autocast ------------------------------------------------------------------------------

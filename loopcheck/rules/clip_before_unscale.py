@@ -23,10 +23,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.model import Event, FileModel, Kind, Style, TrainingLoop
-from loopcheck.model.amp import scaled_backwards
+from loopcheck.model import Event, FileModel, Kind, Role, Roles, Style, TrainingLoop
+from loopcheck.model.amp import backward_scaler, scaled_backwards, scaler_disabled
 from loopcheck.model.guards import exclusive
-from loopcheck.model.syntax import func_name, last_part
+from loopcheck.model.syntax import dotted, func_name
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -95,32 +95,58 @@ for i, (x, y) in enumerate(loader):
         scaler.update()
         optimizer.zero_grad()
 """,
+        """
+class Trainer:
+    def _run_batch(self, source, targets, train=True):
+        with torch.autocast("cuda", dtype=torch.float16, enabled=self.use_amp):
+            _, loss = self.model(source, targets)
+        if train:
+            self.optimizer.zero_grad(set_to_none=True)
+            if self.use_amp:
+                self.scaler.scale(loss).backward()
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)  # LC201
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+            else:
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+                self.optimizer.step()
+        return loss.item()
+
+    def _run_epoch(self, loader, train=True):
+        for source, targets in loader:
+            self._run_batch(source, targets, train)
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
         for training in model.training_loops:
-            if training.style in (Style.FRAMEWORK, Style.ACCELERATE, Style.NO_STEP, Style.UNKNOWN):
+            if training.style in (Style.FRAMEWORK, Style.ACCELERATE, Style.NO_STEP):
                 continue
-            scaled = scaled_backwards(training.backwards)
-            if not scaled:
+            scaled = scaled_backwards(training.backwards, model.roles)
+            if not scaled or all(scaler_disabled(model.roles, backward_scaler(b, model.roles)) for b in scaled):
                 continue
             loop = training.step_loop
             unscales = loop.events(Kind.SCALER_UNSCALE, deep=True)
             if any("unscale" in (func_name(c) or "") for c in loop.opaque_calls):
                 continue
             for clip in loop.events(Kind.CLIP, deep=True):
-                if self._unscaled_clip(training, clip, scaled, unscales):
+                if self._unscaled_clip(training, clip, scaled, unscales, model.roles):
+                    scaler = backward_scaler(scaled[0], model.roles)
                     yield self.at(clip, "gradients are clipped while still multiplied by the loss scale "
-                                        f"(`{scaled[0].scaler}.scale(loss).backward()` and no "
-                                        f"`{scaled[0].scaler}.unscale_(optimizer)` before the clip): the "
-                                        "threshold is compared with scaled gradients")
+                                        f"(`{scaler}.scale(loss)` and no `{scaler}.unscale_(optimizer)` before "
+                                        "the clip): the threshold is compared with scaled gradients")
 
     @staticmethod
-    def _unscaled_clip(training: TrainingLoop, clip: Event, scaled: list[Event], unscales: list[Event]) -> bool:
+    def _unscaled_clip(training: TrainingLoop, clip: Event, scaled: list[Event], unscales: list[Event],
+                      roles: Roles) -> bool:
         owner = (clip.receiver or "").lower()
         called = func_name(clip.node) if isinstance(clip.node, cst.Call) else None
-        if "accelerator" in owner or "fabric" in owner or last_part(called or "") == "clip_gradients":
+        if "accelerator" in owner or "fabric" in owner or called == "self.clip_gradients":
             return False  # Accelerate/Fabric unscale before they clip
+        if isinstance(clip.node, cst.Call) and any(
+                roles.of(dotted(a.value)) in (Role.SCALER, Role.OPTIMIZER) for a in clip.node.args if dotted(a.value)):
+            return False  # a helper told the scaler or optimizer may unscale before it clips
         if training.accumulates and clip.loop is training.loop and training.guard(clip).always:
             return False  # clipped on every micro-batch: LC107 reports it, one finding per line
         if any(u.order < clip.order for u in unscales):

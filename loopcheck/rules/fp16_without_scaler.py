@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from loopcheck.model import FileModel, Framework, Style
-from loopcheck.model.amp import FLOAT16, autocast_dtype, forward_autocasts, import_aliases
+from loopcheck.model.amp import FLOAT16, autocast_dtype, backward_scaler, forward_autocasts, import_aliases
 from loopcheck.rules._base import Rule, Violation
 
 # Text that shows some loss scaling is set up in the file (a GradScaler, a timm/MAE helper, Apex).
@@ -91,7 +91,7 @@ for x, y in loader:
             if training.style in (Style.FRAMEWORK, Style.ACCELERATE):
                 continue
             for backward in training.backwards:
-                if backward.framework is not Framework.TORCH or backward.scaler:
+                if backward.framework is not Framework.TORCH or backward_scaler(backward, model.roles):
                     continue
                 for call in forward_autocasts(backward, training.loop):
                     if autocast_dtype(call, aliases, model.index.values) == FLOAT16:

@@ -82,7 +82,7 @@ while step < max_steps:
         for training in model.training_loops:
             if training.style not in (Style.GUARDED, Style.MICRO_LOOP):
                 continue
-            if not scaled_backwards(training.backwards) or not scaler_steps(training.steps):
+            if not scaled_backwards(training.backwards, model.roles) or not scaler_steps(training.steps):
                 continue
             if not all(training.guard(b).always for b in training.backwards):
                 continue

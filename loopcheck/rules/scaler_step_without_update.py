@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from loopcheck.model import Event, FileModel, GuardKind, Kind, Style, TrainingLoop
+from loopcheck.model import Cond, Event, FileModel, GuardKind, Kind, Style, TrainingLoop
 from loopcheck.model.amp import extra_conds, is_skip_branch, same_scaler, scaler_steps
 from loopcheck.model.guards import exclusive
 from loopcheck.model.syntax import last_part
@@ -56,6 +56,33 @@ for i, (x, y) in enumerate(loader):
         scaler.step(optimizer)
         scaler.update()
         optimizer.zero_grad()
+""",
+        """
+def fit(model, loader, optimizer, scaler, max_steps):
+    for step, (x, y) in enumerate(loader):
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = criterion(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        if step + 1 >= max_steps:
+            return
+        scaler.update()
+        optimizer.zero_grad()
+""",
+        """
+for x, y in loader:
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = criterion(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    if not torch.isfinite(grad_norm):
+        scaler.update()
+        optimizer.zero_grad()
+        continue
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad()
 """,
     ]
     INVALID = [
@@ -94,6 +121,25 @@ for i, (x, y) in enumerate(loader):
         optimizer.zero_grad()
     scaler.update()  # LC202
 """,
+        """
+def train_step(model, batch, optimizer, scaler):
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = model(**batch).loss
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)  # LC202
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    if not torch.isfinite(grad_norm):
+        optimizer.zero_grad()
+        return None
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad()
+    return loss.item()
+
+
+for batch in loader:
+    train_step(model, batch, optimizer, scaler)
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -115,8 +161,9 @@ for i, (x, y) in enumerate(loader):
         what = f"`{scaler}.step()`" if call.kind is Kind.STEP else f"`{scaler}.unscale_()`"
         mine = [u for u in updates if same_scaler(u.receiver, scaler)]
         if not mine:
-            if "update" in model.index.methods_called.get(last_part(scaler or ""), set()):
-                return None  # updated somewhere the model does not place in this loop
+            short = last_part(scaler or "")
+            if "update" in model.index.methods_called.get(short, set()) or short in model.index.passed:
+                return None  # updated somewhere the model does not place in this loop, or handed on
             if call.kind is Kind.SCALER_UNSCALE:
                 return None  # the step (reported, if at all) is what needs the update
             return (f"{what} runs but `{scaler}.update()` is never called: the next step raises "
@@ -126,8 +173,9 @@ for i, (x, y) in enumerate(loader):
             return None
         for update in later:
             extra = extra_conds(update, call)
-            if any(is_skip_branch(c) for c in extra):
-                return (f"{what} runs, but an early `continue`/`return` before `{scaler}.update()` skips the "
+            skips = [c for c in extra if is_skip_branch(c, update.loop)]
+            if skips and not all(_updated_before_exit(c, later) for c in skips):
+                return (f"{what} runs, but an early `continue` before `{scaler}.update()` skips the "
                         f"update on some iterations: the next {'step' if call.kind is Kind.STEP else 'unscale_'}"
                         " raises RuntimeError")
             guard = training.reader.guard(update.conds, update.order) if update.loop is training.loop else None
@@ -150,3 +198,8 @@ for i, (x, y) in enumerate(loader):
                 yield self.at(update, f"`{update.receiver}.update()` runs on every micro-batch while "
                                       f"`{steps[0].scaler}.step()` runs only at the accumulation boundary: an "
                                       "update without a step has no inf checks and fails")
+
+
+def _updated_before_exit(skip: Cond, updates: list[Event]) -> bool:
+    """The skip branch calls ``scaler.update()`` itself before its ``continue``."""
+    return any(c.owner is skip.owner and c.branch == "body" for u in updates for c in u.conds)

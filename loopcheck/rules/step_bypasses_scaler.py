@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from loopcheck.model import Event, FileModel, Kind, Style
-from loopcheck.model.amp import direct_steps, scaler_disabled, scaler_steps
+from loopcheck.model.amp import backward_scaler, direct_steps, scaler_disabled, scaler_steps
 from loopcheck.model.guards import exclusive
 from loopcheck.model.syntax import last_part
 from loopcheck.rules._base import Rule, Violation
@@ -85,6 +85,16 @@ for i, (x, y) in enumerate(loader):
         scaler.update()
         optimizer.zero_grad()
 """,
+        """
+scaler = torch.amp.GradScaler("cuda")
+for batch in train_loader:
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        outputs = model(**batch)
+    loss = scaler.scale(outputs.loss)
+    loss.backward()
+    optimizer.step()  # LC203
+    optimizer.zero_grad()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -95,12 +105,13 @@ for i, (x, y) in enumerate(loader):
             through_scaler = scaler_steps(training.steps)
             for step in direct_steps(training.steps):
                 feeding = _feeding_backward(step, backwards)
-                if feeding is None or not feeding.scaler or scaler_disabled(model.roles, feeding.scaler):
+                scaler = backward_scaler(feeding, model.roles) if feeding is not None else None
+                if scaler is None or scaler_disabled(model.roles, scaler):
                     continue
                 if any(last_part(s.optimizer or "") == last_part(step.optimizer or "") for s in through_scaler):
                     continue  # an fp32 alternative to scaler.step (exclusive), or a double step (LC109)
                 yield self.at(step, f"`{step.optimizer}.step()` applies gradients scaled by "
-                                    f"`{feeding.scaler}.scale(loss)`: step through `{feeding.scaler}.step("
+                                    f"`{scaler}.scale(loss)`: step through `{scaler}.step("
                                     f"{step.optimizer})` so they are unscaled and inf/NaN steps are skipped")
 
 
