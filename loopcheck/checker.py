@@ -1,7 +1,9 @@
 """``loopcheck check``: configuration, file discovery, checking (in parallel for big trees), output.
 
 Files are read and pre-filtered in this process (a substring test, microseconds a file); only the
-few that can hold a training loop are parsed, across processes when there are enough of them.
+few that can hold a training loop are looked up in the result cache (``loopcheck.cache``) and, when
+not cached, parsed, across processes when there are enough of them. Output goes to stdout or
+``--output-file``; ``--baseline`` drops findings recorded by ``--write-baseline``.
 """
 
 from __future__ import annotations
@@ -9,19 +11,26 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
+from loopcheck import baseline
 from loopcheck.catalog import SYNTAX_ERROR
 from loopcheck.config import Config, ConfigError, Options, find_pyproject, load
 from loopcheck.discovery import PathError, compile_patterns, discover
 from loopcheck.engine import check_text, fix_text, read_source, read_source_and_encoding, required_texts
 from loopcheck.findings import Finding
 from loopcheck.output import render, statistics, summary
+from loopcheck.progress import Progress
 from loopcheck.selection import SelectorError, resolve
 
 if TYPE_CHECKING:
+    from collections import Counter
+
     from pathspec import PathSpec
+
+    from loopcheck.cache import Cache
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 _PARALLEL_FROM = 16  # candidate files; below this a second process costs more than it saves
@@ -33,10 +42,38 @@ def run_check(args: argparse.Namespace) -> int:
         codes = _codes(args, config)
         paths = args.paths or [Path(".")]
         files = list(discover(paths, config.root, config.exclude + config.extend_exclude, config.respect_gitignore))
+        for option, target in (("--output-file", args.output_file), ("--write-baseline", args.write_baseline)):
+            if target is not None and not target.parent.is_dir():
+                raise PathError(f"{option} {target}: directory {target.parent} does not exist")
+        if args.jobs is not None and args.jobs < 1:
+            raise PathError(f"--jobs must be at least 1, not {args.jobs}")
     except (ConfigError, SelectorError, PathError) as error:
         print(f"loopcheck: error: {error}", file=sys.stderr)
         return EXIT_ERROR
-    out = sys.stdout
+    try:
+        return _run(args, config, codes, files)
+    except baseline.BaselineError as error:
+        print(f"loopcheck: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _run(args: argparse.Namespace, config: Config, codes: frozenset[str], files: list[Path]) -> int:
+    from loopcheck import baseline
+
+    # A broken baseline fails before the work (and before --output-file is truncated).
+    known = baseline.read(args.baseline) if args.baseline is not None and args.write_baseline is None else None
+    if args.output_file is None:
+        return _report(args, config, codes, files, known, sys.stdout)
+    try:
+        with open(args.output_file, "w", encoding="utf-8", newline="") as out:
+            return _report(args, config, codes, files, known, out)
+    except OSError as error:
+        print(f"loopcheck: error: cannot write {args.output_file}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _report(args: argparse.Namespace, config: Config, codes: frozenset[str], files: list[Path],
+            known: Counter[baseline.Key] | None, out: TextIO) -> int:
     fixed = 0
     if args.fix or args.diff:
         fixed, diffs = fix_files(files, codes, config, write=args.fix and not args.diff, unsafe=args.unsafe_fixes)
@@ -45,8 +82,21 @@ def run_check(args: argparse.Namespace) -> int:
             if not args.quiet:
                 sys.stderr.write(f"Would fix {fixed} problem{'s' if fixed != 1 else ''}.\n")
             return EXIT_FINDINGS if diffs and not args.exit_zero else EXIT_OK
-    findings = check_files(files, codes, config)
-    out.write(render(findings, args.output_format, args.show_source))
+    cache = None if args.no_cache else _open_cache(config)
+    findings = check_files(files, codes, config, jobs=args.jobs, cache=cache)
+    if args.write_baseline is not None:
+        count = baseline.write(args.write_baseline, findings)
+        if not args.quiet:
+            sys.stderr.write(f"Wrote {count} finding{'s' if count != 1 else ''} to baseline {args.write_baseline}.\n")
+        return EXIT_OK
+    if known is not None:
+        new = baseline.filter_new(findings, known, args.baseline.parent)
+        hidden = len(findings) - len(new)
+        if hidden and not args.quiet:
+            sys.stderr.write(f"{hidden} finding{'s' if hidden != 1 else ''} hidden by baseline {args.baseline}.\n")
+        findings = new
+    out.write(render(findings, args.output_format, args.show_source, files=[_display(f) for f in files],
+                     options=config.options))
     if args.output_format == "text":
         if args.statistics:
             out.write(statistics(findings))
@@ -68,14 +118,22 @@ def _codes(args: argparse.Namespace, config: Config) -> frozenset[str]:
     return resolve(config.select, config.ignore + args.ignore, config.extend_select + args.extend_select)
 
 
-def check_files(files: list[Path], codes: frozenset[str], config: Config) -> list[Finding]:
+def _open_cache(config: Config) -> Cache | None:
+    from loopcheck.cache import Cache, default_directory
+
+    cache = Cache(default_directory(), config.options)
+    return cache if cache.enabled else None
+
+
+def check_files(files: list[Path], codes: frozenset[str], config: Config, jobs: int | None = None,
+                cache: Cache | None = None) -> list[Finding]:
+    """Findings of ``files``, sorted; ``jobs``: processes (default: one per core)."""
     per_file = _per_file_ignores(config)
-    needles = required_texts(codes)
+    needles = cache.needles(codes, lambda: required_texts(codes)) if cache else required_texts(codes)
     findings: list[Finding] = []
-    jobs: list[tuple[str, str, frozenset[str], Options]] = []
-    progress = _Progress(len(files))
+    todo: list[tuple[str, str, frozenset[str], Options]] = []
+    keys: list[str] = []
     for file in files:
-        progress.tick()
         name = _display(file)
         try:
             source = read_source(file)
@@ -85,20 +143,39 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config) -> lis
         except OSError as error:
             findings.append(_unreadable(name, f"cannot read file: {error.strerror or error}"))
             continue
+        if not any(n in source for n in needles):
+            continue
         file_codes = codes - _ignored(file, config.root, per_file)
-        if any(n in source for n in needles):
-            jobs.append((source, name, file_codes, config.options))
+        if cache is not None:
+            key = cache.key(name, file_codes, source)
+            cached = cache.get(key, name)
+            if cached is not None:
+                findings.extend(cached)
+                continue
+            keys.append(key)
+        todo.append((source, name, file_codes, config.options))
+    progress = Progress(len(todo))
+    for i, result in enumerate(_check_jobs(todo, jobs)):
+        progress.tick()
+        findings.extend(result)
+        if cache is not None:
+            cache.put(keys[i], result)
     progress.done()
-    if len(jobs) >= _PARALLEL_FROM and (os.cpu_count() or 1) > 1:
+    return sorted(findings)
+
+
+def _check_jobs(todo: list[tuple[str, str, frozenset[str], Options]], jobs: int | None) -> Iterator[list[Finding]]:
+    """Each file's findings, in the order of ``todo``, from ``jobs`` processes (default: one per
+    core, at most 8) when there are enough files to pay for starting them."""
+    workers = min(jobs or min(os.cpu_count() or 1, 8), len(todo))
+    if workers > 1 and len(todo) >= _PARALLEL_FROM:
         from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(max_workers=min(os.cpu_count() or 1, 8)) as pool:
-            for result in pool.map(_check_job, jobs, chunksize=max(1, len(jobs) // 32)):
-                findings.extend(result)
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            yield from pool.map(_check_job, todo, chunksize=max(1, len(todo) // (8 * workers)))
     else:
-        for job in jobs:
-            findings.extend(_check_job(job))
-    return sorted(findings)
+        for job in todo:
+            yield _check_job(job)
 
 
 def fix_files(files: list[Path], codes: frozenset[str], config: Config, write: bool,
@@ -162,23 +239,3 @@ def _display(file: Path) -> str:
 def _unreadable(name: str, message: str) -> Finding:
     return Finding(filename=name, line=1, col=1, code=SYNTAX_ERROR.code, name=SYNTAX_ERROR.name, message=message,
                    severity=SYNTAX_ERROR.level.value, end_line=1, end_col=1)
-
-
-class _Progress:
-    """A file counter on stderr, only for long runs on a terminal (never in CI logs or pipes)."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.count = 0
-        self.enabled = total >= 500 and sys.stderr.isatty()
-
-    def tick(self) -> None:
-        self.count += 1
-        if self.enabled and self.count % 100 == 0:
-            sys.stderr.write(f"\rloopcheck: read {self.count}/{self.total} files")
-            sys.stderr.flush()
-
-    def done(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\r" + " " * 48 + "\r")
-            sys.stderr.flush()

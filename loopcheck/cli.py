@@ -27,6 +27,9 @@ selectors: a code (LC101), a prefix (LC1 = all accumulation rules, ALL) or a rul
 Silence one finding with `# noqa: LC101` (or bare `# noqa`, or `# loopcheck: ignore[LC101]`)
 on the flagged line or the first line of its statement.
 
+adopting on an existing repository: `loopcheck check --write-baseline loopcheck-baseline.json`
+once, then `loopcheck check --baseline loopcheck-baseline.json` reports only new findings.
+
 exit status: 0 no findings, 1 findings, 2 usage, configuration or path error.
 """
 
@@ -52,8 +55,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     check.add_argument("--ignore", type=_csv, default=[], metavar="RULES", help="do not check these rules")
     check.add_argument("--extend-select", type=_csv, default=[], metavar="RULES",
                        help="check these rules on top of the selection (e.g. opt-in ones)")
-    check.add_argument("--output-format", choices=("text", "json"), default="text",
-                       help="text for people (default), json for tools")
+    check.add_argument("--output-format", choices=("text", "json", "sarif", "github", "junit"), default="text",
+                       help="text for people (default), json for tools, sarif for code scanning, github for "
+                            "pull-request annotations, junit for CI test reports")
+    check.add_argument("--output-file", "-o", type=Path, metavar="PATH", help="write the report to PATH, not stdout")
+    check.add_argument("--baseline", type=Path, metavar="FILE",
+                       help="report only findings that FILE (from --write-baseline) does not record")
+    check.add_argument("--write-baseline", type=Path, metavar="FILE",
+                       help="record the current findings in FILE and exit 0 (adopt loopcheck, then gate new ones)")
+    check.add_argument("--no-cache", action="store_true",
+                       help="neither read nor write the result cache ($LOOPCHECK_CACHE_DIR, else ~/.cache/loopcheck)")
+    check.add_argument("--jobs", "-j", type=int, metavar="N",
+                       help="check files in N processes (default: one per core)")
     check.add_argument("--fix", action="store_true", help="apply safe fixes in place, then report what is left")
     check.add_argument("--diff", action="store_true",
                        help="print the fixes as a unified diff instead of writing them (exit 1 if there are any)")

@@ -1,4 +1,5 @@
-"""Rendering findings: ``text`` for people, ``json`` for tools, and ``--statistics``."""
+"""Rendering findings: ``text`` for people, ``json`` for tools, ``sarif``/``github``/``junit`` for CI
+(``loopcheck.formats``), and ``--statistics``."""
 
 from __future__ import annotations
 
@@ -6,14 +7,30 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 
+from loopcheck.config import Options
 from loopcheck.findings import Finding
 
-FORMATS = ("text", "json")
+FORMATS = ("text", "json", "sarif", "github", "junit")
 
 
-def render(findings: Sequence[Finding], fmt: str, show_source: bool = True) -> str:
+def render(findings: Sequence[Finding], fmt: str, show_source: bool = True, files: Sequence[str] = (),
+           options: Options = Options()) -> str:
+    """``files``: display names of every checked file (JUnit lists the clean ones too);
+    ``options``: the rule options, for SARIF's fixes."""
     if fmt == "json":
         return json.dumps([f.as_json() for f in findings], indent=2) + "\n"
+    if fmt == "sarif":
+        from loopcheck.formats import sarif
+
+        return sarif.render(findings, options)
+    if fmt == "github":
+        from loopcheck.formats import github
+
+        return github.render(findings)
+    if fmt == "junit":
+        from loopcheck.formats import junit
+
+        return junit.render(findings, files)
     return "".join(_text(f, show_source) for f in findings)
 
 

@@ -1,0 +1,142 @@
+"""The result cache: a file's findings, reused while its text, the configuration and loopcheck stay
+the same (like ruff's cache). A cached file is neither parsed nor modelled, and ``libcst`` and the
+rules are not even imported when every candidate file is cached.
+
+Key of an entry: SHA-256 of the file's text (suppression comments included), its display name,
+the codes checked in it (selection and per-file ignores), the rule options, and loopcheck itself
+(its version and the size and mtime of every module of the installed package, so an edited
+checkout never serves stale results). Entries are single JSON files written to a temporary file
+and renamed into place (``os.replace``), so concurrent runs never see half an entry. A corrupt or
+foreign entry is a miss; a cache directory that cannot be created or written disables the cache
+for the run.
+
+Location: ``$LOOPCHECK_CACHE_DIR``, else ``$XDG_CACHE_HOME/loopcheck``, else ``~/.cache/loopcheck``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, fields
+from pathlib import Path
+
+from loopcheck import __version__
+from loopcheck.config import Options
+from loopcheck.findings import Finding
+
+FORMAT = "loopcheck-cache"
+FORMAT_VERSION = 1
+_FIELDS = frozenset(f.name for f in fields(Finding)) - {"filename"}
+
+
+def default_directory() -> Path:
+    if os.environ.get("LOOPCHECK_CACHE_DIR"):
+        return Path(os.environ["LOOPCHECK_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "loopcheck"
+
+
+def package_fingerprint() -> str:
+    """loopcheck's version and the size and mtime of each of its modules."""
+    root = Path(__file__).resolve().parent
+    stamp = hashlib.sha256(__version__.encode())
+    for directory, subdirs, files in os.walk(root):
+        subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                st = os.stat(os.path.join(directory, name))
+                stamp.update(f"{os.path.relpath(os.path.join(directory, name), root)}:{st.st_size}:{st.st_mtime_ns};"
+                             .encode())
+    return stamp.hexdigest()
+
+
+class Cache:
+    """Findings by file; ``enabled`` turns False when the directory cannot be used."""
+
+    def __init__(self, directory: Path, options: Options = Options()) -> None:
+        self.directory = directory / f"v{FORMAT_VERSION}"
+        self.config_key = hashlib.sha256(f"{package_fingerprint()}|{options!r}".encode()).hexdigest()
+        self.enabled = True
+        self.hits = self.misses = 0
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            self.enabled = False
+
+    def key(self, name: str, codes: Iterable[str], source: str) -> str:
+        digest = hashlib.sha256(f"{self.config_key}|{name}|{','.join(sorted(codes))}|".encode())
+        digest.update(source.encode("utf-8", "surrogatepass"))
+        return digest.hexdigest()
+
+    def get(self, key: str, name: str) -> list[Finding] | None:
+        """The cached findings of the file (with ``name`` as their filename), or None."""
+        if not self.enabled:
+            return None
+        data = self._read(key)
+        try:
+            if data is None:
+                raise ValueError
+            findings = [_finding(item, name) for item in data]
+        except (TypeError, ValueError, KeyError):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return findings
+
+    def put(self, key: str, findings: Sequence[Finding]) -> None:
+        self._write(key, [{k: v for k, v in asdict(f).items() if k != "filename"} for f in findings])
+
+    def needles(self, codes: frozenset[str], compute: Callable[[], frozenset[str]]) -> frozenset[str]:
+        """The pre-filter texts of ``codes`` (cached: computing them imports every rule)."""
+        key = "needles-" + hashlib.sha256(f"{self.config_key}|{','.join(sorted(codes))}".encode()).hexdigest()
+        data = self._read(key) if self.enabled else None
+        if isinstance(data, list) and data and all(isinstance(n, str) for n in data):
+            return frozenset(data)
+        texts = compute()
+        self._write(key, sorted(texts))
+        return texts
+
+    def _path(self, key: str) -> Path:
+        return self.directory / f"{key}.json"
+
+    def _read(self, key: str) -> object:
+        try:
+            data = json.loads(self._path(key).read_bytes())
+        except (OSError, ValueError):
+            return None
+        if isinstance(data, dict) and data.get(FORMAT) == FORMAT_VERSION and data.get("key") == key:
+            return data.get("value")
+        return None
+
+    def _write(self, key: str, value: object) -> None:
+        if not self.enabled:
+            return
+        text = json.dumps({FORMAT: FORMAT_VERSION, "key": key, "value": value}, separators=(",", ":"))
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as out:
+                    out.write(text)
+                os.replace(tmp, self._path(key))
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        except OSError:
+            self.enabled = False  # read-only or full: run on without the cache
+
+
+def _finding(item: object, name: str) -> Finding:
+    if not isinstance(item, dict) or set(item) != _FIELDS:
+        raise ValueError("foreign entry")
+    for key, value in item.items():
+        expected = _TYPES.get(key, str)
+        if not isinstance(value, expected) or isinstance(value, bool) and expected is int:
+            raise ValueError(f"foreign entry: {key}")
+    return Finding(filename=name, **item)
+
+
+_TYPES: dict[str, type | tuple[type, ...]] = {
+    "line": int, "col": int, "end_line": int, "end_col": int, "fix_message": (str, type(None)), "fix_safe": bool}
