@@ -37,7 +37,7 @@ def test_every_rule_has_examples() -> None:
 
 @pytest.mark.parametrize(("code", "index", "example"), VALID, ids=_ids(VALID))
 def test_valid_example_is_not_flagged(code: str, index: int, example: str) -> None:
-    findings = check_text(example, "example.py", frozenset({code}))
+    findings = check_text(example, "example.py", frozenset({code}), RULES[code].EXAMPLE_OPTIONS)
     assert findings == [], [f"{f.line}:{f.col} {f.message}" for f in findings]
 
 
@@ -46,7 +46,7 @@ def test_invalid_example_is_flagged_on_marked_lines(code: str, index: int, examp
     lines = example.splitlines()
     expected = {n for n, line in enumerate(lines, 1) if (m := _MARK.search(line)) and m.group(1) == code}
     assert expected, "an invalid example must mark the flagged line with '# LCxxx'"
-    findings = check_text(example, "example.py", frozenset({code}))
+    findings = check_text(example, "example.py", frozenset({code}), RULES[code].EXAMPLE_OPTIONS)
     assert {f.line for f in findings} == expected, [f"{f.line}:{f.col} {f.message}" for f in findings]
     for finding in findings:
         assert finding.code == code

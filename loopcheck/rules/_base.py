@@ -15,6 +15,7 @@ from typing import ClassVar
 import libcst as cst
 
 from loopcheck.catalog import CODES, Code
+from loopcheck.config import Options
 from loopcheck.fixes import Fix
 from loopcheck.model import Event, FileModel
 
@@ -42,6 +43,8 @@ class Rule:
     requires_all: ClassVar[tuple[str, ...]] = ()
     # Whether the rule offers fixes (where it is certain enough); documented and tested per rule.
     fixable: ClassVar[bool] = False
+    # The `[tool.loopcheck]` settings the VALID/INVALID examples are checked with.
+    EXAMPLE_OPTIONS: ClassVar[Options] = Options()
 
     @classmethod
     def info(cls) -> Code:

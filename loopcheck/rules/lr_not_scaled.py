@@ -1,0 +1,145 @@
+"""## What it does
+Checks learning rates scaled by a batch size. By default: the file scales the LR by the batch
+size (`lr = base_lr * batch_size / 256`) but leaves out a factor of the effective batch that the
+file also uses: the gradient-accumulation count of its training loop, or the number of
+data-parallel processes when it trains under DDP with a per-process batch size. With a reference
+declared in `[tool.loopcheck.lr-scaling]` (`reference-batch-size`, `reference-lr`, `rule =
+"linear"` or `"sqrt"`), it also checks a learning rate the file pins down (a literal, a single
+assignment or an argparse default) against the rule for the effective batch (micro-batch x
+accumulation x world size), where all three are visible; otherwise it says nothing.
+
+## Why is this bad?
+The linear scaling rule is about the batch one optimizer step sees. With accumulation N and W
+processes that is `batch_size * N * W`; scaling by the per-process micro-batch alone gives a
+learning rate N*W times too small: the run converges slowly or not at all, and looks "stable".
+
+## Fix
+Scale by the effective batch: `lr = base_lr * batch_size * accum_steps * world_size / 256`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import libcst as cst
+
+from loopcheck.model import FileModel
+from loopcheck.model.syntax import keyword, last_part, names_in, source
+from loopcheck.model.values import expanded_names, numeric, optimizer_lrs
+from loopcheck.rules._base import Rule, Violation
+
+_LR = re.compile(r"(^|_)(lr|learning_rate)$", re.I)
+_BATCH = re.compile(r"batch_size|(^|_)bs$|batchsize", re.I)
+_ACCUM = re.compile(r"accum|gradient_accumulation|grad_acc|update_freq", re.I)
+_WORLD = re.compile(r"world_size|get_world_size|num_processes|num_tasks|nprocs|n_gpu|num_gpus|ngpus", re.I)
+_DATA_PARALLEL = ("DistributedDataParallel", "DistributedSampler", "init_process_group")
+
+
+class LrNotScaled(Rule):
+    code = "LC304"
+    message = "the learning rate is scaled by a batch size that leaves out part of the effective batch"
+
+    VALID = [
+        """
+eff_batch_size = args.batch_size * args.accum_iter * misc.get_world_size()
+args.lr = args.blr * eff_batch_size / 256
+for it, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / args.accum_iter
+    loss.backward()
+    if (it + 1) % args.accum_iter == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+lr = args.base_lr * args.batch_size / 256
+for x, y in loader:
+    optimizer.zero_grad()
+    criterion(model(x), y).backward()
+    optimizer.step()
+""",
+    ]
+    INVALID = [
+        """
+lr = args.base_lr * args.batch_size / 256  # LC304
+optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / args.accum_steps
+    loss.backward()
+    if (i + 1) % args.accum_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+    ]
+
+    def check(self, model: FileModel) -> Iterator[Violation]:
+        accumulation = _accumulation_names(model)
+        data_parallel = any(word in model.source for word in _DATA_PARALLEL)
+        for name, values in model.index.values.items():
+            if not _LR.search(name) or len(values) != 1:
+                continue
+            value = values[0]
+            used = expanded_names(value, model.index)
+            if not any(_BATCH.search(last_part(n)) for n in used) or not _scales(value):
+                continue
+            missing = []
+            if accumulation and not any(_ACCUM.search(last_part(n)) for n in used):
+                missing.append(f"the accumulation count `{sorted(accumulation)[0]}`")
+            if data_parallel and not any(_WORLD.search(last_part(n)) for n in used) and not _global_batch(model):
+                missing.append("the number of processes")
+            if missing:
+                yield Violation(value, value, f"`{name}` is scaled by the per-step micro-batch but not by "
+                                              f"{' and '.join(missing)}: the effective batch is larger than the "
+                                              "learning rate assumes")
+        yield from self._against_reference(model, accumulation, data_parallel)
+
+    def _against_reference(self, model: FileModel, accumulation: set[str],
+                           data_parallel: bool) -> Iterator[Violation]:
+        reference = model.options.lr_scaling
+        if reference is None or data_parallel or len(accumulation) > 1:
+            return  # the world size is not visible in the file: nothing certain to compare
+        accum = 1.0
+        if accumulation:
+            found = numeric(cst.parse_expression(next(iter(accumulation))), model.index)
+            if found is None:
+                return
+            accum = found
+        batch = _visible_batch_size(model)
+        if batch is None:
+            return
+        for lr_node, lr in optimizer_lrs(model.index):
+            expected = reference.expected_lr(batch * accum)
+            if abs(lr - expected) > 0.1 * expected:
+                yield Violation(lr_node, lr_node, f"the learning rate {lr:g} does not follow the {reference.rule} "
+                                                  f"scaling rule for an effective batch of {batch * accum:g} "
+                                                  f"({reference.reference_lr:g} at {reference.reference_batch_size}): "
+                                                  f"expected about {expected:.3g}")
+
+
+def _scales(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.Multiply, cst.Divide))
+
+
+def _accumulation_names(model: FileModel) -> set[str]:
+    """Names of N in the file's accumulating training loops."""
+    return {source(t.modulus) for t in model.training_loops if t.accumulates and t.modulus is not None}
+
+
+def _global_batch(model: FileModel) -> bool:
+    """``batch_size // world_size`` somewhere: the configured batch is already the global one."""
+    for values in model.index.values.values():
+        for value in values:
+            if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.FloorDivide, cst.Divide)):
+                names = {last_part(n) for n in names_in(value)}
+                if any(_BATCH.search(n) for n in names) and any(_WORLD.search(n) for n in names):
+                    return True
+    return False
+
+
+def _visible_batch_size(model: FileModel) -> float | None:
+    sizes = set()
+    for call in model.index.calls:
+        size = keyword(call, "batch_size")
+        if size is not None and (number := numeric(size, model.index)) is not None:
+            sizes.add(number)
+    return sizes.pop() if len(sizes) == 1 else None
