@@ -59,26 +59,35 @@ class MemoryMonitor:
         self.stride = CPU_STRIDE  # reading /proc costs more than the CUDA counter
         self.kind = "cpu-rss"
         self.device: str | None = None
+        self.device_index = 0
         self.cuda: Any = None
+        self._stats: Any = None
 
     def install(self) -> None:
         pass
 
-    def _source(self) -> int | None:
+    def _detect_cuda(self) -> None:
         torch = self.session.torch
-        if self.cuda is None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        if torch.cuda.is_available() and torch.cuda.is_initialized():  # never initialise it ourselves
             self.cuda = torch.cuda
             self.kind = "cuda-allocated"
+            self.device_index = torch.cuda.current_device()
+            self.device = f"cuda:{self.device_index}"
             self.samples, self.stride = [], 1
-            self.device = f"cuda:{torch.cuda.current_device()}"
-        if self.cuda is not None:
-            return self.cuda.memory_allocated()
-        return _rss_bytes()
+            stats = getattr(torch._C, "_cuda_memoryStats", None)
+            self._stats = stats  # the raw nested dict: memory_allocated() flattens it in Python
+
+    def _allocated(self) -> int:
+        if self._stats is not None:
+            return int(self._stats(self.device_index)["allocated_bytes"]["all"]["current"])
+        return int(self.cuda.memory_allocated(self.device_index))
 
     def on_step(self, step: int) -> None:
+        if self.cuda is None:
+            self._detect_cuda()
         if step % self.stride:
             return
-        value = self._source()
+        value = self._allocated() if self.cuda is not None else _rss_bytes()
         if value is None:
             return
         self.samples.append((step, value))
@@ -88,7 +97,7 @@ class MemoryMonitor:
 
     def peak(self) -> int | None:
         if self.cuda is not None:
-            return int(self.cuda.max_memory_allocated())
+            return int(self.cuda.max_memory_allocated(self.device_index))
         return max((v for _, v in self.samples), default=None)
 
     def finish(self) -> None:

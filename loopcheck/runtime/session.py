@@ -15,7 +15,7 @@ from .callsite import Site, user_site
 from .findings import FindingLog
 from .guard import Guard
 from .selection import Selection
-from .state import BackwardInfo, OptimizerRecord, Window
+from .state import BackwardInfo, OptimizerRecord
 
 _active: Session | None = None
 
@@ -74,7 +74,7 @@ class Session:
         self.autocast = AutocastHooks(self)
         self.memory = MemoryMonitor(self)
         self.retained = RetainedGraphs(self)
-        self.stack.callback(self._remove_param_hooks)
+        self.stack.callback(self._forget_params)
         for part in (self.tracker, self.data, self.optimizers, self.scalers, self.schedulers,
                      self.clips, self.emas, self.modes, self.autocast, self.memory):
             self.guard.call(type(part).__name__, part.install)
@@ -97,11 +97,9 @@ class Session:
             if _active is self:
                 _active = None
 
-    def _remove_param_hooks(self) -> None:
+    def _forget_params(self) -> None:
         for record in self.records:
-            for handle in record.handles:
-                handle.remove()
-            record.handles.clear()
+            record.probes.clear()
         self.param_owner.clear()
 
     # -- shared helpers ----------------------------------------------------------------
@@ -135,27 +133,26 @@ class Session:
         pass
 
     def on_backward_reached(self, record: OptimizerRecord, info: BackwardInfo) -> None:
-        """First gradient of ``info`` for ``record``'s parameters (may run on autograd's thread)."""
+        """``info`` changed gradients of ``record``'s parameters (called after the backward)."""
         record.total_backwards += 1
         window = record.window
         if info.in_step:
             window.in_step_backwards += 1
             return
-        window.entries.append((info, False))
+        first = not window.entries
+        window.entries.append((info, record.pending_reset and not first))
+        if record.pending_reset and not first:
+            window.reset_site = window.reset_site or self.last_zero_site
+            if window.carried:
+                window.reset_after_carry = True
+        if first and record.pending_carry:
+            window.carried = True
         window.zeroed_after_backward = None
-        if window.clip_site is not None and len(window.entries) > 1:
+        if window.clip_site is not None and not first:
             self.report("LC107", "gradients were clipped before the window's last micro-batch: "
                         "the clip saw a partial sum; clip once, right before the step",
                         window.clip_site)
         window.clip_site = None
-
-    def on_reset(self, record: OptimizerRecord, window: Window) -> None:
-        if window.entries and not window.entries[-1][1]:
-            info, _ = window.entries[-1]
-            window.entries[-1] = (info, True)
-            window.reset_site = window.reset_site or self.last_zero_site
-            if window.carried:
-                window.reset_after_carry = True
 
     def close_window(self, record: OptimizerRecord, skipped: bool) -> None:
         from .checks import window_checks

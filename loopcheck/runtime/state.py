@@ -89,7 +89,9 @@ class OptimizerRecord:
     step_site: Site | None = None
     first_lr: float | None = None
     max_lr: float | None = None
-    handles: list[Any] = field(default_factory=list)
+    probes: list[Any] = field(default_factory=list)  # grad_tracker.Probe
+    pending_reset: bool = False  # seen before the current backward, applied if it reaches us
+    pending_carry: bool = False
     fused: bool = False
     adopted: bool = False  # existed before the session started
 

@@ -63,7 +63,7 @@ def test_context_manager_reports_and_removes_everything(capsys: pytest.CaptureFi
         model = _train(zero_every_micro_batch=True)
     assert _patched_state() == before
     assert active_session() is None
-    assert all(not p._post_accumulate_grad_hooks for p in model.parameters())
+    assert all(not p._post_accumulate_grad_hooks and not p._backward_hooks for p in model.parameters())
     err = capsys.readouterr().err
     assert "LC101 [zero-grad-in-accumulation]" in err
     assert "3 optimizer steps, 12 backward passes; backward passes per step: 4 x3" in err
@@ -106,14 +106,14 @@ def test_a_failing_check_is_disabled_with_one_warning(monkeypatch: pytest.Monkey
     def broken(*args: object) -> None:
         raise ZeroDivisionError("injected")
 
-    monkeypatch.setattr(grad_tracker.GradTracker, "_on_accumulated", broken)
+    monkeypatch.setattr(grad_tracker.GradTracker, "_after", broken)
     plain = _train()
     checker = watch(summary=False)
     with checker:
         watched = _train()
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("loopcheck:")]
-    assert warnings == ["loopcheck: internal error in gradient tracking (ZeroDivisionError: "
-                        "injected); gradient tracking is disabled, training continues"]
+    assert warnings == ["loopcheck: internal error in backward tracking (ZeroDivisionError: "
+                        "injected); backward tracking is disabled, training continues"]
     for a, b in zip(plain.parameters(), watched.parameters()):
         assert torch.equal(a, b)
 

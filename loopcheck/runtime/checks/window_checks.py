@@ -63,7 +63,8 @@ def close(session: Session, record: OptimizerRecord, skipped: bool) -> None:
         session.memory.on_step(session.step_index())
         if session.windows_closed % 4 == 0:
             session.retained.on_step()
-        session.emas.wrap_imported()
+        if session.windows_closed % 64 == 1:  # EMA packages the script imported by now
+            session.emas.wrap_imported()
 
 
 def _reset_before_every_micro_batch(window: Window, dominant: list[tuple[BackwardInfo, bool]]) -> bool:
