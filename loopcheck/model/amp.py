@@ -37,7 +37,7 @@ def backward_scaler(backward: Event, roles: Roles) -> str | None:
     if backward.kind is not Kind.BACKWARD or backward.framework is not Framework.TORCH:
         return None
     if backward.scaler:
-        return backward.scaler
+        return None if custom_scaler(roles, backward.scaler) else backward.scaler
     name = dotted(backward.loss)
     if name is None or backward.loop is None:
         return None
@@ -47,7 +47,7 @@ def backward_scaler(backward: Event, roles: Roles) -> str | None:
     value = max(sources, key=lambda a: a.order).value
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "scale":
         scaler = dotted(value.func.value)
-        if scaler and roles.of(scaler) is Role.SCALER:
+        if scaler and roles.of(scaler) is Role.SCALER and not custom_scaler(roles, scaler):
             return scaler
     return None
 
@@ -66,6 +66,16 @@ def direct_steps(events: Iterable[Event]) -> list[Event]:
     """``optimizer.step()`` called on the optimizer itself (no closure, no engine)."""
     return [e for e in events if e.kind is Kind.STEP and not e.scaler and not e.closure
             and e.framework is Framework.TORCH]
+
+
+def custom_scaler(roles: Roles, scaler: str | None) -> bool:
+    """The file builds ``scaler`` from its own scaler class (``StaticScaler()``), whose ``step``/
+    ``update`` need not follow GradScaler's contract."""
+    for call in roles.constructed.get(last_part(scaler or ""), []):
+        short = last_part(func_name(call) or "")
+        if "scaler" in short.lower() and not short.endswith("GradScaler"):
+            return True
+    return False
 
 
 def scaler_disabled(roles: Roles, scaler: str | None) -> bool:

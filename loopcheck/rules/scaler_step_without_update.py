@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from loopcheck.model import Cond, Event, FileModel, GuardKind, Kind, Style, TrainingLoop
-from loopcheck.model.amp import extra_conds, is_skip_branch, same_scaler, scaler_steps
+from loopcheck.model.amp import custom_scaler, extra_conds, is_skip_branch, same_scaler, scaler_steps
 from loopcheck.model.guards import exclusive
 from loopcheck.model.syntax import last_part
 from loopcheck.rules._base import Rule, Violation
@@ -150,6 +150,8 @@ for batch in loader:
             updates = loop.events(Kind.SCALER_UPDATE)
             calls = scaler_steps(loop.events(Kind.STEP)) + loop.events(Kind.SCALER_UNSCALE)
             for call in calls:
+                if custom_scaler(model.roles, call.scaler if call.kind is Kind.STEP else call.receiver):
+                    continue
                 message = self._missing_update(model, training, call, updates)
                 if message:
                     yield self.at(call, message)
