@@ -69,11 +69,12 @@ def direct_steps(events: Iterable[Event]) -> list[Event]:
 
 
 def custom_scaler(roles: Roles, scaler: str | None) -> bool:
-    """The file builds ``scaler`` from its own scaler class (``StaticScaler()``), whose ``step``/
-    ``update`` need not follow GradScaler's contract."""
+    """The file builds ``scaler`` from a scaler class other than GradScaler (``StaticScaler()``),
+    whose ``step``/``update`` need not follow GradScaler's contract; factories such as
+    ``get_grad_scaler()`` are taken to return a GradScaler."""
     for call in roles.constructed.get(last_part(scaler or ""), []):
         short = last_part(func_name(call) or "")
-        if "scaler" in short.lower() and not short.endswith("GradScaler"):
+        if short[:1].isupper() and "Scaler" in short and not short.endswith("GradScaler"):
             return True
     return False
 

@@ -86,7 +86,7 @@ for i, (x, y) in enumerate(loader):
         optimizer.zero_grad()
 """,
         """
-scaler = torch.amp.GradScaler("cuda")
+scaler = make_grad_scaler()
 for batch in train_loader:
     with torch.autocast("cuda", dtype=torch.bfloat16):
         outputs = model(**batch)
