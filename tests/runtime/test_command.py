@@ -60,7 +60,9 @@ def test_module_mode_matches_python_dash_m(tmp_path: Path) -> None:
 @pytest.mark.parametrize("tail, code", [("sys.exit(3)", 3), ("sys.exit('bad config')", 1),
                                         ("sys.exit()", 0), ("raise ValueError('boom')", 1)])
 def test_exit_codes_and_tracebacks_are_the_scripts(tmp_path: Path, tail: str, code: int) -> None:
-    _write(tmp_path, "train.py", TRAIN.format(tail=tail))
+    # torch only where the findings are checked too: each torch import costs seconds
+    with_torch = tail.startswith("raise")
+    _write(tmp_path, "train.py", TRAIN.format(tail=tail) if with_torch else f"import sys\n{tail}\n")
     plain = python(["train.py"], tmp_path)
     checked = loopcheck_run(["--report", "out/report.json", "train.py"], tmp_path)
     assert plain.returncode == checked.returncode == code
@@ -68,8 +70,9 @@ def test_exit_codes_and_tracebacks_are_the_scripts(tmp_path: Path, tail: str, co
     assert checked.stderr.startswith(plain.stderr), checked.stderr
     report = json.loads((tmp_path / "out/report.json").read_text())
     assert report["exit"]["code"] == code
-    assert [f["code"] for f in report["findings"]] == ["LC109"]
-    assert "LC109 [double-step]" in checked.stderr
+    if with_torch:
+        assert [f["code"] for f in report["findings"]] == ["LC109"]
+        assert "LC109 [double-step]" in checked.stderr
 
 
 def test_fail_on_turns_only_a_successful_run_into_failure(tmp_path: Path) -> None:
