@@ -41,10 +41,10 @@ def backward_scaler(backward: Event, roles: Roles) -> str | None:
     name = dotted(backward.loss)
     if name is None or backward.loop is None:
         return None
-    sources = [a for a in backward.loop.assignments if name in a.names and a.order < backward.order]
+    sources = backward.loop.assignments_before(name, backward.order)
     if not sources:
         return None
-    value = max(sources, key=lambda a: a.order).value
+    value = sources[-1].value
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "scale":
         scaler = dotted(value.func.value)
         if scaler and roles.of(scaler) is Role.SCALER and not custom_scaler(roles, scaler):

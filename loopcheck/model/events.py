@@ -133,6 +133,11 @@ class Loop:
     def loops(self) -> list[Loop]:
         return [item for item in self.items if isinstance(item, Loop)]
 
+    def assignments_before(self, name: str, order: int) -> list[Assignment]:
+        """Assignments to ``name`` that run before ``order`` in one iteration, in execution order
+        (lifted inner loops append theirs late, so the list itself is not in that order)."""
+        return sorted((a for a in self.assignments if name in a.names and a.order < order), key=lambda a: a.order)
+
     def assigned_names(self) -> set[str]:
         names = {n for a in self.assignments for n in a.names}
         for sub in self.loops:

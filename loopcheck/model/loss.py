@@ -10,7 +10,7 @@ import enum
 
 import libcst as cst
 
-from loopcheck.model.events import Assignment, Loop
+from loopcheck.model.events import Loop
 from loopcheck.model.syntax import dotted, func_name, method, names_in, walk
 
 
@@ -53,7 +53,7 @@ def loss_scaling(expr: cst.BaseExpression, loop: Loop, order: int, known_functio
     name = dotted(expr)
     if name is None:
         return Scaling.UNKNOWN
-    assignments = _assignments_before(loop, name, order)
+    assignments = [a for a in loop.assignments_before(name, order) if a.op != "for"]
     if not assignments:
         if isinstance(expr, cst.Attribute):  # `outputs.loss`: follow `outputs`
             return loss_scaling(expr.value, loop, order, known_functions, accumulation_names, depth + 1)
@@ -70,7 +70,3 @@ def loss_scaling(expr: cst.BaseExpression, loop: Loop, order: int, known_functio
         return Scaling.DIVIDED
     return loss_scaling(last.value, loop, last.order, known_functions, accumulation_names, depth + 1)
 
-
-def _assignments_before(loop: Loop, name: str, order: int) -> list[Assignment]:
-    return sorted((a for a in loop.assignments if name in a.names and a.order < order and a.op != "for"),
-                  key=lambda a: a.order)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.model import Assignment, Event, FileModel, Kind, Style
+from loopcheck.model import Event, FileModel, Kind, Loop, Style
 from loopcheck.model.syntax import dotted, names_in
 from loopcheck.model.training import is_data_iterable
 from loopcheck.rules._base import Rule, Violation
@@ -45,6 +45,22 @@ for i, (x, y) in enumerate(loader):
         optimizer.zero_grad()
         total = 0
 """,
+        """
+def validate(model, data):
+    model.eval()
+    for k in range(eval_iters):
+        loss = criterion(model(data[k]), targets[k])
+    model.train()
+    return loss
+
+while True:
+    if step % eval_interval == 0:
+        validate(model, val_data)
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+""",
     ]
     INVALID = [
         """
@@ -71,25 +87,24 @@ while True:
             if training.style is not Style.GUARDED:
                 continue
             for backward in training.backwards:
-                if training.guard(backward).periodic and _overwritten_every_iteration(training.loop.assignments,
-                                                                                      backward):
+                if training.guard(backward).periodic and _overwritten_every_iteration(training.loop, backward):
                     yield self.at(backward, "backward runs only on the step's micro-batch: the losses of the "
                                             "other micro-batches in the window are computed and thrown away")
         for backward in model.events(Kind.BACKWARD):
             name = dotted(backward.loss) if backward.loss is not None else None
             if name is None or backward.loop is None:
                 continue
-            assigned = [a for a in backward.loop.assignments if name in a.names and a.order < backward.order]
+            assigned = backward.loop.assignments_before(name, backward.order)
             if assigned and assigned[-1].op == "=" and isinstance(assigned[-1].in_loop, cst.For) and not \
                     is_data_iterable(assigned[-1].in_loop.iter):
                 yield self.at(backward, f"`{name}` is overwritten on every micro-step of the loop above and "
                                         "back-propagated once after it: only the last micro-batch trains the model")
 
 
-def _overwritten_every_iteration(assignments: list[Assignment], backward: Event) -> bool:
+def _overwritten_every_iteration(loop: Loop, backward: Event) -> bool:
     """``loss = ...`` unconditionally on every micro-batch, not ``total = total + ...``."""
     name = dotted(backward.loss) if backward.loss is not None else None
     if name is None:
         return False
-    before = [a for a in assignments if name in a.names and a.order < backward.order]
+    before = loop.assignments_before(name, backward.order)
     return bool(before) and before[-1].op == "=" and not before[-1].conds and name not in names_in(before[-1].value)

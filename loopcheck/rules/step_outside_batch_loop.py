@@ -83,7 +83,7 @@ for epoch in range(epochs):
             name = dotted(backward.loss) if backward.loss is not None else None
             if name is None or backward.loop is None:
                 continue
-            assigned = [a for a in backward.loop.assignments if name in a.names and a.order < backward.order]
+            assigned = backward.loop.assignments_before(name, backward.order)
             last = assigned[-1] if assigned else None
             if last is not None and last.op == "=" and isinstance(last.in_loop, cst.For) and is_data_iterable(
                     last.in_loop.iter):
