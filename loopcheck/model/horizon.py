@@ -32,7 +32,8 @@ _HORIZON_ARGS = {
     "get_constant_schedule_with_warmup": (None, None), "get_scheduler": ("num_training_steps", 3),
 }
 _ACCUM = re.compile(r"accum|gradient_accumulation|grad_acc", re.I)
-_BATCHES = re.compile(r"steps_per_epoch|num_batches|batches_per_epoch|iters_per_epoch|iter_per_epoch|len_loader", re.I)
+# `epoch_length` is the number of batches in an epoch, not a number of epochs
+_BATCHES = re.compile(r"per_epoch|num_batches|len_loader|epoch_len|epoch_size|epoch_iters", re.I)
 _UPDATES = re.compile(r"update_steps|updates_per_epoch|num_update", re.I)
 _EPOCHS = re.compile(r"epoch", re.I)
 _DATA = re.compile(r"load|(^|_)dl($|_)|dataset", re.I)

@@ -51,6 +51,15 @@ for epoch in range(args.epochs):
             scheduler.step()
             optimizer.zero_grad()
 """,
+        """
+max_iter = epochs * epoch_length
+scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max_iter, eta_min=0)
+for data, labels in train_data_loader:
+    optimizer.zero_grad()
+    criterion(model(data), labels).backward()
+    optimizer.step()
+    scheduler.step()
+""",
     ]
     INVALID = [
         """
