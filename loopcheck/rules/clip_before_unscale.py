@@ -23,6 +23,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from loopcheck.fixes import Fix, insert_before
 from loopcheck.model import Event, FileModel, Kind, Role, Roles, Style, TrainingLoop
 from loopcheck.model.amp import backward_scaler, scaled_backwards, scaler_disabled
 from loopcheck.model.guards import exclusive
@@ -30,8 +31,21 @@ from loopcheck.model.syntax import dotted, func_name
 from loopcheck.rules._base import Rule, Violation
 
 
+def _unscale_first(clip: Event, scaler: str | None, training: TrainingLoop) -> Fix | None:
+    """Insert ``scaler.unscale_(optimizer)`` right before the clip, when there is one optimizer and
+    the clip is a statement of its own in the step's function."""
+    optimizers = {s.optimizer for s in training.steps}
+    if scaler is None or len(optimizers) != 1 or not isinstance(clip.stmt, cst.SimpleStatementLine):
+        return None
+    optimizer = optimizers.pop()
+    if optimizer is None or any(s.origin is not clip.origin for s in training.steps):
+        return None
+    return insert_before(clip.stmt, f"{scaler}.unscale_({optimizer})", f"unscale with `{scaler}.unscale_({optimizer})` first")
+
+
 class ClipBeforeUnscale(Rule):
     code = "LC201"
+    fixable = True
     message = "gradients are clipped while still multiplied by the GradScaler's loss scale"
 
     VALID = [
@@ -135,7 +149,8 @@ class Trainer:
                     scaler = backward_scaler(scaled[0], model.roles)
                     yield self.at(clip, "gradients are clipped while still multiplied by the loss scale "
                                         f"(`{scaler}.scale(loss)` and no `{scaler}.unscale_(optimizer)` before "
-                                        "the clip): the threshold is compared with scaled gradients")
+                                        "the clip): the threshold is compared with scaled gradients",
+                                  _unscale_first(clip, scaler, training))
 
     @staticmethod
     def _unscaled_clip(training: TrainingLoop, clip: Event, scaled: list[Event], unscales: list[Event],

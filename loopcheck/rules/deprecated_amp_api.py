@@ -19,8 +19,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from loopcheck.fixes import Edit, Fix
 from loopcheck.model import FileModel
 from loopcheck.model.amp import import_aliases, qualified
+from loopcheck.model.syntax import dotted
 from loopcheck.rules._base import Rule, Violation
 
 _DEPRECATED = {"torch.cuda.amp.autocast": "autocast", "torch.cuda.amp.GradScaler": "GradScaler",
@@ -34,6 +36,7 @@ class DeprecatedAmpApi(Rule):
     code = "LC206"
     message = "`torch.cuda.amp.autocast`/`torch.cuda.amp.GradScaler` are deprecated: use `torch.amp`"
     requires = ("cuda.amp", "torch.cuda import")
+    fixable = True
 
     VALID = [
         """
@@ -69,7 +72,7 @@ amp_autocast = functools.partial(amp.autocast, dtype=torch.float16)  # LC206
 
     def check(self, model: FileModel) -> Iterator[Violation]:
         aliases = import_aliases(model.index.imports)
-        found: list[tuple[cst.CSTNode, str]] = []
+        found: list[tuple[cst.CSTNode, cst.Call, str]] = []
         current: set[str] = set()
         for call in model.index.calls:
             for expr in (call.func, *(a.value for a in call.args)):
@@ -77,9 +80,20 @@ amp_autocast = functools.partial(amp.autocast, dtype=torch.float16)  # LC206
                 current |= {_CURRENT[n] for n in names if n in _CURRENT}
                 deprecated = {_DEPRECATED[n] for n in names if n in _DEPRECATED}
                 if len(deprecated) == 1 and len(names) == 1:
-                    found.append((expr, deprecated.pop()))
-        for node, what in found:
+                    found.append((expr, call, deprecated.pop()))
+        for node, call, what in found:
             if what in current:
                 continue  # the new API is used too: this is a fallback for old PyTorch
             yield Violation(node, node, f"`torch.cuda.amp.{what}` is deprecated (FutureWarning on every use): "
-                                        f"use `{_REPLACEMENT[what]}`")
+                                        f"use `{_REPLACEMENT[what]}`", _rewrite(node, call, what))
+
+
+def _rewrite(node: cst.CSTNode, call: cst.Call, what: str) -> Fix | None:
+    """``torch.cuda.amp.X(k=v)`` -> ``torch.amp.X("cuda", k=v)``: only spelled-out calls with keyword
+    arguments (the new signatures put the device first, so positional arguments would shift), and
+    not through imported names, whose import other code may share."""
+    if node is not call.func or dotted(call.func) != f"torch.cuda.amp.{what}" or any(a.keyword is None for a in call.args):
+        return None
+    device = cst.Arg(cst.SimpleString('"cuda"'))
+    new = call.with_changes(func=cst.parse_expression(f"torch.amp.{what}"), args=[device, *call.args])
+    return Fix(f'use `torch.amp.{what}("cuda", ...)`', (Edit(call, replacement=new),))
