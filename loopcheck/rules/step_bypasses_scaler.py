@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
+from loopcheck.fixes import Edit, Fix
 from loopcheck.model import Event, FileModel, Kind, Style
 from loopcheck.model.amp import backward_scaler, direct_steps, scaler_disabled, scaler_steps
 from loopcheck.model.guards import exclusive
@@ -26,6 +29,7 @@ from loopcheck.rules._base import Rule, Violation
 
 class StepBypassesScaler(Rule):
     code = "LC203"
+    fixable = True
     message = "the loss is scaled by a GradScaler but the optimizer is stepped directly"
 
     VALID = [
@@ -110,9 +114,22 @@ for batch in train_loader:
                     continue
                 if any(last_part(s.optimizer or "") == last_part(step.optimizer or "") for s in through_scaler):
                     continue  # an fp32 alternative to scaler.step (exclusive), or a double step (LC109)
+                updates = training.step_loop.events(Kind.SCALER_UPDATE, deep=True)
                 yield self.at(step, f"`{step.optimizer}.step()` applies gradients scaled by "
                                     f"`{scaler}.scale(loss)`: step through `{scaler}.step("
-                                    f"{step.optimizer})` so they are unscaled and inf/NaN steps are skipped")
+                                    f"{step.optimizer})` so they are unscaled and inf/NaN steps are skipped",
+                              _through_scaler(step, scaler, needs_update=not updates))
+
+
+def _through_scaler(step: Event, scaler: str, needs_update: bool) -> Fix | None:
+    """``optimizer.step()`` -> ``scaler.step(optimizer)`` (and ``scaler.update()`` after it when the
+    loop never updates the scaler: a second ``scaler.step`` before an update raises)."""
+    if step.closure or not isinstance(step.node, cst.Call) or not isinstance(step.stmt, cst.SimpleStatementLine):
+        return None
+    edits = [Edit(step.node, replacement=cst.parse_expression(f"{scaler}.step({step.optimizer})"))]
+    if needs_update:
+        edits.append(Edit(step.stmt, after=(cst.parse_statement(f"{scaler}.update()"),)))
+    return Fix(f"step through `{scaler}.step({step.optimizer})`", tuple(edits))
 
 
 def _feeding_backward(step: Event, backwards: list[Event]) -> Event | None:
