@@ -84,3 +84,21 @@ def test_partial_window_condition_is_extended() -> None:
     fixed, _ = fix_text(source, "t.py", frozenset({"LC105"}))
     assert "        if (step + 1) % accum == 0 or (step + 1) == len(train_loader):\n" in fixed
 
+
+
+def test_unscale_moves_before_the_clipping_of_the_step_branch() -> None:
+    source = textwrap.dedent("""\
+        for i, (x, y) in enumerate(loader):
+            scaler.scale(criterion(model(x), y) / accum).backward()
+            scaler.unscale_(optimizer)
+            if (i + 1) % accum == 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad()
+    """)
+    fixed, applied = fix_text(source, "t.py", frozenset({"LC204"}))
+    assert applied == 1
+    assert fixed.splitlines()[2:5] == ["    if (i + 1) % accum == 0:", "        scaler.unscale_(optimizer)",
+                                       "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)"]
+    assert analyse(fixed, "t.py", frozenset({"LC201", "LC204"}))[1] == []
