@@ -108,13 +108,24 @@ def fix_text(source: str, filename: str, codes: frozenset[str], unsafe: bool = F
     number of fixes applied."""
     from loopcheck.fixes import apply
 
+    from collections import Counter
+
     applied = 0
+    # A fix that does not make its finding go away is not applied again: each finding (by code and
+    # fingerprint) gets as many attempts as there were such findings to begin with.
+    attempts: Counter[tuple[str, str]] = Counter()
+    allowed: Counter[tuple[str, str]] | None = None
     for _ in range(_MAX_FIX_ROUNDS):
         module, results = analyse(source, filename, codes, options)
-        todo = [fix for _, fix in results if fix is not None and (fix.safe or unsafe)]
+        fixable = [(f, fix) for f, fix in results if fix is not None and (fix.safe or unsafe)]
+        if allowed is None:
+            allowed = Counter((f.code, f.fingerprint) for f, _ in fixable)
+        todo = [(f, fix) for f, fix in fixable if attempts[(f.code, f.fingerprint)] < allowed[(f.code, f.fingerprint)]]
         if module is None or not todo:
             break
-        fixed = apply(module, todo[0]).code
+        finding, fix = todo[0]
+        attempts[(finding.code, finding.fingerprint)] += 1
+        fixed = apply(module, fix).code
         if fixed == source:
             break
         source, applied = fixed, applied + 1

@@ -22,6 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
+from loopcheck.fixes import insert_after, move_after, step_anchor
 from loopcheck.model import Cond, Event, FileModel, GuardKind, Kind, Style, TrainingLoop
 from loopcheck.model.amp import custom_scaler, extra_conds, is_skip_branch, same_scaler, scaler_steps
 from loopcheck.model.guards import exclusive
@@ -31,6 +34,7 @@ from loopcheck.rules._base import Rule, Violation
 
 class ScalerStepWithoutUpdate(Rule):
     code = "LC202"
+    fixable = True
     message = "`scaler.step()` is not followed by `scaler.update()` on every path"
 
     VALID = [
@@ -154,8 +158,11 @@ for batch in loader:
                     continue
                 message = self._missing_update(model, training, call, updates)
                 if message:
-                    yield self.at(call, message)
-            yield from self._update_per_micro_batch(training)
+                    never = call.kind is Kind.STEP and not any(same_scaler(u.receiver, call.scaler) for u in updates)
+                    fix = insert_after(call.stmt, f"{call.scaler}.update()", f"call `{call.scaler}.update()` after "
+                                       "the step") if never and _own_statement(call) else None
+                    yield self.at(call, message, fix)
+            yield from self._update_per_micro_batch(model, training)
 
     @staticmethod
     def _missing_update(model: FileModel, training: TrainingLoop, call: Event, updates: list[Event]) -> str | None:
@@ -187,7 +194,7 @@ for batch in loader:
                         "the second step without an update raises RuntimeError")
         return None
 
-    def _update_per_micro_batch(self, training: TrainingLoop) -> Iterator[Violation]:
+    def _update_per_micro_batch(self, model: FileModel, training: TrainingLoop) -> Iterator[Violation]:
         if training.style not in (Style.GUARDED, Style.MICRO_LOOP):
             return
         steps = scaler_steps(training.steps)
@@ -197,9 +204,16 @@ for batch in loader:
             return
         for update in training.loop.events(Kind.SCALER_UPDATE):
             if any(same_scaler(update.receiver, s.scaler) for s in steps) and training.guard(update).always:
+                anchor = step_anchor(model, training, update)
+                fix = move_after(update.stmt, anchor, "move the update after the scaler step") if anchor else None
                 yield self.at(update, f"`{update.receiver}.update()` runs on every micro-batch while "
                                       f"`{steps[0].scaler}.step()` runs only at the accumulation boundary: an "
-                                      "update without a step has no inf checks and fails")
+                                      "update without a step has no inf checks and fails", fix)
+
+
+def _own_statement(event: Event) -> bool:
+    stmt = event.stmt
+    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
 
 
 def _updated_before_exit(skip: Cond, updates: list[Event]) -> bool:
