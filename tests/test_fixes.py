@@ -102,3 +102,17 @@ def test_unscale_moves_before_the_clipping_of_the_step_branch() -> None:
     assert fixed.splitlines()[2:5] == ["    if (i + 1) % accum == 0:", "        scaler.unscale_(optimizer)",
                                        "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)"]
     assert analyse(fixed, "t.py", frozenset({"LC201", "LC204"}))[1] == []
+
+
+def test_identical_findings_are_all_fixed_in_one_run() -> None:
+    loop = textwrap.dedent("""\
+        for i, (x, y) in enumerate(loader):
+            optimizer.zero_grad()
+            loss = criterion(model(x), y) / accum
+            loss.backward()
+            if (i + 1) % accum == 0:
+                optimizer.step()
+    """)
+    fixed, applied = fix_text(loop + loop, "t.py", frozenset({"LC101"}))
+    assert applied == 2
+    assert fix_text(fixed, "t.py", frozenset({"LC101"})) == (fixed, 0)
