@@ -1,0 +1,171 @@
+"""What a file says about data parallelism, read off the training-loop model.
+
+Which calls wrap a model in ``DistributedDataParallel`` / ``DataParallel``, whether the file ever
+controls DDP's gradient sync (``no_sync()``, ``require_backward_grad_sync``), on which micro-batch
+of an accumulation window a sync condition holds, and where the forward pass of a DDP module ran.
+
+>>> import libcst as cst
+>>> from loopcheck.model import build
+>>> model = build(cst.parse_module("model = DDP(net)\\n"))
+>>> [func_name(c) for c in wrap_calls(model, DDP_WRAPPERS)]
+['DDP']
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from loopcheck.model.events import Assignment, Event, Kind
+from loopcheck.model.guards import Guard, GuardKind, Phase, exclusive
+from loopcheck.model.syntax import dotted, func_name, int_value, last_part, method, same, walk
+from loopcheck.model.training import Style, TrainingLoop, micro_count
+
+if TYPE_CHECKING:
+    from loopcheck.model import FileModel
+
+DDP_WRAPPERS = frozenset({"DistributedDataParallel", "DDP"})
+DP_WRAPPERS = frozenset({"DataParallel"})
+FSDP_WRAPPERS = frozenset({"FullyShardedDataParallel", "FSDP", "fully_shard"})
+# Attributes through which a file controls when DDP all-reduces.
+SYNC_CONTROLS = frozenset({"no_sync", "require_backward_grad_sync", "no_backward_sync",
+                           "set_requires_gradient_sync", "skip_gradient_sync"})
+_NO_SYNC_METHODS = frozenset({"no_sync", "no_backward_sync"})
+
+
+class Micro(enum.Enum):
+    """The micro-batches of an accumulation window on which a condition holds."""
+
+    LAST = "the last micro-batch"
+    NOT_LAST = "every micro-batch but the last"
+    FIRST = "the first micro-batch"
+    NOT_FIRST = "every micro-batch but the first"
+    OTHER = "one micro-batch that is not the last"
+    NOT_OTHER = "every micro-batch but one that is not the last"
+
+    @property
+    def includes_last(self) -> bool:
+        return self in (Micro.LAST, Micro.NOT_FIRST, Micro.NOT_OTHER)
+
+    def negated(self) -> Micro:
+        pairs = {Micro.LAST: Micro.NOT_LAST, Micro.FIRST: Micro.NOT_FIRST, Micro.OTHER: Micro.NOT_OTHER}
+        pairs.update({v: k for k, v in list(pairs.items())})
+        return pairs[self]
+
+
+def wrap_calls(model: FileModel, wrappers: frozenset[str]) -> list[cst.Call]:
+    """Calls of the file that build one of ``wrappers`` (``DDP(model, device_ids=[rank])``)."""
+    return [c for c in model.index.calls
+            if (name := func_name(c)) is not None and last_part(name) in wrappers]
+
+
+def controls_sync(model: FileModel) -> bool:
+    """Whether the file ever touches DDP's gradient sync (``no_sync()``, the sync flag)."""
+    return bool(model.index.attributes & SYNC_CONTROLS)
+
+
+def no_sync_receiver(expr: cst.BaseExpression | None) -> str | None:
+    """``model`` for ``model.no_sync()``."""
+    if isinstance(expr, cst.Call):
+        called = method(expr)
+        if called is not None and called[1] in _NO_SYNC_METHODS and not expr.args:
+            return dotted(called[0])
+    return None
+
+
+def conditional_no_sync(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, bool, str] | None:
+    """``model.no_sync() if test else nullcontext()`` -> (test, True, "model"): the test, whether
+    no_sync applies when it holds, and the DDP module. The other branch must not sync-control."""
+    if not isinstance(expr, cst.IfExp):
+        return None
+    body, orelse = no_sync_receiver(expr.body), no_sync_receiver(expr.orelse)
+    if (body is None) == (orelse is None):
+        return None
+    return expr.test, body is not None, (body or orelse)  # type: ignore[return-value]
+
+
+def _from_guard(guard: Guard) -> Micro | None:
+    if guard.kind in (GuardKind.SYNC,):
+        return Micro.LAST
+    if guard.kind is GuardKind.NOT_SYNC:
+        return Micro.NOT_LAST
+    if guard.kind is GuardKind.LAST:
+        test = guard.test
+        if isinstance(test, cst.Comparison) and not isinstance(test.comparisons[0].operator, cst.Equal):
+            return None  # `i + 1 < len(loader)` is read as "last" by the guard reader: not certain
+        return Micro.LAST
+    phase = {Phase.BOUNDARY: Micro.LAST, Phase.START: Micro.FIRST, Phase.OFF: Micro.OTHER}.get(guard.phase)
+    if phase is None:
+        return None
+    if guard.kind is GuardKind.PERIODIC:
+        return phase
+    if guard.kind is GuardKind.NOT_PERIODIC:
+        return phase.negated()
+    return None
+
+
+def micro_of(test: cst.BaseExpression, training: TrainingLoop, order: int | None) -> Micro | None:
+    """On which micro-batches of a window ``test`` holds, where that is certain."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = micro_of(test.expression, training, order)
+        return inner.negated() if inner is not None else None
+    if training.style is Style.MICRO_LOOP:
+        found = _micro_loop_test(test, training)
+        if found is not None:
+            return found
+    try:
+        guard = training.reader.atom(test, False, order, 0)
+    except RecursionError:  # a parameter bound to itself (`step=step` at an inlined call) loops the reader
+        return None
+    return _from_guard(guard)
+
+
+def _micro_loop_test(test: cst.BaseExpression, training: TrainingLoop) -> Micro | None:
+    """``micro == N - 1`` / ``micro + 1 < N`` / ``micro == 0`` in ``for micro in range(N)``."""
+    count = micro_count(training.loop)
+    target = dotted(training.loop.target) if training.loop.target is not None else None
+    if count is None or target is None or not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    left, op, right = test.left, test.comparisons[0].operator, test.comparisons[0].comparator
+    offset = 0
+    if isinstance(left, cst.BinaryOperation) and isinstance(left.operator, cst.Add) and int_value(left.right) == 1:
+        left, offset = left.left, 1
+    if dotted(left) != target:
+        return None
+    if int_value(right) == 0 and offset == 0:
+        return {cst.Equal: Micro.FIRST, cst.NotEqual: Micro.NOT_FIRST,
+                cst.GreaterThan: Micro.NOT_FIRST}.get(type(op))
+    last = (offset == 0 and isinstance(right, cst.BinaryOperation) and isinstance(right.operator, cst.Subtract)
+            and int_value(right.right) == 1 and same(right.left, count)) or (offset == 1 and same(right, count))
+    if not last:
+        return None
+    return {cst.Equal: Micro.LAST, cst.GreaterThanEqual: Micro.LAST, cst.NotEqual: Micro.NOT_LAST,
+            cst.LessThan: Micro.NOT_LAST}.get(type(op))
+
+
+def forwards(training: TrainingLoop, module: str, before: Event) -> list[Assignment]:
+    """Assignments of the training loop, before ``before`` and not on an exclusive branch, whose
+    value calls the DDP ``module`` itself (``logits = model(x)``, ``loss = crit(model(x), y)``)."""
+    found = []
+    for assignment in training.loop.assignments:
+        if assignment.order >= before.order or assignment.op == "for" or exclusive(assignment.conds, before.conds):
+            continue
+        if any(isinstance(n, cst.Call) and dotted(n.func) == module for n in walk(assignment.value)):
+            found.append(assignment)
+    return found
+
+
+def in_no_sync(contexts: tuple[object, ...], module: str) -> bool:
+    """Whether ``contexts`` (of an event or assignment) hold ``module.no_sync()``, conditional or not."""
+    for context in contexts:
+        call = context.call
+        if context.kind.startswith("no_sync") and (
+                no_sync_receiver(call) == module or (conditional_no_sync(call) or (None, None, None))[2] == module):
+            return True
+    return False
+
+
+def sync_flags(training: TrainingLoop) -> list[Event]:
+    return training.loop.events(Kind.GRAD_SYNC_FLAG)

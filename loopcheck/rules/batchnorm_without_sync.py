@@ -1,0 +1,152 @@
+"""## What it does
+Checks for a file that builds a model with `nn.BatchNorm*` layers and wraps it in
+`DistributedDataParallel` or `DataParallel` without ever converting it with
+`nn.SyncBatchNorm.convert_sync_batchnorm` (or building `nn.SyncBatchNorm` itself).
+
+## Why is this bad?
+Under data parallelism every GPU normalises with the mean and variance of its own slice of the
+batch. With the small per-GPU batches that made data parallelism necessary (detection,
+segmentation, large images) these statistics are noisy, training is less stable and the
+running statistics used at evaluation differ from what a single-GPU run would learn. Whether the
+per-GPU batch is small is not visible in the source, so this is a warning; a model whose
+BatchNorm layers are defined in another file is not flagged.
+
+## Fix
+Convert before wrapping: `model = nn.SyncBatchNorm.convert_sync_batchnorm(model)`, then
+`DDP(model, ...)` (SyncBatchNorm needs DDP, not `DataParallel`). If the per-GPU batch is large,
+suppress the finding.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import libcst as cst
+
+from loopcheck.model import FileModel
+from loopcheck.model.distributed import DDP_WRAPPERS, DP_WRAPPERS, wrap_calls
+from loopcheck.model.syntax import dotted, func_name, int_value, keyword, last_part, method, positional, walk
+from loopcheck.rules._base import Rule, Violation
+
+_BATCHNORM = re.compile(r"^BatchNorm([123]d)?$")
+_BATCH_NAMES = ("batch_size", "per_device_train_batch_size", "train_batch_size", "batch_size_per_gpu")
+LARGE_BATCH = 32
+
+
+class BatchnormWithoutSync(Rule):
+    code = "LC503"
+    message = "a model with BatchNorm is wrapped for data parallelism without SyncBatchNorm"
+    requires = ("BatchNorm",)
+
+    VALID = [
+        """
+net = nn.Sequential(nn.Conv2d(3, 64, 3), nn.BatchNorm2d(64), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10))
+net = nn.SyncBatchNorm.convert_sync_batchnorm(net)
+model = DDP(net.cuda(rank), device_ids=[rank])
+for x, y in loader:
+    optimizer.zero_grad()
+    criterion(model(x), y).backward()
+    optimizer.step()
+""",
+        """
+net = nn.Sequential(nn.Conv2d(3, 64, 3), nn.GroupNorm(8, 64), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10))
+model = DDP(net.cuda(rank), device_ids=[rank])
+for x, y in loader:
+    optimizer.zero_grad()
+    criterion(model(x), y).backward()
+    optimizer.step()
+""",
+        """
+parser.add_argument("--batch_size", type=int, default=512, help="per GPU")
+args = parser.parse_args()
+model.head = nn.Sequential(nn.BatchNorm1d(768, affine=False), model.head)
+model = DDP(model, device_ids=[args.gpu])
+for x, y in loader:
+    optimizer.zero_grad()
+    criterion(model(x), y).backward()
+    optimizer.step()
+""",
+        """
+def test_unwrap_data_parallel():
+    net = nn.Sequential(nn.Linear(2, 4), nn.BatchNorm1d(4))
+    wrapped = torch.nn.DataParallel(net)
+    assert unwrap(wrapped) is net
+
+def test_training_runs(model, loader, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+""",
+    ]
+    INVALID = [
+        """
+net = nn.Sequential(nn.Conv2d(3, 64, 3), nn.BatchNorm2d(64), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10))
+model = DDP(net.cuda(rank), device_ids=[rank])  # LC503
+for x, y in loader:
+    optimizer.zero_grad()
+    criterion(model(x), y).backward()
+    optimizer.step()
+""",
+        """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3)
+        self.bn = nn.BatchNorm2d(16)
+
+model = torch.nn.DataParallel(Net()).cuda()  # LC503
+loader = DataLoader(dataset, batch_size=8, shuffle=True)
+for x, y in loader:
+    optimizer.zero_grad()
+    criterion(model(x), y).backward()
+    optimizer.step()
+""",
+    ]
+
+    def check(self, model: FileModel) -> Iterator[Violation]:
+        if "SyncBatchNorm" in model.source or "convert_syncbn" in model.source:
+            return
+        layers = [c for c in model.index.calls if _is_batchnorm(c.func)]
+        layers += [a.value for c in model.index.calls for a in c.args
+                   if a.keyword is not None and _is_batchnorm(a.value)]  # norm_layer=nn.BatchNorm2d
+        if not layers or not model.training_loops:
+            return  # no BatchNorm built here, or nothing trained here (a test that only wraps)
+        batch = _visible_batch_size(model)
+        if batch is not None and batch >= LARGE_BATCH:
+            return  # per-GPU statistics over 32+ samples are fine (MAE's linear probe: 512 per GPU)
+        tests = {id(n) for fns in model.index.functions.values() for fn in fns if fn.name.value.startswith("test")
+                 for n in walk(fn, into_functions=True)}
+        for call in wrap_calls(model, DDP_WRAPPERS | DP_WRAPPERS):
+            if id(call) in tests:
+                continue  # a test that wraps a toy model to check the wrapper, not to train it
+            wrapper = last_part(func_name(call) or "")
+            yield Violation(call, call, f"this file builds BatchNorm layers and wraps the model in `{wrapper}` "
+                                        "without `nn.SyncBatchNorm.convert_sync_batchnorm`: every GPU normalises "
+                                        "with its own small batch's statistics")
+
+
+def _is_batchnorm(expr: cst.BaseExpression) -> bool:
+    name = dotted(expr)
+    return name is not None and bool(_BATCHNORM.match(last_part(name)))
+
+
+def _visible_batch_size(model: FileModel) -> int | None:
+    """The smallest batch size the file states as a literal (``batch_size = 8``, an argparse
+    ``--batch-size`` default, ``DataLoader(..., batch_size=64)``); ``None`` when it states none."""
+    found: list[int] = []
+    for name in _BATCH_NAMES:
+        values = [int_value(v) for v in model.index.values.get(name, [])]
+        found += [v for v in values if v is not None]
+    for call in model.index.calls:
+        called = method(call)
+        if called is not None and called[1] == "add_argument":
+            flags = [a.value.strip("'\"").lstrip("-").replace("-", "_") for a in positional(call)
+                     if isinstance(a, cst.SimpleString)]
+            default = keyword(call, "default")
+            if set(flags) & set(_BATCH_NAMES) and int_value(default) is not None:
+                found.append(int_value(default))  # type: ignore[arg-type]
+        elif last_part(func_name(call) or "") == "DataLoader" and int_value(keyword(call, "batch_size")) is not None:
+            found.append(int_value(keyword(call, "batch_size")))  # type: ignore[arg-type]
+    return min(found) if found else None

@@ -1,0 +1,100 @@
+"""## What it does
+Checks for gradient accumulation under `DistributedDataParallel` (the file wraps the model in
+`DistributedDataParallel` / `DDP`) that never uses `model.no_sync()` or
+`model.require_backward_grad_sync`.
+
+## Why is this bad?
+DDP all-reduces the gradients in every backward pass. Under accumulation only the last
+micro-batch of a window needs it: the other N-1 all-reduces per optimizer step are pure
+communication overhead, and on several nodes they can make accumulation slower than not
+accumulating at all. The result is correct, only slow, hence a warning. Accelerate's
+`accumulate()`, FSDP and DeepSpeed engines handle the sync themselves and are not flagged.
+
+## Fix
+Run the forward and backward of every micro-batch but the last under `with model.no_sync():`,
+or set `model.require_backward_grad_sync = (micro_step == N - 1)` before the forward (nanoGPT).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from loopcheck.model import FileModel, Framework, Style
+from loopcheck.model.distributed import DDP_WRAPPERS, FSDP_WRAPPERS, controls_sync, wrap_calls
+from loopcheck.model.memory import guard_or_unknown
+from loopcheck.rules._base import Rule, Violation
+
+
+class DdpAccumulationWithoutNoSync(Rule):
+    code = "LC501"
+    message = "gradients are accumulated under DDP without no_sync(): every micro-batch all-reduces"
+    requires = ("DistributedDataParallel", "DDP")
+
+    VALID = [
+        """
+model = DDP(model, device_ids=[rank])
+for i, (x, y) in enumerate(loader):
+    last = (i + 1) % accum_steps == 0
+    ctx = contextlib.nullcontext() if last else model.no_sync()
+    with ctx:
+        loss = criterion(model(x), y) / accum_steps
+        loss.backward()
+    if last:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+model = DDP(model, device_ids=[rank])
+while True:
+    for micro_step in range(grad_accum):
+        model.require_backward_grad_sync = micro_step == grad_accum - 1
+        loss = model(x, y) / grad_accum
+        loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+        """
+model = DDP(model, device_ids=[rank])
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+    ]
+    INVALID = [
+        """
+model = DistributedDataParallel(model, device_ids=[rank])
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / accum_steps
+    loss.backward()  # LC501
+    if (i + 1) % accum_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+model = DDP(model, device_ids=[local_rank])
+for step in range(max_steps):
+    for micro in range(grad_accum):
+        loss = model(*get_batch()) / grad_accum
+        scaler.scale(loss).backward()  # LC501
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad(set_to_none=True)
+""",
+    ]
+
+    def check(self, model: FileModel) -> Iterator[Violation]:
+        if not wrap_calls(model, DDP_WRAPPERS) or wrap_calls(model, FSDP_WRAPPERS) or controls_sync(model):
+            return
+        for training in model.training_loops:
+            if training.style not in (Style.GUARDED, Style.MICRO_LOOP):
+                continue  # Accelerate's accumulate() and engines decide the sync themselves
+            for backward in training.backwards:
+                if backward.framework is not Framework.TORCH:
+                    continue
+                if not guard_or_unknown(training, backward.conds, backward.order).always:
+                    continue
+                yield self.at(backward, "the model is wrapped in DistributedDataParallel and gradients are "
+                                        f"accumulated ({training.style.value}), but no micro-batch runs under "
+                                        "`no_sync()`: every backward all-reduces, N-1 of N times for nothing")

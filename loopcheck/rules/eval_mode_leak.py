@@ -1,0 +1,222 @@
+"""## What it does
+Checks for `model.eval()` (or `model.train(False)`) inside a training loop, directly or in an
+evaluation helper of the same file that the loop calls, that is not undone by `model.train()`
+before the loop's next training step.
+
+## Why is this bad?
+Only the first epoch (or the steps before the first evaluation) trains in training mode. After
+that, dropout is off and BatchNorm normalises with its running statistics and stops updating
+them: the model trains as a different network than intended, usually worse, and nothing fails.
+`model.train()` at the start of the epoch loop, inside the training helper, or right after the
+evaluation is correct and not flagged; so is `.eval()` on a model that is not trained here (a
+frozen teacher, an EMA copy).
+
+## Fix
+Call `model.train()` after the evaluation (or at the start of every epoch / training helper).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from loopcheck.model import Event, FileModel, Kind, Loop
+from loopcheck.model.guards import exclusive
+from loopcheck.model.memory import module_name, trained_modules
+from loopcheck.model.syntax import dotted
+from loopcheck.rules._base import Rule, Violation
+
+
+class EvalModeLeak(Rule):
+    code = "LC605"
+    message = "model.eval() in the training loop is never undone by model.train() before the next training step"
+    requires = (".eval(", ".train(False")
+
+    VALID = [
+        """
+for epoch in range(epochs):
+    model.train()
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+    model.eval()
+    with torch.no_grad():
+        accuracy = evaluate(model, val_loader)
+""",
+        """
+def validate(net, loader):
+    net.eval()
+    with torch.no_grad():
+        total = sum(criterion(net(x), y).item() for x, y in loader)
+    net.train()
+    return total
+
+model.train()
+for step, (x, y) in enumerate(train_loader):
+    optimizer.zero_grad()
+    criterion(model(x), y).backward()
+    optimizer.step()
+    if step % 1000 == 0:
+        validate(model, val_loader)
+""",
+        """
+teacher.eval()
+for x, y in loader:
+    teacher.eval()
+    with torch.no_grad():
+        soft = teacher(x)
+    loss = distill(student(x), soft, y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+""",
+        """
+for epoch in range(epochs):
+    for step, (x, real) in enumerate(loader):
+        if phase == "G":
+            generator.train()
+            discriminator.eval()
+            g_loss = -discriminator(generator(x)).mean()
+            g_loss.backward()
+            g_opt.step()
+            phase = "D"
+        else:
+            generator.eval()
+            discriminator.train()
+            d_loss = hinge(discriminator(real), discriminator(generator(x).detach()))
+            d_loss.backward()
+            d_opt.step()
+            phase = "G"
+""",
+        """
+for epoch in range(epochs):
+    net.train()
+    for i, (x, y) in enumerate(loader):
+        optimizer.zero_grad()
+        criterion(net(x), y).backward()
+        optimizer.step()
+        if (i + 1) % checkpoint_every == 0:
+            net.eval().cpu()
+            torch.save(net.state_dict(), f"ckpt_{epoch}_{i}.pth")
+            net.to(device).train()
+""",
+        """
+for epoch in range(epochs):
+    model.eval()
+    model.head.train()
+    for x, y in loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+""",
+        """
+def run_batch(batch):
+    loss = criterion(model(batch.x), batch.y)
+    if loss.requires_grad:
+        loss.backward()
+    return loss.item()
+
+for step in range(max_steps):
+    optimizer.zero_grad()
+    run_batch(next(train_batches))
+    optimizer.step()
+    if step % eval_every == 0:
+        with torch.no_grad():
+            model.eval()
+            run_batch(next(val_batches))
+            model.train()
+""",
+    ]
+    INVALID = [
+        """
+model.train()
+for epoch in range(epochs):
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+    model.eval()  # LC605
+    with torch.no_grad():
+        accuracy = evaluate(model, val_loader)
+""",
+        """
+def evaluate(net, loader):
+    net.eval()  # LC605
+    with torch.no_grad():
+        return sum(criterion(net(x), y).item() for x, y in loader)
+
+optimizer = torch.optim.AdamW(model.parameters())
+for step, (x, y) in enumerate(train_loader):
+    optimizer.zero_grad()
+    criterion(model(x), y).backward()
+    optimizer.step()
+    if step % 1000 == 0:
+        evaluate(model, val_loader)
+""",
+    ]
+
+    def check(self, model: FileModel) -> Iterator[Violation]:
+        trained = trained_modules(model)
+        for loop in model.loops():
+            evals = loop.events(Kind.EVAL_MODE)
+            if not evals:
+                continue
+            events = loop.events(deep=True)
+            # a backward under no_grad never runs (a helper shared by training and validation)
+            backwards = [e.order for e in events if e.kind is Kind.BACKWARD and not e.in_context("no_grad")]
+            if not backwards:
+                continue
+            for leak in evals:
+                name = _resolve(leak.receiver, loop, leak.order)
+                if name not in trained:
+                    continue  # a frozen teacher, an EMA copy, a submodule: may stay in eval mode
+                if _alternating(leak, name, events, loop):
+                    continue  # `if phase == "G": G.train(); D.eval() else: G.eval(); D.train()`
+                if not self._undone(leak, name, events, backwards, loop, trained):
+                    yield self.at(leak, f"`{leak.receiver}.eval()` runs inside the training loop and nothing calls "
+                                        f"`{name}.train()` before the next training step: from then on it trains "
+                                        "in eval mode (dropout off, BatchNorm frozen)")
+
+    @staticmethod
+    def _undone(leak: Event, name: str, events: list[Event], backwards: list[int], loop: Loop,
+                trained: set[str]) -> bool:
+        later = [b for b in backwards if b > leak.order]
+        if later:
+            def window(order: int) -> bool:
+                return leak.order < order < min(later)
+        else:
+            def window(order: int) -> bool:  # wraps around to the next iteration
+                return order > leak.order or order < min(backwards)
+        for train in events:
+            if train.kind is Kind.TRAIN_MODE and window(train.order):
+                resolved = _resolve(train.receiver, loop, train.order)
+                if resolved is None or resolved == name or resolved not in trained:
+                    return True  # the same model, or one we cannot tell apart from it
+                if resolved.startswith(name + ".") or name.startswith(resolved + "."):
+                    return True  # `model.eval(); model.head.train()`: a deliberate partial mode (linear probe)
+        return False
+
+
+def _alternating(leak: Event, name: str, events: list[Event], loop: Loop) -> bool:
+    """A ``train()`` of the same model on a branch exclusive with the ``eval()``: modes by phase."""
+    return any(e.kind is Kind.TRAIN_MODE and e.loop is leak.loop and exclusive(e.conds, leak.conds)
+               and _resolve(e.receiver, loop, e.order) == name for e in events)
+
+
+def _resolve(receiver: str | None, loop: Loop, order: int) -> str | None:
+    """The caller's name for a helper's parameter (``net`` bound to ``model`` at the call)."""
+    name = module_name(receiver) if receiver else None
+    for _ in range(4):
+        if name is None:
+            return None
+        found = None
+        scope: Loop | None = loop
+        while scope is not None and found is None:
+            bindings = [a for a in scope.assignments if a.names == (name,) and a.op == "=" and a.order < order
+                        and dotted(a.value) is not None and dotted(a.value) != name]
+            found = max(bindings, key=lambda a: a.order) if bindings else None
+            scope = scope.parent
+        if found is None:
+            break
+        name = dotted(found.value)
+    return module_name(name) if name is not None else None

@@ -1,0 +1,152 @@
+"""## What it does
+Checks for a graph-carrying tensor of a training loop (the loss that is back-propagated, or the
+trained model's outputs) accumulated (`total_loss += loss`) or stored (`losses.append(loss)`)
+across iterations without `.item()` or `.detach()`.
+
+## Why is this bad?
+A tensor that requires grad keeps a reference to the autograd graph that produced it. Summing
+or collecting it across iterations chains those graphs together, so memory grows with every
+step (and the outputs of the model stay on the GPU) until the job slows down or runs out of
+memory, often hours in. `.item()`, `.detach()`, `float(...)` and values computed under
+`torch.no_grad()` hold no graph and are not flagged; neither is a running sum that is itself
+back-propagated (a loss summed over micro-batches on purpose).
+
+## Fix
+Keep a number, not the tensor: `total_loss += loss.item()` (or `loss.detach()` to stay on
+the device), `losses.append(loss.item())`, `outputs.append(logits.detach())`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from loopcheck.model import Assignment, FileModel, Kind
+from loopcheck.model.memory import GraphReader, backpropagated_names, guard_or_unknown
+from loopcheck.model.syntax import dotted, source
+from loopcheck.model.training import TrainingLoop
+from loopcheck.rules._base import Rule, Violation
+
+
+class LossKeptWithGraph(Rule):
+    code = "LC601"
+    message = "a graph-carrying tensor is kept across iterations without .item()/.detach()"
+
+    VALID = [
+        """
+total_loss = 0.0
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    total_loss += loss.item()
+""",
+        """
+losses = []
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    losses.append(loss.detach())
+    epoch_loss += loss.data[0] * x.size(0)
+    with torch.no_grad():
+        running += loss
+""",
+        """
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y)
+    acc_loss = acc_loss + loss / accum_steps
+    if (i + 1) % accum_steps == 0:
+        acc_loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        acc_loss = 0
+""",
+        """
+window = []
+model.train()
+for i, (x, y) in enumerate(loader):
+    logits = model(x)
+    loss = criterion(logits, y)
+    window.append(loss)
+    if (i + 1) % accum_steps == 0:
+        total = torch.stack(window).mean()
+        total.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        window.clear()
+""",
+    ]
+    INVALID = [
+        """
+total_loss = 0.0
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    total_loss += loss  # LC601
+""",
+        """
+history, predictions = [], []
+model.train()
+for x, y in loader:
+    optimizer.zero_grad()
+    logits = model(x)
+    loss = criterion(logits, y)
+    loss.backward()
+    optimizer.step()
+    history.append(loss)  # LC601
+    predictions.append(logits)  # LC601
+""",
+    ]
+
+    def check(self, model: FileModel) -> Iterator[Violation]:
+        backpropagated: set[str] | None = None
+        for training in model.training_loops:
+            reader: GraphReader | None = None
+            for holder, container, value, node, stmt in _kept(training):
+                if _reset_every_iteration(training, container):
+                    continue
+                if backpropagated is None:
+                    backpropagated = backpropagated_names(model)
+                if container in backpropagated:
+                    continue  # kept on purpose: a backward later runs through it
+                reader = reader or GraphReader(model, training)
+                if reader.carries(value, holder.order, holder.conds) is True:
+                    verb = "accumulated into" if isinstance(holder, Assignment) else "stored in"
+                    yield Violation(node, stmt, f"`{source(value)}` still carries its autograd graph and is {verb} "
+                                                f"`{container}` across iterations: memory grows every step; keep "
+                                                "`.item()` or `.detach()` instead")
+
+
+def _kept(training: TrainingLoop) -> Iterator[tuple[object, str, cst.BaseExpression, cst.CSTNode, cst.CSTNode]]:
+    """(holder, container, value kept, node, statement) for `c += v`, `c = c + v`, `c.append(v)`."""
+    for store in training.loop.events(Kind.STORE):
+        call = store.node
+        if (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "append"
+                and store.value is not None and dotted(call.func.value) and not store.in_context("no_grad")):
+            yield store, dotted(call.func.value), store.value, store.node, store.stmt  # type: ignore[misc]
+    for assignment in training.loop.assignments:
+        if len(assignment.names) != 1 or any(c.kind == "no_grad" for c in assignment.contexts):
+            continue
+        name, value = assignment.names[0], assignment.value
+        if assignment.op == "AddAssign":
+            yield assignment, name, value, assignment.node, assignment.node
+        elif (assignment.op == "=" and isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add)
+              and dotted(value.left) == name):
+            yield assignment, name, value.right, assignment.node, assignment.node
+
+
+def _reset_every_iteration(training: TrainingLoop, container: str) -> bool:
+    """``losses = []`` / ``total = 0`` on every iteration of the loop: nothing is kept across it."""
+    for assignment in training.loop.assignments:
+        if container in assignment.names and assignment.op == "=" and guard_or_unknown(
+                training, assignment.conds, assignment.order).always:
+            value = assignment.value
+            if not (isinstance(value, cst.BinaryOperation) and dotted(value.left) == container):
+                return True
+    return False

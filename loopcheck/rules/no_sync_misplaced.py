@@ -1,0 +1,236 @@
+"""## What it does
+Checks for DDP's `no_sync()` / `require_backward_grad_sync` applied to the wrong micro-batches
+of an accumulation window: the sync flag true on a micro-batch that is not the last (or set
+after the forward pass it was meant for), a `no_sync() if cond else nullcontext()` whose
+condition is inverted so that the last micro-batch runs un-synced, and `no_sync()` wrapping
+only `backward()` while the forward pass ran outside it.
+
+## Why is this bad?
+DDP decides at forward time whether the next backward all-reduces. If the last micro-batch of
+a window is un-synced, each rank steps with its own local gradients and the replicas silently
+drift apart; the model that is saved is rank 0's. A `no_sync()` around backward alone has no
+effect at all: every micro-batch still all-reduces. nanoGPT's
+`model.require_backward_grad_sync = (micro_step == N - 1)` before the forward, and `no_sync()`
+around the forward and backward (or the forward alone) of the non-last micro-batches, are
+correct and not flagged.
+
+## Fix
+Sync exactly on the last micro-batch: `no_sync()` when *not* at the boundary, the flag
+`micro_step == N - 1` set before the forward, and the forward inside the `no_sync()` block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from loopcheck.model import Cond, Event, FileModel, Kind, Style
+from loopcheck.model.distributed import (
+    Micro,
+    conditional_no_sync,
+    forwards,
+    in_no_sync,
+    micro_of,
+    no_sync_receiver,
+)
+from loopcheck.model.memory import guard_or_unknown
+from loopcheck.model.syntax import source, walk
+from loopcheck.model.training import TrainingLoop
+from loopcheck.rules._base import Rule, Violation
+
+
+class NoSyncMisplaced(Rule):
+    code = "LC502"
+    message = "no_sync() / require_backward_grad_sync is applied to the wrong micro-batches"
+    requires = ("no_sync", "_grad_sync")
+
+    VALID = [
+        """
+for micro_step in range(grad_accum):
+    model.require_backward_grad_sync = micro_step == grad_accum - 1
+    logits, loss = model(x, y)
+    loss = loss / grad_accum
+    loss.backward()
+optimizer.step()
+""",
+        """
+for i, (x, y) in enumerate(loader):
+    last = (i + 1) % accum_steps == 0
+    with model.no_sync() if not last else contextlib.nullcontext():
+        loss = criterion(model(x), y) / accum_steps
+        loss.backward()
+    if last:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+for i, (x, y) in enumerate(loader):
+    boundary = (i + 1) % accum_steps == 0
+    if not boundary:
+        with model.no_sync():
+            out = model(x)
+    else:
+        out = model(x)
+    loss = criterion(out, y) / accum_steps
+    loss.backward()
+    if boundary:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+    ]
+    INVALID = [
+        """
+for i, (x, y) in enumerate(loader):
+    last = (i + 1) % accum_steps == 0
+    with model.no_sync() if last else contextlib.nullcontext():  # LC502
+        loss = criterion(model(x), y) / accum_steps
+        loss.backward()
+    if last:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+for step in range(max_steps):
+    for micro_step in range(grad_accum):
+        model.require_backward_grad_sync = micro_step == 0  # LC502
+        loss = model(x, y) / grad_accum
+        loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+        """
+for i, (x, y) in enumerate(loader):
+    out = model(x)
+    loss = criterion(out, y) / accum_steps
+    if (i + 1) % accum_steps != 0:
+        with model.no_sync():
+            loss.backward()  # LC502
+    else:
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / accum_steps
+    model.require_backward_grad_sync = (i + 1) % accum_steps == 0  # LC502
+    loss.backward()
+    if (i + 1) % accum_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+    ]
+
+    def check(self, model: FileModel) -> Iterator[Violation]:
+        for training in model.training_loops:
+            yield from self._backward_only(training)
+            if training.style in (Style.GUARDED, Style.MICRO_LOOP):
+                yield from self._flags(training)
+                yield from self._conditional_contexts(training)
+                yield from self._branches(training)
+
+    # -- no_sync() around backward while the forward ran outside ------------------------------
+    def _backward_only(self, training: TrainingLoop) -> Iterator[Violation]:
+        for backward in training.backwards:
+            for context in backward.contexts:
+                if not context.kind.startswith("no_sync"):
+                    continue
+                module = no_sync_receiver(context.call) or (conditional_no_sync(context.call) or (0, 0, None))[2]
+                if module is None:
+                    continue
+                found = forwards(training, module, backward)
+                if found and not any(in_no_sync(f.contexts, module) for f in found):
+                    yield self.at(backward, f"`{module}.no_sync()` wraps only the backward pass, but the forward "
+                                            f"`{module}(...)` ran outside it: DDP decides at forward time, so this "
+                                            "backward still all-reduces (no_sync has no effect)")
+
+    # -- require_backward_grad_sync = ... ------------------------------------------------------
+    def _flags(self, training: TrainingLoop) -> Iterator[Violation]:
+        flags = training.events(Kind.GRAD_SYNC_FLAG)
+        for flag in flags:
+            value = flag.value
+            if value is None:
+                continue
+            literal = value.value if isinstance(value, cst.Name) and value.value in ("True", "False") else None
+            if literal is None:
+                always = guard_or_unknown(training, flag.conds, flag.order).always
+                micro = micro_of(value, training, flag.order) if always else None
+                if micro is not None and not micro.includes_last:
+                    yield self.at(flag, f"`{flag.receiver}.require_backward_grad_sync` is true on {micro.value} of "
+                                        "each window, so the last micro-batch is not all-reduced and the ranks "
+                                        "step with different gradients")
+                    continue
+            elif literal == "False":
+                micro = _branch_micro(flag.conds, training, flag.order)
+                later_true = any(f.order > flag.order and isinstance(f.value, cst.Name) and f.value.value == "True"
+                                 for f in flags)
+                if micro is not None and micro.includes_last and not later_true:
+                    yield self.at(flag, f"`{flag.receiver}.require_backward_grad_sync` is set to False on "
+                                        f"{micro.value}: the last micro-batch of each window is not all-reduced")
+                    continue
+            yield from self._flag_after_forward(training, flag)
+
+    def _flag_after_forward(self, training: TrainingLoop, flag: Event) -> Iterator[Violation]:
+        module = flag.receiver
+        backwards = [b for b in training.backwards if b.order > flag.order]
+        if not module or not backwards:
+            return
+        found = forwards(training, module, backwards[0])
+        if found and all(f.order < flag.order for f in found):
+            yield self.at(flag, f"`{module}.require_backward_grad_sync` is set after the forward pass "
+                                f"`{module}(...)`: DDP reads it at forward time, so each micro-batch runs with the "
+                                "previous one's flag and the last micro-batch of a window is not all-reduced")
+
+    # -- with model.no_sync() if cond else nullcontext() -------------------------------------
+    def _conditional_contexts(self, training: TrainingLoop) -> Iterator[Violation]:
+        candidates: dict[int, cst.BaseExpression] = {}
+        holders = [*training.loop.events(), *training.loop.assignments]
+        for holder in holders:
+            for context in holder.contexts:
+                if context.kind == "no_sync?":
+                    candidates[id(context.call)] = context.call
+        for assignment in training.loop.assignments:
+            if isinstance(assignment.value, cst.IfExp):
+                candidates[id(assignment.value)] = assignment.value
+        for node in walk(training.loop.node):
+            if isinstance(node, cst.With):
+                for item in node.items:
+                    if isinstance(item.item, cst.IfExp):
+                        candidates[id(item.item)] = item.item
+        for expr in candidates.values():
+            parsed = conditional_no_sync(expr)
+            if parsed is None:
+                continue
+            test, when_true, module = parsed
+            micro = micro_of(test, training, None)
+            if micro is None:
+                continue
+            unsynced = micro if when_true else micro.negated()
+            if unsynced.includes_last:
+                yield Violation(expr, expr, f"`{module}.no_sync()` applies on {unsynced.value} of each window "
+                                            f"(`{source(test)}` is inverted): the last micro-batch is not "
+                                            "all-reduced and the ranks step with different gradients")
+
+    # -- if cond: with model.no_sync(): ... ---------------------------------------------------
+    def _branches(self, training: TrainingLoop) -> Iterator[Violation]:
+        for backward in training.backwards:
+            modules = [no_sync_receiver(c.call) for c in backward.contexts if c.kind == "no_sync"]
+            if not modules or modules[0] is None:
+                continue
+            micro = _branch_micro(backward.conds, training, backward.order)
+            if micro is not None and micro.includes_last:
+                yield self.at(backward, f"this backward runs under `{modules[0]}.no_sync()` on {micro.value} of "
+                                        "each window: the last micro-batch is not all-reduced and the ranks "
+                                        "step with different gradients")
+
+
+def _branch_micro(conds: tuple[Cond, ...], training: TrainingLoop, order: int) -> Micro | None:
+    """The micro-batches on which an event under one ``if`` runs (``None``: unconditional or unsure)."""
+    tests = [c for c in conds if c.test is not None]
+    if len(tests) != 1 or len(conds) != 1:
+        return None
+    micro = micro_of(tests[0].test, training, order)  # type: ignore[arg-type]
+    if micro is None:
+        return None
+    return micro.negated() if tests[0].negated else micro
