@@ -104,13 +104,18 @@ def test_sigterm_writes_the_report_then_dies_by_the_signal(tmp_path: Path) -> No
     assert [f["code"] for f in report["findings"]] == ["LC109"]
 
 
-def test_keyboard_interrupt_is_reported_like_python(tmp_path: Path) -> None:
+def test_keyboard_interrupt_ends_the_run_as_interrupted(tmp_path: Path) -> None:
+    """An uncaught KeyboardInterrupt prints its traceback, writes the outputs, then the process
+    dies by SIGINT, as CPython 3.11 does (a Python 3.12 build on the GPU machine exited with 1
+    for a KeyboardInterrupt raised by code, so this is not compared with plain python)."""
     _write(tmp_path, "train.py", TRAIN.format(tail="raise KeyboardInterrupt"))
-    plain = python(["train.py"], tmp_path)
     checked = loopcheck_run(["--report", "r.json", "train.py"], tmp_path)
-    assert checked.returncode == plain.returncode != 0
-    assert "KeyboardInterrupt" in checked.stderr
-    assert json.loads((tmp_path / "r.json").read_text())["exit"]["how"] == "KeyboardInterrupt"
+    assert checked.returncode == -signal.SIGINT
+    assert "raise KeyboardInterrupt\nKeyboardInterrupt\n" in checked.stderr
+    assert checked.stderr.index("KeyboardInterrupt") < checked.stderr.index("loopcheck: 1 finding")
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["exit"]["how"] == "KeyboardInterrupt"
+    assert [f["code"] for f in report["findings"]] == ["LC109"]
 
 
 def test_report_is_replaced_atomically_and_complete(tmp_path: Path) -> None:
