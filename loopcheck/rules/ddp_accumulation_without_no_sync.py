@@ -82,6 +82,15 @@ for step in range(max_steps):
     scaler.update()
     optimizer.zero_grad(set_to_none=True)
 """,
+        """
+model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank])
+for idx, (samples, targets) in enumerate(loader):
+    loss = criterion(model(samples), targets) / accum_steps
+    loss_scaler(loss, optimizer, parameters=model.parameters(),  # LC501
+                update_grad=(idx + 1) % accum_steps == 0)
+    if (idx + 1) % accum_steps == 0:
+        optimizer.zero_grad()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -91,8 +100,8 @@ for step in range(max_steps):
             if training.style not in (Style.GUARDED, Style.MICRO_LOOP):
                 continue  # Accelerate's accumulate() and engines decide the sync themselves
             for backward in training.backwards:
-                if backward.framework is not Framework.TORCH:
-                    continue
+                if backward.framework not in (Framework.TORCH, Framework.LOSS_SCALER):
+                    continue  # engines (DeepSpeed, Lightning) own the sync
                 if not guard_or_unknown(training, backward.conds, backward.order).always:
                     continue
                 yield self.at(backward, "the model is wrapped in DistributedDataParallel and gradients are "
