@@ -106,9 +106,9 @@ def fix_text(source: str, filename: str, codes: frozenset[str], unsafe: bool = F
              options: Options = Options()) -> tuple[str, int]:
     """``source`` with every applicable fix applied (one at a time, re-checking in between) and the
     number of fixes applied."""
-    from loopcheck.fixes import apply
-
     from collections import Counter
+
+    from loopcheck.fixes import apply
 
     applied = 0
     # A fix that does not make its finding go away is not applied again: each finding (by code and

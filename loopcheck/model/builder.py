@@ -397,7 +397,7 @@ class Builder:
         for param in [*fn.params.params, *fn.params.kwonly_params]:
             name = param.name.value
             value = bound.get(name, param.default)
-            if value is not None:
+            if value is not None and dotted(value) != name:  # `fn(step=step)` binds nothing new
                 # Bind parameters like assignments: guards on them resolve to the caller's values.
                 st.loop.assignments.append(Assignment((name,), value, "=", call, st.conds, order))
         if isinstance(fn.body, cst.IndentedBlock):

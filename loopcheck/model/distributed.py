@@ -115,11 +115,7 @@ def micro_of(test: cst.BaseExpression, training: TrainingLoop, order: int | None
         found = _micro_loop_test(test, training)
         if found is not None:
             return found
-    try:
-        guard = training.reader.atom(test, False, order, 0)
-    except RecursionError:  # a parameter bound to itself (`step=step` at an inlined call) loops the reader
-        return None
-    return _from_guard(guard)
+    return _from_guard(training.reader.atom(test, False, order, 0))
 
 
 def _micro_loop_test(test: cst.BaseExpression, training: TrainingLoop) -> Micro | None:

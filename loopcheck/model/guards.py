@@ -136,7 +136,7 @@ class GuardReader:
     def _alias(self, name: str, order: int | None) -> cst.BaseExpression | None:
         """``need_update = (i + 1) % N == 0`` earlier in the loop: the test means its value."""
         found = [a for a in self.aliases.get(name, []) if a.op == "=" and (order is None or a.order < order)]
-        if len(found) == 1 and not isinstance(found[0].value, cst.Call):
+        if len(found) == 1 and not isinstance(found[0].value, cst.Call) and dotted(found[0].value) != name:
             return found[0].value
         return None
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from loopcheck.model.events import Assignment, Cond, Kind
-from loopcheck.model.guards import Guard, GuardKind, exclusive
+from loopcheck.model.guards import exclusive
 from loopcheck.model.roles import Role, role_of_constructor
 from loopcheck.model.syntax import dotted, func_name, method, names_in, walk
 from loopcheck.model.training import TrainingLoop
@@ -34,15 +34,6 @@ _KEEPING = {"mean", "sum", "clone", "float", "double", "half", "bfloat16", "to",
             "squeeze", "unsqueeze", "contiguous", "flatten"}
 _PLAIN = {"float", "int", "bool", "round", "len", "str"}
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power)
-
-
-def guard_or_unknown(training: TrainingLoop, conds: tuple[Cond, ...], order: int) -> Guard:
-    """``training.reader.guard``, but UNKNOWN where the reader cannot finish (a parameter bound to
-    itself at an inlined call, ``step=step``, sends its alias resolution round in a circle)."""
-    try:
-        return training.reader.guard(conds, order)
-    except RecursionError:
-        return Guard(GuardKind.UNKNOWN)
 
 
 def trained_modules(model: FileModel) -> set[str]:

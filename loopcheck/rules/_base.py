@@ -19,7 +19,6 @@ from loopcheck.config import Options
 from loopcheck.fixes import Fix
 from loopcheck.model import Event, FileModel
 
-
 # A training loop back-propagates, itself or through a timm/MAE-style `loss_scaler(loss, optimizer)`.
 TRAINING_LOOP_TEXT = ("backward(", "loss_scaler(")
 

@@ -22,7 +22,6 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import FileModel, Kind
-from loopcheck.model.memory import guard_or_unknown
 from loopcheck.model.syntax import positional, source
 from loopcheck.model.training import is_data_iterable
 from loopcheck.rules._base import Rule, Violation
@@ -82,8 +81,7 @@ for step in range(max_steps):
             for restart in training.loop.events(Kind.LOADER_RESTART):
                 if not is_data_iterable(_iterated(restart.node)):
                     continue  # `next(iter(model.parameters()))` and the like take no data
-                if any(c.test is None for c in restart.conds) or not guard_or_unknown(
-                        training, restart.conds, restart.order).always:
+                if any(c.test is None for c in restart.conds) or not training.reader.guard(restart.conds, restart.order).always:
                     continue  # once per epoch, in an except handler, or every N steps
                 yield self.at(restart, f"`{source(restart.node)}` creates a new iterator over `{restart.receiver}` "
                                        "on every step: the loader restarts (and its workers with it) and yields "

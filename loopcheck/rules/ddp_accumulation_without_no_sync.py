@@ -21,7 +21,6 @@ from collections.abc import Iterator
 
 from loopcheck.model import FileModel, Framework, Style
 from loopcheck.model.distributed import DDP_WRAPPERS, FSDP_WRAPPERS, controls_sync, wrap_calls
-from loopcheck.model.memory import guard_or_unknown
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -102,7 +101,7 @@ for idx, (samples, targets) in enumerate(loader):
             for backward in training.backwards:
                 if backward.framework not in (Framework.TORCH, Framework.LOSS_SCALER):
                     continue  # engines (DeepSpeed, Lightning) own the sync
-                if not guard_or_unknown(training, backward.conds, backward.order).always:
+                if not training.reader.guard(backward.conds, backward.order).always:
                     continue
                 yield self.at(backward, "the model is wrapped in DistributedDataParallel and gradients are "
                                         f"accumulated ({training.style.value}), but no micro-batch runs under "

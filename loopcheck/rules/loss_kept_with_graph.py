@@ -23,7 +23,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import Assignment, FileModel, Kind
-from loopcheck.model.memory import GraphReader, backpropagated_names, guard_or_unknown
+from loopcheck.model.memory import GraphReader, backpropagated_names
 from loopcheck.model.syntax import dotted, source
 from loopcheck.model.training import TrainingLoop
 from loopcheck.rules._base import Rule, Violation
@@ -144,8 +144,7 @@ def _kept(training: TrainingLoop) -> Iterator[tuple[object, str, cst.BaseExpress
 def _reset_every_iteration(training: TrainingLoop, container: str) -> bool:
     """``losses = []`` / ``total = 0`` on every iteration of the loop: nothing is kept across it."""
     for assignment in training.loop.assignments:
-        if container in assignment.names and assignment.op == "=" and guard_or_unknown(
-                training, assignment.conds, assignment.order).always:
+        if container in assignment.names and assignment.op == "=" and training.reader.guard(assignment.conds, assignment.order).always:
             value = assignment.value
             if not (isinstance(value, cst.BinaryOperation) and dotted(value.left) == container):
                 return True

@@ -34,7 +34,6 @@ from loopcheck.model.distributed import (
     micro_of,
     no_sync_receiver,
 )
-from loopcheck.model.memory import guard_or_unknown
 from loopcheck.model.syntax import source, walk
 from loopcheck.model.training import TrainingLoop
 from loopcheck.rules._base import Rule, Violation
@@ -154,7 +153,7 @@ for i, (x, y) in enumerate(loader):
                 continue
             literal = value.value if isinstance(value, cst.Name) and value.value in ("True", "False") else None
             if literal is None:
-                always = guard_or_unknown(training, flag.conds, flag.order).always
+                always = training.reader.guard(flag.conds, flag.order).always
                 micro = micro_of(value, training, flag.order) if always else None
                 if micro is not None and not micro.includes_last:
                     yield self.at(flag, f"`{flag.receiver}.require_backward_grad_sync` is true on {micro.value} of "
