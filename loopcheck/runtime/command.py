@@ -20,7 +20,7 @@ import zipfile
 from types import FrameType, TracebackType
 from typing import Any
 
-from .selection import Selection
+from .project_config import project_config, selection_for
 from .watch import rank_report_path
 
 _OWN_FILES = (os.path.dirname(os.path.abspath(__file__)), os.path.abspath(runpy.__file__))
@@ -64,8 +64,9 @@ def run_command(args: argparse.Namespace) -> int:
         print("loopcheck run: a SCRIPT or -m MODULE is required", file=sys.stderr)
         return 2
     try:
-        selection = Selection.parse(args.select, args.ignore)
-    except ValueError as exc:
+        config = project_config()
+        selection = selection_for(config, args.select, args.ignore)
+    except ValueError as exc:  # ConfigError and SelectorError are ValueErrors
         print(f"loopcheck run: {exc}", file=sys.stderr)
         return 2
     if not is_module and not os.path.exists(target):
@@ -75,7 +76,7 @@ def run_command(args: argparse.Namespace) -> int:
     from .session import Session
 
     report = rank_report_path(args.report)
-    session = Session(selection).start()
+    session = Session(selection, config.options.lr_scaling).start()
     finished = _Finisher(session, report, args.quiet)
     previous = _install_sigterm(finished)
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None

@@ -25,8 +25,9 @@ def active_session() -> Session | None:
 
 
 class Session:
-    def __init__(self, selection: Selection | None = None) -> None:
-        self.findings = FindingLog(selection or Selection())
+    def __init__(self, selection: Selection | None = None, lr_scaling: Any = None) -> None:
+        self.findings = FindingLog(selection or Selection.parse())
+        self.lr_scaling = lr_scaling  # loopcheck.config.LrScaling from [tool.loopcheck.lr-scaling]
         self.guard = Guard()
         self.stack = ExitStack()
         self.records: list[OptimizerRecord] = []

@@ -23,15 +23,17 @@ class watch(contextlib.ContextDecorator):  # noqa: N801 - reads as a function at
     """Watch the training code run inside the block (or the decorated function).
 
     ``report``: path of the JSON report; ``select``/``ignore``: codes, names or prefixes;
-    ``summary``: print the summary to stderr on exit; ``quiet``: print only findings.
+    ``summary``: print the summary to stderr on exit; ``quiet``: print only findings;
+    ``lr_scaling``: a ``loopcheck.config.LrScaling`` reference for LC304/LC305.
     After the block, ``findings`` holds what was found. A ``watch`` inside an active one does
     nothing (the outer session sees everything).
     """
 
     def __init__(self, report: str | None = None, select: Iterable[str] | str | None = None,
                  ignore: Iterable[str] | str | None = None, summary: bool = True,
-                 quiet: bool = False) -> None:
+                 quiet: bool = False, lr_scaling: Any = None) -> None:
         self.selection = Selection.parse(select, ignore)
+        self.lr_scaling = lr_scaling
         self.report = rank_report_path(report)
         self.summary = summary
         self.quiet = quiet
@@ -44,7 +46,7 @@ class watch(contextlib.ContextDecorator):  # noqa: N801 - reads as a function at
         if active_session() is not None:
             self.session = None
             return active_session()
-        self.session = Session(self.selection).start()
+        self.session = Session(self.selection, self.lr_scaling).start()
         return self.session
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

@@ -1,6 +1,8 @@
 """The scenario scripts in ``runtime/`` and what each must produce.
 
-A scenario marks every line a finding must point at with ``# expect: LCxxx`` (several codes
+``runtime/*.py`` run from the repository root; ``runtime/projects/NAME/train.py`` run in their
+own folder, whose ``pyproject.toml`` configures loopcheck (LC304/LC305 need a reference).
+``runtime/gpu_*.py`` need CUDA. A scenario marks every line a finding must point at with ``# expect: LCxxx`` (several codes
 comma-separated); a scenario without markers must produce no finding. Extra options for
 ``loopcheck run`` go in its docstring as ``loopcheck-args: ...``."""
 from __future__ import annotations
@@ -28,8 +30,16 @@ class Scenario:
     exit_code: int
 
     @property
+    def project(self) -> bool:
+        return self.path.parent.parent.name == "projects"
+
+    @property
     def name(self) -> str:
-        return self.path.stem
+        return f"project_{self.path.parent.name}" if self.project else self.path.stem
+
+    @property
+    def cwd(self) -> Path:
+        return self.path.parent if self.project else ROOT
 
 
 def load(path: Path) -> Scenario:
@@ -46,13 +56,17 @@ def load(path: Path) -> Scenario:
 
 
 def all_scenarios(gpu: bool = False) -> list[Scenario]:
-    return [load(p) for p in sorted(SCENARIOS.glob("*.py")) if p.name.startswith("gpu_") == gpu]
+    scripts = [p for p in sorted(SCENARIOS.glob("*.py")) if p.name.startswith("gpu_") == gpu]
+    if not gpu:
+        scripts += sorted(SCENARIOS.glob("projects/*/train.py"))
+    return [load(p) for p in scripts]
 
 
 def run_batch(scenarios: list[Scenario], out_dir: Path) -> subprocess.Popen[bytes]:
     """Start one process that runs the scenarios one after the other through
     ``loopcheck.runtime.command.main`` (each with its own session and report)."""
-    jobs = [[s.name, *s.args, "--report", str(out_dir / f"{s.name}.json"), str(s.path)] for s in scenarios]
+    jobs = [[s.name, str(s.cwd), *s.args, "--report", str(out_dir / f"{s.name}.json"), str(s.path)]
+            for s in scenarios]
     (out_dir / "jobs.json").write_text(json.dumps(jobs))
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
     return subprocess.Popen([sys.executable, "-m", "tests.runtime.batch_runner", str(out_dir)],

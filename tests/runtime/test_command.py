@@ -91,7 +91,7 @@ def test_select_and_quiet(tmp_path: Path) -> None:
     loud = loopcheck_run(["--quiet", "--select", "LC1", "buggy.py"], tmp_path)
     assert "LC109" in loud.stderr and "backward passes per step" not in loud.stderr
     bad = loopcheck_run(["--select", "LC999x", "buggy.py"], tmp_path)
-    assert bad.returncode == 2 and "unknown rule code" in bad.stderr
+    assert bad.returncode == 2 and "unknown rule selector" in bad.stderr
 
 
 def test_sigterm_writes_the_report_then_dies_by_the_signal(tmp_path: Path) -> None:

@@ -12,17 +12,32 @@ from loopcheck.runtime.selection import Selection
 MIB = 1 << 20
 
 
-def test_selection_by_code_name_and_prefix() -> None:
+def test_selection_follows_the_static_checker() -> None:
     s = Selection.parse(select=["LC1", "clip-before-unscale"], ignore="LC109")
     assert s.enabled("LC101") and s.enabled("LC201")
     assert not s.enabled("LC109") and not s.enabled("LC301")
-    assert not s.enabled("LC110")  # opt-in: a prefix does not turn it on
-    assert Selection.parse(select="LC110").enabled("LC110")
+    assert s.enabled("LC110")  # a selected prefix includes its opt-in codes, as in `check`
+    assert not Selection.parse().enabled("LC110")  # opt-in: off by default
     assert Selection.parse(select="excessive-accumulation").enabled("LC110")
-    assert not Selection().enabled("LC206")  # static-only code
-    assert Selection().enabled("LC605")
+    assert Selection.parse(select="LC1,LC2", extend_select=None).enabled("LC207")
+    assert not Selection.parse(select="ALL").enabled("LC206")  # static-only code
+    assert Selection.parse().enabled("LC605")
     with pytest.raises(ValueError):
         Selection.parse(select="bogus")
+
+
+def test_project_config_gives_defaults_that_the_command_line_overrides(tmp_path) -> None:
+    from loopcheck.runtime.project_config import project_config, selection_for
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.loopcheck]\nignore = ["LC101"]\nextend-select = ["LC110"]\n'
+        '[tool.loopcheck.lr-scaling]\nreference-batch-size = 256\nreference-lr = 0.1\n')
+    config = project_config(tmp_path)
+    assert config.options.lr_scaling.expected_lr(128) == pytest.approx(0.05)
+    default = selection_for(config, None, None)
+    assert not default.enabled("LC101") and default.enabled("LC110") and default.enabled("LC102")
+    narrowed = selection_for(config, ["LC2"], ["LC207"])
+    assert narrowed.enabled("LC201") and not narrowed.enabled("LC110") and not narrowed.enabled("LC207")
 
 
 def _loss_node(loss: torch.Tensor) -> object:

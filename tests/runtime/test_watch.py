@@ -139,7 +139,7 @@ def test_the_users_backward_errors_pass_through_unchanged() -> None:
 
 
 def test_watch_validates_codes_before_starting() -> None:
-    with pytest.raises(ValueError, match="unknown rule code"):
+    with pytest.raises(ValueError, match="unknown rule selector"):
         watch(select="LC9x")
     assert active_session() is None
 

@@ -5,6 +5,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from ..state import OptimizerRecord, WindowSummary
+from . import lr_scaling
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
 def run(session: Session) -> None:
     for record in session.records:
         session.guard.call("accumulation analysis", accumulation, session, record)
+        session.guard.call("learning-rate scaling", lr_scaling.run, session, record)
         if record.steps + record.skipped >= 2 and record.total_backwards == 0:
             session.report("LC113", f"{record.kind} stepped {record.steps} times but no backward "
                            "pass ever reached its parameters: the micro-batches are collected "
