@@ -19,6 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
+from loopcheck.fixes import Fix, insert_before
 from loopcheck.model import Event, FileModel, Kind, Loop
 from loopcheck.model.guards import exclusive
 from loopcheck.model.memory import module_name, trained_modules
@@ -28,6 +31,7 @@ from loopcheck.rules._base import Rule, Violation
 
 class EvalModeLeak(Rule):
     code = "LC605"
+    fixable = True
     message = "model.eval() in the training loop is never undone by model.train() before the next training step"
     requires = (".eval(", ".train(False")
 
@@ -175,7 +179,7 @@ for step, (x, y) in enumerate(train_loader):
                 if not self._undone(leak, name, events, backwards, loop, trained):
                     yield self.at(leak, f"`{leak.receiver}.eval()` runs inside the training loop and nothing calls "
                                         f"`{name}.train()` before the next training step: from then on it trains "
-                                        "in eval mode (dropout off, BatchNorm frozen)")
+                                        "in eval mode (dropout off, BatchNorm frozen)", _train_first(loop, name))
 
     @staticmethod
     def _undone(leak: Event, name: str, events: list[Event], backwards: list[int], loop: Loop,
@@ -195,6 +199,14 @@ for step, (x, y) in enumerate(train_loader):
                 if resolved.startswith(name + ".") or name.startswith(resolved + "."):
                     return True  # `model.eval(); model.head.train()`: a deliberate partial mode (linear probe)
         return False
+
+
+def _train_first(loop: Loop, name: str) -> Fix | None:
+    """Put ``name.train()`` first in the training loop's body: every iteration starts in train mode."""
+    body = loop.node.body if isinstance(loop.node, (cst.For, cst.While)) else None
+    if not isinstance(body, cst.IndentedBlock) or not body.body:
+        return None
+    return insert_before(body.body[0], f"{name}.train()", f"call `{name}.train()` at the start of each iteration")
 
 
 def _alternating(leak: Event, name: str, events: list[Event], loop: Loop) -> bool:

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from loopcheck.fixes import Fix, replace
 from loopcheck.model import Assignment, FileModel, Kind
 from loopcheck.model.memory import GraphReader, backpropagated_names
 from loopcheck.model.syntax import dotted, source
@@ -31,6 +32,7 @@ from loopcheck.rules._base import Rule, Violation
 
 class LossKeptWithGraph(Rule):
     code = "LC601"
+    fixable = True
     message = "a graph-carrying tensor is kept across iterations without .item()/.detach()"
 
     VALID = [
@@ -120,7 +122,15 @@ for x, y in loader:
                     verb = "accumulated into" if isinstance(holder, Assignment) else "stored in"
                     yield Violation(node, stmt, f"`{source(value)}` still carries its autograd graph and is {verb} "
                                                 f"`{container}` across iterations: memory grows every step; keep "
-                                                "`.item()` or `.detach()` instead")
+                                                "`.item()` or `.detach()` instead", _detach(value))
+
+
+def _detach(value: cst.BaseExpression) -> Fix:
+    """Keep ``value.detach()``: the same tensor values, without the graph (``.item()`` would change
+    the type the code goes on to use)."""
+    simple = isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript))
+    return replace(value, f"{source(value)}.detach()" if simple else f"({source(value)}).detach()",
+                   f"keep `{source(value)}.detach()`")
 
 
 def _kept(training: TrainingLoop) -> Iterator[tuple[object, str, cst.BaseExpression, cst.CSTNode, cst.CSTNode]]:
