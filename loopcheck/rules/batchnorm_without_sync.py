@@ -37,7 +37,7 @@ LARGE_BATCH = 32
 class BatchnormWithoutSync(Rule):
     code = "LC503"
     message = "a model with BatchNorm is wrapped for data parallelism without SyncBatchNorm"
-    requires = ("BatchNorm",)
+    requires_all = ("BatchNorm", "DataParallel")  # and a training loop (the default `requires`)
 
     VALID = [
         """
@@ -50,6 +50,7 @@ for x, y in loader:
     optimizer.step()
 """,
         """
+from torch.nn.parallel import DistributedDataParallel as DDP
 net = nn.Sequential(nn.Conv2d(3, 64, 3), nn.GroupNorm(8, 64), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10))
 model = DDP(net.cuda(rank), device_ids=[rank])
 for x, y in loader:
@@ -58,6 +59,7 @@ for x, y in loader:
     optimizer.step()
 """,
         """
+from torch.nn.parallel import DistributedDataParallel as DDP
 parser.add_argument("--batch_size", type=int, default=512, help="per GPU")
 args = parser.parse_args()
 model.head = nn.Sequential(nn.BatchNorm1d(768, affine=False), model.head)
@@ -82,6 +84,7 @@ def test_training_runs(model, loader, optimizer):
     ]
     INVALID = [
         """
+from torch.nn.parallel import DistributedDataParallel as DDP
 net = nn.Sequential(nn.Conv2d(3, 64, 3), nn.BatchNorm2d(64), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10))
 model = DDP(net.cuda(rank), device_ids=[rank])  # LC503
 for x, y in loader:

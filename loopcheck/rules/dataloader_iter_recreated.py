@@ -30,7 +30,7 @@ from loopcheck.rules._base import Rule, Violation
 class DataloaderIterRecreated(Rule):
     code = "LC604"
     message = "next(iter(loader)) inside the training loop restarts the loader on every step"
-    requires = ("iter(",)
+    requires_all = ("next(iter(",)  # inside a training loop (the default `requires`)
 
     VALID = [
         """

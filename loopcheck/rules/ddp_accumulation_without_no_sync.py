@@ -27,7 +27,7 @@ from loopcheck.rules._base import Rule, Violation
 class DdpAccumulationWithoutNoSync(Rule):
     code = "LC501"
     message = "gradients are accumulated under DDP without no_sync(): every micro-batch all-reduces"
-    requires = ("DistributedDataParallel", "DDP")
+    requires_all = ("DataParallel",)  # DistributedDataParallel, in a file with a training loop
 
     VALID = [
         """
@@ -43,6 +43,7 @@ for i, (x, y) in enumerate(loader):
         optimizer.zero_grad()
 """,
         """
+from torch.nn.parallel import DistributedDataParallel as DDP
 model = DDP(model, device_ids=[rank])
 while True:
     for micro_step in range(grad_accum):
@@ -53,6 +54,7 @@ while True:
     optimizer.zero_grad()
 """,
         """
+from torch.nn.parallel import DistributedDataParallel as DDP
 model = DDP(model, device_ids=[rank])
 for x, y in loader:
     loss = criterion(model(x), y)
@@ -72,6 +74,7 @@ for i, (x, y) in enumerate(loader):
         optimizer.zero_grad()
 """,
         """
+from torch.nn.parallel import DistributedDataParallel as DDP
 model = DDP(model, device_ids=[local_rank])
 for step in range(max_steps):
     for micro in range(grad_accum):

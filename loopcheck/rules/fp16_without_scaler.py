@@ -31,7 +31,7 @@ _SCALING_TEXT = ("scaler", "Scaler", "loss_scale", "scale_loss", "amp.initialize
 class Fp16WithoutScaler(Rule):
     code = "LC205"
     message = "float16 autocast with backward but no GradScaler: small gradients underflow to zero"
-    requires = ("autocast",)
+    requires_all = ("autocast",)  # around a training loop's forward (the default `requires`)
 
     VALID = [
         """
