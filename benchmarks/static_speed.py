@@ -55,6 +55,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 SINGLE_FILE_TARGET_S = 0.3
 
@@ -140,6 +141,19 @@ def group_rss_mib(pgid: int) -> float:
     return total / 2**20
 
 
+def scan_output(out: BinaryIO) -> tuple[int, bool, str]:
+    """Line count, whether a Python traceback was printed, and the last 4 KiB of a tool's output,
+    read in chunks: holding ruff's 1M lines in this process would raise the peak RSS that later
+    children inherit at fork."""
+    marker = b"Traceback (most recent call last)"
+    lines, traceback, tail = 0, False, b""
+    while chunk := out.read(1 << 20):
+        lines += chunk.count(b"\n")
+        traceback = traceback or marker in tail[-len(marker):] + chunk
+        tail = (tail + chunk)[-4096:]
+    return lines, traceback, tail.decode(errors="replace")
+
+
 def run_once(tool: Tool, target: Path, timeout_s: float) -> Run:
     """Run the tool once; time it, take its rusage from ``os.wait4`` and sample the memory of
     its whole process group every 20 ms."""
@@ -179,13 +193,13 @@ def run_once(tool: Tool, target: Path, timeout_s: float) -> Run:
         sampler.join()
         proc.returncode = code = os.waitstatus_to_exitcode(status)
         out.seek(0)
-        text = out.read().decode(errors="replace")
+        out_lines, traceback, text = scan_output(out)
     crash = None
     if killed.is_set():
         crash = f"timeout after {timeout_s:g} s"
     elif code < 0:
         crash = f"killed by signal {-code}"
-    elif "Traceback (most recent call last)" in text:
+    elif traceback:
         crash = "traceback: " + text.strip().splitlines()[-1][:120]
     elif code not in tool.ok_codes:
         crash = f"exit {code}: " + (text.strip().splitlines() or [""])[-1][:120]
@@ -195,7 +209,7 @@ def run_once(tool: Tool, target: Path, timeout_s: float) -> Run:
         max_rss_mib=usage.ru_maxrss / 1024,  # Linux reports KiB
         total_rss_mib=max(peak[0], usage.ru_maxrss / 1024),
         exit_code=code,
-        out_lines=text.count("\n"),
+        out_lines=out_lines,
         crash=crash,
     )
 

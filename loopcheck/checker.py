@@ -95,8 +95,8 @@ def _report(args: argparse.Namespace, config: Config, codes: frozenset[str], fil
         if hidden and not args.quiet:
             sys.stderr.write(f"{hidden} finding{'s' if hidden != 1 else ''} hidden by baseline {args.baseline}.\n")
         findings = new
-    out.write(render(findings, args.output_format, args.show_source, files=[_display(f) for f in files],
-                     options=config.options))
+    checked = [_display(f) for f in files] if args.output_format == "junit" else []
+    out.write(render(findings, args.output_format, args.show_source, files=checked, options=config.options))
     if args.output_format == "text":
         if args.statistics:
             out.write(statistics(findings))
@@ -155,27 +155,37 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config, jobs: 
             keys.append(key)
         todo.append((source, name, file_codes, config.options))
     progress = Progress(len(todo))
-    for i, result in enumerate(_check_jobs(todo, jobs)):
+    for i, result in _check_jobs(todo, jobs):
         progress.tick()
         findings.extend(result)
         if cache is not None:
             cache.put(keys[i], result)
     progress.done()
-    return sorted(findings)
+    return sorted(findings)  # the same order whatever the processes did
 
 
-def _check_jobs(todo: list[tuple[str, str, frozenset[str], Options]], jobs: int | None) -> Iterator[list[Finding]]:
-    """Each file's findings, in the order of ``todo``, from ``jobs`` processes (default: one per
-    core, at most 8) when there are enough files to pay for starting them."""
-    workers = min(jobs or min(os.cpu_count() or 1, 8), len(todo))
+def _check_jobs(todo: list[tuple[str, str, frozenset[str], Options]],
+                jobs: int | None) -> Iterator[tuple[int, list[Finding]]]:
+    """Each file's index in ``todo`` and findings (in no fixed order), from ``jobs`` processes (default: one per
+    usable core, at most 8) when there are enough files to pay for starting them."""
+    workers = min(jobs or min(_cores(), 8), len(todo))
     if workers > 1 and len(todo) >= _PARALLEL_FROM:
         from concurrent.futures import ProcessPoolExecutor
 
+        # Biggest files first, one per task, so no worker is left with a big file at the end.
+        order = sorted(range(len(todo)), key=lambda i: -len(todo[i][0]))
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            yield from pool.map(_check_job, todo, chunksize=max(1, len(todo) // (8 * workers)))
+            yield from zip(order, pool.map(_check_job, [todo[i] for i in order]))
     else:
-        for job in todo:
-            yield _check_job(job)
+        for i, job in enumerate(todo):
+            yield i, _check_job(job)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # the cores this process may run on (containers, taskset)
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def fix_files(files: list[Path], codes: frozenset[str], config: Config, write: bool,

@@ -66,7 +66,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     check.add_argument("--no-cache", action="store_true",
                        help="neither read nor write the result cache ($LOOPCHECK_CACHE_DIR, else ~/.cache/loopcheck)")
     check.add_argument("--jobs", "-j", type=int, metavar="N",
-                       help="check files in N processes (default: one per core)")
+                       help="check files in N processes (default: one per core, at most 8)")
     check.add_argument("--fix", action="store_true", help="apply safe fixes in place, then report what is left")
     check.add_argument("--diff", action="store_true",
                        help="print the fixes as a unified diff instead of writing them (exit 1 if there are any)")

@@ -28,7 +28,7 @@ OPT_IN = textwrap.dedent("""\
 
 def _flake8(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select", "LC", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, check=False)
 
 
 def _plugin(source: str) -> list[tuple[int, int, str]]:

@@ -110,7 +110,7 @@ def _fix_replacements(findings: Sequence[Finding], options: Options) -> dict[int
     for filename, fixable in by_file.items():
         try:
             out.update(_file_replacements(filename, fixable, options))
-        except Exception:  # noqa: BLE001 - a fix we cannot express stays a description
+        except Exception:  # noqa: BLE001, S112 - a fix we cannot express stays a description
             continue
     return out
 
