@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
@@ -24,3 +25,20 @@ def replace_attr(stack: ExitStack, owner: Any, name: str,
     else:
         stack.callback(setattr, owner, name, original)
     return True
+
+
+def call_with_user_warnings(original: Callable[..., Any], site: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call ``original``; warnings it raises with ``stacklevel=2`` would point at the wrapper,
+    so they are caught and re-issued at the user's line (``site``). Costs a
+    ``catch_warnings``: used only where torch warns (a scheduler's first steps)."""
+    if site is None:
+        return original(*args, **kwargs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = original(*args, **kwargs)
+        finally:
+            pending = list(caught)
+    for w in pending:  # after catch_warnings restored the user's filters
+        warnings.warn_explicit(w.message, w.category, site.file, site.line)
+    return result

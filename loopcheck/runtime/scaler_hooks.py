@@ -34,7 +34,8 @@ class ScalerHooks:
         replace_attr(stack, cls, "step", self._wrap_step)
 
     def stage(self, scaler: Any, optimizer: Any) -> Any:
-        state = scaler._per_optimizer_states.get(id(optimizer))  # .get: it is a defaultdict
+        states = getattr(scaler, "_per_optimizer_states", None)  # absent while disabled
+        state = states.get(id(optimizer)) if states is not None else None  # .get: a defaultdict
         return state["stage"] if state else self.OptState.READY
 
     def enabled_scalers(self) -> list[Any]:
@@ -74,8 +75,10 @@ class ScalerHooks:
 
     def _on_update(self, scaler: Any, *args: Any) -> None:
         self.calls["update"] += 1
+        if not scaler._enabled:  # a disabled scaler has no per-optimizer states at all
+            return
         states = scaler._per_optimizer_states
-        if scaler._enabled and not any(s["stage"] is not self.OptState.READY for s in states.values()):
+        if not any(s["stage"] is not self.OptState.READY for s in states.values()):
             self.session.report("LC202", "scaler.update() runs without a scaler.step() since the "
                                 "last update (update on every micro-batch?): update once, right "
                                 "after scaler.step()", user_site())

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .callsite import Site, user_site
-from .patching import replace_attr
+from .patching import call_with_user_warnings, replace_attr
 
 if TYPE_CHECKING:
     from .session import Session
@@ -54,6 +54,8 @@ class SchedulerHooks:
             guard.call("scheduler tracking", self._before, scheduler)
             self.depth += 1
             try:
+                if getattr(scheduler, "_step_count", 2) <= 1:  # torch warns on the first step
+                    return call_with_user_warnings(original, user_site(), scheduler, *args, **kwargs)
                 return original(scheduler, *args, **kwargs)
             finally:
                 self.depth -= 1

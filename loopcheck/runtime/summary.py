@@ -1,6 +1,7 @@
 """The human summary printed to stderr at exit, rendered from the report's data."""
 from __future__ import annotations
 
+import linecache
 import os
 from typing import Any
 
@@ -34,14 +35,18 @@ def render_summary(data: dict[str, Any], quiet: bool = False) -> str:
             lines.append(f"{PREFIX}   optimizer {optimizer['index']} {optimizer['type']}: "
                          f"{optimizer['steps']} steps, {optimizer['skipped_steps']} skipped, "
                          f"{optimizer['backward_passes']} backward passes")
-        extra = [f"{s['type']} {s['steps']} steps" for s in counters["schedulers"]]
-        extra += [f"{e['type']} {e['updates']} updates" for e in counters["ema"]]
+        attempts = max(steps + counters["skipped_steps"], 1)
+
+        def per_step(count: int) -> str:
+            return f"{count} ({count / attempts:.2f} per optimizer step)"
+
+        extra = [f"{s['type']} steps {per_step(s['steps'])}" for s in counters["schedulers"]]
+        extra += [f"{e['type']} updates {per_step(e['updates'])}" for e in counters["ema"]]
         scaler = counters["grad_scaler"]
         if scaler["step"]:
-            extra.append(f"GradScaler {scaler['step']} steps, {scaler['update']} updates")
-        if extra:
-            ratio = [f"{x}" for x in extra]
-            lines.append(f"{PREFIX}   per {steps} optimizer steps: " + "; ".join(ratio))
+            extra.append(f"GradScaler steps {per_step(scaler['step'])}, updates {per_step(scaler['update'])}")
+        for item in extra:
+            lines.append(f"{PREFIX}   {item}")
         memory = data["memory"]
         if memory["per_step"]:
             first, last = memory["per_step"][0]["bytes"], memory["per_step"][-1]["bytes"]
@@ -59,4 +64,7 @@ def render_summary(data: dict[str, Any], quiet: bool = False) -> str:
         count = f" (x{f['count']})" if f["count"] > 1 else ""
         lines.append(f"  {where}: {f['code']} [{f['name']}] {f['severity']}: {f['message']}"
                      f"{count}, first at step {f['first_step']}")
+        code = linecache.getline(f["file"], f["line"]).strip() if f["file"] and f["line"] else ""
+        if code:
+            lines.append(f"      {f['line']} | {code}")
     return "".join(line + "\n" for line in lines)

@@ -157,3 +157,45 @@ def test_importing_loopcheck_imports_neither_torch_nor_libcst() -> None:
 
 def test_package_exports_watch() -> None:
     assert loopcheck.runtime.__all__ == ["watch"]
+
+
+def test_torch_warnings_keep_pointing_at_the_users_line() -> None:
+    model = nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1)
+    with watch(summary=False), pytest.warns(UserWarning, match="before `optimizer.step") as caught:
+        scheduler.step()
+    assert caught[0].filename == __file__
+
+
+def test_third_party_ema_classes_are_wrapped_once_imported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The EMA table covers packages that are not installed here: a stand-in module with the
+    same name and method checks the mechanism (wrapping once imported, counting, LC401)."""
+    import types
+
+    fake = types.ModuleType("ema_pytorch")
+
+    class EMA:
+        def __init__(self, model: nn.Module) -> None:
+            self.model = model
+            self.calls = 0
+
+        def update(self) -> None:
+            self.calls += 1
+
+    fake.EMA = EMA
+    monkeypatch.setitem(sys.modules, "ema_pytorch", fake)
+    original_update = EMA.update
+    checker = watch(summary=False)
+    with checker:
+        model = nn.Linear(2, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        ema = EMA(model)
+        for _ in range(3):
+            model(torch.randn(2, 2)).sum().backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            ema.update()
+            ema.update()
+    assert EMA.update is original_update and ema.calls == 6
+    assert [(f.code, f.count) for f in checker.findings] == [("LC401", 3)]
