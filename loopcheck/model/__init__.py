@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from loopcheck.config import Options
-from loopcheck.model.builder import Builder, Index, index_module
+from loopcheck.model.builder import Builder
 from loopcheck.model.events import Assignment, Cond, Context, Event, Framework, Kind, Loop
 from loopcheck.model.guards import Guard, GuardKind, Phase
+from loopcheck.model.index import Index, index_module
 from loopcheck.model.roles import Role, Roles
 from loopcheck.model.training import Style, TrainingLoop, analyse
 

@@ -9,14 +9,14 @@ with the events of ``train_step``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
-from loopcheck.model.events import Assignment, Cond, Context, Event, Framework, Kind, Loop
-from loopcheck.model.roles import Role, Roles
+from loopcheck.model.events import CLIP_FUNCTIONS, Assignment, Cond, Context, Event, Framework, Kind, Loop
+from loopcheck.model.index import Index
+from loopcheck.model.roles import Role
 from loopcheck.model.syntax import (
-    children,
     dotted,
     func_name,
     last_part,
@@ -27,8 +27,6 @@ from loopcheck.model.syntax import (
     walk,
 )
 
-CLIP_FUNCTIONS = {"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "dispatch_clip_grad",
-                  "clip_gradients", "adaptive_clip_grad"}
 _ENGINE_RECEIVERS = {"model", "model_engine", "engine", "trainer", "ds_engine", "deepspeed_engine", "net"}
 _MAX_INLINE_DEPTH = 4
 
@@ -40,109 +38,6 @@ class _State:
     contexts: tuple[Context, ...] = ()
     inlining: tuple[cst.FunctionDef, ...] = ()
     function: cst.FunctionDef | None = None
-
-
-@dataclass
-class Index:
-    """File-wide facts gathered in one walk before loops are modelled."""
-
-    roles: Roles = field(default_factory=Roles)
-    functions: dict[str, list[cst.FunctionDef]] = field(default_factory=dict)
-    methods_called: dict[str, set[str]] = field(default_factory=dict)  # receiver short name -> methods
-    passed: set[str] = field(default_factory=set)  # names passed as a call argument somewhere
-    int_inits: dict[str, set[int | None]] = field(default_factory=dict)  # name -> values of `name = <int>`
-    calls: list[cst.Call] = field(default_factory=list)
-    values: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)  # name -> values assigned
-    attributes: set[str] = field(default_factory=set)  # every attribute name used (`x.sync_gradients`)
-    with_loops: set[cst.FunctionDef | cst.Module] = field(default_factory=set)  # scopes that hold a loop
-    # Functions worth inlining at a call site: they hold a training event or call one that does.
-    eventful: set[cst.FunctionDef] = field(default_factory=set)
-    imports: list[cst.Import | cst.ImportFrom] = field(default_factory=list)
-    # per function: receiver name -> methods called on it there (`evaluate(ema)` reads, never updates)
-    methods_in: dict[cst.FunctionDef, dict[str, set[str]]] = field(default_factory=dict)
-
-
-# Method and function names that can be training events (see Builder._classify).
-_EVENT_METHODS = {"backward", "manual_backward", "step", "step_update", "zero_grad", "zero_", "update",
-                  "update_parameters", "update_model_average", "unscale_", "eval", "train", *CLIP_FUNCTIONS}
-
-
-def _may_be_event(call: cst.Call) -> bool:
-    called = method(call)
-    name = called[1] if called else last_part(func_name(call) or "")
-    low = name.lower()
-    return name in _EVENT_METHODS or any(w in low for w in ("backward", "zero_grad", "scaler", "ema"))
-
-
-def index_module(module: cst.Module) -> Index:
-    index = Index()
-    calls_by_fn: dict[cst.FunctionDef, set[str]] = {}
-    stack: list[tuple[cst.CSTNode, cst.FunctionDef | cst.Module]] = [(module, module)]
-    while stack:
-        node, scope = stack.pop()
-        kind = type(node)  # exact types: isinstance() on libcst's ABCs dominates this loop otherwise
-        if kind is cst.FunctionDef:
-            index.functions.setdefault(node.name.value, []).append(node)
-            calls_by_fn[node] = set()
-            if node is not scope:
-                stack.extend((child, node) for child in children(node))
-                continue
-        elif kind is cst.For or kind is cst.While:
-            index.with_loops.add(scope)
-        elif (kind is cst.Assign or kind is cst.AnnAssign) and node.value is not None:  # type: ignore[attr-defined]
-            _index_assignment(index, node)  # type: ignore[arg-type]
-        elif kind is cst.Attribute:
-            index.attributes.add(node.attr.value)  # type: ignore[attr-defined]
-        elif kind is cst.Import or kind is cst.ImportFrom:
-            index.imports.append(node)  # type: ignore[arg-type]
-        elif kind is cst.Call:
-            _index_call(index, node)
-            if isinstance(scope, cst.FunctionDef):
-                called = method(node)
-                base = dotted(called[0]) if called is not None else None
-                if base is not None:
-                    index.methods_in.setdefault(scope, {}).setdefault(base, set()).add(called[1])  # type: ignore[index]
-                if _may_be_event(node):
-                    index.eventful.add(scope)
-                callee = node.func.attr.value if isinstance(node.func, cst.Attribute) else dotted(node.func)
-                if callee:
-                    calls_by_fn[scope].add(callee)
-        stack.extend((child, scope) for child in children(node))
-    # a function is eventful when it calls an eventful function of this file (to a fixpoint)
-    changed = True
-    while changed:
-        eventful_names = {fn.name.value for fn in index.eventful}
-        grown = {fn for fn, called in calls_by_fn.items() if called & eventful_names} - index.eventful
-        changed = bool(grown)
-        index.eventful |= grown
-    return index
-
-
-def _index_assignment(index: Index, node: cst.Assign | cst.AnnAssign) -> None:
-    value = node.value
-    assert value is not None
-    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-    for target in targets:
-        names = target_names(target)
-        index.roles.record(names, value)
-        if len(names) == 1:
-            short = last_part(names[0])
-            index.values.setdefault(short, []).append(value)
-            index.int_inits.setdefault(short, set()).add(
-                int(value.value, 0) if isinstance(value, cst.Integer) else None)
-
-
-def _index_call(index: Index, node: cst.Call) -> None:
-    index.calls.append(node)
-    called = method(node)
-    if called is not None:
-        name = dotted(called[0])
-        if name:
-            index.methods_called.setdefault(last_part(name), set()).add(called[1])
-    for arg in node.args:
-        name = dotted(arg.value)
-        if name:
-            index.passed.add(last_part(name))
 
 
 class Builder:

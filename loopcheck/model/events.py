@@ -8,6 +8,10 @@ from typing import Union
 
 import libcst as cst
 
+# Gradient clipping calls, by their last name: torch, timm, Lightning, Accelerate.
+CLIP_FUNCTIONS = {"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "dispatch_clip_grad",
+                  "clip_gradients", "adaptive_clip_grad"}
+
 
 class Kind(enum.Enum):
     BACKWARD = "backward"

@@ -12,7 +12,7 @@ import re
 
 import libcst as cst
 
-from loopcheck.model.builder import Index
+from loopcheck.model.index import Index
 from loopcheck.model.syntax import func_name, keyword, last_part, names_in, positional, walk
 
 

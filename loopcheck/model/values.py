@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from loopcheck.model.builder import Index
+from loopcheck.model.index import Index
 from loopcheck.model.roles import Role, role_of_constructor
 from loopcheck.model.syntax import dotted, func_name, keyword, last_part, method, names_in, positional
 
