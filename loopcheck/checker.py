@@ -58,8 +58,6 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, config: Config, codes: frozenset[str], files: list[Path]) -> int:
-    from loopcheck import baseline
-
     # A broken baseline fails before the work (and before --output-file is truncated).
     known = baseline.read(args.baseline) if args.baseline is not None and args.write_baseline is None else None
     if args.output_file is None:
