@@ -88,6 +88,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
         add_run_arguments(run)
 
+    from loopcheck.runtime.merge import add_merge_parser  # issue 6: loopcheck report merge DIR
+
+    add_merge_parser(sub)
     rule = sub.add_parser("rule", help="show the documentation of one rule")
     rule.add_argument("rule", metavar="RULE", help="a code (LC101) or name (zero-grad-in-accumulation)")
     sub.add_parser("rules", help="list every rule with its level and whether it has a fix")
@@ -106,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         from loopcheck.runtime.command import run_command
 
         return run_command(args)
+    if args.command == "report":  # issue 6
+        from loopcheck.runtime.merge import report_command
+
+        return report_command(args)
     if args.command == "rule":
         return _rule(args.rule)
     if args.command == "rules":

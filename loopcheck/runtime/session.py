@@ -75,9 +75,12 @@ class Session:
         self.autocast = AutocastHooks(self)
         self.memory = MemoryMonitor(self)
         self.retained = RetainedGraphs(self)
+        from .distributed import DistributedHooks  # issue 6: ranks, DDP sync, per-rank parts
+
+        self.dist = DistributedHooks(self)
         self.stack.callback(self._forget_params)
         for part in (self.tracker, self.data, self.optimizers, self.scalers, self.schedulers,
-                     self.clips, self.emas, self.modes, self.autocast, self.memory):
+                     self.clips, self.emas, self.modes, self.autocast, self.memory, self.dist):
             self.guard.call(type(part).__name__, part.install)
         _active = self
         return self
@@ -92,6 +95,7 @@ class Session:
         from .checks import finalize
 
         self.guard.call("end-of-run checks", finalize.run, self)
+        self.guard.call("DDP tracking", self.dist.finish)  # issue 6: LC503, pending samples
         try:
             self.stack.close()
         finally:
@@ -129,6 +133,7 @@ class Session:
         from .checks import at_backward
 
         at_backward.run(self, info, loss)
+        self.guard.call("DDP tracking", self.dist.before_backward, info)  # issue 6: sync flags
 
     def after_backward(self, info: BackwardInfo) -> None:
         pass
@@ -158,6 +163,7 @@ class Session:
     def close_window(self, record: OptimizerRecord, skipped: bool) -> None:
         from .checks import window_checks
 
+        self.guard.call("DDP tracking", self.dist.on_window_closed, record)  # issue 6: LC501/LC502
         window_checks.close(self, record, skipped)
 
     # -- output -----------------------------------------------------------------------
@@ -166,6 +172,11 @@ class Session:
         from .summary import render_summary
 
         data = build_report(self)
+        # issue 6: adds the "distributed" section; under torchrun each rank writes its part
+        # (r.rankN.json) and rank 0 gets the merged report back to write and print here
+        merged = self.guard.call("distributed report", self.dist.outputs, data, report_path, print_summary)
+        if merged is not None:
+            data, report_path, print_summary = merged
         if report_path:
             try:
                 write_report_atomically(report_path, data)

@@ -56,6 +56,11 @@ def render_summary(data: dict[str, Any], quiet: bool = False) -> str:
                          + (f" on {memory['device']}" if memory["device"] else ""))
         for error in data["disabled_checks"]:
             lines.append(f"{PREFIX}   disabled after an internal error: {error}")
+    # issue 6: rank, effective batch and cross-rank problems of a distributed run (merge.py)
+    from .merge import ranks_label, summary_lines
+
+    lines += summary_lines(data, quiet)
+    world = (data.get("distributed") or {}).get("world_size") or 1
     findings = data["findings"]
     if findings or not quiet:
         lines.append(f"{PREFIX} {len(findings)} finding{'s' if len(findings) != 1 else ''}")
@@ -63,7 +68,7 @@ def render_summary(data: dict[str, Any], quiet: bool = False) -> str:
         where = f"{_rel(f['file'])}:{f['line']}" if f["line"] else _rel(f["file"])
         count = f" (x{f['count']})" if f["count"] > 1 else ""
         lines.append(f"  {where}: {f['code']} [{f['name']}] {f['severity']}: {f['message']}"
-                     f"{count}, first at step {f['first_step']}")
+                     f"{count}, first at step {f['first_step']}{ranks_label(f, world)}")
         code = linecache.getline(f["file"], f["line"]).strip() if f["file"] and f["line"] else ""
         if code:
             lines.append(f"      {f['line']} | {code}")

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
@@ -11,12 +10,10 @@ from .selection import Selection
 
 
 def rank_report_path(path: str | None) -> str | None:
-    """Every rank of a distributed job gets its own report: ``r.json`` -> ``r.rank1.json``."""
-    rank = os.environ.get("RANK")
-    if not path or rank in (None, "", "0"):
-        return path
-    root, ext = os.path.splitext(path)
-    return f"{root}.rank{rank}{ext or '.json'}"
+    """The report path the session gets. Issue 6: the session keeps the user's path; in a
+    distributed job ``distributed.DistributedHooks.outputs`` writes every rank's part
+    (``r.json`` -> ``r.rank1.json``, rank 0 included) and rank 0 the merged report at ``r.json``."""
+    return path
 
 
 class watch(contextlib.ContextDecorator):  # noqa: N801 - reads as a function at call sites

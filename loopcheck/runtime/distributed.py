@@ -1,0 +1,425 @@
+"""Distributed training under the runtime checker (torchrun, DDP, DataParallel, FSDP).
+
+Who this process is: rank, local rank and world size come from the process group when it is
+up, else from torchrun's environment (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, or SLURM's).
+
+What is observed (no host-device synchronisation on the hot path):
+
+* ``DistributedDataParallel.__init__`` and ``DataParallel.__init__`` are wrapped (class level)
+  to put a forward pre-hook on each wrapper instance. The hook reads
+  ``require_backward_grad_sync`` (what ``no_sync()`` sets; DDP honours the value it has at
+  forward time) and the leading dimension of the first input tensor (a host-side shape).
+* Before each backward (``Session.before_backward``) the flag of the forward whose graph is
+  back-propagated is filed as one DDP micro-batch, together with the flag at backward time
+  (``no_sync()`` around the backward only is LC502).
+* When an optimizer window closes, ``ddp_checks`` decides LC501/LC502 from the micro-batch
+  flags and ``consistency`` samples a few gradient and parameter elements every K steps.
+* FSDP1 (``FullyShardedDataParallel``) and FSDP2 (``fully_shard``) modules are counted only:
+  their per-micro-batch reduce-scatter is what they are meant to do, so it is never LC501.
+
+At exit every rank writes its part (``r.json`` -> ``r.rank<N>.json``) and rank 0 merges the
+parts into ``r.json`` (``merge``), receiving them over the process group's key-value store
+(alive even after ``destroy_process_group``) or, failing that, from the part files."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+import weakref
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .callsite import Site, user_site
+from .patching import replace_attr
+
+if TYPE_CHECKING:
+    from .session import Session
+    from .state import BackwardInfo, OptimizerRecord
+
+# rank 0 waits this long for the other ranks' parts after a normal end (seconds; env overrides)
+MERGE_TIMEOUT = 60.0
+# after an exception, SIGTERM or Ctrl-C the other ranks are likely gone or stuck: merge quickly
+MERGE_TIMEOUT_ABNORMAL = 3.0
+STORE_PREFIX = "loopcheck/part"
+_sessions_started = 0  # keys in the store are per session (several sessions in one process)
+
+
+@dataclass
+class RankInfo:
+    rank: int = 0
+    local_rank: int = 0
+    world_size: int = 1
+    local_world_size: int = 1
+    source: str = "default"  # "process-group" | "env" | "slurm" | "default"
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1
+
+
+def _env_int(*names: str) -> int | None:
+    for name in names:
+        value = os.environ.get(name, "")
+        if value.strip().lstrip("-").isdigit():
+            return int(value)
+    return None
+
+
+def detect_rank(torch: Any = None) -> RankInfo:
+    """Rank and world size from the process group when it is initialised, else torchrun's
+    (or SLURM's) environment; a plain process is rank 0 of 1."""
+    info = RankInfo()
+    rank, world = _env_int("RANK"), _env_int("WORLD_SIZE")
+    if rank is not None or world is not None:
+        info.source = "env"
+    elif _env_int("SLURM_PROCID") is not None and (_env_int("SLURM_NTASKS") or 1) > 1:
+        rank, world, info.source = _env_int("SLURM_PROCID"), _env_int("SLURM_NTASKS"), "slurm"
+    info.rank, info.world_size = rank or 0, world or 1
+    info.local_rank = _env_int("LOCAL_RANK", "SLURM_LOCALID") or 0
+    info.local_world_size = _env_int("LOCAL_WORLD_SIZE") or (1 if info.world_size == 1 else info.world_size)
+    dist = getattr(torch, "distributed", None) if torch is not None else sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            info.rank, info.world_size, info.source = dist.get_rank(), dist.get_world_size(), "process-group"
+    except Exception:  # noqa: BLE001 - a half torn-down group: keep the environment's answer
+        pass
+    return info
+
+
+def part_path(path: str, rank: int) -> str:
+    """``r.json`` -> ``r.rank3.json``: where rank 3 writes its part of the report."""
+    root, ext = os.path.splitext(path)
+    return f"{root}.rank{rank}{ext or '.json'}"
+
+
+@dataclass(eq=False)
+class DdpState:
+    """One DDP (or DataParallel) wrapper and its micro-batches in the current window."""
+
+    module: weakref.ref[Any]
+    kind: str  # "DistributedDataParallel" | "DataParallel"
+    site: Site | None
+    first_param: weakref.ref[Any] | None
+    grad_bytes: int
+    devices: int  # DataParallel: GPUs the batch is split over; DDP: 1
+    batchnorms: int  # BatchNorm layers that are not SyncBatchNorm
+    pending: bool | None = None  # flag of a forward whose backward has not run yet
+    window: list[tuple[bool, bool, Site | None]] = field(default_factory=list)  # (fwd, bwd, site)
+    batch_sizes: Counter[int] = field(default_factory=Counter)
+    forwards: int = 0
+    micro_batches: int = 0
+    synced: int = 0
+    windows: int = 0
+    redundant_allreduces: int = 0
+    unsynced_last: int = 0
+    backward_only_no_sync: int = 0
+    owner: Any = None  # OptimizerRecord whose steps close this wrapper's windows
+
+    def as_json(self) -> dict[str, Any]:
+        batch = self.batch_sizes.most_common(1)[0][0] if self.batch_sizes else None
+        return {"type": self.kind, "created_at": str(self.site) if self.site else None,
+                "gradient_bytes": self.grad_bytes, "batchnorm_layers": self.batchnorms,
+                "per_device_batch": self.per_device(batch),
+                "micro_batches": self.micro_batches, "synced_micro_batches": self.synced,
+                "windows": self.windows, "redundant_allreduces": self.redundant_allreduces,
+                "redundant_allreduce_bytes": self.redundant_allreduces * self.grad_bytes,
+                "unsynced_last_micro_batches": self.unsynced_last,
+                "no_sync_around_backward_only": self.backward_only_no_sync}
+
+    def per_device(self, batch: int | None) -> int | None:
+        if batch is None:
+            return None
+        return -(-batch // self.devices) if self.devices > 1 else batch
+
+
+class DistributedHooks:
+    def __init__(self, session: Session) -> None:
+        global _sessions_started
+        _sessions_started += 1
+        self.session = session
+        self.number = _sessions_started
+        self.ddp: list[DdpState] = []
+        self.fsdp: Counter[str] = Counter()
+        self.store: Any = None
+        self.backend: str | None = None
+        self.rank_at_start = detect_rank()
+        self.started_wall = time.time()
+        from .consistency import ConsistencySampler
+
+        self.consistency = ConsistencySampler(session, every=consistency_every())
+
+    # -- install -----------------------------------------------------------------------
+    def install(self) -> None:
+        import torch
+
+        stack = self.session.stack
+        replace_attr(stack, torch.nn.DataParallel, "__init__", self._wrap_init("DataParallel"))
+        if not torch.distributed.is_available():
+            return
+        from torch.nn.parallel import DistributedDataParallel
+
+        replace_attr(stack, DistributedDataParallel, "__init__", self._wrap_init("DistributedDataParallel"))
+
+    def _wrap_init(self, kind: str) -> Any:
+        guard = self.session.guard
+
+        def make(original: Any) -> Any:
+            def __init__(wrapper: Any, *args: Any, **kwargs: Any) -> None:
+                original(wrapper, *args, **kwargs)
+                guard.call("DDP tracking", self._register, wrapper, kind)
+
+            return __init__
+
+        return make
+
+    def _register(self, wrapper: Any, kind: str) -> None:
+        import torch
+
+        self._capture_store()
+        if any(state.module() is wrapper for state in self.ddp):
+            return
+        params = [p for p in wrapper.parameters() if p.requires_grad]
+        batchnorms = [m for m in wrapper.modules()
+                      if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+                      and not isinstance(m, torch.nn.SyncBatchNorm)]
+        devices = len(getattr(wrapper, "device_ids", None) or []) if kind == "DataParallel" else 1
+        state = DdpState(weakref.ref(wrapper), kind, user_site(),
+                         weakref.ref(params[0]) if params else None,
+                         sum(p.numel() * p.element_size() for p in params), max(devices, 1),
+                         len(batchnorms))
+        self.ddp.append(state)
+        handle = wrapper.register_forward_pre_hook(self._forward_hook(state), with_kwargs=True)
+        self.session.stack.callback(handle.remove)
+
+    def _forward_hook(self, state: DdpState) -> Any:
+        is_grad_enabled = __import__("torch").is_grad_enabled
+        guard = self.session.guard
+
+        def hook(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            if not module.training or not is_grad_enabled() or not guard.active("DDP tracking"):
+                return None
+            state.forwards += 1
+            state.pending = bool(getattr(module, "require_backward_grad_sync", True))
+            if state.forwards <= 4096:  # enough to know the usual batch: shapes are host-side
+                first = args[0] if args else next(iter(kwargs.values()), None)
+                shape = getattr(first, "shape", None)
+                if shape is not None and len(shape) >= 1:
+                    state.batch_sizes[int(shape[0])] += 1
+            return None
+
+        return hook
+
+    # -- events (called by the session) --------------------------------------------------
+    def before_backward(self, info: BackwardInfo) -> None:
+        for state in self.ddp:
+            if state.pending is None:
+                continue
+            module = state.module()
+            now = bool(getattr(module, "require_backward_grad_sync", True)) if module is not None else True
+            state.window.append((state.pending, now, info.site))
+            state.pending = None
+
+    def on_window_closed(self, record: OptimizerRecord) -> None:
+        """``record``'s window is about to be closed (its step ran or was skipped)."""
+        from . import ddp_checks
+
+        if self.store is None:
+            self._capture_store()
+        index = record.steps + record.skipped
+        for state in self.ddp:
+            if state.owner is None and state.first_param is not None:
+                param = state.first_param()
+                state.owner = self.session.param_owner.get(id(param)) if param is not None else None
+            if state.owner is record:
+                ddp_checks.close_window(self.session, state, index)
+        if record is self.session.main_record():
+            self.consistency.on_step(index, [s for s in self.ddp if s.kind != "DataParallel"])
+
+    def finish(self) -> None:
+        """End of run, before the hooks are removed: BatchNorm verdict, pending samples."""
+        from . import ddp_checks
+
+        for state in self.ddp:
+            ddp_checks.batchnorm(self.session, state, self.rank().world_size)
+        self.fsdp = _count_fsdp()
+        self.consistency.finish()
+
+    # -- who we are ----------------------------------------------------------------------
+    def rank(self) -> RankInfo:
+        info = detect_rank(self.session.torch)
+        if info.source != "process-group" and self.rank_at_start.world_size > info.world_size:
+            return self.rank_at_start
+        return info
+
+    def _capture_store(self) -> None:
+        """Keep the process group's key-value store: it outlives ``destroy_process_group``."""
+        dist = self.session.torch.distributed
+        if not dist.is_available() or not dist.is_initialized():
+            return
+        self.backend = str(dist.get_backend())
+        try:
+            self.store = dist.distributed_c10d._get_default_store()
+        except Exception:  # noqa: BLE001 - a private helper: merge from the files instead
+            self.store = None
+
+    # -- the report's "distributed" section ---------------------------------------------
+    def section(self) -> dict[str, Any]:
+        info = self.rank()
+        return {
+            "rank": info.rank, "local_rank": info.local_rank, "world_size": info.world_size,
+            "local_world_size": info.local_world_size, "rank_source": info.source,
+            "host": socket.gethostname(), "backend": self.backend,
+            "run_id": os.environ.get("TORCHELASTIC_RUN_ID"),
+            "effective_batch": self.effective_batch(info.world_size),
+            "ddp": [state.as_json() for state in self.ddp],
+            "fsdp": dict(self.fsdp),
+            "consistency": self.consistency.as_json(),
+        }
+
+    def effective_batch(self, world_size: int) -> dict[str, Any] | None:
+        """micro-batch x backward passes per step x world size, from what was measured."""
+        record = self.session.main_record()
+        if record is None or not record.sizes:
+            return None
+        per_step = record.sizes.most_common(1)[0][0]
+        micro, source = None, None
+        for state in self.ddp:
+            if state.batch_sizes:
+                micro, source = state.batch_sizes.most_common(1)[0][0], f"{state.kind} input"
+                micro = state.per_device(micro) if state.kind == "DataParallel" else micro
+                break
+        if micro is None and self.session.data.batch_sizes:
+            loaders = Counter(h.epochs[0][0] for h in record.history if h.epochs)
+            loader = loaders.most_common(1)[0][0] if loaders else None
+            micro = self.session.data.batch_sizes.get(loader) if loader is not None else None
+            source = "DataLoader batch_size" if micro else None
+        devices = max((s.devices for s in self.ddp if s.kind == "DataParallel"), default=1)
+        replicas = world_size * devices
+        return {"micro_batch": micro, "backward_per_step": per_step, "replicas": replicas,
+                "effective_batch": micro * per_step * replicas if micro else None,
+                "micro_batch_source": source}
+
+    # -- output ----------------------------------------------------------------------------
+    def outputs(self, data: dict[str, Any], report_path: str | None,
+                print_summary: bool) -> tuple[dict[str, Any], str | None, bool]:
+        """Add the distributed section; in a job of several ranks write this rank's part and,
+        on rank 0, return the merged report in its place. Returns (data, path, print_summary)
+        for the session to write and print; other ranks print one line themselves."""
+        data["distributed"] = self.section()
+        info = self.rank()
+        if not info.distributed:
+            return data, report_path, print_summary
+        text = json.dumps(data, default=str)
+        if report_path:
+            from .report import write_report_atomically
+
+            try:
+                write_report_atomically(part_path(report_path, info.rank), data)
+            except OSError as exc:
+                print(f"loopcheck: rank {info.rank} could not write its part of the report: {exc}",
+                      file=sys.stderr)
+        self._publish(info.rank, text)
+        if info.rank != 0:
+            if print_summary:
+                found = len(data["findings"])
+                where = f"; part written to {part_path(report_path, info.rank)}" if report_path else ""
+                print(f"loopcheck: rank {info.rank}: {found} finding{'s' if found != 1 else ''}"
+                      f"{where} (rank 0 prints the merged summary)", file=sys.stderr)
+            return data, None, False
+        from .merge import merge_parts
+
+        parts = self._collect(info.world_size, data, report_path)
+        return merge_parts(parts, world_size=info.world_size), report_path, print_summary
+
+    def _publish(self, rank: int, text: str) -> None:
+        if self.store is None:
+            return
+        try:
+            self.store.set(f"{STORE_PREFIX}/{self.number}/{rank}", text)
+        except Exception:  # noqa: BLE001 - the store's host may be gone: the file remains
+            self.store = None
+
+    def _collect(self, world_size: int, own: dict[str, Any], report_path: str | None) -> list[dict[str, Any]]:
+        how = self.session.exit_status.get("how")
+        limit = MERGE_TIMEOUT if how in ("finished", "sys.exit") and not self.session.exit_status.get("code") \
+            else MERGE_TIMEOUT_ABNORMAL
+        limit = float(os.environ.get("LOOPCHECK_MERGE_TIMEOUT", limit))
+        parts: dict[int, dict[str, Any]] = {0: own}
+        deadline = time.monotonic() + limit
+        while True:
+            for rank in range(1, world_size):
+                if rank not in parts:
+                    part = self._fetch(rank, report_path)
+                    if part is not None:
+                        parts[rank] = part
+            if len(parts) == world_size or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        return [parts[r] for r in sorted(parts)]
+
+    def _fetch(self, rank: int, report_path: str | None) -> dict[str, Any] | None:
+        if self.store is not None:
+            key = f"{STORE_PREFIX}/{self.number}/{rank}"
+            try:
+                if self.store.check([key]):
+                    return json.loads(self.store.get(key))
+            except Exception:  # noqa: BLE001 - store gone: fall back to the files
+                self.store = None
+        if report_path:
+            path = part_path(report_path, rank)
+            try:
+                if os.path.getmtime(path) >= self.started_wall - 1:  # not a part of an older run
+                    with open(path, encoding="utf-8") as handle:
+                        return json.load(handle)
+            except (OSError, ValueError):
+                return None
+        return None
+
+
+def _count_fsdp() -> Counter[str]:
+    """FSDP modules alive at the end, for the report only (FSDP's per-micro-batch
+    reduce-scatter is intended, never LC501). Nothing is wrapped for them: FSDP2's
+    ``fully_shard`` turns a module's class into a subclass of ``FSDPModule``, FSDP1 is a
+    ``FullyShardedDataParallel``; the garbage collector is asked only when the script
+    imported ``torch.distributed.fsdp``."""
+    found: Counter[str] = Counter()
+    fsdp = sys.modules.get("torch.distributed.fsdp")
+    if fsdp is None:
+        return found
+    import gc
+
+    kinds = [(getattr(fsdp, "FullyShardedDataParallel", None), "FSDP1"),
+             (getattr(fsdp, "FSDPModule", None), "FSDP2")]
+    kinds = [(cls, name) for cls, name in kinds if isinstance(cls, type)]
+    for obj in gc.get_objects():
+        for cls, name in kinds:
+            if issubclass(type(obj), cls):  # type(): no lazy-module or proxy side effects
+                found[name] += 1
+    return found
+
+
+def consistency_every() -> int:
+    """Steps between two cross-rank consistency samples: ``--consistency-every K``
+    (``LOOPCHECK_CONSISTENCY_EVERY``); 0 turns the check off (``--no-consistency-check``)."""
+    value = os.environ.get("LOOPCHECK_CONSISTENCY_EVERY", "")
+    return int(value) if value.strip().isdigit() else 16
+
+
+def add_run_arguments(parser: Any) -> None:
+    """``loopcheck run``'s options for distributed jobs (added by ``command.add_run_arguments``)."""
+    parser.add_argument("--consistency-every", type=int, metavar="K", default=None,
+                        help="compare a few gradient and parameter elements across ranks every K "
+                             "optimizer steps (default 16; 0 turns it off)")
+    parser.add_argument("--no-consistency-check", action="store_true",
+                        help="do not sample gradients for the cross-rank consistency check")
+
+
+def configure(args: Any) -> None:
+    """Pass the options above to the session through the environment (``watch()`` reads it too)."""
+    if getattr(args, "no_consistency_check", False):
+        os.environ["LOOPCHECK_CONSISTENCY_EVERY"] = "0"
+    elif getattr(args, "consistency_every", None) is not None:
+        os.environ["LOOPCHECK_CONSISTENCY_EVERY"] = str(max(args.consistency_every, 0))
