@@ -8,7 +8,9 @@ the codes checked in it (selection and per-file ignores), the rule options, and 
 checkout never serves stale results). Entries are single JSON files written to a temporary file
 and renamed into place (``os.replace``), so concurrent runs never see half an entry. A corrupt or
 foreign entry is a miss; a cache directory that cannot be created or written disables the cache
-for the run.
+for the run. Entries live in one directory per loopcheck build and options
+(``v1/<config key>/``); when a new one is created, all but the most recent few of the others are
+removed (those untouched for 10 minutes: a concurrent run of another build keeps its own).
 
 Location: ``$LOOPCHECK_CACHE_DIR``, else ``$XDG_CACHE_HOME/loopcheck``, else ``~/.cache/loopcheck``.
 """
@@ -29,6 +31,8 @@ from loopcheck.findings import Finding
 
 FORMAT = "loopcheck-cache"
 FORMAT_VERSION = 1
+_KEEP_BUILDS = 4  # entry directories of other builds/options kept when a new one is made
+_PRUNE_AFTER_S = 600
 _FIELDS = frozenset(f.name for f in fields(Finding)) - {"filename"}
 
 
@@ -57,12 +61,14 @@ class Cache:
     """Findings by file; ``enabled`` turns False when the directory cannot be used."""
 
     def __init__(self, directory: Path, options: Options = Options()) -> None:
-        self.directory = directory / f"v{FORMAT_VERSION}"
         self.config_key = hashlib.sha256(f"{package_fingerprint()}|{options!r}".encode()).hexdigest()
+        self.directory = directory / f"v{FORMAT_VERSION}" / self.config_key[:24]
         self.enabled = True
         self.hits = self.misses = 0
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            if not self.directory.is_dir():
+                self.directory.mkdir(parents=True, exist_ok=True)
+                _prune(self.directory)
         except OSError:
             self.enabled = False
 
@@ -126,6 +132,23 @@ class Cache:
                 raise
         except OSError:
             self.enabled = False  # read-only or full: run on without the cache
+
+
+def _prune(current: Path) -> None:
+    """Remove the entry directories of other builds, but the ``_KEEP_BUILDS`` most recent and any
+    touched in the last ``_PRUNE_AFTER_S`` seconds."""
+    import shutil
+    import time
+
+    try:
+        others = [(entry.stat().st_mtime, entry.path) for entry in os.scandir(current.parent)
+                  if entry.is_dir() and entry.path != str(current)]
+    except OSError:
+        return
+    others.sort(reverse=True)
+    for mtime, path in others[_KEEP_BUILDS:]:
+        if time.time() - mtime > _PRUNE_AFTER_S:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _finding(item: object, name: str) -> Finding:

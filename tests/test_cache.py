@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _entries() -> list[Path]:
-    return sorted((default_directory() / "v1").glob("[0-9a-f]*.json"))
+    return sorted((default_directory() / "v1").glob("*/[0-9a-f]*.json"))
 
 
 def _no_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -118,11 +118,29 @@ def test_concurrent_runs_share_the_cache(project: Path) -> None:
     outputs = [run.communicate(timeout=120)[0] for run in runs]
     assert [run.returncode for run in runs] == [1, 1, 1]
     assert len({*outputs}) == 1 and len(json.loads(outputs[0])) == 4
-    names = os.listdir(default_directory() / "v1")
+    names = [p.name for p in (default_directory() / "v1").glob("*/*")]
     assert not [n for n in names if n.startswith(".tmp-")]
     assert len(_entries()) == 4
     again = subprocess.run(command, cwd=project, stdout=subprocess.PIPE, text=True, timeout=120, check=False)
     assert again.stdout == outputs[0]
+
+
+def test_entries_of_old_builds_are_pruned(tmp_path: Path, monkeypatch) -> None:
+    builds = tmp_path / "v1"
+    for i in range(7):
+        old = builds / f"build{i}"
+        old.mkdir(parents=True)
+        (old / "entry.json").write_text("{}")
+        os.utime(old, (1000.0 + i, 1000.0 + i))  # long untouched, build6 the most recent
+    (builds / "recent").mkdir()  # in use by a concurrent run of another build
+    cache = Cache(tmp_path)
+    assert cache.enabled
+    kept = sorted(p.name for p in builds.iterdir())
+    assert kept == sorted(["build4", "build5", "build6", "recent", cache.directory.name])  # the 4 most recent
+    monkeypatch.setattr(cache_module, "_KEEP_BUILDS", 0)
+    cache.directory.rmdir()
+    Cache(tmp_path)
+    assert sorted(p.name for p in builds.iterdir()) == sorted(["recent", cache.directory.name])
 
 
 def test_cache_directory_location(monkeypatch, tmp_path: Path) -> None:
