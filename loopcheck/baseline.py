@@ -37,11 +37,12 @@ def write(path: Path, findings: Sequence[Finding]) -> int:
     data = {FORMAT: FORMAT_VERSION, "loopcheck-version": __version__, "findings": entries}
     if not path.parent.is_dir():
         raise BaselineError(f"cannot write baseline {path}: directory {path.parent} does not exist")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         os.replace(tmp, path)
     except OSError as error:
+        tmp.unlink(missing_ok=True)
         raise BaselineError(f"cannot write baseline {path}: {error.strerror or error}") from None
     return len(findings)
 

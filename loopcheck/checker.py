@@ -60,7 +60,7 @@ def run_check(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, config: Config, codes: frozenset[str], files: list[Path]) -> int:
     # A broken baseline fails before the work (and before --output-file is truncated).
     known = baseline.read(args.baseline) if args.baseline is not None and args.write_baseline is None else None
-    if args.output_file is None:
+    if args.output_file is None or args.write_baseline is not None:  # a baseline run reports nothing
         return _report(args, config, codes, files, known, sys.stdout)
     try:
         with open(args.output_file, "w", encoding="utf-8", newline="") as out:

@@ -97,3 +97,12 @@ def test_broken_baseline_leaves_the_output_file_alone(project: Path, run_cli) ->
     (project / "report.sarif").write_text("previous")
     assert run_cli("check", "--baseline", "bad.json", "-o", "report.sarif")[0] == 2
     assert (project / "report.sarif").read_text() == "previous"
+
+
+def test_a_baseline_path_that_is_a_directory_is_a_clear_error(project: Path, run_cli) -> None:
+    (project / "train.py").write_text(BUGGY)
+    (project / "base").mkdir()
+    assert run_cli("check", "--write-baseline", "base")[::2] == (
+        2, "loopcheck: error: cannot write baseline base: Is a directory\n")
+    assert sorted(p.name for p in project.iterdir()) == ["base", "train.py"]  # no temporary file left
+    assert run_cli("check", "--baseline", "base")[::2] == (2, "loopcheck: error: cannot read baseline base: Is a directory\n")
