@@ -75,7 +75,8 @@ def batchnorm(session: Session, state: DdpState, world_size: int) -> None:
     if batch is None or batch >= BATCHNORM_MIN_BATCH:
         return
     layers = f"{state.batchnorms} BatchNorm layer{'s' if state.batchnorms > 1 else ''}"
-    session.report("LC503", f"{layers} inside this {state.kind} model normalise over a per-GPU "
+    verb = "normalises" if state.batchnorms == 1 else "normalise"
+    session.report("LC503", f"{layers} inside this {state.kind} model {verb} over a per-GPU "
                    f"batch of {batch} (below {BATCHNORM_MIN_BATCH}; {replicas} replicas): noisy "
                    "statistics; convert them with torch.nn.SyncBatchNorm.convert_sync_batchnorm"
                    "(model) before wrapping", state.site, 0)

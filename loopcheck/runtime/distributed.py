@@ -22,13 +22,16 @@ parts into ``r.json`` (``merge``), receiving them over the process group's key-v
 (alive even after ``destroy_process_group``) or, failing that, from the part files."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import sys
 import time
 import weakref
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -235,8 +238,9 @@ class DistributedHooks:
                 state.owner = self.session.param_owner.get(id(param)) if param is not None else None
             if state.owner is record:
                 ddp_checks.close_window(self.session, state, index)
-        if record is self.session.main_record():
-            self.consistency.on_step(index, [s for s in self.ddp if s.kind != "DataParallel"])
+        owned = [s for s in self.ddp if s.owner is record and s.kind != "DataParallel"]
+        if owned:  # DataParallel has one process: nothing to compare
+            self.consistency.on_step(index, owned)
 
     def finish(self) -> None:
         """End of run, before the hooks are removed: BatchNorm verdict, pending samples."""
@@ -317,7 +321,8 @@ class DistributedHooks:
             from .report import write_report_atomically
 
             try:
-                write_report_atomically(part_path(report_path, info.rank), data)
+                with _sigterm_held():  # torchrun stops the other ranks with SIGTERM when one fails
+                    write_report_atomically(part_path(report_path, info.rank), data)
             except OSError as exc:
                 print(f"loopcheck: rank {info.rank} could not write its part of the report: {exc}",
                       file=sys.stderr)
@@ -377,6 +382,20 @@ class DistributedHooks:
             except (OSError, ValueError):
                 return None
         return None
+
+
+@contextlib.contextmanager
+def _sigterm_held() -> Iterator[None]:
+    """Hold SIGTERM back while this rank's part is written (delivered right after)."""
+    try:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    except (AttributeError, ValueError, OSError):  # not POSIX, or not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _count_fsdp() -> Counter[str]:

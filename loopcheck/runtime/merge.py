@@ -81,13 +81,17 @@ def _verdicts(parts: list[dict[str, Any]], ranks: list[int], world: int) -> dict
                  if check["last_agreeing_step"] is not None else "")
         problems.append(f"gradients/parameters of rank{'s' if len(check['diverged_ranks']) > 1 else ''} "
                         f"{_list(check['diverged_ranks'])} differ from rank {ranks[0]}'s at step "
-                        f"{check['diverged_at_step']} (sampled every {check['every']} steps){since}: "
+                        f"{check['diverged_at_step']} ({_every(check['every'])}){since}: "
                         "the replicas have diverged")
     return {"merged": True, "world_size": world, "ranks_reported": ranks, "missing_ranks": missing,
             "backend": first.get("backend"), "effective_batch": first.get("effective_batch"),
             "fsdp": first.get("fsdp", {}), "optimizer_steps_per_rank": steps,
             "steps_agree": len(set(steps.values())) <= 1,
             "consistency": check, "problems": problems, "ranks": detail}
+
+
+def _every(k: int | None) -> str:
+    return "sampled every step" if k == 1 else f"sampled every {k} steps"
 
 
 def _list(ranks: list[int]) -> str:
@@ -129,8 +133,9 @@ def summary_lines(data: dict[str, Any], quiet: bool) -> list[str]:
                          f"step x {batch['replicas']} replicas")
         check = section.get("consistency") or {}
         if section.get("merged") and check.get("compared_steps") and check.get("diverged_at_step") is None:
-            lines.append(f"loopcheck:   replicas agree at all {check['compared_steps']} sampled steps "
-                         f"(every {check['every']})")
+            n = check["compared_steps"]
+            lines.append(f"loopcheck:   replicas agree at the {n} sampled step{'s' if n > 1 else ''} "
+                         f"({_every(check['every'])})")
     lines += [f"loopcheck:   problem: {problem}" for problem in section.get("problems", [])]
     return lines
 
