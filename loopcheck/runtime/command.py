@@ -87,8 +87,9 @@ def run_command(args: argparse.Namespace) -> int:
     previous = _install_sigterm(finished)
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
     code, how = 0, "finished"
+    namespace: dict[str, Any] = {}  # the script's globals stay alive until the checks ran, as in Python
     try:
-        _run_target(target, argv, is_module)
+        _run_target(target, argv, is_module, namespace)
     except SystemExit as exc:
         code, how = _system_exit_code(exc.code), "sys.exit"
     except KeyboardInterrupt as exc:
@@ -143,22 +144,22 @@ def _install_sigterm(finish: _Finisher) -> Any:
         return None
 
 
-def _run_target(target: str, argv: list[str], is_module: bool) -> None:
+def _run_target(target: str, argv: list[str], is_module: bool, namespace: dict[str, Any]) -> None:
     if is_module:
         sys.argv[:] = [target, *argv]
         sys.path[0] = os.getcwd()
-        runpy.run_module(target, run_name="__main__", alter_sys=True)
+        namespace.update(runpy.run_module(target, run_name="__main__", alter_sys=True))
     else:
         path = os.path.abspath(target)  # Python gives __main__ an absolute __file__
         sys.argv[:] = [target, *argv]
         sys.path[0] = os.path.dirname(path)
         if os.path.isfile(path) and not zipfile.is_zipfile(path):
-            _exec_as_main(path)
+            _exec_as_main(path, namespace)
         else:  # a directory or zip with __main__.py
-            runpy.run_path(path, run_name="__main__")
+            namespace.update(runpy.run_path(path, run_name="__main__"))
 
 
-def _exec_as_main(path: str) -> None:
+def _exec_as_main(path: str, namespace: dict[str, Any]) -> None:
     """``runpy.run_path`` would set ``sys.argv[0]`` to the absolute path; Python keeps what
     the user typed, so the script runs in a fresh ``__main__`` module by hand."""
     main = types.ModuleType("__main__")
@@ -170,6 +171,7 @@ def _exec_as_main(path: str) -> None:
         code = compile(source.read(), path, "exec", dont_inherit=True)
     saved = sys.modules.get("__main__")
     sys.modules["__main__"] = main
+    namespace["__loopcheck_main__"] = main
     try:
         exec(code, main.__dict__)
     finally:

@@ -26,6 +26,9 @@ class SchedulerRecord:
     after_skip: int = 0
     site: Site | None = None
     early_site: Site | None = None  # stepped before its optimizer: LC302 unless it is LC301
+    owner: Any = None  # the OptimizerRecord of its optimizer
+    horizon: int | None = None  # read at each step: the scheduler may be gone by the end
+    position: int = 0  # last_epoch after its latest step  # stepped before its optimizer: LC302 unless it is LC301
 
 
 class SchedulerHooks:
@@ -73,6 +76,7 @@ class SchedulerHooks:
         owner = session.record_for(optimizer, create=False) if optimizer is not None else None
         if owner is None:
             return
+        record.owner = owner
         site = user_site()
         record.site = record.site or site
         if owner.steps == 0 and owner.skipped == 0:
@@ -97,6 +101,8 @@ class SchedulerHooks:
             record.window, record.in_window = owner.window.number, 1
         horizon_attr = _HORIZONS.get(record.kind)
         horizon = getattr(scheduler, horizon_attr, None) if horizon_attr else None
+        record.horizon = horizon if isinstance(horizon, int) else None
+        record.position = scheduler.last_epoch + 1
         if isinstance(horizon, int) and scheduler.last_epoch + 1 > horizon:
             session.report("LC303", f"{record.kind} is stepped past its horizon "
                            f"({horizon_attr}={horizon}): the horizon is counted in other units "
@@ -112,3 +118,20 @@ class SchedulerHooks:
         for record in self.all:
             if record.early_site is not None:
                 self.report_early(record)
+            if self.session.exit_status.get("how") == "finished":
+                self._short_of_horizon(record)
+
+    def _short_of_horizon(self, record: SchedulerRecord) -> None:
+        """A run that ended normally about N times short of the horizon, N being the
+        accumulation: the horizon was counted in micro-batches, the stepping per optimizer step."""
+        horizon, owner, steps = record.horizon, record.owner, record.position
+        if horizon is None or owner is None:
+            return
+        sizes = [(count, size) for size, count in owner.sizes.items() if size]
+        accumulation = max(sizes)[1] if sizes else 1
+        if accumulation >= 2 and 0 < steps < horizon and \
+                0.8 * accumulation <= horizon / steps <= 1.25 * accumulation:
+            self.session.report("LC303", f"{record.kind} ended the run at step {steps} of its "
+                                f"horizon {_HORIZONS[record.kind]}={horizon}, about {accumulation}x "
+                                "short: the horizon counts micro-batches but the scheduler steps "
+                                f"once per optimizer step ({accumulation} micro-batches)", record.site)
