@@ -57,6 +57,8 @@ def read(path: Path) -> Counter[Key]:
         raise BaselineError(f"cannot read {where}: {getattr(error, 'strerror', None) or error}") from None
     except json.JSONDecodeError as error:
         raise BaselineError(f"{where} is not valid JSON ({error.msg} at line {error.lineno})") from None
+    except RecursionError:
+        raise BaselineError(f"{where} is not a loopcheck baseline (nested too deeply)") from None
     if not isinstance(data, dict) or FORMAT not in data:
         raise BaselineError(f"{where} is not a loopcheck baseline (write one with --write-baseline)")
     if data[FORMAT] != FORMAT_VERSION:

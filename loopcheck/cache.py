@@ -111,7 +111,7 @@ class Cache:
     def _read(self, key: str) -> object:
         try:
             data = json.loads(self._path(key).read_bytes())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return None
         if isinstance(data, dict) and data.get(FORMAT) == FORMAT_VERSION and data.get("key") == key:
             return data.get("value")

@@ -71,6 +71,7 @@ def test_baseline_paths_are_relative_to_the_baseline_file(project: Path, run_cli
     ('{"loopcheck-baseline": 1, "findings": [{"code": "LC101", "file": 3}]}',
      "baseline bad.json: entry 0 must have string code, file and fingerprint and a positive count"),
     (b"\xff\xfe\x00", None),
+    ("[" * 100_000 + "]" * 100_000, "baseline bad.json is not a loopcheck baseline (nested too deeply)"),
 ])
 def test_corrupt_or_foreign_baseline_is_a_one_line_error(project: Path, run_cli, content, message) -> None:
     (project / "train.py").write_text(BUGGY)

@@ -80,7 +80,8 @@ def test_no_cache_neither_reads_nor_writes(project: Path, run_cli) -> None:
 
 @pytest.mark.parametrize("garbage", [b"", b"\x00\xff garbage", b"[1, 2, 3]", b'{"loopcheck-cache": 1}',
                                      b'{"loopcheck-cache": 1, "key": "KEY", "value": [{"line": "x"}]}',
-                                     b'{"loopcheck-cache": 1, "key": "KEY", "value": 7}'])
+                                     b'{"loopcheck-cache": 1, "key": "KEY", "value": 7}',
+                                     b"[" * 100_000 + b"]" * 100_000])
 def test_corrupt_or_foreign_entries_are_misses(project: Path, run_cli, garbage: bytes) -> None:
     (project / "train.py").write_text(BUGGY)
     expected = run_cli("check")
