@@ -3,7 +3,8 @@ ranks with gloo, in two torchrun jobs started side by side (each start costs sec
 every scenario in turn (``ddp_batch_runner``), the other the crashing one through
 ``python -m loopcheck run`` as users launch it. Scenario docstrings say what the merged report
 must show besides the ``# expect:`` findings: ``ddp-expect: consistent`` (the sampled gradients
-agree), ``diverged N`` (they differ from step N), ``effective-batch N``, ``crash R``.
+agree), ``diverged N`` (they differ from step N), ``effective-batch N``, ``fsdp2 N`` (FSDP2 modules
+counted), ``crash R``.
 Unit tests of the merge, the rank detection and the consistency comparison need no torchrun."""
 from __future__ import annotations
 
@@ -35,6 +36,13 @@ def _expectations(scenario: Scenario) -> dict[str, str | None]:
     match = _DDP_EXPECT.search(scenario.path.read_text())
     items = [item.strip().split() for item in match.group(1).split(",")] if match else []
     return {item[0]: (item[1] if len(item) > 1 else None) for item in items if item}
+
+
+def _cuda() -> bool:
+    """The scenarios use NCCL on CUDA devices (the GPU run), gloo elsewhere."""
+    import torch
+
+    return torch.cuda.is_available() and torch.cuda.device_count() >= 2
 
 
 def _torchrun_available() -> bool:
@@ -93,7 +101,7 @@ def test_ddp_scenario(scenario: Scenario, runs: Runs) -> None:
     assert merged["disabled_checks"] == []
     section = merged["distributed"]
     assert section["merged"] and section["world_size"] == 2 and section["ranks_reported"] == [0, 1]
-    assert section["steps_agree"] and section["backend"] == "gloo"
+    assert section["steps_agree"] and section["backend"] == ("nccl" if _cuda() else "gloo")
     assert [p["distributed"]["rank"] for p in parts] == [0, 1]
     assert all(p["environment"]["world_size"] == 2 for p in parts)
     expect = _expectations(scenario)
@@ -106,6 +114,8 @@ def test_ddp_scenario(scenario: Scenario, runs: Runs) -> None:
         assert check["diverged_ranks"] == [1]
         assert any("diverged" in p for p in section["problems"])
         assert f"differ from rank 0's at step {expect['diverged']}" in stderr
+    if "fsdp2" in expect:
+        assert section["fsdp"] == {"FSDP2": int(expect["fsdp2"])} and not section["ranks"][0]["ddp"]
     if "effective-batch" in expect:
         assert section["effective_batch"]["effective_batch"] == int(expect["effective-batch"])
         assert f"effective batch {expect['effective-batch']} = " in stderr
@@ -125,7 +135,8 @@ def test_lc501_counts_redundant_allreduces_and_bytes(runs: Runs) -> None:
     assert f"3 redundant all-reduces of {grad_bytes} bytes each ({3 * grad_bytes} bytes per step)" in message
     stderr = (runs.batch / "ddp_lc501_without_no_sync.rank0.stderr").read_text()
     assert "LC501 [ddp-accumulation-without-no-sync]" in stderr and "on every rank" in stderr
-    assert "merged report of ranks 0, 1 of 2 (gloo); optimizer steps agree (8 on every rank)" in stderr
+    backend = "nccl" if _cuda() else "gloo"
+    assert f"merged report of ranks 0, 1 of 2 ({backend}); optimizer steps agree (8 on every rank)" in stderr
 
 
 @needs_torchrun
