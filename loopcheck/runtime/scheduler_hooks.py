@@ -23,7 +23,6 @@ class SchedulerRecord:
     steps: int = 0
     window: int = -1  # optimizer window of the last step
     in_window: int = 0  # steps within that window
-    after_skip: int = 0
     site: Site | None = None
     early_site: Site | None = None  # stepped before its optimizer: LC302 unless it is LC301
     owner: Any = None  # the OptimizerRecord of its optimizer
@@ -85,7 +84,6 @@ class SchedulerHooks:
         elif record.early_site is not None:
             self.report_early(record)
         if owner.last_skipped:
-            record.after_skip += 1
             attempts = owner.steps + owner.skipped
             if record.steps * 2 >= attempts:  # a per-step scheduler, not a per-epoch one
                 session.report("LC306", "the LR scheduler advances although GradScaler skipped "

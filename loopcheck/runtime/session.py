@@ -135,9 +135,6 @@ class Session:
         at_backward.run(self, info, loss)
         self.guard.call("DDP tracking", self.dist.before_backward, info)  # issue 6: sync flags
 
-    def after_backward(self, info: BackwardInfo) -> None:
-        pass
-
     def on_backward_reached(self, record: OptimizerRecord, info: BackwardInfo) -> None:
         """``info`` changed gradients of ``record``'s parameters (called after the backward)."""
         record.total_backwards += 1

@@ -35,10 +35,9 @@ class Window:
     carried: bool = False  # its first backward added to gradients left from before the last step
     reset_after_carry: bool = False
     clip_site: Site | None = None  # a clip since the window's last backward
-    reset_site: Site | None = None
-    zeroed_after_backward: Site | None = None  # zero_grad since the window's last backward  # the zero_grad call behind a reset inside the window
+    reset_site: Site | None = None  # the zero_grad call behind a reset inside the window
+    zeroed_after_backward: Site | None = None  # a zero_grad since the window's last backward
     zero_grad_calls: int = 0
-    ema_updates: int = 0
 
     def dominant(self) -> list[tuple[BackwardInfo, bool]]:
         """Entries of the backward line that ran most often: the accumulation micro-batches.
@@ -58,7 +57,7 @@ class WindowSummary:
     size: int  # micro-batches (dominant backward line)
     epochs: tuple[tuple[int, int], ...]  # loader passes its backwards came from, in order
     exhausted: bool  # the step came after its loader pass had run out
-    covered_epoch: bool  # the window held every batch its loader pass yielded
+    covered_epoch: bool  # the window held every batch its loader pass had yielded by the step
     site: Site | None  # the backward line
     step_site: Site | None
     step: int
@@ -72,7 +71,6 @@ class OptimizerRecord:
     kind: str
     site: Site | None
     window: Window = field(default_factory=lambda: Window(0))
-    last_bw: BackwardInfo | None = None
     steps: int = 0
     skipped: int = 0
     consecutive_skips: int = 0

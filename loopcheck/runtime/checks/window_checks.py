@@ -56,7 +56,6 @@ def close(session: Session, record: OptimizerRecord, skipped: bool) -> None:
         record.history.append(_summarise(session, record, micro, index))
     record.last_size = size + window.in_step_backwards
     record.window = Window(window.number + 1)
-    record.last_bw = None
     if not skipped:
         session.emas.on_step()
     if record is session.main_record():
