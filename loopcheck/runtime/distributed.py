@@ -165,6 +165,12 @@ class DistributedHooks:
         from torch.nn.parallel import DistributedDataParallel
 
         replace_attr(stack, DistributedDataParallel, "__init__", self._wrap_init("DistributedDataParallel"))
+        if torch.distributed.is_initialized():  # watch() in a notebook: DDP models built before it
+            import gc
+
+            for obj in gc.get_objects():
+                if issubclass(type(obj), DistributedDataParallel):  # type(): no lazy-module side effects
+                    self.session.guard.call("DDP tracking", self._register, obj, "DistributedDataParallel")
 
     def _wrap_init(self, kind: str) -> Any:
         guard = self.session.guard
