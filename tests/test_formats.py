@@ -156,3 +156,13 @@ def test_output_file_in_a_missing_directory_is_a_clear_error(project: Path, run_
     assert (code, out) == (2, "")
     assert err == "loopcheck: error: --output-file missing/loopcheck.sarif: directory missing does not exist\n"
     assert not (project / "missing").exists()
+
+
+def test_sarif_for_files_outside_the_working_directory(tmp_path: Path, project: Path, run_cli) -> None:
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    (outside / "train.py").write_text(BUGGY)
+    document = json.loads(run_cli("check", "--output-format", "sarif", str(outside))[1])
+    _validate(document)
+    location = document["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location == {"uri": (outside / "train.py").as_uri()}
