@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import builtins
 import importlib.machinery
+import importlib.util
 import io
 import os
 import runpy
@@ -23,7 +24,7 @@ from typing import Any
 from .project_config import project_config, selection_for
 from .watch import rank_report_path
 
-_OWN_FILES = (os.path.dirname(os.path.abspath(__file__)), os.path.abspath(runpy.__file__))
+_OWN_FILES = (os.path.dirname(os.path.abspath(__file__)), os.path.abspath(runpy.__file__), "<frozen runpy>")
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,6 +76,9 @@ def run_command(args: argparse.Namespace) -> int:
     if not is_module and not os.path.exists(target):
         print(f"loopcheck run: can't open file {target!r}: No such file or directory", file=sys.stderr)
         return 2
+    if is_module and not _module_exists(target):
+        print(f"{sys.executable}: No module named {target}", file=sys.stderr)  # as python -m
+        return 1
 
     from .session import Session
 
@@ -177,6 +181,19 @@ def _exec_as_main(path: str, namespace: dict[str, Any]) -> None:
     finally:
         if saved is not None:
             sys.modules["__main__"] = saved
+
+
+def _module_exists(name: str) -> bool:
+    saved = sys.path[0] if sys.path else None
+    if sys.path:
+        sys.path[0] = os.getcwd()  # where python -m looks first
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+    finally:
+        if saved is not None:
+            sys.path[0] = saved
 
 
 def _system_exit_code(code: Any) -> int:

@@ -134,6 +134,10 @@ def test_report_is_replaced_atomically_and_complete(tmp_path: Path) -> None:
     assert [s["step"] for s in report["memory"]["per_step"]] == list(range(CPU_STRIDE, 9, CPU_STRIDE))
 
 
-def test_missing_script(tmp_path: Path) -> None:
+def test_missing_script_or_module(tmp_path: Path) -> None:
     result = loopcheck_run(["nope.py"], tmp_path)
     assert result.returncode == 2 and "nope.py" in result.stderr
+    plain = python(["-m", "nosuchmodule"], tmp_path)
+    checked = loopcheck_run(["-m", "nosuchmodule"], tmp_path)
+    assert checked.returncode == plain.returncode == 1
+    assert checked.stderr == plain.stderr
