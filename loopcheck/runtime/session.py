@@ -12,6 +12,7 @@ from typing import Any
 
 from . import callsite
 from .callsite import Site, user_site
+from .checks import at_backward, window_checks
 from .findings import FindingLog
 from .guard import Guard
 from .selection import Selection
@@ -130,8 +131,6 @@ class Session:
 
     # -- events ---------------------------------------------------------------------
     def before_backward(self, info: BackwardInfo, loss: Any) -> None:
-        from .checks import at_backward
-
         at_backward.run(self, info, loss)
         self.guard.call("DDP tracking", self.dist.before_backward, info)  # issue 6: sync flags
 
@@ -158,8 +157,6 @@ class Session:
         window.clip_site = None
 
     def close_window(self, record: OptimizerRecord, skipped: bool) -> None:
-        from .checks import window_checks
-
         self.guard.call("DDP tracking", self.dist.on_window_closed, record)  # issue 6: LC501/LC502
         window_checks.close(self, record, skipped)
 
