@@ -13,4 +13,4 @@ export PYTHONPATH=/tmp/site:$PWD
 timeout 300 python3 -m pytest tests/runtime/test_distributed.py -q -rs -p no:cacheprovider --basetemp=/tmp/pt 2>&1 | tee "$out/tests.log"
 tar czf "$out/ddp-runs.tgz" -C /tmp/pt . 2>/dev/null
 timeout 280 torchrun --standalone --nproc_per_node=2 benchmarks/runtime_overhead_ddp.py --sync-check \
-    --blocks 6 --steps 10 --out "$out/overhead" 2>&1 | grep -v '^W1' | tee "$out/bench.log"
+    --attribute --blocks 6 --steps 10 --out "$out/overhead" 2>&1 | grep -v '^W1' | tee "$out/bench.log"

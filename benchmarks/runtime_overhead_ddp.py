@@ -75,8 +75,22 @@ def make_workload(name: str, device: torch.device):
     return step
 
 
-def run_block(step, warmup: int, steps: int, checked: bool) -> list[float]:
+def _without_distributed_hooks() -> contextlib.AbstractContextManager:
+    """For attribution: loopcheck with its distributed part (issue 6) switched off."""
+    from loopcheck.runtime import distributed
+
+    stack = contextlib.ExitStack()
+    for name, replacement in (("install", lambda self: None), ("before_backward", lambda self, info: None),
+                              ("on_window_closed", lambda self, record: None)):
+        stack.callback(setattr, distributed.DistributedHooks, name, getattr(distributed.DistributedHooks, name))
+        setattr(distributed.DistributedHooks, name, replacement)
+    return stack
+
+
+def run_block(step, warmup: int, steps: int, checked: bool | str) -> list[float]:
     times = []
+    hooks_off = _without_distributed_hooks() if checked == "loopcheck-nodist" else contextlib.nullcontext()
+    hooks_off.__enter__()
     context = watch(summary=False) if checked else None
     if context is not None:
         context.__enter__()
@@ -92,6 +106,7 @@ def run_block(step, warmup: int, steps: int, checked: bool) -> list[float]:
         if context is not None:
             context.__exit__(None, None, None)
             assert context.findings == [], context.findings  # the loop is correct
+        hooks_off.__exit__(None, None, None)
     return times
 
 
@@ -119,6 +134,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--sync-check", action="store_true")
+    parser.add_argument("--attribute", action="store_true",
+                        help="add a third variant: loopcheck without its distributed hooks")
     parser.add_argument("--out")
     args = parser.parse_args()
     dist.init_process_group("nccl")
@@ -137,10 +154,11 @@ def main() -> None:
         step = make_workload(name, device)
         run_block(step, 3, 0, False)
         blocks, steps = (args.blocks * 2, max(args.steps // 2, 1)) if name == "gpt2" else (args.blocks, args.steps * 5)
-        times: dict[str, list[float]] = {"plain": [], "loopcheck": []}
+        variants = ["plain", "loopcheck"] + (["loopcheck-nodist"] if args.attribute else [])
+        times: dict[str, list[float]] = {v: [] for v in variants}
         for b in range(blocks):
-            for variant in (("plain", "loopcheck") if b % 2 == 0 else ("loopcheck", "plain")):
-                times[variant] += run_block(step, args.warmup, steps, variant == "loopcheck")
+            for variant in (variants if b % 2 == 0 else variants[::-1]):
+                times[variant] += run_block(step, args.warmup, steps, variant != "plain" and variant)
         gathered: list = [None] * world
         dist.all_gather_object(gathered, times)
         if rank == 0:
@@ -152,6 +170,9 @@ def main() -> None:
                    "mean_step_ms_plain": round(statistics.fmean(plain) * 1e3, 4),
                    "mean_step_ms_loopcheck": round(statistics.fmean(checked) * 1e3, 4)}
             row["overhead_percent"] = round((row["median_step_ms_loopcheck"] / row["median_step_ms_plain"] - 1) * 100, 2)
+            if args.attribute:
+                nodist = [t for g in gathered for t in g["loopcheck-nodist"]]
+                row["median_step_ms_loopcheck_nodist"] = round(statistics.median(nodist) * 1e3, 4)
             result["results"].append(row)
             print(json.dumps(row), flush=True)
         del step

@@ -1,7 +1,7 @@
 """LC501 under torchrun: DDP with accumulation over 4 micro-batches and no no_sync(): every
 micro-batch all-reduces, 3 redundant all-reduces per optimizer step. The result is still
 correct: the replicas stay identical.
-loopcheck-args: --consistency-every 2
+loopcheck-args: --consistency-every 4
 ddp-expect: consistent, effective-batch 32"""
 import os
 
@@ -20,7 +20,7 @@ model = DDP(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1)).to(devi
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 ACCUM = 4
 
-for i in range(8 * ACCUM):
+for i in range(24 * ACCUM):  # past the forwards the pre-hook watches (64)
     x, y = torch.randn(4, 8, device=device) + rank, torch.randn(4, 1, device=device)
     loss = nn.functional.mse_loss(model(x), y) / ACCUM
     loss.backward()  # expect: LC501

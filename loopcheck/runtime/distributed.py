@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from . import ddp_checks
 from .callsite import Site, user_site
 from .patching import replace_attr
 
@@ -47,6 +48,11 @@ MERGE_TIMEOUT = 60.0
 # after an exception, SIGTERM or Ctrl-C the other ranks are likely gone or stuck: merge quickly
 MERGE_TIMEOUT_ABNORMAL = 3.0
 STORE_PREFIX = "loopcheck/part"
+# The forward pre-hook watches this many training forwards of each wrapper (usual batch size,
+# exact pairing of forwards and backward passes), then it is removed: a module with hooks takes
+# nn.Module's slower call path. Afterwards the sync decision of the last forward is read from
+# ``require_forward_param_sync``, which DDP's forward sets to what it decided.
+HOOKED_FORWARDS = 64
 _sessions_started = 0  # keys in the store are per session (several sessions in one process)
 
 
@@ -110,6 +116,7 @@ class DdpState:
     devices: int  # DataParallel: GPUs the batch is split over; DDP: 1
     batchnorms: int  # BatchNorm layers that are not SyncBatchNorm
     pending: bool | None = None  # flag of a forward whose backward has not run yet
+    handle: Any = None  # the forward pre-hook, until HOOKED_FORWARDS forwards were seen
     window: list[tuple[bool, bool, Site | None]] = field(default_factory=list)  # (fwd, bwd, site)
     batch_sizes: Counter[int] = field(default_factory=Counter)
     forwards: int = 0
@@ -120,6 +127,7 @@ class DdpState:
     unsynced_last: int = 0
     backward_only_no_sync: int = 0
     owner: Any = None  # OptimizerRecord whose steps close this wrapper's windows
+    owner_tries: int = 0
 
     def as_json(self) -> dict[str, Any]:
         batch = self.batch_sizes.most_common(1)[0][0] if self.batch_sizes else None
@@ -200,8 +208,8 @@ class DistributedHooks:
                          sum(p.numel() * p.element_size() for p in params), max(devices, 1),
                          len(batchnorms))
         self.ddp.append(state)
-        handle = wrapper.register_forward_pre_hook(self._forward_hook(state), with_kwargs=True)
-        self.session.stack.callback(handle.remove)
+        state.handle = wrapper.register_forward_pre_hook(self._forward_hook(state), with_kwargs=True)
+        self.session.stack.callback(state.handle.remove)
 
     def _forward_hook(self, state: DdpState) -> Any:
         is_grad_enabled = __import__("torch").is_grad_enabled
@@ -212,11 +220,14 @@ class DistributedHooks:
                 return None
             state.forwards += 1
             state.pending = bool(getattr(module, "require_backward_grad_sync", True))
-            if state.forwards <= 4096:  # enough to know the usual batch: shapes are host-side
-                first = args[0] if args else next(iter(kwargs.values()), None)
-                shape = getattr(first, "shape", None)
-                if shape is not None and len(shape) >= 1:
-                    state.batch_sizes[int(shape[0])] += 1
+            first = args[0] if args else next(iter(kwargs.values()), None)
+            shape = getattr(first, "shape", None)  # host-side
+            if shape is not None and len(shape) >= 1:
+                state.batch_sizes[int(shape[0])] += 1
+            if state.forwards >= HOOKED_FORWARDS and state.kind != "DataParallel" \
+                    and hasattr(module, "require_forward_param_sync"):
+                state.handle.remove()
+                state.handle = None
             return None
 
         return hook
@@ -224,34 +235,46 @@ class DistributedHooks:
     # -- events (called by the session) --------------------------------------------------
     def before_backward(self, info: BackwardInfo) -> None:
         for state in self.ddp:
-            if state.pending is None:
-                continue
             module = state.module()
-            now = bool(getattr(module, "require_backward_grad_sync", True)) if module is not None else True
+            if module is None or not module.training:
+                continue
+            if state.handle is None:  # past HOOKED_FORWARDS: what DDP's last forward decided
+                state.pending = bool(module.require_forward_param_sync)
+            elif state.pending is None:
+                continue
+            now = bool(getattr(module, "require_backward_grad_sync", True))
             state.window.append((state.pending, now, info.site))
             state.pending = None
 
     def on_window_closed(self, record: OptimizerRecord) -> None:
         """``record``'s window is about to be closed (its step ran or was skipped)."""
-        from . import ddp_checks
-
         if self.store is None:
             self._capture_store()
         index = record.steps + record.skipped
         for state in self.ddp:
-            if state.owner is None and state.first_param is not None:
-                param = state.first_param()
-                state.owner = self.session.param_owner.get(id(param)) if param is not None else None
+            if state.owner is None and state.first_param is not None and state.owner_tries < 64:
+                state.owner_tries += 1  # a wrapper whose parameters no optimizer holds: stop looking
+                state.owner = self._owner_of(state.first_param())
             if state.owner is record:
                 ddp_checks.close_window(self.session, state, index)
         owned = [s for s in self.ddp if s.owner is record and s.kind != "DataParallel"]
         if owned:  # DataParallel has one process: nothing to compare
             self.consistency.on_step(index, owned)
 
+    def _owner_of(self, param: Any) -> OptimizerRecord | None:
+        """The record of the optimizer holding ``param`` (by identity: ids of freed parameters
+        of optimizers from an earlier run in the same process can come back)."""
+        if param is None:
+            return None
+        for record in self.session.records:
+            optimizer = record.ref()
+            if optimizer is not None and any(p is param for group in optimizer.param_groups
+                                             for p in group["params"]):
+                return record
+        return None
+
     def finish(self) -> None:
         """End of run, before the hooks are removed: BatchNorm verdict, pending samples."""
-        from . import ddp_checks
-
         for state in self.ddp:
             ddp_checks.batchnorm(self.session, state, self.rank().world_size)
         self.fsdp = _count_fsdp()
