@@ -34,9 +34,9 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runtime_overhead import GPT  # noqa: E402
+from runtime_overhead import GPT
 
-from loopcheck.runtime import watch  # noqa: E402
+from loopcheck.runtime import watch
 
 ACCUM = 4
 
@@ -140,7 +140,7 @@ def main() -> None:
     args = parser.parse_args()
     dist.init_process_group("nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
     torch.cuda.set_device(device)
     result: dict = {"meta": {"torch": torch.__version__, "python": platform.python_version(),
                              "device": torch.cuda.get_device_name(device), "world_size": world,

@@ -10,10 +10,10 @@ import torch.distributed as dist
 from torch import nn
 from torch.distributed.fsdp import fully_shard
 
-cuda = torch.cuda.device_count() >= int(os.environ.get("WORLD_SIZE", 1))  # NCCL: a GPU per rank
+cuda = torch.cuda.device_count() >= int(os.environ.get("WORLD_SIZE", "1"))  # NCCL: a GPU per rank
 dist.init_process_group("nccl" if cuda else "gloo")
 rank = dist.get_rank()
-device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if cuda else torch.device("cpu")
+device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if cuda else torch.device("cpu")
 if cuda:
     torch.cuda.set_device(device)
 torch.manual_seed(0)

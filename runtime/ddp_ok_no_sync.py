@@ -12,9 +12,9 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
-cuda = torch.cuda.device_count() >= int(os.environ.get("WORLD_SIZE", 1))  # NCCL: a GPU per rank
+cuda = torch.cuda.device_count() >= int(os.environ.get("WORLD_SIZE", "1"))  # NCCL: a GPU per rank
 dist.init_process_group("nccl" if cuda else "gloo")
-device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if cuda else torch.device("cpu")
+device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if cuda else torch.device("cpu")
 torch.manual_seed(0)
 model = DDP(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1)).to(device),
             device_ids=[device.index] if cuda else None)

@@ -9,10 +9,10 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-cuda = torch.cuda.device_count() >= int(os.environ.get("WORLD_SIZE", 1))  # NCCL: a GPU per rank
+cuda = torch.cuda.device_count() >= int(os.environ.get("WORLD_SIZE", "1"))  # NCCL: a GPU per rank
 dist.init_process_group("nccl" if cuda else "gloo")
 rank = dist.get_rank()
-device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if cuda else torch.device("cpu")
+device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if cuda else torch.device("cpu")
 torch.manual_seed(0)
 model = DDP(nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4)).to(device),
             device_ids=[device.index] if cuda else None)

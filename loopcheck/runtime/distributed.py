@@ -93,7 +93,7 @@ def detect_rank(torch: Any = None) -> RankInfo:
     try:
         if dist is not None and dist.is_available() and dist.is_initialized():
             info.rank, info.world_size, info.source = dist.get_rank(), dist.get_world_size(), "process-group"
-    except Exception:  # noqa: BLE001 - a half torn-down group: keep the environment's answer
+    except Exception:  # noqa: BLE001, S110 - a half torn-down group: keep the environment's answer
         pass
     return info
 
@@ -216,8 +216,10 @@ class DistributedHooks:
         guard = self.session.guard
 
         def hook(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-            if not module.training or not is_grad_enabled() or not guard.active("DDP tracking"):
-                return None
+            if module.training and is_grad_enabled() and guard.active("DDP tracking"):
+                guard.call("DDP tracking", note, module, args, kwargs)
+
+        def note(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
             state.forwards += 1
             state.pending = bool(getattr(module, "require_backward_grad_sync", True))
             first = args[0] if args else next(iter(kwargs.values()), None)
@@ -228,7 +230,6 @@ class DistributedHooks:
                     and hasattr(module, "require_forward_param_sync"):
                 state.handle.remove()
                 state.handle = None
-            return None
 
         return hook
 
@@ -236,8 +237,8 @@ class DistributedHooks:
     def before_backward(self, info: BackwardInfo) -> None:
         for state in self.ddp:
             module = state.module()
-            if module is None or not module.training:
-                continue
+            if module is None or not module.training or state.kind == "DataParallel":
+                continue  # DataParallel: one process, no sync flag
             if state.handle is None:  # past HOOKED_FORWARDS: what DDP's last forward decided
                 state.pending = bool(module.require_forward_param_sync)
             elif state.pending is None:

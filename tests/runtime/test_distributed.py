@@ -160,7 +160,7 @@ def test_a_crashed_rank_leaves_readable_parts_that_merge_afterwards(runs: Runs) 
         json.loads((out / f"r.rank{rank}.json").read_text())
     (out / "r.json").unlink(missing_ok=True)
     merged_run = subprocess.run([sys.executable, "-m", "loopcheck", "report", "merge", str(out)],
-                                cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
+                                cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60, check=False)
     assert merged_run.returncode == 0, merged_run.stderr
     merged = json.loads((out / "r.json").read_text())
     section = merged["distributed"]
@@ -253,3 +253,24 @@ def test_merge_command_without_parts(tmp_path: Path) -> None:
 
     assert main(["report", "merge", str(tmp_path)]) == 1
     assert main(["report", "merge", str(tmp_path / "missing")]) == 2
+
+
+def test_dataparallel_accumulation_is_not_lc501() -> None:
+    """DataParallel has no sync flag to read (one process): its micro-batches are not DDP's."""
+    import torch
+    from torch import nn
+
+    from loopcheck.runtime import watch
+
+    with watch(summary=False) as session:
+        model = nn.DataParallel(nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.Linear(4, 1)))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for i in range(8):
+            (model(torch.randn(4, 4)).sum() / 4).backward()
+            if (i + 1) % 4 == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+    assert session.findings.all() == []
+    section = session.dist.section()
+    assert section["world_size"] == 1 and section["ddp"][0]["type"] == "DataParallel"
+    assert section["ddp"][0]["micro_batches"] == 0 and section["effective_batch"]["effective_batch"] == 16  # 4 x 4 x 1
