@@ -156,7 +156,7 @@ class DistributedHooks:
         self.fsdp: Counter[str] = Counter()
         self.store: Any = None
         self.backend: str | None = None
-        self.rank_at_start = detect_rank()
+        self.rank_seen = detect_rank()
         self.started_wall = time.time()
         from .consistency import ConsistencySampler
 
@@ -284,8 +284,8 @@ class DistributedHooks:
     # -- who we are ----------------------------------------------------------------------
     def rank(self) -> RankInfo:
         info = detect_rank(self.session.torch)
-        if info.source != "process-group" and self.rank_at_start.world_size > info.world_size:
-            return self.rank_at_start
+        if info.source != "process-group" and self.rank_seen.world_size > info.world_size:
+            return self.rank_seen
         return info
 
     def _capture_store(self) -> None:
@@ -294,6 +294,8 @@ class DistributedHooks:
         if not dist.is_available() or not dist.is_initialized():
             return
         self.backend = str(dist.get_backend())
+        # the group may be destroyed before exit (mp.spawn jobs may set no RANK/WORLD_SIZE)
+        self.rank_seen = detect_rank(self.session.torch)
         try:
             self.store = dist.distributed_c10d._get_default_store()
         except Exception:  # noqa: BLE001 - a private helper: merge from the files instead
@@ -383,6 +385,8 @@ class DistributedHooks:
             else MERGE_TIMEOUT_ABNORMAL
         limit = float(os.environ.get("LOOPCHECK_MERGE_TIMEOUT", limit))
         parts: dict[int, dict[str, Any]] = {0: own}
+        if self.store is None and not report_path:
+            limit = 0.0  # nowhere to receive parts from
         deadline = time.monotonic() + limit
         while True:
             for rank in range(1, world_size):
