@@ -88,9 +88,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
         add_run_arguments(run)
 
-    from loopcheck.runtime.merge import add_merge_parser  # issue 6: loopcheck report merge DIR
+    report = sub.add_parser("report", help="work with runtime reports (merge the parts of a distributed run)")
+    if command == "report":
+        from loopcheck.runtime.merge import add_report_arguments  # `loopcheck report merge DIR`
 
-    add_merge_parser(sub)
+        add_report_arguments(report)
     rule = sub.add_parser("rule", help="show the documentation of one rule")
     rule.add_argument("rule", metavar="RULE", help="a code (LC101) or name (zero-grad-in-accumulation)")
     sub.add_parser("rules", help="list every rule with its level and whether it has a fix")
@@ -109,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         from loopcheck.runtime.command import run_command
 
         return run_command(args)
-    if args.command == "report":  # issue 6
+    if args.command == "report":
         from loopcheck.runtime.merge import report_command
 
         return report_command(args)

@@ -141,9 +141,8 @@ def summary_lines(data: dict[str, Any], quiet: bool) -> list[str]:
 
 
 # -- loopcheck report merge DIR -----------------------------------------------------------
-def add_merge_parser(sub: Any) -> None:
-    """``loopcheck report merge DIR``: added to the main CLI's subparsers."""
-    report = sub.add_parser("report", help="work with runtime reports (merge the parts of a distributed run)")
+def add_report_arguments(report: Any) -> None:
+    """``loopcheck report merge DIR``: the actions of the main CLI's ``report`` command."""
     actions = report.add_subparsers(dest="report_command", metavar="ACTION")
     merge = actions.add_parser("merge", help="merge the per-rank parts (NAME.rankN.json) in DIR into NAME.json",
                                description="Merge the per-rank report parts that `loopcheck run --report "

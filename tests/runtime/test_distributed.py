@@ -262,11 +262,12 @@ def test_dataparallel_accumulation_is_not_lc501() -> None:
 
     from loopcheck.runtime import watch
 
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # with GPUs DataParallel wants cuda:0
     with watch(summary=False) as session:
-        model = nn.DataParallel(nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.Linear(4, 1)))
+        model = nn.DataParallel(nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.Linear(4, 1)).to(device))
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         for i in range(8):
-            (model(torch.randn(4, 4)).sum() / 4).backward()
+            (model(torch.randn(4, 4, device=device)).sum() / 4).backward()
             if (i + 1) % 4 == 0:
                 optimizer.step()
                 optimizer.zero_grad()
