@@ -78,9 +78,9 @@ def analyse(source: str, filename: str, codes: frozenset[str],
                 violations.append((rule, violation))
     if not violations:
         return module, []
-    from libcst.metadata import MetadataWrapper, PositionProvider
+    from loopcheck.positions import locate
 
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    positions = locate(module, source, [n for _, v in violations for n in (v.node, v.stmt)])
     lines = source.splitlines()
     results = []
     for rule, violation in violations:
