@@ -39,7 +39,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                              "level was reported (default: never; the exit code is the script's)")
     parser.add_argument("--quiet", action="store_true",
                         help="print only the findings at exit, not the counters")
-    from .distributed import add_run_arguments as add_distributed_arguments  # issue 6
+    from .distributed import add_run_arguments as add_distributed_arguments
 
     add_distributed_arguments(parser)  # --consistency-every K, --no-consistency-check
     parser.add_argument("-m", dest="module", nargs=argparse.REMAINDER, metavar="MODULE ...",
@@ -83,7 +83,7 @@ def run_command(args: argparse.Namespace) -> int:
     from .session import Session
 
     report = rank_report_path(args.report)
-    from .distributed import configure as configure_distributed  # issue 6: consistency options
+    from .distributed import configure as configure_distributed  # consistency options
 
     configure_distributed(args)
     session = Session(selection, config.options.lr_scaling).start()

@@ -76,7 +76,7 @@ class Session:
         self.autocast = AutocastHooks(self)
         self.memory = MemoryMonitor(self)
         self.retained = RetainedGraphs(self)
-        from .distributed import DistributedHooks  # issue 6: ranks, DDP sync, per-rank parts
+        from .distributed import DistributedHooks  # ranks, DDP sync, per-rank parts
 
         self.dist = DistributedHooks(self)
         self.stack.callback(self._forget_params)
@@ -96,7 +96,7 @@ class Session:
         from .checks import finalize
 
         self.guard.call("end-of-run checks", finalize.run, self)
-        self.guard.call("DDP tracking", self.dist.finish)  # issue 6: LC503, pending samples
+        self.guard.call("DDP tracking", self.dist.finish)  # LC503, pending samples
         try:
             self.stack.close()
         finally:
@@ -132,7 +132,7 @@ class Session:
     # -- events ---------------------------------------------------------------------
     def before_backward(self, info: BackwardInfo, loss: Any) -> None:
         at_backward.run(self, info, loss)
-        self.guard.call("DDP tracking", self.dist.before_backward, info)  # issue 6: sync flags
+        self.guard.call("DDP tracking", self.dist.before_backward, info)  # sync flags
 
     def on_backward_reached(self, record: OptimizerRecord, info: BackwardInfo) -> None:
         """``info`` changed gradients of ``record``'s parameters (called after the backward)."""
@@ -157,7 +157,7 @@ class Session:
         window.clip_site = None
 
     def close_window(self, record: OptimizerRecord, skipped: bool) -> None:
-        self.guard.call("DDP tracking", self.dist.on_window_closed, record)  # issue 6: LC501/LC502
+        self.guard.call("DDP tracking", self.dist.on_window_closed, record)  # LC501/LC502
         window_checks.close(self, record, skipped)
 
     # -- output -----------------------------------------------------------------------
@@ -166,7 +166,7 @@ class Session:
         from .summary import render_summary
 
         data = build_report(self)
-        # issue 6: adds the "distributed" section; under torchrun each rank writes its part
+        # adds the "distributed" section; under torchrun each rank writes its part
         # (r.rankN.json) and rank 0 gets the merged report back to write and print here
         merged = self.guard.call("distributed report", self.dist.outputs, data, report_path, print_summary)
         if merged is not None:

@@ -57,7 +57,7 @@ def load(path: Path) -> Scenario:
 
 def all_scenarios(gpu: bool = False) -> list[Scenario]:
     scripts = [p for p in sorted(SCENARIOS.glob("*.py")) if p.name.startswith("gpu_") == gpu
-               and not p.name.startswith("ddp_")]  # issue 6: ddp_* run under torchrun (test_distributed.py)
+               and not p.name.startswith("ddp_")]  # ddp_* run under torchrun (test_distributed.py)
     if not gpu:
         scripts += sorted(SCENARIOS.glob("projects/*/train.py"))
     return [load(p) for p in scripts]
