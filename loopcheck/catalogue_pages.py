@@ -31,9 +31,9 @@ def render_page(code: str, rule: type[Rule] | None) -> str:
         return "\n".join(lines)
     lines += [textwrap.dedent(sys.modules[rule.__module__].__doc__ or "").strip(), ""]
     lines += ["## Fix availability",
-              "`loopcheck check --fix` applies the fix above where the model is certain enough (a safe fix: "
-              "it moves, inserts or rewrites only the flagged statement); elsewhere the finding is reported "
-              "without a fix." if rule.fixable else "No automatic fix: the right change depends on intent.", ""]
+              "`loopcheck check --fix` applies the fix above where the model is certain enough (it moves, "
+              "inserts or rewrites only the flagged statements; fixes that may change more than the finding "
+              "need `--unsafe-fixes`); elsewhere the finding is reported without a fix." if rule.fixable else "No automatic fix: the right change depends on intent.", ""]
     lines += ["## Example", "```python", textwrap.dedent(rule.INVALID[0]).strip(), "```", "",
               "Use instead:", "```python", textwrap.dedent(rule.VALID[0]).strip(), "```", ""]
     if len(rule.INVALID) > 1:

@@ -30,13 +30,13 @@ def test_fix_guarantees(code: str, index: int, example: str) -> None:
     codes = frozenset({code})
     _, results = analyse(example, "example.py", codes)
     fixable = [f for f, fix in results if fix is not None]
-    fixed, applied = fix_text(example, "example.py", codes)
+    fixed, applied = fix_text(example, "example.py", codes, unsafe=True)
     assert applied == len(fixable)
     cst.parse_module(fixed)
     _, after = analyse(fixed, "example.py", codes)
     assert len(after) == len(results) - len(fixable)
     assert all(fix is None for _, fix in after)
-    assert fix_text(fixed, "example.py", codes) == (fixed, 0)
+    assert fix_text(fixed, "example.py", codes, unsafe=True) == (fixed, 0)
     touched = {n for f in fixable for n in range(f.line, f.end_line + 1)}
     assert _untouched_lines_kept(example, fixed, touched), fixed
 
@@ -116,3 +116,22 @@ def test_identical_findings_are_all_fixed_in_one_run() -> None:
     fixed, applied = fix_text(loop + loop, "t.py", frozenset({"LC101"}))
     assert applied == 2
     assert fix_text(fixed, "t.py", frozenset({"LC101"})) == (fixed, 0)
+
+
+def test_unsafe_fixes_need_the_flag() -> None:
+    source = textwrap.dedent("""\
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(epochs):
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+            model.eval()
+            evaluate(model, val_loader)
+    """)
+    codes = frozenset({"LC605"})
+    [(finding, fix)] = analyse(source, "t.py", codes)[1]
+    assert fix is not None and not fix.safe and not finding.fix_safe
+    assert fix_text(source, "t.py", codes) == (source, 0)
+    fixed, applied = fix_text(source, "t.py", codes, unsafe=True)
+    assert applied == 1 and fixed.splitlines()[2] == "    model.train()"

@@ -13,11 +13,14 @@ frozen teacher, an EMA copy).
 
 ## Fix
 Call `model.train()` after the evaluation (or at the start of every epoch / training helper).
+`--fix --unsafe-fixes` puts `model.train()` first in the loop body: unsafe, because it also puts
+back into train mode submodules the code may keep in eval mode on purpose (a frozen backbone).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import libcst as cst
 
@@ -202,11 +205,14 @@ for step, (x, y) in enumerate(train_loader):
 
 
 def _train_first(loop: Loop, name: str) -> Fix | None:
-    """Put ``name.train()`` first in the training loop's body: every iteration starts in train mode."""
+    """Put ``name.train()`` first in the training loop's body: every iteration starts in train mode.
+    Unsafe: it also switches back submodules the code keeps in eval mode on purpose (a frozen
+    BatchNorm backbone), which only the author can tell apart."""
     body = loop.node.body if isinstance(loop.node, (cst.For, cst.While)) else None
     if not isinstance(body, cst.IndentedBlock) or not body.body:
         return None
-    return insert_before(body.body[0], f"{name}.train()", f"call `{name}.train()` at the start of each iteration")
+    fix = insert_before(body.body[0], f"{name}.train()", f"call `{name}.train()` at the start of each iteration")
+    return replace(fix, safe=False)
 
 
 def _alternating(leak: Event, name: str, events: list[Event], loop: Loop) -> bool:
