@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from loopcheck.fixes import Fix
+    from loopcheck.rules import Rule, Violation
 
 _MAX_FIX_ROUNDS = 25  # each round applies one fix; a file rarely has more than a few
 
@@ -76,30 +77,32 @@ def analyse(source: str, filename: str, codes: frozenset[str],
             if key not in seen:
                 seen.add(key)
                 violations.append((rule, violation))
-    if not violations:
-        return module, []
+    return module, _findings(module, source, filename, violations) if violations else []
+
+
+def _findings(module: cst.Module, source: str, filename: str,
+              violations: list[tuple[Rule, Violation]]) -> list[tuple[Finding, Fix | None]]:
+    """Positioned, unsuppressed findings for the rules' violations, in file order."""
     from loopcheck.positions import locate
 
     positions = locate(module, source, [n for _, v in violations for n in (v.node, v.stmt)])
     lines = source.splitlines()
     results = []
     for rule, violation in violations:
-        code = rule.code  # type: ignore[attr-defined]
         where = positions[violation.node]
         stmt_line = positions[violation.stmt].start.line if violation.stmt in positions else where.start.line
-        if is_suppressed(code, lines, (where.start.line, stmt_line)):
+        if is_suppressed(rule.code, lines, (where.start.line, stmt_line)):
             continue
-        info = CODES[code]
-        fix = violation.fix
+        info, fix = CODES[rule.code], violation.fix
         results.append((Finding(
-            filename=filename, line=where.start.line, col=where.start.column + 1, code=code, name=info.name,
-            message=violation.message or rule.message,  # type: ignore[attr-defined]
-            severity=info.level.value, end_line=where.end.line, end_col=where.end.column + 1,
+            filename=filename, line=where.start.line, col=where.start.column + 1, code=rule.code, name=info.name,
+            message=violation.message or rule.message, severity=info.level.value, end_line=where.end.line,
+            end_col=where.end.column + 1,
             source_line=lines[where.start.line - 1] if where.start.line <= len(lines) else "",
-            fingerprint=_fingerprint(code, module.code_for_node(violation.node)),
+            fingerprint=_fingerprint(rule.code, module.code_for_node(violation.node)),
             fix_message=fix.message if fix else None, fix_safe=fix.safe if fix else True,
         ), fix))
-    return module, sorted(results, key=lambda pair: pair[0])
+    return sorted(results, key=lambda pair: pair[0])
 
 
 def fix_text(source: str, filename: str, codes: frozenset[str], unsafe: bool = False,
