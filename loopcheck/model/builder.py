@@ -310,8 +310,15 @@ def _is_framework_backward(recv: str, role: Role, first: cst.BaseExpression) -> 
 
 
 def _is_loss_scaler_call(call: cst.Call) -> bool:
+    """``loss_scaler(loss, optimizer, ...)`` as timm, MAE and DeiT call their NativeScaler: a loss and
+    an optimizer, plus the helper's own keywords or a loss-named first argument (not any function
+    whose name mentions a scaler, such as ``custom_scaler(roles, name)``)."""
+    args = positional(call)
     keywords = {a.keyword.value for a in call.args if a.keyword is not None}
-    return len(positional(call)) >= 2 or bool(keywords & {"update_grad", "need_update", "clip_grad", "parameters"})
+    if len(args) < 2:
+        return False
+    own_keywords = keywords & {"update_grad", "need_update", "clip_grad", "parameters", "create_graph"}
+    return bool(own_keywords) or "loss" in (dotted(args[0]) or "").lower()
 
 
 def _context(item: cst.BaseExpression) -> Context | None:

@@ -75,6 +75,11 @@ for t in timesteps:
     guidance_loss(unet(x_in, t)).backward()
     opt.step()
 """,
+        """
+# runs after every loss.backward() of the job
+for event in events:
+    kinds.append(backward_scaler(event, model.roles))  # named like a scaler, not timm's loss_scaler
+""",
     ]
     INVALID = [
         """

@@ -26,9 +26,9 @@ def _train(accum: int = 4, zero_every_micro_batch: bool = False, steps: int = 3)
         batch_size=4)
     for i, (x, y) in enumerate(loader):
         if zero_every_micro_batch:
-            optimizer.zero_grad()
+            optimizer.zero_grad()  # noqa: LC101 (the bug this helper can switch on)
         (nn.functional.mse_loss(model(x), y) / accum).backward()
-        if (i + 1) % accum == 0:
+        if (i + 1) % accum == 0:  # noqa: LC105 (the loader holds whole windows)
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             scheduler.step()
