@@ -110,7 +110,12 @@ def step_anchor(model: FileModel, training: TrainingLoop, event: Event) -> cst.B
     return None
 
 
+def own_line(event: Event) -> bool:
+    """The event's statement is a line of its own (no ``a(); b()``): it can move or be anchored to."""
+    return isinstance(event.stmt, cst.SimpleStatementLine) and len(event.stmt.body) == 1
+
+
 def _single_statement(event: Event) -> bool:
-    stmt = event.stmt
-    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and (
-        isinstance(stmt.body[0], cst.Expr) and stmt.body[0].value is event.node or stmt.body[0] is event.node)
+    """A line holding nothing but the event (not ``x = opt.step()``)."""
+    small = event.stmt.body[0] if own_line(event) else None  # type: ignore[attr-defined]
+    return small is event.node or isinstance(small, cst.Expr) and small.value is event.node

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import libcst as cst
-
-from loopcheck.fixes import move_before, step_anchor
+from loopcheck.fixes import move_before, own_line, step_anchor
 from loopcheck.model import Event, FileModel, Kind, Style
 from loopcheck.model.guards import exclusive
 from loopcheck.rules._base import Rule, Violation
@@ -90,8 +88,7 @@ for x, y in loader:
                     if steps:
                         same_block = model.owner(clip.stmt) is model.owner(steps[0].stmt)
                         fix = move_before(clip.stmt, steps[0].stmt, "move the clipping before the optimizer step") \
-                            if same_block and isinstance(clip.stmt, cst.SimpleStatementLine) and len(
-                                clip.stmt.body) == 1 and clip.origin is steps[0].origin else None
+                            if same_block and own_line(clip) and clip.origin is steps[0].origin else None
                         yield self.at(clip, "gradients are clipped after the optimizer step: the step already used "
                                             "them, so clipping has no effect", fix)
 

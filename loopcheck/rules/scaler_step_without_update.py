@@ -22,9 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import libcst as cst
-
-from loopcheck.fixes import insert_after, move_after, step_anchor
+from loopcheck.fixes import insert_after, move_after, own_line, step_anchor
 from loopcheck.model import Cond, Event, FileModel, GuardKind, Kind, Style, TrainingLoop
 from loopcheck.model.amp import custom_scaler, extra_conds, is_skip_branch, same_scaler, scaler_steps
 from loopcheck.model.guards import exclusive
@@ -160,7 +158,7 @@ for batch in loader:
                 if message:
                     never = call.kind is Kind.STEP and not any(same_scaler(u.receiver, call.scaler) for u in updates)
                     fix = insert_after(call.stmt, f"{call.scaler}.update()", f"call `{call.scaler}.update()` after "
-                                       "the step") if never and _own_statement(call) else None
+                                       "the step") if never and own_line(call) else None
                     yield self.at(call, message, fix)
             yield from self._update_per_micro_batch(model, training)
 
@@ -209,11 +207,6 @@ for batch in loader:
                 yield self.at(update, f"`{update.receiver}.update()` runs on every micro-batch while "
                                       f"`{steps[0].scaler}.step()` runs only at the accumulation boundary: an "
                                       "update without a step has no inf checks and fails", fix)
-
-
-def _own_statement(event: Event) -> bool:
-    stmt = event.stmt
-    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
 
 
 def _updated_before_exit(skip: Cond, updates: list[Event]) -> bool:

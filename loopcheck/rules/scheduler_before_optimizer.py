@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.fixes import move_after
+from loopcheck.fixes import move_after, own_line
 from loopcheck.model import Event, FileModel, Framework, Kind, Style
 from loopcheck.model.guards import GuardReader, exclusive
 from loopcheck.rules._base import Rule, Violation
@@ -88,8 +88,7 @@ for epoch in range(epochs):
 
     def _report(self, model: FileModel, scheduler: Event, after: cst.CSTNode) -> Violation:
         """``after``: the statement the scheduler step belongs behind (the step, or the batch loop)."""
-        movable = (isinstance(scheduler.stmt, cst.SimpleStatementLine) and len(scheduler.stmt.body) == 1
-                   and model.owner(scheduler.stmt) is model.owner(after) is not None)
+        movable = own_line(scheduler) and model.owner(scheduler.stmt) is model.owner(after) is not None
         fix = move_after(scheduler.stmt, after, "move the scheduler step after the optimizer step") \
             if movable else None  # type: ignore[arg-type]
         return self.at(scheduler, f"`{scheduler.receiver}.step()` runs before `optimizer.step()`: the first "
