@@ -42,25 +42,29 @@ ACCUM = 4
 
 
 def make_workload(name: str, device: torch.device):
+    ids = [device.index] if device.type == "cuda" else None
     if name == "gpt2":
-        model = DDP(GPT().to(device), device_ids=[device.index])
-        batches = [(torch.randint(0, 50304, (4, 1024), device=device),) * 2 for _ in range(ACCUM)]
+        # on the CPU (--cpu) a small GPT of the same shape, to try the harness out
+        vocab, tokens, size = (50304, 1024, {}) if device.type == "cuda" else \
+            (1000, 128, {"vocab": 1000, "d": 128, "layers": 2, "heads": 4, "context": 128})
+        model = DDP(GPT(**size).to(device), device_ids=ids)
+        batches = [(torch.randint(0, vocab, (4, tokens), device=device),) * 2 for _ in range(ACCUM)]
 
         def loss_fn(x, y):
-            with torch.autocast("cuda", dtype=torch.bfloat16):
+            with torch.autocast(device.type, dtype=torch.bfloat16):
                 logits = model(x)
             return nn.functional.cross_entropy(logits.float().view(-1, logits.shape[-1]), y.view(-1))
     else:
         layers: list[nn.Module] = []
         for _ in range(8):
             layers += [nn.Linear(512, 512), nn.ReLU()]
-        model = DDP(nn.Sequential(*layers, nn.Linear(512, 10)).to(device), device_ids=[device.index])
+        model = DDP(nn.Sequential(*layers, nn.Linear(512, 10)).to(device), device_ids=ids)
         batches = [(torch.randn(64, 512, device=device), torch.randint(0, 10, (64,), device=device))
                    for _ in range(ACCUM)]
 
         def loss_fn(x, y):
             return nn.functional.cross_entropy(model(x), y)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=True)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=device.type == "cuda")
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
 
     def step() -> None:
@@ -75,37 +79,66 @@ def make_workload(name: str, device: torch.device):
     return step
 
 
-def _without_distributed_hooks() -> contextlib.AbstractContextManager:
-    """For attribution: loopcheck with its distributed part (issue 6) switched off."""
-    from loopcheck.runtime import distributed
+# Attribution variants: loopcheck with parts of it switched off (their methods made no-ops).
+_PARTS_OFF = {
+    "loopcheck": [],
+    "nodist": [("distributed", "DistributedHooks", "install"), ("distributed", "DistributedHooks", "before_backward"),
+               ("distributed", "DistributedHooks", "on_window_closed")],
+    "notracker": [("grad_tracker", "GradTracker", "install")],
+    "noclip": [("clip_hooks", "ClipHooks", "install")],
+    "nosched": [("scheduler_hooks", "SchedulerHooks", "install")],
+    "nooptim": [("optimizer_hooks", "OptimizerHooks", "install")],
+    "nomemory": [("memory", "MemoryMonitor", "on_step")],
+}
+_PARTS_OFF["empty"] = [(m, c, "install") for m, c in (
+    ("grad_tracker", "GradTracker"), ("data_hooks", "DataHooks"), ("optimizer_hooks", "OptimizerHooks"),
+    ("scaler_hooks", "ScalerHooks"), ("scheduler_hooks", "SchedulerHooks"), ("clip_hooks", "ClipHooks"),
+    ("ema_hooks", "EmaHooks"), ("mode_hooks", "ModeHooks"), ("autocast_hooks", "AutocastHooks"),
+    ("memory", "MemoryMonitor"))] + _PARTS_OFF["nodist"]
+
+
+def _parts_off(variant: str) -> contextlib.AbstractContextManager:
+    """For attribution: loopcheck with some of its parts switched off."""
+    import importlib
 
     stack = contextlib.ExitStack()
-    for name, replacement in (("install", lambda self: None), ("before_backward", lambda self, info: None),
-                              ("on_window_closed", lambda self, record: None)):
-        stack.callback(setattr, distributed.DistributedHooks, name, getattr(distributed.DistributedHooks, name))
-        setattr(distributed.DistributedHooks, name, replacement)
+    for module_name, class_name, method in _PARTS_OFF.get(variant, []):
+        cls = getattr(importlib.import_module(f"loopcheck.runtime.{module_name}"), class_name)
+        stack.callback(setattr, cls, method, getattr(cls, method))
+        setattr(cls, method, lambda self, *args, **kwargs: None)
     return stack
 
 
-def run_block(step, warmup: int, steps: int, checked: bool | str) -> list[float]:
+def run_block(step, warmup: int, steps: int, variant: str, host: list[float] | None = None,
+              profiler=None) -> list[float]:
+    """Step times of one block; ``host`` gets the host-side time of each step (until the
+    step returned, before the device synchronisation)."""
     times = []
-    hooks_off = _without_distributed_hooks() if checked == "loopcheck-nodist" else contextlib.nullcontext()
+    hooks_off = _parts_off(variant)
     hooks_off.__enter__()
-    context = watch(summary=False) if checked else None
+    context = watch(summary=False) if variant != "plain" else None
     if context is not None:
         context.__enter__()
     try:
         for i in range(warmup + steps):
             torch.cuda.synchronize()
+            if profiler is not None and i == warmup:
+                profiler.enable()
             start = time.perf_counter()
             step()
+            launched = time.perf_counter()
             torch.cuda.synchronize()
             if i >= warmup:
                 times.append(time.perf_counter() - start)
+                if host is not None:
+                    host.append(launched - start)
+        if profiler is not None:
+            profiler.disable()
     finally:
         if context is not None:
             context.__exit__(None, None, None)
-            assert context.findings == [], context.findings  # the loop is correct
+            # the loop is correct (variants without the backward tracking cannot tell)
+            assert variant not in ("loopcheck", "nodist") or context.findings == [], context.findings
         hooks_off.__exit__(None, None, None)
     return times
 
@@ -113,18 +146,82 @@ def run_block(step, warmup: int, steps: int, checked: bool | str) -> list[float]
 def sync_check(device: torch.device) -> dict:
     os.environ["LOOPCHECK_CONSISTENCY_EVERY"] = "1"  # exercise the sampler on every step
     step = make_workload("mlp", device)
-    run_block(step, 3, 0, False)
+    run_block(step, 3, 0, "plain")
     counts = {}
     for variant in ("plain", "loopcheck", "plain-again"):
         torch.cuda.synchronize()
         torch.cuda.set_sync_debug_mode("warn")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            run_block(step, 0, 6, variant == "loopcheck")  # syncs in the harness: counted alike
+            run_block(step, 0, 6, "loopcheck" if variant == "loopcheck" else "plain")  # syncs in the harness: counted alike
         torch.cuda.set_sync_debug_mode(0)
         counts[variant] = sum("synchroniz" in str(w.message) for w in caught)
     os.environ.pop("LOOPCHECK_CONSISTENCY_EVERY")
     return counts
+
+
+def _median_ms(values: list[float]) -> float:
+    return round(statistics.median(values) * 1e3, 4)
+
+
+def _profile_table(profiler, steps: int, top: int = 25) -> str:
+    """loopcheck's own functions by time spent in them (tottime), per step, from cProfile."""
+    import pstats
+
+    stats = pstats.Stats(profiler).stats  # (file, line, name) -> (cc, nc, tottime, cumtime, callers)
+    total = sum(v[2] for v in stats.values())
+    ours = {k: v for k, v in stats.items() if "/loopcheck/" in k[0]}
+    rows = sorted(ours.items(), key=lambda kv: -kv[1][2])[:top]
+    lines = [f"profile over {steps} steps: all Python-visible time {total / steps * 1e3:.3f} ms/step, "
+             f"in loopcheck's functions {sum(v[2] for v in ours.values()) / steps * 1e6:.1f} us/step"]
+    lines += [f"  {v[2] / steps * 1e6:8.1f} us/step {v[1] / steps:6.1f} calls/step  "
+              f"{k[0].split('/loopcheck/')[-1]}:{k[1]} {k[2]}" for k, v in rows]
+    slowest = sorted(stats.items(), key=lambda kv: -kv[1][2])[:12]
+    lines += ["all functions by own time:"] + [
+        f"  {v[2] / steps * 1e6:8.1f} us/step {v[1] / steps:6.1f} calls/step  {k[0][-60:]}:{k[1]} {k[2]}"
+        for k, v in slowest]
+    return "\n".join(lines)
+
+
+def _trace_table(variant_events: dict[str, dict], steps: int) -> str:
+    """CUDA runtime calls (count per step) and device time per step of each variant, from
+    torch.profiler: a call that only one variant makes (a synchronisation, an allocation) shows."""
+    variants = list(variant_events)
+    names = sorted({n for events in variant_events.values() for n in events if not n.startswith("device:")})
+    lines = [f"torch.profiler over {steps} steps: per step, " + " | ".join(variants)]
+    lines.append("  device time (ms): " + " | ".join(
+        f"{variant_events[v].get('device:total', 0) / steps / 1e3:.3f}" for v in variants))
+    for name in names:
+        counts = [variant_events[v].get(name, (0, 0)) for v in variants]
+        if len({c[0] for c in counts}) > 1 or any(c[1] / steps > 200 for c in counts):
+            lines.append(f"  {name}: " + " | ".join(f"{c[0] / steps:.1f} calls {c[1] / steps:.0f} us" for c in counts))
+    return "\n".join(lines)
+
+
+def _trace(step, warmup: int, steps: int, variant: str) -> dict:
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    events: dict = {}
+
+    def body() -> None:
+        with profile(activities=activities) as prof:
+            for _ in range(steps):
+                step()
+            torch.cuda.synchronize()
+        for item in prof.key_averages():
+            if item.key.startswith(("cuda", "nccl")) and item.key[:5] != "cudaG":  # runtime API calls
+                events[item.key] = (item.count, item.cpu_time_total)
+            device_time = getattr(item, "self_device_time_total", 0) or 0
+            events["device:total"] = events.get("device:total", 0) + device_time
+
+    run_block(step, warmup, 0, variant)  # warm-up outside the trace
+    hooks_off = _parts_off(variant)
+    with hooks_off, (watch(summary=False) if variant != "plain" else contextlib.nullcontext()):
+        for _ in range(warmup):
+            step()
+        body()
+    return events
 
 
 def main() -> None:
@@ -134,49 +231,76 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--sync-check", action="store_true")
-    parser.add_argument("--attribute", action="store_true",
-                        help="add a third variant: loopcheck without its distributed hooks")
+    parser.add_argument("--variants", default="plain,loopcheck",
+                        help="comma-separated: plain, loopcheck, and for attribution loopcheck with "
+                             f"parts switched off: {', '.join(v for v in _PARTS_OFF if v != 'loopcheck')}")
+    parser.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                        help="afterwards, profile STEPS steps of plain and of loopcheck with cProfile on rank 0")
+    parser.add_argument("--trace", type=int, default=0, metavar="STEPS",
+                        help="afterwards, trace STEPS steps of plain and of loopcheck with torch.profiler "
+                             "and compare their CUDA runtime calls")
+    parser.add_argument("--cpu", action="store_true", help="gloo on the CPU (to try the script out)")
     parser.add_argument("--out")
     args = parser.parse_args()
-    dist.init_process_group("nccl")
+    dist.init_process_group("gloo" if args.cpu else "nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-    torch.cuda.set_device(device)
+    if args.cpu:
+        device = torch.device("cpu")
+        torch.cuda.synchronize = lambda *a, **k: None  # noqa: E731 - the harness's syncs are no-ops
+    else:
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
     result: dict = {"meta": {"torch": torch.__version__, "python": platform.python_version(),
-                             "device": torch.cuda.get_device_name(device), "world_size": world,
-                             "backend": "nccl", "command": "torchrun --standalone --nproc_per_node="
-                             f"{world} " + " ".join(sys.argv)}, "results": []}
+                             "device": torch.cuda.get_device_name(device) if not args.cpu else "cpu",
+                             "world_size": world, "backend": dist.get_backend(),
+                             "command": f"torchrun --standalone --nproc_per_node={world} " + " ".join(sys.argv)},
+                    "results": []}
     if args.sync_check:
         result["sync_check"] = sync_check(device)
         if rank == 0:
             print(json.dumps({"sync_check_warnings": result["sync_check"]}), flush=True)
+    variants = args.variants.split(",")
     for name in args.workloads.split(","):
         step = make_workload(name, device)
-        run_block(step, 3, 0, False)
+        run_block(step, 3, 0, "plain")
         blocks, steps = (args.blocks * 2, max(args.steps // 2, 1)) if name == "gpt2" else (args.blocks, args.steps * 5)
-        variants = ["plain", "loopcheck"] + (["loopcheck-nodist"] if args.attribute else [])
         times: dict[str, list[float]] = {v: [] for v in variants}
+        host: dict[str, list[float]] = {v: [] for v in variants}
         for b in range(blocks):
             for variant in (variants if b % 2 == 0 else variants[::-1]):
-                times[variant] += run_block(step, args.warmup, steps, variant != "plain" and variant)
+                times[variant] += run_block(step, args.warmup, steps, variant, host[variant])
         gathered: list = [None] * world
-        dist.all_gather_object(gathered, times)
+        dist.all_gather_object(gathered, (times, host))
         if rank == 0:
-            plain = [t for g in gathered for t in g["plain"]]
-            checked = [t for g in gathered for t in g["loopcheck"]]
-            row = {"workload": name, "steps_per_variant_per_rank": len(times["plain"]),
-                   "median_step_ms_plain": round(statistics.median(plain) * 1e3, 4),
-                   "median_step_ms_loopcheck": round(statistics.median(checked) * 1e3, 4),
-                   "mean_step_ms_plain": round(statistics.fmean(plain) * 1e3, 4),
-                   "mean_step_ms_loopcheck": round(statistics.fmean(checked) * 1e3, 4)}
-            row["overhead_percent"] = round((row["median_step_ms_loopcheck"] / row["median_step_ms_plain"] - 1) * 100, 2)
-            if args.attribute:
-                nodist = [t for g in gathered for t in g["loopcheck-nodist"]]
-                row["median_step_ms_loopcheck_nodist"] = round(statistics.median(nodist) * 1e3, 4)
+            row: dict = {"workload": name, "steps_per_variant_per_rank": len(times["plain"])}
+            plain = _median_ms([t for g in gathered for t in g[0]["plain"]])
+            for variant in variants:
+                median = _median_ms([t for g in gathered for t in g[0][variant]])
+                row[variant] = {"median_step_ms": median,
+                                "mean_step_ms": round(statistics.fmean(t for g in gathered for t in g[0][variant]) * 1e3, 4),
+                                "median_host_ms": _median_ms([t for g in gathered for t in g[1][variant]]),
+                                "overhead_percent": round((median / plain - 1) * 100, 2)}
             result["results"].append(row)
             print(json.dumps(row), flush=True)
+        if args.profile:
+            import cProfile
+
+            for variant in ("plain", "loopcheck"):
+                profiler = cProfile.Profile() if rank == 0 else None
+                run_block(step, args.warmup, args.profile, variant, profiler=profiler)
+                if rank == 0:
+                    table = _profile_table(profiler, args.profile)
+                    result.setdefault("profiles", {})[f"{name}/{variant}"] = table
+                    print(f"== {name} {variant}\n{table}", flush=True)
+        if args.trace:
+            traced = {variant: _trace(step, args.warmup, args.trace, variant) for variant in ("plain", "loopcheck")}
+            if rank == 0:
+                table = _trace_table(traced, args.trace)
+                result.setdefault("traces", {})[name] = table
+                print(f"== {name} trace\n{table}", flush=True)
         del step
-        torch.cuda.empty_cache()
+        if not args.cpu:
+            torch.cuda.empty_cache()
     if rank == 0 and args.out:
         Path(args.out + ".json").write_text(json.dumps(result, indent=2) + "\n")
     dist.destroy_process_group()
