@@ -2,7 +2,7 @@
 set_requires_gradient_sync(False): FSDP reduce-scatters on every micro-batch by design, which
 is not LC501 (that code is about DDP's all-reduce). The loop is correct: no finding, and the
 ranks agree on the step count. (FSDP gradients are sharded: no cross-rank checksum.)
-ddp-expect: fsdp2 3"""
+ddp-expect: fsdp2 3, per-step 4"""
 import os
 
 import torch

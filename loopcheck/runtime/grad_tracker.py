@@ -10,7 +10,10 @@ clipping and ``unscale_`` change versions too and are told apart by their own wr
 
 Per-parameter post-accumulate-grad hooks would see the same, but on a GPU they run on
 autograd's device thread and each one hands the GIL over: measured on an H200 with torch 2.11,
-two hooked parameters cost about 150 us per backward, the probes a few microseconds."""
+two hooked parameters cost about 150 us per backward, the probes a few microseconds.
+
+FSDP2 gradients are DTensors: accumulation moves only the local shard's ``_version``, an in-place
+``zero_grad`` only the DTensor's, so their version is the sum of both."""
 from __future__ import annotations
 
 import weakref
@@ -27,6 +30,17 @@ if TYPE_CHECKING:
 # the loss of every backward is read during the first windows, then in one window of 8
 FULL_INSPECTION_WINDOWS = 64
 INSPECT_EVERY = 8
+
+
+def grad_version(grad: Any) -> int:
+    """``grad._version``; plus its local tensor's for a wrapper subclass (DTensor)."""
+    if type(grad) is _Tensor:
+        return grad._version
+    local = getattr(grad, "_local_tensor", None)
+    return grad._version + (local._version if local is not None else 0)
+
+
+_Tensor: Any = None  # torch.Tensor, set when the tracker is installed (torch is imported lazily)
 
 
 class Probe:
@@ -57,6 +71,8 @@ class GradTracker:
     def install(self) -> None:
         import torch
 
+        global _Tensor
+        _Tensor = torch.Tensor
         replace_attr(self.session.stack, torch.autograd, "backward", self._wrap_backward)
 
     def watch_params(self, record: OptimizerRecord, params: list[Any]) -> None:
@@ -119,7 +135,7 @@ class GradTracker:
         for probe in record.probes:
             param = probe.param()
             grad = param.grad if param is not None else None
-            version = grad._version if grad is not None else -1
+            version = grad_version(grad) if grad is not None else -1
             probe.start_grad, probe.start_version = grad, version
             if probe.window < number - 1 or probe.grad_ref is None:
                 continue
@@ -139,12 +155,12 @@ class GradTracker:
             for probe in record.probes:
                 param = probe.param()
                 grad = param.grad if param is not None else None
-                if grad is None or (grad is probe.start_grad and grad._version == probe.start_version):
+                if grad is None or (grad is probe.start_grad and grad_version(grad) == probe.start_version):
                     continue
                 reached = True
                 if probe.grad_ref is None or probe.grad_ref() is not grad:
                     probe.grad_ref = weakref.ref(grad)
-                probe.version = grad._version
+                probe.version = grad_version(grad)
                 probe.window = record.window.number
                 probe.zero_calls = self.zero_calls
                 probe.rebase = self.rebase

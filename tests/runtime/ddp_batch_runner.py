@@ -10,6 +10,7 @@ are ``NAME.json`` (merged by rank 0) and ``NAME.rankR.json`` (the parts).
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import sys
@@ -34,6 +35,7 @@ def run(out_dir: Path) -> None:
             except KeyboardInterrupt:
                 code = 130
         (out_dir / f"{name}.rank{rank}.exit").write_text(str(code))
+        gc.collect()  # models of this job must not be counted by the next (FSDP modules)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@ ranks with gloo, in two torchrun jobs started side by side (each start costs sec
 every scenario in turn (``ddp_batch_runner``), the other the crashing one through
 ``python -m loopcheck run`` as users launch it. Scenario docstrings say what the merged report
 must show besides the ``# expect:`` findings: ``ddp-expect: consistent`` (the sampled gradients
-agree), ``diverged N`` (they differ from step N), ``effective-batch N``, ``fsdp2 N`` (FSDP2 modules
-counted), ``crash R``.
+agree), ``diverged N`` (they differ from step N), ``effective-batch N``, ``fsdp1 N``/``fsdp2 N`` (FSDP
+modules counted), ``per-step N`` (backward passes per optimizer step on every rank), ``crash R``.
 Unit tests of the merge, the rank detection and the consistency comparison need no torchrun."""
 from __future__ import annotations
 
@@ -134,8 +134,11 @@ def test_ddp_scenario(scenario: Scenario, runs: Runs) -> None:
         assert check["diverged_ranks"] == [1]
         assert any("diverged" in p for p in section["problems"])
         assert f"differ from rank 0's at step {expect['diverged']}" in stderr
-    if "fsdp2" in expect:
-        assert section["fsdp"] == {"FSDP2": int(expect["fsdp2"])} and not section["ranks"][0]["ddp"]
+    fsdp = {kind.upper(): int(expect[kind]) for kind in ("fsdp1", "fsdp2") if kind in expect}
+    if fsdp:
+        assert section["fsdp"] == fsdp and not section["ranks"][0]["ddp"]
+    if "per-step" in expect:
+        assert [set(p["optimizers"][0]["backward_per_step"]) for p in parts] == [{expect["per-step"]}] * 2
     if "effective-batch" in expect:
         assert section["effective_batch"]["effective_batch"] == int(expect["effective-batch"])
         assert f"effective batch {expect['effective-batch']} = " in stderr

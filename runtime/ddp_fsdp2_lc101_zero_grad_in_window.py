@@ -1,0 +1,33 @@
+"""LC101 under FSDP2: zero_grad(set_to_none=False) on every micro-batch although the step comes
+every 4. FSDP2's gradients are DTensors whose local shard is zeroed and accumulated in place
+(the DTensor's own version does not move): the reset is still seen.
+ddp-expect: fsdp2 3"""
+import os
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import fully_shard
+
+cuda = torch.cuda.device_count() >= int(os.environ.get("WORLD_SIZE", "1"))  # NCCL: a GPU per rank
+dist.init_process_group("nccl" if cuda else "gloo")
+rank = dist.get_rank()
+device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if cuda else torch.device("cpu")
+if cuda:
+    torch.cuda.set_device(device)
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1)).to(device)
+for layer in (model[0], model[2]):
+    fully_shard(layer)
+fully_shard(model)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+ACCUM = 4
+
+for i in range(4 * ACCUM):
+    optimizer.zero_grad(set_to_none=False)  # expect: LC101
+    x, y = torch.randn(4, 8, device=device) + rank, torch.randn(4, 1, device=device)
+    loss = nn.functional.mse_loss(model(x), y) / ACCUM
+    loss.backward()
+    if (i + 1) % ACCUM == 0:
+        optimizer.step()
+dist.destroy_process_group()
