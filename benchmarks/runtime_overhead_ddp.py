@@ -2,18 +2,33 @@
 synchronisation there. Launch with torchrun, one process per GPU:
 
     torchrun --standalone --nproc_per_node=2 benchmarks/runtime_overhead_ddp.py \
-        [--workloads gpt2,mlp] [--blocks 6] [--steps 10] [--out benchmarks/results/runtime-ddp-NAME]
+        [--workloads gpt2,gpt2-mb4,mlp] [--rounds 16] [--out benchmarks/results/runtime-ddp-NAME]
 
-The workloads of ``runtime_overhead.py`` wrapped in DistributedDataParallel (NCCL), with
-correct accumulation: the first 3 of 4 micro-batches under ``no_sync()``. Blocks with and
-without ``watch()`` are interleaved as in ``runtime_overhead.py`` (the cross-rank consistency
-sample is taken every ``--consistency-every`` steps, default 16, so it is part of the cost);
-every step ends with a device synchronisation and a barrier-free timing on each rank; rank 0
-reports the median over both ranks' steps.
+Workloads, wrapped in DistributedDataParallel (NCCL), each with correct accumulation (the first
+3 of 4 micro-batches under ``no_sync()``), clipping, fused AdamW and an LR schedule:
+  gpt2      GPU-bound: a GPT-2-small-size decoder (``runtime_overhead.GPT``), bf16 autocast,
+            micro-batch 16 x 1024 tokens; the host finishes launching long before the GPU.
+  gpt2-mb4  the same at micro-batch 4: on a slow host launching the kernels takes about as long
+            as running them (host-bound), so every microsecond of host work shows.
+  mlp       launch-bound: an 8-layer MLP (width 512, batch 64).
+
+Method: in each round every variant runs one block (warm-up steps, then timed steps, each step
+ending with a device synchronisation); the order of the variants rotates from round to round.
+Per round and rank, a variant's median step time is divided by the plain block's median of
+the same round; the overhead is the median of these ratios over all rounds and ranks minus 1,
+with a 95% interval for that median (order statistics). Variant ``empty`` is a ``watch()``
+session with nothing installed: what the block structure and noise alone give, the control.
+The host time of a step is the time until ``step()`` returned, before the synchronisation:
+host time close to step time means the host is the bottleneck. Each rank is pinned to its own
+CPU cores. The cross-rank consistency sample (every 16 steps) is part of the cost. Blocks are
+short sessions, so loopcheck runs in its first-steps regime throughout (every loss inspected,
+DDP forward hook on): an upper bound for a long run.
 
 ``--sync-check``: first runs the mlp loop under ``torch.cuda.set_sync_debug_mode("warn")``,
 without and with ``watch()`` (consistency sampled on every step), and counts the
-synchronisation warnings of each: loopcheck must add none."""
+synchronisation warnings of each: loopcheck must add none. ``--variants`` adds attribution
+variants (loopcheck with parts switched off), ``--profile``/``--trace`` compare plain and
+loopcheck steps under cProfile and torch.profiler."""
 from __future__ import annotations
 
 import argparse
@@ -43,12 +58,13 @@ ACCUM = 4
 
 def make_workload(name: str, device: torch.device):
     ids = [device.index] if device.type == "cuda" else None
-    if name == "gpt2":
+    if name.startswith("gpt2"):
         # on the CPU (--cpu) a small GPT of the same shape, to try the harness out
         vocab, tokens, size = (50304, 1024, {}) if device.type == "cuda" else \
             (1000, 128, {"vocab": 1000, "d": 128, "layers": 2, "heads": 4, "context": 128})
+        micro = 4 if name == "gpt2-mb4" else 16
         model = DDP(GPT(**size).to(device), device_ids=ids)
-        batches = [(torch.randint(0, vocab, (4, tokens), device=device),) * 2 for _ in range(ACCUM)]
+        batches = [(torch.randint(0, vocab, (micro, tokens), device=device),) * 2 for _ in range(ACCUM)]
 
         def loss_fn(x, y):
             with torch.autocast(device.type, dtype=torch.bfloat16):
@@ -164,6 +180,22 @@ def _median_ms(values: list[float]) -> float:
     return round(statistics.median(values) * 1e3, 4)
 
 
+def _median_interval(values: list[float]) -> tuple[float, float]:
+    """95% interval of the median of ``values`` from order statistics (normal approximation)."""
+    ordered, n = sorted(values), len(values)
+    half = 0.98 * n ** 0.5  # 1.96 * sqrt(n) / 2
+    return ordered[max(int(n / 2 - half), 0)], ordered[min(int(n / 2 + half), n - 1)]
+
+
+def _pin_cores(local_rank: int, local_world: int) -> list[int]:
+    """Each rank on its own share of the cores (at most 8): no migration, no sharing."""
+    cores = sorted(os.sched_getaffinity(0))
+    share = max(min(len(cores) // max(local_world, 1), 8), 1)
+    mine = cores[local_rank * share:(local_rank + 1) * share] or cores
+    os.sched_setaffinity(0, mine)
+    return mine
+
+
 def _profile_table(profiler, steps: int, top: int = 25) -> str:
     """loopcheck's own functions by time spent in them (tottime), per step, from cProfile."""
     import pstats
@@ -172,8 +204,8 @@ def _profile_table(profiler, steps: int, top: int = 25) -> str:
     total = sum(v[2] for v in stats.values())
     ours = {k: v for k, v in stats.items() if "/loopcheck/" in k[0]}
     rows = sorted(ours.items(), key=lambda kv: -kv[1][2])[:top]
-    lines = [f"profile over {steps} steps: all Python-visible time {total / steps * 1e3:.3f} ms/step, "
-             f"in loopcheck's functions {sum(v[2] for v in ours.values()) / steps * 1e6:.1f} us/step"]
+    lines = [(f"profile over {steps} steps: all Python-visible time {total / steps * 1e3:.3f} ms/step, "
+             f"in loopcheck's functions {sum(v[2] for v in ours.values()) / steps * 1e6:.1f} us/step")]
     lines += [f"  {v[2] / steps * 1e6:8.1f} us/step {v[1] / steps:6.1f} calls/step  "
               f"{k[0].split('/loopcheck/')[-1]}:{k[1]} {k[2]}" for k, v in rows]
     slowest = sorted(stats.items(), key=lambda kv: -kv[1][2])[:12]
@@ -224,35 +256,79 @@ def _trace(step, warmup: int, steps: int, variant: str) -> dict:
     return events
 
 
+def measure(step, variants: list[str], rounds: int, warmup: int, steps: int) -> dict:
+    """Per variant: block medians per round (s) and all step and host times of this rank."""
+    blocks: dict[str, list[float]] = {v: [] for v in variants}
+    times: dict[str, list[float]] = {v: [] for v in variants}
+    host: dict[str, list[float]] = {v: [] for v in variants}
+    for r in range(rounds):
+        shift = r % len(variants)
+        order = variants[shift:] + variants[:shift]
+        for variant in (order if r % 2 == 0 else order[::-1]):
+            block = run_block(step, warmup, steps, variant, host[variant])
+            blocks[variant].append(statistics.median(block))
+            times[variant] += block
+    return {"blocks": blocks, "times": times, "host": host}
+
+
+def summarise(name: str, variants: list[str], gathered: list[dict]) -> dict:
+    row: dict = {"workload": name, "rounds_x_ranks": len(gathered[0]["blocks"]["plain"]) * len(gathered),
+                 "steps_per_variant_per_rank": len(gathered[0]["times"]["plain"])}
+    for variant in variants:
+        ratios = [g["blocks"][variant][r] / g["blocks"]["plain"][r]
+                  for g in gathered for r in range(len(g["blocks"]["plain"]))]
+        low, high = _median_interval(ratios)
+        row[variant] = {"median_step_ms": _median_ms([t for g in gathered for t in g["times"][variant]]),
+                        "median_host_ms": _median_ms([t for g in gathered for t in g["host"][variant]]),
+                        "overhead_percent": round((statistics.median(ratios) - 1) * 100, 2),
+                        "overhead_interval_percent": [round((low - 1) * 100, 2), round((high - 1) * 100, 2)]}
+    return row
+
+
+def table(rows: list[dict], variants: list[str]) -> str:
+    lines = [("| workload | variant | median step (ms) | median host time (ms) | overhead vs plain "
+             "(median of paired blocks) | 95% interval |"), "|---|---|---|---|---|---|"]
+    for row in rows:
+        for variant in variants:
+            v = row[variant]
+            lines.append(f"| {row['workload']} | {variant} | {v['median_step_ms']} | {v['median_host_ms']} | "
+                         f"{v['overhead_percent']}% | {v['overhead_interval_percent'][0]}% .. "
+                         f"{v['overhead_interval_percent'][1]}% |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workloads", default="gpt2,mlp")
-    parser.add_argument("--blocks", type=int, default=6)
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--workloads", default="gpt2,gpt2-mb4,mlp")
+    parser.add_argument("--rounds", type=int, default=16)
+    parser.add_argument("--steps", type=int, default=0, help="timed steps per block (default: 4 gpt2, 20 mlp)")
+    parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--sync-check", action="store_true")
-    parser.add_argument("--variants", default="plain,loopcheck",
-                        help="comma-separated: plain, loopcheck, and for attribution loopcheck with "
-                             f"parts switched off: {', '.join(v for v in _PARTS_OFF if v != 'loopcheck')}")
+    parser.add_argument("--variants", default="plain,loopcheck,empty",
+                        help="comma-separated, plain first: plain, loopcheck, empty, and for attribution "
+                             f"loopcheck with parts switched off: {', '.join(v for v in _PARTS_OFF if v not in ('loopcheck', 'empty'))}")
     parser.add_argument("--profile", type=int, default=0, metavar="STEPS",
                         help="afterwards, profile STEPS steps of plain and of loopcheck with cProfile on rank 0")
     parser.add_argument("--trace", type=int, default=0, metavar="STEPS",
                         help="afterwards, trace STEPS steps of plain and of loopcheck with torch.profiler "
                              "and compare their CUDA runtime calls")
+    parser.add_argument("--no-pin", action="store_true", help="do not pin each rank to its own cores")
     parser.add_argument("--cpu", action="store_true", help="gloo on the CPU (to try the script out)")
-    parser.add_argument("--out")
+    parser.add_argument("--out", help="write OUT.json and OUT.md")
     args = parser.parse_args()
     dist.init_process_group("gloo" if args.cpu else "nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    cores = None if args.no_pin else _pin_cores(local_rank, int(os.environ.get("LOCAL_WORLD_SIZE", world)))
     if args.cpu:
         device = torch.device("cpu")
-        torch.cuda.synchronize = lambda *a, **k: None  # noqa: E731 - the harness's syncs are no-ops
+        torch.cuda.synchronize = lambda *a, **k: None  # the harness's syncs are no-ops
     else:
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
     result: dict = {"meta": {"torch": torch.__version__, "python": platform.python_version(),
                              "device": torch.cuda.get_device_name(device) if not args.cpu else "cpu",
-                             "world_size": world, "backend": dist.get_backend(),
+                             "world_size": world, "backend": dist.get_backend(), "cores_per_rank": cores and len(cores),
                              "command": f"torchrun --standalone --nproc_per_node={world} " + " ".join(sys.argv)},
                     "results": []}
     if args.sync_check:
@@ -260,26 +336,16 @@ def main() -> None:
         if rank == 0:
             print(json.dumps({"sync_check_warnings": result["sync_check"]}), flush=True)
     variants = args.variants.split(",")
+    assert variants[0] == "plain", "--variants starts with plain"
     for name in args.workloads.split(","):
         step = make_workload(name, device)
-        run_block(step, 3, 0, "plain")
-        blocks, steps = (args.blocks * 2, max(args.steps // 2, 1)) if name == "gpt2" else (args.blocks, args.steps * 5)
-        times: dict[str, list[float]] = {v: [] for v in variants}
-        host: dict[str, list[float]] = {v: [] for v in variants}
-        for b in range(blocks):
-            for variant in (variants if b % 2 == 0 else variants[::-1]):
-                times[variant] += run_block(step, args.warmup, steps, variant, host[variant])
+        run_block(step, 10, 0, "plain")  # lazy init, allocator, clocks
+        steps = args.steps or (4 if name.startswith("gpt2") else 20)
+        mine = measure(step, variants, args.rounds, args.warmup, steps)
         gathered: list = [None] * world
-        dist.all_gather_object(gathered, (times, host))
+        dist.all_gather_object(gathered, mine)
         if rank == 0:
-            row: dict = {"workload": name, "steps_per_variant_per_rank": len(times["plain"])}
-            plain = _median_ms([t for g in gathered for t in g[0]["plain"]])
-            for variant in variants:
-                median = _median_ms([t for g in gathered for t in g[0][variant]])
-                row[variant] = {"median_step_ms": median,
-                                "mean_step_ms": round(statistics.fmean(t for g in gathered for t in g[0][variant]) * 1e3, 4),
-                                "median_host_ms": _median_ms([t for g in gathered for t in g[1][variant]]),
-                                "overhead_percent": round((median / plain - 1) * 100, 2)}
+            row = summarise(name, variants, gathered)
             result["results"].append(row)
             print(json.dumps(row), flush=True)
         if args.profile:
@@ -289,20 +355,23 @@ def main() -> None:
                 profiler = cProfile.Profile() if rank == 0 else None
                 run_block(step, args.warmup, args.profile, variant, profiler=profiler)
                 if rank == 0:
-                    table = _profile_table(profiler, args.profile)
-                    result.setdefault("profiles", {})[f"{name}/{variant}"] = table
-                    print(f"== {name} {variant}\n{table}", flush=True)
+                    text = _profile_table(profiler, args.profile)
+                    result.setdefault("profiles", {})[f"{name}/{variant}"] = text
+                    print(f"== {name} {variant}\n{text}", flush=True)
         if args.trace:
             traced = {variant: _trace(step, args.warmup, args.trace, variant) for variant in ("plain", "loopcheck")}
             if rank == 0:
-                table = _trace_table(traced, args.trace)
-                result.setdefault("traces", {})[name] = table
-                print(f"== {name} trace\n{table}", flush=True)
+                text = _trace_table(traced, args.trace)
+                result.setdefault("traces", {})[name] = text
+                print(f"== {name} trace\n{text}", flush=True)
         del step
         if not args.cpu:
             torch.cuda.empty_cache()
-    if rank == 0 and args.out:
-        Path(args.out + ".json").write_text(json.dumps(result, indent=2) + "\n")
+    if rank == 0:
+        print(table(result["results"], variants), flush=True)
+        if args.out:
+            Path(args.out + ".json").write_text(json.dumps(result, indent=2) + "\n")
+            Path(args.out + ".md").write_text(f"{result['meta']}\n\n" + table(result["results"], variants) + "\n")
     dist.destroy_process_group()
 
 

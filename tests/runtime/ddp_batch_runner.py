@@ -14,9 +14,26 @@ import gc
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from loopcheck.runtime.command import main
+
+
+@contextlib.contextmanager
+def _stderr_to(path: Path) -> Iterator[None]:
+    """Redirect file descriptor 2, not just ``sys.stderr``: log handlers that an earlier job set
+    up (torch's) keep the ``sys.stderr`` object of their time and must not write to a closed file."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(path, "w") as err:
+            os.dup2(err.fileno(), 2)
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def run(out_dir: Path) -> None:
@@ -29,7 +46,7 @@ def run(out_dir: Path) -> None:
     for number, (name, *argv) in enumerate(json.loads((out_dir / "jobs.json").read_text()), start=1):
         os.environ["MASTER_PORT"] = str(base_port + number)
         os.environ.pop("LOOPCHECK_CONSISTENCY_EVERY", None)  # options of the previous job
-        with open(out_dir / f"{name}.rank{rank}.stderr", "w") as err, contextlib.redirect_stderr(err):
+        with _stderr_to(out_dir / f"{name}.rank{rank}.stderr"):
             try:
                 code = main(argv)
             except KeyboardInterrupt:
