@@ -12,4 +12,4 @@ export PYTHONPATH=/tmp/site:$PWD
   echo "cpus $(nproc)"; git log -1 --format='loopcheck commit %H' 2>/dev/null; } > "$out/devices.txt" 2>&1
 timeout 300 python3 -m pytest tests/runtime/test_distributed.py -q -rs -p no:cacheprovider --basetemp=/tmp/pt 2>&1 | tee "$out/tests.log"
 timeout 400 torchrun --standalone --nproc_per_node=2 benchmarks/runtime_overhead_ddp.py --sync-check --trace 5 \
-    --workloads gpt2,gpt2-mb4,mlp --rounds 16 --out "$out/overhead" 2>&1 | grep -v '^W1\|USDT\|_warn_once\|UserWarning' | tee "$out/bench.log"
+    --workloads gpt2:10,gpt2-mb4:16,mlp:40 --rounds 16 --out "$out/overhead" 2>&1 | grep -v '^W1\|USDT\|_warn_once\|UserWarning' | tee "$out/bench.log"

@@ -2,7 +2,7 @@
 synchronisation there. Launch with torchrun, one process per GPU:
 
     torchrun --standalone --nproc_per_node=2 benchmarks/runtime_overhead_ddp.py \
-        [--workloads gpt2,gpt2-mb4,mlp] [--rounds 16] [--out benchmarks/results/runtime-ddp-NAME]
+        [--workloads gpt2,gpt2-mb4,mlp:40] [--rounds 16] [--out benchmarks/results/runtime-ddp-NAME]
 
 Workloads, wrapped in DistributedDataParallel (NCCL), each with correct accumulation (the first
 3 of 4 micro-batches under ``no_sync()``), clipping, fused AdamW and an LR schedule:
@@ -19,8 +19,9 @@ the same round; the overhead is the median of these ratios over all rounds and r
 with a 95% interval for that median (order statistics). Variant ``empty`` is a ``watch()``
 session with nothing installed: what the block structure and noise alone give, the control.
 The host time of a step is the time until ``step()`` returned, before the synchronisation:
-host time close to step time means the host is the bottleneck. Each rank is pinned to its own
-CPU cores. The cross-rank consistency sample (every 16 steps) is part of the cost. Blocks are
+host time close to step time means the host is the bottleneck. The main thread's CPU time per
+step (``time.thread_time``, where loopcheck's hooks run) is compared the same way: the added
+microseconds are loopcheck's host cost, free of GPU and scheduling noise. The cross-rank consistency sample (every 16 steps) is part of the cost. Blocks are
 short sessions, so loopcheck runs in its first-steps regime throughout (every loss inspected,
 DDP forward hook on): an upper bound for a long run.
 
@@ -126,9 +127,10 @@ def _parts_off(variant: str) -> contextlib.AbstractContextManager:
 
 
 def run_block(step, warmup: int, steps: int, variant: str, host: list[float] | None = None,
-              profiler=None) -> list[float]:
+              profiler=None, cpu: list[float] | None = None) -> list[float]:
     """Step times of one block; ``host`` gets the host-side time of each step (until the
-    step returned, before the device synchronisation)."""
+    step returned, before the device synchronisation), ``cpu`` the main thread's CPU time
+    per step (where loopcheck's hooks run; autograd's device threads and NCCL's are not in it)."""
     times = []
     hooks_off = _parts_off(variant)
     hooks_off.__enter__()
@@ -140,14 +142,16 @@ def run_block(step, warmup: int, steps: int, variant: str, host: list[float] | N
             torch.cuda.synchronize()
             if profiler is not None and i == warmup:
                 profiler.enable()
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.thread_time()
             step()
-            launched = time.perf_counter()
+            launched, end_cpu = time.perf_counter(), time.thread_time()
             torch.cuda.synchronize()
             if i >= warmup:
                 times.append(time.perf_counter() - start)
                 if host is not None:
                     host.append(launched - start)
+                if cpu is not None:
+                    cpu.append(end_cpu - start_cpu)
         if profiler is not None:
             profiler.disable()
     finally:
@@ -217,12 +221,11 @@ def _profile_table(profiler, steps: int, top: int = 25) -> str:
 
 def _trace_table(variant_events: dict[str, dict], steps: int) -> str:
     """CUDA runtime calls (count per step) and device time per step of each variant, from
-    torch.profiler: a call that only one variant makes (a synchronisation, an allocation) shows."""
+    torch.profiler: a call that only one variant makes (a synchronisation, an allocation) shows.
+    (Device time is not compared: NCCL kernels include the wait for the other rank.)"""
     variants = list(variant_events)
-    names = sorted({n for events in variant_events.values() for n in events if not n.startswith("device:")})
+    names = sorted({n for events in variant_events.values() for n in events})
     lines = [f"torch.profiler over {steps} steps: per step, " + " | ".join(variants)]
-    lines.append("  device time (ms): " + " | ".join(
-        f"{variant_events[v].get('device:total', 0) / steps / 1e3:.3f}" for v in variants))
     for name in names:
         counts = [variant_events[v].get(name, (0, 0)) for v in variants]
         if len({c[0] for c in counts}) > 1 or any(c[1] / steps > 200 for c in counts):
@@ -244,8 +247,6 @@ def _trace(step, warmup: int, steps: int, variant: str) -> dict:
         for item in prof.key_averages():
             if item.key.startswith(("cuda", "nccl")) and item.key[:5] != "cudaG":  # runtime API calls
                 events[item.key] = (item.count, item.cpu_time_total)
-            device_time = getattr(item, "self_device_time_total", 0) or 0
-            events["device:total"] = events.get("device:total", 0) + device_time
 
     run_block(step, warmup, 0, variant)  # warm-up outside the trace
     hooks_off = _parts_off(variant)
@@ -257,18 +258,22 @@ def _trace(step, warmup: int, steps: int, variant: str) -> dict:
 
 
 def measure(step, variants: list[str], rounds: int, warmup: int, steps: int) -> dict:
-    """Per variant: block medians per round (s) and all step and host times of this rank."""
+    """Per variant: block medians per round (s) of step time and main-thread CPU time, and all
+    step and host times of this rank."""
     blocks: dict[str, list[float]] = {v: [] for v in variants}
+    cpu_blocks: dict[str, list[float]] = {v: [] for v in variants}
     times: dict[str, list[float]] = {v: [] for v in variants}
     host: dict[str, list[float]] = {v: [] for v in variants}
     for r in range(rounds):
         shift = r % len(variants)
         order = variants[shift:] + variants[:shift]
         for variant in (order if r % 2 == 0 else order[::-1]):
-            block = run_block(step, warmup, steps, variant, host[variant])
+            cpu: list[float] = []
+            block = run_block(step, warmup, steps, variant, host[variant], cpu=cpu)
             blocks[variant].append(statistics.median(block))
+            cpu_blocks[variant].append(statistics.median(cpu))
             times[variant] += block
-    return {"blocks": blocks, "times": times, "host": host}
+    return {"blocks": blocks, "cpu_blocks": cpu_blocks, "times": times, "host": host}
 
 
 def summarise(name: str, variants: list[str], gathered: list[dict]) -> dict:
@@ -278,7 +283,12 @@ def summarise(name: str, variants: list[str], gathered: list[dict]) -> dict:
         ratios = [g["blocks"][variant][r] / g["blocks"]["plain"][r]
                   for g in gathered for r in range(len(g["blocks"]["plain"]))]
         low, high = _median_interval(ratios)
+        added = [g["cpu_blocks"][variant][r] - g["cpu_blocks"]["plain"][r]
+                 for g in gathered for r in range(len(g["blocks"]["plain"]))]
+        added_low, added_high = _median_interval(added)
         row[variant] = {"median_step_ms": _median_ms([t for g in gathered for t in g["times"][variant]]),
+                        "added_main_thread_cpu_us": round(statistics.median(added) * 1e6, 1),
+                        "added_main_thread_cpu_interval_us": [round(added_low * 1e6, 1), round(added_high * 1e6, 1)],
                         "median_host_ms": _median_ms([t for g in gathered for t in g["host"][variant]]),
                         "overhead_percent": round((statistics.median(ratios) - 1) * 100, 2),
                         "overhead_interval_percent": [round((low - 1) * 100, 2), round((high - 1) * 100, 2)]}
@@ -287,22 +297,24 @@ def summarise(name: str, variants: list[str], gathered: list[dict]) -> dict:
 
 def table(rows: list[dict], variants: list[str]) -> str:
     lines = [("| workload | variant | median step (ms) | median host time (ms) | overhead vs plain "
-             "(median of paired blocks) | 95% interval |"), "|---|---|---|---|---|---|"]
+             "(median of paired blocks) | 95% interval | added main-thread CPU per step (us, 95% interval) |"),
+             "|---|---|---|---|---|---|---|"]
     for row in rows:
         for variant in variants:
             v = row[variant]
             lines.append(f"| {row['workload']} | {variant} | {v['median_step_ms']} | {v['median_host_ms']} | "
                          f"{v['overhead_percent']}% | {v['overhead_interval_percent'][0]}% .. "
-                         f"{v['overhead_interval_percent'][1]}% |")
+                         f"{v['overhead_interval_percent'][1]}% | {v['added_main_thread_cpu_us']} "
+                         f"({v['added_main_thread_cpu_interval_us'][0]} .. {v['added_main_thread_cpu_interval_us'][1]}) |")
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workloads", default="gpt2,gpt2-mb4,mlp")
+    parser.add_argument("--workloads", default="gpt2,gpt2-mb4,mlp", help="NAME or NAME:ROUNDS, comma-separated")
     parser.add_argument("--rounds", type=int, default=16)
     parser.add_argument("--steps", type=int, default=0, help="timed steps per block (default: 4 gpt2, 20 mlp)")
-    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--sync-check", action="store_true")
     parser.add_argument("--variants", default="plain,loopcheck,empty",
                         help="comma-separated, plain first: plain, loopcheck, empty, and for attribution "
@@ -312,14 +324,15 @@ def main() -> None:
     parser.add_argument("--trace", type=int, default=0, metavar="STEPS",
                         help="afterwards, trace STEPS steps of plain and of loopcheck with torch.profiler "
                              "and compare their CUDA runtime calls")
-    parser.add_argument("--no-pin", action="store_true", help="do not pin each rank to its own cores")
+    parser.add_argument("--pin", action="store_true", help="pin each rank to its own cores (on one 2 x H200 "
+                        "host this made the host side 30-60%% slower)")
     parser.add_argument("--cpu", action="store_true", help="gloo on the CPU (to try the script out)")
     parser.add_argument("--out", help="write OUT.json and OUT.md")
     args = parser.parse_args()
     dist.init_process_group("gloo" if args.cpu else "nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    cores = None if args.no_pin else _pin_cores(local_rank, int(os.environ.get("LOCAL_WORLD_SIZE", world)))
+    cores = None if not args.pin else _pin_cores(local_rank, int(os.environ.get("LOCAL_WORLD_SIZE", world)))
     if args.cpu:
         device = torch.device("cpu")
         torch.cuda.synchronize = lambda *a, **k: None  # the harness's syncs are no-ops
@@ -337,11 +350,12 @@ def main() -> None:
             print(json.dumps({"sync_check_warnings": result["sync_check"]}), flush=True)
     variants = args.variants.split(",")
     assert variants[0] == "plain", "--variants starts with plain"
-    for name in args.workloads.split(","):
+    for item in args.workloads.split(","):
+        name, _, rounds = item.partition(":")  # NAME:ROUNDS overrides --rounds
         step = make_workload(name, device)
         run_block(step, 10, 0, "plain")  # lazy init, allocator, clocks
         steps = args.steps or (4 if name.startswith("gpt2") else 20)
-        mine = measure(step, variants, args.rounds, args.warmup, steps)
+        mine = measure(step, variants, int(rounds or args.rounds), args.warmup, steps)
         gathered: list = [None] * world
         dist.all_gather_object(gathered, mine)
         if rank == 0:

@@ -262,6 +262,15 @@ class DistributedHooks:
         if owned:  # DataParallel has one process: nothing to compare
             self.consistency.on_step(index, owned)
 
+    def _trained_params(self) -> set[int]:
+        """ids of the parameters of the optimizers that stepped or back-propagated here."""
+        ids: set[int] = set()
+        for record in self.session.records:
+            optimizer = record.ref()
+            if optimizer is not None and record.active:
+                ids.update(id(p) for group in optimizer.param_groups for p in group["params"])
+        return ids
+
     def _owner_of(self, param: Any) -> OptimizerRecord | None:
         """The record of the optimizer holding ``param`` (by identity: ids of freed parameters
         of optimizers from an earlier run in the same process can come back)."""
@@ -278,7 +287,7 @@ class DistributedHooks:
         """End of run, before the hooks are removed: BatchNorm verdict, pending samples."""
         for state in self.ddp:
             ddp_checks.batchnorm(self.session, state, self.rank().world_size)
-        self.fsdp = _count_fsdp()
+        self.fsdp = _count_fsdp(self._trained_params())
         self.consistency.finish()
 
     # -- who we are ----------------------------------------------------------------------
@@ -432,12 +441,12 @@ def _sigterm_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def _count_fsdp() -> Counter[str]:
-    """FSDP modules alive at the end, for the report only (FSDP's per-micro-batch
-    reduce-scatter is intended, never LC501). Nothing is wrapped for them: FSDP2's
-    ``fully_shard`` turns a module's class into a subclass of ``FSDPModule``, FSDP1 is a
-    ``FullyShardedDataParallel``; the garbage collector is asked only when the script
-    imported ``torch.distributed.fsdp``."""
+def _count_fsdp(trained: set[int]) -> Counter[str]:
+    """FSDP modules holding parameters of the watched optimizers (``trained``: their ids), for
+    the report only (FSDP's per-micro-batch reduce-scatter is intended, never LC501). Nothing
+    is wrapped for them: FSDP2's ``fully_shard`` turns a module's class into a subclass of
+    ``FSDPModule``, FSDP1 is a ``FullyShardedDataParallel``; the garbage collector is asked only
+    when the script imported ``torch.distributed.fsdp``."""
     found: Counter[str] = Counter()
     fsdp = sys.modules.get("torch.distributed.fsdp")
     if fsdp is None:
@@ -449,7 +458,8 @@ def _count_fsdp() -> Counter[str]:
     kinds = [(cls, name) for cls, name in kinds if isinstance(cls, type)]
     for obj in gc.get_objects():
         for cls, name in kinds:
-            if issubclass(type(obj), cls):  # type(): no lazy-module or proxy side effects
+            # type(): no lazy-module or proxy side effects
+            if issubclass(type(obj), cls) and any(id(p) in trained for p in obj.parameters()):
                 found[name] += 1
     return found
 

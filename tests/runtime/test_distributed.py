@@ -294,7 +294,8 @@ def test_dataparallel_accumulation_is_not_lc501() -> None:
             if (i + 1) % 4 == 0:
                 optimizer.step()
                 optimizer.zero_grad()
-    assert session.findings.all() == []
+    # split over 2+ GPUs the BatchNorm sees 2 samples per device: LC503, rightly
+    assert {f.code for f in session.findings.all()} == ({"LC503"} if torch.cuda.device_count() > 1 else set())
     section = session.dist.section()
     assert section["world_size"] == 1 and section["ddp"][0]["type"] == "DataParallel"
     assert section["ddp"][0]["micro_batches"] == 0 and section["effective_batch"]["effective_batch"] == 16  # 4 x 4 x 1
