@@ -41,9 +41,11 @@ def refresh() -> None:
     global _skip_prefixes
     _skip_prefixes = None
     _framework_code.clear()
+    _sites.clear()
 
 
 _framework_code: dict[object, bool] = {}  # code object -> belongs to a framework
+_sites: dict[object, dict[int, Site]] = {}  # code object -> line -> Site (no allocation per call)
 
 
 def user_site(frame: FrameType | None = None) -> Site | None:
@@ -58,6 +60,13 @@ def user_site(frame: FrameType | None = None) -> Site | None:
             filename = code.co_filename
             framework = cache[code] = filename.startswith(_prefixes()) or filename.startswith("<frozen")
         if not framework:
-            return Site(code.co_filename, frame.f_lineno)
+            lines = _sites.get(code)
+            if lines is None:
+                lines = _sites[code] = {}
+            line = frame.f_lineno
+            site = lines.get(line)
+            if site is None:
+                site = lines[line] = Site(code.co_filename, line)
+            return site
         frame = frame.f_back
     return None

@@ -27,8 +27,9 @@ from .state import BackwardInfo, OptimizerRecord
 if TYPE_CHECKING:
     from .session import Session
 
-# the loss of every backward is read during the first windows, then in one window of 8
-FULL_INSPECTION_WINDOWS = 64
+# the loss of every backward is read during the first windows (LC102 needs a few regular
+# windows, not every one), then in one window of 8
+FULL_INSPECTION_WINDOWS = 16
 INSPECT_EVERY = 8
 
 
@@ -155,16 +156,18 @@ class GradTracker:
             for probe in record.probes:
                 param = probe.param()
                 grad = param.grad if param is not None else None
-                if grad is None or (grad is probe.start_grad and grad_version(grad) == probe.start_version):
+                start_grad, probe.start_grad = probe.start_grad, None  # hold no gradient between backward passes
+                if grad is None:
+                    continue
+                version = grad_version(grad)
+                if grad is start_grad and version == probe.start_version:
                     continue
                 reached = True
                 if probe.grad_ref is None or probe.grad_ref() is not grad:
                     probe.grad_ref = weakref.ref(grad)
-                probe.version = grad_version(grad)
+                probe.version = version
                 probe.window = record.window.number
                 probe.zero_calls = self.zero_calls
                 probe.rebase = self.rebase
-            for probe in record.probes:
-                probe.start_grad = None  # hold no gradient between backward passes
             if reached:
                 session.on_backward_reached(record, info)
