@@ -55,7 +55,7 @@ class ClipHooks:
             session.report("LC107", "gradients are clipped after optimizer.step(): the step "
                            "already used them unclipped; clip right before the step", site)
         optimizer = record.ref()
-        if optimizer is None or not any(bw.scaled for bw, _ in window.entries):
+        if optimizer is None or not window.scaled:
             return
         for scaler in session.scalers.enabled_scalers():
             if session.scalers.stage(scaler, optimizer) is session.scalers.OptState.READY:

@@ -38,7 +38,7 @@ def close_window(session: Session, state: DdpState, index: int) -> None:
         return
     state.windows += 1
     state.micro_batches += len(window)
-    synced = sum(1 for forward, _, _ in window if forward)
+    synced = [forward for forward, _, _ in window].count(True)
     state.synced += synced
     backward_only = [site for forward, backward, site in window if forward and not backward]
     if backward_only:

@@ -136,7 +136,7 @@ class GradTracker:
         for probe in record.probes:
             param = probe.param()
             grad = param.grad if param is not None else None
-            version = grad_version(grad) if grad is not None else -1
+            version = -1 if grad is None else grad._version if type(grad) is _Tensor else grad_version(grad)
             probe.start_grad, probe.start_version = grad, version
             if probe.window < number - 1 or probe.grad_ref is None:
                 continue
@@ -159,7 +159,7 @@ class GradTracker:
                 start_grad, probe.start_grad = probe.start_grad, None  # hold no gradient between backward passes
                 if grad is None:
                     continue
-                version = grad_version(grad)
+                version = grad._version if type(grad) is _Tensor else grad_version(grad)
                 if grad is start_grad and version == probe.start_version:
                     continue
                 reached = True

@@ -83,7 +83,7 @@ class MemoryMonitor:
         return int(self.cuda.memory_allocated(self.device_index))
 
     def on_step(self, step: int) -> None:
-        if self.cuda is None:
+        if self.cuda is None and step % 16 == 0:  # CUDA may be initialised late; asking costs
             self._detect_cuda()
         if step % self.stride:
             return

@@ -88,7 +88,7 @@ class OptimizerHooks:
             session.report("LC104", "gradients are cleared after the backward pass and before "
                            "the step that should use them: the step sees no gradients; "
                            "zero them after the step", window.zeroed_after_backward)
-        if not record.scaler_stepping and any(bw.scaled for bw, _ in window.entries):
+        if not record.scaler_stepping and window.scaled:
             session.report("LC203", "optimizer.step() runs on gradients of a GradScaler-scaled "
                            "loss without scaler.step(): they are still multiplied by the scale "
                            "and inf/NaN steps are not skipped", record.step_site)

@@ -110,7 +110,10 @@ class Session:
 
     # -- shared helpers ----------------------------------------------------------------
     def step_index(self) -> int:
-        return max((r.steps + r.skipped for r in self.records), default=0)
+        records = self.records
+        if len(records) == 1:  # the usual case, on every step
+            return records[0].steps + records[0].skipped
+        return max((r.steps + r.skipped for r in records), default=0)
 
     def report(self, code: str, message: str, site: Site | None, step: int | None = None) -> None:
         self.findings.add(code, message, site, self.step_index() if step is None else step)
@@ -132,7 +135,8 @@ class Session:
     # -- events ---------------------------------------------------------------------
     def before_backward(self, info: BackwardInfo, loss: Any) -> None:
         at_backward.run(self, info, loss)
-        self.guard.call("DDP tracking", self.dist.before_backward, info)  # sync flags
+        if self.dist.ddp:
+            self.guard.call("DDP tracking", self.dist.before_backward, info)  # sync flags
 
     def on_backward_reached(self, record: OptimizerRecord, info: BackwardInfo) -> None:
         """``info`` changed gradients of ``record``'s parameters (called after the backward)."""
@@ -143,6 +147,7 @@ class Session:
             return
         first = not window.entries
         window.entries.append((info, record.pending_reset and not first))
+        window.scaled = window.scaled or info.scaled
         if record.pending_reset and not first:
             window.reset_site = window.reset_site or self.last_zero_site
             if window.carried:

@@ -38,6 +38,7 @@ class Window:
     reset_site: Site | None = None  # the zero_grad call behind a reset inside the window
     zeroed_after_backward: Site | None = None  # a zero_grad since the window's last backward
     zero_grad_calls: int = 0
+    scaled: bool = False  # an entry's loss went through GradScaler.scale
 
     def dominant(self) -> list[tuple[BackwardInfo, bool]]:
         """Entries of the backward line that ran most often: the accumulation micro-batches.
@@ -46,7 +47,10 @@ class Window:
         if not entries:
             return []
         first = entries[0][0].site
-        if all(bw.site == first for bw, _ in entries):
+        for bw, _ in entries:  # a plain loop: this runs at every optimizer step
+            if bw.site != first:
+                break
+        else:
             return entries
         site = Counter(bw.site for bw, _ in entries).most_common(1)[0][0]
         return [entry for entry in entries if entry[0].site == site]

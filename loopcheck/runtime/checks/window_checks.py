@@ -96,8 +96,11 @@ def _summarise(session: Session, record: OptimizerRecord, micro: list[BackwardIn
     for bw in micro:
         if bw.epoch is not None and (not epochs or epochs[-1] != bw.epoch):
             epochs.append(bw.epoch)
-    dropped = any(reset and i and window.entries[i - 1][0].epoch not in (None, bw.epoch)
-                  for i, (bw, reset) in enumerate(window.entries))
+    entries, dropped = window.entries, False
+    for i in range(1, len(entries)):
+        if entries[i][1] and entries[i - 1][0].epoch not in (None, entries[i][0].epoch):
+            dropped = True
+            break
     last = epochs[-1] if epochs else None
     return WindowSummary(
         size=len(micro), epochs=tuple(epochs), exhausted=last in data.exhausted,
