@@ -33,15 +33,15 @@ FULL_INSPECTION_WINDOWS = 16
 INSPECT_EVERY = 8
 
 
+_Tensor: Any = None  # torch.Tensor, set when the tracker is installed (torch is imported lazily)
+
+
 def grad_version(grad: Any) -> int:
     """``grad._version``; plus its local tensor's for a wrapper subclass (DTensor)."""
     if type(grad) is _Tensor:
         return grad._version
     local = getattr(grad, "_local_tensor", None)
     return grad._version + (local._version if local is not None else 0)
-
-
-_Tensor: Any = None  # torch.Tensor, set when the tracker is installed (torch is imported lazily)
 
 
 class Probe:
@@ -136,7 +136,7 @@ class GradTracker:
         for probe in record.probes:
             param = probe.param()
             grad = param.grad if param is not None else None
-            version = -1 if grad is None else grad._version if type(grad) is _Tensor else grad_version(grad)
+            version = grad_version(grad) if grad is not None else -1
             probe.start_grad, probe.start_version = grad, version
             if probe.window < number - 1 or probe.grad_ref is None:
                 continue
@@ -156,10 +156,10 @@ class GradTracker:
             for probe in record.probes:
                 param = probe.param()
                 grad = param.grad if param is not None else None
-                start_grad, probe.start_grad = probe.start_grad, None  # hold no gradient between backward passes
+                start_grad, probe.start_grad = probe.start_grad, None  # hold no gradient in between
                 if grad is None:
                     continue
-                version = grad._version if type(grad) is _Tensor else grad_version(grad)
+                version = grad_version(grad)
                 if grad is start_grad and version == probe.start_version:
                     continue
                 reached = True
