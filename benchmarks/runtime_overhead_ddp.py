@@ -220,9 +220,9 @@ def _profile_table(profiler, steps: int, top: int = 25) -> str:
 
 
 def _trace_table(variant_events: dict[str, dict], steps: int) -> str:
-    """CUDA runtime calls (count per step) and device time per step of each variant, from
-    torch.profiler: a call that only one variant makes (a synchronisation, an allocation) shows.
-    (Device time is not compared: NCCL kernels include the wait for the other rank.)"""
+    """CUDA runtime calls per step of each variant (count, host time) from torch.profiler: a call
+    that only one variant makes (a synchronisation, an allocation) shows. Device time is not
+    compared: NCCL kernels include the wait for the other rank."""
     variants = list(variant_events)
     names = sorted({n for events in variant_events.values() for n in events})
     lines = [f"torch.profiler over {steps} steps: per step, " + " | ".join(variants)]
@@ -237,23 +237,18 @@ def _trace(step, warmup: int, steps: int, variant: str) -> dict:
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
-    events: dict = {}
-
-    def body() -> None:
+    run_block(step, warmup, 0, variant)  # warm-up outside the trace
+    with _parts_off(variant), (watch(summary=False) if variant != "plain" else contextlib.nullcontext()):
+        for _ in range(warmup):
+            step()
         with profile(activities=activities) as prof:
             for _ in range(steps):
                 step()
             torch.cuda.synchronize()
-        for item in prof.key_averages():
-            if item.key.startswith(("cuda", "nccl")) and item.key[:5] != "cudaG":  # runtime API calls
-                events[item.key] = (item.count, item.cpu_time_total)
-
-    run_block(step, warmup, 0, variant)  # warm-up outside the trace
-    hooks_off = _parts_off(variant)
-    with hooks_off, (watch(summary=False) if variant != "plain" else contextlib.nullcontext()):
-        for _ in range(warmup):
-            step()
-        body()
+    events: dict = {}
+    for item in prof.key_averages():
+        if item.key.startswith(("cuda", "nccl")) and item.key[:5] != "cudaG":  # runtime API calls
+            events[item.key] = (item.count, item.cpu_time_total)
     return events
 
 
