@@ -147,7 +147,6 @@ class Session:
             return
         first = not window.entries
         window.entries.append((info, record.pending_reset and not first))
-        window.scaled = window.scaled or info.scaled
         if record.pending_reset and not first:
             window.reset_site = window.reset_site or self.last_zero_site
             if window.carried:

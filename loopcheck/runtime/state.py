@@ -38,7 +38,11 @@ class Window:
     reset_site: Site | None = None  # the zero_grad call behind a reset inside the window
     zeroed_after_backward: Site | None = None  # a zero_grad since the window's last backward
     zero_grad_calls: int = 0
-    scaled: bool = False  # an entry's loss went through GradScaler.scale
+
+    @property
+    def scaled(self) -> bool:
+        """An entry's loss went through GradScaler.scale."""
+        return any(bw.scaled for bw, _ in self.entries)
 
     def dominant(self) -> list[tuple[BackwardInfo, bool]]:
         """Entries of the backward line that ran most often: the accumulation micro-batches.

@@ -9,17 +9,14 @@ if TYPE_CHECKING:
 
 
 def run(session: Session, info: BackwardInfo, loss: Any) -> None:
-    # runs on every backward: the cheap attribute tests come first
     if info.scaled:
         _unscaled_window(session, info)
-    elif session.autocast.fp16_seq is not None and session.autocast.fp16_since_last_backward():
+    elif session.autocast.fp16_since_last_backward():
         session.report("LC205", "backward on a loss computed under float16 autocast without a "
                        "GradScaler: small gradients underflow to zero (use "
                        "torch.amp.GradScaler, or bfloat16)", info.site)
-    if session.modes.in_eval:
-        session.modes.check_backward()
-    if session.retained.window != session.windows_closed:
-        session.retained.watch(loss, info.site)
+    session.modes.check_backward()
+    session.retained.watch(loss, info.site)
 
 
 def _unscaled_window(session: Session, info: BackwardInfo) -> None:
