@@ -19,7 +19,7 @@ from loopcheck import baseline
 from loopcheck.catalog import SYNTAX_ERROR
 from loopcheck.config import Config, ConfigError, Options, find_pyproject, load
 from loopcheck.discovery import PathError, compile_patterns, discover
-from loopcheck.engine import check_text, fix_text, read_source, read_source_and_encoding, required_texts
+from loopcheck.engine import check_text, read_source, required_texts
 from loopcheck.findings import Finding
 from loopcheck.output import render, statistics, summary
 from loopcheck.progress import Progress
@@ -74,6 +74,8 @@ def _report(args: argparse.Namespace, config: Config, codes: frozenset[str], fil
             known: Counter[baseline.Key] | None, out: TextIO) -> int:
     fixed = 0
     if args.fix or args.diff:
+        from loopcheck.fixer import fix_files
+
         fixed, diffs = fix_files(files, codes, config, write=args.fix and not args.diff, unsafe=args.unsafe_fixes)
         if args.diff:
             out.write("".join(diffs))
@@ -184,34 +186,6 @@ def _cores() -> int:
         return len(os.sched_getaffinity(0))  # the cores this process may run on (containers, taskset)
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
-
-
-def fix_files(files: list[Path], codes: frozenset[str], config: Config, write: bool,
-              unsafe: bool) -> tuple[int, list[str]]:
-    """Apply fixes file by file: write them back (``write``) and/or return unified diffs."""
-    import difflib
-
-    per_file = _per_file_ignores(config)
-    needles = required_texts(codes)
-    total, diffs = 0, []
-    for file in files:
-        try:
-            source, encoding = read_source_and_encoding(file)
-        except (OSError, UnicodeDecodeError, SyntaxError):
-            continue  # reported by the check that follows
-        if not any(n in source for n in needles):
-            continue
-        name = _display(file)
-        fixed, applied = fix_text(source, name, codes - _ignored(file, config.root, per_file), unsafe,
-                                  config.options)
-        if not applied:
-            continue
-        total += applied
-        diffs.append("".join(difflib.unified_diff(source.splitlines(True), fixed.splitlines(True),
-                                                  f"a/{name}", f"b/{name}")))
-        if write:
-            file.write_bytes(fixed.encode(encoding))
-    return total, diffs
 
 
 def _per_file_ignores(config: Config) -> list[tuple[PathSpec, frozenset[str]]]:

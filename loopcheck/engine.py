@@ -25,9 +25,6 @@ if TYPE_CHECKING:
     from loopcheck.fixes import Fix
     from loopcheck.rules import Rule, Violation
 
-_MAX_FIX_ROUNDS = 25  # each round applies one fix; a file rarely has more than a few
-
-
 @lru_cache(maxsize=None)
 def _rules(codes: frozenset[str]) -> tuple[object, ...]:
     from loopcheck.rules import RULES
@@ -103,36 +100,6 @@ def _findings(module: cst.Module, source: str, filename: str,
             fix_message=fix.message if fix else None, fix_safe=fix.safe if fix else True,
         ), fix))
     return sorted(results, key=lambda pair: pair[0])
-
-
-def fix_text(source: str, filename: str, codes: frozenset[str], unsafe: bool = False,
-             options: Options = Options()) -> tuple[str, int]:
-    """``source`` with every applicable fix applied (one at a time, re-checking in between) and the
-    number of fixes applied."""
-    from collections import Counter
-
-    from loopcheck.fixes import apply
-
-    applied = 0
-    # A fix that does not make its finding go away is not applied again: each finding (by code and
-    # fingerprint) gets as many attempts as there were such findings to begin with.
-    attempts: Counter[tuple[str, str]] = Counter()
-    allowed: Counter[tuple[str, str]] | None = None
-    for _ in range(_MAX_FIX_ROUNDS):
-        module, results = analyse(source, filename, codes, options)
-        fixable = [(f, fix) for f, fix in results if fix is not None and (fix.safe or unsafe)]
-        if allowed is None:
-            allowed = Counter((f.code, f.fingerprint) for f, _ in fixable)
-        todo = [(f, fix) for f, fix in fixable if attempts[(f.code, f.fingerprint)] < allowed[(f.code, f.fingerprint)]]
-        if module is None or not todo:
-            break
-        finding, fix = todo[0]
-        attempts[(finding.code, finding.fingerprint)] += 1
-        fixed = apply(module, fix).code
-        if fixed == source:
-            break
-        source, applied = fixed, applied + 1
-    return source, applied
 
 
 def _fingerprint(code: str, statement: str) -> str:

@@ -11,7 +11,8 @@ import textwrap
 import libcst as cst
 import pytest
 
-from loopcheck.engine import analyse, fix_text
+from loopcheck.engine import analyse
+from loopcheck.fixer import fix_text
 from loopcheck.rules import RULES
 
 FIXABLE = [(code, i, textwrap.dedent(example)) for code, rule in RULES.items() if rule.fixable
