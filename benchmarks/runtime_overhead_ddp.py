@@ -99,19 +99,19 @@ def make_workload(name: str, device: torch.device):
 # Attribution variants: loopcheck with parts of it switched off (their methods made no-ops).
 _PARTS_OFF = {
     "loopcheck": [],
-    "nodist": [("distributed", "DistributedHooks", "install"), ("distributed", "DistributedHooks", "before_backward"),
-               ("distributed", "DistributedHooks", "on_window_closed")],
-    "notracker": [("grad_tracker", "GradTracker", "install")],
-    "noclip": [("clip_hooks", "ClipHooks", "install")],
-    "nosched": [("scheduler_hooks", "SchedulerHooks", "install")],
-    "nooptim": [("optimizer_hooks", "OptimizerHooks", "install")],
-    "nomemory": [("memory", "MemoryMonitor", "on_step")],
+    "nodist": [("hooks.distributed", "DistributedHooks", "install"), ("hooks.distributed", "DistributedHooks", "before_backward"),
+               ("hooks.distributed", "DistributedHooks", "on_window_closed")],
+    "notracker": [("hooks.backward", "GradTracker", "install")],
+    "noclip": [("hooks.clip", "ClipHooks", "install")],
+    "nosched": [("hooks.scheduler", "SchedulerHooks", "install")],
+    "nooptim": [("hooks.optimizer", "OptimizerHooks", "install")],
+    "nomemory": [("hooks.memory", "MemoryMonitor", "on_step")],
 }
 _PARTS_OFF["empty"] = [(m, c, "install") for m, c in (
-    ("grad_tracker", "GradTracker"), ("data_hooks", "DataHooks"), ("optimizer_hooks", "OptimizerHooks"),
-    ("scaler_hooks", "ScalerHooks"), ("scheduler_hooks", "SchedulerHooks"), ("clip_hooks", "ClipHooks"),
-    ("ema_hooks", "EmaHooks"), ("mode_hooks", "ModeHooks"), ("autocast_hooks", "AutocastHooks"),
-    ("memory", "MemoryMonitor"))] + _PARTS_OFF["nodist"]
+    ("hooks.backward", "GradTracker"), ("hooks.data", "DataHooks"), ("hooks.optimizer", "OptimizerHooks"),
+    ("hooks.scaler", "ScalerHooks"), ("hooks.scheduler", "SchedulerHooks"), ("hooks.clip", "ClipHooks"),
+    ("hooks.ema", "EmaHooks"), ("hooks.mode", "ModeHooks"), ("hooks.autocast", "AutocastHooks"),
+    ("hooks.memory", "MemoryMonitor"))] + _PARTS_OFF["nodist"]
 
 
 def _parts_off(variant: str) -> contextlib.AbstractContextManager:

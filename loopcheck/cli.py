@@ -90,7 +90,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="work with runtime reports (merge the parts of a distributed run)")
     if command == "report":
-        from loopcheck.runtime.merge import add_report_arguments  # `loopcheck report merge DIR`
+        from loopcheck.runtime.output.merge import add_report_arguments  # `loopcheck report merge DIR`
 
         add_report_arguments(report)
     rule = sub.add_parser("rule", help="show the documentation of one rule")
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_command(args)
     if args.command == "report":
-        from loopcheck.runtime.merge import report_command
+        from loopcheck.runtime.output.merge import report_command
 
         return report_command(args)
     if args.command == "rule":

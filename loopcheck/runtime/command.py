@@ -22,7 +22,6 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from .project_config import project_config, selection_for
-from .watch import rank_report_path
 
 _OWN_FILES = (os.path.dirname(os.path.abspath(__file__)), os.path.abspath(runpy.__file__), "<frozen runpy>")
 
@@ -39,7 +38,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                              "level was reported (default: never; the exit code is the script's)")
     parser.add_argument("--quiet", action="store_true",
                         help="print only the findings at exit, not the counters")
-    from .distributed import add_run_arguments as add_distributed_arguments
+    from .hooks.distributed import add_run_arguments as add_distributed_arguments
 
     add_distributed_arguments(parser)  # --consistency-every K, --no-consistency-check
     parser.add_argument("-m", dest="module", nargs=argparse.REMAINDER, metavar="MODULE ...",
@@ -82,8 +81,8 @@ def run_command(args: argparse.Namespace) -> int:
 
     from .session import Session
 
-    report = rank_report_path(args.report)
-    from .distributed import configure as configure_distributed  # consistency options
+    report = args.report
+    from .hooks.distributed import configure as configure_distributed  # consistency options
 
     configure_distributed(args)
     session = Session(selection, config.options.lr_scaling).start()

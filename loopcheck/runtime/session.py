@@ -50,17 +50,17 @@ class Session:
             raise RuntimeError("a loopcheck runtime session is already active")
         import torch  # the session is where torch gets imported, never earlier
 
-        from .autocast_hooks import AutocastHooks
-        from .clip_hooks import ClipHooks
-        from .data_hooks import DataHooks
-        from .ema_hooks import EmaHooks
-        from .grad_tracker import GradTracker
-        from .memory import MemoryMonitor
-        from .mode_hooks import ModeHooks
-        from .optimizer_hooks import OptimizerHooks
-        from .retained_graph import RetainedGraphs
-        from .scaler_hooks import ScalerHooks
-        from .scheduler_hooks import SchedulerHooks
+        from .checks.retained_graph import RetainedGraphs
+        from .hooks.autocast import AutocastHooks
+        from .hooks.backward import GradTracker
+        from .hooks.clip import ClipHooks
+        from .hooks.data import DataHooks
+        from .hooks.ema import EmaHooks
+        from .hooks.memory import MemoryMonitor
+        from .hooks.mode import ModeHooks
+        from .hooks.optimizer import OptimizerHooks
+        from .hooks.scaler import ScalerHooks
+        from .hooks.scheduler import SchedulerHooks
 
         self.torch = torch
         callsite.refresh()
@@ -76,7 +76,7 @@ class Session:
         self.autocast = AutocastHooks(self)
         self.memory = MemoryMonitor(self)
         self.retained = RetainedGraphs(self)
-        from .distributed import DistributedHooks  # ranks, DDP sync, per-rank parts
+        from .hooks.distributed import DistributedHooks  # ranks, DDP sync, per-rank parts
 
         self.dist = DistributedHooks(self)
         self.stack.callback(self._forget_params)
@@ -166,13 +166,15 @@ class Session:
 
     # -- output -----------------------------------------------------------------------
     def write_outputs(self, report_path: str | None, quiet: bool, print_summary: bool = True) -> None:
-        from .report import build_report, write_report_atomically
-        from .summary import render_summary
+        from .output.parts import outputs as distributed_outputs
+        from .output.report import build_report, write_report_atomically
+        from .output.summary import render_summary
 
         data = build_report(self)
         # adds the "distributed" section; under torchrun each rank writes its part
         # (r.rankN.json) and rank 0 gets the merged report back to write and print here
-        merged = self.guard.call("distributed report", self.dist.outputs, data, report_path, print_summary)
+        merged = self.guard.call("distributed report", distributed_outputs, self.dist, data, report_path,
+                                 print_summary)
         if merged is not None:
             data, report_path, print_summary = merged
         if report_path:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .callsite import Site
-from .loss_scale import LossScale
+from .hooks.loss_scale import LossScale
 
 HISTORY_LIMIT = 10_000  # windows kept per optimizer for the end-of-run analysis
 
@@ -95,7 +95,7 @@ class OptimizerRecord:
     step_site: Site | None = None
     first_lr: float | None = None
     max_lr: float | None = None
-    probes: list[Any] = field(default_factory=list)  # grad_tracker.Probe
+    probes: list[Any] = field(default_factory=list)  # hooks.backward.Probe
     pending_reset: bool = False  # seen before the current backward, applied if it reaches us
     pending_carry: bool = False
     fused: bool = False

@@ -9,13 +9,6 @@ from typing import Any
 from .selection import Selection
 
 
-def rank_report_path(path: str | None) -> str | None:
-    """The report path the session gets. Issue 6: the session keeps the user's path; in a
-    distributed job ``distributed.DistributedHooks.outputs`` writes every rank's part
-    (``r.json`` -> ``r.rank1.json``, rank 0 included) and rank 0 the merged report at ``r.json``."""
-    return path
-
-
 class watch(contextlib.ContextDecorator):  # noqa: N801 - reads as a function at call sites
     """Watch the training code run inside the block (or the decorated function).
 
@@ -31,7 +24,7 @@ class watch(contextlib.ContextDecorator):  # noqa: N801 - reads as a function at
                  quiet: bool = False, lr_scaling: Any = None) -> None:
         self.selection = Selection.parse(select, ignore)
         self.lr_scaling = lr_scaling
-        self.report = rank_report_path(report)
+        self.report = report
         self.summary = summary
         self.quiet = quiet
         self.session: Any = None

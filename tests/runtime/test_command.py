@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from loopcheck.runtime.memory import CPU_STRIDE
+from loopcheck.runtime.hooks.memory import CPU_STRIDE
 
 from .helpers import loopcheck_run, python
 

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from loopcheck.runtime import consistency
-from loopcheck.runtime.distributed import configure, detect_rank, part_path
-from loopcheck.runtime.merge import find_parts, merge_parts, ranks_label, summary_lines
+from loopcheck.runtime.checks import consistency
+from loopcheck.runtime.hooks.distributed import configure, detect_rank
+from loopcheck.runtime.output.merge import find_parts, merge_parts, ranks_label, summary_lines
+from loopcheck.runtime.output.parts import part_path
 
 from .helpers import ROOT, env
 from .scenarios import SCENARIOS, Scenario, findings_of, load
@@ -261,7 +262,7 @@ def test_rank_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_consistency_options(monkeypatch: pytest.MonkeyPatch) -> None:
     from argparse import Namespace
 
-    from loopcheck.runtime.distributed import consistency_every
+    from loopcheck.runtime.hooks.distributed import consistency_every
 
     monkeypatch.setenv("LOOPCHECK_CONSISTENCY_EVERY", "")  # configure() sets it: restored afterwards
     assert consistency_every() == 16

@@ -5,8 +5,8 @@ import pytest
 import torch
 from torch import nn
 
-from loopcheck.runtime.loss_scale import inspect_loss
-from loopcheck.runtime.memory import detect_growth
+from loopcheck.runtime.checks.memory_growth import detect_growth
+from loopcheck.runtime.hooks.loss_scale import inspect_loss
 from loopcheck.runtime.selection import Selection
 
 MIB = 1 << 20

@@ -101,12 +101,12 @@ def test_nested_watch_is_a_no_op() -> None:
 
 def test_a_failing_check_is_disabled_with_one_warning(monkeypatch: pytest.MonkeyPatch,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    from loopcheck.runtime import grad_tracker
+    from loopcheck.runtime.hooks import backward
 
     def broken(*args: object) -> None:
         raise ZeroDivisionError("injected")
 
-    monkeypatch.setattr(grad_tracker.GradTracker, "_after", broken)
+    monkeypatch.setattr(backward.GradTracker, "_after", broken)
     plain = _train()
     checker = watch(summary=False)
     with checker:

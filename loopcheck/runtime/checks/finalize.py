@@ -5,7 +5,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from ..state import OptimizerRecord, WindowSummary
-from . import lr_scaling
+from . import lr_scaling, memory_growth
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -26,7 +26,7 @@ def run(session: Session) -> None:
                            f"optimizer stepped {steps - ema.created_at_step} times after its "
                            "creation", ema.site)
     session.guard.call("scheduler analysis", session.schedulers.finish)
-    session.guard.call("memory analysis", session.memory.finish)
+    session.guard.call("memory analysis", memory_growth.check, session)
 
 
 def accumulation(session: Session, record: OptimizerRecord) -> None:

@@ -12,7 +12,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .session import Session
+    from ..session import Session
 
 SCHEMA = "loopcheck-runtime-report/1"
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .distributed import DdpState
-    from .session import Session
+    from ..hooks.distributed import DdpState
+    from ..session import Session
 
 # Below 16 samples per GPU the batch statistics get noisy enough to cost accuracy: BatchNorm's
 # ImageNet error rises from 23.6% at 32 per GPU to 24.1% at 16, 26.3% at 8 and 34.7% at 2

@@ -12,42 +12,32 @@ What is observed (no host-device synchronisation on the hot path):
 * Before each backward (``Session.before_backward``) the flag of the forward whose graph is
   back-propagated is filed as one DDP micro-batch, together with the flag at backward time
   (``no_sync()`` around the backward only is LC502).
-* When an optimizer window closes, ``ddp_checks`` decides LC501/LC502 from the micro-batch
-  flags and ``consistency`` samples a few gradient and parameter elements every K steps.
+* When an optimizer window closes, ``checks.ddp`` decides LC501/LC502 from the micro-batch
+  flags and ``checks.consistency`` samples a few gradient and parameter elements every K steps.
 * FSDP1 (``FullyShardedDataParallel``) and FSDP2 (``fully_shard``) modules are counted only:
   their per-micro-batch reduce-scatter is what they are meant to do, so it is never LC501.
 
-At exit every rank writes its part (``r.json`` -> ``r.rank<N>.json``) and rank 0 merges the
-parts into ``r.json`` (``merge``), receiving them over the process group's key-value store
-(alive even after ``destroy_process_group``) or, failing that, from the part files."""
+At exit every rank writes its part and rank 0 merges them (``output.parts``, ``output.merge``);
+the process group's key-value store is kept here because it outlives ``destroy_process_group``."""
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import signal
 import socket
 import sys
 import time
 import weakref
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import ddp_checks
-from .callsite import Site, user_site
-from .patching import replace_attr
+from ..callsite import Site, user_site
+from ..checks import ddp as ddp_checks
+from ..patching import replace_attr
 
 if TYPE_CHECKING:
-    from .session import Session
-    from .state import BackwardInfo, OptimizerRecord
+    from ..session import Session
+    from ..state import BackwardInfo, OptimizerRecord
 
-# rank 0 waits this long for the other ranks' parts after a normal end (seconds; env overrides)
-MERGE_TIMEOUT = 60.0
-# after an exception, SIGTERM or Ctrl-C the other ranks are likely gone or stuck: merge quickly
-MERGE_TIMEOUT_ABNORMAL = 3.0
-STORE_PREFIX = "loopcheck/part"
 # The forward pre-hook watches this many training forwards of each wrapper (usual batch size,
 # exact pairing of forwards and backward passes), then it is removed: a module with hooks takes
 # nn.Module's slower call path. Afterwards the sync decision of the last forward is read from
@@ -96,12 +86,6 @@ def detect_rank(torch: Any = None) -> RankInfo:
     except Exception:  # noqa: BLE001, S110 - a half torn-down group: keep the environment's answer
         pass
     return info
-
-
-def part_path(path: str, rank: int) -> str:
-    """``r.json`` -> ``r.rank3.json``: where rank 3 writes its part of the report."""
-    root, ext = os.path.splitext(path)
-    return f"{root}.rank{rank}{ext or '.json'}"
 
 
 @dataclass(eq=False)
@@ -158,7 +142,7 @@ class DistributedHooks:
         self.backend: str | None = None
         self.rank_seen = detect_rank()
         self.started_wall = time.time()
-        from .consistency import ConsistencySampler
+        from ..checks.consistency import ConsistencySampler
 
         self.consistency = ConsistencySampler(session, every=consistency_every())
 
@@ -347,100 +331,6 @@ class DistributedHooks:
                 "effective_batch": micro * per_step * replicas if micro else None,
                 "micro_batch_source": source}
 
-    # -- output ----------------------------------------------------------------------------
-    def outputs(self, data: dict[str, Any], report_path: str | None,
-                print_summary: bool) -> tuple[dict[str, Any], str | None, bool]:
-        """Add the distributed section; in a job of several ranks write this rank's part and,
-        on rank 0, return the merged report in its place. Returns (data, path, print_summary)
-        for the session to write and print; other ranks print one line themselves."""
-        data["distributed"] = self.section()
-        info = self.rank()
-        if not info.distributed:
-            return data, report_path, print_summary
-        text = json.dumps(data, default=str)
-        if report_path:
-            from .report import write_report_atomically
-
-            try:
-                with _sigterm_held():  # torchrun stops the other ranks with SIGTERM when one fails
-                    write_report_atomically(part_path(report_path, info.rank), data)
-            except OSError as exc:
-                print(f"loopcheck: rank {info.rank} could not write its part of the report: {exc}",
-                      file=sys.stderr)
-        self._publish(info.rank, text)
-        if info.rank != 0:
-            if print_summary:
-                found = len(data["findings"])
-                where = f"; part written to {part_path(report_path, info.rank)}" if report_path else ""
-                print(f"loopcheck: rank {info.rank}: {found} finding{'s' if found != 1 else ''}"
-                      f"{where} (rank 0 prints the merged summary)", file=sys.stderr)
-            return data, None, False
-        from .merge import merge_parts
-
-        parts = self._collect(info.world_size, data, report_path)
-        return merge_parts(parts, world_size=info.world_size), report_path, print_summary
-
-    def _publish(self, rank: int, text: str) -> None:
-        if self.store is None:
-            return
-        try:
-            self.store.set(f"{STORE_PREFIX}/{self.number}/{rank}", text)
-        except Exception:  # noqa: BLE001 - the store's host may be gone: the file remains
-            self.store = None
-
-    def _collect(self, world_size: int, own: dict[str, Any], report_path: str | None) -> list[dict[str, Any]]:
-        how = self.session.exit_status.get("how")
-        limit = MERGE_TIMEOUT if how in ("finished", "sys.exit") and not self.session.exit_status.get("code") \
-            else MERGE_TIMEOUT_ABNORMAL
-        limit = float(os.environ.get("LOOPCHECK_MERGE_TIMEOUT", limit))
-        parts: dict[int, dict[str, Any]] = {0: own}
-        if self.store is None and not report_path:
-            limit = 0.0  # nowhere to receive parts from
-        deadline = time.monotonic() + limit
-        while True:
-            for rank in range(1, world_size):
-                if rank not in parts:
-                    part = self._fetch(rank, report_path)
-                    if part is not None:
-                        parts[rank] = part
-            if len(parts) == world_size or time.monotonic() >= deadline:
-                break
-            time.sleep(0.05)
-        return [parts[r] for r in sorted(parts)]
-
-    def _fetch(self, rank: int, report_path: str | None) -> dict[str, Any] | None:
-        if self.store is not None:
-            key = f"{STORE_PREFIX}/{self.number}/{rank}"
-            try:
-                if self.store.check([key]):
-                    return json.loads(self.store.get(key))
-            except Exception:  # noqa: BLE001 - store gone: fall back to the files
-                self.store = None
-        if report_path:
-            path = part_path(report_path, rank)
-            try:
-                if os.path.getmtime(path) >= self.started_wall - 1:  # not a part of an older run
-                    with open(path, encoding="utf-8") as handle:
-                        return json.load(handle)
-            except (OSError, ValueError):
-                return None
-        return None
-
-
-@contextlib.contextmanager
-def _sigterm_held() -> Iterator[None]:
-    """Hold SIGTERM back while this rank's part is written (delivered right after)."""
-    try:
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    except (AttributeError, ValueError, OSError):  # not POSIX, or not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
 def _count_fsdp(trained: set[int]) -> Counter[str]:
     """FSDP modules holding parameters of the watched optimizers (``trained``: their ids), for
     the report only (FSDP's per-micro-batch reduce-scatter is intended, never LC501). Nothing
@@ -486,3 +376,4 @@ def configure(args: Any) -> None:
         os.environ["LOOPCHECK_CONSISTENCY_EVERY"] = "0"
     elif getattr(args, "consistency_every", None) is not None:
         os.environ["LOOPCHECK_CONSISTENCY_EVERY"] = str(max(args.consistency_every, 0))
+

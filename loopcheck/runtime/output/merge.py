@@ -15,7 +15,7 @@ import re
 import sys
 from typing import Any
 
-from . import consistency
+from ..checks import consistency
 
 _PART = re.compile(r"^(?P<base>.+)\.rank(?P<rank>\d+)(?P<ext>\.[^.]*)$")
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .callsite import user_site
-from .patching import replace_attr
+from ..callsite import user_site
+from ..patching import replace_attr
 
 if TYPE_CHECKING:
-    from .session import Session
+    from ..session import Session
 
 _FUNCTIONS = ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm")
 

@@ -7,10 +7,10 @@ import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from .callsite import Site
+from ..callsite import Site
 
 if TYPE_CHECKING:
-    from .session import Session
+    from ..session import Session
 
 TOKEN_KEY = "loopcheck.graph_token"
 KEEP = 16  # tokens watched at a time

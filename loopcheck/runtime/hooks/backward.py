@@ -19,13 +19,13 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from .callsite import user_site
+from ..callsite import user_site
+from ..patching import replace_attr
+from ..state import BackwardInfo, OptimizerRecord
 from .loss_scale import SCALER_MARK, inspect_loss
-from .patching import replace_attr
-from .state import BackwardInfo, OptimizerRecord
 
 if TYPE_CHECKING:
-    from .session import Session
+    from ..session import Session
 
 # the loss of every backward is read during the first windows (LC102 needs a few regular
 # windows, not every one), then in one window of 8

@@ -6,11 +6,11 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .callsite import Site, user_site
-from .patching import call_with_user_warnings, replace_attr
+from ..callsite import Site, user_site
+from ..patching import call_with_user_warnings, replace_attr
 
 if TYPE_CHECKING:
-    from .session import Session
+    from ..session import Session
 
 # attribute holding the horizon, per scheduler class: stepping past it means the horizon was
 # counted in other units than the stepping (epochs vs batches, micro-batches vs steps)

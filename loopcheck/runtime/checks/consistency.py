@@ -13,8 +13,8 @@ import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .distributed import DdpState
-    from .session import Session
+    from ..hooks.distributed import DdpState
+    from ..session import Session
 
 ELEMENTS = 4  # per sampled tensor: the first elements of the first and last parameter
 MAX_SAMPLES = 2048

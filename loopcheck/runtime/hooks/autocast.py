@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .patching import replace_attr
+from ..patching import replace_attr
 
 if TYPE_CHECKING:
-    from .session import Session
+    from ..session import Session
 
 
 class AutocastHooks:

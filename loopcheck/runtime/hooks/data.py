@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from .patching import replace_attr
+from ..patching import replace_attr
 
 if TYPE_CHECKING:
-    from .session import Session
+    from ..session import Session
 
 Pass = tuple[int, int]  # (id of the loader, how many times it was iterated)
 _MARK = "_loopcheck_pass"

@@ -9,12 +9,12 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from .callsite import user_site
+from ..callsite import user_site
+from ..patching import replace_attr
 from .loss_scale import SCALER_MARK
-from .patching import replace_attr
 
 if TYPE_CHECKING:
-    from .session import Session
+    from ..session import Session
 
 
 class ScalerHooks:

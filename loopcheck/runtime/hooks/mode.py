@@ -7,11 +7,11 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .callsite import Site, user_site
-from .patching import replace_attr
+from ..callsite import Site, user_site
+from ..patching import replace_attr
 
 if TYPE_CHECKING:
-    from .session import Session
+    from ..session import Session
 
 
 @dataclass

@@ -56,7 +56,7 @@ def render_summary(data: dict[str, Any], quiet: bool = False) -> str:
                          + (f" on {memory['device']}" if memory["device"] else ""))
         for error in data["disabled_checks"]:
             lines.append(f"{PREFIX}   disabled after an internal error: {error}")
-    # rank, effective batch and cross-rank problems of a distributed run (merge.py)
+    # rank, effective batch and cross-rank problems of a distributed run (output/merge.py)
     from .merge import ranks_label, summary_lines
 
     lines += summary_lines(data, quiet)
