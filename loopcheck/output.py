@@ -9,14 +9,16 @@ from collections.abc import Sequence
 
 from loopcheck.config import Options
 from loopcheck.findings import Finding
+from loopcheck.terminal import PLAIN, Style
 
 FORMATS = ("text", "json", "sarif", "github", "junit")
 
 
 def render(findings: Sequence[Finding], fmt: str, show_source: bool = True, files: Sequence[str] = (),
-           options: Options = Options()) -> str:
+           options: Options = Options(), style: Style = PLAIN) -> str:
     """``files``: display names of every checked file (JUnit lists the clean ones too);
-    ``options``: the rule options, for SARIF's fixes."""
+    ``options``: the rule options, for SARIF's fixes; ``style``: colours of the text format
+    (``loopcheck.terminal``)."""
     if fmt == "json":
         return json.dumps([f.as_json() for f in findings], indent=2) + "\n"
     if fmt == "sarif":
@@ -31,17 +33,21 @@ def render(findings: Sequence[Finding], fmt: str, show_source: bool = True, file
         from loopcheck.formats import junit
 
         return junit.render(findings, files)
-    return "".join(_text(f, show_source) for f in findings)
+    return "".join(_text(f, show_source, style) for f in findings)
 
 
-def _text(finding: Finding, show_source: bool) -> str:
-    mark = "[*] " if finding.fixable and finding.fix_safe else ""
-    head = f"{finding.filename}:{finding.line}:{finding.col}: {finding.code} {mark}{finding.message}\n"
+def _text(finding: Finding, show_source: bool, style: Style = PLAIN) -> str:
+    """``path:line:col: CODE message`` and the flagged line with a caret under the span, coloured
+    as ruff does: bold path, cyan separators, the code in its severity's colour."""
+    mark = style.cyan("[*]") + " " if finding.fixable and finding.fix_safe else ""
+    colon = style.cyan(":")
+    head = (f"{style.bold(finding.filename)}{colon}{finding.line}{colon}{finding.col}{colon} "
+            f"{style.severity(finding.code, finding.severity)} {mark}{finding.message}\n")
     if not show_source or not finding.source_line.strip():
         return head
     line = finding.source_line.rstrip().expandtabs(4)
     width = max(1, (finding.end_col - finding.col) if finding.end_line == finding.line else len(line) - finding.col + 1)
-    return f"{head}    {line}\n    {' ' * (finding.col - 1)}{'^' * width}\n"
+    return f"{head}    {line}\n    {' ' * (finding.col - 1)}{style.severity('^' * width, finding.severity)}\n"
 
 
 def summary(findings: Sequence[Finding], files: int, fixed: int = 0) -> str:

@@ -46,3 +46,23 @@ def test_style_is_plain_when_off() -> None:
 def test_unicode_detection() -> None:
     assert unicode_ok(io.TextIOWrapper(io.BytesIO(), encoding="utf-8"))
     assert not unicode_ok(io.TextIOWrapper(io.BytesIO(), encoding="ascii"))
+
+
+def test_check_layout_in_colour_and_plain() -> None:
+    from loopcheck.findings import Finding
+    from loopcheck.output import render
+
+    finding = Finding("train.py", 13, 5, "LC101", "zero-grad-in-accumulation", "gradients reset", "error",
+                      end_line=13, end_col=26, source_line="    optimizer.zero_grad()")
+    plain = render([finding], "text")
+    assert plain == ("train.py:13:5: LC101 gradients reset\n        optimizer.zero_grad()\n"
+                     "        ^^^^^^^^^^^^^^^^^^^^^\n")
+    coloured = render([finding], "text", style=Style(True))
+    assert "\033[1;31mLC101\033[0m" in coloured and "\033[1mtrain.py\033[0m" in coloured
+    assert _strip_ansi(coloured) == plain
+
+
+def _strip_ansi(text: str) -> str:
+    import re
+
+    return re.sub(r"\033\[[0-9;]*m", "", text)
