@@ -21,7 +21,8 @@ a reported debatable code is counted apart (neither TP nor FP). Several findings
 loop count once.
 
 The report gives recall and precision per rule and overall for the dev split, the test split and
-all; ``--details`` writes every FN and FP with its location, ``--json`` the raw numbers.
+all; ``--details`` writes every FN and FP with its location (of the dev split only, unless
+``--details-splits dev,test``: the test split is held out, see README.md), ``--json`` the raw numbers.
 """
 
 from __future__ import annotations
@@ -185,8 +186,11 @@ def tables(loops: list[Loop]) -> tuple[str, dict]:
     return "\n".join(lines), raw
 
 
-def details(loops: list[Loop], unlabelled: list[dict], errors: list[str]) -> str:
-    out = ["# Real-world benchmark: every miss and false alarm", ""]
+def details(loops: list[Loop], unlabelled: list[dict], errors: list[str], splits: set[str]) -> str:
+    shown = {loop.checkout for loop in loops if loop.split in splits}
+    loops = [loop for loop in loops if loop.split in splits]
+    unlabelled = [f for f in unlabelled if f["checkout"] in shown]
+    out = [f"# Real-world benchmark: every miss and false alarm ({', '.join(sorted(splits))})", ""]
     for kind, title in (("FN", "False negatives"), ("FP", "False positives"), ("DEBATABLE", "Debatable codes reported")):
         rows = [(loop, code, found) for loop, code, k, found in outcomes(loops) if k == kind]
         out += [f"## {title} ({len(rows)})", ""]
@@ -209,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--manifest", type=Path, default=HERE / "manifest.jsonl")
     parser.add_argument("--loopcheck", default="loopcheck", help="command that runs loopcheck")
     parser.add_argument("--details", type=Path, help="write every FN, FP and unlabelled finding here")
+    parser.add_argument(
+        "--details-splits", default="dev", help="splits listed in --details (comma-separated; default dev)"
+    )
     parser.add_argument("--json", type=Path, help="write the raw counts here")
     args = parser.parse_args(argv)
 
@@ -222,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     for error in errors:
         print(f"error: {error}", file=sys.stderr)
     if args.details:
-        args.details.write_text(details(loops, unlabelled, errors))
+        args.details.write_text(details(loops, unlabelled, errors, set(args.details_splits.split(","))))
     if args.json:
         args.json.write_text(json.dumps({"splits": raw, "unlabelled": dict(by_code), "errors": errors}, indent=1))
     return 2 if errors else 0
