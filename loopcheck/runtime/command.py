@@ -85,7 +85,9 @@ def run_command(args: argparse.Namespace) -> int:
     from .hooks.distributed import configure as configure_distributed  # consistency options
 
     configure_distributed(args)
-    session = Session(selection, config.options.lr_scaling).start()
+    session = Session(selection, config.options.lr_scaling)
+    session.command = ["loopcheck", "run", *sys.argv[2:]] if sys.argv[1:2] == ["run"] else None
+    session.start()
     finished = _Finisher(session, report, args.quiet)
     previous = _install_sigterm(finished)
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None

@@ -42,6 +42,7 @@ class Session:
         self.started_at = 0.0
         self.stopped = False
         self.exit_status: dict[str, Any] = {"how": "running", "code": None}
+        self.command: list[str] | None = None  # how `loopcheck run` was started (report header)
 
     # -- lifecycle --------------------------------------------------------------------
     def start(self) -> Session:
@@ -115,8 +116,9 @@ class Session:
             return records[0].steps + records[0].skipped
         return max((r.steps + r.skipped for r in records), default=0)
 
-    def report(self, code: str, message: str, site: Site | None, step: int | None = None) -> None:
-        self.findings.add(code, message, site, self.step_index() if step is None else step)
+    def report(self, code: str, message: str, site: Site | None, step: int | None = None,
+               sampled: bool = False) -> None:
+        self.findings.add(code, message, site, self.step_index() if step is None else step, sampled)
 
     def record_for(self, optimizer: Any, create: bool = True) -> OptimizerRecord | None:
         record = self._by_optimizer.get(optimizer)

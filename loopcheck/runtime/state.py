@@ -12,6 +12,7 @@ from typing import Any
 
 from .callsite import Site
 from .hooks.loss_scale import LossScale
+from .series import Series
 
 HISTORY_LIMIT = 10_000  # windows kept per optimizer for the end-of-run analysis
 
@@ -100,6 +101,9 @@ class OptimizerRecord:
     pending_carry: bool = False
     fused: bool = False
     adopted: bool = False  # existed before the session started
+    lrs: list[float | None] | None = None  # LR of each param group at the latest step
+    scale: Any = None  # hooks.scaler.ScaleMirror of the GradScaler that steps it
+    series: Series = field(default_factory=Series)
 
     @property
     def active(self) -> bool:

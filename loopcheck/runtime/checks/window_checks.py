@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..series import read_lrs
 from ..state import HISTORY_LIMIT, BackwardInfo, OptimizerRecord, Window, WindowSummary
 from . import loss_scaling
 
@@ -58,12 +59,32 @@ def close(session: Session, record: OptimizerRecord, skipped: bool) -> None:
     record.window = Window(window.number + 1)
     if not skipped:
         session.emas.on_step()
+    memory = None
     if record is session.main_record():
-        session.memory.on_step(session.step_index())
+        memory = session.memory.on_step(session.step_index())
         if session.windows_closed % 4 == 0:
             session.retained.on_step()
         if session.windows_closed % 64 == 1:  # EMA packages the script imported by now
             session.emas.wrap_imported()
+    _record_series(session, record, window, index, skipped, memory)
+
+
+def _record_series(session: Session, record: OptimizerRecord, window: Window, index: int,
+                   skipped: bool, memory: int | None) -> None:
+    """One row of the per-step series (``series``): host values only."""
+    optimizer = record.ref()
+    if optimizer is not None:
+        record.lrs = lrs = read_lrs(optimizer.param_groups, record.lrs)
+        lr = lrs[0] if lrs else None
+        if lr is not None:
+            record.first_lr = lr if record.first_lr is None else record.first_lr
+            record.max_lr = lr if record.max_lr is None or lr > record.max_lr else record.max_lr
+    scale = record.scale.current() if record.scale is not None and window.scaled else None
+    if skipped:
+        record.series.note_skipped(index)
+    record.series.add((index, len(window.entries) + window.in_step_backwards, record.lrs, scale,
+                       memory, session.windows_closed, session.schedulers.total,
+                       session.emas.total, session.zero_grad_calls))
 
 
 def _reset_before_every_micro_batch(window: Window, dominant: list[tuple[BackwardInfo, bool]]) -> bool:

@@ -40,6 +40,7 @@ class EmaHooks:
         self.records: weakref.WeakKeyDictionary[Any, EmaRecord] = weakref.WeakKeyDictionary()
         self.all: list[EmaRecord] = []
         self.wrapped: set[tuple[str, str]] = set()
+        self.total = 0  # updates of every EMA
 
     def install(self) -> None:
         self.wrap_imported()
@@ -86,6 +87,7 @@ class EmaHooks:
         self._created(ema)
         record = self.records[ema]
         record.updates += 1
+        self.total += 1
         record.since_step += 1
         if record.since_step == 2 and self.session.records:
             self.session.report("LC401", f"the {record.kind} update runs more than once per "

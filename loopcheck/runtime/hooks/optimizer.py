@@ -92,11 +92,6 @@ class OptimizerHooks:
             session.report("LC203", "optimizer.step() runs on gradients of a GradScaler-scaled "
                            "loss without scaler.step(): they are still multiplied by the scale "
                            "and inf/NaN steps are not skipped", record.step_site)
-        group = optimizer.param_groups[0] if optimizer.param_groups else {}
-        lr = group.get("lr")
-        if isinstance(lr, (int, float)):  # a tensor LR may live on the device: not read
-            record.first_lr = lr if record.first_lr is None else record.first_lr
-            record.max_lr = lr if record.max_lr is None else max(record.max_lr, lr)
 
     def _post_hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self.session.guard.call("optimizer step tracking", self._after_step, optimizer)

@@ -36,6 +36,7 @@ class SchedulerHooks:
         self.records: weakref.WeakKeyDictionary[Any, SchedulerRecord] = weakref.WeakKeyDictionary()
         self.all: list[SchedulerRecord] = []
         self.depth = 0
+        self.total = 0  # steps of every scheduler
 
     def install(self) -> None:
         from torch.optim import lr_scheduler
@@ -71,6 +72,7 @@ class SchedulerHooks:
             record = self.records[scheduler] = SchedulerRecord(type(scheduler).__name__)
             self.all.append(record)
         record.steps += 1
+        self.total += 1
         optimizer = getattr(scheduler, "optimizer", None)
         owner = session.record_for(optimizer, create=False) if optimizer is not None else None
         if owner is None:

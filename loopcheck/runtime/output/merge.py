@@ -58,7 +58,8 @@ def _verdicts(parts: list[dict[str, Any]], ranks: list[int], world: int) -> dict
                        "exit": part.get("exit"), "optimizer_steps": part["counters"]["optimizer_steps"],
                        "backward_passes": part["counters"]["backward_passes"],
                        "peak_memory_bytes": part.get("memory", {}).get("peak_bytes"),
-                       "findings": len(part.get("findings", [])), "ddp": section.get("ddp", [])})
+                       "findings": len(part.get("findings", [])), "ddp": section.get("ddp", []),
+                       "series": part.get("series")})
     steps = {str(d["rank"]): d["optimizer_steps"] for d in detail}
     missing = [r for r in range(world) if r not in ranks]
     check = consistency.compare({rank: part.get("distributed", {}).get("consistency", {})

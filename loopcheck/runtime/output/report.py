@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..session import Session
 
-SCHEMA = "loopcheck-runtime-report/1"
+SCHEMA = "loopcheck-runtime-report/2"
 
 
 def build_report(session: Session) -> dict[str, Any]:
@@ -22,8 +22,11 @@ def build_report(session: Session) -> dict[str, Any]:
     for record in session.records:
         per_step.update(record.sizes)
     memory = session.memory
+    main = session.main_record()
+    active = [r for r in session.records if r.active]
     return {
         "schema": SCHEMA,
+        "command": session.command,
         "exit": session.exit_status,
         "duration_s": round(time.monotonic() - session.started_at, 3),
         "findings": [f.as_json() for f in session.findings.all()],
@@ -34,7 +37,8 @@ def build_report(session: Session) -> dict[str, Any]:
             "backward_per_step": {str(k): v for k, v in sorted(per_step.items())},
             "zero_grad_calls": session.zero_grad_calls,
             "clip_calls": session.clip_calls,
-            "schedulers": [{"type": s.kind, "steps": s.steps} for s in session.schedulers.all],
+            "schedulers": [{"type": s.kind, "steps": s.steps, "horizon": s.horizon}
+                           for s in session.schedulers.all],
             "ema": [{"type": e.kind, "updates": e.updates} for e in session.emas.all],
             "grad_scaler": dict(session.scalers.calls),
         },
@@ -42,10 +46,12 @@ def build_report(session: Session) -> dict[str, Any]:
             "source": memory.kind,
             "device": memory.device,
             "peak_bytes": memory.peak(),
+            "capacity_bytes": memory.capacity(),
             "stride": memory.stride,
             "per_step": [{"step": step, "bytes": value} for step, value in memory.samples],
         },
-        "optimizers": [r.as_json() for r in session.records if r.active],
+        "optimizers": [r.as_json() for r in active],
+        "series": main.series.as_json(active.index(main)) if main in active else None,
         "environment": _environment(session),
         "disabled_checks": list(session.guard.errors),
     }

@@ -66,7 +66,10 @@ def render_summary(data: dict[str, Any], quiet: bool = False) -> str:
         lines.append(f"{PREFIX} {len(findings)} finding{'s' if len(findings) != 1 else ''}")
     for f in findings:
         where = f"{_rel(f['file'])}:{f['line']}" if f["line"] else _rel(f["file"])
-        count = f" (x{f['count']})" if f["count"] > 1 else ""
+        if f.get("sampled"):
+            count = f" (in {f['count']} sampled window{'s' if f['count'] > 1 else ''})"
+        else:
+            count = f" (x{f['count']})" if f["count"] > 1 else ""
         lines.append(f"  {where}: {f['code']} [{f['name']}] {f['severity']}: {f['message']}"
                      f"{count}, first at step {f['first_step']}{ranks_label(f, world)}")
         code = linecache.getline(f["file"], f["line"]).strip() if f["file"] and f["line"] else ""
