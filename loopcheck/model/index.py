@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from loopcheck.model.events import CLIP_FUNCTIONS
-from loopcheck.model.roles import Roles
+from loopcheck.model.roles import FOREIGN_FRAMEWORKS, Roles
 from loopcheck.model.syntax import children, dotted, func_name, last_part, method, target_names
 
 
@@ -30,6 +30,8 @@ class Index:
     imports: list[cst.Import | cst.ImportFrom] = field(default_factory=list)
     # per function: receiver name -> methods called on it there (`evaluate(ema)` reads, never updates)
     methods_in: dict[cst.FunctionDef, dict[str, set[str]]] = field(default_factory=dict)
+    # the file trains with another framework (PaddlePaddle, JAX, ...) and never imports torch
+    foreign: bool = False
 
 
 # Method and function names that can be training events (see Builder._classify).
@@ -78,6 +80,10 @@ def index_module(module: cst.Module) -> Index:
                 if callee:
                     calls_by_fn[scope].add(callee)
         stack.extend((child, scope) for child in children(node))
+    roots = _import_roots(index.imports)
+    if roots & FOREIGN_FRAMEWORKS and "torch" not in roots:
+        index.foreign = True
+        index.with_loops.clear()  # out of scope: no loop of the file is modelled
     # a function is eventful when it calls an eventful function of this file (to a fixpoint)
     changed = True
     while changed:
@@ -113,3 +119,13 @@ def _index_call(index: Index, node: cst.Call) -> None:
         name = dotted(arg.value)
         if name:
             index.passed.add(last_part(name))
+
+
+def _import_roots(imports: list[cst.Import | cst.ImportFrom]) -> set[str]:
+    roots: set[str] = set()
+    for node in imports:
+        if isinstance(node, cst.Import):
+            roots.update((dotted(a.name) or "").split(".", 1)[0] for a in node.names)  # type: ignore[arg-type]
+        elif node.module is not None and not node.relative:
+            roots.add((dotted(node.module) or "").split(".", 1)[0])
+    return roots

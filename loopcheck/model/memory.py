@@ -22,7 +22,7 @@ import libcst as cst
 from loopcheck.model.events import Assignment, Cond, Kind
 from loopcheck.model.guards import exclusive
 from loopcheck.model.roles import Role, role_of_constructor
-from loopcheck.model.syntax import dotted, func_name, method, names_in, walk
+from loopcheck.model.syntax import dotted, func_name, method, names_in, source, target_names, walk
 from loopcheck.model.training import TrainingLoop
 
 if TYPE_CHECKING:
@@ -42,17 +42,31 @@ def trained_modules(model: FileModel) -> set[str]:
     found = {e.receiver for e in model.events(Kind.TRAIN_MODE) if e.receiver}
     for call in model.index.calls:
         name = func_name(call) or ""
-        clipping = name.endswith(("clip_grad_norm_", "clip_grad_value_"))
-        if role_of_constructor(name) is not Role.OPTIMIZER and not clipping:
-            continue
-        for node in walk(call):
-            called = method(node) if isinstance(node, cst.Call) else None
-            if called is not None and called[1] in ("parameters", "named_parameters") and dotted(called[0]):
-                found.add(dotted(called[0]))  # type: ignore[arg-type]
+        if role_of_constructor(name) is Role.OPTIMIZER or name.endswith(("clip_grad_norm_", "clip_grad_value_")):
+            found |= _parameter_owners(call)
     return {module_name(n) for n in found}
 
 
-_MOVES = re.compile(r"\.(to|cuda|cpu|float|half|double|bfloat16)\([^()]*\)$|\.module$")
+def optimizer_modules(model: FileModel) -> dict[str, set[str]]:
+    """Optimizer (its short name) -> the modules whose ``.parameters()`` the file builds it over."""
+    found: dict[str, set[str]] = {}
+    for name, calls in model.index.roles.constructed.items():
+        for call in calls:
+            if role_of_constructor(func_name(call) or "") is Role.OPTIMIZER:
+                found.setdefault(name, set()).update(module_name(m) for m in _parameter_owners(call))
+    return found
+
+
+def _parameter_owners(call: cst.Call) -> set[str]:
+    found = set()
+    for node in walk(call):
+        called = method(node) if isinstance(node, cst.Call) else None
+        if called is not None and called[1] in ("parameters", "named_parameters") and dotted(called[0]):
+            found.add(dotted(called[0]))  # type: ignore[arg-type]
+    return found
+
+
+_MOVES = re.compile(r"\.(to|cuda|cpu|float|half|double|bfloat16|eval|train)\([^()]*\)$|\.module$")
 
 
 def module_name(name: str) -> str:
@@ -60,6 +74,36 @@ def module_name(name: str) -> str:
     while (stripped := _MOVES.sub("", name)) != name:
         name = stripped
     return name
+
+
+def frozen_modules(model: FileModel) -> set[str]:
+    """Modules the file freezes on purpose: ``m.requires_grad_(False)`` (or with a flag: frozen in
+    some configuration), ``m.eval().requires_grad_(False)``, ``for p in m.parameters(): p.requires_grad = False``."""
+    found: set[str] = set()
+    for call in model.index.calls:
+        called = method(call)
+        if called is None or called[1] != "requires_grad_":
+            continue
+        args = [a.value for a in call.args]
+        if args and isinstance(args[0], cst.Name) and args[0].value == "True" or not args:
+            continue
+        name = dotted(called[0]) or (source(called[0]) if isinstance(called[0], cst.Call) else None)
+        if name:
+            found.add(module_name(name))
+    # `for p in m.parameters(): p.requires_grad = False` (lifted into its parent: it runs no backward)
+    for loop in [*model.scopes, *model.loops()]:
+        for assignment in loop.assignments:
+            node = assignment.in_loop or (loop.node if loop.is_loop else None)
+            if not isinstance(node, cst.For) or not isinstance(node.iter, cst.Call):
+                continue
+            called, targets = method(node.iter), target_names(node.target)
+            if called is None or called[1] not in ("parameters", "named_parameters"):
+                continue
+            value = assignment.value
+            if (assignment.names and assignment.names[0] in {f"{t}.requires_grad" for t in targets}
+                    and isinstance(value, cst.Name) and value.value == "False" and dotted(called[0])):
+                found.add(module_name(dotted(called[0])))  # type: ignore[arg-type]
+    return found
 
 
 def backpropagated_names(model: FileModel) -> set[str]:

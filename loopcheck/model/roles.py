@@ -26,6 +26,10 @@ class Role(enum.Enum):
     UNKNOWN = "unknown"
 
 
+# Deep-learning frameworks whose `loss.backward()` / `optimizer.step()` look like torch's but are not.
+FOREIGN_FRAMEWORKS = frozenset({"paddle", "mindspore", "jax", "flax", "optax", "tensorflow", "tf", "keras",
+                                "oneflow", "jittor", "megengine", "mxnet", "chainer"})
+
 # Constructor names (last dotted part) and what they build.
 _OPTIMIZERS = {"SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax", "ASGD", "LBFGS", "NAdam", "RAdam",
                "RMSprop", "Rprop", "SparseAdam", "Adafactor", "Lion", "LAMB", "Lamb", "LARS", "AdamW8bit",
@@ -93,6 +97,8 @@ class Roles:
             return Role.UNKNOWN
         for call in self.constructed.get(last_part(name), []):
             constructor = func_name(call)
+            if constructor and constructor.split(".", 1)[0] in FOREIGN_FRAMEWORKS:
+                return Role.UNKNOWN  # `paddle.optimizer.Momentum(...)`: not torch's, out of scope
             role = role_of_constructor(constructor) if constructor else Role.UNKNOWN
             if role is not Role.UNKNOWN:
                 return role
@@ -104,6 +110,18 @@ class Roles:
             return []
         return [c for c in self.constructed.get(last_part(name), [])
                 if (n := func_name(c)) is not None and role_of_constructor(n) is role]
+
+    def scheduler_optimizers(self, name: str | None) -> set[str]:
+        """The optimizers (short names) the file builds scheduler ``name`` on: empty when unknown."""
+        found: set[str] = set()
+        for call in self.constructors(name, Role.SCHEDULER):
+            args = [a.value for a in call.args if a.keyword is None and not a.star]
+            args += [a.value for a in call.args if a.keyword is not None and a.keyword.value == "optimizer"]
+            owner = next((dotted(a) for a in args if dotted(a) and self.of(dotted(a)) is Role.OPTIMIZER), None)
+            if owner is None:
+                return set()  # one constructor we cannot read: any optimizer
+            found.add(last_part(owner))
+        return found
 
     def is_prepared(self, name: str | None) -> bool:
         return bool(name) and last_part(name) in self.prepared  # type: ignore[arg-type]

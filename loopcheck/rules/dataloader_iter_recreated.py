@@ -84,8 +84,9 @@ for step in range(max_steps):
                 if any(c.test is None for c in restart.conds) or not training.reader.guard(restart.conds, restart.order).always:
                     continue  # once per epoch, in an except handler, or every N steps
                 yield self.at(restart, f"`{source(restart.node)}` creates a new iterator over `{restart.receiver}` "
-                                       "on every step: the loader restarts (and its workers with it) and yields "
-                                       "its first batch each time")
+                                       "on every step: the loader starts over each time (its worker processes "
+                                       "too, and its sampler: a shuffling loader draws from a new permutation, "
+                                       "one without shuffling yields the same first batch every step)")
 
 
 def _iterated(call: cst.CSTNode) -> cst.BaseExpression | None:

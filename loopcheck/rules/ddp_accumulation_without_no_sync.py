@@ -93,6 +93,17 @@ for idx, (samples, targets) in enumerate(loader):
     if (idx + 1) % accum_steps == 0:
         optimizer.zero_grad()
 """,
+        """
+from torch.nn.parallel import DistributedDataParallel as DDP
+model = DDP(model, device_ids=[rank])
+for i, (x, y) in enumerate(loader):
+    out = model(x)
+    (criterion(out, y) / accum_steps).backward(retain_graph=True)  # LC501
+    (aux_criterion(out) / accum_steps).backward()
+    if (i + 1) % accum_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -101,11 +112,9 @@ for idx, (samples, targets) in enumerate(loader):
         for training in model.training_loops:
             if training.style not in (Style.GUARDED, Style.MICRO_LOOP):
                 continue  # Accelerate's accumulate() and engines decide the sync themselves
-            for backward in training.backwards:
-                if backward.framework not in (Framework.TORCH, Framework.LOSS_SCALER):
-                    continue  # engines (DeepSpeed, Lightning) own the sync
-                if not training.reader.guard(backward.conds, backward.order).always:
-                    continue
-                yield self.at(backward, "the model is wrapped in DistributedDataParallel and gradients are "
-                                        f"accumulated ({training.style.value}), but no micro-batch runs under "
-                                        "`no_sync()`: every backward all-reduces, N-1 of N times for nothing")
+            backwards = [b for b in training.backwards if b.framework in (Framework.TORCH, Framework.LOSS_SCALER)
+                         and training.reader.guard(b.conds, b.order).always]  # engines own the sync
+            if backwards:  # one finding per loop, however many losses it back-propagates
+                yield self.at(backwards[0], "the model is wrapped in DistributedDataParallel and gradients are "
+                                            f"accumulated ({training.style.value}), but no micro-batch runs under "
+                                            "`no_sync()`: every backward all-reduces, N-1 of N times for nothing")

@@ -9,7 +9,9 @@ that, dropout is off and BatchNorm normalises with its running statistics and st
 them: the model trains as a different network than intended, usually worse, and nothing fails.
 `model.train()` at the start of the epoch loop, inside the training helper, or right after the
 evaluation is correct and not flagged; so is `.eval()` on a model that is not trained here (a
-frozen teacher, an EMA copy).
+frozen teacher, an EMA copy) or that the code freezes (`requires_grad_(False)`), and a GAN's
+discriminator put in eval mode for the generator's update, as long as it is back in train mode
+(itself or through its DDP wrapper) before its own optimizer steps.
 
 ## Fix
 Call `model.train()` after the evaluation (or at the start of every epoch / training helper).
@@ -19,6 +21,7 @@ back into train mode submodules the code may keep in eval mode on purpose (a fro
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -27,8 +30,8 @@ import libcst as cst
 from loopcheck.fixes import Fix, insert_before
 from loopcheck.model import Event, FileModel, Kind, Loop
 from loopcheck.model.guards import exclusive
-from loopcheck.model.memory import module_name, trained_modules
-from loopcheck.model.syntax import dotted
+from loopcheck.model.memory import frozen_modules, module_name, optimizer_modules, trained_modules
+from loopcheck.model.syntax import dotted, func_name, last_part, positional, source
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -133,8 +136,46 @@ for step in range(max_steps):
             run_batch(next(val_batches))
             model.train()
 """,
+        """
+text_encoder.requires_grad_(False)
+optimizer = torch.optim.AdamW(itertools.chain(unet.parameters(), text_encoder.parameters()))
+for epoch in range(epochs):
+    unet.train()
+    for batch in loader:
+        text_encoder.eval()
+        loss = F.mse_loss(unet(batch["x"], text_encoder(batch["ids"])), batch["y"])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
+        """
+opt_d = torch.optim.Adam(discriminator.parameters())
+opt_g = torch.optim.Adam(generator.parameters())
+ddp_disc = DDP(discriminator, device_ids=[rank])
+for real in loader:
+    discriminator.eval()
+    opt_g.zero_grad()
+    F.softplus(-ddp_disc(generator(z))).mean().backward()
+    opt_g.step()
+    ddp_disc.train()
+    opt_d.zero_grad()
+    (F.softplus(ddp_disc(generator(z).detach())).mean() + F.softplus(-ddp_disc(real)).mean()).backward()
+    opt_d.step()
+""",
     ]
     INVALID = [
+        """
+opt_d = torch.optim.Adam(discriminator.parameters())
+opt_g = torch.optim.Adam(generator.parameters())
+for real in loader:
+    discriminator.eval()  # LC605
+    opt_g.zero_grad()
+    F.softplus(-discriminator(generator(z))).mean().backward()
+    opt_g.step()
+    opt_d.zero_grad()
+    (F.softplus(discriminator(generator(z).detach())).mean() + F.softplus(-discriminator(real)).mean()).backward()
+    opt_d.step()
+""",
         """
 model.train()
 for epoch in range(epochs):
@@ -163,7 +204,8 @@ for step, (x, y) in enumerate(train_loader):
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
-        trained = trained_modules(model)
+        trained = trained_modules(model) - frozen_modules(model)
+        owners = optimizer_modules(model)
         for loop in model.loops():
             evals = loop.events(Kind.EVAL_MODE)
             if not evals:
@@ -179,21 +221,23 @@ for step, (x, y) in enumerate(train_loader):
                     continue  # a frozen teacher, an EMA copy, a submodule: may stay in eval mode
                 if _alternating(leak, name, events, loop):
                     continue  # `if phase == "G": G.train(); D.eval() else: G.eval(); D.train()`
-                if not self._undone(leak, name, events, backwards, loop, trained):
+                updates = _updates_of(name, owners, events, loop, leak.order) or backwards
+                if not self._undone(leak, name, events, updates, loop, trained):
                     yield self.at(leak, f"`{leak.receiver}.eval()` runs inside the training loop and nothing calls "
                                         f"`{name}.train()` before the next training step: from then on it trains "
                                         "in eval mode (dropout off, BatchNorm frozen)", _train_first(loop, name))
 
     @staticmethod
-    def _undone(leak: Event, name: str, events: list[Event], backwards: list[int], loop: Loop,
+    def _undone(leak: Event, name: str, events: list[Event], updates: list[int], loop: Loop,
                 trained: set[str]) -> bool:
-        later = [b for b in backwards if b > leak.order]
+        """Whether ``name.train()`` runs between the leak and the next update that trains ``name``."""
+        later = [b for b in updates if b > leak.order]
         if later:
             def window(order: int) -> bool:
                 return leak.order < order < min(later)
         else:
             def window(order: int) -> bool:  # wraps around to the next iteration
-                return order > leak.order or order < min(backwards)
+                return order > leak.order or order < min(updates)
         for train in events:
             if train.kind is Kind.TRAIN_MODE and window(train.order):
                 resolved = _resolve(train.receiver, loop, train.order)
@@ -202,6 +246,13 @@ for step, (x, y) in enumerate(train_loader):
                 if resolved.startswith(name + ".") or name.startswith(resolved + "."):
                     return True  # `model.eval(); model.head.train()`: a deliberate partial mode (linear probe)
         return False
+
+
+def _updates_of(name: str, owners: dict[str, set[str]], events: list[Event], loop: Loop, order: int) -> list[int]:
+    """Where ``name`` is trained: the steps of the optimizers built over its parameters (a GAN's
+    generator update does not train the discriminator put in eval mode for it); empty when unknown."""
+    mine = {opt for opt, modules in owners.items() if any(_resolve(m, loop, order) == name for m in modules)}
+    return [e.order for e in events if e.kind is Kind.STEP and e.optimizer and last_part(e.optimizer) in mine]
 
 
 def _train_first(loop: Loop, name: str) -> Fix | None:
@@ -222,7 +273,8 @@ def _alternating(leak: Event, name: str, events: list[Event], loop: Loop) -> boo
 
 
 def _resolve(receiver: str | None, loop: Loop, order: int) -> str | None:
-    """The caller's name for a helper's parameter (``net`` bound to ``model`` at the call)."""
+    """The caller's name for a helper's parameter (``net`` bound to ``model`` at the call), and the
+    module behind a wrapper (``ddp_disc = DDP(disc)``: ``disc``)."""
     name = module_name(receiver) if receiver else None
     for _ in range(4):
         if name is None:
@@ -231,10 +283,26 @@ def _resolve(receiver: str | None, loop: Loop, order: int) -> str | None:
         scope: Loop | None = loop
         while scope is not None and found is None:
             bindings = [a for a in scope.assignments if a.names == (name,) and a.op == "=" and a.order < order
-                        and dotted(a.value) is not None and dotted(a.value) != name]
+                        and (wrapped := _wrapped(a.value)) is not None and wrapped != name]
             found = max(bindings, key=lambda a: a.order) if bindings else None
             scope = scope.parent
         if found is None:
             break
-        name = dotted(found.value)
+        name = _wrapped(found.value)
     return module_name(name) if name is not None else None
+
+
+_DOTTED = re.compile(r"[A-Za-z_][\w.]*")
+_WRAPPERS = {"DDP", "DistributedDataParallel", "DataParallel", "FSDP", "FullyShardedDataParallel", "compile"}
+
+
+def _wrapped(value: cst.BaseExpression) -> str | None:
+    """``model`` for ``model``, ``DDP(model, ...)``, ``torch.compile(model)``, ``model.to(device)``."""
+    if isinstance(value, cst.Call) and last_part(func_name(value) or "") in _WRAPPERS:
+        args = positional(value)
+        value = args[0] if args else value
+    name = dotted(value)
+    if name is None and isinstance(value, cst.Call):
+        name = module_name(source(value))  # `model.to(device)`
+        return name if _DOTTED.fullmatch(name) else None
+    return name

@@ -7,6 +7,9 @@ Since PyTorch 1.1 `scheduler.step()` must follow `optimizer.step()`. Stepping it
 first value of the schedule (the initial learning rate is never used, a warmup starts one step
 late, a step decay comes one epoch early). PyTorch warns once, which is easy to miss in logs.
 
+With several optimizers, a scheduler is compared with the optimizer it was built on
+(`LambdaLR(opt_g, ...)` follows `opt_g.step()`, whatever other optimizers step later).
+
 ## Fix
 Call `scheduler.step()` after `optimizer.step()`.
 """
@@ -20,6 +23,8 @@ import libcst as cst
 from loopcheck.fixes import move_after, own_line
 from loopcheck.model import Event, FileModel, Framework, Kind, Style
 from loopcheck.model.guards import GuardReader, exclusive
+from loopcheck.model.syntax import last_part
+from loopcheck.model.training import is_data_loop
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -45,8 +50,31 @@ for epoch in range(epochs):
         criterion(model(x), y).backward()
         optimizer.step()
 """,
+        """
+sched_g = torch.optim.lr_scheduler.LambdaLR(opt_g, lambda it: min(1.0, (it + 1) / 1000))
+for real in loader:
+    opt_g.zero_grad()
+    g_loss(real).backward()
+    opt_g.step()
+    sched_g.step()
+    for _ in range(disc_updates):
+        opt_d.zero_grad()
+        d_loss(real).backward()
+        opt_d.step()
+""",
     ]
     INVALID = [
+        """
+sched_g = torch.optim.lr_scheduler.LambdaLR(opt_g, lambda it: min(1.0, (it + 1) / 1000))
+for real in loader:
+    opt_d.zero_grad()
+    d_loss(real).backward()
+    opt_d.step()
+    sched_g.step()  # LC302
+    opt_g.zero_grad()
+    g_loss(real).backward()
+    opt_g.step()
+""",
         """
 for x, y in loader:
     optimizer.zero_grad()
@@ -69,19 +97,22 @@ for epoch in range(epochs):
             steps = [s for s in training.steps if s.framework in (Framework.TORCH, Framework.LOSS_SCALER)]
             if training.style in (Style.FRAMEWORK, Style.NO_STEP) or not steps:
                 continue
-            first = min(steps, key=lambda s: s.order)
             loop = training.step_loop
             for scheduler in loop.events(Kind.SCHEDULER_STEP):
-                if scheduler.has_args or scheduler.order > first.order or exclusive(scheduler.conds, first.conds):
+                first = _first_step(model, scheduler, steps)
+                if first is None or scheduler.has_args or scheduler.order > first.order or exclusive(
+                        scheduler.conds, first.conds):
                     continue
                 if scheduler.conds != first.conds[: len(scheduler.conds)]:
                     continue
                 yield self._report(model, scheduler, first.stmt)
             outer = loop.parent
-            if outer is None or not outer.is_loop:
-                continue
+            if outer is None or not outer.is_loop or is_data_loop(outer) or outer.events(Kind.STEP):
+                continue  # `for _ in range(disc_updates)` inside the batch loop is not the batch loop
             reader = GuardReader(outer, model.index.int_inits)
             for scheduler in outer.events(Kind.SCHEDULER_STEP):
+                if _first_step(model, scheduler, steps) is None:
+                    continue
                 if not scheduler.has_args and scheduler.order < loop.order and reader.guard(
                         scheduler.conds, scheduler.order).always:
                     yield self._report(model, scheduler, loop.node)
@@ -93,3 +124,14 @@ for epoch in range(epochs):
             if movable else None  # type: ignore[arg-type]
         return self.at(scheduler, f"`{scheduler.receiver}.step()` runs before `optimizer.step()`: the first "
                                   "value of the schedule is skipped", fix)
+
+
+def _first_step(model: FileModel, scheduler: Event, steps: list[Event]) -> Event | None:
+    """The first step of the optimizer ``scheduler`` was built on; None when that optimizer does not
+    step here, or when several do and the file does not say which one the scheduler follows."""
+    owners = model.roles.scheduler_optimizers(scheduler.receiver)
+    if owners:
+        steps = [s for s in steps if s.optimizer and last_part(s.optimizer) in owners]
+    elif len({last_part(s.optimizer or "") for s in steps}) > 1:
+        return None
+    return min(steps, key=lambda s: s.order) if steps else None

@@ -9,6 +9,10 @@ hundred batches; one with `T_max=epochs * len(loader)` stepped once per epoch ba
 accumulation, a horizon of `len(loader) * epochs` stepped once per optimizer update reaches only
 1/N of its schedule. The job runs to the end with the wrong learning rate.
 
+A step under a configuration flag (`if step_scheduler_batch: scheduler.step()`, `if False:`) is
+left alone: the flag usually selects the scheduler kind whose horizon fits that stepping, which
+the file does not spell out.
+
 ## Fix
 Count the horizon in the unit the scheduler is stepped in (for per-update stepping:
 `epochs * math.ceil(len(loader) / accum_steps)`).
@@ -20,6 +24,7 @@ from collections.abc import Iterator
 
 from loopcheck.model import Event, FileModel, Kind, Role, Style, TrainingLoop
 from loopcheck.model.horizon import Unit, horizon_expr, unit_of
+from loopcheck.model.guards import GuardKind
 from loopcheck.model.syntax import source
 from loopcheck.model.training import is_data_loop
 from loopcheck.rules._base import Rule, Violation
@@ -60,6 +65,21 @@ for data, labels in train_data_loader:
     optimizer.step()
     scheduler.step()
 """,
+        """
+scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
+step_scheduler_batch = args.sched in ("onecycle", "cyclic")
+if step_scheduler_batch:
+    scheduler = build_batch_scheduler(args.sched, optimizer, len(train_loader) * args.epochs)
+for epoch in range(args.epochs):
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+        if step_scheduler_batch:
+            scheduler.step()
+    if not step_scheduler_batch:
+        scheduler.step()
+""",
     ]
     INVALID = [
         """
@@ -89,15 +109,26 @@ for epoch in range(args.epochs):
             if training.style not in (Style.PLAIN, Style.GUARDED, Style.MICRO_LOOP):
                 continue
             for scheduler, stepped in _stepping_units(training):
-                if scheduler.has_args:
+                if scheduler.has_args or _under_flag(training, scheduler):
                     continue
-                for call in model.roles.constructors(scheduler.receiver, Role.SCHEDULER):
-                    horizon = horizon_expr(call, model.index)
-                    unit = unit_of(horizon, model.index) if horizon is not None else None
-                    if unit is not None and _mismatch(unit, stepped, training.accumulates):
-                        yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
-                                                 f"but its horizon `{source(horizon)}` counts {unit.value}")
-                        break
+                calls = model.roles.constructors(scheduler.receiver, Role.SCHEDULER)
+                horizons = [horizon_expr(call, model.index) for call in calls]
+                units = [unit_of(h, model.index) if h is not None else None for h in horizons]
+                # every scheduler the name may hold must mismatch (`if per_batch: scheduler = OneCycleLR(...)`)
+                if units and all(u is not None and _mismatch(u, stepped, training.accumulates) for u in units):
+                    yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
+                                             f"but its horizon `{source(horizons[0])}` counts {units[0].value}")
+
+
+def _under_flag(training: TrainingLoop, scheduler: Event) -> bool:
+    """A step under an ``if`` on a configuration flag (``if step_scheduler_batch:``, ``if False:``): it
+    runs only in the configuration the flag names, which the file does not tie to the scheduler's kind."""
+    reader = training.reader if scheduler.loop is training.loop else training.parent_reader
+    if reader is None or scheduler.loop not in (training.loop, training.loop.parent):
+        return True
+    return any(c.test is not None and c.branch != "after-exit"
+               and reader.atom(c.test, c.negated, scheduler.order, 0).kind is GuardKind.INVARIANT
+               for c in scheduler.conds)
 
 
 _ONE = {Unit.BATCHES: "batch", Unit.UPDATES: "optimizer step", Unit.EPOCHS: "epoch"}
