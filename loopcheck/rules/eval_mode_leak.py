@@ -223,9 +223,11 @@ for step, (x, y) in enumerate(train_loader):
                     continue  # `if phase == "G": G.train(); D.eval() else: G.eval(); D.train()`
                 updates = _updates_of(name, owners, events, loop, leak.order) or backwards
                 if not self._undone(leak, name, events, updates, loop, trained):
+                    # `train()` first in the body helps only where no update follows the leak in the iteration
+                    fix = _train_first(loop, name) if not any(u > leak.order for u in updates) else None
                     yield self.at(leak, f"`{leak.receiver}.eval()` runs inside the training loop and nothing calls "
                                         f"`{name}.train()` before the next training step: from then on it trains "
-                                        "in eval mode (dropout off, BatchNorm frozen)", _train_first(loop, name))
+                                        "in eval mode (dropout off, BatchNorm frozen)", fix)
 
     @staticmethod
     def _undone(leak: Event, name: str, events: list[Event], updates: list[int], loop: Loop,
