@@ -2,6 +2,7 @@
 training frameworks that call torch on the user's behalf."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import sysconfig
@@ -26,14 +27,26 @@ def _prefixes() -> tuple[str, ...]:
     if _skip_prefixes is None:
         found = [os.path.dirname(os.path.abspath(__file__ + "/.."))]  # the loopcheck package
         for name in _FRAMEWORKS:
-            module = sys.modules.get(name)
-            path = getattr(module, "__file__", None)
+            path = _origin(name)
             if path:
                 found.append(os.path.dirname(os.path.abspath(path)) if
                              os.path.basename(path) == "__init__.py" else os.path.abspath(path))
         found.append(os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep)
         _skip_prefixes = tuple(found)
     return _skip_prefixes
+
+
+def _origin(name: str) -> str | None:
+    """Where a framework lives, imported or not (a framework imported after the first call
+    must not count as user code); finding a top-level package does not import it."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return getattr(module, "__file__", None)
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    return spec.origin if spec is not None and spec.has_location else None
 
 
 def refresh() -> None:

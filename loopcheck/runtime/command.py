@@ -36,7 +36,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-on", choices=("never", "warning", "error"), default="never",
                         help="exit 1 when the script succeeded but a finding at or above this "
                              "level was reported (default: never; the exit code is the script's)")
-    parser.add_argument("--quiet", action="store_true",
+    parser.add_argument("-q", "--quiet", action="store_true",
                         help="print only the findings at exit, not the counters")
     from .hooks.distributed import add_run_arguments as add_distributed_arguments
 
@@ -79,20 +79,17 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"{sys.executable}: No module named {target}", file=sys.stderr)  # as python -m
         return 1
 
-    from .session import Session
-
-    report = args.report
     from .hooks.distributed import configure as configure_distributed  # consistency options
 
     configure_distributed(args)
-    session = Session(selection, config.options.lr_scaling)
-    session.command = ["loopcheck", "run", *sys.argv[2:]] if sys.argv[1:2] == ["run"] else None
-    session.start()
-    finished = _Finisher(session, report, args.quiet)
+    command = ["loopcheck", "run", *sys.argv[2:]] if sys.argv[1:2] == ["run"] else None
+    checker = _Checker(selection, config.options.lr_scaling, command)
+    finished = _Finisher(checker, args.report, args.quiet)
     previous = _install_sigterm(finished)
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
     code, how = 0, "finished"
     namespace: dict[str, Any] = {}  # the script's globals stay alive until the checks ran, as in Python
+    checker.install()
     try:
         _run_target(target, argv, is_module, namespace)
     except SystemExit as exc:
@@ -112,24 +109,77 @@ def run_command(args: argparse.Namespace) -> int:
         sys.argv[:] = saved_argv
         if saved_path0 is not None:
             sys.path[0] = saved_path0
-    if code == 0 and args.fail_on != "never" and any(
+    session = checker.session
+    if code == 0 and args.fail_on != "never" and session is not None and any(
             f.at_least(args.fail_on) for f in session.findings.all()):
         return 1
     return code
 
 
+class _Checker:
+    """The session, started when the script first imports torch (an import hook): a script
+    that never imports torch runs as plain Python, and loopcheck itself never imports it."""
+
+    def __init__(self, selection: Any, lr_scaling: Any, command: list[str] | None) -> None:
+        self.selection, self.lr_scaling, self.command = selection, lr_scaling, command
+        self.session: Any = None
+        self.imports: Any = None
+
+    def install(self) -> None:
+        from .imports import PostImportHooks
+
+        self.imports = PostImportHooks(on_error=_internal_error)
+        self.imports.on_import("torch", self._start)  # at once when torch is already imported
+        self.imports.install()
+
+    def _start(self, torch_module: Any) -> None:
+        from .session import Session, active_session
+
+        self.imports.remove()
+        if active_session() is not None:  # the script runs loopcheck itself (nested run)
+            return
+        session = Session(self.selection, self.lr_scaling)
+        session.command = self.command
+        self.session = session.start()
+
+    def stop(self) -> None:
+        if self.imports is not None:
+            self.imports.remove()
+
+
+def _internal_error(part: str, exc: BaseException) -> None:
+    line = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+    print(f"loopcheck: internal error in {part} ({line}); nothing is checked, training continues",
+          file=sys.stderr)
+
+
 class _Finisher:
     """Stops the session and writes the outputs once, whichever exit path comes first."""
 
-    def __init__(self, session: Any, report: str | None, quiet: bool) -> None:
-        self.session, self.report, self.quiet, self.done = session, report, quiet, False
+    def __init__(self, checker: _Checker, report: str | None, quiet: bool) -> None:
+        self.checker, self.report, self.quiet, self.done = checker, report, quiet, False
 
     def __call__(self, how: str, code: int | None) -> None:
         if self.done:
             return
         self.done = True
-        self.session.stop(how, code)
-        self.session.write_outputs(self.report, self.quiet)
+        self.checker.stop()
+        session = self.checker.session
+        if session is None:
+            if not self.quiet:
+                why = "the script never imported torch" if _torch_installed() else "torch is not installed"
+                print(f"loopcheck: nothing to check: {why}{'; no report written' if self.report else ''}",
+                      file=sys.stderr)
+            return
+        session.stop(how, code)
+        session.write_outputs(self.report, self.quiet)
+
+
+def _torch_installed() -> bool:
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _install_sigterm(finish: _Finisher) -> Any:

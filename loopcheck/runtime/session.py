@@ -15,6 +15,7 @@ from .callsite import Site, user_site
 from .checks import at_backward, window_checks
 from .findings import FindingLog
 from .guard import Guard
+from .imports import PostImportHooks
 from .selection import Selection
 from .state import BackwardInfo, OptimizerRecord
 
@@ -65,6 +66,9 @@ class Session:
 
         self.torch = torch
         callsite.refresh()
+        self.imports = PostImportHooks(on_error=self.guard.fail)  # third-party classes, on import
+        self.imports.install()
+        self.stack.callback(self.imports.remove)
         self.started_at = time.monotonic()
         self.tracker = GradTracker(self)
         self.data = DataHooks(self)

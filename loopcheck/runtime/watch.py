@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
@@ -36,6 +37,11 @@ class watch(contextlib.ContextDecorator):  # noqa: N801 - reads as a function at
         if active_session() is not None:
             self.session = None
             return active_session()
+        try:
+            import torch  # noqa: F401 - the session needs it; say so in one line when it is missing
+        except ImportError as exc:
+            print(f"loopcheck: nothing to check: torch cannot be imported ({exc})", file=sys.stderr)
+            return None
         self.session = Session(self.selection, self.lr_scaling).start()
         return self.session
 

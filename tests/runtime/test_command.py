@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from .helpers import loopcheck_run, python
+from .helpers import ROOT, loopcheck_run, python, run
 
 PROBE = textwrap.dedent("""\
     import json, os, sys
@@ -43,7 +44,7 @@ def test_script_sees_what_python_gives_it(tmp_path: Path) -> None:
     checked = loopcheck_run(["scripts/probe.py", "a", "--lr", "3"], tmp_path)
     assert checked.returncode == plain.returncode == 0, checked.stderr
     assert json.loads(checked.stdout) == json.loads(plain.stdout)
-    assert "loopcheck: 0 findings" in checked.stderr
+    assert checked.stderr == "loopcheck: nothing to check: the script never imported torch\n"
 
 
 def test_module_mode_matches_python_dash_m(tmp_path: Path) -> None:
@@ -66,11 +67,13 @@ def test_exit_codes_and_tracebacks_are_the_scripts(tmp_path: Path, tail: str, co
     assert plain.returncode == checked.returncode == code
     # Python's own output (traceback or exit message) comes first, unchanged
     assert checked.stderr.startswith(plain.stderr), checked.stderr
-    report = json.loads((tmp_path / "out/report.json").read_text())
-    assert report["exit"]["code"] == code
     if with_torch:
+        report = json.loads((tmp_path / "out/report.json").read_text())
+        assert report["exit"]["code"] == code
         assert [f["code"] for f in report["findings"]] == ["LC109"]
         assert "LC109 [double-step]" in checked.stderr
+    else:  # nothing was checked: no report
+        assert not (tmp_path / "out/report.json").exists()
 
 
 def test_fail_on_turns_only_a_successful_run_into_failure(tmp_path: Path) -> None:
@@ -140,3 +143,43 @@ def test_missing_script_or_module(tmp_path: Path) -> None:
     checked = loopcheck_run(["-m", "nosuchmodule"], tmp_path)
     assert checked.returncode == plain.returncode == 1
     assert checked.stderr == plain.stderr
+
+
+def test_a_script_without_torch_runs_as_plain_python(tmp_path: Path) -> None:
+    """loopcheck never imports torch itself: the session starts when the script imports it."""
+    _write(tmp_path, "tool.py", "import sys\nprint('torch' in sys.modules, sys.argv[1:])\n"
+                                "print('to stderr', file=sys.stderr)\nsys.exit(5)\n")
+    plain = python(["tool.py", "x"], tmp_path)
+    checked = loopcheck_run(["--report", "r.json", "tool.py", "x"], tmp_path)
+    assert checked.returncode == plain.returncode == 5
+    assert checked.stdout == plain.stdout == "False ['x']\n"
+    assert checked.stderr == plain.stderr + "loopcheck: nothing to check: the script never imported " \
+                                            "torch; no report written\n"
+    quiet = loopcheck_run(["-q", "tool.py", "x"], tmp_path)
+    assert quiet.stderr == plain.stderr
+
+
+def test_without_torch_installed_one_line_and_the_scripts_own_error(tmp_path: Path) -> None:
+    """``python -S`` hides site-packages, so torch cannot be found (loopcheck comes from the
+    checkout): the script's ImportError is its own, loopcheck adds one line."""
+    _write(tmp_path, "train.py", "import torch\n")
+    plain = run([sys.executable, "-S", "train.py"], tmp_path)
+    checked = run([sys.executable, "-S", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                   "from loopcheck.runtime.command import main; sys.exit(main(sys.argv[2:]))",
+                   str(ROOT), "train.py"], tmp_path)
+    assert "No module named 'torch'" in plain.stderr
+    assert checked.returncode == plain.returncode == 1
+    assert checked.stderr == plain.stderr + "loopcheck: nothing to check: torch is not installed\n"
+
+
+def test_session_starts_when_the_script_imports_torch(tmp_path: Path) -> None:
+    """Code before ``import torch`` runs without torch; what comes after is checked, including
+    a function imported by name right after torch."""
+    _write(tmp_path, "train.py", "import sys\nassert 'torch' not in sys.modules\n"
+                                 "from torch.nn.utils import clip_grad_norm_\n"
+                                 + TRAIN.format(tail="clip_grad_norm_(model.parameters(), 1.0)"))
+    checked = loopcheck_run(["--report", "r.json", "train.py"], tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [f["code"] for f in report["findings"]] == ["LC109"]
+    assert report["counters"]["clip_calls"] == 1

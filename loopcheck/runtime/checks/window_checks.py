@@ -64,8 +64,6 @@ def close(session: Session, record: OptimizerRecord, skipped: bool) -> None:
         memory = session.memory.on_step(session.step_index())
         if session.windows_closed % 4 == 0:
             session.retained.on_step()
-        if session.windows_closed % 64 == 1:  # EMA packages the script imported by now
-            session.emas.wrap_imported()
     _record_series(session, record, window, index, skipped, memory)
 
 

@@ -1,10 +1,8 @@
-"""EMA / weight averaging has no hooks: ``AveragedModel.update_parameters`` (and the update
-methods of timm, ema_pytorch and torch_ema when those are imported) is wrapped, and EMA
-objects are remembered from their constructor."""
+"""EMA / weight averaging has no hooks: ``AveragedModel.update_parameters`` and the update
+methods of timm, ema_pytorch and torch_ema are wrapped (the third-party ones as soon as their
+module is imported: ``imports``), and EMA objects are remembered from their constructor."""
 from __future__ import annotations
 
-import importlib
-import sys
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -15,7 +13,7 @@ from ..patching import replace_attr
 if TYPE_CHECKING:
     from ..session import Session
 
-# (module, class, update method); third-party ones only when the user's code imported them
+# (module, class, update method); third-party ones when the user's code imports them
 EMA_CLASSES = (
     ("torch.optim.swa_utils", "AveragedModel", "update_parameters"),
     ("timm.utils.model_ema", "ModelEmaV2", "update"),
@@ -39,25 +37,23 @@ class EmaHooks:
         self.session = session
         self.records: weakref.WeakKeyDictionary[Any, EmaRecord] = weakref.WeakKeyDictionary()
         self.all: list[EmaRecord] = []
-        self.wrapped: set[tuple[str, str]] = set()
+        self.wrapped: set[type] = set()
         self.total = 0  # updates of every EMA
 
     def install(self) -> None:
-        self.wrap_imported()
-
-    def wrap_imported(self) -> None:
-        """Called at start and at optimizer steps: by then the user's imports have run."""
+        """Wrap each EMA class when its module is imported (now, if it already is): EMAs are
+        usually built before the first step, and their first updates count too."""
         for module_name, class_name, method in EMA_CLASSES:
-            if (module_name, class_name) in self.wrapped:
-                continue
-            if module_name not in sys.modules and not module_name.startswith("torch."):
-                continue
-            cls = getattr(importlib.import_module(module_name), class_name, None)
-            if cls is None:
-                continue
-            self.wrapped.add((module_name, class_name))
-            replace_attr(self.session.stack, cls, "__init__", self._wrap_init)
-            replace_attr(self.session.stack, cls, method, self._wrap_update)
+            self.session.imports.on_import(
+                module_name, lambda module, c=class_name, m=method: self._wrap_class(module, c, m))
+
+    def _wrap_class(self, module: Any, class_name: str, method: str) -> None:
+        cls = getattr(module, class_name, None)
+        if not isinstance(cls, type) or cls in self.wrapped:
+            return
+        self.wrapped.add(cls)
+        replace_attr(self.session.stack, cls, "__init__", self._wrap_init)
+        replace_attr(self.session.stack, cls, method, self._wrap_update)
 
     def _wrap_init(self, original: Any) -> Any:
         guard = self.session.guard
