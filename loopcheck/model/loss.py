@@ -1,7 +1,9 @@
 """How the loss handed to backward was scaled: divided, multiplied, or passed on raw.
 
 Follows the loss variable back through the assignments of its loop (``loss = loss / N``,
-``loss /= N``, ``loss = criterion(out, y)``); anything it cannot follow is ``UNKNOWN``.
+``loss /= N``, ``loss = criterion(out, y)``); anything it cannot follow is ``UNKNOWN``. A
+multiplication by a loss scale (``loss * 2 ** self.lg_loss_scale``, ``loss * loss_scale``) is
+manual mixed precision, not a normalisation: the scaling of the other operand decides.
 """
 
 from __future__ import annotations
@@ -11,62 +13,121 @@ import enum
 import libcst as cst
 
 from loopcheck.model.events import Loop
-from loopcheck.model.syntax import dotted, func_name, method, names_in, walk
+from loopcheck.model.syntax import dotted, func_name, int_value, last_part, method, names_in, walk
 
 
 class Scaling(enum.Enum):
     DIVIDED = "divided"  # by N, a count, a token total: normalised
     MULTIPLIED = "multiplied"  # an explicit scale (yolov5's `* batch_size`): the author decided
+    RUNNING = "divided by a running count"  # `loss / k` with k counting micro-batches: weights 1/k
     RAW = "raw"  # straight from a criterion or model output
     UNKNOWN = "unknown"
 
 
 _DIV = (cst.Divide, cst.FloorDivide)
+_PASS_THROUGH = ("mean", "sum", "float", "to", "squeeze", "contiguous", "clone")
+_DIV_METHODS = ("div", "div_", "true_divide", "divide")
+_MUL_METHODS = ("mul", "mul_", "multiply")
 
 
 def loss_scaling(expr: cst.BaseExpression, loop: Loop, order: int, known_functions: set[str],
                  accumulation_names: set[str], depth: int = 0) -> Scaling:
-    if depth > 6:
-        return Scaling.UNKNOWN
-    if isinstance(expr, cst.BinaryOperation):
+    return _Reader(loop, known_functions, accumulation_names).scaling(expr, order, depth)
+
+
+class _Reader:
+    def __init__(self, loop: Loop, known_functions: set[str], accumulation_names: set[str]) -> None:
+        self.loop = loop
+        self.known_functions = known_functions
+        self.accumulation_names = accumulation_names
+        # `k += 1` in the loop: a running count of micro-batches (or steps)
+        self.counters = {n for a in loop.assignments if a.op == "AddAssign" and int_value(a.value) == 1
+                         for n in a.names}
+
+    def scaling(self, expr: cst.BaseExpression, order: int, depth: int) -> Scaling:
+        if depth > 6:
+            return Scaling.UNKNOWN
+        if isinstance(expr, cst.BinaryOperation):
+            return self._binary(expr, order, depth)
+        if isinstance(expr, cst.Call):
+            return self._call(expr, order, depth)
+        if isinstance(expr, cst.Subscript):
+            return self.scaling(expr.value, order, depth + 1)
+        name = dotted(expr)
+        if name is None:
+            return Scaling.UNKNOWN
+        assignments = [a for a in self.loop.assignments_before(name, order) if a.op != "for"]
+        if not assignments:
+            if isinstance(expr, cst.Attribute):  # `outputs.loss`: follow `outputs`
+                return self.scaling(expr.value, order, depth + 1)
+            return Scaling.UNKNOWN
+        for a in assignments:
+            if a.op in ("DivideAssign", "FloorDivideAssign"):
+                return self._divisor(a.value)
+            if a.op == "MultiplyAssign" and not _is_loss_scale(a.value):
+                return Scaling.MULTIPLIED
+            if a.op not in ("=", "MultiplyAssign"):
+                return Scaling.UNKNOWN  # `loss += ...`: summed over something we do not follow
+        last = assignments[-1]
+        if last.op == "=" and not any(a.op == "MultiplyAssign" for a in assignments):
+            divisions = [n for n in walk(last.value) if isinstance(n, cst.BinaryOperation) and isinstance(
+                n.operator, _DIV)]
+            if divisions:
+                return self._divisor(divisions[0].right)
+        return self.scaling(last.value, last.order, depth + 1)
+
+    def _binary(self, expr: cst.BinaryOperation, order: int, depth: int) -> Scaling:
         if isinstance(expr.operator, _DIV):
-            return Scaling.DIVIDED
+            return self._divisor(expr.right)
         if isinstance(expr.operator, cst.Multiply):
+            if _is_loss_scale(expr.right):
+                return self.scaling(expr.left, order, depth + 1)
+            if _is_loss_scale(expr.left):
+                return self.scaling(expr.right, order, depth + 1)
             return Scaling.MULTIPLIED
-        left = loss_scaling(expr.left, loop, order, known_functions, accumulation_names, depth + 1)
-        right = loss_scaling(expr.right, loop, order, known_functions, accumulation_names, depth + 1)
+        left = self.scaling(expr.left, order, depth + 1)
+        right = self.scaling(expr.right, order, depth + 1)
         return left if left == right else Scaling.UNKNOWN
-    if isinstance(expr, cst.Call):
+
+    def _call(self, expr: cst.Call, order: int, depth: int) -> Scaling:
         called = method(expr)
-        if called is not None and called[1] in ("mean", "sum", "float", "to", "squeeze", "contiguous", "clone"):
-            if dotted(called[0]) is not None or isinstance(called[0], (cst.Subscript, cst.Attribute)):
-                return loss_scaling(called[0], loop, order, known_functions, accumulation_names, depth + 1)
+        args = [a.value for a in expr.args if a.keyword is None]
+        if called is not None and called[1] in _DIV_METHODS and args:  # `loss.sum().div(n)`
+            return self._divisor(args[0])
+        if called is not None and called[1] in _MUL_METHODS and args:  # edm's `.mul(scale / total)`
+            if _is_loss_scale(args[0]):
+                return self.scaling(called[0], order, depth + 1)
+            if any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, _DIV) for n in walk(args[0])):
+                return Scaling.DIVIDED
+            return Scaling.MULTIPLIED
+        if called is not None and called[1] in _PASS_THROUGH:
+            if dotted(called[0]) is not None or isinstance(called[0], (cst.Subscript, cst.Attribute, cst.Call)):
+                return self.scaling(called[0], order, depth + 1)
         name = func_name(expr) or ""
-        if name.split(".", 1)[0] in known_functions or name.startswith("self."):
+        if name.split(".", 1)[0] in self.known_functions or name.startswith("self."):
             return Scaling.UNKNOWN  # a helper of this file, which may normalise inside
-        if any(n in accumulation_names or n.split(".")[-1] in accumulation_names
+        if not name:
+            return Scaling.UNKNOWN  # `f(x)(y)`, `self.losses[k](...)`: nothing to read
+        if any(n in self.accumulation_names or n.split(".")[-1] in self.accumulation_names
                for arg in expr.args for n in names_in(arg.value)):
             return Scaling.UNKNOWN  # it is told N: it may divide by it
         return Scaling.RAW
-    if isinstance(expr, cst.Subscript):
-        return loss_scaling(expr.value, loop, order, known_functions, accumulation_names, depth + 1)
-    name = dotted(expr)
-    if name is None:
-        return Scaling.UNKNOWN
-    assignments = [a for a in loop.assignments_before(name, order) if a.op != "for"]
-    if not assignments:
-        if isinstance(expr, cst.Attribute):  # `outputs.loss`: follow `outputs`
-            return loss_scaling(expr.value, loop, order, known_functions, accumulation_names, depth + 1)
-        return Scaling.UNKNOWN
-    for a in assignments:
-        if a.op in ("DivideAssign", "FloorDivideAssign"):
-            return Scaling.DIVIDED
-        if a.op == "MultiplyAssign":
-            return Scaling.MULTIPLIED
-        if a.op not in ("=",):
-            return Scaling.UNKNOWN  # `loss += ...`: summed over something we do not follow
-    last = assignments[-1]
-    if any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, _DIV) for n in walk(last.value)):
-        return Scaling.DIVIDED
-    return loss_scaling(last.value, loop, last.order, known_functions, accumulation_names, depth + 1)
 
+    def _divisor(self, divisor: cst.BaseExpression) -> Scaling:
+        """``loss / k`` with ``k += 1`` in the loop (alone or ``k + 1``-style): a running count."""
+        if any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo) for n in walk(divisor)):
+            return Scaling.DIVIDED
+        names = names_in(divisor)
+        if names and all(n in self.counters for n in names) and not any(
+                last_part(n) in self.accumulation_names for n in names):
+            return Scaling.RUNNING
+        return Scaling.DIVIDED
+
+
+def _is_loss_scale(expr: cst.BaseExpression) -> bool:
+    """``2 ** self.lg_loss_scale``, ``loss_scale``, ``self.scaler.loss_scale``: a mixed-precision loss
+    scale, undone before the step (not a normalisation of the loss)."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Power) and int_value(expr.left) == 2:
+        return True
+    name = dotted(expr)
+    return name is not None and "loss_scale" in last_part(name).lower()

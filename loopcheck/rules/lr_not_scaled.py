@@ -25,7 +25,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import FileModel
-from loopcheck.model.syntax import keyword, last_part, names_in, source
+from loopcheck.model.syntax import keyword, last_part, names_in, source, walk
 from loopcheck.model.values import expanded_names, numeric, optimizer_lrs
 from loopcheck.rules._base import Rule, Violation
 
@@ -53,6 +53,17 @@ for it, (x, y) in enumerate(loader):
 """,
         """
 lr = args.base_lr * args.batch_size / 256
+for x, y in loader:
+    optimizer.zero_grad()
+    criterion(model(x), y).backward()
+    optimizer.step()
+""",
+        """
+init_lr = args.lr * args.batch_size / 256  # the global batch: divided per GPU below
+if args.distributed:
+    args.batch_size = int(args.batch_size / args.world_size)
+    model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[args.gpu])
+optimizer = torch.optim.SGD(model.parameters(), init_lr, momentum=0.9)
 for x, y in loader:
     optimizer.zero_grad()
     criterion(model(x), y).backward()
@@ -126,13 +137,15 @@ def _accumulation_names(model: FileModel) -> set[str]:
 
 
 def _global_batch(model: FileModel) -> bool:
-    """``batch_size // world_size`` somewhere: the configured batch is already the global one."""
+    """``batch_size // world_size`` somewhere (also ``int(args.batch_size / args.world_size)``): the
+    configured batch is the global one, whether the LR is computed before or after the division."""
     for values in model.index.values.values():
         for value in values:
-            if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.FloorDivide, cst.Divide)):
-                names = {last_part(n) for n in names_in(value)}
-                if any(_BATCH.search(n) for n in names) and any(_WORLD.search(n) for n in names):
-                    return True
+            for node in walk(value):
+                if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.FloorDivide, cst.Divide)):
+                    names = {last_part(n) for n in names_in(node)}
+                    if any(_BATCH.search(n) for n in names) and any(_WORLD.search(n) for n in names):
+                        return True
     return False
 
 

@@ -6,7 +6,12 @@ number of accumulated micro-batches (or normalised by a window-wide count).
 `backward()` sums gradients across the window. Without `loss / N` the optimizer step sees the
 sum of N micro-batch gradients instead of their mean: every update is N times too large, and
 changing N silently changes the effective learning rate. `accelerator.backward(loss)` divides by
-N itself, and a loss the author scales explicitly (`* batch_size`, a token count) is left alone.
+N itself, and a loss the author scales explicitly (`* batch_size`, a token count) is left alone;
+a manual fp16 loss scale (`loss * 2 ** lg_loss_scale`) is undone before the step and divides
+nothing. Dividing by a running count (`k += 1; loss / k`) weighs the k-th micro-batch of a window
+1/k: the first micro-batch counts as much as all the others together. Inner loops that split or
+replay the loader's own batch (chunks of one batch, GradCache-style re-forwarding) are left alone:
+whether their sum is right depends on the loss's reduction.
 
 ## Fix
 Divide before back-propagating: `loss = loss / accum_steps`.
@@ -20,6 +25,7 @@ from loopcheck.fixes import insert_before
 from loopcheck.model import FileModel, Framework, Style
 from loopcheck.model.loss import Scaling, loss_scaling
 from loopcheck.model.syntax import dotted, names_in, source
+from loopcheck.model.training import is_data_loop
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -56,8 +62,45 @@ for i, batch in enumerate(loader):
         optimizer.step()
         optimizer.zero_grad()
 """,
+        """
+while True:
+    optimizer.zero_grad(set_to_none=True)
+    for round_idx in range(num_accumulation_rounds):
+        images, labels = next(dataset_iterator)
+        loss = loss_fn(net=ddp, images=images, labels=labels)
+        loss.sum().mul(loss_scaling / batch_gpu_total).backward()
+    optimizer.step()
+""",
+        """
+for batch in batch_loader:
+    optimizer.zero_grad()
+    for chunk in batch_chunks(batch, mini_batch_chunk_size):
+        loss, count = model.forward_loss(chunk)  # summed over the chunk's samples
+        loss.backward()
+    optimizer.step()
+""",
     ]
     INVALID = [
+        """
+for step in range(total_steps):
+    for micro in range(grad_accum):
+        x, y = next(batches)
+        loss = criterion(model(x), y)
+        (loss * 2 ** lg_loss_scale).backward()  # LC102
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+        """
+micro = 0
+for i, (x, y) in enumerate(loader):
+    micro += 1
+    loss = criterion(model(x), y) / micro
+    loss.backward()  # LC102
+    if (i + 1) % accum_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+        micro = 0
+""",
         """
 for i, (x, y) in enumerate(loader):
     loss = criterion(model(x), y)
@@ -82,6 +125,10 @@ for step in range(max_steps):
         for training in model.training_loops:
             if training.style not in (Style.GUARDED, Style.MICRO_LOOP):
                 continue
+            if training.style is Style.MICRO_LOOP and is_data_loop(training.step_loop):
+                # the micro-steps split or replay the loader's batch (flair's chunks of one batch with
+                # summed losses, open_clip's GradCache): whether the sum is right depends on the loss
+                continue
             n = training.modulus
             accumulation_names = {name.rsplit(".", 1)[-1] for name in names_in(n)} if n is not None else set()
             for backward in training.backwards:
@@ -91,8 +138,12 @@ for step in range(max_steps):
                     continue
                 scaling = loss_scaling(backward.loss, backward.loop, backward.order, helpers,  # type: ignore[arg-type]
                                        accumulation_names)
-                if scaling is Scaling.RAW:
-                    count = f"`{source(n)}`" if n is not None else "N"
+                count = f"`{source(n)}`" if n is not None else "N"
+                if scaling is Scaling.RUNNING:
+                    yield self.at(backward, "the loss is divided by a running count of micro-batches, so the k-th "
+                                            "micro-batch of a window weighs 1/k: divide every micro-batch by the "
+                                            f"same {count}")
+                elif scaling is Scaling.RAW:
                     loss = dotted(backward.loss)
                     fix = insert_before(backward.stmt, f"{loss} = {loss} / {source(n)}", f"divide `{loss}` by {count}") \
                         if n is not None and loss is not None and "." not in loss else None
