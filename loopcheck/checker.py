@@ -73,16 +73,20 @@ def _run(args: argparse.Namespace, config: Config, codes: frozenset[str], files:
 def _report(args: argparse.Namespace, config: Config, codes: frozenset[str], files: list[Path],
             known: Counter[baseline.Key] | None, out: TextIO) -> int:
     fixed = 0
+    cache = None if args.no_cache else _open_cache(config)
     if args.fix or args.diff:
         from loopcheck.fixer import fix_files
 
-        fixed, diffs = fix_files(files, codes, config, write=args.fix and not args.diff, unsafe=args.unsafe_fixes)
+        fixes = fix_files(files, codes, config, write=args.fix and not args.diff, unsafe=args.unsafe_fixes,
+                          jobs=args.jobs, cache=cache)
+        fixed = fixes.applied
+        if not args.quiet:
+            fixes.write_not_applied()
         if args.diff:
-            out.write("".join(diffs))
+            out.write("".join(fixes.diffs))
             if not args.quiet:
                 sys.stderr.write(f"Would fix {fixed} problem{'s' if fixed != 1 else ''}.\n")
-            return EXIT_FINDINGS if diffs and not args.exit_zero else EXIT_OK
-    cache = None if args.no_cache else _open_cache(config)
+            return EXIT_FINDINGS if fixes.diffs and not args.exit_zero else EXIT_OK
     findings = check_files(files, codes, config, jobs=args.jobs, cache=cache)
     if args.write_baseline is not None:
         count = baseline.write(args.write_baseline, findings)

@@ -1,69 +1,231 @@
-"""``--fix`` and ``--diff``: apply the rules' fixes to a file's text, and to files on disk."""
+"""``--fix`` and ``--diff``: apply the rules' fixes to a file's text, and to files on disk.
+
+The fixes of one analysis that touch different parts of the file are applied together, and the
+result is checked once, with every rule whatever the selection: the file must still compile, the
+fixed findings must be gone and no other finding may appear. When that check fails the fixes are
+tried one at a time, and each one that fails alone is rolled back and reported as not applied.
+Analysing again after a batch also finds what the batch left (fixes whose edits overlapped), so the
+driver runs to a fixed point; a fix is tried at most once per finding it was made for.
+"""
 
 from __future__ import annotations
 
+import sys
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from loopcheck.checker import _display, _ignored, _per_file_ignores
 from loopcheck.config import Config, Options
-from loopcheck.engine import analyse, read_source_and_encoding, required_texts
+from loopcheck.engine import analyse, read_source_and_encoding
 
-_MAX_FIX_ROUNDS = 25  # each round applies one fix; a file rarely has more than a few
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from loopcheck.cache import Cache
+    from loopcheck.findings import Finding
+    from loopcheck.fixes import Fix
+
+
+@dataclass(frozen=True)
+class NotApplied:
+    finding: Finding
+    reason: str
+
+    def describe(self) -> str:
+        f = self.finding
+        return f"{f.filename}:{f.line}:{f.col}: {f.code} fix not applied: {self.reason}"
+
+
+@dataclass
+class Fixed:
+    source: str
+    applied: int = 0  # findings fixed
+    not_applied: list[NotApplied] = field(default_factory=list)
+
+
+def _every_code() -> frozenset[str]:
+    from loopcheck.rules import RULES
+
+    return frozenset(RULES)
 
 
 def fix_text(source: str, filename: str, codes: frozenset[str], unsafe: bool = False,
-             options: Options = Options()) -> tuple[str, int]:
-    """``source`` with every applicable fix applied (one at a time, re-checking in between) and the
-    number of fixes applied."""
-    from collections import Counter
-
-    from loopcheck.fixes import apply
-
-    applied = 0
-    # A fix that does not make its finding go away is not applied again: each finding (by code and
-    # fingerprint) gets as many attempts as there were such findings to begin with.
-    attempts: Counter[tuple[str, str]] = Counter()
-    allowed: Counter[tuple[str, str]] | None = None
-    for _ in range(_MAX_FIX_ROUNDS):
-        module, results = analyse(source, filename, codes, options)
-        fixable = [(f, fix) for f, fix in results if fix is not None and (fix.safe or unsafe)]
-        if allowed is None:
-            allowed = Counter((f.code, f.fingerprint) for f, _ in fixable)
-        todo = [(f, fix) for f, fix in fixable if attempts[(f.code, f.fingerprint)] < allowed[(f.code, f.fingerprint)]]
-        if module is None or not todo:
+             options: Options = Options()) -> Fixed:
+    """``source`` with every applicable fix of ``codes`` applied and checked."""
+    every = _every_code()
+    module, results = analyse(source, filename, every, options)
+    out = Fixed(source)
+    # Every accepted batch lowers the number of findings, and a fix that failed is not tried again
+    # for the same finding (identical findings, by code and fingerprint, are counted).
+    failed: Counter[tuple[str, str]] = Counter()
+    one_at_a_time = False
+    while module is not None:
+        present = Counter(_key(f) for f, _ in results)
+        todo = [(f, fix) for f, fix in results if _wanted(f, fix, codes, unsafe) and failed[_key(f)] < present[_key(f)]]
+        if not todo:
             break
-        finding, fix = todo[0]
-        attempts[(finding.code, finding.fingerprint)] += 1
-        fixed = apply(module, fix).code
-        if fixed == source:
-            break
-        source, applied = fixed, applied + 1
-    return source, applied
+        groups = _independent(todo)
+        if one_at_a_time:
+            groups = groups[:1]
+        candidate = _apply(module, groups)
+        verdict = _verify(candidate, filename, every, options, results, groups) if candidate is not None else \
+            "an edit could not be made"
+        if isinstance(verdict, str):
+            if len(groups) > 1:  # find the culprits one fix at a time
+                one_at_a_time = True
+                continue
+            for finding, _ in groups[0]:
+                failed[_key(finding)] += 1
+                out.not_applied.append(NotApplied(finding, verdict))
+            continue
+        module, results = verdict
+        out.source = candidate  # type: ignore[assignment]
+        out.applied += sum(len(g) for g in groups)
+    return out
 
 
-def fix_files(files: list[Path], codes: frozenset[str], config: Config, write: bool,
-              unsafe: bool) -> tuple[int, list[str]]:
-    """Apply fixes file by file: write them back (``write``) and/or return unified diffs."""
+def _key(finding: Finding) -> tuple[str, str]:
+    return finding.code, finding.fingerprint
+
+
+def _wanted(finding: Finding, fix: Fix | None, codes: frozenset[str], unsafe: bool) -> bool:
+    return fix is not None and finding.code in codes and (fix.safe or unsafe)
+
+
+Group = list[tuple["Finding", "Fix"]]
+
+
+def _independent(todo: list[tuple[Finding, Fix]]) -> list[Group]:
+    """The fixes to apply together: one per set of identical edits (two findings of the same
+    statement share a fix), and none whose edits overlap another's (the rest wait for the next
+    round). A statement removed or replaced owns everything inside it; statements inserted next to
+    the same anchor do not clash."""
+    from loopcheck.model.syntax import walk
+
+    groups: dict[tuple[object, ...], Group] = {}
+    for finding, fix in todo:
+        groups.setdefault(_edit_key(fix), []).append((finding, fix))
+    owned: set[int] = set()
+    anchors: set[int] = set()
+    chosen = []
+    for group in groups.values():
+        fix = group[0][1]
+        mine: set[int] = set()
+        near: set[int] = set()
+        for edit in fix.edits:
+            if edit.remove or edit.replacement is not None:
+                mine.update(id(n) for n in walk(edit.target, into_functions=True))
+            else:
+                near.add(id(edit.target))
+        if mine & (owned | anchors) or near & owned:
+            continue
+        owned |= mine
+        anchors |= near
+        chosen.append(group)
+    return chosen
+
+
+def _edit_key(fix: Fix) -> tuple[object, ...]:
+    from loopcheck.model.syntax import source
+
+    return tuple((id(e.target), e.remove, source(e.replacement) if e.replacement is not None else None,
+                  tuple(source(s) for s in e.before), tuple(source(s) for s in e.after)) for e in fix.edits)
+
+
+def _apply(module: cst.Module, groups: list[Group]) -> str | None:
+    from loopcheck.fixes import Unapplied, apply_edits
+
+    try:
+        return apply_edits(module, [e for g in groups for e in g[0][1].edits]).code
+    except Unapplied:
+        return None
+
+
+def _verify(candidate: str, filename: str, every: frozenset[str], options: Options,
+            before: list[tuple[Finding, Fix | None]], groups: list[Group]
+            ) -> str | tuple[cst.Module | None, list[tuple[Finding, Fix | None]]]:
+    """The fixed file's module (None: no rule has anything left to look at) and findings, or why
+    the fixes must be rolled back."""
+    try:
+        compile(candidate, filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return "the fixed code would not compile"
+    module, after = analyse(candidate, filename, every, options)
+    if module is None and after:
+        return "the fixed code could not be analysed"  # libcst cannot parse what Python can
+    fixed = Counter(f.code for g in groups for f, _ in g)
+    old = Counter(f.code for f, _ in before)
+    new = Counter(f.code for f, _ in after)
+    for code, count in fixed.items():
+        if new[code] > old[code] - count:
+            return "the finding is still reported after the fix"
+    old_keys = Counter(_key(f) for f, _ in before if f.code not in fixed)
+    for finding, _ in after:
+        if finding.code in fixed:
+            continue
+        if old_keys[_key(finding)] > 0:
+            old_keys[_key(finding)] -= 1
+        else:
+            return f"it would introduce {finding.code} ({finding.name}) at line {finding.line}"
+    return module, after
+
+
+# -- files ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class FixReport:
+    applied: int = 0
+    diffs: list[str] = field(default_factory=list)
+    not_applied: list[NotApplied] = field(default_factory=list)
+
+    def write_not_applied(self, stream: object = None) -> None:
+        out = stream or sys.stderr
+        for item in self.not_applied:
+            out.write(item.describe() + "\n")  # type: ignore[attr-defined]
+        if self.not_applied:
+            n = len(self.not_applied)
+            out.write(f"{n} fix{'es' if n != 1 else ''} not applied: applying "  # type: ignore[attr-defined]
+                      f"{'them' if n != 1 else 'it'} would have broken or changed the code (see above).\n")
+
+
+def fix_files(files: list[Path], codes: frozenset[str], config: Config, write: bool, unsafe: bool,
+              jobs: int | None = None, cache: Cache | None = None) -> FixReport:
+    """Apply fixes file by file: write them back (``write``) and/or collect unified diffs. Only files
+    with a finding that has a fix are rewritten; finding them is an ordinary check (cached, and in
+    several processes for big trees)."""
     import difflib
 
-    per_file = _per_file_ignores(config)
-    needles = required_texts(codes)
-    total, diffs = 0, []
-    for file in files:
+    from loopcheck.checker import check_files
+
+    findings = check_files(files, codes, config, jobs=jobs, cache=cache)
+    candidates = {f.filename for f in findings if f.fixable and (f.fix_safe or unsafe)}
+    report = FixReport()
+    for file, name, codes_of_file in _candidates(files, candidates, codes, config):
         try:
             source, encoding = read_source_and_encoding(file)
         except (OSError, UnicodeDecodeError, SyntaxError):
             continue  # reported by the check that follows
-        if not any(n in source for n in needles):
+        result = fix_text(source, name, codes_of_file, unsafe, config.options)
+        report.not_applied += result.not_applied
+        if not result.applied or result.source == source:
             continue
-        name = _display(file)
-        fixed, applied = fix_text(source, name, codes - _ignored(file, config.root, per_file), unsafe,
-                                  config.options)
-        if not applied:
-            continue
-        total += applied
-        diffs.append("".join(difflib.unified_diff(source.splitlines(True), fixed.splitlines(True),
-                                                  f"a/{name}", f"b/{name}")))
+        report.applied += result.applied
+        report.diffs.append("".join(difflib.unified_diff(source.splitlines(True), result.source.splitlines(True),
+                                                         f"a/{name}", f"b/{name}")))
         if write:
-            file.write_bytes(fixed.encode(encoding))
-    return total, diffs
+            file.write_bytes(result.source.encode(encoding))
+    return report
+
+
+def _candidates(files: list[Path], names: set[str], codes: frozenset[str],
+                config: Config) -> Iterable[tuple[Path, str, frozenset[str]]]:
+    from loopcheck.checker import _display, _ignored, _per_file_ignores
+
+    per_file = _per_file_ignores(config)
+    for file in files:
+        name = _display(file)
+        if name in names:
+            yield file, name, codes - _ignored(file, config.root, per_file)

@@ -2,8 +2,13 @@
 
 A rule attaches a ``Fix`` (a few ``Edit``s) to a finding when the model is certain enough; the
 edits move, insert or replace whole statements or single expressions, so comments and formatting
-everywhere else are kept byte for byte. ``fix_source`` applies one fix at a time and checks the
-file again until nothing fixable is left: fixes never have to be composed.
+everywhere else are kept byte for byte. The driver (``loopcheck.fixer``) applies independent fixes
+together and checks the result with every rule.
+
+A fix must be right on every path through the loop. The helpers below find where an event belongs
+relative to the optimizer steps (after the last step of every branch that steps, before the first
+one), and whether the same call is already there, in which case the event is dropped instead of
+moved: a fix never adds a call that already runs on the same path.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from loopcheck.model import Event, FileModel, Style, TrainingLoop
+from loopcheck.model import Cond, Event, FileModel, Kind, Style, TrainingLoop
+from loopcheck.model.syntax import children, source
 
 
 @dataclass(frozen=True)
@@ -56,17 +62,27 @@ def replace(node: cst.CSTNode, code: str, message: str) -> Fix:
     return Fix(message, (Edit(node, replacement=new),))
 
 
+def remove(stmt: cst.BaseStatement, message: str) -> Fix:
+    return Fix(message, (Edit(stmt, remove=True),))
+
+
+class Unapplied(Exception):
+    """An edit's target is not where the transformer can edit it (a one-line ``if x: y`` body)."""
+
+
 class _Apply(cst.CSTTransformer):
     def __init__(self, edits: Sequence[Edit]) -> None:
         super().__init__()
         self.by_target: dict[int, list[Edit]] = {}
         for edit in edits:
             self.by_target.setdefault(id(edit.target), []).append(edit)
+        self.done: set[int] = set()
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode:  # type: ignore[override]
         for edit in self.by_target.get(id(original_node), []):
             if edit.replacement is not None:
                 updated_node = edit.replacement
+                self.done.add(id(edit))
         updated = super().on_leave(original_node, updated_node)
         body = getattr(updated, "body", None)
         if isinstance(updated, (cst.IndentedBlock, cst.Module)) and isinstance(body, (list, tuple)):
@@ -79,6 +95,7 @@ class _Apply(cst.CSTTransformer):
         out: list[cst.CSTNode] = []
         for original, new in zip(originals, updated):
             edits = self.by_target.get(id(original), [])
+            self.done.update(id(e) for e in edits)
             out.extend(s for e in edits for s in e.before)
             if not any(e.remove for e in edits):
                 out.append(new)
@@ -89,25 +106,19 @@ class _Apply(cst.CSTTransformer):
 
 
 def apply(module: cst.Module, fix: Fix) -> cst.Module:
-    return module.visit(_Apply(fix.edits))
+    return apply_edits(module, fix.edits)
 
 
-def step_anchor(model: FileModel, training: TrainingLoop, event: Event) -> cst.BaseStatement | None:
-    """The statement of the optimizer step that ``event`` should sit next to, when moving it there
-    is a plain statement move: ``event`` is a one-call statement directly in its loop's body, and
-    the step is a one-call statement in the step branch (``if (i + 1) % N == 0:``) or, for an inner
-    micro-step loop, directly in the loop around it; both in the same function."""
-    if not _single_statement(event) or model.owner(event.stmt) is not event.loop.node:  # type: ignore[union-attr]
-        return None
-    for step in training.steps:
-        if step.origin is not event.origin or not _single_statement(step):
-            continue
-        owner = model.owner(step.stmt)
-        in_branch = isinstance(owner, cst.If) and training.guard(step).periodic
-        after_micro_loop = training.style is Style.MICRO_LOOP and owner is step.loop.node  # type: ignore[union-attr]
-        if in_branch or after_micro_loop:
-            return step.stmt  # type: ignore[return-value]
-    return None
+def apply_edits(module: cst.Module, edits: Sequence[Edit]) -> cst.Module:
+    """``module`` with ``edits`` made; raises ``Unapplied`` when one of them could not be made."""
+    transformer = _Apply(edits)
+    fixed = module.visit(transformer)
+    if len(transformer.done) != len({id(e) for e in edits}):
+        raise Unapplied
+    return fixed
+
+
+# -- where an event belongs relative to the optimizer steps ----------------------------------------
 
 
 def own_line(event: Event) -> bool:
@@ -119,3 +130,212 @@ def _single_statement(event: Event) -> bool:
     """A line holding nothing but the event (not ``x = opt.step()``)."""
     small = event.stmt.body[0] if own_line(event) else None  # type: ignore[attr-defined]
     return small is event.node or isinstance(small, cst.Expr) and small.value is event.node
+
+
+class _Tree:
+    """Parent links below one loop (or function) node, built on demand."""
+
+    def __init__(self, top: cst.CSTNode) -> None:
+        self.top = top
+        self.parent: dict[int, cst.CSTNode] = {}
+        stack = [top]
+        while stack:
+            node = stack.pop()
+            for child in children(node):
+                self.parent[id(child)] = node
+                stack.append(child)
+
+    def holds(self, node: cst.CSTNode) -> bool:
+        return id(node) in self.parent
+
+    def inside(self, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
+        """``node`` is ``ancestor`` or lies within it."""
+        current: cst.CSTNode | None = node
+        while current is not None:
+            if current is ancestor:
+                return True
+            current = self.parent.get(id(current))
+        return False
+
+    def statements(self, node: cst.CSTNode) -> list[tuple[cst.CSTNode, cst.IndentedBlock]]:
+        """(statement, block holding it) for every statement around ``node``, innermost first."""
+        out = []
+        current = node
+        while current is not self.top:
+            parent = self.parent.get(id(current))
+            if parent is None:
+                return []
+            if isinstance(parent, cst.IndentedBlock):
+                out.append((current, parent))
+            current = parent
+        return out
+
+
+@dataclass(frozen=True)
+class StepRegion:
+    """The statements of one block that hold every optimizer step of a training loop."""
+
+    block: cst.IndentedBlock
+    holders: tuple[cst.BaseStatement, ...]  # in block order
+    tree: _Tree
+
+    @property
+    def first(self) -> cst.BaseStatement:
+        return self.holders[0]
+
+    @property
+    def last(self) -> cst.BaseStatement:
+        return self.holders[-1]
+
+    def holds(self, event: Event) -> bool:
+        """``event`` is inside one of the statements that step."""
+        return any(self.tree.inside(event.stmt, h) for h in self.holders)
+
+    def covers(self, training: TrainingLoop, event: Event) -> bool:
+        """``event`` runs in the block of the steps, on step iterations only (the same ones)."""
+        home = training.loop if training.style is Style.GUARDED else training.loop.parent
+        return event.loop is home and self.tree.holds(event.stmt) and self.tree.inside(event.stmt, self.block) \
+            and _on_step_iterations(training, event.conds, event)
+
+    def position(self, stmt: cst.CSTNode) -> int | None:
+        """Index in the block of the statement that holds ``stmt`` (None: not in this block)."""
+        for held, block in self.tree.statements(stmt) if stmt is not self.tree.top else []:
+            if block is self.block:
+                return list(self.block.body).index(held)
+        return None
+
+
+def _home(model: FileModel, training: TrainingLoop, event: Event) -> cst.CSTNode | None:
+    """The node whose body ``event`` sits in directly, when the event runs once per iteration of its
+    loop there: the loop body, or the body of a same-file helper the loop calls, called nowhere else."""
+    loop = event.loop
+    if loop is None or not _single_statement(event):
+        return None
+    home = model.owner(event.stmt)
+    if home is loop.node and event.origin is loop.function:
+        return home
+    if event.origin is not None and home is event.origin and called_once(model, event.origin):
+        return home
+    return None
+
+
+def called_once(model: FileModel, function: cst.FunctionDef) -> bool:
+    """A helper defined once and called from one place: editing it changes one call site only."""
+    name = function.name.value
+    if len(model.index.functions.get(name, [])) != 1:
+        return False
+    calls = [c for c in model.index.calls if (isinstance(c.func, cst.Name) and c.func.value == name)
+             or (isinstance(c.func, cst.Attribute) and c.func.attr.value == name)]
+    return len(calls) == 1
+
+
+def step_region(model: FileModel, training: TrainingLoop, event: Event) -> StepRegion | None:
+    """Where ``event`` (a statement of its own, run on every micro-batch) can go so that it runs
+    exactly when the optimizer steps, on every path.
+
+    Every step of the loop must sit in one block, in the same function as the event; the statements
+    of that block holding them must run only on step iterations (the accumulation boundary for a
+    guarded loop, with the step condition read with its polarity: ``if (i + 1) % N != 0: continue``
+    counts), or on every iteration of the outer loop for an inner micro-step loop."""
+    home = _home(model, training, event)
+    steps = training.steps
+    if home is None or not steps or any(s.origin is not event.origin or s.closure for s in steps):
+        return None
+    if training.style is Style.GUARDED:
+        if event.loop is not training.loop:
+            return None
+        top = home
+    elif training.style is Style.MICRO_LOOP:
+        parent = training.loop.parent
+        if event.loop is not training.loop or home is not training.loop.node or parent is None or not parent.is_loop:
+            return None
+        top = parent.node
+    else:
+        return None
+    tree = _Tree(top)
+    paths = [tree.statements(s.stmt) for s in steps]
+    if not all(paths):
+        return None
+    # the innermost block holding every step
+    blocks = [[block for _, block in path] for path in paths]
+    common = [b for b in blocks[0] if all(any(b is other for other in path) for path in blocks[1:])]
+    if not common:
+        return None
+    block = common[0]
+    holders: list[cst.BaseStatement] = []
+    for path, step in zip(paths, steps):
+        held = next(stmt for stmt, b in path if b is block)
+        if not any(held is h for h in holders):
+            holders.append(held)  # type: ignore[arg-type]
+        conds = tuple(c for c in step.conds if not tree.inside(c.owner, held))
+        if not _on_step_iterations(training, conds, step):
+            return None
+    if training.style is Style.MICRO_LOOP and tree.inside(training.loop.node, holders[0]):
+        return None
+    if any(tree.inside(event.stmt, h) for h in holders):
+        return None
+    order = {id(s): i for i, s in enumerate(block.body)}
+    holders.sort(key=lambda h: order[id(h)])
+    return StepRegion(block, tuple(holders), tree)
+
+
+def _on_step_iterations(training: TrainingLoop, conds: tuple[Cond, ...], step: Event) -> bool:
+    if training.style is Style.GUARDED:
+        return training.reader.guard(conds, step.order).periodic
+    reader = training.parent_reader
+    return reader is not None and reader.guard(conds, step.order).always
+
+
+def step_anchor(model: FileModel, training: TrainingLoop, event: Event) -> cst.BaseStatement | None:
+    """The statement after which ``event`` runs once per optimizer step, after every step."""
+    region = step_region(model, training, event)
+    return region.last if region is not None else None
+
+
+def already_there(training: TrainingLoop, event: Event, region: StepRegion, exact: bool = False) -> list[Event]:
+    """Other events of ``event``'s kind in the step region: the same receiver (``exact``: the same
+    call, arguments included)."""
+    found = {id(e): e for e in training.step_loop.events(event.kind, deep=True) + training.loop.events(event.kind)
+             if e is not event and region.covers(training, e) and e.receiver == event.receiver}
+    if exact:
+        return [e for e in found.values() if source(e.node) == source(event.node)]
+    return list(found.values())
+
+
+def move_to_step(model: FileModel, training: TrainingLoop, event: Event, message: str,
+                 exact: bool = False) -> Fix | None:
+    """Move ``event`` right after the last step of every step branch, or drop it where the step
+    region already makes the same call (``exact``: with the same arguments, else no fix)."""
+    region = step_region(model, training, event)
+    if region is None:
+        return None
+    same = already_there(training, event, region)
+    if same:
+        if exact and not already_there(training, event, region, exact=True):
+            return None
+        return remove(event.stmt, f"remove the per-micro-batch `{source(event.node)}`: the step branch "  # type: ignore[arg-type]
+                                  "already makes this call")
+    return move_after(event.stmt, region.last, message)  # type: ignore[arg-type]
+
+
+def move_before_steps(model: FileModel, training: TrainingLoop, event: Event, message: str,
+                      also: tuple[Kind, ...] = ()) -> Fix | None:
+    """Move ``event`` right before the first statement of the step region that steps (or makes one
+    of the ``also`` calls), or drop it where the region already makes the same call."""
+    region = step_region(model, training, event)
+    if region is None:
+        return None
+    same = already_there(training, event, region)
+    if same:
+        if not already_there(training, event, region, exact=True):
+            return None
+        return remove(event.stmt, f"remove the per-micro-batch `{source(event.node)}`: the step branch "  # type: ignore[arg-type]
+                                  "already makes this call")
+    anchor_at = region.position(region.first)
+    for other in training.step_loop.events(*also, deep=True) if also else []:
+        at = region.position(other.stmt)
+        if at is not None and anchor_at is not None and at < anchor_at:
+            anchor_at = at
+    if anchor_at is None:
+        return None
+    return move_before(event.stmt, region.block.body[anchor_at], message)  # type: ignore[arg-type]

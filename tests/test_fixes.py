@@ -11,9 +11,10 @@ import textwrap
 import libcst as cst
 import pytest
 
-from loopcheck.engine import analyse
+from loopcheck.engine import analyse, check_source
 from loopcheck.fixer import fix_text
 from loopcheck.rules import RULES
+from loopcheck.selection import resolve
 
 FIXABLE = [(code, i, textwrap.dedent(example)) for code, rule in RULES.items() if rule.fixable
            for i, example in enumerate(rule.INVALID)]
@@ -31,13 +32,15 @@ def test_fix_guarantees(code: str, index: int, example: str) -> None:
     codes = frozenset({code})
     _, results = analyse(example, "example.py", codes)
     fixable = [f for f, fix in results if fix is not None]
-    fixed, applied = fix_text(example, "example.py", codes, unsafe=True)
-    assert applied == len(fixable)
+    result = fix_text(example, "example.py", codes, unsafe=True)
+    fixed = result.source
+    assert result.applied == len(fixable), result.not_applied
     cst.parse_module(fixed)
     _, after = analyse(fixed, "example.py", codes)
     assert len(after) == len(results) - len(fixable)
     assert all(fix is None for _, fix in after)
-    assert fix_text(fixed, "example.py", codes, unsafe=True) == (fixed, 0)
+    again = fix_text(fixed, "example.py", codes, unsafe=True)
+    assert (again.source, again.applied) == (fixed, 0)
     touched = {n for f in fixable for n in range(f.line, f.end_line + 1)}
     assert _untouched_lines_kept(example, fixed, touched), fixed
 
@@ -59,8 +62,9 @@ def test_zero_grad_moves_after_the_step_keeping_comments() -> None:
             if (i + 1) % accum == 0:
                 optimizer.step()
     """)
-    fixed, applied = fix_text(source, "t.py", frozenset({"LC101"}))
-    assert applied == 1
+    result = fix_text(source, "t.py", frozenset({"LC101"}))
+    fixed = result.source
+    assert result.applied == 1
     assert fixed == textwrap.dedent("""\
         for i, (x, y) in enumerate(loader):
             loss = criterion(model(x), y) / accum  # mean over the window
@@ -82,7 +86,7 @@ def test_partial_window_condition_is_extended() -> None:
                     optimizer.step()
                     optimizer.zero_grad()
     """)
-    fixed, _ = fix_text(source, "t.py", frozenset({"LC105"}))
+    fixed = fix_text(source, "t.py", frozenset({"LC105"})).source
     assert "        if (step + 1) % accum == 0 or (step + 1) == len(train_loader):\n" in fixed
 
 
@@ -98,8 +102,9 @@ def test_unscale_moves_before_the_clipping_of_the_step_branch() -> None:
                 scaler.update()
                 optimizer.zero_grad()
     """)
-    fixed, applied = fix_text(source, "t.py", frozenset({"LC204"}))
-    assert applied == 1
+    result = fix_text(source, "t.py", frozenset({"LC204"}))
+    fixed = result.source
+    assert result.applied == 1
     assert fixed.splitlines()[2:5] == ["    if (i + 1) % accum == 0:", "        scaler.unscale_(optimizer)",
                                        "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)"]
     assert analyse(fixed, "t.py", frozenset({"LC201", "LC204"}))[1] == []
@@ -114,9 +119,10 @@ def test_identical_findings_are_all_fixed_in_one_run() -> None:
             if (i + 1) % accum == 0:
                 optimizer.step()
     """)
-    fixed, applied = fix_text(loop + loop, "t.py", frozenset({"LC101"}))
-    assert applied == 2
-    assert fix_text(fixed, "t.py", frozenset({"LC101"})) == (fixed, 0)
+    result = fix_text(loop + loop, "t.py", frozenset({"LC101"}))
+    assert result.applied == 2
+    again = fix_text(result.source, "t.py", frozenset({"LC101"}))
+    assert (again.source, again.applied) == (result.source, 0)
 
 
 def test_unsafe_fixes_need_the_flag() -> None:
@@ -133,6 +139,239 @@ def test_unsafe_fixes_need_the_flag() -> None:
     codes = frozenset({"LC605"})
     [(finding, fix)] = analyse(source, "t.py", codes)[1]
     assert fix is not None and not fix.safe and not finding.fix_safe
-    assert fix_text(source, "t.py", codes) == (source, 0)
-    fixed, applied = fix_text(source, "t.py", codes, unsafe=True)
-    assert applied == 1 and fixed.splitlines()[2] == "    model.train()"
+    assert fix_text(source, "t.py", codes).applied == 0
+    result = fix_text(source, "t.py", codes, unsafe=True)
+    assert result.applied == 1 and result.source.splitlines()[2] == "    model.train()"
+
+
+# -- Right on every path: each shape below broke (or changed) real code before --------------------
+
+ALL = resolve()
+
+
+def _fix(source: str, codes: frozenset[str] = ALL, unsafe: bool = False) -> str:
+    result = fix_text(textwrap.dedent(source), "t.py", codes, unsafe=unsafe)
+    compile(result.source, "t.py", "exec")
+    return result.source
+
+
+def test_clip_before_unscale_moves_the_existing_unscale() -> None:
+    # inserting a second unscale_ crashed: "unscale_() has already been called on this optimizer"
+    fixed = _fix("""\
+        scaler = torch.amp.GradScaler("cuda")
+        for x, y in loader:
+            optimizer.zero_grad()
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = criterion(model(x), y)
+            scaler.scale(loss).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.unscale_(optimizer)
+            scaler.step(optimizer)
+            scaler.update()
+    """, frozenset({"LC201"}))
+    assert fixed.count("unscale_") == 1
+    assert ("    scaler.unscale_(optimizer)\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+            "    scaler.step(optimizer)\n") in fixed
+
+
+def test_zeroing_is_dropped_when_the_step_branch_already_zeroes() -> None:
+    fixed = _fix("""\
+        for i, (x, y) in enumerate(loader):
+            optimizer.zero_grad()
+            loss = criterion(model(x), y) / accum
+            loss.backward()
+            if (i + 1) % accum == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+    """, frozenset({"LC101"}))
+    assert fixed.count("zero_grad") == 1
+    assert fixed.index("optimizer.step()") < fixed.index("optimizer.zero_grad()")
+
+
+def test_per_micro_batch_clip_is_dropped_when_the_step_branch_already_clips() -> None:
+    fixed = _fix("""\
+        for i, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y) / accum
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            if (i + 1) % accum == 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                optimizer.zero_grad()
+    """, frozenset({"LC107"}))
+    assert fixed.count("clip_grad_norm_") == 1
+    assert "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n        optimizer.step()" in fixed
+
+
+def test_loss_is_divided_at_the_backward_so_logged_values_keep_their_scale() -> None:
+    fixed = _fix("""\
+        total = 0.0
+        for i, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y)
+            loss.backward()
+            total += loss.item()
+            if (i + 1) % accum == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+    """, frozenset({"LC102"}))
+    assert "    (loss / accum).backward()\n    total += loss.item()\n" in fixed
+    assert "loss = loss /" not in fixed
+
+
+def test_loss_through_a_scaler_is_divided_inside_the_scale_call() -> None:
+    fixed = _fix("""\
+        for step in range(max_steps):
+            for micro in range(grad_accum):
+                outputs = model(**next(batches))
+                scaler.scale(outputs.loss).backward()
+                log(outputs.loss.item())
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+    """, frozenset({"LC102"}))
+    assert "scaler.scale(outputs.loss / grad_accum).backward()" in fixed
+    assert "log(outputs.loss.item())" in fixed
+
+
+def test_unscale_is_guarded_where_the_scaler_may_be_none() -> None:
+    # `scaler.unscale_` unguarded raised AttributeError on every fp32 run
+    fixed = _fix("""\
+        scaler = torch.amp.GradScaler("cuda") if args.fp16 else None
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            if scaler is not None:
+                scaler.scale(loss).backward()
+            else:
+                loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            if scaler is not None:
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                optimizer.step()
+    """, frozenset({"LC201"}))
+    assert ("    if scaler is not None:\n        scaler.unscale_(optimizer)\n"
+            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n") in fixed
+
+
+def test_unscale_inside_a_scaler_branch_needs_no_guard() -> None:
+    fixed = _fix("""\
+        scaler = torch.amp.GradScaler("cuda") if args.fp16 else None
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            if scaler is not None:
+                scaler.scale(loss).backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                loss.backward()
+                optimizer.step()
+    """, frozenset({"LC201"}))
+    assert "        scaler.unscale_(optimizer)\n        torch.nn.utils.clip_grad_norm_" in fixed
+
+
+def test_zeroing_moves_after_every_step_branch() -> None:
+    # moved into the scaler branch only, the fp32 branch never zeroed
+    fixed = _fix("""\
+        for i, (x, y) in enumerate(loader):
+            optimizer.zero_grad()
+            loss = criterion(model(x), y) / accum
+            if scaler is not None:
+                scaler.scale(loss).backward()
+            else:
+                loss.backward()
+            if (i + 1) % accum == 0:
+                if scaler is not None:
+                    scaler.step(optimizer)
+                    scaler.update()
+                else:
+                    optimizer.step()
+    """, frozenset({"LC101"}))
+    assert fixed.endswith("    if (i + 1) % accum == 0:\n        if scaler is not None:\n"
+                          "            scaler.step(optimizer)\n            scaler.update()\n        else:\n"
+                          "            optimizer.step()\n        optimizer.zero_grad()\n")
+
+
+def test_zeroing_moves_after_the_last_of_several_steps() -> None:
+    # between two steps it zeroed the second optimizer's gradients before its step (LC104)
+    source = """\
+        for i, (x, y) in enumerate(loader):
+            model.zero_grad()
+            loss = criterion(model(x), y) / accum
+            loss.backward()
+            if (i + 1) % accum == 0:
+                opt_g.step()
+                opt_d.step()
+    """
+    fixed = _fix(source, frozenset({"LC101"}))
+    assert fixed.endswith("        opt_g.step()\n        opt_d.step()\n        model.zero_grad()\n")
+    assert not [f for f in check_source(fixed) if f.code == "LC104"]
+
+
+@pytest.mark.parametrize("test, extended", [
+    ("(i + 1) % accum != 0", "(i + 1) % accum != 0 and (i + 1) != len(loader)"),
+    ("(i + 1) % accum", "(i + 1) % accum and (i + 1) != len(loader)"),
+])
+def test_a_negated_step_condition_is_narrowed_not_widened(test: str, extended: str) -> None:
+    # `test or last` inverted it: the skip branch also ran on the last batch
+    fixed = _fix(f"""\
+        for epoch in range(epochs):
+            for i, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y) / accum
+                loss.backward()
+                if {test}:
+                    continue
+                optimizer.step()
+                optimizer.zero_grad()
+    """, frozenset({"LC105"}))
+    assert f"        if {extended}:\n            continue\n" in fixed
+
+
+def test_the_no_sync_branch_of_a_ddp_loop_is_narrowed() -> None:
+    fixed = _fix("""\
+        for epoch in range(epochs):
+            for i, (x, y) in enumerate(loader):
+                if (i + 1) % accum != 0:
+                    with model.no_sync():
+                        (criterion(model(x), y) / accum).backward()
+                else:
+                    (criterion(model(x), y) / accum).backward()
+                    optimizer.step()
+                    optimizer.zero_grad()
+    """, frozenset({"LC105"}))
+    assert "        if (i + 1) % accum != 0 and (i + 1) != len(loader):\n" in fixed
+
+
+def test_every_copy_of_the_step_condition_is_extended() -> None:
+    # extending update_grad= alone left the zeroing and the scheduler on the old windows
+    fixed = _fix("""\
+        for epoch in range(epochs):
+            for i, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y) / accum
+                loss_scaler(loss, optimizer, parameters=model.parameters(), update_grad=(i + 1) % accum == 0)
+                if (i + 1) % accum == 0:
+                    optimizer.zero_grad()
+                    lr_scheduler.step_update(epoch * num_steps + i)
+    """, frozenset({"LC105"}))
+    assert fixed.count("(i + 1) % accum == 0 or (i + 1) == len(loader)") == 2, fixed
+
+
+def test_a_fix_that_leaves_its_finding_is_rolled_back_and_reported() -> None:
+    source = textwrap.dedent("""\
+        model.train()
+        for epoch in range(epochs):
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+            model.eval()
+            with torch.no_grad():
+                accuracy = evaluate(model, val_loader)
+    """)
+    result = fix_text(source, "t.py", ALL, unsafe=True)
+    again = fix_text(result.source, "t.py", ALL, unsafe=True)
+    assert again.source == result.source and again.applied == 0
+    assert not [f for f in check_source(result.source) if f.code == "LC605"] or result.left

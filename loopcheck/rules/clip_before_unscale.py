@@ -23,24 +23,63 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.fixes import Fix, insert_before
+from loopcheck.fixes import Fix, insert_before, move_before, own_line
 from loopcheck.model import Event, FileModel, Kind, Role, Roles, Style, TrainingLoop
-from loopcheck.model.amp import backward_scaler, scaled_backwards, scaler_disabled
+from loopcheck.model.amp import backward_scaler, same_scaler, scaled_backwards, scaler_disabled
 from loopcheck.model.guards import exclusive
-from loopcheck.model.syntax import dotted, func_name
+from loopcheck.model.roles import role_of_constructor
+from loopcheck.model.syntax import dotted, func_name, last_part
 from loopcheck.rules._base import Rule, Violation
 
 
-def _unscale_first(clip: Event, scaler: str | None, training: TrainingLoop) -> Fix | None:
-    """Insert ``scaler.unscale_(optimizer)`` right before the clip, when there is one optimizer and
-    the clip is a statement of its own in the step's function."""
+def _unscale_first(model: FileModel, clip: Event, scaler: str | None, training: TrainingLoop) -> Fix | None:
+    """``scaler.unscale_(optimizer)`` right before the clip, when there is one optimizer and the clip
+    is a statement of its own in the step's function: the loop's own ``unscale_`` moved there when it
+    follows the clip, else a new one, under ``if scaler is not None:`` where the scaler may be None."""
     optimizers = {s.optimizer for s in training.steps}
-    if scaler is None or len(optimizers) != 1 or not isinstance(clip.stmt, cst.SimpleStatementLine):
+    if scaler is None or len(optimizers) != 1 or not own_line(clip):
         return None
     optimizer = optimizers.pop()
     if optimizer is None or any(s.origin is not clip.origin for s in training.steps):
         return None
-    return insert_before(clip.stmt, f"{scaler}.unscale_({optimizer})", f"unscale with `{scaler}.unscale_({optimizer})` first")
+    message = f"unscale with `{scaler}.unscale_({optimizer})` first"
+    existing = [u for u in training.step_loop.events(Kind.SCALER_UNSCALE, deep=True) if same_scaler(u.receiver, scaler)]
+    if existing:  # never a second unscale_ on the same path: it raises
+        [unscale] = existing if len(existing) == 1 else [None]
+        if unscale is None or not own_line(unscale) or unscale.optimizer != optimizer or unscale.order < clip.order \
+                or model.owner(unscale.stmt) is not model.owner(clip.stmt) or unscale.origin is not clip.origin:
+            return None
+        return move_before(unscale.stmt, clip.stmt, message)  # type: ignore[arg-type]
+    guarded = _may_be_none(model, training, clip, scaler)
+    if guarded is None:
+        return None
+    code = f"{scaler}.unscale_({optimizer})"
+    return insert_before(clip.stmt, f"if {scaler} is not None:\n    {code}\n" if guarded else code, message)
+
+
+def _may_be_none(model: FileModel, training: TrainingLoop, clip: Event, scaler: str) -> bool | None:
+    """Whether the scaler may be None where the clip runs (None: it may hold something else)."""
+    for event in training.step_loop.events(deep=True):
+        uses = event.scaler if event.kind in (Kind.BACKWARD, Kind.STEP) else \
+            event.receiver if event.kind in (Kind.SCALER_UPDATE, Kind.SCALER_UNSCALE) else None
+        if same_scaler(uses, scaler) and event.conds == clip.conds:
+            return False  # the same path calls the scaler: it is not None there
+    kinds = set()
+    values = list(model.index.values.get(last_part(scaler), []))
+    while values:
+        value = values.pop()
+        if isinstance(value, cst.IfExp):
+            values += [value.body, value.orelse]
+        elif isinstance(value, cst.Name) and value.value == "None":
+            kinds.add("none")
+        elif isinstance(value, cst.Call):
+            name = func_name(value)
+            kinds.add("scaler" if name and role_of_constructor(name) is Role.SCALER else "call")
+        else:
+            kinds.add("other")
+    if "other" in kinds:
+        return None
+    return kinds != {"scaler"}  # None, a factory's result, or a parameter: guard it
 
 
 class ClipBeforeUnscale(Rule):
@@ -150,7 +189,7 @@ class Trainer:
                     yield self.at(clip, "gradients are clipped while still multiplied by the loss scale "
                                         f"(`{scaler}.scale(loss)` and no `{scaler}.unscale_(optimizer)` before "
                                         "the clip): the threshold is compared with scaled gradients",
-                                  _unscale_first(clip, scaler, training))
+                                  _unscale_first(model, clip, scaler, training))
 
     @staticmethod
     def _unscaled_clip(training: TrainingLoop, clip: Event, scaled: list[Event], unscales: list[Event],

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from loopcheck.fixes import move_before, own_line, step_anchor
-from loopcheck.model import Event, FileModel, Kind, Style
+from loopcheck.fixes import Fix, move_before, move_before_steps, own_line, remove, step_region
+from loopcheck.model.syntax import source
+from loopcheck.model import Event, FileModel, Kind, Style, TrainingLoop
 from loopcheck.model.guards import exclusive
 from loopcheck.rules._base import Rule, Violation
 
@@ -73,12 +74,7 @@ for x, y in loader:
                         continue
                     if training.style is Style.ACCELERATE and clip.receiver and "accelerator" in clip.receiver:
                         continue  # leave Accelerate's own clipping to Accelerate
-                    anchor = step_anchor(model, training, clip) if training.style is not Style.ACCELERATE else None
-                    if anchor is not None and any(u.order < clip.order and training.guard(u).always
-                                                  for u in training.events(Kind.SCALER_UNSCALE)):
-                        anchor = None  # the unscale moves with it, or not at all: leave it to the user
-                    fix = move_before(clip.stmt, anchor, "move the clipping right before the optimizer step") \
-                        if anchor else None
+                    fix = _clip_at_step(model, training, clip) if training.style is not Style.ACCELERATE else None
                     yield self.at(clip, "gradients are clipped on every micro-batch, on a partial sum of the "
                                         "window: clip once in the step branch, right before the step", fix)
             if training.style in (Style.PLAIN, Style.GUARDED, Style.MICRO_LOOP):
@@ -86,11 +82,35 @@ for x, y in loader:
                     steps = [s for s in training.steps
                              if _after_step(clip, s, training.step_loop.events(Kind.BACKWARD))]
                     if steps:
-                        same_block = model.owner(clip.stmt) is model.owner(steps[0].stmt)
-                        fix = move_before(clip.stmt, steps[0].stmt, "move the clipping before the optimizer step") \
-                            if same_block and own_line(clip) and clip.origin is steps[0].origin else None
+                        fix = _clip_before(model, training, clip, steps[0])
                         yield self.at(clip, "gradients are clipped after the optimizer step: the step already used "
                                             "them, so clipping has no effect", fix)
+
+
+def _clip_at_step(model: FileModel, training: TrainingLoop, clip: Event) -> Fix | None:
+    """Move a per-micro-batch clip before the step (after the step branch's ``unscale_``)."""
+    if any(u.order < clip.order and training.guard(u).always for u in training.events(Kind.SCALER_UNSCALE)):
+        return None  # the unscale moves with it, or not at all: leave it to the user
+    region = step_region(model, training, clip)
+    if region is None or any(region.holds(u) for u in training.step_loop.events(Kind.SCALER_UNSCALE, deep=True)):
+        return None  # an unscale_ inside the step statements would follow the moved clip
+    return move_before_steps(model, training, clip, "move the clipping right before the optimizer step")
+
+
+def _clip_before(model: FileModel, training: TrainingLoop, clip: Event, step: Event) -> Fix | None:
+    """Move a clip that follows the step before it, or drop it where the same clip precedes the step."""
+    earlier = [c for c in training.step_loop.events(Kind.CLIP, deep=True)
+               if c is not clip and c.order < step.order and c.receiver == clip.receiver
+               and not exclusive(c.conds, step.conds)]
+    if not own_line(clip) or clip.origin is not step.origin:
+        return None
+    if earlier:
+        if all(source(c.node) == source(clip.node) for c in earlier):
+            return remove(clip.stmt, "remove the clipping after the step: the same clip runs before it")  # type: ignore[arg-type]
+        return None
+    if model.owner(clip.stmt) is not model.owner(step.stmt):
+        return None
+    return move_before(clip.stmt, step.stmt, "move the clipping before the optimizer step")  # type: ignore[arg-type]
 
 
 def _after_step(clip: Event, step: Event, backwards: list[Event]) -> bool:

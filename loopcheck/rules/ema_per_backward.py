@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from loopcheck.fixes import move_after, step_anchor
+from loopcheck.fixes import move_to_step
 from loopcheck.model import FileModel, Kind, Style
 from loopcheck.rules._base import Rule, Violation
 
@@ -75,8 +75,7 @@ for batch in loader:
                 continue
             for ema in training.events(Kind.EMA_UPDATE):
                 if training.guard(ema).always:
-                    anchor = step_anchor(model, training, ema) if training.style is not Style.ACCELERATE else None
-                    fix = move_after(ema.stmt, anchor, "move the EMA update after the optimizer step") \
-                        if anchor else None
+                    fix = move_to_step(model, training, ema, "move the EMA update after the optimizer step", exact=True) \
+                        if training.style is not Style.ACCELERATE else None
                     yield self.at(ema, f"`{ema.receiver}` is updated on every micro-batch: N-1 of N updates see "
                                        "unchanged weights and the effective decay becomes decay ** N", fix)

@@ -18,10 +18,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.fixes import replace
-from loopcheck.model import FileModel, Kind, Phase, Style
-from loopcheck.model.guards import enumerate_start
-from loopcheck.model.syntax import func_name, positional, source
+from loopcheck.fixes import Edit, Fix
+from loopcheck.model import FileModel, GuardKind, Kind, Phase, Style, TrainingLoop
+from loopcheck.model.guards import Guard, enumerate_start
+from loopcheck.model.syntax import children, func_name, positional, same, source
 from loopcheck.model.training import is_data_loop
 from loopcheck.rules._base import Rule, Violation
 
@@ -83,10 +83,59 @@ for epoch in range(epochs):
             step = training.steps[0]
             owner = next((c.owner for c in step.conds if c.test is guard.test), step.stmt)
             last = _last_batch_test(target.value, guard.index, enumerate_start(target, guard.index))
-            fix = replace(guard.test, f"{source(guard.test)} or {last}", f"also step when `{last}`") if last else None
+            fix = _also_last(training, guard, last) if last else None
             yield Violation(guard.test, owner, f"when the number of batches is not a multiple of the accumulation "
                                                 "count, the last window of each epoch is never stepped: add "
                                                 f"`or {last or '(i + 1) == len(loader)'}` to the step condition", fix)
+
+
+def _also_last(training: TrainingLoop, guard: Guard, last: str) -> Fix | None:
+    """Extend every test of the loop that means "this is the accumulation boundary" (the step's, and
+    the copies that pair with it: ``update_grad=``, the zeroing, a ``no_sync`` branch), each with
+    its polarity: ``boundary or last`` and ``not_boundary and not last``. Where another test on the
+    same window reads differently, extending only some of them would pair the wrong iterations."""
+    negated = last.replace(" == ", " != ")
+    edits = []
+    for test, parent in _tests(training.loop.node):
+        atom = training.reader.atom(test, False, None, 0)
+        if atom.kind not in (GuardKind.PERIODIC, GuardKind.NOT_PERIODIC) or atom.modulus is None:
+            continue
+        if not same(atom.modulus, guard.modulus) or atom.phase is Phase.START:
+            continue
+        if atom.index != guard.index or atom.phase is not Phase.BOUNDARY:
+            return None
+        text = f"{source(test)} or {last}" if atom.kind is GuardKind.PERIODIC else f"{source(test)} and {negated}"
+        if isinstance(parent, (cst.BooleanOperation, cst.UnaryOperation)):
+            text = f"({text})"
+        edits.append(Edit(test, replacement=cst.parse_expression(text)))
+    if not any(e.target is guard.test for e in edits):
+        return None  # the step's test is not written in this loop (an alias, a helper)
+    return Fix(f"also step when `{last}`", tuple(edits))
+
+
+def _tests(loop: cst.CSTNode) -> list[tuple[cst.BaseExpression, cst.CSTNode]]:
+    """Expressions of ``loop``'s body used as truth values: comparisons anywhere, and bare
+    ``(i + 1) % N`` as the test of an ``if``/``while``/conditional expression or a boolean operand."""
+    out = []
+    stack: list[cst.CSTNode] = [loop]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        for child in children(node):
+            if isinstance(child, cst.Comparison) or isinstance(child, cst.BinaryOperation) and isinstance(
+                    child.operator, cst.Modulo) and _truth_position(node, child):
+                out.append((child, node))
+                continue
+            stack.append(child)
+    return out
+
+
+def _truth_position(parent: cst.CSTNode, child: cst.CSTNode) -> bool:
+    if isinstance(parent, (cst.If, cst.While, cst.IfExp)):
+        return parent.test is child
+    return isinstance(parent, cst.BooleanOperation) or isinstance(parent, cst.UnaryOperation) and isinstance(
+        parent.operator, cst.Not)
 
 
 def _last_batch_test(iterable: cst.BaseExpression, index: str, start: int | None) -> str | None:

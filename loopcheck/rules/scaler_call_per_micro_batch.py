@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from loopcheck.fixes import move_before, step_anchor
+from loopcheck.fixes import move_before_steps
 from loopcheck.model import FileModel, Kind, Style
 from loopcheck.model.amp import scaled_backwards, scaler_steps
 from loopcheck.rules._base import Rule, Violation
@@ -95,12 +95,9 @@ while step < max_steps:
                     continue
                 what = "unscale_" if call.kind is Kind.SCALER_UNSCALE else "step"
                 owner = call.receiver if call.kind is Kind.SCALER_UNSCALE else call.scaler
-                anchor = step_anchor(model, training, call) if call.kind is Kind.SCALER_UNSCALE else None
-                clips = [c.stmt for c in training.step_loop.events(Kind.CLIP, deep=True)
-                         if anchor is not None and model.owner(c.stmt) is model.owner(anchor)]
-                anchor = clips[0] if clips else anchor  # unscale before the branch's clipping, too
-                fix = move_before(call.stmt, anchor, f"move `{owner}.unscale_()` into the step branch") \
-                    if anchor is not None else None
+                # into the step branch, before its clipping too
+                fix = move_before_steps(model, training, call, f"move `{owner}.unscale_()` into the step branch",
+                                        also=(Kind.CLIP,)) if call.kind is Kind.SCALER_UNSCALE else None
                 yield self.at(call, f"`{owner}.{what}()` runs on every micro-batch while the optimizer steps "
                                     f"only every N micro-batches ({training.style.value}): move it into the "
                                     "step branch", fix)

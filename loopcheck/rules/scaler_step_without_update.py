@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from loopcheck.fixes import insert_after, move_after, own_line, step_anchor
+from loopcheck.fixes import insert_after, move_to_step, own_line
 from loopcheck.model import Cond, Event, FileModel, GuardKind, Kind, Style, TrainingLoop
 from loopcheck.model.amp import custom_scaler, extra_conds, is_skip_branch, same_scaler, scaler_steps
 from loopcheck.model.guards import exclusive
@@ -202,8 +202,7 @@ for batch in loader:
             return
         for update in training.loop.events(Kind.SCALER_UPDATE):
             if any(same_scaler(update.receiver, s.scaler) for s in steps) and training.guard(update).always:
-                anchor = step_anchor(model, training, update)
-                fix = move_after(update.stmt, anchor, "move the update after the scaler step") if anchor else None
+                fix = move_to_step(model, training, update, "move the update after the scaler step")
                 yield self.at(update, f"`{update.receiver}.update()` runs on every micro-batch while "
                                       f"`{steps[0].scaler}.step()` runs only at the accumulation boundary: an "
                                       "update without a step has no inf checks and fails", fix)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from loopcheck.fixes import move_after, step_anchor
+from loopcheck.fixes import move_to_step
 from loopcheck.model import FileModel, Kind, Role, Style
 from loopcheck.model.horizon import Unit, horizon_expr, unit_of
 from loopcheck.rules._base import Rule, Violation
@@ -95,8 +95,6 @@ for batch in loader:
                 units = [unit_of(h, model.index) if h is not None else None for h in horizons]
                 if units and not any(u in (Unit.UPDATES, Unit.EPOCHS) for u in units):
                     continue  # built here with a horizon in micro-batches, or one we cannot read: no guess
-                anchor = step_anchor(model, training, scheduler)
-                fix = move_after(scheduler.stmt, anchor, "move the scheduler step after the optimizer step") \
-                    if anchor else None
+                fix = move_to_step(model, training, scheduler, "move the scheduler step after the optimizer step")
                 yield self.at(scheduler, f"`{scheduler.receiver}.step()` runs on every micro-batch but the optimizer "
                                          "steps every N: the schedule advances N times too fast", fix)

@@ -14,17 +14,20 @@ replay the loader's own batch (chunks of one batch, GradCache-style re-forwardin
 whether their sum is right depends on the loss's reduction.
 
 ## Fix
-Divide before back-propagating: `loss = loss / accum_steps`.
+Divide where the loss is back-propagated: `(loss / accum_steps).backward()` or
+`scaler.scale(loss / accum_steps).backward()`, so values logged from `loss` keep their meaning.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from loopcheck.fixes import insert_before
-from loopcheck.model import FileModel, Framework, Style
+import libcst as cst
+
+from loopcheck.fixes import Fix, called_once, replace
+from loopcheck.model import Event, FileModel, Framework, Style, TrainingLoop
 from loopcheck.model.loss import Scaling, loss_scaling
-from loopcheck.model.syntax import dotted, names_in, source
+from loopcheck.model.syntax import names_in, same, source
 from loopcheck.model.training import is_data_loop
 from loopcheck.rules._base import Rule, Violation
 
@@ -144,8 +147,36 @@ for step in range(max_steps):
                                             "micro-batch of a window weighs 1/k: divide every micro-batch by the "
                                             f"same {count}")
                 elif scaling is Scaling.RAW:
-                    loss = dotted(backward.loss)
-                    fix = insert_before(backward.stmt, f"{loss} = {loss} / {source(n)}", f"divide `{loss}` by {count}") \
-                        if n is not None and loss is not None and "." not in loss else None
+                    fix = _divide_at_backward(model, training, backward, n) if n is not None else None
                     yield self.at(backward, f"the loss is back-propagated on every micro-batch without being divided "
                                             f"by {count}: each optimizer step is {count} times too large", fix)
+
+
+_ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)
+
+
+def _divide_at_backward(model: FileModel, training: TrainingLoop, backward: Event,
+                        n: cst.BaseExpression) -> Fix | None:
+    """``(loss / N).backward()``, ``scaler.scale(loss / N)``: the division only where the gradient is
+    made, so a ``total += loss.item()`` elsewhere keeps logging the undivided loss. ``N`` must mean
+    the same where the backward is: the loop's own function, or a helper's parameter bound to it."""
+    loss = backward.loss
+    if loss is None:
+        return None
+    count = source(n) if isinstance(n, _ATOMIC) else f"({source(n)})"
+    function = training.loop.function
+    if any(s.origin is not function for s in training.steps):
+        return None
+    if backward.origin is not function:
+        helper = backward.origin
+        params = {p.name.value for p in helper.params.params} if helper is not None else set()
+        bound = [a.names[0] for a in training.loop.assignments
+                 if isinstance(a.node, cst.Call) and len(a.names) == 1 and a.names[0] in params and same(a.value, n)]
+        if helper is None or len(bound) != 1 or not called_once(model, helper):
+            return None
+        count = bound[0]
+    text = source(loss) if isinstance(loss, _ATOMIC) else f"({source(loss)})"
+    call = backward.node
+    receiver = isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.value is loss
+    return replace(loss, f"({text} / {count})" if receiver else f"{text} / {count}",
+                   f"divide the loss by {count} where it is back-propagated")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from loopcheck.fixes import move_after, step_anchor
+from loopcheck.fixes import move_to_step
 from loopcheck.model import FileModel, GuardKind, Kind, Style
 from loopcheck.rules._base import Rule, Violation
 
@@ -115,8 +115,8 @@ for i, (x, y) in enumerate(loader):
                     continue  # the `else:` of the step condition zeroes every non-boundary micro-batch
                 if training.style is Style.ACCELERATE and zero.target == "optimizer":
                     continue  # Accelerate's prepared optimizer skips zero_grad on non-sync steps
-                anchor = step_anchor(model, training, zero) if training.style is not Style.ACCELERATE else None
-                fix = move_after(zero.stmt, anchor, "move the zeroing after the optimizer step") if anchor else None
+                fix = move_to_step(model, training, zero, "move the zeroing after the optimizer step") \
+                    if training.style is not Style.ACCELERATE else None
                 yield self.at(zero, f"`{zero.receiver}` gradients are zeroed on every micro-batch while the "
                                     f"optimizer steps every N micro-batches ({training.style.value}): "
                                     "N-1 of N backward passes are thrown away", fix)
