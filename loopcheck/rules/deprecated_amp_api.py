@@ -9,7 +9,9 @@ also covers CPU, XPU and other backends with the same code.
 
 ## Fix
 `torch.amp.autocast("cuda", ...)` (or `torch.autocast("cuda", ...)`) and
-`torch.amp.GradScaler("cuda", ...)`, with the same keyword arguments. A file that already uses the
+`torch.amp.GradScaler("cuda", ...)`, with the same keyword arguments. `--fix` rewrites spelled-out
+calls, and `from torch.cuda.amp import GradScaler, autocast` together with every call of the
+imported names (`GradScaler("cuda")`, `autocast("cuda", ...)`) when all of its uses are such calls. A file that already uses the
 new API for the same object (a fallback for old PyTorch versions) is not reported.
 """
 
@@ -22,7 +24,7 @@ import libcst as cst
 from loopcheck.fixes import Edit, Fix
 from loopcheck.model import FileModel
 from loopcheck.model.amp import import_aliases, qualified
-from loopcheck.model.syntax import dotted
+from loopcheck.model.syntax import children, dotted, walk
 from loopcheck.rules._base import Rule, Violation
 
 _DEPRECATED = {"torch.cuda.amp.autocast": "autocast", "torch.cuda.amp.GradScaler": "GradScaler",
@@ -81,11 +83,83 @@ amp_autocast = functools.partial(amp.autocast, dtype=torch.float16)  # LC206
                 deprecated = {_DEPRECATED[n] for n in names if n in _DEPRECATED}
                 if len(deprecated) == 1 and len(names) == 1:
                     found.append((expr, call, deprecated.pop()))
+        imported: dict[int, Fix | None] = {}
         for node, call, what in found:
             if what in current:
                 continue  # the new API is used too: this is a fallback for old PyTorch
+            fix = _rewrite(node, call, what)
+            if fix is None and isinstance(node, cst.Name) and node is call.func:
+                source = _import_of(model, node.value)
+                if source is not None:
+                    if id(source) not in imported:
+                        imported[id(source)] = _rewrite_import(model, source)
+                    fix = imported[id(source)]
             yield Violation(node, node, f"`torch.cuda.amp.{what}` is deprecated (FutureWarning on every use): "
-                                        f"use `{_REPLACEMENT[what]}`", _rewrite(node, call, what))
+                                        f"use `{_REPLACEMENT[what]}`", fix)
+
+
+def _import_of(model: FileModel, local: str) -> cst.ImportFrom | None:
+    """The ``from torch.cuda.amp import ...`` that binds ``local``."""
+    for node in model.index.imports:
+        if isinstance(node, cst.ImportFrom) and not node.relative and dotted(node.module) == "torch.cuda.amp" \
+                and not isinstance(node.names, cst.ImportStar) and local in _locals(node):
+            return node
+    return None
+
+
+def _locals(node: cst.ImportFrom) -> dict[str, str]:
+    """Local name -> imported name, for the names torch.amp also has (GradScaler, autocast)."""
+    out = {}
+    for alias in node.names:  # type: ignore[union-attr]
+        name = dotted(alias.name)  # type: ignore[arg-type]
+        if name in ("GradScaler", "autocast"):
+            local = alias.asname.name.value if alias.asname is not None and isinstance(
+                alias.asname.name, cst.Name) else name
+            out[local] = name
+    return out
+
+
+def _rewrite_import(model: FileModel, node: cst.ImportFrom) -> Fix | None:
+    """``from torch.cuda.amp import GradScaler, autocast`` -> ``from torch.amp import ...`` and every
+    use ``GradScaler(...)`` -> ``GradScaler("cuda", ...)``, ``autocast(k=v)`` -> ``autocast("cuda",
+    k=v)``: one fix for the whole file, and none unless every use of the names is such a call (a
+    name passed on, rebound or called with positional arguments for autocast keeps the old import)."""
+    names = _locals(node)
+    calls: list[cst.Call] = []
+    uses = 0
+    for parent in walk(model.module, into_functions=True):
+        if isinstance(parent, (cst.Import, cst.ImportFrom, cst.ImportAlias, cst.AsName)):
+            continue
+        for child in children(parent):
+            if not (isinstance(child, cst.Name) and child.value in names):
+                continue
+            if isinstance(parent, cst.Attribute) and parent.attr is child or isinstance(parent, cst.Arg) and \
+                    parent.keyword is child:
+                continue  # `x.autocast`, `f(autocast=...)`: another name
+            uses += 1
+            if not (isinstance(parent, cst.Call) and parent.func is child):
+                return None
+            if names[child.value] == "autocast" and any(a.keyword is None for a in parent.args):
+                return None  # the old positional order (enabled, dtype) is not the new one (dtype, enabled)
+            calls.append(parent)
+    device = cst.Arg(cst.SimpleString('"cuda"'))
+    edits = [Edit(call, replacement=call.with_changes(args=[device, *call.args])) for call in calls]
+    kept = [a for a in node.names if dotted(a.name) not in ("GradScaler", "autocast")]  # type: ignore[union-attr, arg-type]
+    moved = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in node.names  # type: ignore[union-attr]
+             if dotted(a.name) in ("GradScaler", "autocast")]  # type: ignore[arg-type]
+    if not uses or not moved:
+        return None
+    new = cst.ImportFrom(module=cst.parse_expression("torch.amp"), names=moved)  # type: ignore[arg-type]
+    if not kept:
+        edits.append(Edit(node, replacement=node.with_changes(module=cst.parse_expression("torch.amp"))))
+    else:
+        line = next((s for s in model.module.body if isinstance(s, cst.SimpleStatementLine) and node in s.body), None)
+        if line is None:
+            return None  # an import inside a function or a try: left to the author
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        edits.append(Edit(node, replacement=node.with_changes(names=kept)))
+        edits.append(Edit(line, after=(cst.SimpleStatementLine([new]),)))
+    return Fix('import from `torch.amp` and pass the device: `GradScaler("cuda")`, `autocast("cuda")`', tuple(edits))
 
 
 def _rewrite(node: cst.CSTNode, call: cst.Call, what: str) -> Fix | None:
