@@ -6,14 +6,18 @@ keeps every line the fix did not touch byte for byte and in order.
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 
 import libcst as cst
 import pytest
 
-from loopcheck.engine import analyse, check_source
+from loopcheck.catalog import CODES
+from loopcheck.engine import _rules, analyse, check_source
 from loopcheck.fixer import fix_text
-from loopcheck.rules import RULES
+from loopcheck.fixes import insert_before
+from loopcheck.model import Kind
+from loopcheck.rules import RULES, Rule
 from loopcheck.selection import resolve
 
 FIXABLE = [(code, i, textwrap.dedent(example)) for code, rule in RULES.items() if rule.fixable
@@ -361,22 +365,61 @@ def test_every_copy_of_the_step_condition_is_extended() -> None:
     assert fixed.count("(i + 1) % accum == 0 or (i + 1) == len(loader)") == 2, fixed
 
 
-def test_a_fix_that_leaves_its_finding_is_rolled_back_and_reported() -> None:
-    source = textwrap.dedent("""\
-        model.train()
-        for epoch in range(epochs):
-            for x, y in train_loader:
-                optimizer.zero_grad()
-                criterion(model(x), y).backward()
-                optimizer.step()
-            model.eval()
-            with torch.no_grad():
-                accuracy = evaluate(model, val_loader)
-    """)
-    result = fix_text(source, "t.py", ALL, unsafe=True)
-    again = fix_text(result.source, "t.py", ALL, unsafe=True)
-    assert again.source == result.source and again.applied == 0
-    assert not [f for f in check_source(result.source) if f.code == "LC605"] or result.left
+class _Stubborn(Rule):
+    """A rule whose fix inserts ``insert`` before each backward. With ``pass`` its finding stays
+    (as LC605's once did, adding another ``model.train()`` on every run); a statement marked
+    ``# fixed`` makes it go away."""
+
+    code = "LC999"
+    message = "test rule"
+    fixable = True
+    insert = "pass"
+
+    def check(self, model):
+        if "# fixed" not in model.source:
+            for backward in model.events(Kind.BACKWARD):
+                yield self.at(backward, fix=insert_before(backward.stmt, self.insert, "add a statement"))
+
+
+@pytest.fixture
+def stubborn(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setitem(RULES, "LC999", _Stubborn)
+    monkeypatch.setitem(CODES, "LC999", dataclasses.replace(CODES["LC101"], code="LC999", name="test-rule"))
+    yield _Stubborn
+    _rules.cache_clear()
+
+
+LOOP = textwrap.dedent("""\
+    for i, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y) / accum
+        loss.backward()
+        if (i + 1) % accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""")
+
+
+def test_a_fix_that_leaves_its_finding_is_rolled_back_and_reported(stubborn) -> None:
+    result = fix_text(LOOP, "t.py", frozenset({"LC999"}))
+    assert (result.source, result.applied) == (LOOP, 0)
+    [left] = result.not_applied
+    assert left.finding.code == "LC999" and left.reason == "the finding is still reported after the fix"
+    assert left.describe().startswith("t.py:3:5: LC999 fix not applied: ")
+
+
+def test_a_fix_that_adds_another_finding_is_rolled_back(stubborn, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the re-check runs every rule, not only the selected ones: here LC101 would appear
+    monkeypatch.setattr(stubborn, "insert", "optimizer.zero_grad()  # fixed")
+    result = fix_text(LOOP, "t.py", frozenset({"LC999"}))
+    assert result.source == LOOP
+    assert [n.reason for n in result.not_applied] == [
+        "it would introduce LC101 (zero-grad-in-accumulation) at line 3"]
+
+
+def test_a_fix_that_adds_nothing_is_applied(stubborn, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stubborn, "insert", "x = 1  # fixed")
+    result = fix_text(LOOP, "t.py", frozenset({"LC999"}))
+    assert result.applied == 1 and "    x = 1  # fixed\n    loss.backward()" in result.source
 
 
 def test_deprecated_amp_import_form_is_rewritten_with_every_call() -> None:
