@@ -21,6 +21,7 @@ import libcst as cst
 
 from loopcheck.model.events import Assignment, Cond, Kind
 from loopcheck.model.guards import exclusive
+from loopcheck.model.optimizers import parameter_owners
 from loopcheck.model.roles import Role, role_of_constructor
 from loopcheck.model.syntax import dotted, func_name, method, names_in, source, target_names, walk
 from loopcheck.model.training import TrainingLoop
@@ -43,27 +44,8 @@ def trained_modules(model: FileModel) -> set[str]:
     for call in model.index.calls:
         name = func_name(call) or ""
         if role_of_constructor(name) is Role.OPTIMIZER or name.endswith(("clip_grad_norm_", "clip_grad_value_")):
-            found |= _parameter_owners(call)
+            found |= parameter_owners(call)
     return {module_name(n) for n in found}
-
-
-def optimizer_modules(model: FileModel) -> dict[str, set[str]]:
-    """Optimizer (its short name) -> the modules whose ``.parameters()`` the file builds it over."""
-    found: dict[str, set[str]] = {}
-    for name, calls in model.index.roles.constructed.items():
-        for call in calls:
-            if role_of_constructor(func_name(call) or "") is Role.OPTIMIZER:
-                found.setdefault(name, set()).update(module_name(m) for m in _parameter_owners(call))
-    return found
-
-
-def _parameter_owners(call: cst.Call) -> set[str]:
-    found = set()
-    for node in walk(call):
-        called = method(node) if isinstance(node, cst.Call) else None
-        if called is not None and called[1] in ("parameters", "named_parameters") and dotted(called[0]):
-            found.add(dotted(called[0]))  # type: ignore[arg-type]
-    return found
 
 
 _MOVES = re.compile(r"\.(to|cuda|cpu|float|half|double|bfloat16|eval|train)\([^()]*\)$|\.module$")

@@ -30,7 +30,8 @@ import libcst as cst
 from loopcheck.fixes import Fix, insert_before
 from loopcheck.model import Event, FileModel, Kind, Loop
 from loopcheck.model.guards import exclusive
-from loopcheck.model.memory import frozen_modules, module_name, optimizer_modules, trained_modules
+from loopcheck.model.memory import frozen_modules, module_name, trained_modules
+from loopcheck.model.optimizers import optimizer_modules
 from loopcheck.model.syntax import dotted, func_name, last_part, positional, source
 from loopcheck.rules._base import Rule, Violation
 

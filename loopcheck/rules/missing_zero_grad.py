@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import FileModel, Framework, Kind, Loop, Style
+from loopcheck.model.optimizers import Zeroing
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -90,6 +91,19 @@ for epoch in range(epochs):
         loss.backward()
         optimizer.step()  # LC103
 """,
+        """
+optimizerD = torch.optim.Adam(netD.parameters(), lr=2e-4)
+optimizerG = torch.optim.Adam(netG.parameters(), lr=2e-4)
+for real, _ in loader:
+    fake = netG(torch.randn(real.size(0), nz, 1, 1))
+    errD = criterion(netD(real), ones) + criterion(netD(fake.detach()), zeros)
+    errD.backward()
+    optimizerD.step()  # LC103
+    netG.zero_grad()
+    errG = criterion(netD(fake), ones)
+    errG.backward()
+    optimizerG.step()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -100,9 +114,17 @@ for epoch in range(epochs):
             if not steps or len(steps) != len(training.steps):
                 continue
             nest = list(_nest(training.loop))
-            if any(loop.events(Kind.ZERO_GRAD, deep=True) or loop.opaque_calls for loop in nest):
+            if any(loop.opaque_calls for loop in nest):
                 continue
-            if any(_built_in(loop, s.optimizer) for s in steps for loop in nest):
-                continue  # a fresh optimizer per iteration, often over fresh tensors: nothing to carry
-            yield self.at(steps[0], f"`{steps[0].receiver}` steps but gradients are never cleared in this loop: "
-                                    "each step adds up the gradients of all previous ones")
+            zeros = [z for loop in nest for z in loop.events(Kind.ZERO_GRAD, deep=True)]
+            zeroing = Zeroing(model, {s.optimizer for s in steps if s.optimizer})
+            reported: set[str | None] = set()
+            for step in steps:
+                if any(zeroing.clears(z, step.optimizer) is not False for z in zeros) or step.optimizer in reported:
+                    continue  # some zeroing may clear this optimizer's gradients
+                if any(_built_in(loop, step.optimizer) for loop in nest):
+                    continue  # a fresh optimizer per iteration, often over fresh tensors: nothing to carry
+                reported.add(step.optimizer)
+                others = " (the loop zeroes only other optimizers' gradients)" if zeros else ""
+                yield self.at(step, f"`{step.receiver}` steps but its gradients are never cleared in this loop"
+                                    f"{others}: each step adds up the gradients of all previous ones")

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 from loopcheck.model import Event, FileModel, Framework, Kind, Style
 from loopcheck.model.guards import exclusive
+from loopcheck.model.optimizers import Zeroing
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -59,6 +60,18 @@ for i, (x, y) in enumerate(loader):
         model.zero_grad()  # LC104
         optimizer.step()
 """,
+        """
+for real, _ in loader:
+    optimizerD.zero_grad()
+    errD = criterion(netD(real), ones) + criterion(netD(netG(noise()).detach()), zeros)
+    errD.backward()
+    optimizerD.zero_grad()  # LC104
+    optimizerD.step()
+    optimizerG.zero_grad()
+    errG = criterion(netD(netG(noise())), ones)
+    errG.backward()
+    optimizerG.step()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -66,22 +79,28 @@ for i, (x, y) in enumerate(loader):
             if training.style in (Style.FRAMEWORK, Style.NO_STEP):
                 continue
             optimizers = {s.optimizer for s in training.steps}
-            last_backward = max(b.order for b in training.loop.events(Kind.BACKWARD, deep=True))
+            zeroing = Zeroing(model, {o for o in optimizers if o})
+            backwards = [b.order for b in training.loop.events(Kind.BACKWARD, deep=True)]
             for step in training.steps:
                 if step.closure or step.framework is not Framework.TORCH:
                     continue
+                feeding = [b for b in backwards if b < step.order]  # the backward this step consumes
+                if not feeding:
+                    continue
                 for zero in training.step_loop.events(Kind.ZERO_GRAD):
-                    if _between(zero, last_backward, step, optimizers):
+                    if _between(zero, max(feeding), step) and _clears(zeroing, zero, step, optimizers):
                         yield self.at(zero, f"`{zero.receiver}.zero_grad()` clears the gradients after backward and "
                                             f"before `{step.receiver}` steps: the step uses no gradients")
 
 
-def _between(zero: Event, last_backward: int, step: Event, optimizers: set[str | None]) -> bool:
+def _between(zero: Event, last_backward: int, step: Event) -> bool:
     if not last_backward < zero.order < step.order or exclusive(zero.conds, step.conds):
         return False
     # the zeroing must run whenever the step runs: same branch or unconditional around it
-    if zero.conds != step.conds[: len(zero.conds)]:
-        return False
-    if zero.target == "optimizer":
-        return zero.receiver == step.optimizer
-    return len(optimizers) == 1
+    return zero.conds == step.conds[: len(zero.conds)]
+
+
+def _clears(zeroing: Zeroing, zero: Event, step: Event, optimizers: set[str | None]) -> bool:
+    """Certainly the gradients ``step`` uses: its own optimizer or module, or the loop's only optimizer."""
+    clears = zeroing.clears(zero, step.optimizer)
+    return clears is True or clears is None and zero.target != "optimizer" and len(optimizers) == 1

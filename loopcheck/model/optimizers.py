@@ -1,0 +1,82 @@
+"""Which optimizer holds which module's parameters, and whose gradients a zeroing clears.
+
+A GAN steps two optimizers in one iteration and zeroes each through its own module
+(``netD.zero_grad()`` before ``optimizerD.step()``): a zeroing counts for the optimizers it clears,
+as far as the file shows it, and for any optimizer where the file does not say.
+
+>>> import libcst as cst
+>>> from loopcheck.model import build
+>>> m = build(cst.parse_module("opt_d = torch.optim.Adam(disc.parameters())\\n"))
+>>> optimizer_modules(m)
+{'opt_d': {'disc'}}
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from loopcheck.model.events import Event
+from loopcheck.model.roles import Role, role_of_constructor
+from loopcheck.model.syntax import dotted, func_name, last_part, method, walk
+
+if TYPE_CHECKING:
+    from loopcheck.model import FileModel
+
+
+def parameter_owners(call: cst.Call) -> set[str]:
+    """The modules whose ``.parameters()`` (or ``.named_parameters()``) a call reads."""
+    found = set()
+    for node in walk(call):
+        called = method(node) if isinstance(node, cst.Call) else None
+        if called is not None and called[1] in ("parameters", "named_parameters") and dotted(called[0]):
+            found.add(dotted(called[0]))  # type: ignore[arg-type]
+    return found
+
+
+def optimizer_modules(model: FileModel) -> dict[str, set[str]]:
+    """Optimizer (its short name) -> the modules whose ``.parameters()`` the file builds it over."""
+    from loopcheck.model.memory import module_name
+
+    found: dict[str, set[str]] = {}
+    for name, calls in model.index.roles.constructed.items():
+        for call in calls:
+            if role_of_constructor(func_name(call) or "") is Role.OPTIMIZER:
+                found.setdefault(name, set()).update(module_name(m) for m in parameter_owners(call))
+    return found
+
+
+class Zeroing:
+    """Answers "does this zeroing clear the gradients ``optimizer`` steps with?" for one file."""
+
+    def __init__(self, model: FileModel, stepped: set[str]) -> None:
+        self.owners = {k: v for k, v in optimizer_modules(model).items() if v}
+        self.stepped = {last_part(s) for s in stepped}  # the optimizers the loop steps
+
+    def clears(self, zero: Event, optimizer: str | None) -> bool | None:
+        """True: certainly; False: it certainly clears another optimizer's gradients only; None: unknown."""
+        from loopcheck.model.memory import module_name
+
+        if not zero.receiver or not optimizer:
+            return None
+        mine = last_part(optimizer)
+        if zero.target == "optimizer":
+            zeroed = last_part(zero.receiver)
+            if zeroed == mine:
+                return True
+            return False if zeroed in self.stepped else None
+        if zero.target != "model":
+            return None  # `p.grad = None`, `zero_grad(params)`: whose parameters is not visible
+        module = module_name(zero.receiver)
+        if _overlaps(module, self.owners.get(mine, set())):
+            return True
+        others = [mods for opt, mods in self.owners.items() if opt != mine and opt in self.stepped]
+        if mine in self.owners and any(_overlaps(module, mods) for mods in others):
+            return False  # `netG.zero_grad()` clears the generator's optimizer, not the discriminator's
+        return None
+
+
+def _overlaps(module: str, modules: set[str]) -> bool:
+    """``model`` and ``model.head`` share parameters; ``netD`` and ``netG`` do not."""
+    return any(m == module or m.startswith(module + ".") or module.startswith(m + ".") for m in modules)
