@@ -88,11 +88,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
         add_run_arguments(run)
 
-    report = sub.add_parser("report", help="work with runtime reports (merge the parts of a distributed run)")
+    report = sub.add_parser("report", help="show a saved runtime report, write its HTML page, merge rank parts",
+                            description="Work with the JSON reports of `loopcheck run --report PATH`.")
     if command == "report":
-        from loopcheck.runtime.output.merge import add_report_arguments  # `loopcheck report merge DIR`
+        from loopcheck.report.commands import add_arguments  # show, html, merge
 
-        add_report_arguments(report)
+        add_arguments(report)
     rule = sub.add_parser("rule", help="show the documentation of one rule")
     rule.add_argument("rule", metavar="RULE", help="a code (LC101) or name (zero-grad-in-accumulation)")
     sub.add_parser("rules", help="list every rule with its level and whether it has a fix")
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_command(args)
     if args.command == "report":
-        from loopcheck.runtime.output.merge import report_command
+        from loopcheck.report.commands import run as report_command
 
         return report_command(args)
     if args.command == "rule":

@@ -38,6 +38,16 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                              "level was reported (default: never; the exit code is the script's)")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="print only the findings at exit, not the counters")
+    parser.add_argument("--html", metavar="PATH",
+                        help="also write a self-contained HTML report with plots (opens offline)")
+    from loopcheck.report.commands import add_format_arguments
+    from loopcheck.terminal import CHOICES
+
+    add_format_arguments(parser)  # --output-format, --output-file/-o: the findings for CI
+    parser.add_argument("--color", choices=CHOICES, default="auto",
+                        help="colour the summary on stderr (default: on a terminal; NO_COLOR and FORCE_COLOR)")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no status line on stderr while the script runs (shown only on a terminal)")
     from .hooks.distributed import add_run_arguments as add_distributed_arguments
 
     add_distributed_arguments(parser)  # --consistency-every K, --no-consistency-check
@@ -79,12 +89,16 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"{sys.executable}: No module named {target}", file=sys.stderr)  # as python -m
         return 1
 
+    from loopcheck.report.outputs import Outputs
+
     from .hooks.distributed import configure as configure_distributed  # consistency options
 
     configure_distributed(args)
+    outputs = Outputs(report=args.report, html=args.html, output_format=args.output_format,
+                      output_file=args.output_file, quiet=args.quiet, color=args.color)
     command = ["loopcheck", "run", *sys.argv[2:]] if sys.argv[1:2] == ["run"] else None
-    checker = _Checker(selection, config.options.lr_scaling, command)
-    finished = _Finisher(checker, args.report, args.quiet)
+    checker = _Checker(selection, config.options.lr_scaling, command, progress=not args.no_progress)
+    finished = _Finisher(checker, outputs)
     previous = _install_sigterm(finished)
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
     code, how = 0, "finished"
@@ -120,10 +134,12 @@ class _Checker:
     """The session, started when the script first imports torch (an import hook): a script
     that never imports torch runs as plain Python, and loopcheck itself never imports it."""
 
-    def __init__(self, selection: Any, lr_scaling: Any, command: list[str] | None) -> None:
+    def __init__(self, selection: Any, lr_scaling: Any, command: list[str] | None, progress: bool = True) -> None:
         self.selection, self.lr_scaling, self.command = selection, lr_scaling, command
         self.session: Any = None
         self.imports: Any = None
+        self.progress: Any = None  # the status line on a terminal (loopcheck.report.progress)
+        self.want_progress = progress
 
     def install(self) -> None:
         from .imports import PostImportHooks
@@ -141,10 +157,16 @@ class _Checker:
         session = Session(self.selection, self.lr_scaling)
         session.command = self.command
         self.session = session.start()
+        from loopcheck.report import progress
+
+        if progress.wanted(disabled=not self.want_progress):
+            self.progress = progress.RunProgress(session).start()
 
     def stop(self) -> None:
         if self.imports is not None:
             self.imports.remove()
+        if self.progress is not None:
+            self.progress.stop()
 
 
 def _internal_error(part: str, exc: BaseException) -> None:
@@ -156,8 +178,8 @@ def _internal_error(part: str, exc: BaseException) -> None:
 class _Finisher:
     """Stops the session and writes the outputs once, whichever exit path comes first."""
 
-    def __init__(self, checker: _Checker, report: str | None, quiet: bool) -> None:
-        self.checker, self.report, self.quiet, self.done = checker, report, quiet, False
+    def __init__(self, checker: _Checker, outputs: Any) -> None:
+        self.checker, self.outputs, self.done = checker, outputs, False
 
     def __call__(self, how: str, code: int | None) -> None:
         if self.done:
@@ -166,13 +188,13 @@ class _Finisher:
         self.checker.stop()
         session = self.checker.session
         if session is None:
-            if not self.quiet:
+            if not self.outputs.quiet:
                 why = "the script never imported torch" if _torch_installed() else "torch is not installed"
-                print(f"loopcheck: nothing to check: {why}{'; no report written' if self.report else ''}",
+                print(f"loopcheck: nothing to check: {why}{'; no report written' if self.outputs.report else ''}",
                       file=sys.stderr)
             return
         session.stop(how, code)
-        session.write_outputs(self.report, self.quiet)
+        session.write_outputs(self.outputs)
 
 
 def _torch_installed() -> bool:

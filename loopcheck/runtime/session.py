@@ -10,6 +10,8 @@ import weakref
 from contextlib import ExitStack
 from typing import Any
 
+from loopcheck.report.outputs import Outputs, presents
+
 from . import callsite
 from .callsite import Site, user_site
 from .checks import at_backward, window_checks
@@ -171,14 +173,15 @@ class Session:
         window_checks.close(self, record, skipped)
 
     # -- output -----------------------------------------------------------------------
-    def write_outputs(self, report_path: str | None, quiet: bool, print_summary: bool = True) -> None:
+    def write_outputs(self, outputs: Outputs) -> None:
+        """Write the JSON report and present the run (``loopcheck.report.outputs``)."""
         from .output.parts import outputs as distributed_outputs
         from .output.report import build_report, write_report_atomically
-        from .output.summary import render_summary
 
         data = build_report(self)
+        report_path, print_summary = outputs.report, outputs.summary
         # adds the "distributed" section; under torchrun each rank writes its part
-        # (r.rankN.json) and rank 0 gets the merged report back to write and print here
+        # (r.rankN.json) and rank 0 gets the merged report back to write and present here
         merged = self.guard.call("distributed report", distributed_outputs, self.dist, data, report_path,
                                  print_summary)
         if merged is not None:
@@ -188,10 +191,5 @@ class Session:
                 write_report_atomically(report_path, data)
             except OSError as exc:
                 print(f"loopcheck: could not write the report to {report_path}: {exc}", file=sys.stderr)
-        text = render_summary(data, quiet) if print_summary else ""
-        if text:
-            try:
-                sys.stderr.write(text)
-                sys.stderr.flush()
-            except Exception:  # noqa: BLE001 - stderr may be closed at exit
-                pass
+        if presents(data):
+            outputs.present(data, print_summary)

@@ -15,18 +15,20 @@ class watch(contextlib.ContextDecorator):  # noqa: N801 - reads as a function at
 
     ``report``: path of the JSON report; ``select``/``ignore``: codes, names or prefixes;
     ``summary``: print the summary to stderr on exit; ``quiet``: print only findings;
-    ``lr_scaling``: a ``loopcheck.config.LrScaling`` reference for LC304/LC305.
+    ``lr_scaling``: a ``loopcheck.config.LrScaling`` reference for LC304/LC305;
+    ``html``: path of the self-contained HTML report (plots, findings with their source lines).
     After the block, ``findings`` holds what was found. A ``watch`` inside an active one does
     nothing (the outer session sees everything).
     """
 
     def __init__(self, report: str | None = None, select: Iterable[str] | str | None = None,
                  ignore: Iterable[str] | str | None = None, summary: bool = True,
-                 quiet: bool = False, lr_scaling: Any = None) -> None:
+                 quiet: bool = False, lr_scaling: Any = None, html: str | None = None) -> None:
         self.selection = Selection.parse(select, ignore)
         self.lr_scaling = lr_scaling
         self.report = report
         self.summary = summary
+        self.html = html
         self.quiet = quiet
         self.session: Any = None
         self.findings: list[Any] = []
@@ -53,6 +55,9 @@ class watch(contextlib.ContextDecorator):  # noqa: N801 - reads as a function at
         how = "finished" if exc_type is None else exc_type.__name__
         session.stop(how)
         self.findings = session.findings.all()
-        if self.summary or self.report:
-            session.write_outputs(self.report, self.quiet, print_summary=self.summary)
+        if self.summary or self.report or self.html:
+            from loopcheck.report.outputs import Outputs
+
+            session.write_outputs(Outputs(report=self.report, html=self.html, quiet=self.quiet,
+                                          summary=self.summary))
         return False

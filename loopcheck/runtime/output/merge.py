@@ -142,9 +142,8 @@ def summary_lines(data: dict[str, Any], quiet: bool) -> list[str]:
 
 
 # -- loopcheck report merge DIR -----------------------------------------------------------
-def add_report_arguments(report: Any) -> None:
-    """``loopcheck report merge DIR``: the actions of the main CLI's ``report`` command."""
-    actions = report.add_subparsers(dest="report_command", metavar="ACTION")
+def add_merge_arguments(actions: Any) -> None:
+    """``loopcheck report merge DIR``: one action of ``loopcheck report`` (``loopcheck.report.commands``)."""
     merge = actions.add_parser("merge", help="merge the per-rank parts (NAME.rankN.json) in DIR into NAME.json",
                                description="Merge the per-rank report parts that `loopcheck run --report "
                                            "NAME.json` wrote under torchrun (NAME.rank0.json, NAME.rank1.json, "
@@ -153,13 +152,6 @@ def add_report_arguments(report: Any) -> None:
     merge.add_argument("--output", "-o", metavar="PATH",
                        help="write the merged report here (only when DIR holds one set of parts)")
     merge.add_argument("--quiet", action="store_true", help="print only the findings and problems")
-
-
-def report_command(args: Any) -> int:
-    if getattr(args, "report_command", None) != "merge":
-        print("loopcheck report: an ACTION is required (merge)", file=sys.stderr)
-        return 2
-    return merge_directory(args.directory, args.output, args.quiet)
 
 
 def find_parts(directory: str) -> dict[str, dict[int, str]]:
