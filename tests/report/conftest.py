@@ -4,7 +4,8 @@ interpreter (``runner.py``: torch is imported once); a two-rank DDP run (gloo on
 torchrun runs beside them.
 
 - ``clean``: runtime/ok_accumulation.py (accumulation 4, scheduler, EMA; no finding)
-- ``lc101``: runtime/lc101_zero_grad_in_window.py (4 backward passes per step, LC101)
+- ``lc101``: runtime/lc101_zero_grad_in_window.py (4 backward passes per step, LC101; also
+  ``--output-format sarif -o lc101.sarif``)
 - ``leak``: scenarios/cpu_memory_growth.py (process memory grows every step; on the CPU the
   runtime samples RSS: LC602 itself is CUDA-only)
 - ``ddp``: runtime/ddp_lc502_shifted_no_sync.py on 2 ranks (LC502, replicas diverge at step 0)
@@ -58,7 +59,8 @@ def torchrun_available() -> bool:
 @pytest.fixture(scope="session")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     out = tmp_path_factory.mktemp("report-runs")
-    jobs = [[name, "run", "--report", str(out / f"{name}.json"), "--html", str(out / f"{name}.html"), str(script)]
+    jobs = [[name, "run", "--report", str(out / f"{name}.json"), "--html", str(out / f"{name}.html"),
+             *(["--output-format", "sarif", "-o", str(out / "lc101.sarif")] if name == "lc101" else []), str(script)]
             for name, script in SINGLE.items()]
     (out / "jobs.json").write_text(json.dumps(jobs))
     single = subprocess.Popen([sys.executable, "-m", "tests.report.runner", str(out)], cwd=ROOT, env=_env())

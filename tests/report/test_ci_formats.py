@@ -58,3 +58,25 @@ def test_report_show_formats_and_fail_on(runs: dict[str, Run], tmp_path: Path,
     assert main(["report", "show", str(runs["clean"].json), "--fail-on", "info"]) == 0
     assert main(["report", "show", str(tmp_path / "missing.json")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_run_writes_sarif_of_its_findings(runs: dict[str, Run]) -> None:
+    sarif = json.loads((runs["lc101"].json.parent / "lc101.sarif").read_text())
+    assert sarif == json.loads(ci_text(runs["lc101"].report, "sarif"))
+
+
+def test_watch_writes_the_html_page(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    from loopcheck.runtime import watch
+
+    page = tmp_path / "watch.html"
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with watch(html=str(page), summary=False):
+        for i in range(8):
+            optimizer.zero_grad()  # noqa: LC101 - the pitfall the page must show
+            model(torch.randn(2, 4)).sum().backward()  # noqa: LC102
+            if i % 2 == 1:
+                optimizer.step()
+    text = page.read_text()
+    assert 'data-code="LC101"' in text and 'data-x="2" data-y="4"' in text  # 4 steps of 2 backward passes
