@@ -64,11 +64,12 @@ class Series:
 
 def series(data: dict[str, Any]) -> Series:
     raw = data.get("series")
-    if isinstance(raw, dict) and isinstance(raw.get("step"), list):
-        return _from_series(raw)
-    memory = section(data, "memory", "per_step") or []
-    return Series(memory_step=[int(m.get("step", i)) for i, m in enumerate(memory)],
-                  memory_bytes=[m.get("bytes") for m in memory])
+    s = _from_series(raw) if isinstance(raw, dict) and isinstance(raw.get("step"), list) else Series()
+    if not s.memory_step:  # schema 1, or a series without memory: the sampled memory of "memory"
+        memory = [m for m in section(data, "memory", "per_step") or [] if isinstance(m, dict)]
+        s.memory_step = [int(m.get("step", i)) for i, m in enumerate(memory)]
+        s.memory_bytes = [m.get("bytes") for m in memory]
+    return s
 
 
 def _from_series(raw: dict[str, Any]) -> Series:
