@@ -157,13 +157,15 @@ def ticks_chart(data: dict[str, Any], s: Series) -> str | None:
     names = [n for n in _TICK_NAMES if n in s.ticks] + [n for n in s.ticks if n not in _TICK_NAMES]
     xs, columns = _thin(s.step, *(s.ticks[n] for n in names))
     lines = [Line(_TICK_NAMES.get(n, n), xs, ys, f"s{i % 6}") for i, (n, ys) in enumerate(zip(names, columns))]
-    reference = s.ticks.get("optimizer", [])
-    rates = []
-    if reference and reference[-1]:
-        rates = [f"{_TICK_NAMES.get(n, n)} {s.ticks[n][-1] / reference[-1]:.2f} per optimizer step"
-                 for n in names if n != "optimizer"]
+    counters = data.get("counters") or {}
+    attempts = int(counters.get("optimizer_steps") or 0) + int(counters.get("skipped_steps") or 0)
+    totals = {"scheduler": sum(int(x.get("steps") or 0) for x in counters.get("schedulers") or []),
+              "ema": sum(int(x.get("updates") or 0) for x in counters.get("ema") or []),
+              "zero_grad": int(counters.get("zero_grad_calls") or 0)}
+    rates = [f"{_TICK_NAMES[n]} {totals[n] / attempts:.2f} per optimizer step" for n in names
+             if n in totals and attempts] if attempts else []
     desc = ("Cumulative counts: each should grow once per optimizer step (a steeper line ticks per "
-            "micro-batch, a flat one never ticks)." + (" At the end: " + "; ".join(rates) + "." if rates else ""))
+            "micro-batch, a flat one never ticks)." + (" Over the whole run: " + "; ".join(rates) + "." if rates else ""))
     return line_chart(Chart("chart-ticks", "Optimizer, scheduler and EMA ticks", desc, "optimizer step", "count"),
                       lines, y_floor=0)
 

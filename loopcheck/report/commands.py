@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from loopcheck.output import FORMATS
-from loopcheck.terminal import CHOICES, Style, unicode_ok, width
+from loopcheck.terminal import CHOICES, Style, isatty, unicode_ok, width
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -31,7 +31,8 @@ def add_arguments(report: argparse.ArgumentParser) -> None:
     show.add_argument("--fail-on", choices=("never", "info", "warning", "error"), default="never",
                       help="exit 1 when the report has a finding at or above this level (default: never)")
     show.add_argument("--quiet", action="store_true", help="print only the findings, not the counters and charts")
-    show.add_argument("--no-charts", dest="charts", action="store_false", help="leave out the terminal charts")
+    show.add_argument("--no-charts", dest="charts", action="store_false",
+                      help="leave out the charts of backward passes and memory per step (drawn only on a terminal)")
     show.add_argument("--color", choices=CHOICES, default="auto", help="colour the text (default: on a terminal)")
 
     html = actions.add_parser("html", help="write a report's HTML page (one self-contained file with plots)",
@@ -83,8 +84,8 @@ def show(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     if args.output_format == "text":
         stream = sys.stdout
-        text = summary_text(data, args.quiet, Style.for_stream(stream, args.color),
-                            charts=args.charts and not args.quiet, stream=stream)
+        charts = args.charts and not args.quiet and isatty(stream)  # a pipe gets what `run` printed
+        text = summary_text(data, args.quiet, Style.for_stream(stream, args.color), charts=charts, stream=stream)
     else:
         text = ci_text(data, args.output_format)
     if not emit(text, args.output_file):

@@ -121,9 +121,10 @@ def test_lc101_page(browser: Any, shots: Path, runs: dict[str, Run]) -> None:
     assert "runtime/lc101_zero_grad_in_window.py:13:5" in finding.locator(".where").inner_text()
     # every one of the 4 optimizer steps had 4 backward passes
     assert page.bars("chart-backward-histogram") == {"4": 4}
-    if "series" in runs["lc101"].report:
-        (steps, passes), = page.series("chart-backward-steps")
-        assert steps == [0, 1, 2, 3] and passes == [4, 4, 4, 4]
+    (steps, passes), = page.series("chart-backward-steps")
+    assert steps == [0, 1, 2, 3] and passes == [4, 4, 4, 4]
+    marker = page.page.locator("#chart-backward-steps g.finding")
+    assert marker.get_attribute("data-x") == "0" and "LC101 from step 0" in marker.text_content()
     assert "16 = micro-batch 4 × 4 backward passes per step × 1 rank" in page.text("header")
     page.close()
 
@@ -135,10 +136,16 @@ def test_clean_page(browser: Any, shots: Path, runs: dict[str, Run]) -> None:
     assert page.page.locator("article.finding").count() == 0
     # 2 epochs of 10 batches, accumulation 4: windows of 4, 4, 2 per epoch
     assert page.bars("chart-backward-histogram") == {"2": 2, "4": 4}
-    if "series" in run.report:
-        lr, = page.series("chart-lr")
-        assert max(v for v in lr[1] if v is not None) == pytest.approx(1e-3, rel=0.05)  # OneCycleLR's max_lr
-        assert len(page.series("chart-ticks")) >= 3  # optimizer, scheduler, EMA
+    (steps, passes), = page.series("chart-backward-steps")
+    assert passes == [4, 4, 2, 4, 4, 2]
+    (steps, lr), = page.series("chart-lr")
+    assert max(v for v in lr if v is not None) == pytest.approx(1e-3, rel=0.01)  # OneCycleLR's max_lr
+    assert lr.index(max(v for v in lr if v is not None)) == 1  # warm-up, then annealing
+    assert page.page.get_attribute("#chart-lr g.horizon", "data-x") == "6"  # total_steps=6
+    ticks = {name: ys for (_, ys), name in zip(page.series("chart-ticks"), page.page.eval_on_selector_all(
+        "#chart-ticks path.series", "els => els.map(e => e.dataset.name)"))}
+    assert ticks["optimizer steps"] == [1, 2, 3, 4, 5, 6] and ticks["EMA updates"] == [0, 1, 2, 3, 4, 5]
+    assert "scheduler steps 1.00 per optimizer step" in page.text("#chart-ticks figcaption")
     page.close()
 
 
