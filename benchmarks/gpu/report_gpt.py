@@ -89,14 +89,14 @@ def main() -> None:
     for i, (x, y) in enumerate(loader):
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         if args.pitfall == "zero-grad-in-window":
-            optimizer.zero_grad(set_to_none=True)
+            optimizer.zero_grad(set_to_none=True)  # noqa: LC101 - the pitfall this run shows
         with torch.autocast(device, dtype=torch.float16):
             logits = model(x)
             loss = nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1)) / args.accum
         scaler.scale(loss).backward()
         if args.pitfall == "zero-grad-in-window":
-            kept.append(loss)  # logged later: every graph stays alive
-        if (i + 1) % args.accum == 0:
+            kept.append(loss)  # noqa: LC601 - logged later: every graph stays alive
+        if (i + 1) % args.accum == 0 or i + 1 == len(loader):
             scaler.unscale_(optimizer)
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             scaler.step(optimizer)
