@@ -13,7 +13,7 @@ ACCUM = 4
 for epoch in range(2):
     for i, (x, y) in enumerate(loader):
         loss = nn.functional.mse_loss(model(x), y) / ACCUM
-        loss.backward()  # expect: LC105
-        if (i + 1) % ACCUM == 0:
+        loss.backward()
+        if (i + 1) % ACCUM == 0:  # expect: LC105
             optimizer.step()
             optimizer.zero_grad()

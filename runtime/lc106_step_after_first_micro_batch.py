@@ -11,7 +11,7 @@ ACCUM = 4
 
 for i, (x, y) in enumerate(loader):
     loss = nn.functional.mse_loss(model(x), y) / ACCUM
-    loss.backward()  # expect: LC106
-    if i % ACCUM == 0:
+    loss.backward()
+    if i % ACCUM == 0:  # expect: LC106
         optimizer.step()
         optimizer.zero_grad()

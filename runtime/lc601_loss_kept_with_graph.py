@@ -11,7 +11,7 @@ for i in range(8):
     x, y = torch.randn(4, 8), torch.randn(4, 1)
     optimizer.zero_grad()
     loss = nn.functional.mse_loss(model(x), y)
-    loss.backward()  # expect: LC601
+    loss.backward()
     optimizer.step()
-    running += loss
+    running += loss  # expect: LC601
 print(f"mean loss {float(running) / 8:.3f}")

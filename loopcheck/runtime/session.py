@@ -149,14 +149,23 @@ class Session:
     def on_backward_reached(self, record: OptimizerRecord, info: BackwardInfo) -> None:
         """``info`` changed gradients of ``record``'s parameters (called after the backward)."""
         record.total_backwards += 1
+        info.targets += 1
         window = record.window
+        if window.clip_before_backward is not None:
+            self.report("LC107", "gradients are clipped before backward(): the clip sees no "
+                        "gradients of this step (None or zero after zero_grad), so clipping is "
+                        "off; clip after backward, right before the step", window.clip_before_backward)
+            window.clip_before_backward = None
         if info.in_step:
             window.in_step_backwards += 1
+            if record.pending_added and window.closure_added is None:
+                window.closure_added = info.site
             return
         first = not window.entries
         window.entries.append((info, record.pending_reset and not first))
         if record.pending_reset and not first:
             window.reset_site = window.reset_site or self.last_zero_site
+            window.resets.append((len(window.entries) - 1, self.last_zero_site))
             if window.carried:
                 window.reset_after_carry = True
         if first and record.pending_carry:

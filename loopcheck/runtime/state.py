@@ -26,6 +26,7 @@ class BackwardInfo:
     retain_graph: bool = False
     epoch: tuple[int, int] | None = None  # (loader id, loader pass) of the last batch fetched
     in_step: bool = False  # ran inside optimizer.step(closure)
+    targets: int = 0  # optimizers whose gradients it reached
 
 
 @dataclass(eq=False)
@@ -33,12 +34,21 @@ class Window:
     number: int
     entries: list[tuple[BackwardInfo, bool]] = field(default_factory=list)  # (backward, reset before it)
     in_step_backwards: int = 0
+    closure_added: Site | None = None  # a closure backward that added to the previous one's gradients
+    clip_before_backward: Site | None = None  # a clip while the window had no backward yet
+    resets: list[tuple[int, Site | None]] = field(default_factory=list)  # (entry index, zero_grad site)
     carried: bool = False  # its first backward added to gradients left from before the last step
     reset_after_carry: bool = False
     clip_site: Site | None = None  # a clip since the window's last backward
     reset_site: Site | None = None  # the zero_grad call behind a reset inside the window
     zeroed_after_backward: Site | None = None  # a zero_grad since the window's last backward
     zero_grad_calls: int = 0
+
+    def fed(self) -> int:
+        """Backward passes whose gradients reach the step: those after the window's last
+        reset, and the closure's."""
+        start = self.resets[-1][0] if self.resets else 0
+        return len(self.entries) - start + self.in_step_backwards
 
     @property
     def scaled(self) -> bool:
@@ -90,7 +100,8 @@ class OptimizerRecord:
     post_hook_fired: bool = False
     total_backwards: int = 0
     params: int = 0
-    sizes: Counter[int] = field(default_factory=Counter)
+    sizes: Counter[int] = field(default_factory=Counter)  # micro-batches (dominant line) per window
+    passes: Counter[int] = field(default_factory=Counter)  # backward passes that fed each step
     history: list[WindowSummary] = field(default_factory=list)
     carried_streak: int = 0
     step_site: Site | None = None
@@ -99,6 +110,8 @@ class OptimizerRecord:
     probes: list[Any] = field(default_factory=list)  # hooks.backward.Probe
     pending_reset: bool = False  # seen before the current backward, applied if it reaches us
     pending_carry: bool = False
+    pending_added: bool = False
+    zero_calls_at_step: int = 0  # zero_grad calls before the step started (closure checks)
     fused: bool = False
     adopted: bool = False  # existed before the session started
     lrs: list[float | None] | None = None  # LR of each param group at the latest step
@@ -113,5 +126,5 @@ class OptimizerRecord:
         return {"index": self.index, "type": self.kind, "params": self.params,
                 "created_at": str(self.site) if self.site else None, "steps": self.steps,
                 "skipped_steps": self.skipped, "backward_passes": self.total_backwards,
-                "backward_per_step": {str(k): v for k, v in sorted(self.sizes.items())},
+                "backward_per_step": {str(k): v for k, v in sorted(self.passes.items())},
                 "first_lr": self.first_lr, "max_lr": self.max_lr}

@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from ..callsite import Site
+from ..source import condition_of
 from ..state import OptimizerRecord, WindowSummary
 from . import lr_scaling, memory_growth
 
@@ -44,12 +46,13 @@ def accumulation(session: Session, record: OptimizerRecord) -> None:
         return
     explained: set[int] = set()
     for i, h in enumerate(history):
-        if len(h.epochs) >= 2 or h.dropped_epoch:
+        # a window of N across two passes is an infinite loader (cycle(dl)) stepping every N
+        if (len(h.epochs) >= 2 and h.size > regular) or h.dropped_epoch:
             explained.add(i)
             session.report("LC105", "the last micro-batches of a loader pass were not stepped: "
                            "their gradients " + ("were dropped" if h.dropped_epoch else
                            "leaked into the next pass's first step") + "; also step when the "
-                           "pass ends", h.site, h.step)
+                           "pass ends", _step_condition(h), h.step)
     for i in _pass_starts(history):
         h = history[i]
         if i in explained:
@@ -58,7 +61,7 @@ def accumulation(session: Session, record: OptimizerRecord) -> None:
             explained.add(i)
             session.report("LC106", f"the first optimizer step of a pass comes after {h.size} "
                            f"micro-batch{'es' if h.size > 1 else ''} instead of {regular}: the "
-                           "step condition fires on the wrong micro-batch", h.site, h.step)
+                           "step condition fires on the wrong micro-batch", _step_condition(h), h.step)
     explained |= {i for i in _pass_ends(history) if history[i].size < regular}
     irregular = [h for i, h in enumerate(history) if i not in explained and h.size != regular]
     if irregular:
@@ -66,6 +69,11 @@ def accumulation(session: Session, record: OptimizerRecord) -> None:
         session.report("LC112", f"the number of backward passes per optimizer step varies "
                        f"({', '.join(map(str, sizes))}; mostly {regular})", irregular[0].site,
                        irregular[0].step)
+
+
+def _step_condition(h: WindowSummary) -> Site | None:
+    """Where the fix goes: the condition the step runs under (else the step, else the backward)."""
+    return condition_of(h.step_site) or h.step_site or h.site
 
 
 def _pass_starts(history: list[WindowSummary]) -> list[int]:

@@ -3,11 +3,14 @@ in the loss's ``grad_fn.metadata`` lives exactly as long as the graph node, so a
 reference to it tells, without touching any tensor, whether something still holds the graph."""
 from __future__ import annotations
 
+import sys
 import weakref
 from collections import deque
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from ..callsite import Site
+from ..callsite import Site, user_site
+from ..source import accumulating_line
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -27,6 +30,7 @@ class RetainedGraphs:
         self.session = session
         self.tokens: deque[tuple[weakref.ref[Any], int, Site | None]] = deque(maxlen=KEEP)
         self.reported = False
+        self.holder: Site | None = None  # the line that keeps the graphs, once found
         self.window = -1
 
     def watch(self, loss: Any, site: Site | None) -> None:
@@ -46,7 +50,7 @@ class RetainedGraphs:
 
     def oldest_site(self) -> Site | None:
         alive = self.alive_old()
-        return alive[0][1] if alive else None
+        return self.holder or (alive[0][1] if alive else None)
 
     def on_step(self) -> None:
         if self.reported:
@@ -54,7 +58,62 @@ class RetainedGraphs:
         alive = self.alive_old()
         if len({step for step, _ in alive}) >= MIN_ALIVE:
             self.reported = True
+            token = next(ref() for ref, step, _ in self.tokens if ref() is not None)
+            holder = self.session.guard.call("retained-graph holder", holder_site, token, sys._getframe(1))
             self.session.report("LC601", f"losses of {len(alive)} earlier steps are still "
                                 "referenced with their autograd graph (accumulated or stored "
                                 "without .item()/.detach()): memory grows every step",
-                                alive[0][1])
+                                holder or alive[0][1])
+            self.holder = holder
+
+
+_MAX_NODES = 5000  # graph nodes walked per candidate (once, when LC601 is reported)
+_MAX_ITEMS = 64  # elements of a list or dict looked at
+_USER_FRAMES = 4
+
+
+def holder_site(token: _Token, frame: FrameType | None) -> Site | None:
+    """The line that keeps the graph: find the user variable (a local, a global or an attribute
+    of ``self`` in the first user frames) whose tensor's graph reaches the token, then the
+    statement of that function that accumulates into it (``total += loss``, ``losses.append``).
+    Runs once; reads graph nodes and source, never tensor values."""
+    frames = 0
+    while frame is not None and frames < _USER_FRAMES:
+        if user_site(frame) is not None and user_site(frame).file == frame.f_code.co_filename \
+                and user_site(frame).line == frame.f_lineno:
+            frames += 1
+            here = Site(frame.f_code.co_filename, frame.f_lineno)
+            for name in _holders(token, frame):
+                line = accumulating_line(here, name, frame.f_code.co_firstlineno)
+                if line is not None:
+                    return line
+        frame = frame.f_back
+    return None
+
+
+def _holders(token: _Token, frame: FrameType) -> list[str]:
+    names = [name for name, value in list(frame.f_locals.items()) if _reaches(value, token)]
+    owner = frame.f_locals.get("self")
+    if owner is not None and hasattr(owner, "__dict__"):
+        names += [f"self.{name}" for name, value in list(vars(owner).items()) if _reaches(value, token)]
+    if frame.f_globals is not frame.f_locals:
+        names += [name for name, value in list(frame.f_globals.items()) if _reaches(value, token)]
+    return names
+
+
+def _reaches(value: Any, token: _Token) -> bool:
+    if isinstance(value, (list, tuple)):
+        return any(_reaches(item, token) for item in value[-_MAX_ITEMS:])
+    if isinstance(value, dict):
+        return any(_reaches(item, token) for item in list(value.values())[-_MAX_ITEMS:])
+    node = getattr(value, "grad_fn", None) if type(value).__module__.startswith("torch") else None
+    seen, queue = set(), [node] if node is not None else []
+    while queue and len(seen) < _MAX_NODES:
+        node = queue.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.metadata.get(TOKEN_KEY) is token:
+            return True
+        queue.extend(next_node for next_node, _ in node.next_functions)
+    return False

@@ -29,6 +29,7 @@ def close(session: Session, record: OptimizerRecord, skipped: bool) -> None:
         record.consecutive_skips = 0
     record.last_skipped = skipped
     record.sizes[size] += 1
+    record.passes[window.fed()] += 1
     regular = size >= 2 and size == record.sizes.most_common(1)[0][0]
     one_pass = len({bw.epoch for bw in micro}) <= 1  # a window across passes is LC105's case
     if _reset_before_every_micro_batch(window, dominant):
@@ -36,8 +37,15 @@ def close(session: Session, record: OptimizerRecord, skipped: bool) -> None:
                        "passes of a window that ends in one optimizer step: only the last "
                        "micro-batch reaches the step; zero them in the step branch",
                        window.reset_site or micro[-1].site, index)
-    elif regular and one_pass:
-        loss_scaling.check(session, micro, index)
+    else:
+        _reset_between_losses(session, window, index)
+        if regular and one_pass:
+            loss_scaling.check(session, micro, index)
+    if window.closure_added is not None and session.tracker.zero_calls == record.zero_calls_at_step:
+        session.report("LC103", "the closure passed to optimizer.step() never clears the "
+                       "gradients: each of its evaluations adds to the gradients of the ones "
+                       "before; call optimizer.zero_grad() at the top of the closure",
+                       window.closure_added, index)
     _carried_over(session, record, window, index)
     if not window.entries and not window.in_step_backwards and not window.zero_grad_calls \
             and record.last_size and not skipped:
@@ -80,7 +88,7 @@ def _record_series(session: Session, record: OptimizerRecord, window: Window, in
     scale = record.scale.current() if record.scale is not None and window.scaled else None
     if skipped:
         record.series.note_skipped(index)
-    record.series.add((index, len(window.entries) + window.in_step_backwards, record.lrs, scale,
+    record.series.add((index, window.fed(), record.lrs, scale,
                        memory, session.windows_closed, session.schedulers.total,
                        session.emas.total, session.zero_grad_calls))
 
@@ -94,6 +102,22 @@ def _reset_before_every_micro_batch(window: Window, dominant: list[tuple[Backwar
     if len(indices) < 2:
         return False
     return all(any(reset for _, reset in entries[a + 1:b + 1]) for a, b in zip(indices, indices[1:]))
+
+
+def _reset_between_losses(session: Session, window: Window, index: int) -> None:
+    """A reset between two backward passes of one window discards the earlier ones: wrong when
+    those reached only this optimizer (a GAN's generator loss also reaches the discriminator,
+    whose reset before its own losses is right: that backward fed the generator's step)."""
+    start = 0
+    for position, site in window.resets:
+        dropped = [bw for bw, _ in window.entries[start:position] if bw.targets == 1]
+        if dropped:
+            session.report("LC101", f"gradients are reset between two backward passes that feed "
+                           f"one optimizer step: the backward at line {dropped[0].site.line if dropped[0].site else '?'} "
+                           "is thrown away before the step; zero the gradients once, before "
+                           "the window's first backward", site, index)
+            return
+        start = position
 
 
 def _carried_over(session: Session, record: OptimizerRecord, window: Window, index: int) -> None:

@@ -68,6 +68,7 @@ class GradTracker:
         self.seq = 0
         self.zero_calls = 0  # optimizer/module zero_grad calls so far
         self.rebase = 0  # bumped by clip/unscale_, which change gradients in place
+        self.scales_seen = 0
 
     def install(self) -> None:
         import torch
@@ -114,13 +115,15 @@ class GradTracker:
         self.seq += 1
         info = BackwardInfo(self.seq, user_site(), retain_graph=bool(retain),
                             epoch=session.data.current, in_step=session.steps_running > 0)
+        scales = session.scalers.enabled_scales
+        if scales != self.scales_seen:  # GradScaler.scale ran since the last backward
+            self.scales_seen = scales
+            info.scaled = True
         node = getattr(loss, "grad_fn", None)
         windows = session.windows_closed
         if node is not None and (windows < FULL_INSPECTION_WINDOWS or windows % INSPECT_EVERY == 0):
-            scaler = node.metadata.get(SCALER_MARK) if node.metadata else None
-            if scaler is not None:
-                info.scaled = True
-                node = node.next_functions[0][0]
+            if info.scaled and node.metadata.get(SCALER_MARK):
+                node = node.next_functions[0][0]  # the multiplication by the scale
             info.scale = inspect_loss(node)
         session.before_backward(info, loss)
         for record in session.records:
@@ -132,7 +135,7 @@ class GradTracker:
         """Was a gradient reset since the previous backward that reached this optimizer, or
         is one still holding what came before the last step?"""
         number = record.window.number
-        record.pending_reset = record.pending_carry = False
+        record.pending_reset = record.pending_carry = record.pending_added = False
         for probe in record.probes:
             param = probe.param()
             grad = param.grad if param is not None else None
@@ -146,6 +149,8 @@ class GradTracker:
             if probe.window == number:
                 if not same or (not untouched and zeroed):
                     record.pending_reset = True
+                elif not zeroed:
+                    record.pending_added = True  # adds to what the previous backward left
             elif same and (untouched or (self.rebase != probe.rebase and not zeroed)):
                 record.pending_carry = True
 

@@ -49,11 +49,13 @@ class ClipHooks:
             return
         site = user_site()
         window = record.window
-        if window.entries:
+        if window.entries or window.in_step_backwards:
             window.clip_site = site
         elif record.steps and record.history and record.history[-1].size and not window.zero_grad_calls:
             session.report("LC107", "gradients are clipped after optimizer.step(): the step "
                            "already used them unclipped; clip right before the step", site)
+        else:  # a backward that follows makes this clip pointless: said when it comes
+            window.clip_before_backward = site
         optimizer = record.ref()
         if optimizer is None or not window.scaled:
             return

@@ -43,8 +43,11 @@ class DataHooks:
     def _new_pass(self, loader: Any, iterator: Any) -> None:
         self.passes[id(loader)] += 1
         setattr(iterator, _MARK, (id(loader), self.passes[id(loader)]))
-        if isinstance(getattr(loader, "batch_size", None), int):
-            self.batch_sizes[id(loader)] = loader.batch_size
+        size = getattr(loader, "batch_size", None)
+        if size is None:  # DataLoader(batch_sampler=...): the sampler knows
+            size = getattr(getattr(loader, "batch_sampler", None), "batch_size", None)
+        if isinstance(size, int):
+            self.batch_sizes[id(loader)] = size
 
     def _wrap_next(self, original: Any) -> Any:
         def __next__(iterator: Any) -> Any:

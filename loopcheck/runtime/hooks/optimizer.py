@@ -82,6 +82,7 @@ class OptimizerHooks:
             record.in_step = True
             session.steps_running += 1
         record.post_hook_fired = False
+        record.zero_calls_at_step = session.tracker.zero_calls
         record.step_site = user_site()
         window = record.window
         if window.entries and window.zeroed_after_backward is not None:

@@ -88,6 +88,8 @@ class ScalerHooks:
         self.calls = {"scale": 0, "unscale_": 0, "step": 0, "update": 0}
         self.mirrors: weakref.WeakKeyDictionary[Any, ScaleMirror] = weakref.WeakKeyDictionary()
         self.disabled_seen = False  # a GradScaler(enabled=False) was used
+        self.enabled_seen = False
+        self.enabled_scales = 0  # scale() calls of enabled scalers
 
     def install(self) -> None:
         from torch.amp import grad_scaler
@@ -148,6 +150,8 @@ class ScalerHooks:
         if not scaler._enabled:
             self.disabled_seen = True
             return
+        self.enabled_seen = True
+        self.enabled_scales += 1  # the next backward is of a scaled loss
         node = getattr(outputs, "grad_fn", None)
         if node is not None:
             node.metadata[SCALER_MARK] = True

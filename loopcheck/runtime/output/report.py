@@ -20,7 +20,7 @@ SCHEMA = "loopcheck-runtime-report/2"
 def build_report(session: Session) -> dict[str, Any]:
     per_step: Counter[int] = Counter()
     for record in session.records:
-        per_step.update(record.sizes)
+        per_step.update(record.passes)
     memory = session.memory
     main = session.main_record()
     active = [r for r in session.records if r.active]
@@ -40,7 +40,8 @@ def build_report(session: Session) -> dict[str, Any]:
             "schedulers": [{"type": s.kind, "steps": s.steps, "horizon": s.horizon}
                            for s in session.schedulers.all],
             "ema": [{"type": e.kind, "updates": e.updates} for e in session.emas.all],
-            "grad_scaler": dict(session.scalers.calls),
+            "grad_scaler": dict(session.scalers.calls, enabled=session.scalers.enabled_seen
+                                or not session.scalers.disabled_seen),
         },
         "memory": {
             "source": memory.kind,
@@ -54,7 +55,26 @@ def build_report(session: Session) -> dict[str, Any]:
         "series": main.series.as_json(active.index(main)) if main in active else None,
         "environment": _environment(session),
         "disabled_checks": list(session.guard.errors),
+        "not_checked": not_checked(session),
     }
+
+
+# what needs an optimizer step to be decided: the window, scheduler, EMA, DDP and memory checks
+_NEEDS_STEPS = "LC101-LC113, LC201-LC204, LC207, LC301-LC306, LC401, LC402, LC501, LC502, LC601, LC602, LC605"
+
+
+def not_checked(session: Session) -> list[str]:
+    """Checks that could not run, and why (a run with no optimizer step checks next to nothing)."""
+    if any(r.steps or r.skipped for r in session.records):
+        return []
+    backward = session.tracker.seq
+    if backward:
+        why = (f"{backward} backward pass{'es' if backward > 1 else ''} but no optimizer step: the "
+               "parameters were updated by hand (manual SGD) or by an optimizer that is not a "
+               "torch.optim.Optimizer")
+    else:
+        why = "no backward pass and no optimizer step ran while loopcheck was watching"
+    return [f"{_NEEDS_STEPS}: {why}"]
 
 
 def _environment(session: Session) -> dict[str, Any]:

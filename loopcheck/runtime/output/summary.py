@@ -38,8 +38,10 @@ def render_summary(data: dict[str, Any], quiet: bool = False, style: Style = PLA
         extra = [f"{s['type']} steps {per_step(s['steps'])}" for s in counters["schedulers"]]
         extra += [f"{e['type']} updates {per_step(e['updates'])}" for e in counters["ema"]]
         scaler = counters["grad_scaler"]
-        if scaler.get("step"):
+        if scaler.get("step") and scaler.get("enabled", True):
             extra.append(f"GradScaler steps {per_step(scaler['step'])}, updates {per_step(scaler['update'])}")
+        elif scaler.get("step"):
+            extra.append(f"GradScaler disabled (enabled=False): {scaler['step']} steps passed straight through")
         for item in extra:
             lines.append(f"{PREFIX}   {item}")
         memory = data.get("memory") or {}
@@ -56,6 +58,8 @@ def render_summary(data: dict[str, Any], quiet: bool = False, style: Style = PLA
 
     lines += summary_lines(data, quiet)
     lines += charts
+    for item in data.get("not_checked") or []:
+        lines.append(f"{PREFIX} not checked: {item}")
     # findings in `loopcheck check`'s layout, each with how often and from which step
     from loopcheck.report.show import findings_lines
 
