@@ -1,9 +1,7 @@
 """timm's `train.py` loop with `--grad-accum-steps 4 --model-ema` where the EMA update was moved
 above the `need_update` check: the EMA averages on every micro-batch (4 times per update, each
 time with the same weights), so it tracks the model 4x faster than its decay says.
-framework-expect: steps 4, per-step 4
-pending: ema ModelEmaV3 16 (the 3 updates before the first step are missed: EMA classes are
-wrapped at the first window close, not at import; runtime-core)"""
+framework-expect: steps 4, per-step 4, ema ModelEmaV3 16"""
 import torch.nn.functional as F
 from timm_common import ACCUM_STEPS, EPOCHS, report, setup
 

@@ -1,10 +1,9 @@
-"""timm's `train.py` loop with `--grad-accum-steps 4 --amp --clip-grad 1.0 --model-ema`: the loss
+"""timm's `train.py` loop with `--grad-accum-steps 4 --clip-grad 1.0 --model-ema` and its NativeScaler: the loss
 divided by the window, NativeScaler unscaling before it clips and steps on the last
 micro-batch, then zero_grad, the EMA update and the scheduler's `step_update`, once per
 update; the scheduler's `step` at each epoch end.
-framework-expect: steps 4, per-step 4, ema ModelEmaV3 4, scaler 16 4 4 4
-pending: lr 1e-05 0.000505 0.0005 0.000146447 (warmup 2 updates from 1e-5, then cosine over 4: the LR
-used at each step, in the report's series: runtime-core)"""
+The LR used at each step: warmup over 2 updates from 1e-5, then cosine over 4.
+framework-expect: steps 4, per-step 4, ema ModelEmaV3 4, scaler 16 4 4 4, lr 1e-05 0.000505 0.0005 0.000146447"""
 import torch.nn.functional as F
 from timm_common import ACCUM_STEPS, EPOCHS, report, setup
 
