@@ -178,6 +178,8 @@ def run_variant(program: dict, checkouts: Path, injection: dict | None, plain: b
 def judge(result: dict, expected: list[dict]) -> dict:
     """found: an accepted code at the expected file:line; elsewhere: an accepted code at another
     line; missed: neither. Other findings are listed as they are."""
+    if "error" in result:  # the injection did not apply: no verdict
+        return {"verdicts": ["error"] * len(expected), "others": [result["error"]]}
     findings = (result.get("report") or {}).get("findings", [])
     verdicts = []
     for want in expected:
@@ -229,8 +231,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def markdown(rows: list[dict], programs: list[dict]) -> str:
-    lines = ["| program | variant | expected | verdict | other findings | exit (python / loopcheck) |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| program | repository @ commit | injections | found | elsewhere | missed | findings as shipped |",
+             "|---|---|---|---|---|---|---|"]
+    totals = [0, 0, 0, 0, 0]
+    for program in programs:
+        mine = [r for r in rows if r["program"] == program["name"]]
+        verdicts = [v for r in mine if r["variant"] != "shipped" for v in r["verdicts"]]
+        shipped = [o for r in mine if r["variant"] == "shipped" for o in r["others"]]
+        counts = [len(verdicts), verdicts.count("found"), verdicts.count("elsewhere"), verdicts.count("missed"),
+                  len(shipped)]
+        totals = [t + c for t, c in zip(totals, counts)]
+        lines.append(f"| {program['name']} | {program['repo']} @ {program['commit'][:12]} | {counts[0]} | {counts[1]} | "
+                     f"{counts[2]} | {counts[3]} | {', '.join(shipped) or 'none'} |")
+    lines.append(f"| **all** | | {totals[0]} | {totals[1]} | {totals[2]} | {totals[3]} | {totals[4]} |")
+    lines += ["", "| program | variant | expected | verdict | other findings | exit (python / loopcheck) |",
+              "|---|---|---|---|---|---|"]
     for row in rows:
         expected = ", ".join(f"{w['code']} {w['file']}:{w['line']}" for w in row["expected"]) or "none"
         exits = f"{row.get('plain_exit_code', '')} / {row.get('exit_code')}".lstrip(" /")
