@@ -20,7 +20,7 @@ import libcst as cst
 
 from loopcheck.model.events import Assignment, Event, Kind
 from loopcheck.model.guards import Guard, GuardKind, Phase, exclusive
-from loopcheck.model.syntax import dotted, func_name, int_value, last_part, method, same, walk
+from loopcheck.model.syntax import dotted, func_name, int_value, last_part, method, names_in, same, walk
 from loopcheck.model.training import Style, TrainingLoop, micro_count
 
 if TYPE_CHECKING:
@@ -150,6 +150,25 @@ def forwards(training: TrainingLoop, module: str, before: Event) -> list[Assignm
             continue
         if any(isinstance(n, cst.Call) and dotted(n.func) == module for n in walk(assignment.value)):
             found.append(assignment)
+    return found
+
+
+def loss_sources(training: TrainingLoop, backward: Event) -> list[Assignment]:
+    """The assignments of the loop that the loss handed to ``backward`` is computed from, followed
+    back through the names each one reads."""
+    found: list[Assignment] = []
+    wanted = {n.split(".", 1)[0] for n in names_in(backward.loss)} if backward.loss is not None else set()
+    todo, seen = list(wanted), set()
+    while todo and len(seen) < 100:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for assignment in training.loop.assignments:
+            if assignment.order < backward.order and assignment.op != "for" and any(
+                    n.split(".", 1)[0] == name for n in assignment.names):
+                found.append(assignment)
+                todo.extend(n.split(".", 1)[0] for n in names_in(assignment.value))
     return found
 
 

@@ -51,8 +51,8 @@ class _Reader:
             return self._binary(expr, order, depth)
         if isinstance(expr, cst.Call):
             return self._call(expr, order, depth)
-        if isinstance(expr, cst.Subscript):
-            return self.scaling(expr.value, order, depth + 1)
+        if isinstance(expr, cst.Subscript) or isinstance(expr, cst.Attribute) and dotted(expr) is None:
+            return self.scaling(expr.value, order, depth + 1)  # `out["loss"]`, `model(**batch).loss`
         name = dotted(expr)
         if name is None:
             return Scaling.UNKNOWN

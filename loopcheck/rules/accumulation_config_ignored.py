@@ -7,6 +7,10 @@ Accelerate only accumulates inside `accumulate()`: outside it, the prepared opti
 every batch, while `accelerator.backward()` still divides the loss by N. The run does no
 accumulation at all and trains with gradients N times too small.
 
+`if accelerator.sync_gradients:` alone does not accumulate anything: outside `accumulate()` it is
+always true. A loop that accumulates by hand (`if (step + 1) % N == 0: optimizer.step()`) is not
+flagged here.
+
 ## Fix
 Wrap the body of the batch loop in `with accelerator.accumulate(model):`.
 """
@@ -15,12 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from loopcheck.model import FileModel, Framework, Kind
-from loopcheck.model.syntax import func_name, int_value, last_part
+from loopcheck.model import FileModel, Framework, Style
+from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.rules._base import Rule, Violation
-
-_SETTINGS = ("gradient_accumulation_steps", "gradient_accumulation_plugin")
-
 
 class AccumulationConfigIgnored(Rule):
     code = "LC111"
@@ -38,6 +39,15 @@ for batch in loader:
         optimizer.step()
         optimizer.zero_grad()
 """,
+        """
+accelerator = Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps)
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for step, batch in enumerate(loader):
+    accelerator.backward(model(**batch).loss)
+    if (step + 1) % args.gradient_accumulation_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
     ]
     INVALID = [
         """
@@ -49,19 +59,30 @@ for batch in loader:
     optimizer.step()
     optimizer.zero_grad()
 """,
+        """
+accelerator = Accelerator(gradient_accumulation_steps=4)  # LC111
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for batch in loader:
+    loss = model(**batch).loss
+    accelerator.backward(loss)
+    if accelerator.sync_gradients:
+        accelerator.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
-        if not any(b.framework is Framework.ACCELERATE for b in model.events(Kind.BACKWARD)):
+        loops = [t for t in model.training_loops if any(b.framework is Framework.ACCELERATE for b in t.backwards)]
+        if not loops:
             return
-        if model.index.attributes & {"accumulate", "sync_gradients", "no_sync"}:
-            return  # the file gates accumulation itself somewhere
-        for call in model.index.calls:
-            if last_part(func_name(call) or "") != "Accelerator":
-                continue
-            for arg in call.args:
-                if arg.keyword is not None and arg.keyword.value in _SETTINGS and int_value(arg.value) != 1:
-                    yield Violation(arg, call, f"`{arg.keyword.value}` is set but no loop enters "
-                                               "`accelerator.accumulate(model)`: every batch steps, with the loss "
-                                               "still divided by N")
-
+        if model.index.attributes & {"accumulate", "no_sync"}:
+            return  # the file enters accumulate() (or handles the sync itself) somewhere
+        if all(t.style in (Style.GUARDED, Style.MICRO_LOOP) for t in loops):
+            return  # accumulated by hand: it does accumulate (and accelerator.backward divides by N)
+        setting = accumulation_setting(model)
+        if setting is not None:
+            arg, call = setting
+            yield Violation(arg, call, f"`{arg.keyword.value}` is set but no loop enters "  # type: ignore[union-attr]
+                                       "`accelerator.accumulate(model)`: every batch steps, with the loss "
+                                       "still divided by N")

@@ -7,6 +7,10 @@ Mid-window, `.grad` holds a partial sum: clipping it rescales some micro-batches
 and the norm threshold no longer means what it says. Clipping after `step()` changes gradients
 that were already applied (and are about to be zeroed): it has no effect at all.
 
+Inside `accelerator.accumulate(model)` the prepared optimizer skips the non-boundary steps, but
+`accelerator.clip_grad_norm_` (like torch's) clips whatever `.grad` holds when it is called: it
+needs `if accelerator.sync_gradients:` around it.
+
 ## Fix
 Clip once, in the step branch, immediately before `optimizer.step()` (after
 `scaler.unscale_(optimizer)` under AMP).
@@ -19,6 +23,7 @@ from collections.abc import Iterator
 from loopcheck.fixes import Fix, move_before, move_before_steps, own_line, remove, step_region
 from loopcheck.model.syntax import source
 from loopcheck.model import Event, FileModel, Kind, Style, TrainingLoop
+from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.model.guards import exclusive
 from loopcheck.rules._base import Rule, Violation
 
@@ -45,6 +50,17 @@ for x, y in loader:
     torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
     optimizer.step()
 """,
+        """
+accelerator = Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps)
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for batch in loader:
+    with accelerator.accumulate(model):
+        accelerator.backward(model(**batch).loss)
+        if accelerator.sync_gradients:
+            accelerator.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+""",
     ]
     INVALID = [
         """
@@ -63,17 +79,26 @@ for x, y in loader:
     optimizer.step()
     torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)  # LC107
 """,
+        """
+accelerator = Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps)
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for batch in loader:
+    with accelerator.accumulate(model):
+        accelerator.backward(model(**batch).loss)
+        accelerator.clip_grad_norm_(model.parameters(), 1.0)  # LC107
+        optimizer.step()
+        optimizer.zero_grad()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
         for training in model.training_loops:
             if training.style in (Style.GUARDED, Style.MICRO_LOOP) or (
-                    training.style is Style.ACCELERATE):
+                    training.style is Style.ACCELERATE and accumulation_setting(model) is not None):
+                # accelerator.clip_grad_norm_ is not gated by accumulate(): only `if accelerator.sync_gradients:` is
                 for clip in training.events(Kind.CLIP):
                     if not training.guard(clip).always:
                         continue
-                    if training.style is Style.ACCELERATE and clip.receiver and "accelerator" in clip.receiver:
-                        continue  # leave Accelerate's own clipping to Accelerate
                     fix = _clip_at_step(model, training, clip) if training.style is not Style.ACCELERATE else None
                     yield self.at(clip, "gradients are clipped on every micro-batch, on a partial sum of the "
                                         "window: clip once in the step branch, right before the step", fix)

@@ -7,12 +7,18 @@ Checks for gradient accumulation under `DistributedDataParallel` (the file wraps
 DDP all-reduces the gradients in every backward pass. Under accumulation only the last
 micro-batch of a window needs it: the other N-1 all-reduces per optimizer step are pure
 communication overhead, and on several nodes they can make accumulation slower than not
-accumulating at all. The result is correct, only slow, hence a warning. Accelerate's
-`accumulate()`, FSDP and DeepSpeed engines handle the sync themselves and are not flagged.
+accumulating at all. The result is correct, only slow, hence a warning. A model prepared by
+Accelerate (`accelerator.prepare(model)`) is a DDP module under a multi-process launch: manual
+accumulation around `accelerator.backward(loss)` outside `accelerator.accumulate(model)` all-reduces
+every micro-batch too. Accelerate's `accumulate()`, FSDP and DeepSpeed engines handle the sync
+themselves and are not flagged.
 
 ## Fix
 Run the forward and backward of every micro-batch but the last under `with model.no_sync():`,
 or set `model.require_backward_grad_sync = (micro_step == N - 1)` before the forward (nanoGPT).
+With Accelerate, run each micro-batch under `with accelerator.accumulate(model):` (with
+`Accelerator(gradient_accumulation_steps=N)`), or its forward and backward under
+`accelerator.no_sync(model)` on all but the last micro-batch.
 """
 
 from __future__ import annotations
@@ -20,14 +26,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from loopcheck.model import FileModel, Framework, Style
+from loopcheck.model.accelerate import prepared_modules
 from loopcheck.model.distributed import DDP_WRAPPERS, FSDP_WRAPPERS, controls_sync, wrap_calls
+from loopcheck.model.memory import trained_modules
 from loopcheck.rules._base import Rule, Violation
 
 
 class DdpAccumulationWithoutNoSync(Rule):
     code = "LC501"
     message = "gradients are accumulated under DDP without no_sync(): every micro-batch all-reduces"
-    requires_all = ("DataParallel",)  # DistributedDataParallel, in a file with a training loop
 
     VALID = [
         """
@@ -104,17 +111,44 @@ for i, (x, y) in enumerate(loader):
         optimizer.step()
         optimizer.zero_grad()
 """,
+        """
+accelerator = Accelerator()
+model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)
+model.train()
+for step, batch in enumerate(train_dataloader):
+    loss = model(**batch).loss / gradient_accumulation_steps
+    accelerator.backward(loss)  # LC501
+    if (step + 1) % gradient_accumulation_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
-        if not wrap_calls(model, DDP_WRAPPERS) or wrap_calls(model, FSDP_WRAPPERS) or controls_sync(model):
+        if wrap_calls(model, FSDP_WRAPPERS) or controls_sync(model):
+            return
+        ddp = wrap_calls(model, DDP_WRAPPERS)
+        prepared = prepared_modules(model, trained_modules(model)) if not ddp else []
+        if not ddp and not prepared:
             return
         for training in model.training_loops:
             if training.style not in (Style.GUARDED, Style.MICRO_LOOP):
                 continue  # Accelerate's accumulate() and engines decide the sync themselves
-            backwards = [b for b in training.backwards if b.framework in (Framework.TORCH, Framework.LOSS_SCALER)
+            backwards = [b for b in training.backwards if b.framework in _OWN_SYNC
                          and training.reader.guard(b.conds, b.order).always]  # engines own the sync
-            if backwards:  # one finding per loop, however many losses it back-propagates
+            if not backwards:
+                continue
+            # one finding per loop, however many losses it back-propagates
+            if ddp:
                 yield self.at(backwards[0], "the model is wrapped in DistributedDataParallel and gradients are "
                                             f"accumulated ({training.style.value}), but no micro-batch runs under "
                                             "`no_sync()`: every backward all-reduces, N-1 of N times for nothing")
+            else:
+                yield self.at(backwards[0], "the model is prepared by Accelerate (DistributedDataParallel under a "
+                                            f"multi-process launch) and gradients are accumulated by hand "
+                                            f"({training.style.value}) outside `accelerator.accumulate()`: every "
+                                            "backward all-reduces, N-1 of N times for nothing")
+
+
+# Backward passes whose gradient sync nobody but DDP decides (engines and accumulate() decide their own).
+_OWN_SYNC = (Framework.TORCH, Framework.LOSS_SCALER, Framework.ACCELERATE)

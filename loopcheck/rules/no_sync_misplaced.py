@@ -3,7 +3,9 @@ Checks for DDP's `no_sync()` / `require_backward_grad_sync` applied to the wrong
 of an accumulation window: the sync flag true on a micro-batch that is not the last (or set
 after the forward pass it was meant for), a `no_sync() if cond else nullcontext()` whose
 condition is inverted so that the last micro-batch runs un-synced, and `no_sync()` wrapping
-only `backward()` while the forward pass ran outside it.
+only `backward()` while the forward pass ran outside it; the same with Accelerate, where the
+forward runs before `with accelerator.accumulate(model):` is entered (accumulate() enters
+`no_sync()` for the non-boundary micro-batches when `gradient_accumulation_steps` is set).
 
 ## Why is this bad?
 DDP decides at forward time whether the next backward all-reduces. If the last micro-batch of
@@ -26,15 +28,17 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import Cond, Event, FileModel, Kind, Style
+from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.model.distributed import (
     Micro,
     conditional_no_sync,
     forwards,
     in_no_sync,
+    loss_sources,
     micro_of,
     no_sync_receiver,
 )
-from loopcheck.model.syntax import source, walk
+from loopcheck.model.syntax import dotted, positional, source, walk
 from loopcheck.model.training import TrainingLoop
 from loopcheck.rules._base import Rule, Violation
 
@@ -42,7 +46,7 @@ from loopcheck.rules._base import Rule, Violation
 class NoSyncMisplaced(Rule):
     code = "LC502"
     message = "no_sync() / require_backward_grad_sync is applied to the wrong micro-batches"
-    requires = ("no_sync", "_grad_sync")
+    requires = ("no_sync", "_grad_sync", "accumulate(")
 
     VALID = [
         """
@@ -119,11 +123,24 @@ for i, (x, y) in enumerate(loader):
         optimizer.step()
         optimizer.zero_grad()
 """,
+        """
+accelerator = Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps)
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for batch in loader:
+    outputs = model(**batch)
+    with accelerator.accumulate(model):
+        accelerator.backward(outputs.loss)  # LC502
+        optimizer.step()
+        optimizer.zero_grad()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
+        accumulating = accumulation_setting(model) is not None
         for training in model.training_loops:
             yield from self._backward_only(training)
+            if accumulating and training.style is Style.ACCELERATE:
+                yield from self._forward_before_accumulate(training)
             if training.style in (Style.GUARDED, Style.MICRO_LOOP):
                 yield from self._flags(training)
                 yield from self._conditional_contexts(training)
@@ -143,6 +160,21 @@ for i, (x, y) in enumerate(loader):
                     yield self.at(backward, f"`{module}.no_sync()` wraps only the backward pass, but the forward "
                                             f"`{module}(...)` ran outside it: DDP decides at forward time, so this "
                                             "backward still all-reduces (no_sync has no effect)")
+
+    # -- forward; with accelerator.accumulate(model): backward -------------------------------
+    def _forward_before_accumulate(self, training: TrainingLoop) -> Iterator[Violation]:
+        for backward in training.backwards:
+            contexts = [c for c in backward.contexts if c.kind == "accumulate" and isinstance(c.call, cst.Call)]
+            modules = [dotted(a) for c in contexts for a in positional(c.call)]  # type: ignore[arg-type]
+            for module in filter(None, modules):
+                outside = [f for f in forwards(training, module, backward)
+                           if not any(c.kind in ("accumulate", "no_grad") for c in f.contexts)
+                           and f in loss_sources(training, backward)]
+                if outside:
+                    yield self.at(backward, f"the forward `{module}(...)` runs before `accelerator.accumulate("
+                                            f"{module})` is entered: DDP decides at forward time, so accumulate()'s "
+                                            "no_sync has no effect and every micro-batch all-reduces")
+                    return
 
     # -- require_backward_grad_sync = ... ------------------------------------------------------
     def _flags(self, training: TrainingLoop) -> Iterator[Violation]:

@@ -6,7 +6,8 @@ number of accumulated micro-batches (or normalised by a window-wide count).
 `backward()` sums gradients across the window. Without `loss / N` the optimizer step sees the
 sum of N micro-batch gradients instead of their mean: every update is N times too large, and
 changing N silently changes the effective learning rate. `accelerator.backward(loss)` divides by
-N itself, and a loss the author scales explicitly (`* batch_size`, a token count) is left alone;
+N itself, but only by the N given to `Accelerator(gradient_accumulation_steps=N)`: a loop that
+accumulates by hand around it without that setting is flagged; and a loss the author scales explicitly (`* batch_size`, a token count) is left alone;
 a manual fp16 loss scale (`loss * 2 ** lg_loss_scale`) is undone before the step and divides
 nothing. Dividing by a running count (`k += 1; loss / k`) weighs the k-th micro-batch of a window
 1/k: the first micro-batch counts as much as all the others together. Inner loops that split or
@@ -26,6 +27,7 @@ import libcst as cst
 
 from loopcheck.fixes import Fix, called_once, replace
 from loopcheck.model import Event, FileModel, Framework, Style, TrainingLoop
+from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.model.loss import Scaling, loss_scaling
 from loopcheck.model.syntax import names_in, same, source
 from loopcheck.model.training import is_data_loop
@@ -121,6 +123,16 @@ for step in range(max_steps):
     scaler.update()
     optimizer.zero_grad()
 """,
+        """
+accelerator = Accelerator()
+model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)
+for step, batch in enumerate(train_dataloader):
+    loss = model(**batch).loss
+    accelerator.backward(loss)  # LC102
+    if (step + 1) % args.gradient_accumulation_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -135,8 +147,11 @@ for step in range(max_steps):
             n = training.modulus
             accumulation_names = {name.rsplit(".", 1)[-1] for name in names_in(n)} if n is not None else set()
             for backward in training.backwards:
-                if backward.framework not in (Framework.TORCH, Framework.LOSS_SCALER) or backward.loss is None:
+                if backward.framework not in (Framework.TORCH, Framework.LOSS_SCALER, Framework.ACCELERATE) \
+                        or backward.loss is None:
                     continue
+                if backward.framework is Framework.ACCELERATE and accumulation_setting(model) is not None:
+                    continue  # accelerator.backward divides by the configured N, accumulate() or not
                 if not training.guard(backward).always:
                     continue
                 scaling = loss_scaling(backward.loss, backward.loop, backward.order, helpers,  # type: ignore[arg-type]

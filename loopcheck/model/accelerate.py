@@ -1,0 +1,52 @@
+"""What Hugging Face Accelerate does with the file's objects (read from accelerate's own source):
+
+- ``Accelerator(gradient_accumulation_steps=N)`` sets N; ``accelerator.backward(loss)`` divides the
+  loss by N whether or not ``accumulate()`` is entered (``loss / self.gradient_accumulation_steps``).
+- ``accumulate(model)`` decides ``sync_gradients`` and enters ``model.no_sync()`` on the other
+  micro-batches; outside it ``sync_gradients`` stays True, so prepared optimizers, schedulers and
+  ``zero_grad()`` act on every call and every backward all-reduces.
+- ``accelerator.clip_grad_norm_`` is not gated: it clips whatever ``.grad`` holds when it is called.
+- ``accelerator.prepare(model)`` wraps the model in ``DistributedDataParallel`` under a
+  multi-process launch.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from loopcheck.model.roles import Role
+from loopcheck.model.syntax import dotted, func_name, int_value, last_part, method, positional
+
+if TYPE_CHECKING:
+    from loopcheck.model import FileModel
+
+_SETTINGS = ("gradient_accumulation_steps", "gradient_accumulation_plugin")
+
+
+def accumulation_setting(model: FileModel) -> tuple[cst.Arg, cst.Call] | None:
+    """``gradient_accumulation_steps=N`` (or a plugin) given to ``Accelerator(...)``, unless a literal 1,
+    and the ``Accelerator(...)`` call."""
+    for call in model.index.calls:
+        if last_part(func_name(call) or "") != "Accelerator":
+            continue
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value in _SETTINGS and int_value(arg.value) != 1:
+                return arg, call
+    return None
+
+
+def prepared_modules(model: FileModel, trained: set[str]) -> list[cst.Call]:
+    """``accelerator.prepare(model, ...)`` calls that prepare a module the file trains: a DDP wrap
+    whenever the script runs under a multi-process launch (``accelerate launch``)."""
+    found = []
+    for call in model.index.calls:
+        called = method(call)
+        if called is None or called[1] not in ("prepare", "prepare_model"):
+            continue
+        if model.roles.of(dotted(called[0])) is not Role.ACCELERATOR:
+            continue
+        if any(dotted(arg) in trained for arg in positional(call)):
+            found.append(call)
+    return found
