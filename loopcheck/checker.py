@@ -135,8 +135,11 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config, jobs: 
     per_file = _per_file_ignores(config)
     needles = cache.needles(codes, lambda: required_texts(codes)) if cache else required_texts(codes)
     findings: list[Finding] = []
-    todo: list[tuple[str, str, frozenset[str], Options]] = []
+    todo: list[_Job] = []
     keys: list[str] = []
+    project_dir = cache.directory.parent.parent / "project" if cache is not None else None
+    if "loopcheck.project" in sys.modules:
+        sys.modules["loopcheck.project"].forget()  # files may have changed since an earlier run in this process
     for file in files:
         name = _display(file)
         try:
@@ -151,13 +154,14 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config, jobs: 
             continue
         file_codes = codes - _ignored(file, config.root, per_file)
         if cache is not None:
-            key = cache.key(name, file_codes, source)
+            # facts of the project modules the file imports count too (a DDP wrap in another module)
+            key = cache.key(name, file_codes, source + _project_digest(file, project_dir))
             cached = cache.get(key, name)
             if cached is not None:
                 findings.extend(cached)
                 continue
             keys.append(key)
-        todo.append((source, name, file_codes, config.options))
+        todo.append((source, name, file_codes, config.options, str(file), project_dir))
     progress = Progress(len(todo))
     for i, result in _check_jobs(todo, jobs):
         progress.tick()
@@ -168,8 +172,7 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config, jobs: 
     return sorted(findings)  # the same order whatever the processes did
 
 
-def _check_jobs(todo: list[tuple[str, str, frozenset[str], Options]],
-                jobs: int | None) -> Iterator[tuple[int, list[Finding]]]:
+def _check_jobs(todo: list[_Job], jobs: int | None) -> Iterator[tuple[int, list[Finding]]]:
     """Each file's index in ``todo`` and findings (in no fixed order), from ``jobs`` processes (default: one per
     usable core, at most 8) when there are enough files to pay for starting them."""
     workers = min(jobs or min(_cores(), 8), len(todo))
@@ -197,8 +200,22 @@ def _per_file_ignores(config: Config) -> list[tuple[PathSpec, frozenset[str]]]:
             for pattern, selectors in config.per_file_ignores.items()]
 
 
-def _check_job(job: tuple[str, str, frozenset[str], Options]) -> list[Finding]:
-    return check_text(*job)
+# source, display name, codes, options, path, project facts cache directory
+_Job = tuple[str, str, frozenset[str], Options, str, "Path | None"]
+
+
+def _check_job(job: _Job) -> list[Finding]:
+    from loopcheck.project import for_file
+
+    source, name, codes, options, path, project_dir = job
+    return check_text(source, name, codes, options, project=for_file(path, project_dir))
+
+
+def _project_digest(file: Path, project_dir: Path | None) -> str:
+    from loopcheck.project import for_file
+
+    project = for_file(file, project_dir)
+    return f"\0project:{project.digest()}" if project is not None else ""
 
 
 def _ignored(file: Path, root: Path, per_file: list[tuple[PathSpec, frozenset[str]]]) -> frozenset[str]:

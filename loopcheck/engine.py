@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from loopcheck.fixes import Fix
+    from loopcheck.project import Imported
     from loopcheck.rules import Rule, Violation
 
 @lru_cache(maxsize=None)
@@ -43,13 +44,15 @@ def check_source(source: str, filename: str = "<string>", select: Iterable[str] 
     return check_text(source, filename, codes)
 
 
-def check_text(source: str, filename: str, codes: frozenset[str], options: Options = Options()) -> list[Finding]:
-    return [finding for finding, _ in analyse(source, filename, codes, options)[1]]
+def check_text(source: str, filename: str, codes: frozenset[str], options: Options = Options(),
+               project: Imported | None = None) -> list[Finding]:
+    return [finding for finding, _ in analyse(source, filename, codes, options, project)[1]]
 
 
-def analyse(source: str, filename: str, codes: frozenset[str],
-            options: Options = Options()) -> tuple[cst.Module | None, list[tuple[Finding, Fix | None]]]:
-    """The parsed module (None when skipped or unparsable) and each finding with its fix, if any."""
+def analyse(source: str, filename: str, codes: frozenset[str], options: Options = Options(),
+            project: Imported | None = None) -> tuple[cst.Module | None, list[tuple[Finding, Fix | None]]]:
+    """The parsed module (None when skipped or unparsable) and each finding with its fix, if any.
+    ``project``: facts of the project modules the file imports (``loopcheck.project.for_file``)."""
     rules = [r for r in _rules(codes) if any(text in source for text in r.requires)  # type: ignore[attr-defined]
              and all(text in source for text in r.requires_all)]  # type: ignore[attr-defined]
     if not rules:
@@ -65,7 +68,7 @@ def analyse(source: str, filename: str, codes: frozenset[str],
                        _syntax_error(filename, source, error.editor_line, error.editor_column, error.message), None)]
     except (RecursionError, MemoryError) as error:  # pathological nesting
         return None, [(_syntax_error(filename, source, 1, 1, f"could not be parsed: {type(error).__name__}"), None)]
-    model = build(module, source, options)
+    model = build(module, source, options, project)
     violations = []
     seen: set[tuple[str, int]] = set()
     for rule in rules:

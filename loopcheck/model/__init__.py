@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -21,6 +22,9 @@ from loopcheck.model.guards import Guard, GuardKind, Phase
 from loopcheck.model.index import Index, index_module
 from loopcheck.model.roles import Role, Roles
 from loopcheck.model.training import Style, TrainingLoop, analyse
+
+if TYPE_CHECKING:
+    from loopcheck.project import Imported
 
 __all__ = ["Assignment", "Cond", "Context", "Event", "FileModel", "Framework", "Guard", "GuardKind", "Kind",
            "Loop", "Phase", "Role", "Roles", "Style", "TrainingLoop", "build"]
@@ -35,6 +39,7 @@ class FileModel:
     source: str = ""
     owners: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)  # statement -> block statement
     options: Options = field(default_factory=Options)  # settings from [tool.loopcheck]
+    project: Imported | None = None  # facts of the project modules the file imports (loopcheck.project)
 
     def owner(self, stmt: cst.CSTNode) -> cst.CSTNode | None:
         """The statement whose block holds ``stmt`` directly (a For, If, Else, With, def...)."""
@@ -56,15 +61,16 @@ class FileModel:
         return [e for scope in self.scopes for e in scope.events(*kinds, deep=True)]
 
 
-def build(module: cst.Module, source: str = "", options: Options | None = None) -> FileModel:
+def build(module: cst.Module, source: str = "", options: Options | None = None,
+          project: Imported | None = None) -> FileModel:
     index = index_module(module)
-    builder = Builder(module, index)
+    builder = Builder(module, index, project)
     # Only scopes that hold a loop can hold a training loop; other functions are inlined where called.
     scopes = [builder.scope(module)] if module in index.with_loops else []
     scopes += [builder.scope(fn) for fns in index.functions.values() for fn in fns if fn in index.with_loops]
     # A function inlined into a caller's loop is analysed there, with the caller's context.
     scopes = [s for s in scopes if s.function is None or s.function not in builder.inlined]
-    model = FileModel(module, index, scopes, [], source, builder.owners, options or Options())
+    model = FileModel(module, index, scopes, [], source, builder.owners, options or Options(), project)
     for loop in model.loops():
         training = analyse(loop, index.int_inits)
         if training is not None:

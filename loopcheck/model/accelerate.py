@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from loopcheck.model import FileModel
 
 _SETTINGS = ("gradient_accumulation_steps", "gradient_accumulation_plugin")
+_NOT_DDP = ("fsdp_plugin", "deepspeed_plugin", "megatron_lm_plugin")
 
 
 def accumulation_setting(model: FileModel) -> tuple[cst.Arg, cst.Call] | None:
@@ -40,6 +41,9 @@ def accumulation_setting(model: FileModel) -> tuple[cst.Arg, cst.Call] | None:
 def prepared_modules(model: FileModel, trained: set[str]) -> list[cst.Call]:
     """``accelerator.prepare(model, ...)`` calls that prepare a module the file trains: a DDP wrap
     whenever the script runs under a multi-process launch (``accelerate launch``)."""
+    if any(last_part(func_name(c) or "") == "Accelerator" and any(
+            a.keyword is not None and a.keyword.value in _NOT_DDP for a in c.args) for c in model.index.calls):
+        return []  # FSDP / DeepSpeed / Megatron plugins: no DDP wrapper, the engine decides the sync
     found = []
     for call in model.index.calls:
         called = method(call)

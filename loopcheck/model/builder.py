@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -27,6 +28,9 @@ from loopcheck.model.syntax import (
     walk,
 )
 
+if TYPE_CHECKING:
+    from loopcheck.project import Imported
+
 _ENGINE_RECEIVERS = {"model", "model_engine", "engine", "trainer", "ds_engine", "deepspeed_engine", "net"}
 _MAX_INLINE_DEPTH = 4
 
@@ -41,9 +45,10 @@ class _State:
 
 
 class Builder:
-    def __init__(self, module: cst.Module, index: Index) -> None:
+    def __init__(self, module: cst.Module, index: Index, project: Imported | None = None) -> None:
         self.module = module
         self.index = index
+        self.project = project  # what the project modules this file imports do (loopcheck.project)
         self.roles = index.roles
         self.order = 0
         self.inlined: set[cst.FunctionDef] = set()
@@ -149,6 +154,11 @@ class Builder:
             self._call(call, stmt, st)
 
     def _call(self, call: cst.Call, stmt: cst.CSTNode, st: _State) -> None:
+        imported = self.project.events(call, self.roles) if self.project is not None else None
+        if imported:  # a wrapper from another module of the project: its events, at this call
+            for kind, recv, fields in imported:
+                self._event(st, kind, call, stmt, recv, **fields)
+            return
         before = len(st.loop.items)
         self._classify(call, stmt, st)
         target = self._same_file_function(call, st)

@@ -62,8 +62,23 @@ def wrap_calls(model: FileModel, wrappers: frozenset[str]) -> list[cst.Call]:
 
 
 def controls_sync(model: FileModel) -> bool:
-    """Whether the file ever touches DDP's gradient sync (``no_sync()``, the sync flag)."""
-    return bool(model.index.attributes & SYNC_CONTROLS)
+    """Whether the file ever touches DDP's gradient sync (``no_sync()``, the sync flag), itself or
+    through a helper of another project module (``with misc.ddp_sync(ddp, last_round):``)."""
+    if model.index.attributes & SYNC_CONTROLS:
+        return True
+    project = model.project
+    return project is not None and any(s.facts.controls_sync for _, s in project.calls(model.index.calls))
+
+
+def imported_ddp_wraps(model: FileModel) -> list[str]:
+    """Where another module of the project wraps this file's model in DDP: a helper this file calls
+    (``model = smart_DDP(model)``, "utils/torch_utils.py:61"), or an entry script that imports this
+    file, calls into it and builds a DDP wrapper ("main_pretrain.py:175")."""
+    project = model.project
+    if project is None:
+        return []
+    found = [s.where for _, s in project.calls(model.index.calls) if s.facts.wraps_ddp]
+    return found + list(project.ddp_importers)
 
 
 def no_sync_receiver(expr: cst.BaseExpression | None) -> str | None:

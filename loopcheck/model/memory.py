@@ -113,6 +113,8 @@ class GraphReader:
     def __init__(self, model: FileModel, training: TrainingLoop) -> None:
         self.loop = training.loop
         self.modules = trained_modules(model)
+        self.project = model.project
+        self.roles = model.roles
         # the bindings handed to backward: (name, the assignment live at the backward)
         self.backpropagated: list[tuple[str, Assignment | None]] = []
         for backward in training.backwards:
@@ -166,6 +168,11 @@ class GraphReader:
             return False
         if name is not None and module_name(name) in self.modules:
             return True  # the trained model's own forward
+        imported = self.project.summary(call, self.roles) if self.project is not None else None
+        if imported is not None and imported.facts.returns_graph and any(
+                self.carries(a.value, order, conds, depth + 1) or module_name(dotted(a.value) or "") in self.modules
+                for a in call.args):
+            return True  # a loss function of another module, handed the model or its outputs
         return None
 
     def _name(self, name: str, expr: cst.BaseExpression, order: int, conds: tuple[Cond, ...],

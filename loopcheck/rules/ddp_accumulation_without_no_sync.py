@@ -1,7 +1,8 @@
 """## What it does
 Checks for gradient accumulation under `DistributedDataParallel` (the file wraps the model in
-`DistributedDataParallel` / `DDP`) that never uses `model.no_sync()` or
-`model.require_backward_grad_sync`.
+`DistributedDataParallel` / `DDP`, or another module of the project does: a helper such as
+`smart_DDP(model)`, or the entry script that imports the training loop) that never uses
+`model.no_sync()` or `model.require_backward_grad_sync` (itself or through a helper).
 
 ## Why is this bad?
 DDP all-reduces the gradients in every backward pass. Under accumulation only the last
@@ -27,7 +28,7 @@ from collections.abc import Iterator
 
 from loopcheck.model import FileModel, Framework, Style
 from loopcheck.model.accelerate import prepared_modules
-from loopcheck.model.distributed import DDP_WRAPPERS, FSDP_WRAPPERS, controls_sync, wrap_calls
+from loopcheck.model.distributed import DDP_WRAPPERS, FSDP_WRAPPERS, controls_sync, imported_ddp_wraps, wrap_calls
 from loopcheck.model.memory import trained_modules
 from loopcheck.rules._base import Rule, Violation
 
@@ -128,8 +129,9 @@ for step, batch in enumerate(train_dataloader):
         if wrap_calls(model, FSDP_WRAPPERS) or controls_sync(model):
             return
         ddp = wrap_calls(model, DDP_WRAPPERS)
-        prepared = prepared_modules(model, trained_modules(model)) if not ddp else []
-        if not ddp and not prepared:
+        elsewhere = imported_ddp_wraps(model) if not ddp else []
+        prepared = prepared_modules(model, trained_modules(model)) if not ddp and not elsewhere else []
+        if not ddp and not elsewhere and not prepared:
             return
         for training in model.training_loops:
             if training.style not in (Style.GUARDED, Style.MICRO_LOOP):
@@ -139,8 +141,9 @@ for step, batch in enumerate(train_dataloader):
             if not backwards:
                 continue
             # one finding per loop, however many losses it back-propagates
-            if ddp:
-                yield self.at(backwards[0], "the model is wrapped in DistributedDataParallel and gradients are "
+            if ddp or elsewhere:
+                by = f" (by {elsewhere[0]})" if elsewhere else ""
+                yield self.at(backwards[0], f"the model is wrapped in DistributedDataParallel{by} and gradients are "
                                             f"accumulated ({training.style.value}), but no micro-batch runs under "
                                             "`no_sync()`: every backward all-reduces, N-1 of N times for nothing")
             else:

@@ -40,7 +40,7 @@ class EvalModeLeak(Rule):
     code = "LC605"
     fixable = True
     message = "model.eval() in the training loop is never undone by model.train() before the next training step"
-    requires = (".eval(", ".train(False")
+    # no text pre-filter of its own: the eval() may sit in an evaluation helper of another module
 
     VALID = [
         """
@@ -226,9 +226,12 @@ for step, (x, y) in enumerate(train_loader):
                 if not self._undone(leak, name, events, updates, loop, trained):
                     # `train()` first in the body helps only where no update follows the leak in the iteration
                     fix = _train_first(loop, name) if not any(u > leak.order for u in updates) else None
-                    yield self.at(leak, f"`{leak.receiver}.eval()` runs inside the training loop and nothing calls "
-                                        f"`{name}.train()` before the next training step: from then on it trains "
-                                        "in eval mode (dropout off, BatchNorm frozen)", fix)
+                    elsewhere = model.project.where(leak.node) if model.project is not None else None
+                    what = (f"`{source(leak.node.func)}(...)` ({elsewhere}) leaves `{leak.receiver}` in eval mode"
+                            if elsewhere and isinstance(leak.node, cst.Call) else f"`{leak.receiver}.eval()` runs")
+                    yield self.at(leak, f"{what} inside the training loop and nothing calls `{name}.train()` before "
+                                        "the next training step: from then on it trains in eval mode (dropout off, "
+                                        "BatchNorm frozen)", fix if not elsewhere else None)
 
     @staticmethod
     def _undone(leak: Event, name: str, events: list[Event], updates: list[int], loop: Loop,

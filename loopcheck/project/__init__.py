@@ -1,0 +1,232 @@
+"""Project-wide facts: what the names a file imports from its own project do.
+
+``for_file(path)`` reads (with the stdlib ``ast``, cached) the project modules the file imports and
+the entry scripts that import it and build a DDP wrapper. The model builder asks ``events(call)``
+at each call: an imported wrapper that back-propagates, steps, zeroes or leaves a model in eval
+mode becomes those events at the call site, so the rules see them and the finding points at the
+loop; ``where(node)`` names the other file and line for the message. ``digest()`` changes when
+any of these facts changes, which invalidates the file's cached result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from loopcheck.project.facts import FunctionFacts, ModuleFacts
+from loopcheck.project.index import ProjectIndex, find_root, project_index
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from loopcheck.model.events import Kind
+    from loopcheck.model.roles import Roles
+
+__all__ = ["Imported", "Summary", "for_file", "forget"]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """An imported function (or method) and where it is defined."""
+
+    facts: FunctionFacts
+    name: str
+    path: str  # relative to the project root
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.facts.line}"
+
+
+@dataclass
+class Imported:
+    """The project facts one checked file can use."""
+
+    path: Path
+    index: ProjectIndex
+    own: ModuleFacts
+    # entry scripts that import this file, call into it and build a DDP wrapper: "path:line"
+    ddp_importers: list[str] = field(default_factory=list)
+    _modules: dict[str, ModuleFacts | None] = field(default_factory=dict)
+    _where: dict[int, str] = field(default_factory=dict)
+
+    # -- lookups ---------------------------------------------------------------------------
+    def summary(self, call: cst.Call, roles: Roles | None = None) -> Summary | None:
+        """The imported function or method ``call`` runs, if a project module defines it."""
+        from loopcheck.model.syntax import dotted, func_name, last_part
+
+        func = call.func
+        name = func_name(call)
+        if name is not None and "." not in name:
+            return self._function(name)
+        if name is not None and name.count(".") == 1:  # `misc.ddp_sync(...)`: a module imported whole
+            module, attr = name.split(".")
+            found = self._module_of(module)
+            if found is not None and attr in found.functions:
+                return Summary(found.functions[attr], attr, found.path)
+        if roles is not None and hasattr(func, "value") and hasattr(func, "attr"):
+            receiver = dotted(func.value)  # type: ignore[attr-defined]
+            for constructor in roles.constructed.get(last_part(receiver or ""), []):
+                cls = self._class(func_name(constructor) or "")
+                if cls is not None and func.attr.value in cls[0]:  # type: ignore[attr-defined]
+                    method = func.attr.value  # type: ignore[attr-defined]
+                    return Summary(cls[0][method], method, cls[1])
+        return None
+
+    def events(self, call: cst.Call, roles: Roles) -> list[tuple[Kind, str | None, dict[str, object]]]:
+        """The training events an imported wrapper stands for at ``call``, in the order such helpers
+        use: zeroing before a backward (or after a step), backward, steps, eval mode (the order
+        inside the wrapper is not modelled)."""
+        from loopcheck.model.events import Framework, Kind
+        from loopcheck.model.syntax import receiver, source
+
+        found = self.summary(call, roles)
+        if found is None:
+            return []
+        facts = found.facts
+        args = _arguments(call, facts)
+        specs: list[tuple[Kind, str | None, dict[str, object]]] = []
+        zero = (Kind.ZERO_GRAD, source(call.func), {"target": "param"})
+        if facts.zeroes and not facts.steps:
+            specs.append(zero)  # a forward-backward helper clears before it back-propagates
+        if facts.backward is not None and facts.backward in args:
+            specs.append((Kind.BACKWARD, source(call.func), {"loss": args[facts.backward],
+                                                              "framework": Framework.TORCH}))
+        for position in facts.steps:
+            if position in args:
+                optimizer = receiver(args[position])
+                specs.append((Kind.STEP, optimizer, {"optimizer": optimizer}))
+        if facts.zeroes and facts.steps:
+            specs.append(zero)  # a helper that steps clears after the step
+        for position in facts.evals:
+            if position in args:
+                specs.append((Kind.EVAL_MODE, receiver(args[position]), {}))
+        if specs:
+            self._where[id(call)] = found.where
+        return specs
+
+    def where(self, node: cst.CSTNode) -> str | None:
+        """``path:line`` of the imported definition behind events made at ``node``."""
+        return self._where.get(id(node))
+
+    def calls(self, calls: list[cst.Call], roles: Roles | None = None) -> Iterator[tuple[cst.Call, Summary]]:
+        for call in calls:
+            found = self.summary(call, roles)
+            if found is not None:
+                yield call, found
+
+    def digest(self) -> str:
+        """Changes whenever a fact this file can use changes."""
+        data = {name: module.to_json() if module else None for name, module in sorted(self._all_modules().items())}
+        data["<ddp importers>"] = self.ddp_importers  # type: ignore[assignment]
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+    # -- resolution ------------------------------------------------------------------------
+    def _all_modules(self) -> dict[str, ModuleFacts | None]:
+        for local in self.own.imports:
+            self._module_of(local)
+            self._function(local)
+        return self._modules
+
+    def _module_of(self, local: str) -> ModuleFacts | None:
+        """The facts of the project module bound to ``local`` (``import x.y as local``,
+        ``from x import local`` where ``local`` is a submodule)."""
+        key = f"module:{local}"
+        if key not in self._modules:
+            self._modules[key] = None
+            imported = self.own.imports.get(local)
+            if imported is not None:
+                module, attr, level = imported
+                dotted_name = f"{module}.{attr}" if attr and module else (attr or module)
+                path = self.index.resolve(self.path, dotted_name, level)
+                self._modules[key] = self.index.facts(path) if path is not None else None
+        return self._modules[key]
+
+    def _from_module(self, local: str) -> tuple[ModuleFacts, str] | None:
+        """(module facts, attribute) for ``from module import attribute as local``."""
+        imported = self.own.imports.get(local)
+        if imported is None or not imported[1]:
+            return None
+        module, attr, level = imported
+        key = f"from:{module}:{level}"
+        if key not in self._modules:
+            path = self.index.resolve(self.path, module, level)
+            self._modules[key] = self.index.facts(path) if path is not None else None
+        found = self._modules[key]
+        return (found, attr) if found is not None else None
+
+    def _function(self, local: str) -> Summary | None:
+        found = self._from_module(local)
+        if found is None or found[1] not in found[0].functions:
+            return None
+        return Summary(found[0].functions[found[1]], found[1], found[0].path)
+
+    def _class(self, constructor: str) -> tuple[dict[str, FunctionFacts], str] | None:
+        if "." in constructor:
+            module, name = constructor.rsplit(".", 1)
+            facts = self._module_of(module) if "." not in module else None
+            return (facts.classes[name], facts.path) if facts is not None and name in facts.classes else None
+        found = self._from_module(constructor)
+        if found is None or found[1] not in found[0].classes:
+            return None
+        return found[0].classes[found[1]], found[0].path
+
+
+def _arguments(call: cst.Call, facts: FunctionFacts) -> dict[int, cst.BaseExpression]:
+    """The call's arguments by the callee's parameter positions."""
+    args: dict[int, cst.BaseExpression] = {}
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            return args  # `*args`: positions after it are unknown
+        if arg.keyword is None:
+            args[position] = arg.value
+            position += 1
+        elif arg.keyword.value in facts.params:
+            args[facts.params.index(arg.keyword.value)] = arg.value
+    return args
+
+
+def for_file(path: str | Path, cache_dir: Path | None = None) -> Imported | None:
+    """The project facts for the file at ``path`` (None for a file that does not exist)."""
+    file = Path(path)
+    if not file.is_file():
+        return None
+    index = project_index(find_root(file), cache_dir)
+    own = index.facts(file)
+    if own is None:
+        return None
+    imported = Imported(file.resolve(), index, own)
+    for entry in index.ddp_files():
+        if entry.path != own.path and _imports(index, entry, imported.path):
+            imported.ddp_importers.append(f"{entry.path}:{entry.ddp_lines[0]}")
+    index.save()
+    return imported
+
+
+def _imports(index: ProjectIndex, entry: ModuleFacts, target: Path) -> bool:
+    """Whether ``entry`` imports the module at ``target`` and uses it: the module itself, or a
+    function of it that ``entry`` calls."""
+    importer = index.root / entry.path
+    for local, (module, attr, level) in entry.imports.items():
+        if attr:
+            sub = index.resolve(importer, f"{module}.{attr}" if module else attr, level)
+            if sub is not None and sub.resolve() == target:
+                return True  # `from pkg import engine`
+            found = index.resolve(importer, module, level)
+            if found is not None and found.resolve() == target and local in entry.called:
+                return True  # `from engine import train_one_epoch` ... `train_one_epoch(...)`
+        else:
+            found = index.resolve(importer, module, level)
+            if found is not None and found.resolve() == target:
+                return True
+    return False
+
+
+def forget() -> None:
+    """Drop the indexes read so far in this process (a new run reads the files again)."""
+    project_index.cache_clear()

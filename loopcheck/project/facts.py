@@ -1,0 +1,272 @@
+"""What one project module offers to the files that import it, read with the stdlib ``ast``.
+
+Only facts a training loop in another file can depend on: which functions (and methods) back-
+propagate, step or zero an argument, leave an argument in eval mode, wrap a module in
+``DistributedDataParallel``, control DDP's gradient sync, or return a value still attached to the
+autograd graph; what the module imports; and where it builds a DDP wrapper itself (an entry
+script). Parsing with ``ast`` costs a tenth of a libcst parse, and the facts are plain data that
+cache as JSON.
+
+>>> facts = extract("def smart_ddp(model):\\n    return DDP(model, device_ids=[0])\\n", "utils.py")
+>>> facts.functions["smart_ddp"].wraps_ddp
+True
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import asdict, dataclass, field
+
+_DDP = {"DistributedDataParallel", "DDP"}
+_SYNC = {"no_sync", "require_backward_grad_sync", "no_backward_sync", "set_requires_gradient_sync"}
+_DETACH = {"item", "detach", "tolist", "numpy", "cpu_item"}
+_NO_GRAD = {"no_grad", "inference_mode"}
+_MAX_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class FunctionFacts:
+    """A function or method: argument positions (``self`` left out) its effects apply to."""
+
+    line: int
+    params: tuple[str, ...] = ()
+    backward: int | None = None  # the argument whose value is back-propagated
+    steps: tuple[int, ...] = ()  # arguments stepped as optimizers (`opt.step()`)
+    zeroes: bool = False  # clears gradients (`zero_grad(...)`, `p.grad = None`)
+    evals: tuple[int, ...] = ()  # arguments left in eval mode when it returns
+    wraps_ddp: bool = False  # returns DistributedDataParallel(<argument>)
+    controls_sync: bool = False  # enters no_sync() / sets require_backward_grad_sync
+    returns_graph: bool = False  # returns what calling an argument (a model) computed, undetached
+
+
+@dataclass
+class ModuleFacts:
+    path: str
+    functions: dict[str, FunctionFacts] = field(default_factory=dict)
+    classes: dict[str, dict[str, FunctionFacts]] = field(default_factory=dict)
+    # local name -> (module as written, attribute or "", relative level)
+    imports: dict[str, tuple[str, str, int]] = field(default_factory=dict)
+    ddp_lines: tuple[int, ...] = ()  # where the module itself calls DistributedDataParallel(...)
+    called: tuple[str, ...] = ()  # plain names it calls (an entry script calling `train_one_epoch`)
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> ModuleFacts:
+        def fn(item: dict[str, object]) -> FunctionFacts:
+            return FunctionFacts(**{k: tuple(v) if isinstance(v, list) else v for k, v in item.items()})  # type: ignore[arg-type]
+
+        return cls(
+            path=str(data["path"]),
+            functions={k: fn(v) for k, v in data["functions"].items()},  # type: ignore[union-attr]
+            classes={c: {k: fn(v) for k, v in ms.items()} for c, ms in data["classes"].items()},  # type: ignore[union-attr]
+            imports={k: (v[0], v[1], v[2]) for k, v in data["imports"].items()},  # type: ignore[union-attr]
+            ddp_lines=tuple(data["ddp_lines"]),  # type: ignore[arg-type]
+            called=tuple(data["called"]),  # type: ignore[arg-type]
+        )
+
+
+def extract(source: str, path: str) -> ModuleFacts:
+    """The facts of one module (empty when it does not parse)."""
+    facts = ModuleFacts(path=path)
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return facts
+    reader = _Reader(tree)
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            facts.functions[node.name] = reader.function(node, None)
+        elif isinstance(node, ast.ClassDef):
+            methods = {m.name: m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            facts.classes[node.name] = {name: reader.function(m, methods) for name, m in methods.items()}
+    ddp_lines, called = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".", 1)[0]
+                facts.imports[local] = (alias.name if alias.asname else local, "", 0)
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name != "*":
+                    facts.imports[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
+        elif isinstance(node, ast.Call):
+            name = _last(node.func)
+            if name in _DDP:
+                ddp_lines.append(node.lineno)
+            if isinstance(node.func, ast.Name):
+                called.add(node.func.id)
+    facts.ddp_lines, facts.called = tuple(sorted(ddp_lines)), tuple(sorted(called))
+    return facts
+
+
+def _last(expr: ast.expr) -> str:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    return ""
+
+
+def _dotted(expr: ast.expr) -> str | None:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        base = _dotted(expr.value)
+        return f"{base}.{expr.attr}" if base else None
+    return None
+
+
+def _names(expr: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+
+
+class _Reader:
+    def __init__(self, tree: ast.Module) -> None:
+        self.module_functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef,
+                 methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None, depth: int = 0) -> FunctionFacts:
+        args = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
+        if methods is not None and args and args[0] in ("self", "cls"):
+            args = args[1:]
+        index = {name: i for i, name in enumerate(args)}
+        backward: int | None = None
+        steps: set[int] = set()
+        zeroes = controls_sync = False
+        modes: dict[int, tuple[int, bool]] = {}  # argument -> (line, in train mode) of its last mode switch
+        for sub in _own_nodes(node):
+            if isinstance(sub, ast.Attribute) and sub.attr in _SYNC:
+                controls_sync = True
+            if isinstance(sub, ast.Assign) and any(
+                    isinstance(t, ast.Attribute) and t.attr == "grad" for t in sub.targets) and isinstance(
+                    sub.value, ast.Constant) and sub.value.value is None:
+                zeroes = True
+            if not isinstance(sub, ast.Call):
+                continue
+            func = sub.func
+            name = _last(func)
+            receiver = func.value if isinstance(func, ast.Attribute) else None
+            recv = receiver.id if isinstance(receiver, ast.Name) else None
+            if name == "backward" and receiver is not None and backward is None:
+                used = [index[n] for n in _names(receiver) if n in index]
+                if len(used) == 1:
+                    backward = used[0]
+            elif name == "step" and recv in index:
+                steps.add(index[recv])
+            elif name == "step" and receiver is not None and sub.args and isinstance(sub.args[0], ast.Name) \
+                    and sub.args[0].id in index and "scaler" in (_dotted(receiver) or "").lower():
+                steps.add(index[sub.args[0].id])  # scaler.step(opt)
+            elif "zero_grad" in name or name == "zero_" and isinstance(receiver, ast.Attribute) \
+                    and receiver.attr == "grad":
+                zeroes = True
+            elif name in ("eval", "train") and recv in index:
+                off = name == "eval" or bool(sub.args) and isinstance(sub.args[0], ast.Constant) \
+                    and sub.args[0].value is False
+                modes[index[recv]] = (sub.lineno, not off)
+            if depth < _MAX_DEPTH:
+                callee = self._callee(sub, methods)
+                if callee is not None:
+                    inner = self.function(callee, methods if isinstance(func, ast.Attribute) else None, depth + 1)
+                    mapping = _bind(inner, sub, index)
+                    if inner.backward is not None and backward is None:
+                        backward = mapping.get(inner.backward)
+                    steps.update(i for s in inner.steps if (i := mapping.get(s)) is not None)
+                    zeroes = zeroes or inner.zeroes
+                    controls_sync = controls_sync or inner.controls_sync
+                    for e in inner.evals:
+                        if (i := mapping.get(e)) is not None:
+                            modes[i] = (sub.lineno, False)
+        return FunctionFacts(
+            line=node.lineno, params=tuple(args), backward=backward, steps=tuple(sorted(steps)), zeroes=zeroes,
+            evals=tuple(sorted(i for i, (_, train) in modes.items() if not train)),
+            wraps_ddp=_wraps_ddp(node, index), controls_sync=controls_sync,
+            returns_graph=_returns_graph(node, index),
+        )
+
+    def _callee(self, call: ast.Call, methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None
+                ) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        func = call.func
+        if isinstance(func, ast.Name):
+            return self.module_functions.get(func.id)
+        if methods is not None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                and func.value.id == "self":
+            return methods.get(func.attr)
+        return None
+
+
+def _own_nodes(node: ast.AST) -> list[ast.AST]:
+    """The nodes of a function body in source order, nested functions and classes left out."""
+    found: list[ast.AST] = []
+    stack = list(reversed(getattr(node, "body", [])))
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(current))))
+    return found
+
+
+def _bind(inner: FunctionFacts, call: ast.Call, index: dict[str, int]) -> dict[int, int]:
+    """The callee's argument positions -> the caller's, where the caller passes its own argument."""
+    mapping: dict[int, int] = {}
+    for position, arg in enumerate(call.args):
+        if isinstance(arg, ast.Name) and arg.id in index:
+            mapping[position] = index[arg.id]
+    for keyword in call.keywords:
+        if keyword.arg in inner.params and isinstance(keyword.value, ast.Name) and keyword.value.id in index:
+            mapping[inner.params.index(keyword.arg)] = index[keyword.value.id]
+    return mapping
+
+
+def _wraps_ddp(node: ast.FunctionDef | ast.AsyncFunctionDef, index: dict[str, int]) -> bool:
+    """``return DDP(model, ...)``, or ``model = DDP(model, ...)`` ... ``return model``."""
+    wrapped: set[str] = set()
+    for sub in _own_nodes(node):
+        if isinstance(sub, ast.Assign) and _is_ddp_of_argument(sub.value, index):
+            wrapped.update(t.id for t in sub.targets if isinstance(t, ast.Name))
+        elif isinstance(sub, ast.Return) and sub.value is not None:
+            if _is_ddp_of_argument(sub.value, index) or isinstance(sub.value, ast.Name) and sub.value.id in wrapped:
+                return True
+    return False
+
+
+def _is_ddp_of_argument(expr: ast.expr, index: dict[str, int]) -> bool:
+    return (isinstance(expr, ast.Call) and _last(expr.func) in _DDP and bool(expr.args)
+            and bool(_names(expr.args[0]) & set(index)))
+
+
+def _returns_graph(node: ast.FunctionDef | ast.AsyncFunctionDef, index: dict[str, int]) -> bool:
+    """Every ``return`` hands back what calling an argument computed (``model(x)``, a criterion of
+    it), not detached, and nothing runs under ``no_grad``: a loss or outputs still holding the graph."""
+    if any(_last(d.func if isinstance(d, ast.Call) else d) in _NO_GRAD for d in node.decorator_list):
+        return False
+    carried: set[str] = set()  # local names bound to graph-carrying values
+    returns = []
+    for sub in _own_nodes(node):
+        if isinstance(sub, ast.With) and any(
+                _last(i.context_expr.func if isinstance(i.context_expr, ast.Call) else i.context_expr) in _NO_GRAD
+                for i in sub.items):
+            return False
+        if isinstance(sub, ast.Assign) and _carries(sub.value, index, carried):
+            for target in sub.targets:
+                carried.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(sub, ast.Return):
+            returns.append(sub.value)
+    return bool(returns) and all(v is not None and _carries(v, index, carried) for v in returns)
+
+
+def _carries(expr: ast.expr, index: dict[str, int], carried: set[str]) -> bool:
+    for sub in ast.walk(expr):
+        if isinstance(sub, ast.Call) and _last(sub.func) in _DETACH | {"float", "int", "len", "str"}:
+            return False
+    for sub in ast.walk(expr):
+        if isinstance(sub, ast.Name) and sub.id in carried:
+            return True
+        if isinstance(sub, ast.Call) and isinstance(sub.func, (ast.Name, ast.Attribute)):
+            base = sub.func if isinstance(sub.func, ast.Name) else None
+            if base is not None and base.id in index:
+                return True  # `model(x)`: the forward of a module handed in
+    return False

@@ -1,0 +1,167 @@
+"""The project a checked file belongs to: its root, its modules' facts (cached), its imports.
+
+The root is the nearest directory above the file holding ``pyproject.toml``, ``setup.py``,
+``setup.cfg`` or ``.git`` (pre-commit passes single files: the index is read from there), or
+else the directory above the file's outermost package. Module
+facts are read with ``ast`` only for the modules a checked file imports, plus the project files
+whose text builds a DDP wrapper (the entry script that imports the training loop); they are
+cached on disk per root, keyed by each file's size and modification time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+from loopcheck.project.facts import ModuleFacts, extract
+
+_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+_SKIP_DIRS = {".git", ".hg", ".tox", ".nox", ".venv", "venv", "env", "node_modules", "__pycache__", "site-packages",
+              "build", "dist", ".eggs"}
+_DDP_TEXT = ("DistributedDataParallel", "DDP(")
+_MAX_BYTES = 2_000_000
+_FORMAT = 1
+
+
+def find_root(path: Path) -> Path:
+    """The nearest ancestor directory of ``path`` that marks a project (the file's directory if none)."""
+    start = path.resolve().parent
+    for directory in (start, *start.parents):
+        if any((directory / marker).exists() for marker in _MARKERS):
+            return directory
+    while (start / "__init__.py").is_file() and start.parent != start:
+        start = start.parent  # no marker: the directory above the outermost package
+    return start
+
+
+class ProjectIndex:
+    """Facts of one project's modules, read lazily and cached on disk."""
+
+    def __init__(self, root: Path, cache_dir: Path | None) -> None:
+        self.root = root
+        self.cache_file = cache_dir / f"{hashlib.sha256(str(root).encode()).hexdigest()[:24]}.json" \
+            if cache_dir is not None else None
+        self.entries: dict[str, list[object]] = self._load()  # rel path -> [size, mtime_ns, facts or None]
+        self.dirty = False
+        self._ddp_files: list[ModuleFacts] | None = None
+
+    # -- modules ---------------------------------------------------------------------------
+    def facts(self, path: Path) -> ModuleFacts | None:
+        """The facts of one project file (None when it cannot be read)."""
+        try:
+            st = path.stat()
+            rel = path.resolve().relative_to(self.root).as_posix()
+        except (OSError, ValueError):
+            return None
+        entry = self.entries.get(rel)
+        if entry is not None and entry[0] == st.st_size and entry[1] == st.st_mtime_ns and entry[2] is not None:
+            try:
+                return ModuleFacts.from_json(entry[2])  # type: ignore[arg-type]
+            except (KeyError, TypeError, ValueError):
+                pass
+        if st.st_size > _MAX_BYTES:
+            return None
+        try:
+            source = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        found = extract(source, rel)
+        self.entries[rel] = [st.st_size, st.st_mtime_ns, found.to_json()]
+        self.dirty = True
+        return found
+
+    def resolve(self, importer: Path, module: str, level: int) -> Path | None:
+        """The project file ``from <module> import ...`` (or ``import <module>``) names in ``importer``."""
+        parts = [p for p in module.split(".") if p]
+        if level:
+            base = importer.resolve().parent
+            for _ in range(level - 1):
+                base = base.parent
+            bases = [base]
+        else:
+            bases = [importer.resolve().parent, self.root, self.root / "src"]
+        for base in bases:
+            target = base.joinpath(*parts) if parts else base
+            for candidate in (target.with_suffix(".py") if parts else None, target / "__init__.py"):
+                if candidate is not None and candidate.is_file() and self._inside(candidate):
+                    return candidate
+        return None
+
+    def _inside(self, path: Path) -> bool:
+        try:
+            path.resolve().relative_to(self.root)
+        except ValueError:
+            return False
+        return True
+
+    # -- entry scripts -----------------------------------------------------------------------
+    def ddp_files(self) -> list[ModuleFacts]:
+        """Facts of every project file that builds a DistributedDataParallel wrapper itself."""
+        if self._ddp_files is None:
+            self._ddp_files = []
+            for path in self._python_files():
+                try:
+                    st = path.stat()
+                    rel = path.relative_to(self.root).as_posix()
+                except (OSError, ValueError):
+                    continue
+                entry = self.entries.get(rel)
+                fresh = entry is not None and entry[0] == st.st_size and entry[1] == st.st_mtime_ns
+                if fresh and entry[2] is None:
+                    continue  # known not to mention DDP
+                if not fresh:
+                    try:
+                        text = path.read_bytes() if st.st_size <= _MAX_BYTES else b""
+                    except OSError:
+                        continue
+                    if not any(t.encode() in text for t in _DDP_TEXT):
+                        self.entries[rel] = [st.st_size, st.st_mtime_ns, None]
+                        self.dirty = True
+                        continue
+                found = self.facts(path)
+                if found is not None and found.ddp_lines:
+                    self._ddp_files.append(found)
+        return self._ddp_files
+
+    def _python_files(self) -> list[Path]:
+        found = []
+        for directory, subdirs, files in os.walk(self.root):
+            subdirs[:] = sorted(d for d in subdirs if d not in _SKIP_DIRS and not d.startswith("."))
+            found.extend(Path(directory) / f for f in sorted(files) if f.endswith(".py"))
+        return found
+
+    # -- disk cache --------------------------------------------------------------------------
+    def _load(self) -> dict[str, list[object]]:
+        if self.cache_file is None:
+            return {}
+        try:
+            data = json.loads(self.cache_file.read_bytes())
+        except (OSError, ValueError, RecursionError):
+            return {}
+        if not isinstance(data, dict) or data.get("format") != _FORMAT or data.get("root") != str(self.root):
+            return {}
+        entries = data.get("entries")
+        return entries if isinstance(entries, dict) else {}
+
+    def save(self) -> None:
+        if self.cache_file is None or not self.dirty:
+            return
+        text = json.dumps({"format": _FORMAT, "root": str(self.root), "entries": self.entries}, separators=(",", ":"))
+        try:
+            self.cache_file.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.cache_file.parent, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(text)
+            os.replace(tmp, self.cache_file)
+            self.dirty = False
+        except OSError:
+            self.cache_file = None  # read-only: run on without it
+
+
+@lru_cache(maxsize=8)
+def project_index(root: Path, cache_dir: Path | None) -> ProjectIndex:
+    return ProjectIndex(root, cache_dir)

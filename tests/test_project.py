@@ -1,0 +1,256 @@
+"""Project-wide facts: a DDP wrap, a backward/step wrapper, a loss function or an eval callback in
+another module of the project counts for the loop that uses it; the finding points at the loop
+and names the other file; it works on a single changed file (pre-commit) and with the cache."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from loopcheck.project import for_file
+from loopcheck.project.facts import extract
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+ACCUMULATING = """
+    import torch
+    from utils import smart_ddp
+
+
+    def train(model, loader, accum_steps=4):
+        model = smart_ddp(model)
+        optimizer = torch.optim.AdamW(model.parameters())
+        for i, (x, y) in enumerate(loader):
+            loss = torch.nn.functional.cross_entropy(model(x), y) / accum_steps
+            loss.backward()
+            if (i + 1) % accum_steps == 0 or i + 1 == len(loader):
+                optimizer.step()
+                optimizer.zero_grad()
+"""
+
+SMART_DDP = """
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+    def smart_ddp(model):
+        return DDP(model, device_ids=[0])
+"""
+
+
+def _codes(run_cli, *paths: str) -> list[str]:
+    code, out, _ = run_cli("check", "-q", "--no-show-source", *paths)
+    return [line for line in out.splitlines() if ": LC" in line]
+
+
+def test_ddp_helper_of_another_module_counts(project: Path, run_cli) -> None:
+    _write(project, {"train.py": ACCUMULATING, "utils.py": SMART_DDP})
+    found = _codes(run_cli, "train.py")  # only the changed file, as pre-commit passes it
+    assert len(found) == 1 and found[0].startswith("train.py:11:")
+    assert " LC501 " in found[0] and "by utils.py:5" in found[0]
+
+
+def test_without_the_wrap_nothing_is_reported(project: Path, run_cli) -> None:
+    _write(project, {"train.py": ACCUMULATING, "utils.py": "def smart_ddp(model):\n    return model\n"})
+    assert _codes(run_cli, "train.py") == []
+
+
+def test_entry_script_that_wraps_and_calls_the_loop(project: Path, run_cli) -> None:
+    engine = ACCUMULATING.replace("from utils import smart_ddp\n", "").replace("        model = smart_ddp(model)\n", "")
+    main = """
+        import torch
+        from torch.nn.parallel import DistributedDataParallel
+        from engine import train
+
+        model = DistributedDataParallel(torch.nn.Linear(4, 2))
+        train(model, [])
+    """
+    _write(project, {"engine.py": engine, "main.py": main})
+    found = _codes(run_cli, "engine.py")
+    assert len(found) == 1 and " LC501 " in found[0] and "by main.py:6" in found[0]
+
+
+def test_sync_helper_of_another_module_controls_the_sync(project: Path, run_cli) -> None:
+    helper = SMART_DDP + textwrap.dedent("""
+
+        import contextlib
+
+
+        @contextlib.contextmanager
+        def ddp_sync(module, sync):
+            if sync:
+                yield
+            else:
+                with module.no_sync():
+                    yield
+    """)
+    loop = """
+        import torch
+        from utils import ddp_sync, smart_ddp
+
+
+        def train(model, loader, accum_steps=4):
+            model = smart_ddp(model)
+            optimizer = torch.optim.AdamW(model.parameters())
+            for i, (x, y) in enumerate(loader):
+                last = (i + 1) % accum_steps == 0 or i + 1 == len(loader)
+                with ddp_sync(model, last):
+                    loss = torch.nn.functional.cross_entropy(model(x), y) / accum_steps
+                    loss.backward()
+                if last:
+                    optimizer.step()
+                    optimizer.zero_grad()
+    """
+    _write(project, {"train.py": loop, "utils.py": helper})
+    assert _codes(run_cli, "train.py") == []
+
+
+MP_TRAINER = """
+    class MixedPrecisionTrainer:
+        def __init__(self, model, use_fp16=False):
+            self.model = model
+            self.use_fp16 = use_fp16
+            self.lg_loss_scale = 20.0
+
+        def zero_grad(self):
+            for p in self.model.parameters():
+                p.grad = None
+
+        def backward(self, loss):
+            if self.use_fp16:
+                (loss * 2 ** self.lg_loss_scale).backward()
+            else:
+                loss.backward()
+
+        def optimize(self, opt):
+            return self._optimize_normal(opt)
+
+        def _optimize_normal(self, opt):
+            opt.step()
+            return True
+"""
+
+
+def test_backward_and_step_wrappers_of_another_module(project: Path, run_cli) -> None:
+    loop = """
+        import torch
+        from fp16_util import MixedPrecisionTrainer
+
+
+        class TrainLoop:
+            def __init__(self, model, data, microbatches=4):
+                self.mp_trainer = MixedPrecisionTrainer(model)
+                self.opt = torch.optim.AdamW(model.parameters())
+                self.model, self.data, self.microbatches = model, data, microbatches
+
+            def run_loop(self, steps):
+                for step in range(steps):
+                    self.mp_trainer.zero_grad()
+                    for micro in range(self.microbatches):
+                        x, y = next(self.data)
+                        loss = torch.nn.functional.mse_loss(self.model(x), y)
+                        self.mp_trainer.backward(loss)
+                    self.mp_trainer.optimize(self.opt)
+    """
+    _write(project, {"train_util.py": loop, "fp16_util.py": MP_TRAINER})
+    found = _codes(run_cli, "train_util.py")
+    assert len(found) == 1 and found[0].startswith("train_util.py:18:") and " LC102 " in found[0]
+    divided = loop.replace("mse_loss(self.model(x), y)", "mse_loss(self.model(x), y) / self.microbatches")
+    _write(project, {"train_util.py": divided})
+    assert _codes(run_cli, "train_util.py") == []
+
+
+def test_eval_callback_of_another_module(project: Path, run_cli) -> None:
+    helpers = """
+        import torch
+
+
+        def evaluate(net, loader):
+            net.eval()
+            with torch.no_grad():
+                return sum(float((net(x).argmax(1) == y).sum()) for x, y in loader)
+    """
+    loop = """
+        import torch
+        from helpers import evaluate
+
+
+        def fit(model, train_loader, val_loader, epochs=10):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            model.train()
+            for epoch in range(epochs):
+                for x, y in train_loader:
+                    optimizer.zero_grad()
+                    torch.nn.functional.cross_entropy(model(x), y).backward()
+                    optimizer.step()
+                evaluate(model, val_loader)
+    """
+    _write(project, {"train.py": loop, "helpers.py": helpers})
+    found = _codes(run_cli, "train.py")
+    assert len(found) == 1 and found[0].startswith("train.py:14:") and " LC605 " in found[0]
+    assert "helpers.py:5" in found[0]
+    restored = helpers.replace("                return sum(", "                acc = sum(") + "    net.train()\n    return acc\n"
+    _write(project, {"helpers.py": restored})
+    assert _codes(run_cli, "train.py") == []
+
+
+def test_loss_function_of_another_module_keeps_the_graph(project: Path, run_cli) -> None:
+    losses = """
+        import torch.nn.functional as F
+
+
+        def compute_loss(model, x, y):
+            logits = model(x)
+            return F.cross_entropy(logits, y)
+    """
+    loop = """
+        import torch
+        from losses import compute_loss
+
+
+        def fit(model, loader):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            history = []
+            for x, y in loader:
+                optimizer.zero_grad()
+                compute_loss(model, x, y).backward()
+                optimizer.step()
+                history.append(compute_loss(model, x, y))
+    """
+    _write(project, {"train.py": loop, "losses.py": losses})
+    found = _codes(run_cli, "train.py")
+    assert len(found) == 1 and " LC601 " in found[0]
+
+
+def test_a_changed_fact_invalidates_the_cached_result(project: Path, run_cli) -> None:
+    _write(project, {"train.py": ACCUMULATING, "utils.py": SMART_DDP})
+    assert len(_codes(run_cli, "train.py")) == 1
+    _write(project, {"utils.py": "def smart_ddp(model):\n    return model  # single process now\n"})
+    assert _codes(run_cli, "train.py") == []
+    _write(project, {"utils.py": SMART_DDP})
+    assert len(_codes(run_cli, "train.py")) == 1
+
+
+def test_facts_of_a_module() -> None:
+    facts = extract(textwrap.dedent(MP_TRAINER), "fp16_util.py").classes["MixedPrecisionTrainer"]
+    assert facts["backward"].backward == 0 and facts["optimize"].steps == (0,) and facts["zero_grad"].zeroes
+    assert not facts["__init__"].steps and facts["backward"].line == 12
+
+
+@pytest.mark.parametrize("marker", ["pyproject.toml", "setup.py", ".git"])
+def test_the_root_is_found_from_a_nested_file(tmp_path: Path, marker: str) -> None:
+    (tmp_path / marker).mkdir() if marker == ".git" else (tmp_path / marker).write_text("")
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "sub" / "train.py").write_text("from pkg.utils import smart_ddp\n")
+    (tmp_path / "pkg" / "utils.py").write_text(textwrap.dedent(SMART_DDP))
+    found = for_file(tmp_path / "pkg" / "sub" / "train.py")
+    assert found is not None and found.index.root == tmp_path.resolve()
+    assert found._function("smart_ddp") is not None and found._function("smart_ddp").facts.wraps_ddp
