@@ -61,6 +61,16 @@ _framework_code: dict[object, bool] = {}  # code object -> belongs to a framewor
 _sites: dict[object, dict[int, Site]] = {}  # code object -> line -> Site (no allocation per call)
 
 
+def is_user_code(code: object) -> bool:
+    """The code object belongs to the user's program (not torch, loopcheck, a framework or the
+    standard library)."""
+    framework = _framework_code.get(code)
+    if framework is None:
+        filename = code.co_filename  # type: ignore[attr-defined]
+        framework = _framework_code[code] = filename.startswith(_prefixes()) or filename.startswith("<")
+    return not framework
+
+
 def user_site(frame: FrameType | None = None) -> Site | None:
     """Walk outwards from ``frame`` (default: the caller) to the first user frame. Runs on
     every backward: the verdict per code object is cached."""

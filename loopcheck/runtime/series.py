@@ -27,12 +27,10 @@ def read_lrs(groups: list[dict[str, Any]], last: list[float | None] | None) -> l
     """The LR of each param group; ``last`` itself when nothing changed (no list per step).
     A tensor LR is read only on the CPU: reading one on a device would synchronise."""
     if last is not None and len(last) == len(groups):
-        i = 0
-        for group in groups:
+        for group, seen in zip(groups, last):
             lr = group["lr"]
-            if type(lr) is not float or lr != last[i]:
+            if type(lr) is not float or lr != seen:
                 break
-            i += 1
         else:
             return last
     return [_lr_value(group["lr"]) for group in groups]
@@ -63,7 +61,7 @@ def _select(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 
 
 class Series:
-    __slots__ = ("rows", "bucket", "pending", "total", "skipped")
+    __slots__ = ("bucket", "pending", "rows", "skipped", "total")
 
     def __init__(self) -> None:
         self.rows: list[tuple[Any, ...]] = []

@@ -162,6 +162,14 @@ class Session:
                 window.closure_added = info.site
             return
         first = not window.entries
+        optimizer = record.ref()
+        groups = optimizer.param_groups if optimizer is not None else None
+        lr = groups[0]["lr"] if groups else None
+        if type(lr) is float:  # written by hand between micro-batches? (a device tensor is not read)
+            if first:
+                window.lr = lr
+            elif lr != window.lr:
+                window.lr_changed = True
         window.entries.append((info, record.pending_reset and not first))
         if record.pending_reset and not first:
             window.reset_site = window.reset_site or self.last_zero_site

@@ -31,9 +31,9 @@ def condition_of(site: Site | None) -> Site | None:
     best: ast.If | ast.While | None = None
     for node in ast.walk(tree):
         if isinstance(node, (ast.If, ast.While)) and node.body and \
-                node.body[0].lineno <= site.line <= (node.body[-1].end_lineno or 0):
-            if best is None or node.lineno > best.lineno:
-                best = node
+                node.body[0].lineno <= site.line <= (node.body[-1].end_lineno or 0) and \
+                (best is None or node.lineno > best.lineno):
+            best = node
     if best is None or _function_between(tree, best, site.line):
         return None
     return Site(site.file, best.lineno)

@@ -37,6 +37,10 @@ class Window:
     closure_added: Site | None = None  # a closure backward that added to the previous one's gradients
     clip_before_backward: Site | None = None  # a clip while the window had no backward yet
     resets: list[tuple[int, Site | None]] = field(default_factory=list)  # (entry index, zero_grad site)
+    lr: float | None = None  # param_groups[0]["lr"] at the window's first backward
+    lr_changed: bool = False  # ... and a different value at a later backward of the window
+    scheduler_steps: int = 0  # LRScheduler steps of this optimizer during the window
+    writer_site: Site | None = None  # a third-party scheduler (timm) stepped here
     carried: bool = False  # its first backward added to gradients left from before the last step
     reset_after_carry: bool = False
     clip_site: Site | None = None  # a clip since the window's last backward
@@ -113,6 +117,9 @@ class OptimizerRecord:
     fused: bool = False
     adopted: bool = False  # existed before the session started
     lrs: list[float | None] | None = None  # LR of each param group at the latest step
+    lr_micro_windows: int = 0  # windows whose LR changed between their backward passes
+    lr_locator: Any = None  # hooks.lr_writer.LrWriterLocator, started once
+    lr_writer: Site | None = None  # the line that writes the LR, where known
     scale: Any = None  # hooks.scaler.ScaleMirror of the GradScaler that steps it
     series: Series = field(default_factory=Series)
 

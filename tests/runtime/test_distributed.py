@@ -4,7 +4,8 @@ every scenario in turn (``ddp_batch_runner``), the other the crashing one throug
 ``python -m loopcheck run`` as users launch it. Scenario docstrings say what the merged report
 must show besides the ``# expect:`` findings: ``ddp-expect: consistent`` (the sampled gradients
 agree), ``diverged N`` (they differ from step N), ``effective-batch N``, ``fsdp1 N``/``fsdp2 N`` (FSDP
-modules counted), ``per-step N`` (backward passes per optimizer step on every rank), ``crash R``.
+modules counted), ``per-step N`` (backward passes per optimizer step on every rank), ``crash R``, ``independent``
+(ranks that never exchange gradients).
 Unit tests of the merge, the rank detection and the consistency comparison need no torchrun."""
 from __future__ import annotations
 
@@ -138,6 +139,10 @@ def test_ddp_scenario(scenario: Scenario, runs: Runs) -> None:
     fsdp = {kind.upper(): int(expect[kind]) for kind in ("fsdp1", "fsdp2") if kind in expect}
     if fsdp:
         assert section["fsdp"] == fsdp and not section["ranks"][0]["ddp"]
+    if "independent" in expect:  # no DDP, FSDP or all-reduce: one replica per rank
+        assert any("each rank trains its own replica" in p for p in section["problems"]), section["problems"]
+        assert section["effective_batch"]["replicas"] == 1
+        assert "replicas agree" not in stderr
     if "per-step" in expect:
         assert [set(p["optimizers"][0]["backward_per_step"]) for p in parts] == [{expect["per-step"]}] * 2
     if "effective-batch" in expect:

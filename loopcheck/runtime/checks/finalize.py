@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from ..callsite import Site
 from ..source import condition_of
 from ..state import OptimizerRecord, WindowSummary
-from . import lr_scaling, memory_growth
+from . import lr_scaling, lr_trajectory, memory_growth
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -17,6 +17,7 @@ def run(session: Session) -> None:
     for record in session.records:
         session.guard.call("accumulation analysis", accumulation, session, record)
         session.guard.call("learning-rate scaling", lr_scaling.run, session, record)
+        session.guard.call("learning-rate trajectory", lr_trajectory.finish, session, record)
         if record.steps + record.skipped >= 2 and record.total_backwards == 0:
             session.report("LC113", f"{record.kind} stepped {record.steps} times but no backward "
                            "pass ever reached its parameters: the micro-batches are collected "

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 from ..series import read_lrs
 from ..state import HISTORY_LIMIT, BackwardInfo, OptimizerRecord, Window, WindowSummary
-from . import loss_scaling
+from . import loss_scaling, lr_trajectory
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -79,6 +79,7 @@ def _record_series(session: Session, record: OptimizerRecord, window: Window, in
                    skipped: bool, memory: int | None) -> None:
     """One row of the per-step series (``series``): host values only."""
     optimizer = record.ref()
+    previous = record.lrs
     if optimizer is not None:
         record.lrs = lrs = read_lrs(optimizer.param_groups, record.lrs)
         lr = lrs[0] if lrs else None
@@ -91,6 +92,9 @@ def _record_series(session: Session, record: OptimizerRecord, window: Window, in
     record.series.add((index, window.passes(), record.lrs, scale,
                        memory, session.windows_closed, session.schedulers.total,
                        session.emas.total, session.zero_grad_calls))
+    if window.lr_changed or record.lrs is not previous or record.lr_locator or window.writer_site:
+        session.guard.call("learning-rate tracking", lr_trajectory.on_close, session, record, window,
+                           len(window.entries), previous)
 
 
 def _reset_before_every_micro_batch(window: Window, dominant: list[tuple[BackwardInfo, bool]]) -> bool:

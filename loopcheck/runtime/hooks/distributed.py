@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 # nn.Module's slower call path. Afterwards the sync decision of the last forward is read from
 # ``require_forward_param_sync``, which DDP's forward sets to what it decided.
 HOOKED_FORWARDS = 64
+_COLLECTIVES = ("all_reduce", "all_reduce_coalesced", "reduce_scatter", "reduce_scatter_tensor", "reduce")
 _sessions_started = 0  # keys in the store are per session (several sessions in one process)
 
 
@@ -142,6 +143,7 @@ class DistributedHooks:
         self.backend: str | None = None
         self.rank_seen = detect_rank()
         self.started_wall = time.time()
+        self.collectives = 0  # all_reduce / reduce_scatter calls made by the script
         from ..checks.consistency import ConsistencySampler
 
         self.consistency = ConsistencySampler(session, every=consistency_every())
@@ -157,6 +159,14 @@ class DistributedHooks:
         from torch.nn.parallel import DistributedDataParallel
 
         replace_attr(stack, DistributedDataParallel, "__init__", self._wrap_init("DistributedDataParallel"))
+        # manual gradient averaging (dist.all_reduce(p.grad)): counted, so that ranks stepping
+        # with no DDP, FSDP or collective at all can be told apart (each trains its own replica)
+        from torch.distributed import distributed_c10d
+
+        for name in _COLLECTIVES:
+            for owner in (torch.distributed, distributed_c10d):
+                if name in vars(owner):
+                    replace_attr(stack, owner, name, self._wrap_collective)
         if torch.distributed.is_initialized():  # watch() in a notebook: DDP models built before it
             import gc
 
@@ -175,6 +185,13 @@ class DistributedHooks:
             return __init__
 
         return make
+
+    def _wrap_collective(self, original: Any) -> Any:
+        def collective(*args: Any, **kwargs: Any) -> Any:
+            self.collectives += 1
+            return original(*args, **kwargs)
+
+        return collective
 
     def _register(self, wrapper: Any, kind: str) -> None:
         import torch
@@ -303,6 +320,8 @@ class DistributedHooks:
             "host": socket.gethostname(), "backend": self.backend,
             "run_id": os.environ.get("TORCHELASTIC_RUN_ID"),
             "effective_batch": self.effective_batch(info.world_size),
+            "gradient_sync": {"ddp": sum(s.kind == "DistributedDataParallel" for s in self.ddp),
+                              "fsdp": sum(self.fsdp.values()), "collectives": self.collectives},
             "ddp": [state.as_json() for state in self.ddp],
             "fsdp": dict(self.fsdp),
             "consistency": self.consistency.as_json(),
@@ -326,7 +345,9 @@ class DistributedHooks:
             micro = self.session.data.batch_sizes.get(loader) if loader is not None else None
             source = "DataLoader batch_size" if micro else None
         devices = max((s.devices for s in self.ddp if s.kind == "DataParallel"), default=1)
-        replicas = world_size * devices
+        synced = any(s.kind == "DistributedDataParallel" for s in self.ddp) or self.fsdp or self.collectives
+        # ranks that never exchange gradients train one replica each: their batches do not add up
+        replicas = (world_size if synced else 1) * devices
         return {"micro_batch": micro, "backward_per_step": per_step, "replicas": replicas,
                 "effective_batch": micro * per_step * replicas if micro else None,
                 "micro_batch_source": source}

@@ -47,6 +47,31 @@ class SchedulerHooks:
             and "step" in cls.__dict__ and cls is not lr_scheduler.LRScheduler]
         for cls in classes:
             replace_attr(self.session.stack, cls, "step", self._wrap_step)
+        # timm's schedulers write param_groups themselves: only where they were called is noted
+        self.session.imports.on_import("timm.scheduler.scheduler", self._wrap_timm)
+
+    def _wrap_timm(self, module: Any) -> None:
+        cls = getattr(module, "Scheduler", None)
+        if isinstance(cls, type):
+            for name in ("step", "step_update"):
+                replace_attr(self.session.stack, cls, name, self._wrap_timm_step)
+
+    def _wrap_timm_step(self, original: Any) -> Any:
+        guard = self.session.guard
+
+        def step(scheduler: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(scheduler, *args, **kwargs)
+            guard.call("scheduler tracking", self._timm_stepped, scheduler)
+            return result
+
+        return step
+
+    def _timm_stepped(self, scheduler: Any) -> None:
+        self.total += 1
+        optimizer = getattr(scheduler, "optimizer", None)
+        owner = self.session.record_for(optimizer, create=False) if optimizer is not None else None
+        if owner is not None:
+            owner.window.writer_site = owner.window.writer_site or user_site()
 
     def _wrap_step(self, original: Any) -> Any:
         guard = self.session.guard
@@ -77,6 +102,7 @@ class SchedulerHooks:
         owner = session.record_for(optimizer, create=False) if optimizer is not None else None
         if owner is None:
             return
+        owner.window.scheduler_steps += 1
         record.owner = owner
         site = user_site()
         record.site = record.site or site

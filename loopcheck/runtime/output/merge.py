@@ -77,6 +77,12 @@ def _verdicts(parts: list[dict[str, Any]], ranks: list[int], world: int) -> dict
         problems.append(f"rank{'s' if len(crashed) > 1 else ''} {_list(crashed)} did not finish "
                         "cleanly: " + ", ".join(f"rank {d['rank']} {d['exit']['how']}" for d in detail
                                                 if d["rank"] in crashed))
+    syncs = [part.get("distributed", {}).get("gradient_sync") for part in parts]
+    if world >= 2 and len(parts) >= 2 and all(s is not None and not any(s.values()) for s in syncs) \
+            and all(d["optimizer_steps"] for d in detail):
+        problems.append(f"the {len(parts)} ranks stepped their optimizers without DDP, FSDP or any "
+                        "gradient all-reduce: each rank trains its own replica on its own data; wrap "
+                        "the model in DistributedDataParallel (or average the gradients)")
     if check["diverged_at_step"] is not None:
         since = (f"; they still agreed at step {check['last_agreeing_step']}"
                  if check["last_agreeing_step"] is not None else "")
