@@ -20,11 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from loopcheck.fixes import Fix, move_before, move_before_steps, own_line, remove, step_region
-from loopcheck.model.syntax import source
 from loopcheck.model import Event, FileModel, Kind, Style, TrainingLoop
 from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.model.guards import exclusive
+from loopcheck.model.memory import module_name
+from loopcheck.model.optimizers import optimizer_modules, parameter_owners
+from loopcheck.model.syntax import last_part, source
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -89,6 +93,18 @@ for batch in loader:
         optimizer.step()
         optimizer.zero_grad()
 """,
+        """
+optD = torch.optim.Adam(netD.parameters())
+optG = torch.optim.Adam(netG.parameters())
+for real in loader:
+    optD.zero_grad()
+    (netD(netG(noise()).detach()).mean() - netD(real).mean()).backward()
+    optD.step()
+    torch.nn.utils.clip_grad_norm_(netD.parameters(), 1.0)  # LC107
+    optG.zero_grad()
+    (-netD(netG(noise())).mean()).backward()
+    optG.step()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -103,9 +119,11 @@ for batch in loader:
                     yield self.at(clip, "gradients are clipped on every micro-batch, on a partial sum of the "
                                         "window: clip once in the step branch, right before the step", fix)
             if training.style in (Style.PLAIN, Style.GUARDED, Style.MICRO_LOOP):
+                owners = optimizer_modules(model)
+                backwards = training.step_loop.events(Kind.BACKWARD, deep=True)  # an inner loop's too
                 for clip in training.step_loop.events(Kind.CLIP):
                     steps = [s for s in training.steps
-                             if _after_step(clip, s, training.step_loop.events(Kind.BACKWARD))]
+                             if _after_step(clip, s, backwards) and not _clips_another(clip, s, owners)]
                     if steps:
                         fix = _clip_before(model, training, clip, steps[0])
                         yield self.at(clip, "gradients are clipped after the optimizer step: the step already used "
@@ -144,3 +162,12 @@ def _after_step(clip: Event, step: Event, backwards: list[Event]) -> bool:
     if step.conds != clip.conds[: len(step.conds)]:
         return False
     return not any(step.order < b.order < clip.order for b in backwards)
+
+
+def _clips_another(clip: Event, step: Event, owners: dict[str, set[str]]) -> bool:
+    """The clipping is over the parameters of a module that ``step``'s optimizer does not hold
+    (a GAN clips the generator after stepping the discriminator)."""
+    clipped = {module_name(m) for m in parameter_owners(clip.node)} if isinstance(clip.node, cst.Call) else set()
+    held = owners.get(last_part(step.optimizer or ""), set())
+    return bool(clipped and held) and not any(
+        c == h or c.startswith(h + ".") or h.startswith(c + ".") for c in clipped for h in held)

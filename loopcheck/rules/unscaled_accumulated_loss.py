@@ -12,7 +12,8 @@ a manual fp16 loss scale (`loss * 2 ** lg_loss_scale`) is undone before the step
 nothing. Dividing by a running count (`k += 1; loss / k`) weighs the k-th micro-batch of a window
 1/k: the first micro-batch counts as much as all the others together. Inner loops that split or
 replay the loader's own batch (chunks of one batch, GradCache-style re-forwarding) are left alone:
-whether their sum is right depends on the loss's reduction.
+whether their sum is right depends on the loss's reduction. Dividing the gradients instead of the
+loss before the step (`for p in model.parameters(): p.grad /= N`) is the same normalisation.
 
 ## Fix
 Divide where the loss is back-propagated: `(loss / accum_steps).backward()` or
@@ -29,7 +30,7 @@ from loopcheck.fixes import Fix, called_once, replace
 from loopcheck.model import Event, FileModel, Framework, Style, TrainingLoop
 from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.model.loss import Scaling, loss_scaling
-from loopcheck.model.syntax import names_in, same, source
+from loopcheck.model.syntax import dotted, method, names_in, same, source
 from loopcheck.model.training import is_data_loop
 from loopcheck.rules._base import Rule, Violation
 
@@ -83,6 +84,16 @@ for batch in batch_loader:
         loss, count = model.forward_loss(chunk)  # summed over the chunk's samples
         loss.backward()
     optimizer.step()
+""",
+        """
+for step in range(num_iterations):
+    for i in range(train_accumulation_steps):
+        loss = model(*next(batches))
+        loss.backward()
+    for p in model.parameters():
+        p.grad /= train_accumulation_steps
+    optimizer.step()
+    model.zero_grad(set_to_none=True)
 """,
     ]
     INVALID = [
@@ -144,6 +155,8 @@ for step, batch in enumerate(train_dataloader):
                 # the micro-steps split or replay the loader's batch (flair's chunks of one batch with
                 # summed losses, open_clip's GradCache): whether the sum is right depends on the loss
                 continue
+            if _grads_divided(model, training):
+                continue  # `for p in model.parameters(): p.grad /= N` after the window normalises instead
             n = training.modulus
             accumulation_names = {name.rsplit(".", 1)[-1] for name in names_in(n)} if n is not None else set()
             for backward in training.backwards:
@@ -165,6 +178,21 @@ for step, batch in enumerate(train_dataloader):
                     fix = _divide_at_backward(model, training, backward, n) if n is not None else None
                     yield self.at(backward, f"the loss is back-propagated on every micro-batch without being divided "
                                             f"by {count}: each optimizer step is {count} times too large", fix)
+
+
+def _grads_divided(model: FileModel, training: TrainingLoop) -> bool:
+    """The gradients themselves are scaled before the step: ``p.grad /= N``, ``p.grad.div_(N)``,
+    ``p.grad *= 1 / N``, ``p.grad.mul_(1 / N)``."""
+    for loop in {id(training.loop): training.loop, id(training.step_loop): training.step_loop}.values():
+        for assignment in loop.assignments:
+            if any(n.endswith(".grad") for n in assignment.names) and assignment.op in ("DivideAssign",
+                                                                                      "MultiplyAssign"):
+                return True
+    for call in model.index.calls:
+        called = method(call)
+        if called is not None and called[1] in ("div_", "mul_") and (dotted(called[0]) or "").endswith(".grad"):
+            return True
+    return False
 
 
 _ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)

@@ -80,7 +80,8 @@ for real, _ in loader:
                 continue
             optimizers = {s.optimizer for s in training.steps}
             zeroing = Zeroing(model, {o for o in optimizers if o})
-            backwards = [b.order for b in training.loop.events(Kind.BACKWARD, deep=True)]
+            # every backward of the step's loop, an inner loop's too (a GAN's second accumulation loop)
+            backwards = [b.order for b in training.step_loop.events(Kind.BACKWARD, deep=True)]
             for step in training.steps:
                 if step.closure or step.framework is not Framework.TORCH:
                     continue
