@@ -228,12 +228,15 @@ def autocast_contexts(item: Event | Assignment) -> list[cst.Call]:
     return [c.call for c in item.contexts if c.kind == "autocast" and isinstance(c.call, cst.Call)]
 
 
-def forward_autocasts(backward: Event, loop: Loop, depth: int = 3) -> list[cst.Call]:
+def forward_autocasts(backward: Event, loop: Loop, depth: int = 3,
+                      functions: dict[str, list[cst.FunctionDef]] | None = None) -> list[cst.Call]:
     """Autocast contexts around the forward whose loss ``backward`` propagates: around the
-    backward itself, or around an assignment (followed back ``depth`` steps) that the loss comes from."""
+    backward itself, or around an assignment (followed back ``depth`` steps) that the loss comes from,
+    or inside a helper of the same file (``functions``) whose return value the loss is."""
     found = list(autocast_contexts(backward))
     if backward.loss is None:
         return found
+    found.extend(_returned_under_autocast(backward.loss, functions))
     wanted = {n.split(".", 1)[0] for n in names_in(backward.loss)}
     order = backward.order
     for _ in range(depth):
@@ -244,6 +247,27 @@ def forward_autocasts(backward: Event, loop: Loop, depth: int = 3) -> list[cst.C
         latest = max(sources, key=lambda a: a.order)
         for assignment in sources:
             found.extend(autocast_contexts(assignment))
+            found.extend(_returned_under_autocast(assignment.value, functions))
         wanted = {n.split(".", 1)[0] for n in names_in(latest.value)}
         order = latest.order
+    return found
+
+
+def _returned_under_autocast(expr: cst.BaseExpression, functions: dict[str, list[cst.FunctionDef]] | None
+                             ) -> list[cst.Call]:
+    """``loss = compute_loss(...)`` where ``compute_loss`` returns from inside ``with autocast(...)``."""
+    if functions is None or not isinstance(expr, cst.Call):
+        return []
+    name = func_name(expr) or ""
+    defs = functions.get(name[5:] if name.startswith("self.") else name, [])
+    if len(defs) != 1:
+        return []
+    found: list[cst.Call] = []
+    for node in walk(defs[0]):
+        if not isinstance(node, cst.With) or not any(isinstance(n, cst.Return) for n in walk(node.body)):
+            continue
+        for item in node.items:
+            call = item.item
+            if isinstance(call, cst.Call) and last_part(func_name(call) or "") == "autocast":
+                found.append(call)
     return found

@@ -87,15 +87,27 @@ def expanded_names(expr: cst.BaseExpression, index: Index, depth: int = 0) -> se
     return found
 
 
-def optimizer_lrs(index: Index) -> list[tuple[cst.BaseExpression, float]]:
-    """The ``lr=`` of each optimizer the file constructs, where the file pins its value down."""
+def optimizer_lr_expressions(index: Index) -> list[tuple[cst.BaseExpression, cst.Call]]:
+    """The ``lr=`` (or second positional) argument of each optimizer the file constructs."""
     found = []
     for calls in index.roles.constructed.values():
         for call in calls:
             if role_of_constructor(func_name(call) or "") is not Role.OPTIMIZER:
                 continue
             lr = keyword(call, "lr")
-            value = numeric(lr, index) if lr is not None else None
-            if lr is not None and value is not None:
-                found.append((lr, value))
+            args = positional(call)
+            if lr is None and len(args) > 1:
+                lr = args[1]
+            if lr is not None:
+                found.append((lr, call))
+    return found
+
+
+def optimizer_lrs(index: Index) -> list[tuple[cst.BaseExpression, float]]:
+    """The ``lr=`` of each optimizer the file constructs, where the file pins its value down."""
+    found = []
+    for lr, _ in optimizer_lr_expressions(index):
+        value = numeric(lr, index)
+        if value is not None:
+            found.append((lr, value))
     return found

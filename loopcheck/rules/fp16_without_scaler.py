@@ -81,6 +81,17 @@ for x, y in loader:
     loss.backward()
     optimizer.step()
 """,
+        """
+def compute_loss(model, x, y):
+    with torch.autocast("cuda", dtype=torch.float16):  # LC205
+        return F.cross_entropy(model(x), y)
+
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = compute_loss(model, x, y)
+    loss.backward()
+    optimizer.step()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -93,7 +104,7 @@ for x, y in loader:
             for backward in training.backwards:
                 if backward.framework is not Framework.TORCH or backward_scaler(backward, model.roles):
                     continue
-                for call in forward_autocasts(backward, training.loop):
+                for call in forward_autocasts(backward, training.loop, functions=model.index.functions):
                     if autocast_dtype(call, aliases, model.index.values) == FLOAT16:
                         yield Violation(call, call, "the forward runs under float16 autocast and its loss is "
                                                     "back-propagated without a GradScaler: small gradients "

@@ -26,7 +26,7 @@ import libcst as cst
 
 from loopcheck.model import FileModel
 from loopcheck.model.syntax import keyword, last_part, names_in, source, walk
-from loopcheck.model.values import expanded_names, numeric, optimizer_lrs
+from loopcheck.model.values import expanded_names, numeric, optimizer_lr_expressions, optimizer_lrs
 from loopcheck.rules._base import Rule, Violation
 
 _LR = re.compile(r"(^|_)(lr|learning_rate)$", re.I)
@@ -86,10 +86,7 @@ for i, (x, y) in enumerate(loader):
     def check(self, model: FileModel) -> Iterator[Violation]:
         accumulation = _accumulation_names(model)
         data_parallel = any(word in model.source for word in _DATA_PARALLEL)
-        for name, values in model.index.values.items():
-            if not _LR.search(name) or len(values) != 1:
-                continue
-            value = values[0]
+        for name, value in _learning_rates(model):
             used = expanded_names(value, model.index)
             if not any(_BATCH.search(last_part(n)) for n in used) or not _scales(value):
                 continue
@@ -125,6 +122,27 @@ for i, (x, y) in enumerate(loader):
                                                   f"scaling rule for an effective batch of {batch * accum:g} "
                                                   f"({reference.reference_lr:g} at {reference.reference_batch_size}): "
                                                   f"expected about {expected:.3g}")
+
+
+def _learning_rates(model: FileModel) -> Iterator[tuple[str, cst.BaseExpression]]:
+    """Each learning rate the file computes once: ``lr = ...`` (through a helper of the file that
+    returns it), and ``lr=`` written straight into an optimizer's constructor."""
+    for name, values in model.index.values.items():
+        if _LR.search(name) and len(values) == 1:
+            yield name, _returned(values[0], model)
+    for lr, _ in optimizer_lr_expressions(model.index):
+        if not isinstance(lr, (cst.Name, cst.Attribute)):
+            yield "lr", _returned(lr, model)
+
+
+def _returned(value: cst.BaseExpression, model: FileModel) -> cst.BaseExpression:
+    """``scaled_lr(args)`` -> the expression ``scaled_lr`` returns, when the file defines it once with
+    one ``return``."""
+    if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Name):
+        return value
+    defs = model.index.functions.get(value.func.value, [])
+    returns = [n for n in walk(defs[0]) if isinstance(n, cst.Return)] if len(defs) == 1 else []
+    return returns[0].value if len(returns) == 1 and returns[0].value is not None else value
 
 
 def _scales(value: cst.BaseExpression) -> bool:

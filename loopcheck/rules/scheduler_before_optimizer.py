@@ -105,6 +105,8 @@ for epoch in range(epochs):
                     continue
                 if scheduler.conds != first.conds[: len(scheduler.conds)]:
                     continue
+                if training.accumulates and len(scheduler.conds) < len(first.conds):
+                    continue  # stepped on every micro-batch, the optimizer only on some: LC301's finding
                 yield self._report(model, scheduler, first.stmt)
             outer = loop.parent
             if outer is None or not outer.is_loop or is_data_loop(outer) or outer.events(Kind.STEP):

@@ -9,6 +9,8 @@ hundred batches; one with `T_max=epochs * len(loader)` stepped once per epoch ba
 accumulation, a horizon of `len(loader) * epochs` stepped once per optimizer update reaches only
 1/N of its schedule. The job runs to the end with the wrong learning rate.
 
+A horizon that is the bound of the training loop itself (`T_max=max_iters` with
+`for it in range(max_iters)`) counts that loop's iterations: micro-batches under accumulation.
 A step under a configuration flag (`if step_scheduler_batch: scheduler.step()`, `if False:`) is
 left alone: the flag usually selects the scheduler kind whose horizon fits that stepping, which
 the file does not spell out.
@@ -22,10 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from loopcheck.model import Event, FileModel, Kind, Role, Style, TrainingLoop
-from loopcheck.model.horizon import Unit, horizon_expr, unit_of
+import libcst as cst
+
+from loopcheck.model import Event, FileModel, Kind, Loop, Role, Style, TrainingLoop
 from loopcheck.model.guards import GuardKind
-from loopcheck.model.syntax import source
+from loopcheck.model.horizon import Unit, horizon_expr, unit_of
+from loopcheck.model.syntax import func_name, last_part, positional, same, source
 from loopcheck.model.training import is_data_loop
 from loopcheck.rules._base import Rule, Violation
 
@@ -102,6 +106,16 @@ for epoch in range(args.epochs):
             scheduler.step()  # LC303
             optimizer.zero_grad()
 """,
+        """
+scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=max_iters)
+for it in range(max_iters):
+    loss = criterion(*next(batches)) / accum
+    loss.backward()
+    if (it + 1) % accum == 0:
+        optimizer.step()
+        scheduler.step()  # LC303
+        optimizer.zero_grad()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -113,11 +127,31 @@ for epoch in range(args.epochs):
                     continue
                 calls = model.roles.constructors(scheduler.receiver, Role.SCHEDULER)
                 horizons = [horizon_expr(call, model.index) for call in calls]
-                units = [unit_of(h, model.index) if h is not None else None for h in horizons]
+                units = [(unit_of(h, model.index) or _loop_unit(h, training)) if h is not None else None
+                         for h in horizons]
                 # every scheduler the name may hold must mismatch (`if per_batch: scheduler = OneCycleLR(...)`)
                 if units and all(u is not None and _mismatch(u, stepped, training.accumulates) for u in units):
                     yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
                                              f"but its horizon `{source(horizons[0])}` counts {units[0].value}")
+
+
+def _loop_unit(horizon: cst.BaseExpression, training: TrainingLoop) -> Unit | None:
+    """A horizon that is the bound of the loop itself: ``for it in range(max_iters)`` counts
+    iterations of that loop (micro-batches of the batch loop, optimizer steps of a micro-step loop's
+    parent)."""
+    if same(horizon, _range_bound(training.loop)):
+        return Unit.BATCHES
+    if training.style is Style.MICRO_LOOP and same(horizon, _range_bound(training.step_loop)):
+        return Unit.UPDATES
+    return None
+
+
+def _range_bound(loop: Loop) -> cst.BaseExpression | None:
+    it = loop.iter
+    if isinstance(it, cst.Call) and last_part(func_name(it) or "") in ("range", "trange"):
+        args = positional(it)
+        return args[0] if len(args) == 1 else args[1] if len(args) >= 2 else None
+    return None
 
 
 def _under_flag(training: TrainingLoop, scheduler: Event) -> bool:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from loopcheck.fixes import move_to_step
 from loopcheck.model import FileModel, Kind, Role, Style
 from loopcheck.model.horizon import Unit, horizon_expr, unit_of
@@ -77,6 +79,16 @@ for batch in loader:
         lr_scheduler.step()  # LC301
         optimizer.zero_grad()
 """,
+        """
+scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=100)
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    if (i + 1) % accum == 0 or i + 1 == len(loader):
+        optimizer.step()
+        optimizer.zero_grad()
+    scheduler.step()  # LC301
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -93,7 +105,10 @@ for batch in loader:
                 horizons = [horizon_expr(c, model.index) for c in
                             model.roles.constructors(scheduler.receiver, Role.SCHEDULER)]
                 units = [unit_of(h, model.index) if h is not None else None for h in horizons]
-                if units and not any(u in (Unit.UPDATES, Unit.EPOCHS) for u in units):
+                # a literal horizon (`T_max=100`) is a number of scheduler steps fixed by hand, not a count
+                # of micro-batches derived from the data: stepping it N times per update ends it N times early
+                literal = any(isinstance(h, cst.Integer) for h in horizons)
+                if units and not literal and not any(u in (Unit.UPDATES, Unit.EPOCHS) for u in units):
                     continue  # built here with a horizon in micro-batches, or one we cannot read: no guess
                 fix = move_to_step(model, training, scheduler, "move the scheduler step after the optimizer step")
                 yield self.at(scheduler, f"`{scheduler.receiver}.step()` runs on every micro-batch but the optimizer "
