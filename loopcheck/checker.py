@@ -73,6 +73,7 @@ def _run(args: argparse.Namespace, config: Config, codes: frozenset[str], files:
 def _report(args: argparse.Namespace, config: Config, codes: frozenset[str], files: list[Path],
             known: Counter[baseline.Key] | None, out: TextIO) -> int:
     fixed = 0
+    fixes = None
     cache = None if args.no_cache else _open_cache(config)
     if args.fix or args.diff:
         from loopcheck.fixer import fix_files
@@ -87,7 +88,7 @@ def _report(args: argparse.Namespace, config: Config, codes: frozenset[str], fil
             if not args.quiet:
                 sys.stderr.write(f"Would fix {fixed} problem{'s' if fixed != 1 else ''}.\n")
             return EXIT_FINDINGS if fixes.diffs and not args.exit_zero else EXIT_OK
-    findings = check_files(files, codes, config, jobs=args.jobs, cache=cache)
+    findings = check_files(files, codes, config, jobs=args.jobs, cache=cache, known=fixes.known if fixes else None)
     if args.write_baseline is not None:
         count = baseline.write(args.write_baseline, findings)
         if not args.quiet:
@@ -130,8 +131,9 @@ def _open_cache(config: Config) -> Cache | None:
 
 
 def check_files(files: list[Path], codes: frozenset[str], config: Config, jobs: int | None = None,
-                cache: Cache | None = None) -> list[Finding]:
-    """Findings of ``files``, sorted; ``jobs``: processes (default: one per core)."""
+                cache: Cache | None = None, known: dict[str, tuple[str, list[Finding]]] | None = None) -> list[Finding]:
+    """Findings of ``files``, sorted; ``jobs``: processes (default: one per core); ``known``: the
+    findings of files already analysed (by ``--fix``), by name, with the text they are for."""
     per_file = _per_file_ignores(config)
     needles = cache.needles(codes, lambda: required_texts(codes)) if cache else required_texts(codes)
     findings: list[Finding] = []
@@ -151,6 +153,9 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config, jobs: 
             findings.append(_unreadable(name, f"cannot read file: {error.strerror or error}"))
             continue
         if not any(n in source for n in needles):
+            continue
+        if known and name in known and known[name][0] == source:
+            findings.extend(known[name][1])
             continue
         file_codes = codes - _ignored(file, config.root, per_file)
         if cache is not None:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from loopcheck.catalog import SYNTAX_ERROR
 from loopcheck.config import Config, Options
-from loopcheck.engine import analyse, read_source_and_encoding
+from loopcheck.engine import analyse, read_source_and_encoding, required_texts
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -43,6 +43,7 @@ class Fixed:
     source: str
     applied: int = 0  # findings fixed
     not_applied: list[NotApplied] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # of every rule, in the fixed source
 
 
 def _every_code() -> frozenset[str]:
@@ -83,6 +84,7 @@ def fix_text(source: str, filename: str, codes: frozenset[str], unsafe: bool = F
         module, results = verdict
         out.source = candidate  # type: ignore[assignment]
         out.applied += sum(len(g) for g in groups)
+    out.findings = [f for f, _ in results]
     return out
 
 
@@ -180,6 +182,9 @@ class FixReport:
     applied: int = 0
     diffs: list[str] = field(default_factory=list)
     not_applied: list[NotApplied] = field(default_factory=list)
+    # name -> (text, findings) of every file the fixes analysed: the check that follows needs
+    # not analyse them again
+    known: dict[str, tuple[str, list[Finding]]] = field(default_factory=dict)
 
     def write_not_applied(self, stream: object = None) -> None:
         out = stream or sys.stderr
@@ -191,25 +196,49 @@ class FixReport:
                       f"{'them' if n != 1 else 'it'} would have broken or changed the code (see above).\n")
 
 
+_PARALLEL_FROM = 16  # files to fix; below this a second process costs more than it saves
+
+Job = tuple[str, str, frozenset[str], bool, Options]
+
+
 def fix_files(files: list[Path], codes: frozenset[str], config: Config, write: bool, unsafe: bool,
               jobs: int | None = None, cache: Cache | None = None) -> FixReport:
-    """Apply fixes file by file: write them back (``write``) and/or collect unified diffs. Only files
-    with a finding that has a fix are rewritten; finding them is an ordinary check (cached, and in
-    several processes for big trees)."""
+    """Apply fixes file by file: write them back (``write``) and/or collect unified diffs.
+
+    A file whose cached findings have nothing to fix is not analysed at all; the others are fixed
+    in several processes when there are enough of them. The fixes' last check of each file is its
+    check: it goes into the cache and into ``FixReport.known``."""
     import difflib
 
-    from loopcheck.checker import check_files
+    from loopcheck.checker import _display, _ignored, _per_file_ignores
 
-    findings = check_files(files, codes, config, jobs=jobs, cache=cache)
-    candidates = {f.filename for f in findings if f.fixable and (f.fix_safe or unsafe)}
-    report = FixReport()
-    for file, name, codes_of_file in _candidates(files, candidates, codes, config):
+    per_file = _per_file_ignores(config)
+    needles = cache.needles(codes, lambda: required_texts(codes)) if cache else required_texts(codes)
+    todo: list[tuple[Path, str, str, frozenset[str]]] = []
+    for file in files:
         try:
             source, encoding = read_source_and_encoding(file)
         except (OSError, UnicodeDecodeError, SyntaxError):
             continue  # reported by the check that follows
-        result = fix_text(source, name, codes_of_file, unsafe, config.options)
+        if not any(n in source for n in needles):
+            continue
+        name = _display(file)
+        file_codes = codes - _ignored(file, config.root, per_file)
+        cached = cache.get(cache.key(name, file_codes, source), name) if cache is not None else None
+        if cached is not None and not any(f.fixable and (f.fix_safe or unsafe) for f in cached):
+            continue
+        todo.append((file, encoding, source, file_codes))
+    report = FixReport()
+    work: list[Job] = [(source, _display(file), file_codes, unsafe, config.options)
+                       for file, _, source, file_codes in todo]
+    for (file, encoding, source, file_codes), result in zip(todo, _run(work, jobs)):
+        name = _display(file)
         report.not_applied += result.not_applied
+        if write or not result.applied:  # the findings are those of the text on disk
+            findings = [f for f in result.findings if f.code in file_codes or f.code == SYNTAX_ERROR.code]
+            report.known[name] = (result.source, findings)
+            if cache is not None:
+                cache.put(cache.key(name, file_codes, result.source), findings)
         if not result.applied or result.source == source:
             continue
         report.applied += result.applied
@@ -220,12 +249,18 @@ def fix_files(files: list[Path], codes: frozenset[str], config: Config, write: b
     return report
 
 
-def _candidates(files: list[Path], names: set[str], codes: frozenset[str],
-                config: Config) -> Iterable[tuple[Path, str, frozenset[str]]]:
-    from loopcheck.checker import _display, _ignored, _per_file_ignores
+def _fix_job(job: Job) -> Fixed:
+    source, name, codes, unsafe, options = job
+    return fix_text(source, name, codes, unsafe, options)
 
-    per_file = _per_file_ignores(config)
-    for file in files:
-        name = _display(file)
-        if name in names:
-            yield file, name, codes - _ignored(file, config.root, per_file)
+
+def _run(work: list[Job], jobs: int | None) -> list[Fixed]:
+    from loopcheck.checker import _cores
+
+    workers = min(jobs or min(_cores(), 8), len(work))
+    if workers > 1 and len(work) >= _PARALLEL_FROM:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(_fix_job, work))
+    return [_fix_job(job) for job in work]

@@ -67,42 +67,7 @@ def remove(stmt: cst.BaseStatement, message: str) -> Fix:
 
 
 class Unapplied(Exception):
-    """An edit's target is not where the transformer can edit it (a one-line ``if x: y`` body)."""
-
-
-class _Apply(cst.CSTTransformer):
-    def __init__(self, edits: Sequence[Edit]) -> None:
-        super().__init__()
-        self.by_target: dict[int, list[Edit]] = {}
-        for edit in edits:
-            self.by_target.setdefault(id(edit.target), []).append(edit)
-        self.done: set[int] = set()
-
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode:  # type: ignore[override]
-        for edit in self.by_target.get(id(original_node), []):
-            if edit.replacement is not None:
-                updated_node = edit.replacement
-                self.done.add(id(edit))
-        updated = super().on_leave(original_node, updated_node)
-        body = getattr(updated, "body", None)
-        if isinstance(updated, (cst.IndentedBlock, cst.Module)) and isinstance(body, (list, tuple)):
-            originals = original_node.body  # type: ignore[attr-defined]
-            return updated.with_changes(body=self._rebuild(originals, body, isinstance(updated, cst.Module)))
-        return updated  # type: ignore[return-value]
-
-    def _rebuild(self, originals: Sequence[cst.CSTNode], updated: Sequence[cst.CSTNode],
-                 is_module: bool) -> list[cst.CSTNode]:
-        out: list[cst.CSTNode] = []
-        for original, new in zip(originals, updated):
-            edits = self.by_target.get(id(original), [])
-            self.done.update(id(e) for e in edits)
-            out.extend(s for e in edits for s in e.before)
-            if not any(e.remove for e in edits):
-                out.append(new)
-            out.extend(s for e in edits for s in e.after)
-        if not out and not is_module:
-            out.append(cst.SimpleStatementLine([cst.Pass()]))
-        return out
+    """An edit's target is not where it can be edited (a one-line ``if x: y`` body)."""
 
 
 def apply(module: cst.Module, fix: Fix) -> cst.Module:
@@ -110,12 +75,86 @@ def apply(module: cst.Module, fix: Fix) -> cst.Module:
 
 
 def apply_edits(module: cst.Module, edits: Sequence[Edit]) -> cst.Module:
-    """``module`` with ``edits`` made; raises ``Unapplied`` when one of them could not be made."""
-    transformer = _Apply(edits)
-    fixed = module.visit(transformer)
-    if len(transformer.done) != len({id(e) for e in edits}):
-        raise Unapplied
-    return fixed
+    """``module`` with ``edits`` made; raises ``Unapplied`` when one of them could not be made (a
+    statement edit whose target is not in an indented block, such as ``if x: y`` on one line).
+
+    Only the nodes on the way from the module to an edited node are rebuilt (libcst's transformer
+    would copy every node of the file, which dominates ``--fix`` on big files)."""
+    parents = _parents(module)
+    new: dict[int, cst.CSTNode] = {}
+    blocks: dict[int, list[Edit]] = {}
+    dirty: dict[int, cst.CSTNode] = {}
+    for edit in edits:
+        parent = parents.get(id(edit.target))
+        if parent is None:
+            raise Unapplied
+        if edit.replacement is not None:
+            new[id(edit.target)] = edit.replacement
+        if edit.remove or edit.before or edit.after:
+            if not isinstance(parent, (cst.IndentedBlock, cst.Module)):
+                raise Unapplied
+            blocks.setdefault(id(parent), []).append(edit)
+            dirty[id(parent)] = parent
+        node: cst.CSTNode | None = parent if edit.replacement is not None else parents.get(id(parent))
+        while node is not None:  # every ancestor is rebuilt around its new child
+            dirty[id(node)] = node
+            node = parents.get(id(node))
+    depth = {key: _depth(node, parents) for key, node in dirty.items()}
+    for key in sorted(dirty, key=lambda k: -depth[k]):
+        node = dirty[key]
+        rebuilt = _with_new_children(node, new)
+        if key in blocks:
+            rebuilt = _with_body_edits(node, rebuilt, blocks[key], new)  # type: ignore[arg-type]
+        new[key] = rebuilt
+    return new.get(id(module), module)  # type: ignore[return-value]
+
+
+def _parents(module: cst.Module) -> dict[int, cst.CSTNode]:
+    parents: dict[int, cst.CSTNode] = {}
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        for child in children(node):
+            parents[id(child)] = node
+            stack.append(child)
+    return parents
+
+
+def _depth(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> int:
+    depth = 0
+    while id(node) in parents:
+        node = parents[id(node)]
+        depth += 1
+    return depth
+
+
+def _with_new_children(node: cst.CSTNode, new: dict[int, cst.CSTNode]) -> cst.CSTNode:
+    changes = {}
+    for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
+        value = getattr(node, name)
+        if isinstance(value, (list, tuple)):
+            if any(id(item) in new for item in value):
+                changes[name] = type(value)(new.get(id(item), item) for item in value)
+        elif id(value) in new:
+            changes[name] = new[id(value)]
+    return node.with_changes(**changes) if changes else node
+
+
+def _with_body_edits(original: cst.IndentedBlock | cst.Module, rebuilt: cst.IndentedBlock | cst.Module,
+                     edits: list[Edit], new: dict[int, cst.CSTNode]) -> cst.CSTNode:
+    by_target: dict[int, list[Edit]] = {}
+    for edit in edits:
+        by_target.setdefault(id(edit.target), []).append(edit)
+    body: list[cst.CSTNode] = []
+    for stmt in original.body:
+        mine = by_target.get(id(stmt), [])
+        body.extend(s for e in mine for s in e.before)
+        if not any(e.remove for e in mine):
+            body.append(new.get(id(stmt), stmt))
+        body.extend(s for e in mine for s in e.after)
+    if not body and isinstance(original, cst.IndentedBlock):
+        body.append(cst.SimpleStatementLine([cst.Pass()]))
+    return rebuilt.with_changes(body=body)
 
 
 # -- where an event belongs relative to the optimizer steps ----------------------------------------
