@@ -9,7 +9,10 @@ more than N micro-batches) or are wiped by the next window's zeroing. The epoch'
 silently dropped or double-weighted.
 
 ## Fix
-Also step on the last batch: `if (i + 1) % N == 0 or (i + 1) == len(loader):`.
+Also step on the last batch: `if (i + 1) % N == 0 or (i + 1) == len(loader):`. A negated test
+narrows instead: `if (i + 1) % N != 0 and (i + 1) != len(loader): continue`. `--fix` extends every
+test of the loop that means the window boundary (`update_grad=...`, the zeroing, a `no_sync()`
+branch), so they keep pairing.
 """
 
 from __future__ import annotations
