@@ -457,3 +457,48 @@ def test_deprecated_amp_import_keeps_names_torch_amp_lacks() -> None:
 def test_deprecated_amp_import_is_left_when_a_use_cannot_follow(use: str) -> None:
     source = "from torch.cuda.amp import autocast\n" + use
     assert _fix(source, frozenset({"LC206"})) == source
+
+
+HELPER = """\
+    def train_step(i, x, y):
+        optimizer.zero_grad()
+        loss = criterion(model(x), y) / accum
+        loss.backward()
+        if (i + 1) % accum == 0:
+            optimizer.step()
+
+
+    for epoch in range(epochs):
+        for i, (x, y) in enumerate(loader):
+            train_step(i, x, y)
+"""
+
+
+def test_an_event_of_a_helper_moves_inside_the_helper() -> None:
+    fixed = _fix(HELPER, frozenset({"LC101"}))
+    assert fixed.startswith("def train_step(i, x, y):\n    loss = criterion(model(x), y) / accum\n")
+    assert "        optimizer.step()\n        optimizer.zero_grad()\n" in fixed
+
+
+def test_a_helper_called_from_two_places_is_left_alone() -> None:
+    # the move would also change what the other call does
+    source = textwrap.dedent(HELPER) + "for x, y in val_loader:\n    train_step(0, x, y)\n"
+    assert _fix(source, frozenset({"LC101"})) == source
+
+
+def test_the_loss_of_a_helper_is_divided_by_the_parameter_bound_to_n() -> None:
+    fixed = _fix("""\
+        def train_step(batch, accum):
+            loss = criterion(model(batch[0]), batch[1])
+            loss.backward()
+            return loss.item()
+
+
+        def main(accum_steps):
+            for i, batch in enumerate(loader):
+                train_step(batch, accum_steps)
+                if (i + 1) % accum_steps == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+    """, frozenset({"LC102"}))
+    assert "    (loss / accum).backward()\n    return loss.item()\n" in fixed
