@@ -261,6 +261,43 @@ def test_unscale_is_guarded_where_the_scaler_may_be_none() -> None:
             "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n") in fixed
 
 
+def test_unscale_is_guarded_by_the_test_of_the_branch_that_scales() -> None:
+    # FunASR: an enabled scaler may exist while use_fp16 is off; unscaling unscaled gradients
+    # would divide them by the loss scale
+    fixed = _fix("""\
+        for batch_idx, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y) / accum_grad
+            if use_fp16 and scaler is not None:
+                scaler.scale(loss).backward()
+            else:
+                loss.backward()
+            if (batch_idx + 1) % accum_grad == 0:
+                if grad_clip > 0:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=grad_clip)
+                if use_fp16 and scaler is not None:
+                    scaler.step(optim)
+                    scaler.update()
+                else:
+                    optim.step()
+                optim.zero_grad()
+    """, frozenset({"LC201"}))
+    assert ("        if grad_clip > 0:\n            if use_fp16 and scaler is not None:\n"
+            "                scaler.unscale_(optim)\n            torch.nn.utils.clip_grad_norm_") in fixed
+
+
+def test_unscale_after_a_scaled_loss_assignment() -> None:
+    fixed = _fix("""\
+        for x, y in loader:
+            loss = scaler.scale(criterion(model(x), y))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+    """, frozenset({"LC201"}))
+    assert "    scaler.unscale_(optimizer)\n    torch.nn.utils.clip_grad_norm_" in fixed
+
+
 def test_unscale_inside_a_scaler_branch_needs_no_guard() -> None:
     fixed = _fix("""\
         scaler = torch.amp.GradScaler("cuda") if args.fp16 else None

@@ -24,11 +24,10 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.fixes import Fix, insert_before, move_before, own_line
-from loopcheck.model import Event, FileModel, Kind, Role, Roles, Style, TrainingLoop
+from loopcheck.model import Event, FileModel, GuardKind, Kind, Role, Roles, Style, TrainingLoop
 from loopcheck.model.amp import backward_scaler, same_scaler, scaled_backwards, scaler_disabled
 from loopcheck.model.guards import exclusive
-from loopcheck.model.roles import role_of_constructor
-from loopcheck.model.syntax import dotted, func_name, last_part
+from loopcheck.model.syntax import dotted, func_name, source
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -50,36 +49,36 @@ def _unscale_first(model: FileModel, clip: Event, scaler: str | None, training: 
                 or model.owner(unscale.stmt) is not model.owner(clip.stmt) or unscale.origin is not clip.origin:
             return None
         return move_before(unscale.stmt, clip.stmt, message)  # type: ignore[arg-type]
-    guarded = _may_be_none(model, training, clip, scaler)
-    if guarded is None:
+    guard = _scaled_when(model, training, clip, scaler)
+    if guard is None:
         return None
     code = f"{scaler}.unscale_({optimizer})"
-    return insert_before(clip.stmt, f"if {scaler} is not None:\n    {code}\n" if guarded else code, message)
+    return insert_before(clip.stmt, f"if {guard}:\n    {code}\n" if guard else code, message)
 
 
-def _may_be_none(model: FileModel, training: TrainingLoop, clip: Event, scaler: str) -> bool | None:
-    """Whether the scaler may be None where the clip runs (None: it may hold something else)."""
-    for event in training.step_loop.events(deep=True):
-        uses = event.scaler if event.kind in (Kind.BACKWARD, Kind.STEP) else \
-            event.receiver if event.kind in (Kind.SCALER_UPDATE, Kind.SCALER_UNSCALE) else None
-        if same_scaler(uses, scaler) and event.conds == clip.conds:
-            return False  # the same path calls the scaler: it is not None there
-    kinds = set()
-    values = list(model.index.values.get(last_part(scaler), []))
-    while values:
-        value = values.pop()
-        if isinstance(value, cst.IfExp):
-            values += [value.body, value.orelse]
-        elif isinstance(value, cst.Name) and value.value == "None":
-            kinds.add("none")
-        elif isinstance(value, cst.Call):
-            name = func_name(value)
-            kinds.add("scaler" if name and role_of_constructor(name) is Role.SCALER else "call")
-        else:
-            kinds.add("other")
-    if "other" in kinds:
+def _scaled_when(model: FileModel, training: TrainingLoop, clip: Event, scaler: str) -> str | None:
+    """The condition under which the loss reaching the clip went through the scaler: ``""`` when
+    it always did (the path calls the scaler, so it is not None there), the test of the branch
+    that scales (``scaler is not None``, ``use_amp and scaler is not None``) when that test is the
+    same on every iteration, else None. The new ``unscale_`` runs under it: exactly when there is
+    something to unscale, and never on a None scaler."""
+    extras = set()
+    for backward in training.step_loop.events(Kind.BACKWARD, deep=True):
+        if backward.order > clip.order or exclusive(backward.conds, clip.conds) or \
+                not same_scaler(backward_scaler(backward, model.roles), scaler):
+            continue
+        extra = tuple(c for c in backward.conds if c not in clip.conds)
+        if len(extra) > 1 or extra and (extra[0].test is None or training.reader.atom(
+                extra[0].test, False, None, 0).kind is not GuardKind.INVARIANT):
+            return None
+        extras.add(tuple((source(c.test), c.negated) for c in extra))  # type: ignore[arg-type]
+    if len(extras) != 1:
         return None
-    return kinds != {"scaler"}  # None, a factory's result, or a parameter: guard it
+    [extra] = extras
+    if not extra:
+        return ""
+    [(test, negated)] = extra
+    return f"not ({test})" if negated else test
 
 
 class ClipBeforeUnscale(Rule):
