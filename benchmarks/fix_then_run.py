@@ -21,7 +21,7 @@ from tests.fix_then_run import prepare, problems, run_all  # noqa: E402
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:  # DataLoader workers may linger
         start = time.perf_counter()
         cases = prepare(Path(tmp))
         runs = run_all(cases, Path(tmp))
