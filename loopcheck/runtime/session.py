@@ -156,11 +156,13 @@ class Session:
                         "gradients of this step (None or zero after zero_grad), so clipping is "
                         "off; clip after backward, right before the step", window.clip_before_backward)
             window.clip_before_backward = None
-        if info.in_step:
+        if info.in_step and not (window.entries and not window.in_step_backwards):
             window.in_step_backwards += 1
             if record.pending_added and window.closure_added is None:
                 window.closure_added = info.site
             return
+        # outside the step, or the first closure pass of a window that has micro-batches: the
+        # window's last micro-batch, run by the step's closure (Lightning under accumulation)
         first = not window.entries
         optimizer = record.ref()
         groups = optimizer.param_groups if optimizer is not None else None

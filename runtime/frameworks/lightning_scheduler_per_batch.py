@@ -1,9 +1,8 @@
 """Lightning `Trainer(accumulate_grad_batches=4)` where the scheduler is stepped by hand in
 `on_train_batch_end`, which runs after every micro-batch, not after every optimizer step:
 the OneCycleLR built for 4 steps is over after the first window.
-framework-expect: steps 4
-pending: per-step 4, LC102 (the backward of the last micro-batch runs inside optimizer.step(closure)
-and is counted in the next window: 3 per step and an LC102 false positive; runtime-core)"""
+The last micro-batch of each window runs inside optimizer.step(closure).
+framework-expect: steps 4, per-step 4"""
 import torch
 from lightning_common import Regressor, fit
 

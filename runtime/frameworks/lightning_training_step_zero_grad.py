@@ -1,9 +1,8 @@
 """Lightning `Trainer(accumulate_grad_batches=4)` with a `training_step` that zeroes the
 optimizer's gradients on every batch (a habit carried over from hand-written loops):
 Lightning accumulates 4 micro-batches per step, but only the last one survives.
-framework-expect: steps 4
-pending: per-step 4, LC102 (the backward of the last micro-batch runs inside optimizer.step(closure)
-and is counted in the next window: 3 per step and an LC102 false positive; runtime-core)"""
+The last micro-batch of each window runs inside optimizer.step(closure).
+framework-expect: steps 4, per-step 4"""
 import torch
 import torch.nn.functional as F
 from lightning_common import Regressor, fit

@@ -100,8 +100,9 @@ def counter_problems(report: dict, items: tuple[str, ...]) -> list[str]:
             ok = {"type": values[0], key: int(values[1])} in [
                 {"type": e.get("type"), key: e.get(key)} for e in got or []]
         elif name == "scaler":
-            got = counters.get("grad_scaler")
-            ok = got == dict(zip(("scale", "unscale_", "step", "update"), map(int, values)))
+            got = counters.get("grad_scaler") or {}
+            calls = dict(zip(("scale", "unscale_", "step", "update"), map(int, values)))
+            ok = {key: got.get(key) for key in calls} == calls and got.get("enabled", True) is True
         elif name == "lr":
             got = [lrs[0] for lrs in report.get("series", {}).get("lr", [])]
             ok = len(got) == len(values) and all(
