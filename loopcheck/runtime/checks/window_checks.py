@@ -70,7 +70,7 @@ def close(session: Session, record: OptimizerRecord, skipped: bool) -> None:
     memory = None
     if record is session.main_record():
         memory = session.memory.on_step(session.step_index())
-        if session.windows_closed % 4 == 0:
+        if window.number % 4 == 0:  # the main optimizer's own windows: others may close in between
             session.retained.on_step()
     _record_series(session, record, window, index, skipped, memory)
 
