@@ -20,7 +20,7 @@ import libcst as cst
 
 from loopcheck.model.events import Assignment, Event, Kind
 from loopcheck.model.guards import Guard, GuardKind, Phase, exclusive
-from loopcheck.model.syntax import dotted, func_name, int_value, last_part, method, names_in, same, walk
+from loopcheck.model.syntax import dotted, func_name, int_value, last_part, method, names_in, positional, same, walk
 from loopcheck.model.training import Style, TrainingLoop, micro_count
 
 if TYPE_CHECKING:
@@ -81,12 +81,15 @@ def imported_ddp_wraps(model: FileModel) -> list[str]:
     return found + list(project.ddp_importers)
 
 
-def no_sync_receiver(expr: cst.BaseExpression | None) -> str | None:
-    """``model`` for ``model.no_sync()``."""
+def no_sync_receiver(expr: cst.BaseExpression | None, uncalled: bool = False) -> str | None:
+    """``model`` for ``model.no_sync()`` (and for ``model.no_sync`` itself with ``uncalled``: a context
+    manager picked now and entered later, ``ctx = model.no_sync if ... else nullcontext``)."""
     if isinstance(expr, cst.Call):
         called = method(expr)
         if called is not None and called[1] in _NO_SYNC_METHODS and not expr.args:
             return dotted(called[0])
+    if uncalled and isinstance(expr, cst.Attribute) and expr.attr.value in _NO_SYNC_METHODS:
+        return dotted(expr.value)
     return None
 
 
@@ -95,7 +98,7 @@ def conditional_no_sync(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, b
     no_sync applies when it holds, and the DDP module. The other branch must not sync-control."""
     if not isinstance(expr, cst.IfExp):
         return None
-    body, orelse = no_sync_receiver(expr.body), no_sync_receiver(expr.orelse)
+    body, orelse = no_sync_receiver(expr.body, uncalled=True), no_sync_receiver(expr.orelse, uncalled=True)
     if (body is None) == (orelse is None):
         return None
     return expr.test, body is not None, (body or orelse)  # type: ignore[return-value]
@@ -126,6 +129,15 @@ def micro_of(test: cst.BaseExpression, training: TrainingLoop, order: int | None
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = micro_of(test.expression, training, order)
         return inner.negated() if inner is not None else None
+    name = dotted(test)
+    alias = _alias(training, name, order) if name is not None else None
+    if alias is not None:  # `skip_sync = ...` earlier in the iteration
+        return micro_of(alias, training, None)
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        sides = [test.left, test.right]  # `multi_gpu and micro < len(chunks) - 1`: the flag holds on every micro-batch
+        flags = [s for s in sides if training.reader.atom(s, False, order, 0).kind is GuardKind.INVARIANT]
+        if len(flags) == 1:
+            return micro_of(sides[1 - sides.index(flags[0])], training, order)
     if training.style is Style.MICRO_LOOP:
         found = _micro_loop_test(test, training)
         if found is not None:
@@ -133,10 +145,22 @@ def micro_of(test: cst.BaseExpression, training: TrainingLoop, order: int | None
     return _from_guard(training.reader.atom(test, False, order, 0))
 
 
+def _alias(training: TrainingLoop, name: str, order: int | None) -> cst.BaseExpression | None:
+    """The value of the one plain assignment to ``name`` in the loop before ``order``."""
+    found = [a for a in training.loop.assignments if a.names == (name,) and a.op == "="
+             and (order is None or a.order < order)]
+    return found[0].value if len(found) == 1 and not isinstance(found[0].value, cst.Call) else None
+
+
 def _micro_loop_test(test: cst.BaseExpression, training: TrainingLoop) -> Micro | None:
     """``micro == N - 1`` / ``micro + 1 < N`` / ``micro == 0`` in ``for micro in range(N)``."""
     count = micro_count(training.loop)
     target = dotted(training.loop.target) if training.loop.target is not None else None
+    it = training.loop.iter
+    if count is None and isinstance(it, cst.Call) and func_name(it) == "enumerate" and positional(it) \
+            and isinstance(training.loop.target, cst.Tuple):  # `for i, chunk in enumerate(chunks)`: N = len(chunks)
+        count = cst.Call(cst.Name("len"), [cst.Arg(positional(it)[0])])
+        target = dotted(training.loop.target.elements[0].value)
     if count is None or target is None or not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return None
     left, op, right = test.left, test.comparisons[0].operator, test.comparisons[0].comparator

@@ -81,6 +81,7 @@ class Roles:
 
     constructed: dict[str, list[cst.Call]] = field(default_factory=dict)
     prepared: set[str] = field(default_factory=set)  # returned by accelerator.prepare(...)
+    full_names: dict[str, set[str]] = field(default_factory=dict)  # `ema` -> {"self.ema"}: where it is bound
 
     def record(self, names: list[str], value: cst.BaseExpression) -> None:
         if not isinstance(value, cst.Call):
@@ -91,6 +92,7 @@ class Roles:
             return
         if len(names) == 1:
             self.constructed.setdefault(last_part(names[0]), []).append(value)
+            self.full_names.setdefault(last_part(names[0]), set()).add(names[0])
 
     def of(self, name: str | None) -> Role:
         if not name:

@@ -222,13 +222,14 @@ def _bind(inner: FunctionFacts, call: ast.Call, index: dict[str, int]) -> dict[i
 
 
 def _wraps_ddp(node: ast.FunctionDef | ast.AsyncFunctionDef, index: dict[str, int]) -> bool:
-    """``return DDP(model, ...)``, or ``model = DDP(model, ...)`` ... ``return model``."""
+    """``return DDP(model, ...)``, or ``model = DDP(model, ...)`` ... ``return model`` (``return model, optimizer``)."""
     wrapped: set[str] = set()
     for sub in _own_nodes(node):
         if isinstance(sub, ast.Assign) and _is_ddp_of_argument(sub.value, index):
             wrapped.update(t.id for t in sub.targets if isinstance(t, ast.Name))
         elif isinstance(sub, ast.Return) and sub.value is not None:
-            if _is_ddp_of_argument(sub.value, index) or isinstance(sub.value, ast.Name) and sub.value.id in wrapped:
+            values = sub.value.elts if isinstance(sub.value, ast.Tuple) else [sub.value]  # `return model, opt`
+            if any(_is_ddp_of_argument(v, index) or isinstance(v, ast.Name) and v.id in wrapped for v in values):
                 return True
     return False
 

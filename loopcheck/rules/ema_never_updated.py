@@ -25,10 +25,12 @@ _UPDATES = {"update", "update_parameters", "step", "update_model_average", "upda
 
 def _only_read_by_helpers(model: FileModel, name: str) -> bool:
     """Every call that receives ``name`` is a function of this file that never updates it."""
+    bound = model.roles.full_names.get(name, set())
     for call in model.index.calls:
         for position, arg in enumerate(call.args):
-            if last_part(dotted(arg.value) or "") != name:
-                continue
+            passed = dotted(arg.value) or ""
+            if last_part(passed) != name or "." in passed and passed not in bound and not passed.startswith("self."):
+                continue  # `getattr(cfg.ema, "enabled")` reads a setting named like it, not the EMA
             fns = model.index.functions.get(func_name(call) or "", [])
             if len(fns) != 1:
                 return False  # another module's function, or a method: it may update it
@@ -80,6 +82,28 @@ for x, y in loader:
     criterion(model(x), y).backward()
     optimizer.step()
 torch.save(ema_model.state_dict(), "ema.pt")
+""",
+        """
+class Trainer:
+    def __init__(self, model, cfg):
+        self.model = model
+        self.optimizer = torch.optim.AdamW(model.parameters())
+        if getattr(cfg.ema, "enabled", False):
+            self.ema = ExponentialMovingAverage(model, decay=cfg.ema.decay)  # LC402
+        else:
+            self.ema = None
+
+    def train_one_epoch(self, loader):
+        for x, y in loader:
+            self.optimizer.zero_grad()
+            criterion(self.model(x), y).backward()
+            self.optimizer.step()
+
+    def save(self, path):
+        if self.ema:
+            self.ema.apply_shadow()
+            torch.save(self.model.state_dict(), path)
+            self.ema.restore()
 """,
     ]
 

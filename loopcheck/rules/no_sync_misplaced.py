@@ -81,6 +81,17 @@ for i, (x, y) in enumerate(loader):
         optimizer.step()
         optimizer.zero_grad()
 """,
+        """
+for batch in loader:
+    chunks = split(batch, chunk_size)
+    for chunk_no, chunk in enumerate(chunks):
+        disable_sync = multi_gpu and chunk_no < len(chunks) - 1
+        with ddp_model.no_sync() if disable_sync else contextlib.nullcontext():
+            loss = ddp_model(chunk)
+            loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+""",
     ]
     INVALID = [
         """
@@ -132,6 +143,28 @@ for batch in loader:
         accelerator.backward(outputs.loss)  # LC502
         optimizer.step()
         optimizer.zero_grad()
+""",
+        """
+for i, (x, y) in enumerate(loader):
+    my_context = model.no_sync if i % accum_grad != 0 else contextlib.nullcontext  # LC502
+    with my_context():
+        loss = criterion(model(x), y) / accum_grad
+        loss.backward()
+    if (i + 1) % accum_grad == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+for batch in loader:
+    chunks = split(batch, chunk_size)
+    for chunk_no, chunk in enumerate(chunks):
+        skip_sync = multi_gpu and chunk_no < len(chunks) - 1
+        gradient_sync = contextlib.nullcontext() if skip_sync else ddp_model.no_sync()  # LC502
+        with gradient_sync:
+            loss = ddp_model(chunk)
+            loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
 """,
     ]
 
