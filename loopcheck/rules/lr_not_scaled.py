@@ -32,7 +32,8 @@ from loopcheck.rules._base import Rule, Violation
 _LR = re.compile(r"(^|_)(lr|learning_rate)$", re.I)
 _BATCH = re.compile(r"batch_size|(^|_)bs$|batchsize", re.I)
 _ACCUM = re.compile(r"accum|gradient_accumulation|grad_acc|update_freq", re.I)
-_WORLD = re.compile(r"world_size|get_world_size|num_processes|num_tasks|nprocs|n_gpu|num_gpus|ngpus", re.I)
+_WORLD = re.compile(r"world_size|get_world_size|global_size|num_replicas|num_processes|num_tasks|nprocs|n_gpu|num_gpus"
+                    r"|ngpus", re.I)
 _DATA_PARALLEL = ("DistributedDataParallel", "DistributedSampler", "init_process_group")
 
 
@@ -64,6 +65,18 @@ if args.distributed:
     args.batch_size = int(args.batch_size / args.world_size)
     model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[args.gpu])
 optimizer = torch.optim.SGD(model.parameters(), init_lr, momentum=0.9)
+for x, y in loader:
+    optimizer.zero_grad()
+    criterion(model(x), y).backward()
+    optimizer.step()
+""",
+        """
+def scale_lr(learning_rates, batch_size):
+    return learning_rates * (batch_size * distributed.get_global_size()) / 256.0
+
+model = torch.nn.parallel.DistributedDataParallel(model)
+lr = scale_lr(args.lr, args.batch_size)
+optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
 for x, y in loader:
     optimizer.zero_grad()
     criterion(model(x), y).backward()
