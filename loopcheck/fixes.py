@@ -277,7 +277,7 @@ def step_region(model: FileModel, training: TrainingLoop, event: Event) -> StepR
     guarded loop, with the step condition read with its polarity: ``if (i + 1) % N != 0: continue``
     counts), or on every iteration of the outer loop for an inner micro-step loop."""
     home = _home(model, training, event)
-    steps = training.steps
+    steps = _steps_of_every_variant(model, training, event)
     if home is None or not steps or any(s.origin is not event.origin or s.closure for s in steps):
         return None
     if training.style is Style.GUARDED:
@@ -316,6 +316,19 @@ def step_region(model: FileModel, training: TrainingLoop, event: Event) -> StepR
     order = {id(s): i for i, s in enumerate(block.body)}
     holders.sort(key=lambda h: order[id(h)])
     return StepRegion(block, tuple(holders), tree)
+
+
+def _steps_of_every_variant(model: FileModel, training: TrainingLoop, event: Event) -> list[Event]:
+    """The steps of every variant of the loop that runs ``event``: a move must be right in each
+    (with ``if use_amp: ...; scaler.step(opt)`` / ``else: ...; opt.step()`` and a shared
+    ``scheduler.step()``, moving it into one branch would stop it in the other)."""
+    steps = {id(s.node): s for s in training.steps}
+    for other in model.variants(training):
+        if other is not training and any(e.node is event.node for e in other.loop.events(deep=True)):
+            if not other.steps:
+                return []
+            steps.update((id(s.node), s) for s in other.steps if id(s.node) not in steps)
+    return list(steps.values())
 
 
 def _on_step_iterations(training: TrainingLoop, conds: tuple[Cond, ...], step: Event) -> bool:

@@ -26,7 +26,8 @@ def test_every_fixable_finding_was_fixed(harness) -> None:
     cases, _ = harness
     assert [(c.name, c.fixable, c.applied) for c in cases if c.applied != len(c.fixable)] == []
     # the scenarios and fixtures hold at least this many safe fixes: a drop means fixes went missing
-    assert sum(c.applied for c in cases) >= 35
+    # (single-pass module-level loops no longer get LC105: no epoch follows their last window)
+    assert sum(c.applied for c in cases) >= 30
 
 
 def test_every_real_code_shape_has_a_fix(harness) -> None:

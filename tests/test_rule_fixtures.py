@@ -1,8 +1,9 @@
 """Whole-file fixtures per static rule: ``rules/fixtures/<CODE>/*.py``.
 
 Each fixture is a complete, realistic training script. A line that loopcheck must flag ends with a
-trailing ``# LCxxx`` marker; every other line must produce no finding of any default rule. A file
-without markers is a correct near-miss and must produce no finding at all.
+trailing ``# LCxxx`` marker (``# LC105 LC106`` where two rules flag it); every other line must
+produce no finding of any default rule. A file without markers is a correct near-miss and must
+produce no finding at all.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from loopcheck.selection import resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "rules" / "fixtures"
-MARKER = re.compile(r"#\s*(LC\d{3})\s*$")
+MARKER = re.compile(r"#\s*(LC\d{3}(?:[ ,]+LC\d{3})*)\s*$")
 
 STATIC_CODES = ("LC101", "LC102", "LC103", "LC104", "LC105", "LC106", "LC107", "LC108", "LC109", "LC111",
                 "LC113", "LC301", "LC302", "LC303", "LC401", "LC402")
@@ -30,7 +31,8 @@ FILES = sorted(FIXTURES.glob("*/*.py"))
 
 
 def expected(source: str) -> set[tuple[int, str]]:
-    return {(n, m.group(1)) for n, line in enumerate(source.splitlines(), 1) if (m := MARKER.search(line))}
+    return {(n, code) for n, line in enumerate(source.splitlines(), 1) if (m := MARKER.search(line))
+            for code in re.split(r"[ ,]+", m.group(1))}
 
 
 def _param(path: Path) -> object:

@@ -18,10 +18,11 @@ import libcst as cst
 from loopcheck.config import Options
 from loopcheck.model.builder import Builder
 from loopcheck.model.events import Assignment, Cond, Context, Event, Framework, Kind, Loop
-from loopcheck.model.guards import Guard, GuardKind, Phase
+from loopcheck.model.guards import Guard, GuardKind, Phase, forget_flag_keys
 from loopcheck.model.index import Index, index_module
 from loopcheck.model.roles import Role, Roles
-from loopcheck.model.training import Style, TrainingLoop, analyse
+from loopcheck.model.training import Style, TrainingLoop
+from loopcheck.model.variants import training_loops
 
 if TYPE_CHECKING:
     from loopcheck.project import Imported
@@ -60,9 +61,15 @@ class FileModel:
     def events(self, *kinds: Kind) -> list[Event]:
         return [e for scope in self.scopes for e in scope.events(*kinds, deep=True)]
 
+    def variants(self, training: TrainingLoop) -> list[TrainingLoop]:
+        """Every variant of the loop ``training`` is one of (itself included): a change to a
+        statement they share must be right in each."""
+        return [t for t in self.training_loops if t.loop.node is training.loop.node]
+
 
 def build(module: cst.Module, source: str = "", options: Options | None = None,
           project: Imported | None = None) -> FileModel:
+    forget_flag_keys()
     index = index_module(module)
     builder = Builder(module, index, project)
     # Only scopes that hold a loop can hold a training loop; other functions are inlined where called.
@@ -71,8 +78,22 @@ def build(module: cst.Module, source: str = "", options: Options | None = None,
     # A function inlined into a caller's loop is analysed there, with the caller's context.
     scopes = [s for s in scopes if s.function is None or s.function not in builder.inlined]
     model = FileModel(module, index, scopes, [], source, builder.owners, options or Options(), project)
-    for loop in model.loops():
-        training = analyse(loop, index.int_inits)
-        if training is not None:
-            model.training_loops.append(training)
+    constants = _constants(index, source)
+    if constants:
+        for loop in [*scopes, *model.loops()]:
+            loop.assumptions = constants
+    model.training_loops = training_loops(scopes, index)
     return model
+
+
+def _constants(index: Index, source: str) -> dict[str, bool]:
+    """Module switches such as ``USE_AMP = False``: an upper-case name given one literal truth value
+    in the whole file (and no ``exec`` that could rebind it): code under ``if USE_AMP:`` is dead."""
+    if "exec(" in source or "globals()" in source:
+        return {}
+    found: dict[str, bool] = {}
+    for name, values in index.values.items():
+        if name.isupper() and len(values) == 1 and isinstance(values[0], cst.Name) \
+                and values[0].value in ("True", "False"):
+            found[name] = values[0].value == "True"
+    return found

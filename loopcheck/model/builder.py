@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from loopcheck.model.events import CLIP_FUNCTIONS, Assignment, Cond, Context, Event, Framework, Kind, Loop
+from loopcheck.model.guards import unwrap_iterable
 from loopcheck.model.index import Index
 from loopcheck.model.roles import Role
 from loopcheck.model.syntax import (
@@ -22,6 +23,7 @@ from loopcheck.model.syntax import (
     func_name,
     last_part,
     method,
+    names_in,
     positional,
     receiver,
     target_names,
@@ -77,7 +79,15 @@ class Builder:
             self.owners[stmt] = owner
             self._statement(stmt, replace(st, conds=conds))
             exit_test = _early_exit_test(stmt)
-            if exit_test is not None:
+            if exit_test is None:
+                continue
+            if owner is st.loop.node and st.loop.is_loop and not _has_events(st.loop):
+                # A `continue`/`break` at the top of a loop, before anything trains (a resume skip,
+                # a max-steps stop, a skipped bad batch), drops whole iterations: what follows runs
+                # on every iteration that trains at all. The loop remembers it (a stop can cut the
+                # last accumulation window short).
+                st.loop.skips.append(stmt)
+            else:
                 conds = conds + (Cond(exit_test, True, stmt, "after-exit"),)
 
     def _statement(self, stmt: cst.CSTNode, st: _State) -> None:
@@ -120,8 +130,11 @@ class Builder:
         loop = Loop(node=node, parent=st.loop, conds=st.conds, order=self._next(), function=st.function)
         st.loop.items.append(loop)
         if isinstance(node, cst.For):
+            resolved = _resolve_iterable(node.iter, st.loop)
+            loop.iterable = resolved if resolved is not node.iter else None
+            loop.iter_sources = _bound_values(resolved, st.loop)
             loop.assignments.append(
-                Assignment(tuple(target_names(node.target)), node.iter, "for", node, (), loop.order))
+                Assignment(tuple(target_names(node.target)), resolved, "for", node, (), loop.order))
         self._block(node.body.body, replace(st, loop=loop, conds=()), node)
         if node.orelse is not None:
             self._block(node.orelse.body.body, st, node.orelse)
@@ -352,6 +365,50 @@ def _early_exit_test(stmt: cst.CSTNode) -> cst.BaseExpression | None:
     if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Continue, cst.Return, cst.Break)):
         return stmt.test
     return None
+
+
+def _has_events(loop: Loop) -> bool:
+    return any(isinstance(i, Event) or _has_events(i) for i in loop.items)
+
+
+def _resolve_iterable(expr: cst.BaseExpression, scope: Loop) -> cst.BaseExpression:
+    """Follow names bound before the loop to what they iterate: ``pbar = enumerate(train_loader)``,
+    ``pbar = tqdm(pbar)``, ``for i, batch in pbar`` -> ``enumerate(train_loader)``."""
+    current, limit = expr, None
+    for _ in range(4):
+        inner = unwrap_iterable(current)
+        name = dotted(inner)
+        if name is None:
+            return inner if current is not expr else expr
+        found = None
+        outer: Loop | None = scope
+        while outer is not None and found is None:
+            candidates = [a for a in outer.assignments if a.names == (name,) and a.op == "="
+                          and (limit is None or a.order < limit) and a.in_loop is None]
+            found = max(candidates, key=lambda a: a.order) if candidates else None
+            outer = outer.parent
+        if found is None:
+            return inner if current is not expr else expr
+        current, limit = found.value, found.order
+    return expr
+
+
+def _bound_values(expr: cst.BaseExpression, scope: Loop, depth: int = 0) -> list[cst.BaseExpression]:
+    """What the names an iterable reads were bound to before the loop (``epoch_iterator =
+    tqdm(train_loader)`` for ``enumerate(epoch_iterator)``), two levels deep."""
+    found: list[cst.BaseExpression] = []
+    for name in names_in(expr):
+        outer: Loop | None = scope
+        while outer is not None:
+            values = [a.value for a in outer.assignments if name in a.names and a.op == "=" and a.in_loop is None]
+            if values:
+                found.extend(values)
+                if depth < 1:
+                    for value in values:
+                        found.extend(_bound_values(value, scope, depth + 1))
+                break
+            outer = outer.parent
+    return found
 
 
 def _has_backward(loop: Loop) -> bool:

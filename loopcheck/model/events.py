@@ -108,6 +108,14 @@ class Loop:
     # Calls the model cannot see into that receive an optimizer (``helpers.step(optimizer)``):
     # they might zero or step, so rules about missing events stay silent.
     opaque_calls: list[cst.Call] = field(default_factory=list)
+    # What the loop iterates once names bound before it are followed (``pbar = tqdm(enumerate(dl))``).
+    iterable: cst.BaseExpression | None = None
+    # What names in the iterable were bound to before the loop (``it = tqdm(train_loader)``).
+    iter_sources: list[cst.BaseExpression] = field(default_factory=list)
+    # `if <test>: continue` (or break/return) at the top of the loop body, before any event.
+    skips: list[cst.If] = field(default_factory=list)
+    # In a variant of the loop: the truth value assumed for each invariant flag (see model.variants).
+    assumptions: dict[str, bool] = field(default_factory=dict)
 
     @property
     def is_loop(self) -> bool:
@@ -120,6 +128,8 @@ class Loop:
 
     @property
     def iter(self) -> cst.BaseExpression | None:
+        if self.iterable is not None:
+            return self.iterable
         return self.node.iter if isinstance(self.node, cst.For) else None
 
     def events(self, *kinds: Kind, deep: bool = False) -> list[Event]:

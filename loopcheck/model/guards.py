@@ -3,21 +3,32 @@
 Only patterns whose meaning is certain are classified; everything else is ``UNKNOWN`` and rules
 stay silent on it. ``(i + 1) % N == 0`` is the accumulation boundary, ``i % N == 0`` with a 0-based
 ``i`` the window start, a test on names the loop never assigns (``args.clip > 0``) is invariant.
+Conditions combine (``need_update and not skip``, an ``if`` nested in the step branch) and flags
+built over several statements (``need = False; if (i + 1) % N == 0 or last: need = True``) are
+followed. Counters are read as real code writes them: ``enumerate`` indices, ``step += 1``,
+global counters (``ni = i + nb * epoch``) and thresholds (``n >= N`` with ``n = 0`` in the step
+branch, ``ni - last_opt_step >= accumulate``).
+
+A reader may hold *assumptions*: truth values of invariant flags (``args.amp``, ``self.use_ema``)
+for one variant of the loop; such a flag then reads as ``ALWAYS`` or ``NEVER``.
 """
 
 from __future__ import annotations
 
 import enum
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
 from loopcheck.model.events import Assignment, Cond, Loop
-from loopcheck.model.syntax import dotted, func_name, int_value, last_part, names_in, positional, same, walk
+from loopcheck.model.syntax import dotted, func_name, int_value, last_part, names_in, positional, same, source, walk
 
 
 class GuardKind(enum.Enum):
     ALWAYS = "every iteration"
+    NEVER = "no iteration"
     PERIODIC = "every N iterations"
     NOT_PERIODIC = "all but every N-th iteration"
     LAST = "last iteration"
@@ -40,8 +51,14 @@ class Guard:
     modulus: cst.BaseExpression | None = field(default=None, repr=False)  # N of a periodic guard
     index: str | None = None  # the counter tested
     phase: Phase = Phase.UNKNOWN
-    flush: bool | None = None  # `... or last batch`: the partial last window is stepped too
+    # PERIODIC: True `... or last batch` (the partial last window is stepped too), False a plain
+    # periodic test, None `... or <something else>`
+    flush: bool | None = False
     test: cst.BaseExpression | None = field(default=None, repr=False)
+    partial: bool = False  # holds on only some of those iterations (another, unknown condition too)
+    # PERIODIC: the counter starts again with every pass over the data (an enumerate index, a count
+    # set before the loop) or runs on across passes (a global step); None where unknown
+    restarts: bool | None = None
 
     @property
     def always(self) -> bool:
@@ -51,17 +68,46 @@ class Guard:
     def periodic(self) -> bool:
         return self.kind in (GuardKind.PERIODIC, GuardKind.SYNC)
 
+    @property
+    def never(self) -> bool:
+        return self.kind is GuardKind.NEVER
 
+
+ALWAYS = Guard(GuardKind.ALWAYS)
+NEVER = Guard(GuardKind.NEVER)
 _UNKNOWN = Guard(GuardKind.UNKNOWN)
 _INVARIANT = Guard(GuardKind.INVARIANT)
+_PERIODIC_KINDS = (GuardKind.PERIODIC, GuardKind.NOT_PERIODIC)
 _PURE_CALLS = {"len", "isinstance", "hasattr", "getattr", "callable", "int", "float", "bool", "str"}
+# Calls whose value is the same for the whole run: the process's place in a distributed job.
+_RUN_CONSTANT_CALLS = {"get_rank", "get_world_size", "get_local_rank", "is_initialized", "is_available",
+                       "is_main_process", "is_master", "is_primary", "is_rank_zero", "is_dist_avail_and_initialized",
+                       "is_distributed", "get_global_rank", "is_local_main_process"}
 _CONFIG_ROOTS = ("args", "cfg", "config", "opt", "opts", "hparams", "flags", "FLAGS", "training_args", "conf",
                  "self.args", "self.cfg", "self.config", "self.hparams", "self.opt", "train_config")
+# `self.global_step > warmup` changes over the run even where the loop never assigns it (a method
+# the model cannot see may): such attributes are never read as flags.
+_COUNTER_LIKE = re.compile(r"(^|_)(steps?|iters?|iterations?|epochs?|count|counter|idx|index|updates|samples|"
+                           r"tokens|seen|done|loss|losses|time|t)$|^(n|num|cur|current|global|total|completed)_", re.I)
+# Attributes a library changes on every iteration (Accelerate's sync flag).
+_PER_ITERATION = ("sync_gradients", "gradient_state", "is_accumulating", "training")
+_CONFIG_LIKE = re.compile(r"accum|max_|min_|warmup|freq|interval|every|period|_size$|^(is|use|has|do|with|enable|"
+                          r"should|disable|no|skip)_", re.I)
 
 
-def _negate(guard: Guard) -> Guard:
+# -- the algebra of guards ---------------------------------------------------------------
+def _same_set(a: Guard, b: Guard) -> bool:
+    """Two periodic guards hold on the same iterations (or, of opposite kinds, on complementary ones)."""
+    return a.index == b.index and a.phase is b.phase and a.flush == b.flush and same(a.modulus, b.modulus) \
+        and not a.partial and not b.partial
+
+
+def negate(guard: Guard) -> Guard:
     flip = {GuardKind.PERIODIC: GuardKind.NOT_PERIODIC, GuardKind.NOT_PERIODIC: GuardKind.PERIODIC,
-            GuardKind.SYNC: GuardKind.NOT_SYNC, GuardKind.NOT_SYNC: GuardKind.SYNC}
+            GuardKind.SYNC: GuardKind.NOT_SYNC, GuardKind.NOT_SYNC: GuardKind.SYNC,
+            GuardKind.ALWAYS: GuardKind.NEVER, GuardKind.NEVER: GuardKind.ALWAYS}
+    if guard.partial:
+        return _UNKNOWN  # not (a subset of P) is not a set we can name
     if guard.kind in flip:
         return replace(guard, kind=flip[guard.kind])
     if guard.kind is GuardKind.INVARIANT:
@@ -69,74 +115,204 @@ def _negate(guard: Guard) -> Guard:
     return _UNKNOWN
 
 
+_negate = negate
+
+
+def both(a: Guard, b: Guard) -> Guard:
+    """The guard of ``a and b``."""
+    kinds = {a.kind, b.kind}
+    if GuardKind.NEVER in kinds:
+        return NEVER
+    for x, y in ((a, b), (b, a)):
+        if x.kind is GuardKind.ALWAYS:
+            return y
+        if x.kind is GuardKind.INVARIANT:  # a flag read as set (outside variants): `args.clip and P` is P
+            return y if y.kind is not GuardKind.ALWAYS else x
+    if kinds <= set(_PERIODIC_KINDS) and _same_set(a, b):
+        return a if a.kind is b.kind else NEVER
+    if kinds == {GuardKind.SYNC, GuardKind.NOT_SYNC}:
+        return NEVER
+    if a.kind is b.kind and a.kind in (GuardKind.SYNC, GuardKind.NOT_SYNC, GuardKind.LAST):
+        return a
+    for x, y in ((a, b), (b, a)):
+        # a step branch with a second, unknown condition inside (`if need_update: if not skip: step()`):
+        # it still runs on window boundaries only
+        if x.kind in (GuardKind.PERIODIC, GuardKind.SYNC) and y.kind in (GuardKind.UNKNOWN, GuardKind.LAST):
+            return replace(x, partial=True)
+    return _UNKNOWN
+
+
+def either(a: Guard, b: Guard) -> Guard:
+    """The guard of ``a or b``."""
+    kinds = {a.kind, b.kind}
+    if GuardKind.ALWAYS in kinds:
+        return ALWAYS
+    for x, y in ((a, b), (b, a)):
+        if x.kind is GuardKind.NEVER:
+            return y
+    if kinds == {GuardKind.INVARIANT}:
+        return a
+    if kinds <= set(_PERIODIC_KINDS) and _same_set(a, b):
+        return a if a.kind is b.kind else ALWAYS
+    if kinds == {GuardKind.SYNC, GuardKind.NOT_SYNC}:
+        return ALWAYS
+    if a.kind is b.kind and a.kind in (GuardKind.SYNC, GuardKind.NOT_SYNC, GuardKind.LAST):
+        return a
+    for x, y in ((a, b), (b, a)):
+        if x.kind is GuardKind.PERIODIC and not x.partial and y.kind is GuardKind.LAST:
+            return replace(x, flush=True)
+        if x.kind is GuardKind.PERIODIC and not x.partial:
+            return replace(x, flush=None, phase=Phase.UNKNOWN)
+    return _UNKNOWN
+
+
+def _mux(cond: Guard, then: Guard, otherwise: Guard) -> Guard:
+    """The value of a name set to ``then`` where ``cond`` holds and left at ``otherwise`` elsewhere."""
+    if then.kind is otherwise.kind and then == otherwise:
+        return then
+    return either(both(cond, then), both(negate(cond), otherwise))
+
+
+# -- flags ---------------------------------------------------------------------------------
+def _literal(expr: cst.BaseExpression) -> bool | None:
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
+        return expr.value == "True"
+    value = int_value(expr)
+    return None if value is None else value != 0
+
+
+def flag_form(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
+    """``x is None`` -> (x, False); ``x is not None`` / ``x`` -> (x, True); else (test, True)."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and dotted(test.left) is not None:
+        comparison = test.comparisons[0]
+        if isinstance(comparison.comparator, cst.Name) and comparison.comparator.value == "None":
+            if isinstance(comparison.operator, (cst.IsNot, cst.NotEqual)):
+                return test.left, True
+            if isinstance(comparison.operator, (cst.Is, cst.Equal)):
+                return test.left, False
+    return test, True
+
+
+_KEYS: dict[cst.BaseExpression, tuple[str, bool]] = {}  # per file: flag_key of a test node
+
+
+def flag_key(test: cst.BaseExpression) -> tuple[str, bool]:
+    """The text a flag is known by, and whether ``test`` holds when that flag is set."""
+    found = _KEYS.get(test)
+    if found is None:
+        expr, positive = flag_form(test)
+        found = _KEYS[test] = (source(expr).replace(" ", ""), positive)
+    return found
+
+
+def forget_flag_keys() -> None:
+    """Drop the cache of the previous file (its nodes are no longer needed)."""
+    _KEYS.clear()
+
+
 class GuardReader:
     """Classifies conditions of one loop (the loop decides which names vary per iteration)."""
 
-    def __init__(self, loop: Loop, int_inits: dict[str, set[int | None]]) -> None:
+    def __init__(self, loop: Loop, int_inits: dict[str, set[int | None]],
+                 assumptions: Mapping[str, bool] | None = None) -> None:
         self.loop = loop
         self.int_inits = int_inits
+        self.assumptions = assumptions if assumptions is not None else loop.assumptions
         self.variant = loop.assigned_names()
+        self._outer_variant: set[str] | None = None
         self.aliases: dict[str, list[Assignment]] = {}
         for assignment in loop.assignments:
             for name in assignment.names:
                 self.aliases.setdefault(name, []).append(assignment)
 
     def guard(self, conds: tuple[Cond, ...], order: int | None = None) -> Guard:
-        atoms = [self.atom(c.test, c.negated, order, 0) if c.test is not None else _UNKNOWN for c in conds]
-        atoms = [a for a in atoms if a.kind is not GuardKind.INVARIANT]
-        if not atoms:
-            return Guard(GuardKind.ALWAYS)
-        if len(atoms) == 1:
-            return atoms[0]
-        return _UNKNOWN
+        result = ALWAYS
+        for cond in conds:
+            atom = self.atom(cond.test, cond.negated, order, 0) if cond.test is not None else _UNKNOWN
+            result = both(result, atom)
+        return ALWAYS if result.kind is GuardKind.INVARIANT else result
 
     def atom(self, test: cst.BaseExpression, negated: bool, order: int | None, depth: int) -> Guard:
         guard = self._positive(test, order, depth)
-        return _negate(guard) if negated else guard
+        return negate(guard) if negated else guard
 
     def _positive(self, test: cst.BaseExpression, order: int | None, depth: int) -> Guard:
-        if depth > 4:
+        if depth > 8:
             return _UNKNOWN
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            return _negate(self._positive(test.expression, order, depth + 1))
+            return negate(self._positive(test.expression, order, depth + 1))
         if isinstance(test, cst.BooleanOperation):
-            return self._boolean(test, order, depth)
+            left = self._positive(test.left, order, depth + 1)
+            right = self._positive(test.right, order, depth + 1)
+            if isinstance(test.operator, cst.And):
+                return both(left, right)
+            guard = either(left, right)
+            return replace(guard, test=test) if guard.kind in _PERIODIC_KINDS else guard
+        literal = _literal(test)
+        if literal is not None:
+            return ALWAYS if literal else NEVER
+        if self.assumptions:
+            key, positive = flag_key(test)
+            if key in self.assumptions:
+                return ALWAYS if self.assumptions[key] == positive else NEVER
         name = dotted(test)
         if name is not None and name.endswith("sync_gradients"):
             return Guard(GuardKind.SYNC, test=test)
-        alias = self._alias(name, order) if name else None
-        if alias is not None:
-            return self._positive(alias, order, depth + 1)
+        if name is not None and name in self.aliases:
+            value = self._name_value(name, order, depth)
+            if value is not None:
+                return value
         modular = self._modular(test, order)
         if modular is not None:
             return modular
+        threshold = self._threshold(test, order)
+        if threshold is not None:
+            return threshold
         if self._is_last(test):
             return Guard(GuardKind.LAST, test=test)
         if self._invariant(test):
             return _INVARIANT
         return _UNKNOWN
 
-    def _boolean(self, test: cst.BooleanOperation, order: int | None, depth: int) -> Guard:
-        left = self._positive(test.left, order, depth + 1)
-        right = self._positive(test.right, order, depth + 1)
-        inv = GuardKind.INVARIANT
-        if isinstance(test.operator, cst.And):
-            if left.kind is inv:
-                return right
-            if right.kind is inv:
-                return left
-            return _UNKNOWN
-        for a, b in ((left, right), (right, left)):
-            if a.kind is GuardKind.PERIODIC and b.kind is GuardKind.LAST:
-                return replace(a, flush=True, test=test)
-            if a.kind is GuardKind.PERIODIC:
-                return replace(a, flush=None, test=test, phase=Phase.UNKNOWN)
-        return _UNKNOWN
+    # -- names set in the loop --------------------------------------------------------------
+    def _name_value(self, name: str, order: int | None, depth: int) -> Guard | None:
+        """The guard a boolean name set earlier in the iteration stands for: ``need = (i + 1) % N == 0``,
+        or ``need = False`` followed by ``if <test>: need = True`` (if/else assignments too)."""
+        found = sorted((a for a in self.aliases.get(name, []) if order is None or a.order < order),
+                       key=lambda a: a.order)
+        if not found or any(a.op != "=" or a.in_loop is not None or dotted(a.value) == name for a in found):
+            return None
+        value: Guard | None = None
+        pending: tuple[Guard, Guard] | None = None  # (cond, value) of a conditional first assignment
+        for assignment in found:
+            assigned = self._positive(assignment.value, assignment.order, depth + 1)
+            cond = self.guard(assignment.conds, assignment.order)
+            if cond.kind is GuardKind.UNKNOWN:
+                return None
+            if value is None and not cond.always:
+                if pending is None:
+                    pending = (cond, assigned)
+                    continue
+                # `if c: x = a` then `else: x = b`: together they set x on every iteration
+                first_cond, first_value = pending
+                if either(first_cond, cond).always and both(first_cond, cond).never:
+                    value = _mux(first_cond, first_value, assigned)
+                    pending = None
+                    continue
+                return None
+            value = assigned if value is None else _mux(cond, assigned, value)
+        if pending is not None or value is None:
+            return None
+        if value.kind in _PERIODIC_KINDS or value.kind is GuardKind.LAST:
+            return value
+        return value if value.kind in (GuardKind.ALWAYS, GuardKind.NEVER, GuardKind.SYNC, GuardKind.NOT_SYNC) \
+            else None
 
     def _alias(self, name: str, order: int | None) -> cst.BaseExpression | None:
-        """``need_update = (i + 1) % N == 0`` earlier in the loop: the test means its value."""
+        """``ni = i + nb * epoch`` earlier in the loop: the name means its value."""
         found = [a for a in self.aliases.get(name, []) if a.op == "=" and (order is None or a.order < order)]
-        if len(found) == 1 and not isinstance(found[0].value, cst.Call) and dotted(found[0].value) != name:
+        if len(found) == 1 and not found[0].conds and not isinstance(found[0].value, cst.Call) \
+                and dotted(found[0].value) != name:
             return found[0].value
         return None
 
@@ -155,43 +331,197 @@ class GuardReader:
             mod, compared, negated = test, cst.Integer("0"), True
         if not (isinstance(mod, cst.BinaryOperation) and isinstance(mod.operator, cst.Modulo)):
             return None
-        index, offset = self._index(mod.left, order)
-        if index is None:
+        count = self.count(mod.left, order)
+        if count.index is None:
             return None
         modulus = mod.right
         if int_value(modulus) == 1:
             return _UNKNOWN
-        base = self._base(index, order)
         phase = Phase.UNKNOWN
-        if base is not None and offset is not None:
-            shift = base + offset
+        if count.first is not None:
             target = int_value(compared)
             if target is None and _is_minus_one(compared, modulus):
                 target = -1
-            if target == 0:
-                phase = {1: Phase.BOUNDARY, 0: Phase.START}.get(shift, Phase.OFF)
-            elif target == -1:
-                phase = {0: Phase.BOUNDARY, 1: Phase.START}.get(shift, Phase.OFF)
-        guard = Guard(GuardKind.PERIODIC, modulus=modulus, index=index, phase=phase, test=test)
-        return _negate(guard) if negated else guard
+            if target is not None:
+                # the k-th micro-batch (1-based) sees first + k - 1: a boundary test holds at k = N
+                phase = {1: Phase.BOUNDARY, 0: Phase.START}.get(count.first - target, Phase.OFF)
+        guard = Guard(GuardKind.PERIODIC, modulus=modulus, index=count.index, phase=phase, test=test,
+                      restarts=count.restarts)
+        return negate(guard) if negated else guard
 
-    def _index(self, expr: cst.BaseExpression, order: int | None) -> tuple[str | None, int | None]:
-        """``i`` -> (i, 0); ``i + 1`` -> (i, 1); a name the loop does not vary -> (None, None)."""
-        offset = 0
+    # -- n >= N (n reset in the step branch), ni - last_step >= N -------------------------
+    def _threshold(self, test: cst.BaseExpression, order: int | None) -> Guard | None:
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            return None
+        comparison = test.comparisons[0]
+        op = comparison.operator
+        if not isinstance(op, (cst.GreaterThanEqual, cst.GreaterThan, cst.Equal)):
+            return None
+        left, modulus = test.left, comparison.comparator
+        if any(self.varies(n) for n in names_in(modulus)) and not isinstance(op, cst.GreaterThanEqual):
+            return None
+        extra = 1 if isinstance(op, cst.GreaterThan) else 0  # `n > N` holds one micro-batch later
+        if isinstance(left, cst.BinaryOperation) and isinstance(left.operator, cst.Subtract):
+            return self._since_last(test, left, modulus, order, extra)
+        name = dotted(left)
+        if name is None or not self.varies(name):
+            return None
+        increments = [a for a in self.aliases.get(name, []) if a.op == "AddAssign"]
+        resets = [a for a in self.aliases.get(name, []) if a.op == "="]
+        if len(increments) != 1 or int_value(increments[0].value) != 1 or increments[0].conds or not resets:
+            return None
+        if not all(_inside(reset, test) and int_value(reset.value) == 0 for reset in resets):
+            return None
+        # On the k-th micro-batch of a window the count is k when it is incremented before the test:
+        # `n >= N` holds at k = N (the boundary), `n > N` at k = N + 1 (every window one too long).
+        # Incremented after the test, the reset is followed by an increment in the same iteration:
+        # only the first window differs, by one.
+        before = order is not None and increments[0].order < order
+        init = self._fresh_value(name)
+        phase = Phase.UNKNOWN
+        if init == 0 and before:
+            phase = Phase.BOUNDARY if not extra else Phase.OFF
+        elif extra:
+            phase = Phase.OFF
+        return Guard(GuardKind.PERIODIC, modulus=modulus, index=name, phase=phase, test=test,
+                     restarts=self._set_per_pass(name))
+
+    def _since_last(self, test: cst.Comparison, diff: cst.BinaryOperation, modulus: cst.BaseExpression,
+                    order: int | None, extra: int) -> Guard | None:
+        """``ni - last_opt_step >= accumulate`` with ``last_opt_step = ni`` in the step branch (yolov5)."""
+        counter, last = dotted(diff.left), dotted(diff.right)
+        if counter is None or last is None or not self.varies(counter):
+            return None
+        marks = [a for a in self.aliases.get(last, [])]
+        if not marks or not all(a.op == "=" and _inside(a, test) and dotted(a.value) == counter for a in marks):
+            return None
+        count = self.count(diff.left, order)
+        if count.index is None:
+            return None
+        phase = Phase.UNKNOWN
+        last_init = self._fresh_value(last)
+        if count.first is not None and last_init is not None and extra == 0:
+            # the first step comes when first + k - 1 - last_init >= N, i.e. after N micro-batches
+            phase = Phase.BOUNDARY if count.first - last_init == 1 else Phase.UNKNOWN
+        restarts = count.restarts if count.restarts is False else (self._set_per_pass(last) and count.restarts)
+        return Guard(GuardKind.PERIODIC, modulus=modulus, index=count.index, phase=phase, test=test,
+                     restarts=restarts)
+
+    # -- counters --------------------------------------------------------------------------
+    def count(self, expr: cst.BaseExpression, order: int | None, depth: int = 0) -> Count:
+        """What ``expr`` counts: the counter's name, its value on the first micro-batch of a fresh
+        run, and whether it starts again with every pass over the data."""
+        if depth > 4:
+            return Count(None)
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
             k = int_value(expr.right)
-            if k is None:
-                # `epoch * len(loader) + i` and the like: periodic, but of unknown phase
-                return (self._variant_name(expr), None)
-            offset = k if isinstance(expr.operator, cst.Add) else -k
-            expr = expr.left
+            if k is not None:
+                inner = self.count(expr.left, order, depth + 1)
+                shift = k if isinstance(expr.operator, cst.Add) else -k
+                return replace(inner, first=inner.first + shift if inner.first is not None else None)
+            if isinstance(expr.operator, cst.Add):
+                for counted, other in ((expr.left, expr.right), (expr.right, expr.left)):
+                    if any(self.varies(n) for n in names_in(other)):
+                        continue
+                    inner = self.count(counted, order, depth + 1)
+                    if inner.index is None:
+                        continue
+                    # `i + nb * epoch`: runs on across epochs, zero on the first one
+                    grows = self._grows_per_pass(other)
+                    if grows is not None:
+                        return replace(inner, first=inner.first if grows else None, restarts=False)
+                    return replace(inner, first=None)
+            return Count(self._variant_name(expr))
         name = dotted(expr)
         if name is None or not self.varies(name):
-            return (self._variant_name(expr), None)
+            return Count(self._variant_name(expr))
+        for assignment in self.aliases.get(name, []):
+            if assignment.op == "for":
+                return Count(name, self._enumerate_first(assignment, name), True)
         alias = self._alias(name, order)
-        if alias is not None and dotted(alias) and self.varies(dotted(alias)):  # type: ignore[arg-type]
-            return self._index(alias, order)[0], offset
-        return name, offset
+        if alias is not None:
+            inner = self.count(alias, order, depth + 1)
+            if inner.index is not None:
+                return inner
+            return Count(name)
+        increments = [a for a in self.aliases.get(name, []) if a.op == "AddAssign"]
+        others = [a for a in self.aliases.get(name, []) if a.op != "AddAssign"]
+        if len(increments) != 1 or others or increments[0].conds or int_value(increments[0].value) != 1:
+            return Count(name)
+        init = self._fresh_value(name)
+        before = order is not None and increments[0].order < order
+        first = init + 1 if init is not None and before else init
+        return Count(name, first, self._set_per_pass(name))
+
+    def _enumerate_first(self, assignment: Assignment, index: str) -> int | None:
+        start = enumerate_start_expr(assignment, index)
+        if start is None:
+            return None
+        value = int_value(start)
+        if value is not None:
+            return value
+        # `enumerate(loader, start=start_step + 1)`: the value of a fresh run (no checkpoint loaded)
+        if isinstance(start, cst.BinaryOperation) and isinstance(start.operator, (cst.Add, cst.Subtract)):
+            k, base = int_value(start.right), dotted(start.left)
+            init = self._fresh_value(base) if base is not None else None
+            if k is not None and init is not None:
+                return init + k if isinstance(start.operator, cst.Add) else init - k
+            return None
+        name = dotted(start)
+        return self._fresh_value(name) if name is not None else None
+
+    def _fresh_value(self, name: str) -> int | None:
+        """The integer ``name`` holds when the loop starts on a fresh run: its one literal value set
+        before the loop (``global_step = 0``, beside ``global_step = ckpt["step"]`` on resume), or a
+        parameter default."""
+        outer = self.loop.parent
+        while outer is not None:
+            literals = {int_value(_element(a, name)) for a in outer.assignments if name in a.names and a.op == "="
+                        and a.order < self.loop.order}
+            if literals:
+                known = literals - {None}
+                if len(known) == 1:
+                    return next(iter(known))
+                return None
+            function = outer.function if not outer.is_loop else None
+            if function is not None:
+                for param in [*function.params.params, *function.params.kwonly_params]:
+                    if param.name.value == name and param.default is not None:
+                        return int_value(param.default)
+            outer = outer.parent
+        inits = self.int_inits.get(last_part(name), set())
+        if len(inits) == 1 and None not in inits:
+            return next(iter(inits))
+        return None
+
+    def _set_per_pass(self, name: str) -> bool:
+        """Whether ``name`` is set again before each pass of this loop (in the loop or function around it)."""
+        outer = self.loop.parent
+        return outer is not None and any(name in a.names and a.op == "=" and a.order < self.loop.order
+                                         for a in outer.assignments)
+
+    def _grows_per_pass(self, term: cst.BaseExpression) -> bool | None:
+        """``nb * epoch`` with the epoch loop's counter: True (zero on the first epoch); a term of the
+        outer loop's counter of unknown start: False; a term that does not change: None."""
+        outer = self.loop.parent
+        if outer is None or not outer.is_loop:
+            return None
+        for assignment in outer.assignments:
+            if assignment.op == "for" and any(n in assignment.names for n in names_in(term)):
+                starts = [self._outer_first(assignment, n) for n in assignment.names if n in names_in(term)]
+                return all(s == 0 for s in starts)
+        return None
+
+    def _outer_first(self, assignment: Assignment, name: str) -> int | None:
+        """The first value of the epoch counter on a fresh run (``range(start_epoch, epochs)`` with
+        ``start_epoch = 0`` unless a checkpoint is loaded)."""
+        start = enumerate_start_expr(assignment, name)
+        if start is None:
+            return None
+        value = int_value(start)
+        if value is None and dotted(start) is not None:
+            value = self._fresh_value(dotted(start))  # type: ignore[arg-type]
+        return value
 
     def _variant_name(self, expr: cst.BaseExpression) -> str | None:
         names = sorted(n for n in names_in(expr) if self.varies(n))
@@ -201,23 +531,6 @@ class GuardReader:
         """Whether ``name`` (or the object it is an attribute of) is reassigned in the loop."""
         return name in self.variant or name.split(".", 1)[0] in self.variant
 
-    def _base(self, index: str, order: int | None) -> int | None:
-        """Value of ``index`` on the loop's first iteration, where the code makes it certain."""
-        for assignment in self.aliases.get(index, []):
-            if assignment.op == "for":
-                return enumerate_start(assignment, index)
-        increments = [a for a in self.aliases.get(index, []) if a.op == "AddAssign"]
-        others = [a for a in self.aliases.get(index, []) if a.op not in ("AddAssign",)]
-        if len(increments) != 1 or others or increments[0].conds or int_value(increments[0].value) != 1:
-            return None
-        inits = self.int_inits.get(last_part(index), set())
-        if len(inits) != 1 or None in inits:
-            return None
-        init = next(iter(inits))
-        assert init is not None
-        before = order is not None and increments[0].order < order
-        return init + 1 if before else init
-
     def _is_last(self, test: cst.BaseExpression) -> bool:
         name = dotted(test)
         if name is not None:
@@ -225,6 +538,8 @@ class GuardReader:
             return any(w in short for w in ("last", "final", "end_of", "is_end"))
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
             text = [test.left, test.comparisons[0].comparator]
+            if not any(self.varies(n) for side in text for n in names_in(side)):
+                return False
             return any(isinstance(n, cst.Call) and func_name(n) == "len" for side in text for n in walk(side)) or any(
                 "last" in (dotted(side) or "").lower() for side in text)
         return False
@@ -233,7 +548,7 @@ class GuardReader:
         for node in walk(test):
             if isinstance(node, cst.Call):
                 name = func_name(node)
-                if name not in _PURE_CALLS:
+                if name not in _PURE_CALLS and last_part(name or "") not in _RUN_CONSTANT_CALLS:
                     return False
         for name in names_in(test):
             if self.varies(name):
@@ -242,29 +557,119 @@ class GuardReader:
                 return False
         return True
 
+    # -- flags -----------------------------------------------------------------------------
+    def flag(self, test: cst.BaseExpression) -> tuple[str, bool] | None:
+        """``(key, positive)`` when ``test`` (an atom, not ``and``/``or``/``not``) is an invariant
+        flag of the run that a variant may assume either way: a configuration value (``args.amp``,
+        ``cfg.ACCUMULATION_STEPS > 1``), an optional object (``scaler is not None``), an attribute
+        flag (``self.use_ema``, ``accelerator.is_main_process``). Names that change in this loop or a
+        loop around it (``epoch > 5``) are no flags."""
+        if _literal(test) is not None:
+            return None
+        expr, _ = flag_form(test)
+        for node in walk(expr):
+            if isinstance(node, cst.Call) and (not self._constant_call(node) or func_name(node) == "len"):
+                return None  # `len(loader) % N != 0` is about the data, not a setting to assume
+            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+                return None
+        names = names_in(expr)
+        if not names or any(self.varies(n) or self._varies_outside(n) for n in names):
+            return None
+        if any(n.endswith(_PER_ITERATION) for n in names):
+            return None
+        self_attributes = [n for n in names if n.startswith(("self.", "cls.")) and not n.startswith(_CONFIG_ROOTS)]
+        if self_attributes and any(isinstance(n, cst.BinaryOperation) for n in walk(expr)):
+            return None  # `self.step % N`: a count some unseen method may change
+        for name in names:
+            short = last_part(name)
+            if "." in name and not name.startswith(_CONFIG_ROOTS) and _COUNTER_LIKE.search(short) \
+                    and not _CONFIG_LIKE.search(short):
+                return None
+        return flag_key(test)
+
+    def _varies_outside(self, name: str) -> bool:
+        """``name`` changes from one iteration of an enclosing loop to the next (``epoch``, a value
+        computed from it), not merely set again to the same value (``has_no_sync = args.distributed``
+        in an epoch function inlined into the epoch loop)."""
+        if self._outer_variant is None:
+            self._outer_variant = set()
+            outer = self.loop.parent
+            while outer is not None:
+                if outer.is_loop:
+                    assigned = {n for a in outer.assignments for n in a.names}
+                    for a in outer.assignments:
+                        if a.op != "=" or any(n in assigned or n.split(".", 1)[0] in assigned
+                                              for n in names_in(a.value)):
+                            self._outer_variant |= set(a.names)
+                outer = outer.parent
+        return name in self._outer_variant or name.split(".", 1)[0] in self._outer_variant
+
+    def _constant_call(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Call):
+            name = func_name(node)
+            return name in _PURE_CALLS or last_part(name or "") in _RUN_CONSTANT_CALLS
+        return False
+
+
+@dataclass(frozen=True)
+class Count:
+    index: str | None
+    first: int | None = None  # value on the first micro-batch of a fresh run (None: unknown)
+    restarts: bool | None = None  # counts again from `first` on every pass over the data
+
+
+def _element(assignment: Assignment, name: str) -> cst.BaseExpression | None:
+    """The value ``name`` gets from ``assignment`` (``start_epoch, best = 0, 0.0`` gives it ``0``)."""
+    if len(assignment.names) == 1:
+        return assignment.value
+    value = assignment.value
+    if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(assignment.names):
+        return value.elements[assignment.names.index(name)].value
+    return None
+
+
+def _inside(assignment: Assignment, test: cst.BaseExpression) -> bool:
+    """The assignment runs only where ``test`` holds (it sits in that ``if``'s body)."""
+    return any(c.test is test and not c.negated for c in assignment.conds)
+
 
 def _is_minus_one(expr: cst.BaseExpression, modulus: cst.BaseExpression) -> bool:
     return (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Subtract)
             and int_value(expr.right) == 1 and same(expr.left, modulus))
 
 
-def enumerate_start(assignment: Assignment, index: str) -> int | None:
-    """``for i, x in enumerate(it, 1)`` -> 1; ``for i in range(a, b)`` -> a."""
-    iterable = assignment.value
+_PROGRESS_WRAPPERS = ("tqdm", "track", "progress", "TQDM", "log_every", "Progbar")
+
+
+def unwrap_iterable(iterable: cst.BaseExpression) -> cst.BaseExpression:
+    """``tqdm(enumerate(loader))`` -> ``enumerate(loader)``: progress bars yield what they wrap."""
+    while isinstance(iterable, cst.Call) and last_part(func_name(iterable) or "") in _PROGRESS_WRAPPERS \
+            and positional(iterable) and last_part(func_name(iterable) or "") != "log_every":
+        iterable = positional(iterable)[0]
+    return iterable
+
+
+def enumerate_start_expr(assignment: Assignment, index: str) -> cst.BaseExpression | None:
+    """The first value of ``index`` in ``for index, x in enumerate(it, start)`` / ``for index in range(a, b)``
+    (``cst.Integer('0')`` where the call leaves it out), or None for other loops."""
+    iterable = unwrap_iterable(assignment.value)
     if not isinstance(iterable, cst.Call):
         return None
     name = last_part(func_name(iterable) or "")
     args = positional(iterable)
-    while name in ("tqdm", "track", "progress") and args and isinstance(args[0], cst.Call):
-        iterable = args[0]  # progress-bar wrappers keep the wrapped iterator's values
-        name, args = last_part(func_name(iterable) or ""), positional(iterable)
     if name == "enumerate" and assignment.names and assignment.names[0] == index:
         start = args[1] if len(args) > 1 else next(
             (a.value for a in iterable.args if a.keyword is not None and a.keyword.value == "start"), None)
-        return 0 if start is None else int_value(start)
+        return cst.Integer("0") if start is None else start
     if name in ("range", "trange") and assignment.names == (index,):
-        return 0 if len(args) == 1 else int_value(args[0])
+        return cst.Integer("0") if len(args) == 1 else args[0] if args else None
     return None
+
+
+def enumerate_start(assignment: Assignment, index: str) -> int | None:
+    """``for i, x in enumerate(it, 1)`` -> 1; ``for i in range(a, b)`` -> a."""
+    start = enumerate_start_expr(assignment, index)
+    return int_value(start) if start is not None else None
 
 
 def exclusive(a: tuple[Cond, ...], b: tuple[Cond, ...]) -> bool:

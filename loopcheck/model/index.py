@@ -100,6 +100,11 @@ def _index_assignment(index: Index, node: cst.Assign | cst.AnnAssign) -> None:
     targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
     for target in targets:
         names = target_names(target)
+        if not names and isinstance(target, cst.Subscript) and dotted(target.value):
+            # `lr_schedulers[i] = accelerator.prepare(lr_schedulers[i])`: an element of a prepared list
+            names = [dotted(target.value)]  # type: ignore[list-item]
+            index.roles.record(names, value)
+            continue
         index.roles.record(names, value)
         if len(names) == 1:
             short = last_part(names[0])

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from loopcheck.model.events import Event, Framework, Kind, Loop
-from loopcheck.model.guards import Guard, GuardKind, GuardReader
+from loopcheck.model.guards import Guard, GuardKind, GuardReader, either
 from loopcheck.model.syntax import func_name, last_part, names_in, positional
 
 
@@ -39,6 +39,10 @@ class TrainingLoop:
     modulus: cst.BaseExpression | None = None  # N, where recognisable
     parent_reader: GuardReader | None = None
     notes: dict[str, object] = field(default_factory=dict)
+    # The variant this is: the truth value assumed for each invariant flag (empty: the loop as written,
+    # every branch present). A loop has one TrainingLoop per runnable variant; they share the syntax
+    # nodes, so a finding in several variants is one finding.
+    assumptions: dict[str, bool] = field(default_factory=dict)
 
     @property
     def accumulates(self) -> bool:
@@ -61,6 +65,19 @@ class TrainingLoop:
     def events(self, *kinds: Kind) -> list[Event]:
         return self.loop.events(*kinds)
 
+    def every_iteration(self, event: Event) -> bool:
+        """``event`` runs on every micro-batch, itself or with a twin in the complementary branch of
+        the boundary test (``if not boundary: with no_sync(): loss.backward()`` / ``else:
+        loss.backward()``): one of the two runs on each iteration."""
+        guard = self.guard(event)
+        if guard.always:
+            return True
+        if guard.kind not in (GuardKind.PERIODIC, GuardKind.NOT_PERIODIC, GuardKind.SYNC, GuardKind.NOT_SYNC) \
+                or guard.partial:
+            return False
+        return any(other is not event and either(guard, self.guard(other)).always
+                   for other in self.loop.events(event.kind))
+
 
 def is_data_iterable(iterable: cst.BaseExpression | None) -> bool:
     """``loader`` / ``enumerate(tqdm(train_dl))``: one batch of data per iteration."""
@@ -68,7 +85,9 @@ def is_data_iterable(iterable: cst.BaseExpression | None) -> bool:
 
 
 def is_data_loop(loop: Loop) -> bool:
-    return is_data_iterable(loop.iter)
+    """The loop goes over a data loader, itself or through names bound to one before the loop
+    (``epoch_iterator = tqdm(train_loader)``; ``for step, batch in enumerate(epoch_iterator)``)."""
+    return is_data_iterable(loop.iter) or any(is_data_iterable(e) for e in loop.iter_sources)
 
 
 def micro_count(loop: Loop) -> cst.BaseExpression | None:
@@ -92,7 +111,8 @@ def analyse(loop: Loop, int_inits: dict[str, set[int | None]]) -> TrainingLoop |
     frameworks = {b.framework for b in backwards}
 
     def make(style: Style, steps: list[Event], **kw: object) -> TrainingLoop:
-        return TrainingLoop(loop, backwards, steps, style, reader, parent_reader=parent_reader, **kw)  # type: ignore[arg-type]
+        return TrainingLoop(loop, backwards, steps, style, reader, parent_reader=parent_reader,  # type: ignore[arg-type]
+                            assumptions=loop.assumptions, **kw)
 
     if frameworks & {Framework.ENGINE, Framework.LIGHTNING}:
         return make(Style.FRAMEWORK, steps)
@@ -100,6 +120,9 @@ def analyse(loop: Loop, int_inits: dict[str, set[int | None]]) -> TrainingLoop |
         return make(Style.ACCELERATE, steps)
     if steps:
         guards = [reader.guard(s.conds, s.order) for s in steps]
+        steps = [s for s, g in zip(steps, guards) if not g.never]
+        guards = [g for g in guards if not g.never]
+    if steps:
         periodic = [g for g in guards if g.periodic]
         if periodic and all(g.periodic or g.kind is GuardKind.LAST for g in guards):
             return make(Style.GUARDED, steps, step_guard=periodic[0], modulus=periodic[0].modulus)

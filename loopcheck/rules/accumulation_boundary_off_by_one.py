@@ -1,6 +1,10 @@
 """## What it does
 Checks accumulation step conditions that fire on the wrong micro-batch: `i % N == 0` with a
 0-based `i` after `backward()`, or `(i + 1) % N == 0` with a counter that already starts at 1.
+Counters are read as real code writes them: `enumerate(loader, start=...)` (a resumed start is
+read as its fresh-run value, `start_step = 0`), `step += 1` before or after the test, global
+counters (`global_step`, `ni = i + nb * epoch`) and thresholds reset in the step branch
+(`n += 1; if n > N: ...; n = 0` makes every window N + 1 long).
 
 ## Why is this bad?
 `i % N == 0` is true on the very first micro-batch, so the first "window" has one micro-batch
@@ -52,6 +56,30 @@ for x, y in loader:
         optimizer.step()
         optimizer.zero_grad()
 """,
+        """
+global_step = 0
+if args.resume:
+    global_step = checkpoint["global_step"]
+for epoch in range(epochs):
+    for x, y in loader:
+        loss = criterion(model(x), y) / accum
+        loss.backward()
+        global_step += 1
+        if global_step % accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+        """
+n = 0
+for x, y in loader:
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    n += 1
+    if n >= accum:
+        optimizer.step()
+        optimizer.zero_grad()
+        n = 0
+""",
     ]
     INVALID = [
         """
@@ -69,6 +97,28 @@ for i, (x, y) in enumerate(loader, 1):
     if (i + 1) % accum == 0:  # LC106
         optimizer.step()
         optimizer.zero_grad()
+""",
+        """
+start_step = 0
+if args.resume:
+    start_step = checkpoint["step"]
+for step, (x, y) in enumerate(loader, start=start_step):
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    if step % accum == 0:  # LC106
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+n = 0
+for x, y in loader:
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    n += 1
+    if n > accum:  # LC106
+        optimizer.step()
+        optimizer.zero_grad()
+        n = 0
 """,
     ]
 

@@ -7,6 +7,10 @@ micro-step loop that overwrites the loss.
 The gradients of N-1 of N micro-batches are never computed: the forward passes are wasted, the
 effective batch is one micro-batch, and the loss divided by N makes each step N times too small.
 
+Backward passes in complementary branches of the boundary test (`if not boundary: with
+model.no_sync(): ...backward()` / `else: ...backward(); optimizer.step()`) run once on every
+micro-batch: that is not this problem.
+
 ## Fix
 Call `backward()` on every micro-batch and keep only `optimizer.step()` in the step branch.
 """
@@ -61,6 +65,19 @@ while True:
     optimizer.step()
     optimizer.zero_grad()
 """,
+        """
+for i, (x, y) in enumerate(loader):
+    boundary = (i + 1) % accum == 0
+    if not boundary:
+        with model.no_sync():
+            loss = criterion(model(x), y) / accum
+            loss.backward()
+    else:
+        loss = criterion(model(x), y) / accum
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+""",
     ]
     INVALID = [
         """
@@ -87,6 +104,8 @@ while True:
             if training.style is not Style.GUARDED:
                 continue
             for backward in training.backwards:
+                if training.every_iteration(backward):
+                    continue  # the other micro-batches back-propagate in the complementary branch
                 if training.guard(backward).periodic and _overwritten_every_iteration(training.loop, backward):
                     yield self.at(backward, "backward runs only on the step's micro-batch: the losses of the "
                                             "other micro-batches in the window are computed and thrown away")

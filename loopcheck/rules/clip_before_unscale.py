@@ -68,8 +68,9 @@ def _scaled_when(model: FileModel, training: TrainingLoop, clip: Event, scaler: 
                 not same_scaler(backward_scaler(backward, model.roles), scaler):
             continue
         extra = tuple(c for c in backward.conds if c not in clip.conds)
+        # a flag reads INVARIANT, or ALWAYS in a variant of the loop that assumes it set
         if len(extra) > 1 or extra and (extra[0].test is None or training.reader.atom(
-                extra[0].test, False, None, 0).kind is not GuardKind.INVARIANT):
+                extra[0].test, False, None, 0).kind not in (GuardKind.INVARIANT, GuardKind.ALWAYS)):
             return None
         extras.add(tuple((source(c.test), c.negated) for c in extra))  # type: ignore[arg-type]
     if len(extras) != 1:

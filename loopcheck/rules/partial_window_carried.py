@@ -1,18 +1,21 @@
 """## What it does
-Checks gradient-accumulation loops over a data loader whose step condition `(i + 1) % N == 0`
-never fires for the last, partial window of an epoch.
+Checks gradient-accumulation loops over a data loader whose step condition never fires for the
+last, partial window of an epoch: `(i + 1) % N == 0`, `i % N == 0`, a counter that restarts each
+epoch, a threshold such as `n >= N` reset after the step, or a global counter whose windows are
+cut by a zeroing at each epoch start.
 
 ## Why is this bad?
 When the number of batches is not a multiple of N, the gradients of the last few batches of
-every epoch are never stepped: they leak into the first step of the next epoch (a window of
-more than N micro-batches) or are wiped by the next window's zeroing. The epoch's tail is
-silently dropped or double-weighted.
+every epoch are never stepped on their own. They are *carried* into the first step of the next
+epoch (a window of more than N micro-batches, weighted wrongly: the worse case) or *dropped*:
+wiped by the zeroing before the next epoch's first window, so those batches never train the model.
 
 ## Fix
 Also step on the last batch: `if (i + 1) % N == 0 or (i + 1) == len(loader):`. A negated test
 narrows instead: `if (i + 1) % N != 0 and (i + 1) != len(loader): continue`. `--fix` extends every
 test of the loop that means the window boundary (`update_grad=...`, the zeroing, a `no_sync()`
-branch), so they keep pairing.
+branch), so they keep pairing. Or step the leftover window after the loop. No fix is offered for a
+counter that runs on across epochs.
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.fixes import Edit, Fix
-from loopcheck.model import FileModel, GuardKind, Kind, Phase, Style, TrainingLoop
-from loopcheck.model.guards import Guard, enumerate_start
+from loopcheck.model import FileModel, GuardKind, Phase, TrainingLoop
+from loopcheck.model.guards import Guard, enumerate_start, unwrap_iterable
 from loopcheck.model.syntax import children, func_name, positional, same, source
-from loopcheck.model.training import is_data_loop
+from loopcheck.model.windows import Tail, partial_window
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -56,6 +59,41 @@ for epoch in range(epochs):
         optimizer.step()
         optimizer.zero_grad()
 """,
+        """
+global_step = 0
+for epoch in range(epochs):
+    for x, y in loader:
+        loss = criterion(model(x), y) / accum
+        loss.backward()
+        global_step += 1
+        if global_step % accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+        """
+def cycle(dl):
+    while True:
+        yield from dl
+
+for step, (x, y) in enumerate(cycle(loader)):
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    if (step + 1) % accum == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+for epoch in range(epochs):
+    for i, (x, y) in enumerate(loader):
+        need_update = False
+        if (i + 1) % accum == 0 or i == len(loader) - 1:
+            need_update = True
+        loss = criterion(model(x), y) / accum
+        loss.backward()
+        if need_update:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
     ]
     INVALID = [
         """
@@ -67,29 +105,100 @@ for epoch in range(epochs):
             optimizer.step()
             optimizer.zero_grad()
 """,
+        """
+for epoch in range(epochs):
+    optimizer.zero_grad()
+    for step, batch in enumerate(tqdm(loader)):
+        loss = model(**batch).loss / accum
+        loss.backward()
+        if (step + 1) % accum == 0:  # LC105
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+        """
+for epoch in range(epochs):
+    n = 0
+    for x, y in loader:
+        loss = criterion(model(x), y) / accum
+        loss.backward()
+        n += 1
+        if n >= accum:  # LC105
+            optimizer.step()
+            optimizer.zero_grad()
+            n = 0
+""",
+        """
+last_opt_step = -1
+for epoch in range(epochs):
+    optimizer.zero_grad()
+    for i, (x, y) in enumerate(loader):
+        ni = i + nb * epoch
+        loss = criterion(model(x), y)
+        loss.backward()
+        if ni - last_opt_step >= accumulate:  # LC105
+            optimizer.step()
+            optimizer.zero_grad()
+            last_opt_step = ni
+""",
+        """
+for epoch in range(epochs):
+    for i, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y) / accum
+        loss.backward()
+        if i % accum == 0:  # LC105
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+        """
+for epoch in range(epochs):
+    pbar = enumerate(train_loader)
+    if is_main:
+        pbar = tqdm(pbar)
+    for i, (x, y) in pbar:
+        loss = criterion(model(x), y) / accum
+        if args.amp:
+            scaler.scale(loss).backward()
+            if (i + 1) % accum == 0:  # LC105
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad()
+        else:
+            loss.backward()
+            if (i + 1) % accum == 0:  # LC105
+                optimizer.step()
+                optimizer.zero_grad()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
         for training in model.training_loops:
+            window = partial_window(model, training)
             guard = training.step_guard
-            if training.style is not Style.GUARDED or guard is None or guard.test is None:
+            if window is None or guard is None or guard.test is None:
                 continue
-            if guard.phase is not Phase.BOUNDARY or guard.flush is not None or not is_data_loop(training.loop):
-                continue
-            # the index must restart with the loop (enumerate's index), not run on across epochs
-            target = training.loop.assignments[0] if training.loop.assignments else None
-            if target is None or target.op != "for" or guard.index not in target.names:
-                continue
-            parent = training.loop.parent
-            if parent is not None and any(s.order > training.loop.order for s in parent.events(Kind.STEP)):
-                continue  # the leftover window is stepped after the loop
-            step = training.steps[0]
+            step = next(s for s in training.steps if training.guard(s).periodic)
             owner = next((c.owner for c in step.conds if c.test is guard.test), step.stmt)
-            last = _last_batch_test(target.value, guard.index, enumerate_start(target, guard.index))
-            fix = _also_last(training, guard, last) if last else None
-            yield Violation(guard.test, owner, f"when the number of batches is not a multiple of the accumulation "
-                                                "count, the last window of each epoch is never stepped: add "
-                                                f"`or {last or '(i + 1) == len(loader)'}` to the step condition", fix)
+            target = training.loop.assignments[0] if training.loop.assignments else None
+            last = None
+            if guard.phase is Phase.BOUNDARY and target is not None and target.op == "for" \
+                    and guard.index in target.names:
+                last = _last_batch_test(target.value, guard.index, enumerate_start(target, guard.index))
+            fix = _also_last(training, guard, last) if last and not window.spans_epochs else None
+            add = f"add `or {last or '(i + 1) == len(loader)'}` to the step condition"
+            zeroing = f"`{window.zeroing.receiver}.zero_grad()`" if window.zeroing is not None else "the zeroing"
+            if window.spans_epochs:
+                message = (f"the accumulation window that spans two epochs loses its first part: {zeroing} at "
+                           "the start of each epoch wipes the gradients of the last micro-batches of the epoch "
+                           "before, and the next step then comes after fewer than N micro-batches")
+            elif window.tail is Tail.CARRIED:
+                message = ("when the number of batches is not a multiple of the accumulation count, the last, "
+                           "partial window of each epoch is never stepped: its gradients are carried into the "
+                           "next epoch's first step, which then sums more than N micro-batches; " + add)
+            else:
+                message = ("when the number of batches is not a multiple of the accumulation count, the last, "
+                           f"partial window of each epoch is never stepped: {zeroing} wipes its gradients before "
+                           "the next step, so those batches never train the model; " + add)
+            yield Violation(guard.test, owner, message, fix)
 
 
 def _also_last(training: TrainingLoop, guard: Guard, last: str) -> Fix | None:
@@ -143,12 +252,11 @@ def _truth_position(parent: cst.CSTNode, child: cst.CSTNode) -> bool:
 
 def _last_batch_test(iterable: cst.BaseExpression, index: str, start: int | None) -> str | None:
     """``(i + 1) == len(loader)`` for ``for i, batch in enumerate(loader)``."""
+    iterable = unwrap_iterable(iterable)
     if not isinstance(iterable, cst.Call) or func_name(iterable) != "enumerate" or start not in (0, 1):
         return None
     args = positional(iterable)
-    loader = args[0] if args else None
-    while isinstance(loader, cst.Call) and func_name(loader) in ("tqdm", "tqdm.tqdm") and positional(loader):
-        loader = positional(loader)[0]
+    loader = unwrap_iterable(args[0]) if args else None
     if loader is None or isinstance(loader, cst.Call):
         return None
     return f"({index} + 1) == len({source(loader)})" if start == 0 else f"{index} == len({source(loader)})"

@@ -98,8 +98,8 @@ for i, (x, y) in enumerate(loader):
             if not all(training.guard(b).always for b in training.backwards):
                 continue
             for scheduler in training.events(Kind.SCHEDULER_STEP):
-                if not training.guard(scheduler).always:
-                    continue
+                if not training.guard(scheduler).always or scheduler.has_args:
+                    continue  # `step(cur_epoch, cur_step=i)` sets the LR for a position: it does not tick
                 if training.style is Style.ACCELERATE and not _unprepared(model, scheduler.receiver):
                     continue  # a prepared scheduler only steps when the optimizer does
                 horizons = [horizon_expr(c, model.index) for c in

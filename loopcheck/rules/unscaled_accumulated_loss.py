@@ -165,7 +165,7 @@ for step, batch in enumerate(train_dataloader):
                     continue
                 if backward.framework is Framework.ACCELERATE and accumulation_setting(model) is not None:
                     continue  # accelerator.backward divides by the configured N, accumulate() or not
-                if not training.guard(backward).always:
+                if not training.every_iteration(backward):
                     continue
                 scaling = loss_scaling(backward.loss, backward.loop, backward.order, helpers,  # type: ignore[arg-type]
                                        accumulation_names)

@@ -108,7 +108,7 @@ for i, (x, y) in enumerate(loader):
         for training in model.training_loops:
             if training.style not in (Style.GUARDED, Style.MICRO_LOOP, Style.ACCELERATE):
                 continue
-            if not all(training.guard(b).always for b in training.backwards):
+            if not all(training.every_iteration(b) for b in training.backwards):
                 continue
             for zero in training.events(Kind.ZERO_GRAD):
                 if training.guard(zero).kind not in (GuardKind.ALWAYS, GuardKind.NOT_PERIODIC):

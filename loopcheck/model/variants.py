@@ -1,0 +1,297 @@
+"""Variants of a training loop: one per combination of the invariant flags its branches test.
+
+Real loops branch on configuration that is fixed for a run: ``if args.deepspeed:`` an engine
+steps, ``else:`` plain PyTorch does; ``if cfg.ACCUMULATION_STEPS > 1:`` accumulates, ``else:``
+steps every batch; ``if scaler is not None:`` scales. Read as one loop, both branches run at once
+and the rules give up. Here each combination of those flags is a loop of its own (a *view*: the
+same syntax nodes, only the events that run under those flags), and the rules read each view
+unchanged. A finding holds when it holds in a variant that can run, and it is one finding however
+many variants show it (the syntax node is the same).
+
+Bounded: at most ``MAX_FLAGS`` flags per loop are enumerated (the ones that split the loop most);
+flags beyond them are read as today (set, with both branches present).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+
+import libcst as cst
+
+from loopcheck.model.events import Assignment, Cond, Event, Framework, Kind, Loop
+from loopcheck.model.guards import GuardReader, flag_key
+from loopcheck.model.index import Index
+from loopcheck.model.syntax import walk
+from loopcheck.model.training import TrainingLoop, analyse
+
+MAX_FLAGS = 4
+_OBJECT_KEY = re.compile(r"^[A-Za-z_][\w.]*$")
+_CORE = (Kind.BACKWARD, Kind.STEP, Kind.ZERO_GRAD)
+
+
+def training_loops(scopes: list[Loop], index: Index) -> list[TrainingLoop]:
+    out: list[TrainingLoop] = []
+    for scope in scopes:
+        for loop in _loops(scope):
+            if loop.events(Kind.BACKWARD):
+                out.extend(variants(scope, loop, index.int_inits))
+    return out
+
+
+def variants(scope: Loop, loop: Loop, int_inits: dict[str, set[int | None]]) -> list[TrainingLoop]:
+    """One TrainingLoop per runnable variant of ``loop`` (just the loop itself where nothing branches
+    on a flag and no event is dead)."""
+    flags, fixed = collect_flags(loop, int_inits)
+    found: list[TrainingLoop] = []
+    seen: set[tuple[object, ...]] = set()
+    scalers = _scaler_flags(loop, int_inits)
+    for values in itertools.product((True, False), repeat=len(flags)):
+        assumptions = {**loop.assumptions, **fixed, **dict(zip(flags, values))}
+        disabled = {name for name, (key, on) in scalers.items() if key in assumptions and assumptions[key] != on}
+        view = _view(scope, loop, assumptions, int_inits, copy=bool(flags or fixed), disabled=disabled)
+        if view is None or not view.events(Kind.BACKWARD) or not _runnable(view, assumptions, flags):
+            continue
+        training = analyse(view, int_inits)
+        if training is None:
+            continue
+        signature = _signature(training)
+        if signature in seen:
+            continue
+        seen.add(signature)
+        found.append(training)
+    return found
+
+
+# -- which flags -----------------------------------------------------------------------------
+def collect_flags(loop: Loop, int_inits: dict[str, set[int | None]]) -> tuple[list[str], dict[str, bool]]:
+    """The invariant flags the loop's events (and the step events around it) run under: those to
+    enumerate both ways, and those read one way only.
+
+    Enumerated: flags with different events on each side (an if/else), most important first, and
+    flags tested together with a per-iteration condition (``has_no_sync and not need_update``).
+    A flag with the same events on both sides (``if naflex: train_step(a) else: train_step(b)``,
+    one helper inlined twice) splits nothing. A flag with events on one side only is assumed on
+    that side."""
+    reader = GuardReader(loop, int_inits)
+    cache: dict[cst.BaseExpression, tuple[str, bool] | None] = {}
+    weight: dict[str, int] = {}
+    sides: dict[tuple[str, bool], set[tuple[int, Kind]]] = {}
+    mixed: set[str] = set()  # tested together with a per-iteration condition
+
+    def visit(conds: tuple[Cond, ...], what: tuple[int, Kind] | None, core: bool) -> None:
+        for cond in conds:
+            if cond.test is None:
+                continue
+            atoms = list(_atoms(cond.test, cond.negated))
+            flags = []
+            for atom, negated in atoms:
+                if atom not in cache:
+                    cache[atom] = reader.flag(atom)
+                found = cache[atom]
+                if found is not None and found[0] not in loop.assumptions:
+                    flags.append((found[0], found[1] != negated))
+            for key, on in flags:
+                weight[key] = max(weight.get(key, 0), 2 if core else 1)
+                if what is not None:
+                    sides.setdefault((key, on), set()).add(what)
+                if len(flags) < len(atoms):
+                    mixed.add(key)
+
+    visit(loop.conds, None, True)
+    items = [*loop.events(deep=True), *(loop.parent.events() if loop.parent is not None else [])]
+    for event in items:
+        visit(event.conds, (id(event.node), event.kind), event.kind in _CORE)
+    for sub in _loops(loop):
+        visit(sub.conds, (id(sub.node), Kind.BACKWARD), True)
+    tested = _tested_names(loop)
+    for assignment in loop.assignments:
+        if tested & set(assignment.names):
+            visit(assignment.conds, (id(assignment.node), Kind.STORE), True)
+
+    enumerated: list[tuple[int, int, str]] = []
+    fixed: dict[str, bool] = {}
+    for key in weight:
+        on, off = sides.get((key, True), set()), sides.get((key, False), set())
+        if on and off and on != off:
+            enumerated.append((3, weight[key], key))  # an if/else with different events on each side
+        elif on != off:
+            # Events on one side only (`if args.clip: clip()`, `if self.use_ema: ema.update()`): the
+            # side that has them is the loop as written; the other only loses events.
+            fixed[key] = bool(on)
+        elif key in mixed:
+            enumerated.append((1, weight[key], key))
+    enumerated.sort(key=lambda t: (-t[0], -t[1]))
+    return [key for _, _, key in enumerated[:MAX_FLAGS]], fixed
+
+
+def _atoms(test: cst.BaseExpression, negated: bool) -> Iterator[tuple[cst.BaseExpression, bool]]:
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        yield from _atoms(test.expression, not negated)
+    elif isinstance(test, cst.BooleanOperation):
+        yield from _atoms(test.left, negated)
+        yield from _atoms(test.right, negated)
+    else:
+        yield test, negated
+
+
+def _tested_names(loop: Loop) -> set[str]:
+    """Names read in the conditions of the loop's events (flags may be built in the loop first)."""
+    names: set[str] = set()
+    for event in loop.events(deep=True):
+        for cond in event.conds:
+            if cond.test is not None:
+                names |= {n.value for n in walk(cond.test) if isinstance(n, cst.Name)}
+    return names
+
+
+# -- views -----------------------------------------------------------------------------------
+def _view(scope: Loop, target: Loop, assumptions: dict[str, bool], int_inits: dict[str, set[int | None]],
+          copy: bool, disabled: set[str] = frozenset()) -> Loop | None:  # type: ignore[assignment]
+    """``target`` with only what runs under ``assumptions`` (events in dead branches dropped, events
+    under contradictory conditions too), inside views of the loops around it; ``target`` itself
+    where nothing changes. GradScalers in ``disabled`` pass through: their update/unscale_ do
+    nothing, their scale and step are plain. Loops beside the path to ``target`` are shared, not
+    copied (dropped when dead)."""
+    readers: dict[int, GuardReader] = {}
+    path: list[Loop] = []
+    outer: Loop | None = target
+    while outer is not None:
+        path.append(outer)
+        outer = outer.parent
+    on_path = {id(loop) for loop in path}
+
+    def reader(loop: Loop) -> GuardReader:
+        if id(loop) not in readers:
+            readers[id(loop)] = GuardReader(loop, int_inits, assumptions)
+        return readers[id(loop)]
+
+    def dead(loop: Loop, item: Event | Loop | Assignment, near: bool) -> bool:
+        conds = item.conds
+        if not conds:
+            return False
+        if any(c.test is not None and _flag_value(c.test, c.negated, assumptions) is False for c in conds):
+            return True
+        # near the loop, a per-iteration contradiction also kills (`not need_update` around `if need_update:`)
+        return near and len(conds) > 1 and reader(loop).guard(conds, item.order).never
+
+    def any_dead(loop: Loop, near: bool) -> bool:
+        return any(dead(loop, i, near) or isinstance(i, Loop) and id(i) in on_path and any_dead(i, True)
+                   for i in loop.items)
+
+    if not copy and not disabled and not any_dead(target, True):
+        return target
+
+    def build(loop: Loop, parent: Loop | None) -> Loop:
+        near = _inside(loop, target)
+        view = replace(loop, parent=parent, items=[], assumptions=assumptions,
+                       assignments=[a for a in loop.assignments if not dead(loop, a, False)])
+        for item in loop.items:
+            if dead(loop, item, near):
+                continue
+            if isinstance(item, Loop):
+                view.items.append(build(item, view) if id(item) in on_path or _inside(item, target) else item)
+            elif item.kind in (Kind.SCALER_UPDATE, Kind.SCALER_UNSCALE) and item.receiver in disabled:
+                continue
+            elif item.scaler in disabled and item.kind in (Kind.BACKWARD, Kind.STEP):
+                view.items.append(replace(item, loop=view, scaler=None))
+            else:
+                view.items.append(replace(item, loop=view))
+        return view
+
+    return _find(build(scope, scope.parent), target.node)
+
+
+def _flag_value(test: cst.BaseExpression, negated: bool, assumptions: dict[str, bool]) -> bool | None:
+    """The truth of a condition from the assumed flags alone (None: it depends on more)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _flag_value(test.expression, not negated, assumptions)
+    if isinstance(test, cst.BooleanOperation):
+        left = _flag_value(test.left, False, assumptions)
+        right = _flag_value(test.right, False, assumptions)
+        if isinstance(test.operator, cst.And):
+            value = False if False in (left, right) else True if left is True and right is True else None
+        else:
+            value = True if True in (left, right) else False if left is False and right is False else None
+    else:
+        key, positive = flag_key(test)
+        value = None if key not in assumptions else assumptions[key] == positive
+    return value if value is None or not negated else not value
+
+
+def _inside(loop: Loop, target: Loop) -> bool:
+    outer: Loop | None = loop
+    while outer is not None:
+        if outer is target:
+            return True
+        outer = outer.parent
+    return False
+
+
+def _scaler_flags(loop: Loop, int_inits: dict[str, set[int | None]]) -> dict[str, tuple[str, bool]]:
+    """GradScalers whose own calls some flag turns on (``if use_amp: scaler.step(optimizer)``, never
+    under ``not use_amp``): where that flag is off the scaler is off too (``GradScaler(enabled=use_amp)``),
+    so an unconditional ``scaler.scale(loss).backward()`` is plain there."""
+    reader = GuardReader(loop, int_inits)
+    under: dict[str, set[tuple[str, bool]]] = {}
+    for event in [*loop.events(deep=True), *(loop.parent.events() if loop.parent is not None else [])]:
+        if event.kind in (Kind.SCALER_UPDATE, Kind.SCALER_UNSCALE):
+            name = event.receiver
+        elif event.kind in (Kind.BACKWARD, Kind.STEP) and event.framework is Framework.TORCH:
+            name = event.scaler
+        else:
+            continue
+        if not name:
+            continue
+        found = under.setdefault(name, set())
+        for cond in event.conds:
+            flag = reader.flag(cond.test) if cond.test is not None else None
+            if flag is not None:
+                found.add((flag[0], flag[1] != cond.negated))
+    tied: dict[str, tuple[str, bool]] = {}
+    for name, flags in under.items():
+        keys = {key for key, _ in flags}
+        single = [(key, on) for key, on in flags if (key, not on) not in flags and len(keys) == 1]
+        if single and name not in keys:
+            tied[name] = single[0]
+    return tied
+
+
+def _loops(loop: Loop) -> Iterator[Loop]:
+    for sub in loop.loops:
+        yield sub
+        yield from _loops(sub)
+
+
+def _find(scope: Loop, node: cst.CSTNode) -> Loop | None:
+    return scope if scope.node is node else next((sub for sub in _loops(scope) if sub.node is node), None)
+
+
+def _runnable(view: Loop, assumptions: dict[str, bool], flags: list[str]) -> bool:
+    """A variant where an object is assumed ``None`` (``scaler is None``) but an event of the loop
+    calls it (``scaler.scale(loss).backward()`` under another flag) cannot run."""
+    missing = [k for k in flags if not assumptions[k] and _OBJECT_KEY.match(k)]
+    if not missing:
+        return True
+    events = [*view.events(deep=True), *(view.parent.events() if view.parent is not None else [])]
+    for event in events:
+        used = {event.receiver or "", event.scaler or "", event.optimizer or ""}
+        if any(u == k or u.startswith((k + ".", k + "[")) for u in used for k in missing):
+            return False
+    return True
+
+
+def _signature(training: TrainingLoop) -> tuple[object, ...]:
+    """What the rules can see of a variant: its events (by syntax node) and how often each runs."""
+    parts: list[object] = [training.style]
+    loops = [training.loop, *( [training.loop.parent] if training.loop.parent is not None else [])]
+    for loop in loops:
+        for event in loop.events(deep=loop is training.loop):
+            guard = training.guard(event)
+            parts.append((id(event.node), event.kind, guard.kind, guard.phase, guard.flush, guard.partial))
+    return tuple(parts)
+
+
+__all__ = ["MAX_FLAGS", "collect_flags", "flag_key", "training_loops", "variants"]

@@ -1,0 +1,107 @@
+"""The last accumulation window of a pass over the data, when the step condition never closes it.
+
+With ``if (i + 1) % N == 0: step`` and a loader whose length is not a multiple of N, the last
+``len(loader) % N`` micro-batches of an epoch end no window. Their gradients are either *carried*
+into the next epoch's first step (that window then sums more than N micro-batches) or *dropped*:
+wiped by a zeroing before the next window (``optimizer.zero_grad()`` at the start of each epoch,
+or at the window start ``if i % N == 0``). A counter that runs on across epochs (a global step,
+``ni = i + nb * epoch``) lets windows span two epochs with exactly N micro-batches each, which is
+right, unless an epoch-start zeroing wipes the first part of the spanning window.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from loopcheck.model.events import Event, Kind, Loop
+from loopcheck.model.guards import GuardKind, Phase
+from loopcheck.model.syntax import func_name, last_part, same, walk
+from loopcheck.model.training import Style, TrainingLoop, is_data_loop
+
+if TYPE_CHECKING:
+    from loopcheck.model import FileModel
+
+_ENDLESS = re.compile(r"cycle|infinite|forever|endless|repeat|looped", re.I)
+
+
+class Tail(enum.Enum):
+    CARRIED = "carried into the next epoch's first step"
+    DROPPED = "wiped before the next step"
+
+
+@dataclass(frozen=True)
+class PartialWindow:
+    tail: Tail
+    zeroing: Event | None  # the zeroing that wipes the tail (DROPPED)
+    spans_epochs: bool  # the counter runs on across epochs (only a wiped spanning window is wrong)
+
+
+def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | None:
+    """How the last, partial window of each pass over the data ends, where it is never stepped."""
+    guard = training.step_guard
+    if training.style is not Style.GUARDED or guard is None or guard.kind is not GuardKind.PERIODIC:
+        return None
+    if guard.flush is not False or guard.restarts is None:
+        return None  # `... or last batch` steps it (None: `or` something we cannot read)
+    loop = training.loop
+    if not is_data_loop(loop) or _endless(model, loop) or any(_stops(skip) for skip in loop.skips):
+        return None
+    parent = loop.parent
+    if parent is None or not parent.is_loop and parent.function is None:
+        return None  # a single pass at module level: nothing comes after its tail
+    if any(s.order > loop.order for s in parent.events(Kind.STEP)):
+        return None  # the leftover window is stepped after the loop
+    zeroing = _zeroing_between_passes(training)
+    if guard.restarts:
+        return PartialWindow(Tail.DROPPED if zeroing is not None else Tail.CARRIED, zeroing, False)
+    return PartialWindow(Tail.DROPPED, zeroing, True) if zeroing is not None else None
+
+
+def _zeroing_between_passes(training: TrainingLoop) -> Event | None:
+    """A zeroing between the end of one pass and the next pass's first step: once per epoch outside
+    the batch loop, or at the window start inside it (``if i % N == 0: optimizer.zero_grad()``)."""
+    parent = training.loop.parent
+    if parent is not None:
+        for zero in parent.events(Kind.ZERO_GRAD):
+            if training.guard(zero).always:
+                return zero
+    guard = training.step_guard
+    if guard is None or not guard.restarts:
+        return None
+    for zero in training.loop.events(Kind.ZERO_GRAD):
+        zguard = training.guard(zero)
+        if zguard.kind is GuardKind.PERIODIC and zguard.phase is Phase.START and same(zguard.modulus, guard.modulus) \
+                and any(b.order > zero.order for b in training.backwards):
+            return zero
+    return None
+
+
+def _stops(skip: cst.If) -> bool:
+    """A loop-top exit that can end the epoch early (``if step >= steps_per_epoch: break``, or the same
+    with ``continue``): the last window may then be whole. A resume skip (``if i < start: continue``)
+    or a skipped bad batch cannot."""
+    last = skip.body.body[-1]
+    if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Break, cst.Return)):
+        return True
+    return any(isinstance(n, cst.ComparisonTarget) and isinstance(n.operator, (cst.GreaterThan, cst.GreaterThanEqual))
+               for n in walk(skip.test))
+
+
+def _endless(model: FileModel, loop: Loop) -> bool:
+    """``enumerate(cycle(loader))``, a same-file ``def infinite(dl): while True: yield from dl``, or a
+    name bound to one before the loop (``dl = cycle(dl)``)."""
+    sources = [*([loop.iter] if loop.iter is not None else []), *loop.iter_sources]
+    return any(isinstance(node, cst.Call) and _endless_call(model, node) for expr in sources for node in walk(expr))
+
+
+def _endless_call(model: FileModel, call: cst.Call) -> bool:
+    name = last_part(func_name(call) or "")
+    if _ENDLESS.search(name):
+        return True
+    return any(isinstance(n, cst.While) and isinstance(n.test, cst.Name) and n.test.value == "True"
+               for fn in model.index.functions.get(name, []) for n in walk(fn, into_functions=True))
