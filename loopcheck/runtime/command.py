@@ -27,6 +27,9 @@ _OWN_FILES = (os.path.dirname(os.path.abspath(__file__)), os.path.abspath(runpy.
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    # the script's own options follow SCRIPT: no prefix matching, or argparse would read a
+    # script's `--output` as an ambiguous `--output-format`/`--output-file` and stop the run
+    parser.allow_abbrev = False
     parser.add_argument("--report", metavar="PATH", help="write the JSON report here")
     parser.add_argument("--select", action="append", metavar="CODES",
                         help="report only these codes, names or prefixes (comma-separated); "

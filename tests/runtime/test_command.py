@@ -41,8 +41,10 @@ def _write(directory: Path, name: str, text: str) -> Path:
 
 def test_script_sees_what_python_gives_it(tmp_path: Path) -> None:
     _write(tmp_path, "scripts/probe.py", "MARK = 'main module'\n" + PROBE)
-    plain = python(["scripts/probe.py", "a", "--lr", "3"], tmp_path)
-    checked = loopcheck_run(["scripts/probe.py", "a", "--lr", "3"], tmp_path)
+    # the script's options are its own, even where they look like (or abbreviate) loopcheck's
+    args = ["scripts/probe.py", "a", "--lr", "3", "--output", "out", "--report", "r.json", "-q"]
+    plain = python(args, tmp_path)
+    checked = loopcheck_run(args, tmp_path)
     assert checked.returncode == plain.returncode == 0, checked.stderr
     assert json.loads(checked.stdout) == json.loads(plain.stdout)
     assert checked.stderr == "loopcheck: nothing to check: the script never imported torch\n"
