@@ -10,7 +10,8 @@ if TYPE_CHECKING:
 
 def run(session: Session, info: BackwardInfo, loss: Any) -> None:
     if info.scaled:
-        _unscaled_window(session, info)
+        if session.scalers.unscales_since_update:  # a stage may be UNSCALED
+            _unscaled_window(session, info)
     elif session.autocast.fp16_since_last_backward():
         session.report("LC205", "backward on a loss computed under float16 autocast without a "
                        "GradScaler: small gradients underflow to zero (use "

@@ -93,16 +93,25 @@ class GradTracker:
     def _wrap_backward(self, original: Any) -> Any:
         guard = self.session.guard
 
+        part, disabled = "backward tracking", guard.disabled
+
         def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
-            if self.current is not None:  # reentrant (checkpointing) or a nested backward
+            if self.current is not None or part in disabled:  # reentrant (checkpointing), nested
                 return original(tensors, *args, **kwargs)
-            info = guard.call("backward tracking", self._before, tensors, args, kwargs)
+            try:  # the guard, inlined: this runs on every backward
+                info = self._before(tensors, args, kwargs)
+            except Exception as exc:  # noqa: BLE001 - switched off, training goes on
+                guard.fail(part, exc)
+                info = None
             try:
                 return original(tensors, *args, **kwargs)
             finally:
                 self.current = None
-                if info is not None:
-                    guard.call("backward tracking", self._after, info)
+                if info is not None and part not in disabled:
+                    try:
+                        self._after(info)
+                    except Exception as exc:  # noqa: BLE001
+                        guard.fail(part, exc)
 
         return backward
 
@@ -139,7 +148,8 @@ class GradTracker:
         for probe in record.probes:
             param = probe.param()
             grad = param.grad if param is not None else None
-            version = grad_version(grad) if grad is not None else -1
+            # grad._version for a plain tensor; grad_version() for DTensor (inlined: per backward)
+            version = -1 if grad is None else grad._version if type(grad) is _Tensor else grad_version(grad)
             probe.start_grad, probe.start_version = grad, version
             if probe.window < number - 1 or probe.grad_ref is None:
                 continue
@@ -164,7 +174,7 @@ class GradTracker:
                 start_grad, probe.start_grad = probe.start_grad, None  # hold no gradient in between
                 if grad is None:
                     continue
-                version = grad_version(grad)
+                version = grad._version if type(grad) is _Tensor else grad_version(grad)
                 if grad is start_grad and version == probe.start_version:
                     continue
                 reached = True

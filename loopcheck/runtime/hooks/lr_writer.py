@@ -59,6 +59,9 @@ class LrWriterLocator:
             return None
         if event in ("line", "return"):
             lr = self.group.get("lr")
+            if type(lr) is not float:  # a tensor now: comparing it could synchronise
+                self.stop()
+                return None
             if lr != self.last:
                 self.found = self.previous
                 self.stop()

@@ -90,6 +90,7 @@ class ScalerHooks:
         self.disabled_seen = False  # a GradScaler(enabled=False) was used
         self.enabled_seen = False
         self.enabled_scales = 0  # scale() calls of enabled scalers
+        self.unscales_since_update = 0  # an optimizer's stage may be UNSCALED while > 0
 
     def install(self) -> None:
         from torch.amp import grad_scaler
@@ -162,6 +163,7 @@ class ScalerHooks:
 
     def _on_unscale(self, scaler: Any, optimizer: Any) -> None:
         self.calls["unscale_"] += 1
+        self.unscales_since_update += 1
         self.scalers.add(scaler)
         self.session.tracker.rebase += 1
         if scaler._enabled and self.stage(scaler, optimizer) is self.OptState.UNSCALED:
@@ -171,6 +173,7 @@ class ScalerHooks:
 
     def _on_update(self, scaler: Any, new_scale: Any = None) -> None:
         self.calls["update"] += 1
+        self.unscales_since_update = 0
         if not scaler._enabled:  # a disabled scaler has no per-optimizer states at all
             return
         states = scaler._per_optimizer_states
