@@ -1,7 +1,7 @@
 #!/bin/bash
 # The runtime checker on a GPU machine, in one go (at most about 9 minutes; each part has a timeout):
-#  (a) tests/runtime/test_gpu.py and tests/runtime/test_distributed.py (the distributed scenarios
-#      use every visible GPU with NCCL: 2, 4 or 8);
+#  (a) tests/runtime/test_gpu.py and tests/runtime/test_distributed.py (2 ranks with NCCL), then
+#      two distributed scenarios under torchrun on every visible GPU (4 on a 4-GPU machine);
 #  (b) overhead as a user sees it, `python train.py` vs `loopcheck run train.py` vs the loop in
 #      watch(), separate processes in alternating rounds, steady state after warm-up, for a
 #      launch-bound and a GPU-bound workload (benchmarks/gpu/runtime_overhead.py);
@@ -28,6 +28,16 @@ stamp() { echo "== $1 at +$(( $(date +%s) - start )) s" | tee -a "$out/timings.t
 stamp "tests"
 timeout 180 python3 -m pytest tests/runtime/test_gpu.py tests/runtime/test_distributed.py -q -rs \
     -p no:cacheprovider --basetemp=/tmp/pt 2>&1 | tee "$out/tests.log"
+
+stamp "every visible GPU"
+# the pytest scenarios run 2 ranks; here two of them run on every visible GPU at once
+gpus=$(python3 -c 'import torch; print(torch.cuda.device_count())')
+for scenario in ddp_ok_no_sync ddp_lc501_without_no_sync; do
+    timeout 60 torchrun --standalone --nproc_per_node="$gpus" --no-python python3 -m loopcheck run \
+        --report "$out/all-gpus/$scenario.json" "runtime/$scenario.py" > "$out/all-gpus-$scenario.log" 2>&1
+    echo "$scenario on $gpus GPUs: exit $?" | tee -a "$out/all-gpus.txt"
+    grep -E "merged report|problem|LC50|finding" "$out/all-gpus-$scenario.log" | tee -a "$out/all-gpus.txt"
+done
 
 stamp "overhead launch-bound"
 timeout 150 python3 benchmarks/gpu/runtime_overhead.py --workload launch --rounds 4 --steps 600 --warmup 60 \
