@@ -6,6 +6,8 @@
 #      watch(), separate processes in alternating rounds, steady state after warm-up, for a
 #      launch-bound and a GPU-bound workload (benchmarks/gpu/runtime_overhead.py);
 #  (c) py-spy on the host: where loopcheck's host time goes in the launch-bound loop.
+# PARTS selects what runs (default "tests gpus overhead pyspy"); with TARBALL=1 the output folder is
+# also packed into $OUT/runtime-<parts>.tgz (the device returns only a few files).
 # Writes everything to $OUT (or the first argument). torch comes from the machine; loopcheck
 # from this checkout (PYTHONPATH). pytest and py-spy are not on the device image: carry them as
 # wheels in .whl/ (benchmarks/gpu/fetch_wheels.sh makes that folder; call with carry [".whl"]).
@@ -22,13 +24,18 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
   python3 -c 'import torch, sys; print("torch", torch.__version__, "python", sys.version.split()[0], "gpus", torch.cuda.device_count())'
   echo "cpus $(nproc)"; git log -1 --format='loopcheck commit %H' 2>/dev/null; } > "$out/devices.txt" 2>&1
 cat "$out/devices.txt"
+parts=" ${PARTS:-tests gpus overhead pyspy} "
+want() { [[ $parts == *" $1 "* ]]; }
 start=$(date +%s)
 stamp() { echo "== $1 at +$(( $(date +%s) - start )) s" | tee -a "$out/timings.txt"; }
 
+if want tests; then
 stamp "tests"
 timeout 180 python3 -m pytest tests/runtime/test_gpu.py tests/runtime/test_distributed.py -q -rs \
     -p no:cacheprovider --basetemp=/tmp/pt 2>&1 | tee "$out/tests.log"
+fi
 
+if want gpus; then
 stamp "every visible GPU"
 # the pytest scenarios run 2 ranks; here two of them run on every visible GPU at once
 gpus=$(python3 -c 'import torch; print(torch.cuda.device_count())')
@@ -38,14 +45,18 @@ for scenario in ddp_ok_no_sync ddp_lc501_without_no_sync; do
     echo "$scenario on $gpus GPUs: exit $?" | tee -a "$out/all-gpus.txt"
     grep -E "merged report|problem|LC50|finding" "$out/all-gpus-$scenario.log" | tee -a "$out/all-gpus.txt"
 done
+fi
 
+if want overhead; then
 stamp "overhead launch-bound"
 timeout 150 python3 benchmarks/gpu/runtime_overhead.py --workload launch --rounds 4 --steps 600 --warmup 60 \
     --out "$out/overhead-launch.json" 2>&1 | tee "$out/overhead-launch.log"
 stamp "overhead GPU-bound"
 timeout 120 python3 benchmarks/gpu/runtime_overhead.py --workload gpu --rounds 3 --steps 40 --warmup 8 \
     --out "$out/overhead-gpu.json" 2>&1 | tee "$out/overhead-gpu.log"
+fi
 
+if want pyspy; then
 stamp "py-spy"
 if command -v py-spy > /dev/null; then
     for variant in plain run; do
@@ -79,4 +90,9 @@ PY
 else
     echo "py-spy is not installed: carry its wheel in .whl/ (benchmarks/gpu/fetch_wheels.sh)" | tee "$out/pyspy-summary.txt"
 fi
+fi
 stamp "done"
+if [ "${TARBALL:-0}" = 1 ] && [ -n "${OUT:-}" ]; then
+    tag=$(echo $parts | tr ' ' '-')
+    tar czf "$OUT/runtime-$tag.tgz" -C "$out" .
+fi
