@@ -2,9 +2,9 @@
 
 Every file in ``tests/fixtures/must_not_flag`` is correct code and must produce no finding with
 the default rule selection. Each fixture starts with ``# must-not-flag: <bullet>`` naming the
-bullet of the "Correct code that must not be flagged" list in ``RULES.md`` it covers (verbatim,
-without markdown backticks), or ``# must-not-flag: extra: <what>`` for additional correct code;
-a second test checks that every bullet of that list is covered by at least one fixture.
+bullet of the "Correct code that must not be flagged" list in ``rules/must-not-flag.md`` it covers
+(verbatim, without markdown backticks), or ``# must-not-flag: extra: <what>`` for additional correct
+code; a second test checks that every bullet of that list is covered by at least one fixture.
 """
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "must_not_flag"
-# the shared catalogue lives next to the checkout: <repo root>/../shared/RULES.md
-RULES_MD = Path(__file__).resolve().parents[2] / "shared" / "RULES.md"
+CATALOGUE = REPO_ROOT / "rules" / "must-not-flag.md"
 
 HEADER_PREFIX = "# must-not-flag: "
 EXTRA_PREFIX = "extra: "
@@ -28,7 +27,7 @@ FIXTURE_FILES = sorted(FIXTURES.glob("*.py"))
 def _header(path: Path) -> str:
     first_line = path.read_text(encoding="utf-8").splitlines()[0] if path.stat().st_size else ""
     assert first_line.startswith(HEADER_PREFIX), (
-        f"{path.name}: the first line must be '{HEADER_PREFIX}<RULES.md bullet>', got {first_line!r}"
+        f"{path.name}: the first line must be '{HEADER_PREFIX}<rules/must-not-flag.md bullet>', got {first_line!r}"
     )
     return first_line[len(HEADER_PREFIX):].strip()
 
@@ -37,12 +36,12 @@ def _normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text.replace("`", "")).strip()
 
 
-def must_not_flag_bullets(rules_md: Path) -> list[str]:
+def must_not_flag_bullets(catalogue: Path) -> list[str]:
     """The bullets of the "Correct code that must not be flagged" section, without backticks;
     a bullet continued on indented lines is joined into one line."""
     bullets: list[str] = []
     in_section = False
-    for line in rules_md.read_text(encoding="utf-8").splitlines():
+    for line in catalogue.read_text(encoding="utf-8").splitlines():
         if line.startswith("## "):
             in_section = line.startswith(SECTION_TITLE)
             continue
@@ -73,30 +72,24 @@ def test_correct_code_is_not_flagged(path: Path):
     assert findings == [], f"{path.name} is correct code but got findings:\n{details}"
 
 
-def _rules_md() -> Path:
-    if not RULES_MD.is_file():
-        pytest.skip(f"shared rule catalogue not found at {RULES_MD}")
-    return RULES_MD
-
-
 def test_every_must_not_flag_bullet_has_a_fixture():
-    bullets = must_not_flag_bullets(_rules_md())
-    assert bullets, f"no bullets found under {SECTION_TITLE!r} in {RULES_MD}"
+    bullets = must_not_flag_bullets(CATALOGUE)
+    assert bullets, f"no bullets found under {SECTION_TITLE!r} in {CATALOGUE}"
     headers = {_normalise(_header(p)) for p in FIXTURE_FILES}
     missing = [b for b in bullets if b not in headers]
-    assert not missing, "RULES.md must-not-flag bullets without a fixture:\n" + "\n".join(
+    assert not missing, f"{CATALOGUE.name} bullets without a fixture:\n" + "\n".join(
         f"  - {b}" for b in missing
     )
 
 
 def test_every_fixture_header_names_a_bullet_or_is_an_extra():
-    bullets = set(must_not_flag_bullets(_rules_md()))
+    bullets = set(must_not_flag_bullets(CATALOGUE))
     unknown = [
         f"{p.name}: {_header(p)}"
         for p in FIXTURE_FILES
         if not _header(p).startswith(EXTRA_PREFIX) and _normalise(_header(p)) not in bullets
     ]
     assert not unknown, (
-        "fixture headers that match no RULES.md bullet (stale after a catalogue edit? "
+        "fixture headers that match no must-not-flag bullet (stale after a catalogue edit? "
         f"use '{EXTRA_PREFIX}...' for additional cases):\n" + "\n".join(f"  {u}" for u in unknown)
     )
