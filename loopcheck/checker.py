@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TextIO
 from loopcheck import baseline
 from loopcheck.catalog import SYNTAX_ERROR
 from loopcheck.config import Config, ConfigError, Options, find_pyproject, load
-from loopcheck.discovery import PathError, compile_patterns, discover
+from loopcheck.discovery import Discovered, PathError, compile_patterns, discover
 from loopcheck.engine import check_text, read_source, required_texts
 from loopcheck.findings import Finding
 from loopcheck.output import render, statistics, summary
@@ -41,7 +41,7 @@ def run_check(args: argparse.Namespace) -> int:
         config = _config(args)
         codes = _codes(args, config)
         paths = args.paths or [Path(".")]
-        files = list(discover(paths, config.root, config.exclude + config.extend_exclude, config.respect_gitignore))
+        found = discover(paths, config.root, config.exclude + config.extend_exclude, config.respect_gitignore)
         for option, target in (("--output-file", args.output_file), ("--write-baseline", args.write_baseline)):
             if target is not None and not target.parent.is_dir():
                 raise PathError(f"{option} {target}: directory {target.parent} does not exist")
@@ -50,29 +50,36 @@ def run_check(args: argparse.Namespace) -> int:
     except (ConfigError, SelectorError, PathError) as error:
         print(f"loopcheck: error: {error}", file=sys.stderr)
         return EXIT_ERROR
+    # Like ruff: a path that does not exist is reported, the others are still checked, and the
+    # run ends with exit 2 whatever was found.
+    for path in found.missing:
+        print(f"loopcheck: error: {path}: no such file or directory", file=sys.stderr)
+    for path in found.special:
+        print(f"loopcheck: warning: {path}: not a regular file or directory, skipped", file=sys.stderr)
     try:
-        return _run(args, config, codes, files)
+        status = _run(args, config, codes, found)
     except baseline.BaselineError as error:
         print(f"loopcheck: error: {error}", file=sys.stderr)
         return EXIT_ERROR
+    return EXIT_ERROR if found.missing else status
 
 
-def _run(args: argparse.Namespace, config: Config, codes: frozenset[str], files: list[Path]) -> int:
+def _run(args: argparse.Namespace, config: Config, codes: frozenset[str], found: Discovered) -> int:
     # A broken baseline fails before the work (and before --output-file is truncated).
     known = baseline.read(args.baseline) if args.baseline is not None and args.write_baseline is None else None
     if args.output_file is None or args.write_baseline is not None:  # a baseline run reports nothing
-        return _report(args, config, codes, files, known, sys.stdout)
+        return _report(args, config, codes, found, known, sys.stdout)
     try:
         with open(args.output_file, "w", encoding="utf-8", newline="") as out:
-            return _report(args, config, codes, files, known, out)
+            return _report(args, config, codes, found, known, out)
     except OSError as error:
         print(f"loopcheck: error: cannot write {args.output_file}: {error.strerror or error}", file=sys.stderr)
         return EXIT_ERROR
 
 
-def _report(args: argparse.Namespace, config: Config, codes: frozenset[str], files: list[Path],
+def _report(args: argparse.Namespace, config: Config, codes: frozenset[str], found: Discovered,
             known: Counter[baseline.Key] | None, out: TextIO) -> int:
-    fixed = 0
+    files, fixed = found.files, 0
     fixes = None
     cache = None if args.no_cache else _open_cache(config)
     if args.fix or args.diff:
@@ -106,7 +113,7 @@ def _report(args: argparse.Namespace, config: Config, codes: frozenset[str], fil
         if args.statistics:
             out.write(statistics(findings))
         if not args.quiet:
-            out.write(summary(findings, len(files), fixed))
+            out.write(summary(findings, len(files), fixed, missing=len(found.missing)))
     elif args.statistics:
         sys.stderr.write(statistics(findings))
     return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_OK

@@ -1,15 +1,19 @@
 """Which files to check: Python files under the given paths, minus ``.gitignore``d and excluded ones.
 
 Directories are walked without following symbolic links to directories (so a link loop cannot
-trap the walk). Files given explicitly are checked unless an exclude pattern matches them, which
-is what a pre-commit hook passing file names expects. ``pathspec`` is imported only when there are
-patterns to match: a pre-commit run on a few files does not pay for it.
+trap the walk). Only regular files are checked: a FIFO, socket or device named ``x.py`` would
+block or never end a read. Files given explicitly are checked unless an exclude pattern matches
+them, which is what a pre-commit hook passing file names expects; a path that does not exist is
+recorded and the others are still walked. ``pathspec`` is imported only when there are patterns to
+match: a pre-commit run on a few files does not pay for it.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,7 +28,14 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 
 
 class PathError(ValueError):
-    """A path on the command line that does not exist."""
+    """A command-line argument naming a path that cannot be used."""
+
+
+@dataclass
+class Discovered:
+    files: list[Path] = field(default_factory=list)  # in a stable order, each once
+    missing: list[Path] = field(default_factory=list)  # given paths that do not exist
+    special: list[Path] = field(default_factory=list)  # given paths that are not regular files or directories
 
 
 def compile_patterns(patterns: list[str]) -> PathSpec:
@@ -75,21 +86,30 @@ class _Filter:
             self.gitignores.append((directory.absolute(), compile_patterns(lines)))
 
 
-def discover(paths: list[Path], root: Path, exclude: list[str], respect_gitignore: bool = True) -> Iterator[Path]:
-    """Files to check, in a stable order, each once."""
-    for path in paths:
-        if not path.exists() and not path.is_symlink():
-            raise PathError(f"{path}: no such file or directory")
+def discover(paths: list[Path], root: Path, exclude: list[str], respect_gitignore: bool = True) -> Discovered:
+    """The files to check under ``paths``, and the given paths that could not be used."""
+    found = Discovered()
     filter_ = _Filter(root, exclude)
     seen: set[Path] = set()
     for path in paths:
-        found = _walk(path, filter_, respect_gitignore) if path.is_dir() else (
-            iter([] if filter_.skip(path, False) else [path]))
-        for file in found:
+        try:
+            mode = path.stat().st_mode
+        except OSError:  # missing, a dangling link, or no permission to look
+            found.missing.append(path)
+            continue
+        if stat.S_ISDIR(mode):
+            candidates: Iterator[Path] = _walk(path, filter_, respect_gitignore)
+        elif stat.S_ISREG(mode):
+            candidates = iter([] if filter_.skip(path, False) else [path])
+        else:
+            found.special.append(path)
+            continue
+        for file in candidates:
             key = file.resolve()
             if key not in seen:
                 seen.add(key)
-                yield file
+                found.files.append(file)
+    return found
 
 
 def _walk(top: Path, filter_: _Filter, respect_gitignore: bool) -> Iterator[Path]:
@@ -98,12 +118,26 @@ def _walk(top: Path, filter_: _Filter, respect_gitignore: bool) -> Iterator[Path
             filter_.read_gitignore(parent)
             if (parent / ".git").exists():
                 break
-    for directory, dirnames, filenames in os.walk(top, followlinks=False):
-        current = Path(directory)
+    stack = [top]
+    while stack:  # depth first, files before subdirectories, each level in name order
+        current = stack.pop()
         if respect_gitignore and current != top:
             filter_.read_gitignore(current)
-        dirnames[:] = sorted(d for d in dirnames if not filter_.skip(current / d, True))
-        for name in sorted(filenames):
-            file = current / name
-            if name.endswith(PYTHON_SUFFIXES) and not filter_.skip(file, False):
-                yield file
+        try:
+            with os.scandir(current) as entries:
+                listing = sorted(entries, key=lambda e: e.name)
+        except OSError:
+            continue  # an unreadable directory: nothing to check in it
+        subdirectories = []
+        for entry in listing:
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                # is_file(): a regular file or a link to one, never a FIFO, socket or device
+                is_python = not is_dir and entry.name.endswith(PYTHON_SUFFIXES) and entry.is_file()
+            except OSError:
+                continue
+            if is_dir:
+                subdirectories.append(current / entry.name)
+            elif is_python and not filter_.skip(current / entry.name, False):
+                yield current / entry.name
+        stack.extend(reversed([d for d in subdirectories if not filter_.skip(d, True)]))

@@ -50,13 +50,16 @@ def _text(finding: Finding, show_source: bool, style: Style = PLAIN) -> str:
     return f"{head}    {line}\n    {' ' * (finding.col - 1)}{style.severity('^' * width, finding.severity)}\n"
 
 
-def summary(findings: Sequence[Finding], files: int, fixed: int = 0) -> str:
-    checked = f"{files} file{'s' if files != 1 else ''}"
+def summary(findings: Sequence[Finding], files: int, fixed: int = 0, missing: int = 0) -> str:
+    """The closing lines of a text report; ``missing``: given paths that do not exist."""
+    checked = f"{files} file{'s' if files != 1 else ''} checked"
     done = f"Fixed {fixed} problem{'s' if fixed != 1 else ''}. " if fixed else ""
+    if missing:  # never "All checks passed" when something the user named was not checked
+        checked += f"; {missing} path{'s' if missing != 1 else ''} not found"
     if not findings:
-        return f"{done}All checks passed! ({checked} checked)\n"
+        return f"{done}{'No problems found' if missing else 'All checks passed!'} ({checked})\n"
     count = len(findings)
-    text = f"{done}Found {count} problem{'s' if count != 1 else ''} in {checked} checked.\n"
+    text = f"{done}Found {count} problem{'s' if count != 1 else ''} in {checked}.\n"
     safe = sum(f.fixable and f.fix_safe for f in findings)
     unsafe = sum(f.fixable and not f.fix_safe for f in findings)
     if safe:

@@ -120,7 +120,37 @@ def test_nonexistent_path_is_an_error(project: Path, run_cli) -> None:
     code, out, err = run_cli("check", "missing.py")
     assert code == 2
     assert err.strip() == "loopcheck: error: missing.py: no such file or directory"
-    assert out == ""
+    assert out == "No problems found (0 files checked; 1 path not found)\n"
+
+
+def test_a_missing_path_does_not_stop_the_others(project: Path, run_cli) -> None:
+    (project / "train.py").write_text(BUGGY)
+    (project / "src").mkdir()
+    (project / "src" / "loop.py").write_text(BUGGY)
+    code, out, err = run_cli("check", "--no-show-source", "missing.py", "train.py", "gone/", "src")
+    assert code == 2  # a path error wins over findings, as in ruff
+    assert err.splitlines() == ["loopcheck: error: missing.py: no such file or directory",
+                                "loopcheck: error: gone: no such file or directory"]
+    assert "src/loop.py:2:5: LC101" in out and "train.py:2:5: LC101" in out and "Found 2 problems in 2 files checked; 2 paths not found." in out
+    assert run_cli("check", "--exit-zero", "missing.py", "train.py")[0] == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_fifos_and_devices_are_skipped_not_read(project: Path) -> None:
+    # Reading a FIFO blocks until a writer comes: in a subprocess with a time limit, so a
+    # regression fails instead of hanging the suite.
+    os.mkfifo(project / "x.py")
+    (project / "train.py").write_text(BUGGY)
+    done = subprocess.run([sys.executable, "-m", "loopcheck", "check", "--no-show-source", "."], cwd=project,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert "train.py:2:5: LC101" in done.stdout and "x.py" not in done.stdout + done.stderr
+    assert "1 file checked" in done.stdout
+    named = subprocess.run([sys.executable, "-m", "loopcheck", "check", "--no-show-source", "x.py", "/dev/null"],
+                           cwd=project, capture_output=True, text=True, timeout=60)
+    assert named.returncode == 0
+    assert named.stderr.splitlines() == ["loopcheck: warning: x.py: not a regular file or directory, skipped",
+                                         "loopcheck: warning: /dev/null: not a regular file or directory, skipped"]
 
 
 def test_syntax_error_is_reported_and_other_files_still_checked(project: Path, run_cli) -> None:
