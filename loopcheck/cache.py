@@ -27,6 +27,7 @@ from pathlib import Path
 
 from loopcheck import __version__
 from loopcheck.config import Options
+from loopcheck.engine import TextTest
 from loopcheck.findings import Finding
 
 FORMAT = "loopcheck-cache"
@@ -95,15 +96,19 @@ class Cache:
     def put(self, key: str, findings: Sequence[Finding]) -> None:
         self._write(key, [{k: v for k, v in asdict(f).items() if k != "filename"} for f in findings])
 
-    def needles(self, codes: frozenset[str], compute: Callable[[], frozenset[str]]) -> frozenset[str]:
-        """The pre-filter texts of ``codes`` (cached: computing them imports every rule)."""
-        key = "needles-" + hashlib.sha256(f"{self.config_key}|{','.join(sorted(codes))}".encode()).hexdigest()
+    def text_tests(self, codes: frozenset[str], compute: Callable[[], tuple[TextTest, ...]]) -> tuple[TextTest, ...]:
+        """The pre-filter of ``codes`` (cached: computing it imports every rule)."""
+        key = "text-tests-" + hashlib.sha256(f"{self.config_key}|{','.join(sorted(codes))}".encode()).hexdigest()
         data = self._read(key) if self.enabled else None
-        if isinstance(data, list) and data and all(isinstance(n, str) for n in data):
-            return frozenset(data)
-        texts = compute()
-        self._write(key, sorted(texts))
-        return texts
+        try:
+            if isinstance(data, list) and data and all(
+                    isinstance(t, list) and all(isinstance(x, str) for x in t[0] + t[1]) for t in data):
+                return tuple(TextTest(tuple(a), tuple(b), bool(c)) for a, b, c in data)
+        except (TypeError, ValueError):
+            pass  # a foreign entry: computed again
+        tests = compute()
+        self._write(key, [[list(t.any_of), list(t.all_of), t.training_loop] for t in tests])
+        return tests
 
     def _path(self, key: str) -> Path:
         return self.directory / f"{key}.json"

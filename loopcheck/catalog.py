@@ -111,13 +111,19 @@ CODES: dict[str, Code] = {c.code: c for c in [
 # fmt: on
 
 SYNTAX_ERROR = Code("LC000", "syntax-error", "the file could not be parsed", True, False, Severity.ERROR)
+# Valid Python that loopcheck could not analyse (its parser failed, crashed or ran out of time): a
+# notice about loopcheck, not a problem in the code, so it never fails a run on its own.
+NOT_ANALYSED = Code("LC001", "not-analysed", "the file was not analysed: loopcheck's parser failed on it, "
+                    "crashed or ran out of time", True, False, Severity.WARNING)
+# A suppression comment naming a code that does not exist (`# noqa: LC10l`): it silences nothing.
+INVALID_SUPPRESSION = Code("LC002", "invalid-suppression-code", "a suppression comment names a code that "
+                           "does not exist, so it silences nothing", True, False, Severity.WARNING)
+FILE_CODES = {c.code: c for c in (SYNTAX_ERROR, NOT_ANALYSED, INVALID_SUPPRESSION)}  # not rules: always on
 
-BY_NAME: dict[str, Code] = {c.name: c for c in [*CODES.values(), SYNTAX_ERROR]}
+BY_NAME: dict[str, Code] = {c.name: c for c in [*CODES.values(), *FILE_CODES.values()]}
 
 
 def lookup(code_or_name: str) -> Code | None:
     """Find a code by its code (``LC101``) or its name (``zero-grad-in-accumulation``)."""
     key = code_or_name.strip()
-    if key.upper() == SYNTAX_ERROR.code:
-        return SYNTAX_ERROR
-    return CODES.get(key.upper()) or BY_NAME.get(key.lower())
+    return CODES.get(key.upper()) or FILE_CODES.get(key.upper()) or BY_NAME.get(key.lower())

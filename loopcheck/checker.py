@@ -1,9 +1,10 @@
-"""``loopcheck check``: configuration, file discovery, checking (in parallel for big trees), output.
+"""``loopcheck check``: configuration, file discovery, checking (in worker processes), output.
 
 Files are read and pre-filtered in this process (a substring test, microseconds a file); only the
 few that can hold a training loop are looked up in the result cache (``loopcheck.cache``) and, when
-not cached, parsed, across processes when there are enough of them. Output goes to stdout or
-``--output-file``; ``--baseline`` drops findings recorded by ``--write-baseline``.
+not cached, checked in worker processes (``loopcheck.workers``), so that a file that crashes the
+parser, hangs it or trips a bug gets a finding of its own and the others are still checked. Output
+goes to stdout or ``--output-file``; ``--baseline`` drops findings recorded by ``--write-baseline``.
 """
 
 from __future__ import annotations
@@ -11,19 +12,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from loopcheck import baseline
-from loopcheck.catalog import SYNTAX_ERROR
+from loopcheck.catalog import INVALID_SUPPRESSION, NOT_ANALYSED, SYNTAX_ERROR
 from loopcheck.config import Config, ConfigError, Options, find_pyproject, load
 from loopcheck.discovery import Discovered, PathError, compile_patterns, discover
-from loopcheck.engine import check_text, read_source, required_texts
+from loopcheck.engine import check_text, not_analysed, read_source, text_tests, wanted
 from loopcheck.findings import Finding
 from loopcheck.output import render, statistics, summary
 from loopcheck.progress import Progress
 from loopcheck.selection import SelectorError, resolve
+from loopcheck.suppression import unknown_codes
 
 if TYPE_CHECKING:
     from collections import Counter
@@ -33,7 +34,9 @@ if TYPE_CHECKING:
     from loopcheck.cache import Cache
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-_PARALLEL_FROM = 16  # candidate files; below this a second process costs more than it saves
+# Longer than any real file takes (the longest of 10,000 files of 46 ML repositories: a few
+# seconds): only a parser that hangs reaches it.
+FILE_TIME_LIMIT_S = 60.0
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -116,7 +119,8 @@ def _report(args: argparse.Namespace, config: Config, codes: frozenset[str], fou
             out.write(summary(findings, len(files), fixed, missing=len(found.missing)))
     elif args.statistics:
         sys.stderr.write(statistics(findings))
-    return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_OK
+    problems = [f for f in findings if f.code != NOT_ANALYSED.code]  # a notice about loopcheck fails nothing
+    return EXIT_FINDINGS if problems and not args.exit_zero else EXIT_OK
 
 
 def _config(args: argparse.Namespace) -> Config:
@@ -139,10 +143,10 @@ def _open_cache(config: Config) -> Cache | None:
 
 def check_files(files: list[Path], codes: frozenset[str], config: Config, jobs: int | None = None,
                 cache: Cache | None = None, known: dict[str, tuple[str, list[Finding]]] | None = None) -> list[Finding]:
-    """Findings of ``files``, sorted; ``jobs``: processes (default: one per core); ``known``: the
-    findings of files already analysed (by ``--fix``), by name, with the text they are for."""
+    """Findings of ``files``, sorted; ``jobs``: processes (default: one per core, at most 8); ``known``:
+    the findings of files already analysed (by ``--fix``), by name, with the text they are for."""
     per_file = _per_file_ignores(config)
-    needles = cache.needles(codes, lambda: required_texts(codes)) if cache else required_texts(codes)
+    tests = cache.text_tests(codes, lambda: text_tests(codes)) if cache else text_tests(codes)
     findings: list[Finding] = []
     todo: list[_Job] = []
     keys: list[str] = []
@@ -159,7 +163,8 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config, jobs: 
         except OSError as error:
             findings.append(_unreadable(name, f"cannot read file: {error.strerror or error}"))
             continue
-        if not any(n in source for n in needles):
+        findings.extend(_invalid_suppressions(name, source))
+        if not wanted(source, tests):
             continue
         if known and name in known and known[name][0] == source:
             findings.extend(known[name][1])
@@ -175,29 +180,19 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config, jobs: 
             keys.append(key)
         todo.append((source, name, file_codes, config.options, str(file), project_dir))
     progress = Progress(len(todo))
-    for i, result in _check_jobs(todo, jobs):
+    from loopcheck import workers
+
+    # Biggest files first, so no worker is left with a big file at the end.
+    order = sorted(range(len(todo)), key=lambda i: -len(todo[i][0]))
+    for i, result in workers.run(_check_job, todo, jobs or min(_cores(), 8), FILE_TIME_LIMIT_S, order):
         progress.tick()
-        findings.extend(result)
-        if cache is not None:
+        if isinstance(result, workers.Failure):
+            result = [not_analysed(todo[i][1], result.reason)]  # not cached: may pass next time
+        elif cache is not None:
             cache.put(keys[i], result)
+        findings.extend(result)
     progress.done()
     return sorted(findings)  # the same order whatever the processes did
-
-
-def _check_jobs(todo: list[_Job], jobs: int | None) -> Iterator[tuple[int, list[Finding]]]:
-    """Each file's index in ``todo`` and findings (in no fixed order), from ``jobs`` processes (default: one per
-    usable core, at most 8) when there are enough files to pay for starting them."""
-    workers = min(jobs or min(_cores(), 8), len(todo))
-    if workers > 1 and len(todo) >= _PARALLEL_FROM:
-        from concurrent.futures import ProcessPoolExecutor
-
-        # Biggest files first, one per task, so no worker is left with a big file at the end.
-        order = sorted(range(len(todo)), key=lambda i: -len(todo[i][0]))
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            yield from zip(order, pool.map(_check_job, [todo[i] for i in order]))
-    else:
-        for i, job in enumerate(todo):
-            yield i, _check_job(job)
 
 
 def _cores() -> int:
@@ -249,6 +244,18 @@ def _display(file: Path) -> str:
         return file.absolute().relative_to(Path.cwd()).as_posix()
     except ValueError:
         return file.as_posix()
+
+
+def _invalid_suppressions(name: str, source: str) -> list[Finding]:
+    found = []
+    for line, col, token, hint in unknown_codes(source):
+        message = f"`{token}` in a suppression comment is not a loopcheck code: it silences nothing"
+        if hint:
+            message += f" (did you mean `{hint}`?)"
+        found.append(Finding(filename=name, line=line, col=col, code=INVALID_SUPPRESSION.code,
+                             name=INVALID_SUPPRESSION.name, message=message, severity=INVALID_SUPPRESSION.level.value,
+                             end_line=line, end_col=col + len(token), source_line=source.splitlines()[line - 1]))
+    return found
 
 
 def _unreadable(name: str, message: str) -> Finding:

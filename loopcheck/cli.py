@@ -131,7 +131,11 @@ def _rule(name: str) -> int:
 
     info = lookup(name)
     if info is None:
-        print(f"loopcheck: error: unknown rule {name!r} (see `loopcheck rules`)", file=sys.stderr)
+        from loopcheck.selection import did_you_mean
+
+        hint = did_you_mean(name)
+        print(f"loopcheck: error: unknown rule {name!r} " + (f"(did you mean {hint!r}?)" if hint else
+                                                            "(see `loopcheck rules`)"), file=sys.stderr)
         return EXIT_ERROR
     print(render_page(info.code, RULES.get(info.code)), end="")
     return EXIT_OK

@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loopcheck.selection import SelectorError, expand
+from loopcheck.selection import SelectorError, closest, expand
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -106,8 +106,7 @@ def parse(table: object, path: Path) -> Config:
     config = Config(root=path.parent, source=path)
     for key, value in table.items():
         if key not in _KEYS:
-            hint = f" (did you mean '{key.replace('_', '-')}'?)" if key.replace("_", "-") in _KEYS else ""
-            raise ConfigError(f"{where}: unknown key '{key}'{hint}; known keys: {', '.join(_KEYS)}")
+            raise ConfigError(f"{where}: unknown key '{key}'{_hint(key, _KEYS)}; known keys: {', '.join(_KEYS)}")
         if key in _LISTS:
             items = _string_list(value, f"{where}.{key}")
             if key in ("select", "ignore", "extend-select"):
@@ -134,7 +133,7 @@ def _lr_scaling(value: object, where: str) -> LrScaling:
         raise ConfigError(f"{where} must be a table")
     for key in value:
         if key not in _LR_KEYS:
-            raise ConfigError(f"{where}: unknown key '{key}'; known keys: {', '.join(_LR_KEYS)}")
+            raise ConfigError(f"{where}: unknown key '{key}'{_hint(key, _LR_KEYS)}; known keys: {', '.join(_LR_KEYS)}")
     for key in ("reference-batch-size", "reference-lr"):
         if key not in value:
             raise ConfigError(f"{where}.{key} is required")
@@ -150,6 +149,11 @@ def _lr_scaling(value: object, where: str) -> LrScaling:
     if not isinstance(threshold, (int, float)) or isinstance(threshold, bool) or threshold <= 1:
         raise ConfigError(f"{where}.warmup-threshold must be a number above 1, not {threshold!r}")
     return LrScaling(batch, float(lr), rule, float(threshold))
+
+
+def _hint(key: str, known: tuple[str, ...]) -> str:
+    match = closest(key.replace("_", "-").lower(), known)
+    return f" (did you mean '{match}'?)" if match else ""
 
 
 def _string_list(value: object, where: str) -> list[str]:

@@ -1,21 +1,24 @@
 """Check one file: skip it cheaply, parse it once, build the model once, run the rules.
 
-Costs are paid only where needed: a file whose text cannot hold what any selected rule looks
-for is never parsed, and positions (a libcst metadata pass) are resolved only for files that
-have findings.
+Costs are paid only where needed. A file whose text cannot hold what any selected rule looks for
+is never parsed; one whose ``ast`` shows no loop that back-propagates (``loopcheck.screen``) is
+parsed by libcst only for the rules that read the whole file; positions (a libcst metadata pass)
+are resolved only for files that have findings.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from loopcheck.catalog import CODES, SYNTAX_ERROR
+from loopcheck.catalog import CODES, NOT_ANALYSED, SYNTAX_ERROR
 from loopcheck.config import Options
 from loopcheck.findings import Finding
+from loopcheck.screen import TRAINING_LOOP_TEXT, Verdict, screen
 from loopcheck.selection import resolve
 from loopcheck.suppression import is_suppressed
 
@@ -26,6 +29,20 @@ if TYPE_CHECKING:
     from loopcheck.project import Imported
     from loopcheck.rules import Rule, Violation
 
+
+@dataclass(frozen=True)
+class TextTest:
+    """What a file's text must hold for one rule to have anything to look at."""
+
+    any_of: tuple[str, ...]
+    all_of: tuple[str, ...] = ()
+    training_loop: bool = True  # also the text of a training loop (``backward(``, ``loss_scaler(``)
+
+    def passes(self, source: str) -> bool:
+        return (any(text in source for text in self.any_of) and all(text in source for text in self.all_of)
+                and (not self.training_loop or any(text in source for text in TRAINING_LOOP_TEXT)))
+
+
 @lru_cache(maxsize=None)
 def _rules(codes: frozenset[str]) -> tuple[object, ...]:
     from loopcheck.rules import RULES
@@ -33,9 +50,24 @@ def _rules(codes: frozenset[str]) -> tuple[object, ...]:
     return tuple(RULES[code]() for code in sorted(codes) if code in RULES)
 
 
+def _text_test(rule: object) -> TextTest:
+    return TextTest(rule.requires, rule.requires_all, rule.needs_training_loop)  # type: ignore[attr-defined]
+
+
+@lru_cache(maxsize=None)
+def text_tests(codes: frozenset[str]) -> tuple[TextTest, ...]:
+    """One test per rule of ``codes``: a file that passes none of them has nothing to check."""
+    return tuple(dict.fromkeys(_text_test(rule) for rule in _rules(codes)))
+
+
+def wanted(source: str, tests: Iterable[TextTest]) -> bool:
+    """Whether any rule can find something in ``source`` (a substring test: microseconds)."""
+    return any(test.passes(source) for test in tests)
+
+
 def required_texts(codes: frozenset[str]) -> frozenset[str]:
-    """Substrings a file must contain for any of ``codes`` to find something in it."""
-    return frozenset(text for rule in _rules(codes) for text in rule.requires)  # type: ignore[attr-defined]
+    """Substrings a file must contain (one of them) for any of ``codes`` to find something in it."""
+    return frozenset(text for test in text_tests(codes) for text in test.any_of)
 
 
 def check_source(source: str, filename: str = "<string>", select: Iterable[str] | None = None) -> list[Finding]:
@@ -53,21 +85,43 @@ def analyse(source: str, filename: str, codes: frozenset[str], options: Options 
             project: Imported | None = None) -> tuple[cst.Module | None, list[tuple[Finding, Fix | None]]]:
     """The parsed module (None when skipped or unparsable) and each finding with its fix, if any.
     ``project``: facts of the project modules the file imports (``loopcheck.project.for_file``)."""
-    rules = [r for r in _rules(codes) if any(text in source for text in r.requires)  # type: ignore[attr-defined]
-             and all(text in source for text in r.requires_all)]  # type: ignore[attr-defined]
+    rules = [r for r in _rules(codes) if _text_test(r).passes(source)]
     if not rules:
         return None, []
+    screened = screen(source, filename, project.backward_names() if project is not None else ())
+    if screened.verdict is Verdict.TOO_DEEP:  # libcst would hang or crash where CPython gives up
+        return None, [(not_analysed(filename, f"too deeply nested for Python's own parser ({screened.reason})"),
+                       None)]
+    if screened.verdict is Verdict.SYNTAX_ERROR and screened.error is not None and (
+            screened.error.msg or "").startswith("too many"):  # a CPython limit: libcst would hang
+        return None, [(_python_syntax_error(filename, source, screened.error), None)]
+    if screened.verdict is Verdict.NO_TRAINING_LOOP:
+        rules = [r for r in rules if not r.needs_training_loop]  # type: ignore[attr-defined]
+        if not rules:
+            return None, []
     import libcst as cst  # imported here: `loopcheck run` and files skipped above never pay for it
 
-    from loopcheck.model import build
 
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as error:
-        return None, [(_python_syntax_error(filename, source) or
-                       _syntax_error(filename, source, error.editor_line, error.editor_column, error.message), None)]
+        if screened.error is not None:
+            return None, [(_python_syntax_error(filename, source, screened.error), None)]
+        # Valid Python that libcst's tokenizer refuses (some mixes of tabs and spaces).
+        reason = next((line for line in str(error).splitlines()[1:] if line.strip()), str(error)).strip()
+        return None, [(not_analysed(filename, f"libcst cannot parse it although Python can ({reason})"), None)]
     except (RecursionError, MemoryError) as error:  # pathological nesting
-        return None, [(_syntax_error(filename, source, 1, 1, f"could not be parsed: {type(error).__name__}"), None)]
+        return None, [(not_analysed(filename, f"{type(error).__name__} in libcst's parser"), None)]
+    try:
+        return module, _check(module, source, filename, rules, options, project)
+    except RecursionError:  # deep nesting that libcst parsed but its own passes cannot walk
+        return module, [(not_analysed(filename, "RecursionError while analysing: nested too deeply"), None)]
+
+
+def _check(module: cst.Module, source: str, filename: str, rules: list[object], options: Options,
+           project: Imported | None) -> list[tuple[Finding, Fix | None]]:
+    from loopcheck.model import build
+
     model = build(module, source, options, project)
     violations = []
     seen: set[tuple[str, int]] = set()
@@ -77,7 +131,7 @@ def analyse(source: str, filename: str, codes: frozenset[str], options: Options 
             if key not in seen:
                 seen.add(key)
                 violations.append((rule, violation))
-    return module, _findings(module, source, filename, violations) if violations else []
+    return _findings(module, source, filename, violations) if violations else []
 
 
 def _findings(module: cst.Module, source: str, filename: str,
@@ -112,18 +166,17 @@ def _fingerprint(code: str, statement: str) -> str:
     return hashlib.sha1(f"{code}:{normalised}".encode()).hexdigest()[:16]
 
 
-def _python_syntax_error(filename: str, source: str) -> Finding | None:
-    """Python's own message and position (``expected ':'`` at 1:16) where it has one: clearer
-    than the parser generator's list of expected tokens."""
-    import ast
+def _python_syntax_error(filename: str, source: str, error: SyntaxError) -> Finding:
+    """Python's own message and position (``expected ':'`` at 1:16): clearer than the parser
+    generator's list of expected tokens."""
+    return _syntax_error(filename, source, error.lineno or 1, error.offset or 1, error.msg or "invalid syntax")
 
-    try:
-        ast.parse(source, filename)
-    except SyntaxError as error:
-        return _syntax_error(filename, source, error.lineno or 1, error.offset or 1, error.msg)
-    except (ValueError, RecursionError, MemoryError):
-        return None
-    return None
+
+def not_analysed(filename: str, reason: str) -> Finding:
+    """The notice for a file loopcheck could not analyse (never a problem in the file itself)."""
+    return Finding(filename=filename, line=1, col=1, code=NOT_ANALYSED.code, name=NOT_ANALYSED.name,
+                   message=f"not analysed: {reason}", severity=NOT_ANALYSED.level.value, end_line=1, end_col=1,
+                   fingerprint=_fingerprint(NOT_ANALYSED.code, reason))
 
 
 def _syntax_error(filename: str, source: str, line: int, col: int, message: str) -> Finding:

@@ -7,6 +7,7 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 
+from loopcheck.catalog import NOT_ANALYSED
 from loopcheck.config import Options
 from loopcheck.findings import Finding
 from loopcheck.terminal import PLAIN, Style
@@ -56,9 +57,13 @@ def summary(findings: Sequence[Finding], files: int, fixed: int = 0, missing: in
     done = f"Fixed {fixed} problem{'s' if fixed != 1 else ''}. " if fixed else ""
     if missing:  # never "All checks passed" when something the user named was not checked
         checked += f"; {missing} path{'s' if missing != 1 else ''} not found"
-    if not findings:
-        return f"{done}{'No problems found' if missing else 'All checks passed!'} ({checked})\n"
-    count = len(findings)
+    problems = [f for f in findings if f.code != NOT_ANALYSED.code]
+    skipped = len(findings) - len(problems)
+    if skipped:
+        checked += f"; {skipped} not analysed ({NOT_ANALYSED.code})"
+    if not problems:
+        return f"{done}{'No problems found' if missing or skipped else 'All checks passed!'} ({checked})\n"
+    count = len(problems)
     text = f"{done}Found {count} problem{'s' if count != 1 else ''} in {checked}.\n"
     safe = sum(f.fixable and f.fix_safe for f in findings)
     unsafe = sum(f.fixable and not f.fix_safe for f in findings)

@@ -6,6 +6,7 @@ A selector is a code (``LC101``), a prefix (``LC1``, ``LC``, ``ALL``) or a rule 
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 
 from loopcheck.catalog import CODES, Severity, lookup
@@ -26,9 +27,28 @@ def expand(selector: str) -> set[str]:
         return {info.code}
     matches = {code for code in CODES if code.startswith(token.upper())} if token.upper().startswith("LC") else set()
     if not matches:
-        raise SelectorError(f"unknown rule selector {selector!r} (expected a code like LC101, a prefix like LC1, "
-                            "or a rule name like zero-grad-in-accumulation)")
+        hint = did_you_mean(token)
+        raise SelectorError(f"unknown rule selector {selector!r} " + (
+            f"(did you mean {hint!r}?)" if hint else
+            "(expected a code like LC101, a prefix like LC1, or a rule name like zero-grad-in-accumulation)"))
     return matches
+
+
+def did_you_mean(token: str) -> str | None:
+    """The code or rule name a misspelt ``token`` most likely meant (``LC10l`` -> ``LC101``), if one is close."""
+    upper = token.strip().upper()
+    if upper.startswith("LC"):
+        code = "LC" + upper[2:].translate(str.maketrans("LIO", "110"))  # l/I for 1 and O for 0
+        return code if code in CODES else closest(upper, list(CODES), cutoff=0.75)
+    return closest(token.strip().lower(), [info.name for info in CODES.values()])
+
+
+def closest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The one choice most similar to ``word``, or None when none is close or two are equally close."""
+    scored = sorted(((difflib.SequenceMatcher(None, word, choice).ratio(), choice) for choice in choices), reverse=True)
+    if not scored or scored[0][0] < cutoff or len(scored) > 1 and scored[1][0] == scored[0][0]:
+        return None
+    return scored[0][1]
 
 
 def default_codes() -> set[str]:

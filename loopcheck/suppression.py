@@ -1,7 +1,9 @@
 """Inline suppression comments: ``# noqa``, ``# noqa: LC101, LC102`` and ``# loopcheck: ignore[LC101]``.
 
 Codes and rule names are both accepted (``# noqa: zero-grad-in-accumulation``), as ruff and
-flake8 users expect; a bare ``# noqa`` silences every finding on the line.
+flake8 users expect; a bare ``# noqa`` silences every finding on the line. A code that does not
+exist (``# noqa: LC10l``) silences nothing, so ``unknown_codes`` finds them for a warning, the way
+ruff reports invalid ``noqa`` codes.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import re
 
 from loopcheck.catalog import lookup
+from loopcheck.selection import closest, did_you_mean
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[\w\-]+(?:[\s,]+[\w\-]+)*))?", re.IGNORECASE)
 _IGNORE = re.compile(r"#\s*loopcheck:\s*ignore\[(?P<codes>[^\]]*)\]", re.IGNORECASE)
@@ -43,3 +46,36 @@ def is_suppressed(code: str, lines: list[str], candidates: tuple[int, ...]) -> b
             if ALL in codes or code in codes:
                 return True
     return False
+
+
+def unknown_codes(source: str) -> list[tuple[int, int, str, str | None]]:
+    """``(line, column, token, suggestion)`` (1-based) for each code of a suppression comment in
+    ``source`` that is loopcheck's by its form (``LC...``, a kebab-case name close to a rule's, any
+    code in ``loopcheck: ignore[...]``) but names no code."""
+    if "noqa" not in source and "NOQA" not in source and "loopcheck:" not in source:
+        return []  # a substring test first: the regular expressions then run on few files
+    found = []
+    for number, line in enumerate(source.splitlines(), 1):
+        if "#" not in line:
+            continue
+        for pattern in (_NOQA, _IGNORE):
+            for match in pattern.finditer(line):
+                codes = match.group("codes")
+                if not codes:
+                    continue
+                start = match.start("codes")
+                for token in re.finditer(r"[^\s,]+", codes):
+                    text = token.group()
+                    if lookup(text) is not None or not _ours(text, pattern is _IGNORE):
+                        continue
+                    found.append((number, start + token.start() + 1, text, did_you_mean(text)))
+    return found
+
+
+def _ours(token: str, in_ignore: bool) -> bool:
+    if in_ignore or token.upper().startswith("LC"):
+        return True
+    from loopcheck.catalog import CODES
+
+    # other tools' codes have no hyphens; a hyphenated word close to a rule name is a misspelt one
+    return "-" in token and closest(token.lower(), [c.name for c in CODES.values()], cutoff=0.8) is not None

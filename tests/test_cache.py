@@ -156,7 +156,7 @@ def test_cache_directory_location(monkeypatch, tmp_path: Path) -> None:
 
 
 def test_parallel_output_is_deterministic_and_equals_serial(project: Path, run_cli) -> None:
-    for i in range(checker._PARALLEL_FROM + 2):
+    for i in range(18):
         (project / f"train{i:02}.py").write_text(BUGGY if i % 3 else CLEAN)
     serial = run_cli("check", "--no-cache", "--jobs", "1", "--output-format", "json")
     assert serial[0] == 1

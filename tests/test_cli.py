@@ -99,6 +99,9 @@ def test_unknown_selector_is_a_usage_error(project: Path, run_cli) -> None:
     code, _, err = run_cli("check", "--select", "LC999", "train.py")
     assert code == 2
     assert "unknown rule selector 'LC999'" in err
+    code, _, err = run_cli("check", "--ignore", "LC1O1", "train.py")
+    assert (code, err) == (2, "loopcheck: error: unknown rule selector 'LC1O1' (did you mean 'LC101'?)\n")
+    assert "(did you mean 'LC605'?)" in run_cli("rule", "LC6O5")[2]
 
 
 def test_opt_in_rule_needs_extend_select(project: Path, run_cli) -> None:

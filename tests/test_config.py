@@ -55,7 +55,12 @@ def test_config_is_found_from_a_subdirectory(project: Path, run_cli, monkeypatch
 
 
 @pytest.mark.parametrize(("body", "message"), [
-    ('selct = ["LC1"]\n', "unknown key 'selct'"),
+    ('selct = ["LC1"]\n', "unknown key 'selct' (did you mean 'select'?)"),
+    ('exlude = ["x/"]\n', "unknown key 'exlude' (did you mean 'exclude'?)"),
+    ('[tool.loopcheck.lr-scaling]\nreference-batchsize = 256\n',
+     "lr-scaling: unknown key 'reference-batchsize' (did you mean 'reference-batch-size'?)"),
+    ('select = ["LC10l"]\n', "unknown rule selector 'LC10l' (did you mean 'LC101'?)"),
+    ('ignore = ["zero-grad-in-acumulation"]\n', "(did you mean 'zero-grad-in-accumulation'?)"),
     ('extend_select = ["LC1"]\n', "unknown key 'extend_select' (did you mean 'extend-select'?)"),
     ('select = "LC101"\n', "[tool.loopcheck].select must be a list of strings"),
     ('ignore = ["LC9"]\n', "[tool.loopcheck].ignore: unknown rule selector 'LC9'"),

@@ -164,3 +164,15 @@ def test_sarif_for_files_outside_the_working_directory(tmp_path: Path, project: 
     _validate(document)
     location = document["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
     assert location == {"uri": (outside / "train.py").as_uri()}
+
+
+def test_sarif_carries_the_file_level_codes(project: Path, run_cli) -> None:
+    (project / "typo.py").write_text("x = 1  # noqa: LC10l\n")
+    (project / "broken.py").write_text("for x in loader\n    loss.backward()\n")
+    (project / "mixed.py").write_text("def train(loader):\n\t for x in loader:\n\t\t model(x).backward()\n")
+    code, out, _ = run_cli("check", "--output-format", "sarif")
+    document = json.loads(out)
+    _validate(document)
+    rules = document["runs"][0]["tool"]["driver"]["rules"]
+    assert [rules[r["ruleIndex"]]["id"] for r in document["runs"][0]["results"]] == ["LC000", "LC001", "LC002"]
+    assert code == 1

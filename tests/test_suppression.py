@@ -52,3 +52,23 @@ def test_parse_of_comment_forms() -> None:
     assert suppressed_codes("x = 1  # noqa: LC101,LC102") == {"LC101", "LC102"}
     assert suppressed_codes("x = 1  # noqa: E501") == set()
     assert suppressed_codes("x = 1") == set()
+
+
+def test_unknown_code_in_a_suppression_comment_is_reported(project, run_cli) -> None:
+    (project / "train.py").write_text(TEMPLATE.format(comment="  # noqa: LC10l"))
+    (project / "other.py").write_text("x = 1  # noqa: E501, LC999\ny = 2  # loopcheck: ignore[zero-grad-in-acumulation]\n"
+                                      "z = 3  # noqa: E501 because explanation-text\n")
+    code, out, _ = run_cli("check", "--no-show-source")
+    assert code == 1
+    assert out.splitlines()[:4] == [
+        "other.py:1:22: LC002 `LC999` in a suppression comment is not a loopcheck code: it silences nothing",
+        "other.py:2:28: LC002 `zero-grad-in-acumulation` in a suppression comment is not a loopcheck code: it "
+        "silences nothing (did you mean `zero-grad-in-accumulation`?)",
+        out.splitlines()[2],
+        "train.py:2:36: LC002 `LC10l` in a suppression comment is not a loopcheck code: it silences nothing "
+        "(did you mean `LC101`?)",
+    ]
+    assert out.splitlines()[2].startswith("train.py:2:5: LC101 ")  # the typo silenced nothing
+    (project / "train.py").write_text(TEMPLATE.format(comment="  # noqa: LC101"))
+    (project / "other.py").write_text("x = 1  # noqa: E501\n")
+    assert run_cli("check") == (0, "All checks passed! (2 files checked)\n", "")

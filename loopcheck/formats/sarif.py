@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from loopcheck import __version__
-from loopcheck.catalog import CODES, SYNTAX_ERROR, Code, Severity
+from loopcheck.catalog import CODES, FILE_CODES, Code, Severity
 from loopcheck.config import Options
 from loopcheck.findings import Finding
 from loopcheck.formats import REPOSITORY_URL, rule_url
@@ -33,7 +33,7 @@ def render(findings: Sequence[Finding], options: Options = Options()) -> str:
 
 
 def document(findings: Sequence[Finding], options: Options = Options()) -> dict[str, Any]:
-    infos = [*CODES.values(), SYNTAX_ERROR]
+    infos = [*CODES.values(), *FILE_CODES.values()]
     index = {info.code: i for i, info in enumerate(infos)}
     edits = _fix_replacements(findings, options)
     run = {
@@ -54,7 +54,7 @@ def _rule(info: Code) -> dict[str, Any]:
 
     summary = info.summary[0].upper() + info.summary[1:]
     rule = RULES.get(info.code)
-    if info is SYNTAX_ERROR:
+    if info.code in FILE_CODES:
         page = f"# {info.code} {info.name}\n\n{summary}: loopcheck reports it and checks the other files.\n"
     else:
         page = render_page(info.code, rule)

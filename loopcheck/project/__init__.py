@@ -119,6 +119,21 @@ class Imported:
             if found is not None:
                 yield call, found
 
+    def backward_names(self) -> frozenset[str]:
+        """The names under which this file can call an imported function or method that back-propagates
+        (``train_step``, ``misc.train_step``, ``trainer.optimize``): ``loopcheck.screen`` counts a loop
+        that calls one as a training loop."""
+        names: set[str] = set()
+        for local in self.own.imports:
+            found = self._function(local)
+            if found is not None and found.facts.backward is not None:
+                names.add(local)
+        for module in self._all_modules().values():
+            if module is not None:
+                names |= {n for n, f in module.functions.items() if f.backward is not None}
+                names |= {n for methods in module.classes.values() for n, f in methods.items() if f.backward is not None}
+        return frozenset(names)
+
     def digest(self) -> str:
         """Changes whenever a fact this file can use changes."""
         data = {name: module.to_json() if module else None for name, module in sorted(self._all_modules().items())}

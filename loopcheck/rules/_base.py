@@ -18,9 +18,7 @@ from loopcheck.catalog import CODES, Code
 from loopcheck.config import Options
 from loopcheck.fixes import Fix
 from loopcheck.model import Event, FileModel
-
-# A training loop back-propagates, itself or through a timm/MAE-style `loss_scaler(loss, optimizer)`.
-TRAINING_LOOP_TEXT = ("backward(", "loss_scaler(")
+from loopcheck.screen import TRAINING_LOOP_TEXT
 
 
 @dataclass(frozen=True)
@@ -40,6 +38,10 @@ class Rule:
     requires: ClassVar[tuple[str, ...]] = TRAINING_LOOP_TEXT
     # ...and all of these (e.g. "BatchNorm" for a rule that also needs a training loop).
     requires_all: ClassVar[tuple[str, ...]] = ()
+    # Whether the rule reads training loops: then it runs only on files with a training loop's text
+    # whose `ast` shows a loop that back-propagates (loopcheck.screen). False for a rule that reads
+    # the whole file (imports, calls) and can find something in a file without one.
+    needs_training_loop: ClassVar[bool] = True
     # Whether the rule offers fixes (where it is certain enough); documented and tested per rule.
     fixable: ClassVar[bool] = False
     # The `[tool.loopcheck]` settings the VALID/INVALID examples are checked with.

@@ -38,6 +38,7 @@ class DeprecatedAmpApi(Rule):
     code = "LC206"
     message = "`torch.cuda.amp.autocast`/`torch.cuda.amp.GradScaler` are deprecated: use `torch.amp`"
     requires = ("cuda.amp", "torch.cuda import")
+    needs_training_loop = False  # a deprecated call anywhere in the file
     fixable = True
 
     VALID = [

@@ -1,0 +1,167 @@
+"""Which files need the training-loop model: a cheap look with the standard library's ``ast``.
+
+Parsing with libcst costs about ten times ``ast.parse``, and most files that mention ``backward(``
+hold no loop that back-propagates: an autograd ``Function`` defines ``backward``, a model's
+docstring mentions it, a test calls it once outside any loop. The model only finds training loops
+in loops whose body back-propagates, directly or through functions of the same file that it calls
+(``train_step(batch)``, ``self.train_step(batch)``, an ``optimizer.step(closure)``), so a file
+without such a loop can be skipped by every rule that reads training loops. The test here is a
+superset of the model's: any call whose name mentions ``backward`` or a loss scaler counts, and a
+loop counts as calling every function of the file whose name it mentions.
+
+``ast.parse`` also says, for the price of the parse, whether the file is valid Python (its own
+message and position for a syntax error), or too deeply nested for the parser: libcst hangs or
+crashes on expressions CPython already refuses (an 8,000-term sum, a 3,000-call chain).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import enum
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+# A training loop back-propagates, itself or through a timm/MAE-style `loss_scaler(loss, optimizer)`:
+# text every file with a training loop contains.
+TRAINING_LOOP_TEXT = ("backward(", "loss_scaler(")
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# Statements that hold statements (and the handlers and cases that do), and where they hold them.
+_COMPOUND = (*_LOOPS, ast.If, ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+             ast.ExceptHandler, *(getattr(ast, n) for n in ("TryStar", "Match", "match_case") if hasattr(ast, n)))
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+class Verdict(enum.Enum):
+    TRAINING_LOOP = "a loop that back-propagates"
+    NO_TRAINING_LOOP = "no loop that back-propagates"
+    SYNTAX_ERROR = "not valid Python"
+    TOO_DEEP = "too deeply nested for Python's parser"
+
+
+@dataclass(frozen=True)
+class Screen:
+    verdict: Verdict
+    error: SyntaxError | None = None  # SYNTAX_ERROR: Python's message and position
+    reason: str = ""  # TOO_DEEP: what the parser said
+
+
+def screen(source: str, filename: str = "<unknown>", triggers: Collection[str] = ()) -> Screen:
+    """What ``ast`` says about ``source``. ``triggers``: names of calls that back-propagate besides
+    those mentioning ``backward`` or a loss scaler (wrappers defined in other modules)."""
+    try:
+        tree = ast.parse(source, filename)
+    except SyntaxError as error:
+        return Screen(Verdict.SYNTAX_ERROR, error=error)
+    except (RecursionError, MemoryError) as error:
+        return Screen(Verdict.TOO_DEEP, reason=f"{type(error).__name__}: {error}")
+    except ValueError as error:  # source code string cannot contain null bytes
+        return Screen(Verdict.SYNTAX_ERROR, error=SyntaxError(str(error), (filename, 1, 1, "")))
+    found = has_training_loop(tree, source, triggers)
+    return Screen(Verdict.TRAINING_LOOP if found else Verdict.NO_TRAINING_LOOP)
+
+
+# Calls that may back-propagate, as the model reads them: `x.backward(...)` and `backward(...)`
+# (`loss.backward()`, `accelerator.backward(loss)`, `torch.autograd.backward(...)`),
+# `self.manual_backward(loss)`, and loss scalers (`loss_scaler(loss, optimizer)`,
+# `scaler.__call__(...)`) but not a GradScaler's constructor. Definitions (`def backward(ctx, g)` of
+# an autograd Function) and whole-line comments do not count; strings do (a superset is safe).
+_TRIGGER = re.compile(r"(?<![\w.])(?:manual_)?backward\s*\(|\.(?:manual_)?backward\s*\(|[Ss]caler\w*\s*\(|__call__\s*\(")
+def has_training_loop(tree: ast.Module, source: str, triggers: Collection[str] = ()) -> bool:
+    """Whether a loop of ``tree`` may back-propagate: a trigger call on its lines, or a mention of a
+    function of the file that may (transitively: a function whose lines hold a trigger or mention
+    such a function). Lines, not nodes: walking the statements is much cheaper than every node."""
+    loops, functions = _blocks(tree)
+    if not loops:
+        return False
+    starts = [0, *(m.end() for m in re.finditer("\n", source))]
+    trigger = _TRIGGER if not triggers else re.compile(
+        _TRIGGER.pattern + r"|(?:" + "|".join(map(re.escape, triggers)) + r")\s*\(")
+    hot = sorted({line for m in trigger.finditer(source) if _counts(source, m, starts)
+                  for line in [bisect.bisect_right(starts, m.start())]})
+    if functions and hot:
+        hot = _with_training_functions(functions, hot, source, starts)
+    return any(_any_within(hot, first, last) for first, last in loops)
+
+
+def _with_training_functions(functions: list[tuple[str, int, int]], hot: list[int], source: str,
+                             starts: list[int]) -> list[int]:
+    """``hot`` plus the lines that mention a function that may back-propagate, transitively."""
+    # The innermost function around each line (ranges nest: outer ones are painted first).
+    innermost = [-1] * (len(starts) + 2)
+    parent = [-1] * len(functions)
+    for i, (_, first, last) in sorted(enumerate(functions), key=lambda f: (f[1][1], -f[1][2])):
+        parent[i] = innermost[first]
+        innermost[first:last + 1] = [i] * (last - first + 1)
+    lines, training, searched = set(hot), set(), set()
+    new = set(hot)
+    while new:
+        names = set()
+        for line in new:  # each function around a hot line may back-propagate
+            f = innermost[line] if line < len(innermost) else -1
+            while f != -1 and f not in training:
+                training.add(f)
+                names.add(functions[f][0])
+                f = parent[f]
+        names -= searched
+        searched |= names
+        if not names:
+            break
+        # One search per round of newly found names (few): a pattern of every function name would
+        # try each alternative at every position of the file.
+        pattern = re.compile("|".join(map(re.escape, sorted(names, key=len, reverse=True))))
+        found = {bisect.bisect_right(starts, m.start()) for m in pattern.finditer(source)
+                 if _whole_word(source, m) and _used(source, m) and _counts(source, m, starts)}
+        new = found - lines
+        lines |= found
+    return sorted(lines)
+
+
+def _counts(source: str, match: re.Match[str], starts: list[int]) -> bool:
+    """Whether a match is code that may run: not a definition, a GradScaler or a whole-line comment."""
+    line_start = starts[bisect.bisect_right(starts, match.start()) - 1]
+    before = source[line_start:match.start()]
+    if before.lstrip().startswith("#"):
+        return False
+    word_start = match.start() - (1 if source[match.start()] == "." else 0)
+    return not before.rstrip(".").endswith(("def ", "Grad")) and not source[word_start - 4:match.start()] == "Grad"
+
+
+def _used(source: str, match: re.Match[str]) -> bool:
+    """A function name that is called (``train_step(``) or passed on (``step(closure)``,
+    ``fn=closure``), not merely mentioned (a comment about the ``forward`` pass)."""
+    after = source[match.end():match.end() + 80].lstrip()
+    before = source[max(0, match.start() - 80):match.start()].rstrip()
+    return after.startswith("(") or before.endswith(("(", ",", "=")) and after[:1] in (")", ",", "")
+
+
+def _whole_word(source: str, match: re.Match[str]) -> bool:
+    before = source[match.start() - 1] if match.start() else " "
+    after = source[match.end()] if match.end() < len(source) else " "
+    return not (before.isalnum() or before == "_" or after.isalnum() or after == "_")
+
+
+def _any_within(lines: list[int], first: int, last: int) -> bool:
+    i = bisect.bisect_left(lines, first)
+    return i < len(lines) and lines[i] <= last
+
+
+def _blocks(tree: ast.Module) -> tuple[list[tuple[int, int]], list[tuple[str, int, int]]]:
+    """Line ranges of the loops and of the functions (with their names) of ``tree``, found by
+    walking statements only."""
+    loops: list[tuple[int, int]] = []
+    functions: list[tuple[str, int, int]] = []
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, _COMPOUND):
+            continue  # a simple statement holds no statements
+        if isinstance(node, _LOOPS):
+            loops.append((node.lineno, node.end_lineno or node.lineno))  # type: ignore[attr-defined]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.append((node.name, node.lineno, node.end_lineno or node.lineno))
+        for name in _BLOCKS:
+            stack.extend(getattr(node, name, ()))
+    return loops, functions

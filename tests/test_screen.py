@@ -1,0 +1,66 @@
+"""The `ast` screen in front of libcst must never hide a training loop the model would find.
+
+It decides which files the libcst model sees, so it must stay a superset of the model: checked
+here on every piece of training code in the repository (rule examples, fixtures, runtime
+scenarios, examples). A model change that recognises a new kind of backward call fails this test
+until ``loopcheck.screen`` knows it too.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from loopcheck.model import build
+from loopcheck.rules import RULES
+from loopcheck.screen import Verdict, screen
+
+ROOT = Path(__file__).resolve().parents[1]
+FILES = sorted({*ROOT.glob("rules/fixtures/*/*.py"), *ROOT.glob("tests/fixtures/**/*.py"),
+                *ROOT.glob("runtime/**/*.py"), *ROOT.glob("examples/*.py")})
+EXAMPLES = [(f"{code}-{kind}-{i}", textwrap.dedent(text)) for code, rule in sorted(RULES.items())
+            for kind, texts in (("valid", rule.VALID), ("invalid", rule.INVALID)) for i, text in enumerate(texts)]
+
+
+def _check(source: str) -> None:
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return
+    if build(module, source).training_loops:
+        assert screen(source).verdict is Verdict.TRAINING_LOOP
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_screen_keeps_every_file_with_a_training_loop(path: Path) -> None:
+    _check(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(("name", "source"), EXAMPLES, ids=[name for name, _ in EXAMPLES])
+def test_screen_keeps_every_rule_example_with_a_training_loop(name: str, source: str) -> None:
+    _check(source)
+
+
+@pytest.mark.parametrize(("source", "verdict"), [
+    ("def step(b):\n    f(b).backward()\n\nfor b in loader:\n    step(b)\n", Verdict.TRAINING_LOOP),
+    ("class T:\n    def step(self, b):\n        self.loss_scaler(loss, opt)\n"
+     "    def fit(self):\n        for b in loader:\n            self.step(b)\n", Verdict.TRAINING_LOOP),
+    ("def a():\n    b()\n\ndef b():\n    x.backward()\n\nwhile True:\n    a()\n", Verdict.TRAINING_LOOP),
+    ("def closure():\n    loss.backward()\n    return loss\n\nfor b in loader:\n    opt.step(closure)\n",
+     Verdict.TRAINING_LOOP),
+    ("for b in loader:\n    torch.autograd.backward(loss)\n", Verdict.TRAINING_LOOP),
+    # an autograd Function defines backward; nothing calls it in a loop
+    ("class F(Function):\n    @staticmethod\n    def backward(ctx, g):\n        return g\n\n"
+     "for p in params:\n    p.grad = None\n", Verdict.NO_TRAINING_LOOP),
+    ("loss.backward()\nopt.step()\n", Verdict.NO_TRAINING_LOOP),  # no loop
+    ("for b in loader:\n    # loss.backward() was here\n    scaler = GradScaler()\n", Verdict.NO_TRAINING_LOOP),
+    ("def forward(x):\n    y.backward()\n\nfor b in loader:\n    # the forward pass\n    z = 1\n",
+     Verdict.NO_TRAINING_LOOP),
+    ("for b in loader\n    loss.backward()\n", Verdict.SYNTAX_ERROR),
+    ("z = " + " + ".join(["1"] * 8000) + "\n", Verdict.TOO_DEEP),
+])
+def test_verdicts(source: str, verdict: Verdict) -> None:
+    assert screen(source).verdict is verdict
