@@ -62,6 +62,9 @@ def test_recursion_in_the_analysis_is_contained_in_process() -> None:
     assert [f.code for f in findings] == ["LC000"]
 
 
+_CHECK_JOB = checker._check_job
+
+
 def _misbehave(job: tuple) -> list:
     name = job[1]
     if name == "crash.py":
@@ -70,7 +73,7 @@ def _misbehave(job: tuple) -> list:
         time.sleep(60)
     if name == "bug.py":
         raise RecursionError("maximum recursion depth exceeded")
-    return checker.check_text(*job)
+    return _CHECK_JOB(job)
 
 
 @needs_fork
@@ -96,10 +99,9 @@ def test_a_crash_a_hang_and_a_bug_each_stop_only_their_own_file(project: Path, r
 @needs_fork
 def test_failures_are_not_cached(project: Path, run_cli, monkeypatch: pytest.MonkeyPatch) -> None:
     (project / "bug.py").write_text(BUGGY)
-    original = checker._check_job
     monkeypatch.setattr(checker, "_check_job", _misbehave)
     assert "LC001" in run_cli("check")[1]
-    monkeypatch.setattr(checker, "_check_job", original)
+    monkeypatch.setattr(checker, "_check_job", _CHECK_JOB)
     assert "bug.py:2:5: LC101" in run_cli("check")[1]  # checked again, not served from the cache
 
 

@@ -64,3 +64,25 @@ def test_screen_keeps_every_rule_example_with_a_training_loop(name: str, source:
 ])
 def test_verdicts(source: str, verdict: Verdict) -> None:
     assert screen(source).verdict is verdict
+
+
+def test_a_loop_calling_an_imported_backward_wrapper_is_kept(project: Path, run_cli) -> None:
+    # `update` back-propagates in another module of the project (loopcheck.project's facts)
+    (project / "helpers.py").write_text("def backward_and_step(loss, optimizer):\n    loss.backward()\n"
+                                        "    optimizer.step()\n")
+    (project / "train.py").write_text(textwrap.dedent("""\
+        from helpers import backward_and_step as update
+
+
+        def warmup(model, x):
+            model(x).sum().backward()
+
+
+        def train(model, loader, optimizer, criterion):
+            for x, y in loader:
+                optimizer.zero_grad()
+                update(criterion(model(x), y), optimizer)
+                optimizer.step()
+    """))
+    code, out, _ = run_cli("check", "--no-show-source", "train.py")
+    assert code == 1 and "train.py:12:9: LC109 " in out
