@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -57,6 +58,8 @@ class ProjectIndex:
             rel = path.resolve().relative_to(self.root).as_posix()
         except (OSError, ValueError):
             return None
+        if not stat.S_ISREG(st.st_mode):
+            return None  # a FIFO named x.py would block the read
         entry = self.entries.get(rel)
         if entry is not None and entry[0] == st.st_size and entry[1] == st.st_mtime_ns and entry[2] is not None:
             try:
@@ -109,6 +112,8 @@ class ProjectIndex:
                     rel = path.relative_to(self.root).as_posix()
                 except (OSError, ValueError):
                     continue
+                if not stat.S_ISREG(st.st_mode):
+                    continue  # a FIFO, socket or device: reading it could block
                 entry = self.entries.get(rel)
                 fresh = entry is not None and entry[0] == st.st_size and entry[1] == st.st_mtime_ns
                 if fresh and entry[2] is None:
