@@ -19,7 +19,7 @@ from loopcheck import baseline
 from loopcheck.catalog import INVALID_SUPPRESSION, NOT_ANALYSED, SYNTAX_ERROR
 from loopcheck.config import Config, ConfigError, Options, find_pyproject, load
 from loopcheck.discovery import Discovered, PathError, compile_patterns, discover
-from loopcheck.engine import check_text, not_analysed, read_source, text_tests, wanted
+from loopcheck.engine import TextTest, check_text, not_analysed, read_source, text_tests, wanted
 from loopcheck.findings import Finding
 from loopcheck.output import render, statistics, summary
 from loopcheck.progress import Progress
@@ -145,8 +145,46 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config, jobs: 
                 cache: Cache | None = None, known: dict[str, tuple[str, list[Finding]]] | None = None) -> list[Finding]:
     """Findings of ``files``, sorted; ``jobs``: processes (default: one per core, at most 8); ``known``:
     the findings of files already analysed (by ``--fix``), by name, with the text they are for."""
+    from loopcheck import workers
+
+    if not files:
+        return []
+    size = 1 if len(files) < 2 else jobs or min(_cores(), 8)
+    # The workers start now and import libcst and the rules while this process reads the files;
+    # the first one also computes the pre-filter (which imports every rule).
+    with workers.Pool(_check_job, size, FILE_TIME_LIMIT_S, warm=lambda: _warm(codes)) as pool:
+        def compute() -> tuple[TextTest, ...]:
+            return pool.warmed() or text_tests(codes)
+
+        tests = cache.text_tests(codes, compute) if cache else compute()
+        findings, todo, keys = _read(files, codes, config, cache, tests, known)
+        progress = Progress(len(todo))
+        # Biggest files first, so no worker is left with a big file at the end.
+        order = sorted(range(len(todo)), key=lambda i: -len(todo[i][0]))
+        for i, result in pool.run(todo, order):
+            progress.tick()
+            if isinstance(result, workers.Failure):
+                result = [not_analysed(todo[i][1], result.reason)]  # not cached: may pass next time
+            elif cache is not None:
+                cache.put(keys[i], result)
+            findings.extend(result)
+        progress.done()
+    return sorted(findings)  # the same order whatever the processes did
+
+
+def _warm(codes: frozenset[str]) -> tuple[TextTest, ...]:
+    """In a worker before its first file: import what checking needs, and the pre-filter."""
+    import loopcheck.model  # noqa: F401
+    import loopcheck.positions  # noqa: F401
+
+    return text_tests(codes)
+
+
+def _read(files: list[Path], codes: frozenset[str], config: Config, cache: Cache | None, tests: tuple[TextTest, ...],
+          known: dict[str, tuple[str, list[Finding]]] | None) -> tuple[list[Finding], list[_Job], list[str]]:
+    """Findings known without checking (unreadable files, bad suppression codes, cached results),
+    the jobs for the other files that can hold something, and their cache keys."""
     per_file = _per_file_ignores(config)
-    tests = cache.text_tests(codes, lambda: text_tests(codes)) if cache else text_tests(codes)
     findings: list[Finding] = []
     todo: list[_Job] = []
     keys: list[str] = []
@@ -179,20 +217,7 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config, jobs: 
                 continue
             keys.append(key)
         todo.append((source, name, file_codes, config.options, str(file), project_dir))
-    progress = Progress(len(todo))
-    from loopcheck import workers
-
-    # Biggest files first, so no worker is left with a big file at the end.
-    order = sorted(range(len(todo)), key=lambda i: -len(todo[i][0]))
-    for i, result in workers.run(_check_job, todo, jobs or min(_cores(), 8), FILE_TIME_LIMIT_S, order):
-        progress.tick()
-        if isinstance(result, workers.Failure):
-            result = [not_analysed(todo[i][1], result.reason)]  # not cached: may pass next time
-        elif cache is not None:
-            cache.put(keys[i], result)
-        findings.extend(result)
-    progress.done()
-    return sorted(findings)  # the same order whatever the processes did
+    return findings, todo, keys
 
 
 def _cores() -> int:

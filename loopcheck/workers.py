@@ -2,9 +2,11 @@
 
 A job that raises, crashes its process (a segfault in a native parser) or runs past the time
 limit gives a ``Failure`` for that job only: the worker is replaced and the other jobs go on.
-Workers are forked after the jobs exist, so a job travels as its index and only results are
-pickled. Where ``fork`` is not available the jobs run in this process (exceptions are still
-caught; a crash or a hang cannot be contained there).
+Workers are forked when the pool is made, before the jobs are known, so that they import what
+the jobs need (libcst, the rules) while the caller is still finding and reading files; ``warm``
+runs in each of them first and the first worker's result comes back (``Pool.warmed``). Where
+``fork`` is not available the jobs run in this process (exceptions are still caught; a crash or a
+hang cannot be contained there).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from multiprocessing.connection import Connection, wait
+from typing import Any, Generic, TypeVar
 
 J = TypeVar("J")
 R = TypeVar("R")
@@ -32,22 +35,6 @@ def can_isolate() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-def run(fn: Callable[[J], R], jobs: Sequence[J], workers: int, time_limit_s: float,
-        order: Sequence[int] | None = None) -> Iterator[tuple[int, R | Failure]]:
-    """Each job's index and ``fn(job)`` or a ``Failure``, as they finish. ``order``: the order in
-    which to start the jobs (default: as given)."""
-    order = list(range(len(jobs))) if order is None else list(order)
-    if not can_isolate():
-        for i in order:
-            yield i, _call(fn, jobs[i])
-        return
-    pool = _Pool(fn, jobs, max(1, min(workers, len(order))), time_limit_s)
-    try:
-        yield from pool.run(order)
-    finally:
-        pool.close()
-
-
 def _call(fn: Callable[[J], R], job: J) -> R | Failure:
     try:
         return fn(job)
@@ -60,64 +47,97 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}"[:300] if text else type(error).__name__
 
 
-def _serve(fn: Callable[[J], R], jobs: Sequence[J], conn: multiprocessing.connection.Connection) -> None:
-    """A worker's loop: job indices in, ``(index, result or Failure)`` out, until ``None``."""
+def _serve(fn: Callable[[Any], Any], warm: Callable[[], Any] | None, first: bool, conn: Connection) -> None:
+    """A worker: ``warm()`` (its result sent back by the first worker), then ``(index, job)`` in and
+    ``(index, result or Failure)`` out, until the connection closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     faulthandler.disable()  # a crash is reported by the parent, once, not as a C traceback
+    _die_with_parent()
+    if warm is not None:
+        value = _call(lambda _: warm(), None)
+        if first:
+            conn.send(value)
     while True:
         try:
-            index = conn.recv()
+            index, job = conn.recv()
         except EOFError:
             return
-        if index is None:
-            return
-        result = _call(fn, jobs[index])
+        result = _call(fn, job)
         try:
             conn.send((index, result))
         except Exception as error:  # a result that cannot be pickled
-            conn.send((index, Failure(f"result could not be sent back: {_describe(error)}")))
+            conn.send((index, Failure(f"the result could not be sent back ({_describe(error)})")))
+
+
+def _die_with_parent() -> None:
+    """Linux: be killed when the parent dies, even one stuck in a read (the parent killed -9)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # elsewhere a worker ends when it next reads from the closed pipe
 
 
 @dataclass
 class _Worker:
     process: multiprocessing.process.BaseProcess
-    conn: multiprocessing.connection.Connection
+    conn: Connection
     job: int | None = None
     started: float = 0.0
 
 
-class _Pool(Generic[J, R]):
-    def __init__(self, fn: Callable[[J], R], jobs: Sequence[J], size: int, time_limit_s: float) -> None:
-        self.fn, self.jobs, self.size, self.time_limit_s = fn, jobs, size, time_limit_s
-        self.context = multiprocessing.get_context("fork")
+class Pool(Generic[J, R]):
+    """``size`` worker processes running ``fn``; use as a context manager."""
+
+    def __init__(self, fn: Callable[[J], R], size: int, time_limit_s: float,
+                 warm: Callable[[], Any] | None = None) -> None:
+        self.fn, self.size, self.time_limit_s, self.warm = fn, max(1, size), time_limit_s, warm
+        self.isolated = can_isolate()
         self.workers: list[_Worker] = []
+        self._warmed: list[Any] = []
+        if self.isolated:
+            self.context = multiprocessing.get_context("fork")
+            for i in range(self.size):
+                self._start(warm=i == 0)
 
-    def _start(self) -> _Worker:
-        parent, child = self.context.Pipe()
-        process = self.context.Process(target=_serve, args=(self.fn, self.jobs, child), daemon=True)
-        process.start()
-        child.close()
-        worker = _Worker(process, parent)
-        self.workers.append(worker)
-        return worker
+    def __enter__(self) -> Pool[J, R]:
+        return self
 
-    def _retire(self, worker: _Worker) -> None:
-        self.workers.remove(worker)
-        if worker.process.is_alive():
-            worker.process.kill()
-        worker.process.join()
-        worker.conn.close()
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
-    def run(self, order: list[int]) -> Iterator[tuple[int, R | Failure]]:
-        from multiprocessing.connection import wait
+    def warmed(self) -> Any:
+        """What ``warm()`` returned in the first worker, or None if it failed or there is no ``warm``
+        (run here when workers cannot be forked)."""
+        if not self._warmed:
+            value: Any = None
+            if self.warm is not None and (not self.isolated or not self.workers):
+                value = _call(lambda _: self.warm(), None)  # type: ignore[misc]
+            elif self.warm is not None:
+                try:
+                    value = self.workers[0].conn.recv()
+                except (EOFError, OSError):
+                    value = None  # died while starting: the jobs will say what happens
+            self._warmed.append(None if isinstance(value, Failure) else value)
+        return self._warmed[0]
 
+    def run(self, jobs: Sequence[J], order: Sequence[int] | None = None) -> Iterator[tuple[int, R | Failure]]:
+        """Each job's index and ``fn(job)`` or a ``Failure``, as they finish, started in ``order``."""
+        order = list(range(len(jobs))) if order is None else list(order)
+        if not self.isolated:
+            for i in order:
+                yield i, _call(self.fn, jobs[i])
+            return
+        if self.warm is not None and not self._warmed and self.workers:
+            self.warmed()  # the first worker's answer comes before any result
         pending = list(reversed(order))  # popped from the end
         while pending or any(w.job is not None for w in self.workers):
             idle = [w for w in self.workers if w.job is None]
             while pending and (idle or len(self.workers) < self.size):
-                worker = idle.pop() if idle else self._start()
+                worker = idle.pop() if idle else self._start(warm=False)
                 worker.job, worker.started = pending.pop(), time.monotonic()
-                worker.conn.send(worker.job)
+                worker.conn.send((worker.job, jobs[worker.job]))
             busy = [w for w in self.workers if w.job is not None]
             deadline = min(w.started for w in busy) + self.time_limit_s
             ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy],
@@ -140,6 +160,28 @@ class _Pool(Generic[J, R]):
                     self._retire(worker)
                     yield index, Failure(f"took longer than {self.time_limit_s:g} s (stopped)")
 
+    def close(self) -> None:
+        """Stop the workers. They hold nothing to clean up, and one may still be importing or
+        checking (an interrupted run): they are killed rather than waited for."""
+        for worker in list(self.workers):
+            self._retire(worker)
+
+    def _start(self, warm: bool) -> _Worker:
+        parent, child = self.context.Pipe()
+        process = self.context.Process(target=_serve, args=(self.fn, self.warm, warm, child), daemon=True)
+        process.start()
+        child.close()
+        worker = _Worker(process, parent)
+        self.workers.append(worker)
+        return worker
+
+    def _retire(self, worker: _Worker) -> None:
+        self.workers.remove(worker)
+        if worker.process.is_alive():
+            worker.process.kill()
+        worker.process.join()
+        worker.conn.close()
+
     def _died(self, worker: _Worker) -> Failure:
         worker.process.join()
         code = worker.process.exitcode
@@ -152,13 +194,9 @@ class _Pool(Generic[J, R]):
             return Failure(f"the checking process crashed ({name})")
         return Failure(f"the checking process exited with status {code}")
 
-    def close(self) -> None:
-        """Idle workers are told to stop; busy ones (an interrupted run) are killed."""
-        for worker in list(self.workers):
-            if worker.job is None:
-                try:
-                    worker.conn.send(None)
-                    worker.process.join(timeout=5)
-                except OSError:
-                    pass
-            self._retire(worker)
+
+def run(fn: Callable[[J], R], jobs: Sequence[J], workers: int, time_limit_s: float,
+        order: Sequence[int] | None = None) -> Iterator[tuple[int, R | Failure]]:
+    """``Pool(fn, workers, time_limit_s).run(jobs, order)``, with the pool closed afterwards."""
+    with Pool(fn, min(workers, max(1, len(jobs))), time_limit_s) as pool:
+        yield from pool.run(jobs, order)

@@ -122,3 +122,27 @@ def test_workers_contain_each_failure_and_finish_the_rest() -> None:
     assert results[1] == workers.Failure("the checking process crashed (SIGKILL)")
     assert results[2] == workers.Failure("took longer than 1 s (stopped)")
     assert results[3] == workers.Failure("loopcheck failed on it (ValueError: bad input)")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir() or not workers.can_isolate(), reason="Linux /proc")
+def test_workers_do_not_outlive_a_killed_parent(project: Path) -> None:
+    import subprocess
+    import sys
+
+    (project / "train.py").write_text(BUGGY)
+    script = ("import time\nfrom loopcheck import checker\nchecker._check_job = lambda job: time.sleep(120)\n"
+              "from loopcheck.cli import main\nmain(['check', '--no-cache', 'train.py'])\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], cwd=project)
+    children: list[str] = []
+    deadline = time.monotonic() + 60
+    while not children and time.monotonic() < deadline:
+        time.sleep(0.2)
+        children = Path(f"/proc/{parent.pid}/task/{parent.pid}/children").read_text().split()
+    assert children, "no worker process started"
+    parent.kill()  # SIGKILL: no cleanup runs in the parent
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{child}").exists() for child in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(Path(f"/proc/{child}/status").exists() and "zombie" not in
+                   Path(f"/proc/{child}/status").read_text() for child in children)
