@@ -66,7 +66,8 @@ def wanted(source: str, tests: Iterable[TextTest]) -> bool:
 
 
 def required_texts(codes: frozenset[str]) -> frozenset[str]:
-    """Substrings a file must contain (one of them) for any of ``codes`` to find something in it."""
+    """Substrings a file must contain (one of them) for any of ``codes`` to find something in it;
+    ``wanted(source, text_tests(codes))`` is the exact test."""
     return frozenset(text for test in text_tests(codes) for text in test.any_of)
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from loopcheck.catalog import SYNTAX_ERROR
 from loopcheck.config import Config, Options
-from loopcheck.engine import analyse, read_source_and_encoding, required_texts
+from loopcheck.engine import analyse, read_source_and_encoding, text_tests, wanted
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -213,14 +213,14 @@ def fix_files(files: list[Path], codes: frozenset[str], config: Config, write: b
     from loopcheck.checker import _display, _ignored, _per_file_ignores
 
     per_file = _per_file_ignores(config)
-    needles = cache.needles(codes, lambda: required_texts(codes)) if cache else required_texts(codes)
+    tests = cache.text_tests(codes, lambda: text_tests(codes)) if cache else text_tests(codes)
     todo: list[tuple[Path, str, str, frozenset[str]]] = []
     for file in files:
         try:
             source, encoding = read_source_and_encoding(file)
         except (OSError, UnicodeDecodeError, SyntaxError):
             continue  # reported by the check that follows
-        if not any(n in source for n in needles):
+        if not wanted(source, tests):
             continue
         name = _display(file)
         file_codes = codes - _ignored(file, config.root, per_file)
