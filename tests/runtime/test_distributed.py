@@ -292,8 +292,11 @@ def test_dataparallel_accumulation_is_not_lc501() -> None:
     from loopcheck.runtime import watch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"  # with GPUs DataParallel wants cuda:0
+    # at most 2 replicas: a batch of 4 split over 4 GPUs would leave BatchNorm one sample each (an error)
+    replicas = list(range(min(torch.cuda.device_count(), 2))) or None
     with watch(summary=False) as session:
-        model = nn.DataParallel(nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.Linear(4, 1)).to(device))
+        model = nn.DataParallel(nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.Linear(4, 1)).to(device),
+                                device_ids=replicas)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         for i in range(8):
             (model(torch.randn(4, 4, device=device)).sum() / 4).backward()
