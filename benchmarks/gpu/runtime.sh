@@ -49,10 +49,10 @@ fi
 
 if want overhead; then
 stamp "overhead launch-bound"
-timeout 150 python3 benchmarks/gpu/runtime_overhead.py --workload launch --rounds 4 --steps 600 --warmup 60 \
+timeout 260 python3 benchmarks/gpu/runtime_overhead.py --workload launch --rounds 8 --steps 300 --warmup 60 \
     --out "$out/overhead-launch.json" 2>&1 | tee "$out/overhead-launch.log"
 stamp "overhead GPU-bound"
-timeout 120 python3 benchmarks/gpu/runtime_overhead.py --workload gpu --rounds 3 --steps 40 --warmup 8 \
+timeout 150 python3 benchmarks/gpu/runtime_overhead.py --workload gpu --rounds 4 --steps 30 --warmup 8 \
     --out "$out/overhead-gpu.json" 2>&1 | tee "$out/overhead-gpu.log"
 fi
 

@@ -59,13 +59,17 @@ def main() -> None:
         order = variants[r % 3:] + variants[:r % 3]
         results = {v: run(v, args.workload, args.steps, args.warmup) for v in order}
         rows.append(results)
-        print(f"round {r}: " + ", ".join(f"{v} {results[v]['ms_per_step']:.3f} ms/step "
-                                         f"({results[v]['wall_s']:.1f} s)" for v in variants), flush=True)
+        print(f"round {r}: " + ", ".join(f"{v} {results[v]['ms_per_step']:.3f} ms/step, host "
+                                         f"{results[v]['host_ms_per_step']:.3f} ms ({results[v]['wall_s']:.1f} s)"
+                                         for v in variants), flush=True)
     result = {"workload": args.workload, "steps": args.steps, "warmup": args.warmup,
               "device": rows[0]["plain"]["device"], "rounds": rows}
     for v in ("run", "watch"):
         result[f"{v}_step_ratio"] = summary([row[v]["ms_per_step"] / row["plain"]["ms_per_step"] for row in rows])
         result[f"{v}_wall_ratio"] = summary([row[v]["wall_s"] / row["plain"]["wall_s"] for row in rows])
+        # the host time loopcheck adds per step, as a share of plain's step time
+        result[f"{v}_host_added"] = summary([(row[v]["host_ms_per_step"] - row["plain"]["host_ms_per_step"])
+                                             / row["plain"]["ms_per_step"] + 1 for row in rows])
     result["plain_ms_per_step_median"] = statistics.median(row["plain"]["ms_per_step"] for row in rows)
     for v in ("run", "watch"):
         s = result[f"{v}_step_ratio"]
@@ -73,6 +77,10 @@ def main() -> None:
               f"(rounds {100 * (s['min'] - 1):+.2f}% .. {100 * (s['max'] - 1):+.2f}%, bootstrap 95% of the median "
               f"{100 * (s['bootstrap95'][0] - 1):+.2f}% .. {100 * (s['bootstrap95'][1] - 1):+.2f}%); plain "
               f"{result['plain_ms_per_step_median']:.3f} ms/step on {result['device']}", flush=True)
+        h = result[f"{v}_host_added"]
+        print(f"{args.workload}: {v}: host CPU time added per step, as a share of plain's step time: median "
+              f"{100 * (h['median'] - 1):+.2f}% (bootstrap 95% {100 * (h['bootstrap95'][0] - 1):+.2f}% .. "
+              f"{100 * (h['bootstrap95'][1] - 1):+.2f}%)", flush=True)
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1))
 
