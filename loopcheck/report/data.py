@@ -85,11 +85,11 @@ def _from_series(raw: dict[str, Any]) -> Series:
     lr = [[row[g] if isinstance(row, list) and g < len(row) else None for row in lr_rows] for g in range(groups)]
     ticks = {name: list(values) for name, values in (raw.get("ticks") or {}).items()
              if isinstance(values, list) and len(values) == n and any(values)}
-    memory = column("memory_bytes")
-    has_memory = any(m is not None for m in memory)
+    # memory is sampled (every step at first, then every k-th): only the sampled steps are points
+    memory = [(step, m) for step, m in zip(steps, column("memory_bytes")) if m is not None]
     return Series(step=steps, backward_passes=column("backward_passes"), lr=lr, scale=column("scale"),
                   skipped=[int(s) for s in raw.get("skipped") or []],
-                  memory_step=steps if has_memory else [], memory_bytes=memory if has_memory else [],
+                  memory_step=[step for step, _ in memory], memory_bytes=[m for _, m in memory],
                   ticks=ticks, downsampled=raw.get("downsampled") or None)
 
 

@@ -109,6 +109,18 @@ def test_series_reader_accepts_nulls_and_short_columns() -> None:
     assert s.memory_bytes == []
 
 
+def test_memory_sampled_every_few_steps_is_one_line_through_the_samples() -> None:
+    # the runtime samples memory at every step for a while, then at every k-th step only
+    steps = list(range(100))
+    memory = [(64 + i) << 20 if i < 64 or i % 4 == 3 else None for i in steps]
+    data = {"schema": "loopcheck-runtime-report/2", "findings": [],
+            "series": {"step": steps, "backward_passes": [4] * 100, "memory_bytes": memory},
+            "memory": {"source": "cuda-allocated", "device": "cuda:0"}}
+    (xs, ys), = _series_in(html.render(data), "chart-memory")
+    assert xs[-1] == 99 and ys[-1] == (64 + 99) << 20  # the samples after the dense phase are drawn
+    assert None not in ys and xs == [i for i in steps if memory[i] is not None]
+
+
 def test_downsampling_keeps_first_last_min_and_max_of_every_bucket() -> None:
     ys = [1.0] * 10_000
     ys[1234], ys[8765] = 50.0, -3.0
