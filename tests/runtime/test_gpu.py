@@ -78,3 +78,25 @@ def test_gpu_scenario(scenario, tmp_path: Path) -> None:
     report = json.loads((tmp_path / "r.json").read_text())
     assert findings_of(report) == set(scenario.expected), result.stderr
     assert report["environment"]["device"].startswith("cuda")
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA devices")
+def test_consistency_sample_waits_for_its_copy_on_a_device_that_is_not_current() -> None:
+    """A rank whose tensors live on cuda:1 while cuda:0 is the current device (a script that never
+    calls set_device): the sample must wait for its copy on cuda:1, not for an event on cuda:0."""
+    from types import SimpleNamespace
+
+    from loopcheck.runtime.checks.consistency import ConsistencySampler
+
+    torch.cuda.set_device(0)
+    guard = SimpleNamespace(call=lambda name, fn, *args: fn(*args))
+    sampler = ConsistencySampler(SimpleNamespace(torch=torch, guard=guard), every=1)
+    busy = torch.randn(2048, 2048, device="cuda:1")
+    value = torch.zeros(8, device="cuda:1")
+    for _ in range(200):  # cuda:1 stays busy for a while: the sample's copy queues behind this
+        busy = torch.tanh(busy @ busy)
+    value.copy_(busy[0, :8])
+    sampler._sample(0, [value])
+    sampler._resolve(block=False)  # reading now, before the copy landed, would keep stale values
+    sampler.finish()
+    assert sampler.samples[0][1] == value.cpu().tolist()[:4]

@@ -52,7 +52,8 @@ class ConsistencySampler:
                 host = torch.empty(values.shape, dtype=values.dtype, pin_memory=True)
                 host.copy_(values, non_blocking=True)
                 event = torch.cuda.Event()
-                event.record()
+                # on the tensors' device: a rank may train on cuda:1 while cuda:0 stays current
+                event.record(torch.cuda.current_stream(values.device))
                 self.pending.append((index, host, event))
             else:
                 self.pending.append((index, values.clone() if values.device.type == "cpu"
