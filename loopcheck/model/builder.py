@@ -175,7 +175,11 @@ class Builder:
         before = len(st.loop.items)
         self._classify(call, stmt, st)
         target = self._same_file_function(call, st)
-        if target is not None:
+        partial = None if target is not None else self._partial_of(call, st)
+        if partial is not None:
+            target, bound_first = partial
+            self._inline(target, call, st, bound_first)
+        elif target is not None:
             self._inline(target, call, st)
         elif len(st.loop.items) == before and any(
                 self.roles.of(dotted(a.value)) is Role.OPTIMIZER for a in call.args if dotted(a.value)):
@@ -302,13 +306,35 @@ class Builder:
             return None
         return candidates[0]
 
-    def _inline(self, fn: cst.FunctionDef, call: cst.Call, st: _State) -> None:
+    def _partial_of(self, call: cst.Call, st: _State) -> tuple[cst.FunctionDef, list[cst.Arg]] | None:
+        """``backwards = partial(loss_backwards, self.fp16)`` bound before the loop, then
+        ``backwards(loss, opt)``: the same-file function and the arguments the partial fixes."""
+        if not isinstance(call.func, cst.Name) or len(st.inlining) >= _MAX_INLINE_DEPTH or not st.loop.is_loop:
+            return None
+        outer: Loop | None = st.loop
+        while outer is not None:
+            found = [a for a in outer.assignments if a.names == (call.func.value,) and a.op == "="]
+            if found:
+                value = found[-1].value
+                if not (isinstance(value, cst.Call) and last_part(func_name(value) or "") == "partial"
+                        and value.args and isinstance(value.args[0].value, cst.Name)):
+                    return None
+                candidates = [f for f in self.index.functions.get(value.args[0].value.value, [])
+                              if f not in st.inlining]
+                if len(candidates) != 1 or candidates[0] not in self.index.eventful:
+                    return None
+                return candidates[0], list(value.args[1:])
+            outer = outer.parent
+        return None
+
+    def _inline(self, fn: cst.FunctionDef, call: cst.Call, st: _State, fixed: Sequence[cst.Arg] = ()) -> None:
         self.inlined.add(fn)
         params = [p for p in fn.params.params if p.name.value != "self"]
         bound: dict[str, cst.BaseExpression] = {}
-        for param, arg in zip(params, positional(call)):
+        args = [*fixed, *call.args]
+        for param, arg in zip(params, [a.value for a in args if a.keyword is None and not a.star]):
             bound[param.name.value] = arg
-        for arg in call.args:
+        for arg in args:
             if arg.keyword is not None:
                 bound[arg.keyword.value] = arg.value
         order = self._next()

@@ -218,7 +218,7 @@ class GuardReader:
         self.loop = loop
         self.int_inits = int_inits
         self.assumptions = assumptions if assumptions is not None else loop.assumptions
-        self.variant = loop.assigned_names()
+        self.variant = _steady(loop, loop.assigned_names())
         self._outer_variant: set[str] | None = None
         self.aliases: dict[str, list[Assignment]] = {}
         for assignment in loop.assignments:
@@ -616,6 +616,53 @@ class Count:
     index: str | None
     first: int | None = None  # value on the first micro-batch of a fresh run (None: unknown)
     restarts: bool | None = None  # counts again from `first` on every pass over the data
+
+
+def _all_assignments(loop: Loop) -> list[Assignment]:
+    found = list(loop.assignments)
+    for sub in loop.loops:
+        found.extend(_all_assignments(sub))
+    return found
+
+
+def _steady(loop: Loop, assigned: set[str]) -> set[str]:
+    """``assigned`` without the names the loop only ever sets to one unchanging value (``cfg =
+    self.cfg`` in an evaluation helper inlined into the loop): they do not vary per iteration."""
+    values: dict[str, set[str]] = {}
+    for assignment in _all_assignments(loop):
+        for name in assignment.names:
+            text = _plain_value(assignment) if len(assignment.names) == 1 else None
+            values.setdefault(name, set()).add(text or f"<{id(assignment)}>")
+    variant = set(assigned)
+    changed = True
+    while changed:
+        changed = False
+        for name in list(variant):
+            texts = values.get(name, set())
+            if len(texts) != 1:
+                continue
+            [text] = texts
+            if text.startswith("<") or any(part in variant for part in _roots(text)):
+                continue
+            variant.discard(name)
+            changed = True
+    return variant
+
+
+def _plain_value(assignment: Assignment) -> str | None:
+    """The text of a value that cannot change by itself: a name or attribute chain, or a literal."""
+    if assignment.op != "=":
+        return None
+    name = dotted(assignment.value)
+    if name is not None:
+        return name
+    return source(assignment.value) if isinstance(assignment.value, (cst.Integer, cst.Float, cst.SimpleString)) \
+        else None
+
+
+def _roots(text: str) -> set[str]:
+    parts = text.split(".")
+    return {".".join(parts[:k]) for k in range(1, len(parts) + 1)}
 
 
 def _element(assignment: Assignment, name: str) -> cst.BaseExpression | None:

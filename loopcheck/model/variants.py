@@ -114,6 +114,10 @@ def collect_flags(loop: Loop, int_inits: dict[str, set[int | None]]) -> tuple[li
     enumerated: list[tuple[int, int, str]] = []
     fixed: dict[str, bool] = {}
     for key in weight:
+        literal = _bound_literal(loop, key)
+        if literal is not None:
+            fixed[key] = literal  # `train(..., use_amp=True)`: the other side is dead for this call
+            continue
         on, off = sides.get((key, True), set()), sides.get((key, False), set())
         if on and off and on != off:
             enumerated.append((3, weight[key], key))  # an if/else with different events on each side
@@ -125,6 +129,22 @@ def collect_flags(loop: Loop, int_inits: dict[str, set[int | None]]) -> tuple[li
             enumerated.append((1, weight[key], key))
     enumerated.sort(key=lambda t: (-t[0], -t[1]))
     return [key for _, _, key in enumerated[:MAX_FLAGS]], fixed
+
+
+def _bound_literal(loop: Loop, name: str) -> bool | None:
+    """The truth value ``name`` is given by every assignment before the loop in the loops and
+    function around it, where each is a literal (``use_amp = True``, a bound ``use_amp=True`` argument)."""
+    outer = loop.parent
+    while outer is not None:
+        found = [a for a in outer.assignments if a.names == (name,) and a.order < loop.order]
+        if found:
+            values = {a.value.value if isinstance(a.value, cst.Name) else None for a in found if a.op == "="}
+            if len(values) == 1 and len(found) == len([a for a in found if a.op == "="]) \
+                    and values <= {"True", "False"}:
+                return values == {"True"}
+            return None
+        outer = outer.parent
+    return None
 
 
 def _atoms(test: cst.BaseExpression, negated: bool) -> Iterator[tuple[cst.BaseExpression, bool]]:

@@ -133,14 +133,16 @@ for step, batch in enumerate(train_dataloader):
         prepared = prepared_modules(model, trained_modules(model)) if not ddp and not elsewhere else []
         if not ddp and not elsewhere and not prepared:
             return
+        done: set[int] = set()  # loops reported (in one of their variants)
         for training in model.training_loops:
-            if training.style not in (Style.GUARDED, Style.MICRO_LOOP):
+            if training.style not in (Style.GUARDED, Style.MICRO_LOOP) or id(training.loop.node) in done:
                 continue  # Accelerate's accumulate() and engines decide the sync themselves
             backwards = [b for b in training.backwards if b.framework in _OWN_SYNC
                          and training.reader.guard(b.conds, b.order).always]  # engines own the sync
             if not backwards:
                 continue
-            # one finding per loop, however many losses it back-propagates
+            # one finding per loop, however many losses it back-propagates, in however many variants
+            done.add(id(training.loop.node))
             if ddp or elsewhere:
                 by = f" (by {elsewhere[0]})" if elsewhere else ""
                 yield self.at(backwards[0], f"the model is wrapped in DistributedDataParallel{by} and gradients are "

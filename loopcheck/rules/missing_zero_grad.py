@@ -107,6 +107,9 @@ for real, _ in loader:
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
+        # once per loop and optimizer: the variants of a loop (an AMP and an fp32 branch) step it at
+        # different calls, but it is one missing zeroing
+        reported: set[tuple[int, str | None]] = set()
         for training in model.training_loops:
             if training.style in (Style.FRAMEWORK, Style.NO_STEP):
                 continue
@@ -118,13 +121,13 @@ for real, _ in loader:
                 continue
             zeros = [z for loop in nest for z in loop.events(Kind.ZERO_GRAD, deep=True)]
             zeroing = Zeroing(model, {s.optimizer for s in steps if s.optimizer})
-            reported: set[str | None] = set()
             for step in steps:
-                if any(zeroing.clears(z, step.optimizer) is not False for z in zeros) or step.optimizer in reported:
+                key = (id(training.loop.node), step.optimizer)
+                if any(zeroing.clears(z, step.optimizer) is not False for z in zeros) or key in reported:
                     continue  # some zeroing may clear this optimizer's gradients
                 if any(_built_in(loop, step.optimizer) for loop in nest):
                     continue  # a fresh optimizer per iteration, often over fresh tensors: nothing to carry
-                reported.add(step.optimizer)
+                reported.add(key)
                 others = " (the loop zeroes only other optimizers' gradients)" if zeros else ""
                 yield self.at(step, f"`{step.receiver}` steps but its gradients are never cleared in this loop"
                                     f"{others}: each step adds up the gradients of all previous ones")

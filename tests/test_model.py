@@ -1,0 +1,286 @@
+"""The training-loop model itself: variants under invariant flags, guards, counters."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from loopcheck.model import FileModel, GuardKind, Kind, Phase, Style, build
+from loopcheck.model.variants import MAX_FLAGS
+
+
+def _model(code: str) -> FileModel:
+    source = textwrap.dedent(code)
+    return build(cst.parse_module(source), source)
+
+
+def _step_guard(code: str):
+    [training] = _model(code).training_loops
+    return training.step_guard
+
+
+def test_an_if_else_on_a_flag_gives_one_variant_per_side() -> None:
+    model = _model("""
+        for i, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y)
+            if args.deepspeed:
+                engine.backward(loss)
+                engine.step()
+            else:
+                (loss / accum).backward()
+                if (i + 1) % accum == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+    """)
+    styles = {tuple(t.assumptions.items()): t.style for t in model.training_loops}
+    assert styles == {(("args.deepspeed", True),): Style.FRAMEWORK, (("args.deepspeed", False),): Style.GUARDED}
+
+
+def test_variants_share_syntax_nodes_and_find_every_variant_of_a_loop() -> None:
+    model = _model("""
+        for i, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y) / accum
+            if use_amp:
+                scaler.scale(loss).backward()
+            else:
+                loss.backward()
+            if (i + 1) % accum == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+    """)
+    first, second = model.training_loops
+    assert first.loop is not second.loop and first.loop.node is second.loop.node
+    assert model.variants(first) == [first, second]
+    [zero_a], [zero_b] = first.events(Kind.ZERO_GRAD), second.events(Kind.ZERO_GRAD)
+    assert zero_a is not zero_b and zero_a.node is zero_b.node and zero_a.loop is first.loop
+
+
+def test_a_flag_with_events_on_one_side_is_assumed_set_not_enumerated() -> None:
+    [training] = _model("""
+        for i, (x, y) in enumerate(loader):
+            (criterion(model(x), y) / accum).backward()
+            if (i + 1) % accum == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+                if self.use_ema:
+                    self.ema.update(model)
+    """).training_loops
+    assert training.assumptions == {"self.use_ema": True}
+    [ema] = training.events(Kind.EMA_UPDATE)
+    assert training.guard(ema).kind is GuardKind.PERIODIC  # an attribute flag, read as a flag
+
+
+def test_the_number_of_variants_is_bounded() -> None:
+    branches = "".join(f"""
+            if args.flag{k}:
+                opt{k}.zero_grad()
+            else:
+                model.zero_grad()""" for k in range(MAX_FLAGS + 3))
+    model = _model(f"""
+        for x, y in loader:{branches}
+            criterion(model(x), y).backward()
+            optimizer.step()
+    """)
+    assert 1 < len(model.training_loops) <= 2 ** MAX_FLAGS
+
+
+def test_a_variant_that_calls_an_object_assumed_none_cannot_run() -> None:
+    model = _model("""
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            if args.amp:
+                scaler.scale(loss).backward()
+            else:
+                loss.backward()
+            if scaler is not None:
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                optimizer.step()
+    """)
+    runnable = [t.assumptions for t in model.training_loops]
+    assert {"args.amp": True, "scaler": False} not in runnable
+    assert {"args.amp": True, "scaler": True} in runnable
+
+
+def test_complementary_backward_branches_run_on_every_micro_batch() -> None:
+    [training] = _model("""
+        for i, (x, y) in enumerate(loader):
+            if (i + 1) % accum != 0:
+                with model.no_sync():
+                    criterion(model(x), y).backward()
+            else:
+                criterion(model(x), y).backward()
+                optimizer.step()
+                optimizer.zero_grad()
+    """).training_loops
+    assert training.style is Style.GUARDED
+    assert all(training.every_iteration(b) for b in training.backwards)
+    assert not any(training.guard(b).always for b in training.backwards)
+
+
+def test_a_step_under_the_boundary_and_not_the_boundary_never_runs() -> None:
+    [training] = _model("""
+        for i, (x, y) in enumerate(loader):
+            need = (i + 1) % accum == 0
+            criterion(model(x), y).backward()
+            if not need:
+                if need:
+                    optimizer.step()
+            if need:
+                optimizer.step()
+                optimizer.zero_grad()
+    """).training_loops
+    assert training.style is Style.GUARDED and len(training.steps) == 1
+
+
+def test_a_second_condition_inside_the_step_branch_is_a_partial_boundary() -> None:
+    guard = _step_guard("""
+        for i, (x, y) in enumerate(loader):
+            criterion(model(x), y).backward()
+            if (i + 1) % accum == 0:
+                if torch.isfinite(grad_norm):
+                    optimizer.step()
+                optimizer.zero_grad()
+    """)
+    assert guard.kind is GuardKind.PERIODIC and guard.partial and guard.phase is Phase.BOUNDARY
+
+
+@pytest.mark.parametrize(("loop", "phase", "restarts"), [
+    # a boundary flag built over several statements
+    ("""
+    for i, (x, y) in enumerate(loader):
+        need = False
+        if (i + 1) % N == 0 or i == len(loader) - 1:
+            need = True
+        criterion(model(x), y).backward()
+        if need:
+            optimizer.step()
+    """, Phase.BOUNDARY, True),
+    # a resumed enumerate start, read at its fresh-run value
+    ("""
+    start_step = 0
+    if args.resume:
+        start_step = ckpt["step"]
+    for step, (x, y) in enumerate(loader, start=start_step):
+        criterion(model(x), y).backward()
+        if step % N == 0:
+            optimizer.step()
+    """, Phase.START, True),
+    ("""
+    for step, (x, y) in enumerate(loader, start=start_step + 1):
+        criterion(model(x), y).backward()
+        if step % N == 0:
+            optimizer.step()
+    """, Phase.UNKNOWN, True),
+    # a global counter loaded from a checkpoint on resume, incremented before the test
+    ("""
+    global_step = 0
+    if args.resume:
+        global_step = ckpt["global_step"]
+    for epoch in range(epochs):
+        for x, y in loader:
+            criterion(model(x), y).backward()
+            global_step += 1
+            if global_step % N == 0:
+                optimizer.step()
+    """, Phase.BOUNDARY, False),
+    # yolov5: ni = i + nb * epoch and a threshold against the last step
+    ("""
+    last_opt_step = -1
+    for epoch in range(epochs):
+        pbar = enumerate(train_loader)
+        pbar = tqdm(pbar, total=nb)
+        for i, (imgs, targets) in pbar:
+            ni = i + nb * epoch
+            criterion(model(imgs), targets).backward()
+            if ni - last_opt_step >= accumulate:
+                optimizer.step()
+                last_opt_step = ni
+    """, Phase.BOUNDARY, False),
+    # yolov7: the same counter tested with `% accumulate == 0` (steps on the first micro-batch)
+    ("""
+    start_epoch, best_fitness = 0, 0.0
+    for epoch in range(start_epoch, epochs):
+        for i, (imgs, targets) in enumerate(loader):
+            ni = i + nb * epoch
+            criterion(model(imgs), targets).backward()
+            if ni % accumulate == 0:
+                optimizer.step()
+    """, Phase.START, False),
+    # a micro-batch counter set at the epoch start and reset in the step branch
+    ("""
+    for epoch in range(epochs):
+        n = 0
+        for x, y in loader:
+            criterion(model(x), y).backward()
+            n += 1
+            if n >= N:
+                optimizer.step()
+                n = 0
+    """, Phase.BOUNDARY, True),
+    ("""
+    n = 0
+    for x, y in loader:
+        criterion(model(x), y).backward()
+        n += 1
+        if n > N:
+            optimizer.step()
+            n = 0
+    """, Phase.OFF, True),
+])
+def test_step_counters_as_real_code_writes_them(loop: str, phase: Phase, restarts: bool) -> None:
+    guard = _step_guard(loop)
+    assert guard.kind is GuardKind.PERIODIC
+    assert (guard.phase, guard.restarts) == (phase, restarts)
+
+
+def test_a_loop_top_skip_does_not_hide_the_step_condition() -> None:
+    model = _model("""
+        for epoch in range(epochs):
+            for step, (x, y) in enumerate(loader):
+                if step < resume_step:
+                    continue
+                if not torch.isfinite(x).all():
+                    continue
+                criterion(model(x), y).backward()
+                if (step + 1) % N == 0:
+                    optimizer.step()
+    """)
+    [training] = model.training_loops
+    assert training.step_guard.phase is Phase.BOUNDARY and len(training.loop.skips) == 2
+
+
+def test_an_upper_case_switch_assigned_once_is_a_constant() -> None:
+    [training] = _model("""
+        USE_EMA = False
+        for i, (x, y) in enumerate(loader):
+            criterion(model(x), y).backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            if USE_EMA:
+                ema.update(model)
+    """).training_loops
+    assert training.events(Kind.EMA_UPDATE) == []
+
+
+def test_a_flag_bound_to_a_literal_at_the_call_is_not_enumerated() -> None:
+    model = _model("""
+        def train_one_epoch(model, loader, optimizer, scaler, use_amp):
+            for x, y in loader:
+                optimizer.zero_grad()
+                if use_amp:
+                    scaler.scale(criterion(model(x), y)).backward()
+                    scaler.step(optimizer)
+                    scaler.update()
+                else:
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+
+        for epoch in range(epochs):
+            train_one_epoch(model, loader, optimizer, scaler, use_amp=True)
+    """)
+    assert [t.assumptions for t in model.training_loops] == [{"use_amp": True}]
