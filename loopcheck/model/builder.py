@@ -66,6 +66,7 @@ class Builder:
             body = ()
         self._block(body, _State(loop=scope, function=fn, inlining=(fn,) if fn else ()), node)
         _lift_loops_without_backward(scope)
+        _flatten_chunk_loops(scope)
         return scope
 
     def _next(self) -> int:
@@ -440,6 +441,42 @@ def _bound_values(expr: cst.BaseExpression, scope: Loop, depth: int = 0) -> list
 def _has_backward(loop: Loop) -> bool:
     return any(isinstance(i, Event) and i.kind is Kind.BACKWARD or isinstance(i, Loop) and _has_backward(i)
                for i in loop.items)
+
+
+def _flatten_chunk_loops(loop: Loop) -> None:
+    """A loop that back-propagates but never steps, over something that is not the data (the chunks
+    of one batch: ``for latents, noise in zip(latents_list, noise_list)``), inside a loop that neither
+    back-propagates nor steps itself (``for batch in batch_list:`` with the step after it): the
+    chunks are part of the outer loop's micro-batch. Its events move up into the outer loop, which
+    is then the micro-step loop the step after it closes."""
+    for sub in loop.loops:
+        _flatten_chunk_loops(sub)
+    if not loop.is_loop or any(isinstance(i, Event) and i.kind in (Kind.BACKWARD, Kind.STEP) for i in loop.items):
+        return
+    inner = [sub for sub in loop.loops if _has_backward(sub)]
+    if len(inner) != 1 or inner[0].events(Kind.STEP, deep=True) or inner[0].loops or _is_data(inner[0]):
+        return
+    chunk = inner[0]
+    items: list[Event | Loop] = []
+    for item in loop.items:
+        if item is not chunk:
+            items.append(item)
+            continue
+        for sub in chunk.items:
+            sub.conds = chunk.conds + sub.conds
+            sub.loop = loop  # type: ignore[union-attr]
+            items.append(sub)
+        for assignment in chunk.assignments:
+            assignment.conds = chunk.conds + assignment.conds
+            loop.assignments.append(assignment)
+        loop.opaque_calls.extend(chunk.opaque_calls)
+    loop.items = items
+
+
+def _is_data(loop: Loop) -> bool:
+    from loopcheck.model.training import is_data_loop  # training imports this module's neighbours
+
+    return is_data_loop(loop)
 
 
 def _lift_loops_without_backward(loop: Loop) -> None:
