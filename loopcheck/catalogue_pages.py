@@ -10,17 +10,61 @@ import sys
 import textwrap
 from pathlib import Path
 
-from loopcheck.catalog import CODES
+from loopcheck.catalog import CODES, FILE_CODES, INVALID_SUPPRESSION, NOT_ANALYSED, SYNTAX_ERROR
 from loopcheck.rules import RULES, Rule
 
 PAGES = Path(__file__).resolve().parent.parent / "rules"
 
 
+# Codes about a whole file rather than a training loop: always reported, no rule behind them.
+_FILE_PAGES = {
+    SYNTAX_ERROR.code: """## What it does
+Reports a file that Python cannot parse, with Python's own message and position
+(`syntax error: expected ':'`). The other files are still checked.
+
+## Which files are parsed
+Only files whose text can hold something a selected rule looks for (`backward(`, `loss_scaler(`,
+`cuda.amp`, `no_sync`, ...): a syntax error in any other file is left to Python, ruff or your
+editor. A file nested beyond the limits of Python's own parser (`too many nested parentheses`) is
+a syntax error too: Python refuses to run it.
+
+## Fix
+Fix the syntax error; until then loopcheck cannot see the file's training loops.
+""",
+    NOT_ANALYSED.code: """## What it does
+Reports a file that loopcheck did not analyse although Python accepts it, and why:
+- libcst, the parser loopcheck uses, refuses it (some mixes of tabs and spaces in indentation);
+- it is nested too deeply for Python's own parser (an expression of thousands of terms);
+- checking it crashed the checking process, or took longer than 60 seconds (it was stopped);
+- loopcheck failed on it (a bug in loopcheck: please report it with the file).
+
+It is a notice about loopcheck, not a problem in the file: it never makes the run fail, and the
+other files are still checked. The file is checked again on the next run (it is not cached).
+
+## Fix
+Nothing is wrong with the file. Re-indenting it consistently (spaces only) lets libcst parse it.
+""",
+    INVALID_SUPPRESSION.code: """## What it does
+Reports a code in a suppression comment that is not a loopcheck code (`# noqa: LC10l`,
+`# loopcheck: ignore[zero-grad-in-acumulation]`), with the code it most likely meant. Such a
+comment silences nothing, so the finding it was meant for is still reported. Codes of other
+tools (`# noqa: E501`) are left alone.
+
+## Fix
+Correct the code, or remove the comment.
+""",
+}
+
+
 def page_name(code: str) -> str:
-    return f"{code}-{CODES[code].name}.md"
+    return f"{code}-{(CODES.get(code) or FILE_CODES[code]).name}.md"
 
 
 def render_page(code: str, rule: type[Rule] | None) -> str:
+    if code in FILE_CODES:
+        info = FILE_CODES[code]
+        return "\n".join([f"# {code} {info.name}", "", f"Level: **{info.level.value}** · about a whole file, always "
+                          "reported (not a rule: it cannot be selected or ignored)", "", _FILE_PAGES[code]])
     info = CODES[code]
     where = ", ".join(w for w, on in (("static", rule is not None), ("runtime", info.runtime)) if on)
     lines = [f"# {code} {info.name}", "", f"Level: **{info.level.value}** · checked: {where or 'not yet'}", ""]
@@ -49,7 +93,7 @@ def render_page(code: str, rule: type[Rule] | None) -> str:
 
 
 def expected_pages() -> dict[str, str]:
-    return {page_name(code): render_page(code, RULES.get(code)) for code in CODES}
+    return {page_name(code): render_page(code, RULES.get(code)) for code in [*FILE_CODES, *CODES]}
 
 
 def write_pages(directory: Path = PAGES) -> list[Path]:

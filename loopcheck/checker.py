@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from loopcheck import baseline
-from loopcheck.catalog import INVALID_SUPPRESSION, NOT_ANALYSED, SYNTAX_ERROR
+from loopcheck.catalog import FILE_CODES, INVALID_SUPPRESSION, NOT_ANALYSED, SYNTAX_ERROR
 from loopcheck.config import Config, ConfigError, Options, find_pyproject, load
 from loopcheck.discovery import Discovered, PathError, compile_patterns, discover
 from loopcheck.engine import TextTest, check_text, not_analysed, read_source, text_tests, wanted
@@ -25,6 +25,7 @@ from loopcheck.output import render, statistics, summary
 from loopcheck.progress import Progress
 from loopcheck.selection import SelectorError, resolve
 from loopcheck.suppression import unknown_codes
+from loopcheck.terminal import Style
 
 if TYPE_CHECKING:
     from collections import Counter
@@ -43,6 +44,12 @@ def run_check(args: argparse.Namespace) -> int:
     try:
         config = _config(args)
         codes = _codes(args, config)
+        if args.stdin_filename is not None or Path("-") in args.paths:
+            if any(path != Path("-") for path in args.paths):
+                raise PathError("standard input (`-` or --stdin-filename) is checked alone: give no other PATH")
+            if args.write_baseline is not None or args.baseline is not None:
+                raise PathError("--baseline and --write-baseline need files, not standard input")
+            return _check_stdin(args, config, codes)
         paths = args.paths or [Path(".")]
         found = discover(paths, config.root, config.exclude + config.extend_exclude, config.respect_gitignore)
         for option, target in (("--output-file", args.output_file), ("--write-baseline", args.write_baseline)):
@@ -111,8 +118,10 @@ def _report(args: argparse.Namespace, config: Config, codes: frozenset[str], fou
             sys.stderr.write(f"{hidden} finding{'s' if hidden != 1 else ''} hidden by baseline {args.baseline}.\n")
         findings = new
     checked = [_display(f) for f in files] if args.output_format == "junit" else []
-    out.write(render(findings, args.output_format, args.show_source, files=checked, options=config.options))
-    if args.output_format == "text":
+    fmt = "full" if args.output_format == "text" else args.output_format
+    out.write(render(findings, fmt, args.show_source, files=checked, options=config.options,
+                     style=Style.for_stream(out, args.color), show_fixes=args.show_fixes))
+    if fmt in ("full", "concise"):
         if args.statistics:
             out.write(statistics(findings))
         if not args.quiet:
@@ -120,6 +129,60 @@ def _report(args: argparse.Namespace, config: Config, codes: frozenset[str], fou
     elif args.statistics:
         sys.stderr.write(statistics(findings))
     problems = [f for f in findings if f.code != NOT_ANALYSED.code]  # a notice about loopcheck fails nothing
+    return EXIT_FINDINGS if problems and not args.exit_zero else EXIT_OK
+
+
+def _check_stdin(args: argparse.Namespace, config: Config, codes: frozenset[str]) -> int:
+    """An editor's buffer on standard input, reported as ``--stdin-filename`` (else ``-``), with
+    that file's per-file ignores. With ``--fix`` the fixed code goes to stdout and what is left
+    to stderr; with ``--diff`` the diff goes to stdout."""
+    import io
+    import tokenize
+
+    path = Path(args.stdin_filename or "-")
+    name = _display(path) if args.stdin_filename else "-"
+    data = sys.stdin.buffer.read()
+    try:
+        source = data.decode(tokenize.detect_encoding(io.BytesIO(data).readline)[0])
+    except (UnicodeDecodeError, SyntaxError) as error:
+        findings = [_unreadable(name, f"cannot decode standard input: {error}")]
+    else:
+        file_codes = codes - _ignored(path, config.root, _per_file_ignores(config))
+        if args.fix or args.diff:
+            return _fix_stdin(args, source, name, file_codes, config)
+        findings = _invalid_suppressions(name, source)
+        if wanted(source, text_tests(codes)):
+            from loopcheck import workers
+
+            job = (source, name, file_codes, config.options, str(path), None)
+            with workers.Pool(_check_job, 1, FILE_TIME_LIMIT_S) as pool:
+                for _, result in pool.run([job]):
+                    findings += [not_analysed(name, result.reason)] if isinstance(result, workers.Failure) else result
+    findings.sort()
+    out = sys.stdout
+    fmt = "full" if args.output_format == "text" else args.output_format
+    out.write(render(findings, fmt, args.show_source, files=[name], options=config.options,
+                     style=Style.for_stream(out, args.color), show_fixes=args.show_fixes))
+    if fmt in ("full", "concise") and not args.quiet:
+        out.write(summary(findings, 1))
+    problems = [f for f in findings if f.code != NOT_ANALYSED.code]
+    return EXIT_FINDINGS if problems and not args.exit_zero else EXIT_OK
+
+
+def _fix_stdin(args: argparse.Namespace, source: str, name: str, codes: frozenset[str], config: Config) -> int:
+    import difflib
+
+    from loopcheck.fixer import fix_text
+
+    fixed = fix_text(source, name, codes, args.unsafe_fixes, config.options)
+    left = sorted(f for f in fixed.findings if f.code in codes or f.code in FILE_CODES)
+    if args.diff:
+        sys.stdout.write("".join(difflib.unified_diff(source.splitlines(True), fixed.source.splitlines(True),
+                                                      f"a/{name}", f"b/{name}")))
+        return EXIT_FINDINGS if fixed.source != source and not args.exit_zero else EXIT_OK
+    sys.stdout.write(fixed.source)
+    sys.stderr.write(render(left, "concise", style=Style.for_stream(sys.stderr, args.color)))
+    problems = [f for f in left if f.code != NOT_ANALYSED.code]
     return EXIT_FINDINGS if problems and not args.exit_zero else EXIT_OK
 
 

@@ -6,10 +6,12 @@ Exit codes follow ruff: 0 no findings, 1 findings, 2 usage, configuration or pat
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from loopcheck import __version__
+from loopcheck.terminal import CHOICES
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -55,9 +57,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     check.add_argument("--ignore", type=_csv, default=[], metavar="RULES", help="do not check these rules")
     check.add_argument("--extend-select", type=_csv, default=[], metavar="RULES",
                        help="check these rules on top of the selection (e.g. opt-in ones)")
-    check.add_argument("--output-format", choices=("text", "json", "sarif", "github", "junit"), default="text",
-                       help="text for people (default), json for tools, sarif for code scanning, github for "
-                            "pull-request annotations, junit for CI test reports")
+    check.add_argument("--output-format", choices=("full", "concise", "json", "sarif", "github", "junit", "text"),
+                       default="full", metavar="FORMAT",
+                       help="full (default: each finding with its source line and the address of the rule's "
+                            "page), concise (one line per finding), json for tools, sarif for code scanning, "
+                            "github for pull-request annotations, junit for CI test reports; text is full")
+    check.add_argument("--show-fixes", action="store_true",
+                       help="under each finding that has a fix, say what --fix would change")
+    check.add_argument("--color", choices=CHOICES, default="auto",
+                       help="colour the full and concise formats: auto (default: on a terminal, unless NO_COLOR "
+                            "is set; FORCE_COLOR forces it), always, never")
     check.add_argument("--output-file", "-o", type=Path, metavar="PATH", help="write the report to PATH, not stdout")
     check.add_argument("--baseline", type=Path, metavar="FILE",
                        help="report only findings that FILE (from --write-baseline) does not record")
@@ -76,6 +85,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     check.add_argument("--no-show-source", dest="show_source", action="store_false",
                        help="do not print the flagged source line under each finding")
+    check.add_argument("--stdin-filename", metavar="PATH",
+                       help="read the code from standard input (also with PATH `-`) and report it as PATH: "
+                            "its configuration and per-file ignores apply (for editors)")
     check.add_argument("--config", type=Path, metavar="PYPROJECT",
                        help="use this pyproject.toml (default: the nearest one with [tool.loopcheck])")
     check.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary")
@@ -96,7 +108,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         add_arguments(report)
     rule = sub.add_parser("rule", help="show the documentation of one rule")
     rule.add_argument("rule", metavar="RULE", help="a code (LC101) or name (zero-grad-in-accumulation)")
-    sub.add_parser("rules", help="list every rule with its level and whether it has a fix")
+    rules = sub.add_parser("rules", help="list every rule with its level and whether it has a fix")
+    rules.add_argument("--output-format", choices=("text", "json"), default="text",
+                       help="text (default) or json (code, name, level, static, runtime, fix, summary, url)")
     return parser
 
 
@@ -119,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "rule":
         return _rule(args.rule)
     if args.command == "rules":
-        return _rules()
+        return _rules(args.output_format)
     parser.print_help()
     return EXIT_ERROR
 
@@ -141,17 +155,24 @@ def _rule(name: str) -> int:
     return EXIT_OK
 
 
-def _rules() -> int:
-    from loopcheck.catalog import CODES
+def _rules(fmt: str = "text") -> int:
+    from loopcheck.catalog import CODES, FILE_CODES
+    from loopcheck.formats import rule_url
     from loopcheck.rules import RULES
 
+    rows = [{"code": code, "name": info.name, "level": info.level.value,
+             "static": code in RULES or code in FILE_CODES, "runtime": info.runtime,
+             "fix": code in RULES and RULES[code].fixable, "summary": info.summary, "url": rule_url(code)}
+            for code, info in [*FILE_CODES.items(), *CODES.items()]]
+    if fmt == "json":
+        import json
+
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
     print(f"{'code':<6} {'name':<34} {'level':<8} {'static':<7} {'runtime':<8} fix")
-    for code, info in CODES.items():
-        rule = RULES.get(code)
-        static = "yes" if rule else "-"
-        runtime = "yes" if info.runtime else "-"
-        fix = "yes" if rule is not None and rule.fixable else "-"
-        print(f"{code:<6} {info.name:<34} {info.level.value:<8} {static:<7} {runtime:<8} {fix}")
+    for row in rows:
+        static, runtime, fix = ("yes" if row[key] else "-" for key in ("static", "runtime", "fix"))
+        print(f"{row['code']:<6} {row['name']:<34} {row['level']:<8} {static:<7} {runtime:<8} {fix}")
     return EXIT_OK
 
 
@@ -159,6 +180,10 @@ def entry() -> None:
     """Console-script entry point."""
     try:
         code = main()
+        sys.stdout.flush()
     except KeyboardInterrupt:
         code = 130
+    except BrokenPipeError:  # `loopcheck check | head`: the reader left; no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 128 + 13  # killed by SIGPIPE, as other command-line tools report it
     sys.exit(code)

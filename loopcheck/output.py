@@ -1,5 +1,12 @@
-"""Rendering findings: ``text`` for people, ``json`` for tools, ``sarif``/``github``/``junit`` for CI
-(``loopcheck.formats``), and ``--statistics``."""
+"""Rendering findings: ``full`` and ``concise`` for people, ``json`` for tools, ``sarif``/``github``/
+``junit`` for CI (``loopcheck.formats``), and ``--statistics``.
+
+``full`` (check's default) shows each finding's line with a caret under the span and the address of
+the rule's page (``--show-fixes``: also what ``--fix`` would do); ``concise``, or ``full`` without
+the source (``--no-show-source``), one line per finding (on a colour terminal its code links to the
+rule's page). ``text`` is ``full`` without the page
+line (the layout the runtime checker's summary shares).
+"""
 
 from __future__ import annotations
 
@@ -16,10 +23,10 @@ FORMATS = ("text", "json", "sarif", "github", "junit")
 
 
 def render(findings: Sequence[Finding], fmt: str, show_source: bool = True, files: Sequence[str] = (),
-           options: Options = Options(), style: Style = PLAIN) -> str:
+           options: Options = Options(), style: Style = PLAIN, show_fixes: bool = False) -> str:
     """``files``: display names of every checked file (JUnit lists the clean ones too);
-    ``options``: the rule options, for SARIF's fixes; ``style``: colours of the text format
-    (``loopcheck.terminal``)."""
+    ``options``: the rule options, for SARIF's fixes; ``style``: colours of the text formats
+    (``loopcheck.terminal``); ``show_fixes``: the fix of each finding under it (``full``)."""
     if fmt == "json":
         return json.dumps([f.as_json() for f in findings], indent=2) + "\n"
     if fmt == "sarif":
@@ -34,21 +41,35 @@ def render(findings: Sequence[Finding], fmt: str, show_source: bool = True, file
         from loopcheck.formats import junit
 
         return junit.render(findings, files)
-    return "".join(_text(f, show_source, style) for f in findings)
+    if fmt == "concise":
+        return "".join(_text(f, False, style) for f in findings)
+    full = fmt == "full" and show_source  # --no-show-source: one line per finding, as before
+    return "".join(_text(f, show_source, style, page=full, show_fix=full and show_fixes) for f in findings)
 
 
-def _text(finding: Finding, show_source: bool, style: Style = PLAIN) -> str:
+def _text(finding: Finding, show_source: bool, style: Style = PLAIN, page: bool = False, show_fix: bool = False) -> str:
     """``path:line:col: CODE message`` and the flagged line with a caret under the span, coloured
-    as ruff does: bold path, cyan separators, the code in its severity's colour."""
+    as ruff does: bold path, cyan separators, the code in its severity's colour (a link to the
+    rule's page where the terminal shows colour). ``page``: the page's address under it;
+    ``show_fix``: what ``--fix`` would do."""
+    from loopcheck.formats import rule_url
+
     mark = style.cyan("[*]") + " " if finding.fixable and finding.fix_safe else ""
     colon = style.cyan(":")
-    head = (f"{style.bold(finding.filename)}{colon}{finding.line}{colon}{finding.col}{colon} "
-            f"{style.severity(finding.code, finding.severity)} {mark}{finding.message}\n")
-    if not show_source or not finding.source_line.strip():
-        return head
-    line = finding.source_line.rstrip().expandtabs(4)
-    width = max(1, (finding.end_col - finding.col) if finding.end_line == finding.line else len(line) - finding.col + 1)
-    return f"{head}    {line}\n    {' ' * (finding.col - 1)}{style.severity('^' * width, finding.severity)}\n"
+    code = style.link(style.severity(finding.code, finding.severity), rule_url(finding.code))
+    head = f"{style.bold(finding.filename)}{colon}{finding.line}{colon}{finding.col}{colon} {code} {mark}{finding.message}\n"
+    body = ""
+    if show_source and finding.source_line.strip():
+        line = finding.source_line.rstrip().expandtabs(4)
+        width = max(1, (finding.end_col - finding.col) if finding.end_line == finding.line
+                    else len(line) - finding.col + 1)
+        body = f"    {line}\n    {' ' * (finding.col - 1)}{style.severity('^' * width, finding.severity)}\n"
+    if show_fix and finding.fix_message is not None:
+        how = "--fix" if finding.fix_safe else "--fix --unsafe-fixes"
+        body += f"    {style.cyan('= fix')} ({how}): {finding.fix_message}\n"
+    if page:
+        body += f"    {style.cyan('= rule')}: {style.dim(rule_url(finding.code))}\n"
+    return head + body
 
 
 def summary(findings: Sequence[Finding], files: int, fixed: int = 0, missing: int = 0) -> str:

@@ -88,6 +88,12 @@ class Style:
     def cyan(self, text: str) -> str:
         return self.paint(text, "cyan")
 
+    def link(self, text: str, url: str) -> str:
+        """``text`` as a terminal hyperlink to ``url`` (OSC 8; terminals without it show the text)."""
+        if not self.enabled or not url:
+            return text
+        return f"\033]8;;{url}\033\\{text}\033]8;;\033\\"
+
     def severity(self, text: str, severity: str) -> str:
         """A rule code or level in its severity's colour: errors red, warnings yellow, info cyan."""
         colour = {"error": "red", "warning": "yellow"}.get(severity, "cyan")

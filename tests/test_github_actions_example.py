@@ -37,6 +37,18 @@ def _loopcheck(project: Path, command: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=300, check=False)
 
 
+def test_install_step_is_the_pre_commit_hook_commit() -> None:
+    from tests.test_precommit import readme_snippet
+
+    (job,) = _workflow()["jobs"].values()
+    (install,) = [s["run"] for s in job["steps"] if s.get("run", "").startswith("pip install")]
+    (hook,) = readme_snippet()["repos"]
+    # no release on PyPI yet: `pip install loopcheck` would find nothing (or someone else's package)
+    requirement = shlex.split(install)[2]
+    assert requirement == f"loopcheck @ git+{hook['repo']}@{hook['rev']}"
+    assert "pre-commit" in shlex.split(install)
+
+
 def test_workflow_shape() -> None:
     (job,) = _workflow()["jobs"].values()
     assert job["permissions"]["security-events"] == "write"

@@ -54,10 +54,7 @@ def _rule(info: Code) -> dict[str, Any]:
 
     summary = info.summary[0].upper() + info.summary[1:]
     rule = RULES.get(info.code)
-    if info.code in FILE_CODES:
-        page = f"# {info.code} {info.name}\n\n{summary}: loopcheck reports it and checks the other files.\n"
-    else:
-        page = render_page(info.code, rule)
+    page = render_page(info.code, rule)
     doc = textwrap.dedent(sys.modules[rule.__module__].__doc__ or "").strip() if rule else page
     level = Severity.WARNING if info.level is Severity.OPT_IN else info.level
     return {
