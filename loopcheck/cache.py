@@ -5,7 +5,9 @@ rules are not even imported when every candidate file is cached.
 Key of an entry: SHA-256 of the file's text (suppression comments included), its display name,
 the codes checked in it (selection and per-file ignores), the rule options, and loopcheck itself
 (its version and the size and mtime of every module of the installed package, so an edited
-checkout never serves stale results). Entries are single JSON files written to a temporary file
+checkout never serves stale results). A file whose check used facts of other modules of its
+project (``loopcheck.project``) records their digest, and its entry is used only while the digest
+is the same: only those files pay for reading the facts on a warm run. Entries are single JSON files written to a temporary file
 and renamed into place (``os.replace``), so concurrent runs never see half an entry. A corrupt or
 foreign entry is a miss; a cache directory that cannot be created or written disables the cache
 for the run. Entries live in one directory per loopcheck build and options
@@ -31,7 +33,7 @@ from loopcheck.engine import TextTest
 from loopcheck.findings import Finding
 
 FORMAT = "loopcheck-cache"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _KEEP_BUILDS = 4  # entry directories of other builds/options kept when a new one is made
 _PRUNE_AFTER_S = 600
 _FIELDS = frozenset(f.name for f in fields(Finding)) - {"filename"}
@@ -78,23 +80,30 @@ class Cache:
         digest.update(source.encode("utf-8", "surrogatepass"))
         return digest.hexdigest()
 
-    def get(self, key: str, name: str) -> list[Finding] | None:
-        """The cached findings of the file (with ``name`` as their filename), or None."""
+    def get(self, key: str, name: str, project: Callable[[], str | None] | None = None) -> list[Finding] | None:
+        """The cached findings of the file (with ``name`` as their filename), or None. An entry made
+        with facts of other project modules is used only while ``project()`` (their digest now)
+        gives the same digest."""
         if not self.enabled:
             return None
         data = self._read(key)
         try:
-            if data is None:
+            if not isinstance(data, dict):
                 raise ValueError
-            findings = [_finding(item, name) for item in data]
+            findings = [_finding(item, name) for item in data["findings"]]
+            used = data["project"]
+            if used is not None and (project is None or project() != used):
+                raise ValueError("a fact of another module changed")
         except (TypeError, ValueError, KeyError):
             self.misses += 1
             return None
         self.hits += 1
         return findings
 
-    def put(self, key: str, findings: Sequence[Finding]) -> None:
-        self._write(key, [{k: v for k, v in asdict(f).items() if k != "filename"} for f in findings])
+    def put(self, key: str, findings: Sequence[Finding], project: str | None = None) -> None:
+        """``project``: the digest of the other modules' facts the findings used (None: none)."""
+        self._write(key, {"findings": [{k: v for k, v in asdict(f).items() if k != "filename"} for f in findings],
+                          "project": project})
 
     def text_tests(self, codes: frozenset[str], compute: Callable[[], tuple[TextTest, ...]]) -> tuple[TextTest, ...]:
         """The pre-filter of ``codes`` (cached: computing it imports every rule)."""

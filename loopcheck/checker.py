@@ -19,7 +19,7 @@ from loopcheck import baseline
 from loopcheck.catalog import FILE_CODES, INVALID_SUPPRESSION, NOT_ANALYSED, SYNTAX_ERROR
 from loopcheck.config import Config, ConfigError, Options, find_pyproject, load
 from loopcheck.discovery import Discovered, PathError, compile_patterns, discover
-from loopcheck.engine import TextTest, check_text, not_analysed, read_source, text_tests, wanted
+from loopcheck.engine import LazyProject, TextTest, check_text, not_analysed, read_source, text_tests, wanted
 from loopcheck.findings import Finding
 from loopcheck.output import render, statistics, summary
 from loopcheck.progress import Progress
@@ -157,7 +157,8 @@ def _check_stdin(args: argparse.Namespace, config: Config, codes: frozenset[str]
             job = (source, name, file_codes, config.options, str(path), None)
             with workers.Pool(_check_job, 1, FILE_TIME_LIMIT_S) as pool:
                 for _, result in pool.run([job]):
-                    findings += [not_analysed(name, result.reason)] if isinstance(result, workers.Failure) else result
+                    findings += [not_analysed(name, result.reason)] if isinstance(result, workers.Failure) \
+                        else result[0]
     findings.sort()
     out = sys.stdout
     fmt = "full" if args.output_format == "text" else args.output_format
@@ -227,10 +228,12 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config, jobs: 
         for i, result in pool.run(todo, order):
             progress.tick()
             if isinstance(result, workers.Failure):
-                result = [not_analysed(todo[i][1], result.reason)]  # not cached: may pass next time
-            elif cache is not None:
-                cache.put(keys[i], result)
-            findings.extend(result)
+                findings.append(not_analysed(todo[i][1], result.reason))  # not cached: may pass next time
+                continue
+            found, project = result
+            if cache is not None:
+                cache.put(keys[i], found, project)
+            findings.extend(found)
         progress.done()
     return sorted(findings)  # the same order whatever the processes did
 
@@ -272,9 +275,9 @@ def _read(files: list[Path], codes: frozenset[str], config: Config, cache: Cache
             continue
         file_codes = codes - _ignored(file, config.root, per_file)
         if cache is not None:
-            # facts of the project modules the file imports count too (a DDP wrap in another module)
-            key = cache.key(name, file_codes, source + _project_digest(file, project_dir))
-            cached = cache.get(key, name)
+            key = cache.key(name, file_codes, source)
+            # valid while the facts of the project modules it used are the same (a DDP wrap elsewhere)
+            cached = cache.get(key, name, lambda file=file: _project_digest(file, project_dir))
             if cached is not None:
                 findings.extend(cached)
                 continue
@@ -299,18 +302,19 @@ def _per_file_ignores(config: Config) -> list[tuple[PathSpec, frozenset[str]]]:
 _Job = tuple[str, str, frozenset[str], Options, str, "Path | None"]
 
 
-def _check_job(job: _Job) -> list[Finding]:
-    from loopcheck.project import for_file
-
+def _check_job(job: _Job) -> tuple[list[Finding], str | None]:
+    """A file's findings, and the digest of the project facts they used (None if none were read)."""
     source, name, codes, options, path, project_dir = job
-    return check_text(source, name, codes, options, project=for_file(path, project_dir))
+    project = LazyProject(path, project_dir)
+    findings = check_text(source, name, codes, options, project=project)
+    return findings, project.digest
 
 
-def _project_digest(file: Path, project_dir: Path | None) -> str:
+def _project_digest(file: Path, project_dir: Path | None) -> str | None:
     from loopcheck.project import for_file
 
     project = for_file(file, project_dir)
-    return f"\0project:{project.digest()}" if project is not None else ""
+    return project.digest() if project is not None else None
 
 
 def _ignored(file: Path, root: Path, per_file: list[tuple[PathSpec, frozenset[str]]]) -> frozenset[str]:

@@ -77,19 +77,52 @@ def check_source(source: str, filename: str = "<string>", select: Iterable[str] 
     return check_text(source, filename, codes)
 
 
+class LazyProject:
+    """The project facts of a file on disk (``loopcheck.project.for_file``), read only where they can
+    change the result: for a file with a training loop, or one that imports a module of its own
+    project (whose functions may back-propagate when a loop calls them). Reading them costs more
+    than the rest of the check of most files."""
+
+    def __init__(self, path: str, cache_dir: Path | None = None) -> None:
+        self.path, self.cache_dir = Path(path), cache_dir
+        self.digest: str | None = None  # of the facts load() read (taken before the model queries them)
+
+    def load(self) -> Imported | None:
+        from loopcheck.project import for_file
+
+        loaded = for_file(self.path, self.cache_dir)
+        self.digest = loaded.digest() if loaded is not None else None
+        return loaded
+
+    def imports_own_module(self, imports: Iterable[tuple[str, int]]) -> bool:
+        from loopcheck.project.index import find_root, project_index
+
+        if not self.path.is_file():
+            return False
+        index = project_index(find_root(self.path), self.cache_dir)
+        return any(index.resolve(self.path, module, level) is not None for module, level in imports)
+
+
 def check_text(source: str, filename: str, codes: frozenset[str], options: Options = Options(),
-               project: Imported | None = None) -> list[Finding]:
+               project: Imported | LazyProject | None = None) -> list[Finding]:
     return [finding for finding, _ in analyse(source, filename, codes, options, project)[1]]
 
 
 def analyse(source: str, filename: str, codes: frozenset[str], options: Options = Options(),
-            project: Imported | None = None) -> tuple[cst.Module | None, list[tuple[Finding, Fix | None]]]:
+            project: Imported | LazyProject | None = None) -> tuple[cst.Module | None, list[tuple[Finding, Fix | None]]]:
     """The parsed module (None when skipped or unparsable) and each finding with its fix, if any.
-    ``project``: facts of the project modules the file imports (``loopcheck.project.for_file``)."""
+    ``project``: facts of the project modules the file imports (``loopcheck.project.for_file``), or
+    a ``LazyProject`` that reads them only where they can matter."""
     rules = [r for r in _rules(codes) if _text_test(r).passes(source)]
     if not rules:
         return None, []
-    screened = screen(source, filename, project.backward_names() if project is not None else ())
+    screened = screen(source, filename)
+    if isinstance(project, LazyProject):
+        project = project.load() if screened.verdict is Verdict.TRAINING_LOOP or (
+            screened.verdict is Verdict.NO_TRAINING_LOOP and project.imports_own_module(screened.imports())) \
+            else None
+    if project is not None and screened.verdict is Verdict.NO_TRAINING_LOOP:
+        screened = screened.rescreen(source, project.backward_names())
     if screened.verdict is Verdict.TOO_DEEP:  # libcst would hang or crash where CPython gives up
         return None, [(not_analysed(filename, f"too deeply nested for Python's own parser ({screened.reason})"),
                        None)]

@@ -21,7 +21,7 @@ import bisect
 import enum
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # A training loop back-propagates, itself or through a timm/MAE-style `loss_scaler(loss, optimizer)`:
 # text every file with a training loop contains.
@@ -46,6 +46,28 @@ class Screen:
     verdict: Verdict
     error: SyntaxError | None = None  # SYNTAX_ERROR: Python's message and position
     reason: str = ""  # TOO_DEEP: what the parser said
+    tree: ast.Module | None = field(default=None, compare=False, repr=False)  # when it parsed
+
+    def imports(self) -> list[tuple[str, int]]:
+        """``(module, relative level)`` of every import of the file (``from . import x`` gives
+        ``("x", 1)``, ``from .a import b`` gives ``("a.b", 1)`` and ``("a", 1)``)."""
+        found: list[tuple[str, int]] = []
+        for node in ast.walk(self.tree) if self.tree is not None else ():
+            if isinstance(node, ast.Import):
+                found += [(alias.name, 0) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                found += [(f"{base}.{alias.name}" if base else alias.name, node.level) for alias in node.names]
+                if base:
+                    found.append((base, node.level))
+        return found
+
+    def rescreen(self, source: str, triggers: Collection[str]) -> Screen:
+        """The verdict again, counting calls of ``triggers`` (imported functions that back-propagate)."""
+        if self.tree is None or self.verdict is not Verdict.NO_TRAINING_LOOP or not triggers:
+            return self
+        found = has_training_loop(self.tree, source, triggers)
+        return Screen(Verdict.TRAINING_LOOP if found else Verdict.NO_TRAINING_LOOP, tree=self.tree)
 
 
 def screen(source: str, filename: str = "<unknown>", triggers: Collection[str] = ()) -> Screen:
@@ -60,7 +82,7 @@ def screen(source: str, filename: str = "<unknown>", triggers: Collection[str] =
     except ValueError as error:  # source code string cannot contain null bytes
         return Screen(Verdict.SYNTAX_ERROR, error=SyntaxError(str(error), (filename, 1, 1, "")))
     found = has_training_loop(tree, source, triggers)
-    return Screen(Verdict.TRAINING_LOOP if found else Verdict.NO_TRAINING_LOOP)
+    return Screen(Verdict.TRAINING_LOOP if found else Verdict.NO_TRAINING_LOOP, tree=tree)
 
 
 # Calls that may back-propagate, as the model reads them: `x.backward(...)` and `backward(...)`

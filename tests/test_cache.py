@@ -14,7 +14,7 @@ import pytest
 
 from loopcheck import cache as cache_module
 from loopcheck import checker, progress
-from loopcheck.cache import Cache, default_directory
+from loopcheck.cache import FORMAT_VERSION, Cache, default_directory
 from loopcheck.config import LrScaling, Options
 from tests.conftest import BUGGY, CLEAN
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _entries() -> list[Path]:
-    return sorted((default_directory() / "v1").glob("*/[0-9a-f]*.json"))
+    return sorted((default_directory() / f"v{FORMAT_VERSION}").glob("*/[0-9a-f]*.json"))
 
 
 def _no_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -119,7 +119,7 @@ def test_concurrent_runs_share_the_cache(project: Path) -> None:
     outputs = [run.communicate(timeout=120)[0] for run in runs]
     assert [run.returncode for run in runs] == [1, 1, 1]
     assert len({*outputs}) == 1 and len(json.loads(outputs[0])) == 4
-    names = [p.name for p in (default_directory() / "v1").glob("*/*")]
+    names = [p.name for p in (default_directory() / f"v{FORMAT_VERSION}").glob("*/*")]
     assert not [n for n in names if n.startswith(".tmp-")]
     assert len(_entries()) == 4
     again = subprocess.run(command, cwd=project, stdout=subprocess.PIPE, text=True, timeout=120, check=False)
@@ -127,7 +127,7 @@ def test_concurrent_runs_share_the_cache(project: Path) -> None:
 
 
 def test_entries_of_old_builds_are_pruned(tmp_path: Path, monkeypatch) -> None:
-    builds = tmp_path / "v1"
+    builds = tmp_path / f"v{FORMAT_VERSION}"
     for i in range(7):
         old = builds / f"build{i}"
         old.mkdir(parents=True)

@@ -86,3 +86,40 @@ def test_a_loop_calling_an_imported_backward_wrapper_is_kept(project: Path, run_
     """))
     code, out, _ = run_cli("check", "--no-show-source", "train.py")
     assert code == 1 and "train.py:12:9: LC109 " in out
+
+
+def test_project_facts_are_read_only_where_they_can_matter(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import loopcheck.project
+    from loopcheck.engine import LazyProject, check_text
+    from loopcheck.selection import resolve
+
+    read: list[str] = []
+    real = loopcheck.project.for_file
+    monkeypatch.setattr(loopcheck.project, "for_file", lambda path, cache=None: read.append(Path(path).name) or
+                        real(path, cache))
+    (project / "helpers.py").write_text("def run(loss):\n    loss.backward()\n")
+    files = {
+        "amp_only.py": "import torch\nscaler = torch.cuda.amp.GradScaler()\nfor p in params:\n    p.grad = None\n",
+        "imports_helper.py": "from helpers import run\nx = torch.cuda.amp.autocast()\nfor b in loader:\n    run(b)\n",
+        "trains.py": "for b in loader:\n    model(b).sum().backward()\n    opt.step()\n",
+    }
+    for name, source in files.items():
+        (project / name).write_text(source)
+        check_text(source, name, resolve(), project=LazyProject(str(project / name)))
+    assert read == ["imports_helper.py", "trains.py"]  # no loop that trains, no project import: not read
+
+
+def test_a_cached_file_that_used_no_project_facts_does_not_read_them(project: Path, run_cli,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopcheck import checker
+
+    (project / "amp.py").write_text("import torch\nscaler = torch.cuda.amp.GradScaler()\n")
+    first = run_cli("check")
+    assert first[0] == 1 and "LC206" in first[1]
+
+    def fail(*args: object) -> None:
+        raise AssertionError("project facts read for a file whose result did not use them")
+
+    monkeypatch.setattr(checker, "_project_digest", fail)
+    monkeypatch.setattr(checker, "_check_job", fail)  # and the file is not checked again
+    assert run_cli("check") == first

@@ -135,9 +135,19 @@ class Imported:
         return frozenset(names)
 
     def digest(self) -> str:
-        """Changes whenever a fact this file can use changes."""
-        data = {name: module.to_json() if module else None for name, module in sorted(self._all_modules().items())}
-        data["<ddp importers>"] = self.ddp_importers  # type: ignore[assignment]
+        """Changes whenever a fact this file can use changes: a project module it imports changes
+        (its size or modification time: reading every imported module's facts to hash them cost
+        more than checking the file), or the entry scripts that import it do."""
+        data: dict[str, object] = {"<ddp importers>": self.ddp_importers}
+        for module, attr, level in self.own.imports.values():
+            for name in {f"{module}.{attr}" if attr and module else (attr or module), module}:
+                path = self.index.resolve(self.path, name, level) if name or level else None
+                if path is not None:
+                    try:
+                        st = path.stat()
+                    except OSError:
+                        continue
+                    data[str(path)] = [st.st_size, st.st_mtime_ns]
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
     # -- resolution ------------------------------------------------------------------------

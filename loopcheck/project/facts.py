@@ -125,9 +125,19 @@ def _names(expr: ast.AST) -> set[str]:
 class _Reader:
     def __init__(self, tree: ast.Module) -> None:
         self.module_functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        # A function is read once per depth: helpers call each other, and reading a callee again at
+        # every call site multiplied the work (the facts are the same each time).
+        self._read: dict[tuple[int, bool, int], FunctionFacts] = {}
 
     def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef,
                  methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None, depth: int = 0) -> FunctionFacts:
+        key = (id(node), methods is None, depth)
+        if key not in self._read:
+            self._read[key] = self._function(node, methods, depth)
+        return self._read[key]
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef,
+                  methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None, depth: int) -> FunctionFacts:
         args = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
         if methods is not None and args and args[0] in ("self", "cls"):
             args = args[1:]
@@ -196,8 +206,21 @@ class _Reader:
         return None
 
 
+_OWN: dict[int, tuple[ast.AST, list[ast.AST]]] = {}  # id(function) -> (function, its nodes): read thrice
+
+
 def _own_nodes(node: ast.AST) -> list[ast.AST]:
     """The nodes of a function body in source order, nested functions and classes left out."""
+    cached = _OWN.get(id(node))
+    if cached is not None and cached[0] is node:
+        return cached[1]
+    if len(_OWN) > 4096:
+        _OWN.clear()
+    _OWN[id(node)] = (node, _walk_own(node))
+    return _OWN[id(node)][1]
+
+
+def _walk_own(node: ast.AST) -> list[ast.AST]:
     found: list[ast.AST] = []
     stack = list(reversed(getattr(node, "body", [])))
     while stack:
