@@ -42,21 +42,25 @@ def render(findings: Sequence[Finding], fmt: str, show_source: bool = True, file
 
         return junit.render(findings, files)
     if fmt == "concise":
-        return "".join(_text(f, False, style) for f in findings)
+        return "".join(_text(f, False, style, link=True) for f in findings)
     full = fmt == "full" and show_source  # --no-show-source: one line per finding, as before
-    return "".join(_text(f, show_source, style, page=full, show_fix=full and show_fixes) for f in findings)
+    return "".join(_text(f, show_source, style, link=fmt == "full", page=full, show_fix=full and show_fixes)
+                   for f in findings)
 
 
-def _text(finding: Finding, show_source: bool, style: Style = PLAIN, page: bool = False, show_fix: bool = False) -> str:
+def _text(finding: Finding, show_source: bool, style: Style = PLAIN, link: bool = False, page: bool = False,
+          show_fix: bool = False) -> str:
     """``path:line:col: CODE message`` and the flagged line with a caret under the span, coloured
-    as ruff does: bold path, cyan separators, the code in its severity's colour (a link to the
-    rule's page where the terminal shows colour). ``page``: the page's address under it;
-    ``show_fix``: what ``--fix`` would do."""
+    as ruff does: bold path, cyan separators, the code in its severity's colour. ``link``: the
+    code links to the rule's page where the terminal shows colour; ``page``: the page's address
+    under it; ``show_fix``: what ``--fix`` would do."""
     from loopcheck.formats import rule_url
 
     mark = style.cyan("[*]") + " " if finding.fixable and finding.fix_safe else ""
     colon = style.cyan(":")
-    code = style.link(style.severity(finding.code, finding.severity), rule_url(finding.code))
+    code = style.severity(finding.code, finding.severity)
+    if link:
+        code = style.link(code, rule_url(finding.code))
     head = f"{style.bold(finding.filename)}{colon}{finding.line}{colon}{finding.col}{colon} {code} {mark}{finding.message}\n"
     body = ""
     if show_source and finding.source_line.strip():
