@@ -8,6 +8,7 @@ Skipped where Chromium or Playwright is missing (a user's machine); in CI (``CI`
 browser is a failure, since ``.ci/run`` installs both."""
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Iterator
@@ -181,4 +182,25 @@ def test_a_100k_step_page_renders_its_spike(browser: Any, shots: Path, tmp_path:
     assert passes[steps.index(SPIKE_STEP)] == 64
     box = page.page.locator("#chart-backward-steps path.series").bounding_box()
     assert box is not None and box["width"] > 500  # drawn across the plot
+    page.close()
+
+
+def test_gpu_memory_staircase_page(browser: Any, shots: Path, tmp_path: Path) -> None:
+    """A real H200 run (tests/data/reports/README.md): a validation loss summed with its graph
+    once per epoch, so CUDA memory climbs in six stairs and LC602 is reported."""
+    saved = Path(__file__).parents[1] / "data" / "reports" / "gpu-lc602-staircase-h200.json"
+    path = tmp_path / "gpu-lc602-staircase.html"
+    html.write(json.loads(saved.read_text()), path)
+    page = _open(browser, path, shots)
+    finding = page.page.locator("article.finding[data-code=LC602]")
+    assert finding.count() == 1
+    assert finding.locator("a.rule").get_attribute("href").endswith("/rules/LC602-memory-growth.md")
+    assert "optimizer.step()" in finding.locator("pre.source .hit").inner_text()
+    assert "grew from 69 MiB to 189 MiB" in finding.inner_text()
+    (steps, memory), = page.series("chart-memory")
+    known = [m for m in memory if m is not None]
+    assert known[-1] - known[0] >= 100 * 2**20
+    rises = sum(b > a for a, b in zip(known, known[1:]))
+    assert 5 <= rises <= len(known) // 4  # stairs, one per epoch: most steps stay level
+    assert "NVIDIA H200" in page.text("header")
     page.close()
