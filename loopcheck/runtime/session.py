@@ -14,7 +14,7 @@ from loopcheck.report.outputs import Outputs, presents
 
 from . import callsite
 from .callsite import Site, user_site
-from .checks import at_backward, window_checks
+from .checks import at_backward, lr_trajectory, window_checks
 from .findings import FindingLog
 from .guard import Guard
 from .imports import PostImportHooks
@@ -171,7 +171,10 @@ class Session:
             if first:
                 window.lr = lr
             elif lr != window.lr:
-                window.lr_changed = True
+                window.lr = lr
+                window.lr_changes += 1
+                if record.lr_locator is None:
+                    lr_trajectory.changed_in_window(record, window)
         window.entries.append((info, record.pending_reset and not first))
         if record.pending_reset and not first:
             window.reset_site = window.reset_site or self.last_zero_site

@@ -37,8 +37,8 @@ class Window:
     closure_added: Site | None = None  # a closure backward that added to the previous one's gradients
     clip_before_backward: Site | None = None  # a clip while the window had no backward yet
     resets: list[tuple[int, Site | None]] = field(default_factory=list)  # (entry index, zero_grad site)
-    lr: float | None = None  # param_groups[0]["lr"] at the window's first backward
-    lr_changed: bool = False  # ... and a different value at a later backward of the window
+    lr: float | None = None  # param_groups[0]["lr"] at the window's latest backward
+    lr_changes: int = 0  # backward passes of the window that saw another LR than the one before
     scheduler_steps: int = 0  # LRScheduler steps of this optimizer during the window
     writer_site: Site | None = None  # a third-party scheduler (timm) stepped here
     carried: bool = False  # its first backward added to gradients left from before the last step
@@ -116,8 +116,11 @@ class OptimizerRecord:
     zero_calls_at_step: int = 0  # zero_grad calls before the step started (closure checks)
     fused: bool = False
     adopted: bool = False  # existed before the session started
+    resumed: bool = False  # load_state_dict before its first step: a resumed run
     lrs: list[float | None] | None = None  # LR of each param group at the latest step
-    lr_micro_windows: int = 0  # windows whose LR changed between their backward passes
+    lr_micro_windows: int = 0  # windows whose LR changed between each two of their backward passes
+    lr_micro_first: tuple[int, int] | None = None  # (step, micro-batches) of the first such window of 3+
+    lr_micro_reported: bool = False  # LC301 from the observed LR
     lr_locator: Any = None  # hooks.lr_writer.LrWriterLocator, started once
     lr_writer: Site | None = None  # the line that writes the LR, where known
     scale: Any = None  # hooks.scaler.ScaleMirror of the GradScaler that steps it

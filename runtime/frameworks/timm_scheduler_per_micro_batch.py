@@ -1,9 +1,9 @@
 """timm's `train.py` loop with `--grad-accum-steps 4` and the scheduler's `step_update` moved above
 the `need_update` check, counting micro-batches: timm's per-update cosine (warmup 1 epoch) runs
-4x too fast. timm schedulers are not `torch.optim.lr_scheduler` objects: only the LR the optimizer
-actually uses at each step shows it.
-framework-expect: steps 4, per-step 4
-pending: LC301 (needs the observed LR trajectory: runtime-core)"""
+4x too fast: the warmup and the decay are over within the first update, whose micro-batches each
+see another LR; from the second update on the LR stays at its minimum. timm schedulers are not
+`torch.optim.lr_scheduler` objects: only the LR the optimizer actually uses shows it.
+framework-expect: steps 4, per-step 4, lr 0.000146447 0 0 0"""
 import torch.nn.functional as F
 from timm_common import ACCUM_STEPS, EPOCHS, report, setup
 

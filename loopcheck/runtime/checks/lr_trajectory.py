@@ -3,9 +3,13 @@
 cover a LR written into ``param_groups`` by hand, as nanoGPT and minimind do, and third-party
 schedulers such as timm's):
 
-* LC301: the LR read at the backward passes of one window changes between its micro-batches
-  (the schedule advances per micro-batch), in at least 2 windows and half of those with 2+
-  micro-batches, with no ``LRScheduler`` step in those windows (that case is counted by call).
+* LC301: the LR read at the backward passes of one window changes between each two of its
+  micro-batches (the schedule advances per micro-batch), with no ``LRScheduler`` step in that
+  window (that case is counted by call): in one window of 3+ micro-batches (a schedule that ends
+  within the first window shows only there), or in at least 2 windows and half of those with 2+
+  micro-batches. A LR written once in a window (a per-epoch decay computed from the micro-batch
+  count, a window that spans the epoch's end) changes at one boundary only and is not counted;
+  a schedule that changes the LR at every optimizer step changes it between windows, not in one.
 * LC303: the LR decays to a value it then keeps until the end of a run that ended normally,
   and it got there about N times too early under accumulation N (the run is 0.8N to 1.25N times
   as long as the decay): the horizon was counted in micro-batches.
@@ -39,21 +43,33 @@ def on_close(session: Session, record: OptimizerRecord, window: Window, size: in
     if window.writer_site is not None and record.lr_writer is None:
         record.lr_writer = window.writer_site
     by_hand = not window.scheduler_steps
-    if window.lr_changed and size >= 2 and by_hand:
+    if by_hand and size >= 2 and window.lr_changes == size - 1:  # before each micro-batch
         record.lr_micro_windows += 1
-    changed = window.lr_changed or (previous is not None and record.lrs is not previous
-                                     and record.lrs != previous)
+        if size >= 3 and record.lr_micro_first is None:
+            record.lr_micro_first = (record.steps + record.skipped - 1, size)
+    changed = window.lr_changes or (previous is not None and record.lrs is not previous
+                                    and record.lrs != previous)
     if changed and by_hand and locator is None and record.lr_writer is None:
-        _locate(session, record, window)
+        locate(record, window.number + 1)
 
 
-def _locate(session: Session, record: OptimizerRecord, window: Window) -> None:
+def changed_in_window(record: OptimizerRecord, window: Window) -> None:
+    """The LR changed between two backward passes of the open window (main thread, after the
+    backward): the line that writes it is looked for from here on, because a schedule that ends
+    within the first window writes it again only in this window."""
+    if record.lr_locator is None and record.lr_writer is None and not window.scheduler_steps \
+            and window.writer_site is None:
+        locate(record, window.number)
+
+
+def locate(record: OptimizerRecord, window_number: int) -> None:
+    """Trace the user's code from the window ``window_number`` on, until the LR changes."""
     optimizer = record.ref()
     locator = LrWriterLocator(optimizer.param_groups[0] if optimizer is not None and optimizer.param_groups else {})
-    locator.started_at = window.number + 1
+    locator.started_at = window_number
     record.lr_locator = locator
     if not _compiled():  # a trace function would make torch.compile fall back to eager code
-        locator.start(sys._getframe(2))
+        locator.start(sys._getframe(1))
 
 
 def _compiled() -> bool:
@@ -68,12 +84,17 @@ def finish(session: Session, record: OptimizerRecord) -> None:
         record.lr_writer = record.lr_writer or record.lr_locator.found
     site = record.lr_writer or record.step_site
     accumulated = sum(1 for h in record.history if h.size >= 2)
-    if record.lr_micro_windows >= MIN_WINDOWS and record.lr_micro_windows * 2 >= accumulated:
-        size = Counter(h.size for h in record.history if h.size >= 2).most_common(1)[0][0]
-        session.report("LC301", f"the learning rate written to param_groups changes between the "
-                       f"micro-batches of one optimizer step (in {record.lr_micro_windows} of "
-                       f"{accumulated} windows of {size}): the schedule advances {size} times per "
-                       "step; compute it from the optimizer step count", site, 0)
+    first = record.lr_micro_first
+    if first is not None or (record.lr_micro_windows >= MIN_WINDOWS
+                             and record.lr_micro_windows * 2 >= accumulated):
+        size = first[1] if first else \
+            Counter(h.size for h in record.history if h.size >= 2).most_common(1)[0][0]
+        session.report("LC301", f"the learning rate changes before each micro-batch of an "
+                       f"optimizer step (in {record.lr_micro_windows} of {accumulated} windows, "
+                       f"{size} micro-batches each): the schedule advances {size} times per step "
+                       "and ends that much too early; advance it once per optimizer step, from "
+                       "the optimizer step count", site, first[0] if first else 0)
+        record.lr_micro_reported = True
     if session.exit_status.get("how") == "finished":
         _ended_early(session, record, site)
 

@@ -92,7 +92,7 @@ def _record_series(session: Session, record: OptimizerRecord, window: Window, in
     record.series.add((index, window.passes(), record.lrs, scale,
                        memory, session.windows_closed, session.schedulers.total,
                        session.emas.total, session.zero_grad_calls))
-    if window.lr_changed or record.lrs is not previous or record.lr_locator or window.writer_site:
+    if window.lr_changes or record.lrs is not previous or record.lr_locator or window.writer_site:
         session.guard.call("learning-rate tracking", lr_trajectory.on_close, session, record, window,
                            len(window.entries), previous)
 

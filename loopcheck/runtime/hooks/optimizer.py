@@ -25,6 +25,7 @@ class OptimizerHooks:
         replace_attr(stack, torch.optim.Optimizer, "add_param_group", self._wrap_add_param_group)
         replace_attr(stack, torch.optim.Optimizer, "zero_grad", self._wrap_zero_grad(optimizer=True))
         replace_attr(stack, torch.nn.Module, "zero_grad", self._wrap_zero_grad(optimizer=False))
+        replace_attr(stack, torch.optim.Optimizer, "load_state_dict", self._wrap_load_state_dict)
         stack.callback(optim_module.register_optimizer_step_pre_hook(self._pre_hook).remove)
         stack.callback(optim_module.register_optimizer_step_post_hook(self._post_hook).remove)
         # a notebook may have built its optimizers before the session started
@@ -46,6 +47,21 @@ class OptimizerHooks:
             guard.call("optimizer tracking", self.adopt, optimizer)
 
         return add_param_group
+
+    def _wrap_load_state_dict(self, original: Any) -> Any:
+        guard = self.session.guard
+
+        def load_state_dict(optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+            guard.call("optimizer tracking", self._loaded, optimizer)
+            return original(optimizer, *args, **kwargs)
+
+        return load_state_dict
+
+    def _loaded(self, optimizer: Any) -> None:
+        """State loaded before the first step: a resumed run, whose schedule starts mid-way."""
+        record = self.session.record_for(optimizer, create=False)
+        if record is not None and not (record.steps or record.skipped):
+            record.resumed = True
 
     def _wrap_zero_grad(self, optimizer: bool) -> Any:
         session, guard = self.session, self.session.guard

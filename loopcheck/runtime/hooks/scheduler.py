@@ -30,6 +30,17 @@ class SchedulerRecord:
     position: int = 0  # last_epoch after its latest step  # stepped before its optimizer: LC302 unless it is LC301
 
 
+@dataclass
+class WriterRecord:
+    """A third-party scheduler (timm's) that writes ``param_groups`` itself."""
+    kind: str
+    owner: Any  # the OptimizerRecord of its optimizer
+    start: float | None  # the LR its constructor left: the schedule's first value
+    advanced_site: Site | None = None  # a call before the optimizer's first step that moved the LR
+    method: str = ""
+    resumed: bool = False  # its state was loaded (a resumed run starts mid-schedule)
+
+
 class SchedulerHooks:
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -37,6 +48,8 @@ class SchedulerHooks:
         self.all: list[SchedulerRecord] = []
         self.depth = 0
         self.total = 0  # steps of every scheduler
+        self.writers: weakref.WeakKeyDictionary[Any, WriterRecord] = weakref.WeakKeyDictionary()
+        self.all_writers: list[WriterRecord] = []
 
     def install(self) -> None:
         from torch.optim import lr_scheduler
@@ -54,24 +67,63 @@ class SchedulerHooks:
         cls = getattr(module, "Scheduler", None)
         if isinstance(cls, type):
             for name in ("step", "step_update"):
-                replace_attr(self.session.stack, cls, name, self._wrap_timm_step)
+                replace_attr(self.session.stack, cls, name,
+                             lambda original, name=name: self._wrap_timm_step(original, name))
+            replace_attr(self.session.stack, cls, "load_state_dict", self._wrap_timm_load)
 
-    def _wrap_timm_step(self, original: Any) -> Any:
+    def _wrap_timm_step(self, original: Any, name: str) -> Any:
         guard = self.session.guard
 
         def step(scheduler: Any, *args: Any, **kwargs: Any) -> Any:
+            record = guard.call("scheduler tracking", self._writer, scheduler)
             result = original(scheduler, *args, **kwargs)
-            guard.call("scheduler tracking", self._timm_stepped, scheduler)
+            guard.call("scheduler tracking", self._timm_stepped, scheduler, record, name)
             return result
 
         return step
 
-    def _timm_stepped(self, scheduler: Any) -> None:
+    def _wrap_timm_load(self, original: Any) -> Any:
+        guard = self.session.guard
+
+        def load_state_dict(scheduler: Any, *args: Any, **kwargs: Any) -> Any:
+            record = guard.call("scheduler tracking", self._writer, scheduler)
+            if record is not None:
+                record.resumed = True
+            return original(scheduler, *args, **kwargs)
+
+        return load_state_dict
+
+    def _writer(self, scheduler: Any) -> WriterRecord | None:
+        """The scheduler's record, made at its first call: the LR its constructor left in the
+        optimizer is where the schedule starts (the first optimizer step should use it)."""
+        record = self.writers.get(scheduler)
+        if record is None:
+            optimizer = getattr(scheduler, "optimizer", None)
+            owner = self.session.record_for(optimizer, create=False) if optimizer is not None else None
+            if owner is None or getattr(scheduler, "param_group_field", "lr") != "lr":
+                return None
+            groups = optimizer.param_groups
+            start = groups[0].get("lr") if groups else None
+            record = WriterRecord(type(scheduler).__name__, owner,
+                                  start if type(start) is float else None)
+            self.writers[scheduler] = record
+            self.all_writers.append(record)
+        return record
+
+    def _timm_stepped(self, scheduler: Any, record: WriterRecord | None, method: str) -> None:
         self.total += 1
-        optimizer = getattr(scheduler, "optimizer", None)
-        owner = self.session.record_for(optimizer, create=False) if optimizer is not None else None
-        if owner is not None:
-            owner.window.writer_site = owner.window.writer_site or user_site()
+        if record is None:
+            return
+        owner = record.owner
+        site = user_site()
+        owner.window.writer_site = owner.window.writer_site or site
+        if owner.steps or owner.skipped or record.advanced_site is not None or record.start is None:
+            return
+        optimizer = owner.ref()
+        groups = optimizer.param_groups if optimizer is not None else None
+        lr = groups[0].get("lr") if groups else None
+        if type(lr) is float and lr != record.start:  # moved before the first step
+            record.advanced_site, record.method = site, method
 
     def _wrap_step(self, original: Any) -> Any:
         guard = self.session.guard
@@ -146,6 +198,25 @@ class SchedulerHooks:
                 self.report_early(record)
             if self.session.exit_status.get("how") == "finished":
                 self._short_of_horizon(record)
+        for writer in self.all_writers:
+            self._advanced_before_first_step(writer)
+
+    def _advanced_before_first_step(self, writer: WriterRecord) -> None:
+        """LC302 from the LR actually used: the optimizer's first step used another LR than the
+        schedule's first value, because a call before that step advanced it. A call that leaves
+        the LR where it starts (``step_update(0)``, a per-epoch ``step(0)`` of a per-update
+        schedule) is harmless; a resumed run (optimizer or scheduler state loaded) starts
+        mid-schedule on purpose; a schedule advanced per micro-batch is LC301's finding."""
+        owner = writer.owner
+        first = owner.first_lr
+        if writer.advanced_site is None or first is None or writer.start is None or writer.resumed \
+                or owner.resumed or owner.lr_micro_reported or first == writer.start:
+            return
+        self.session.report("LC302", f"the first optimizer step used lr {first:g} but the "
+                            f"{writer.kind} starts at {writer.start:g}: {writer.method}() ran "
+                            "before the optimizer's first step and skipped the schedule's first "
+                            f"value; call {writer.method}() after optimizer.step()",
+                            writer.advanced_site, 0)
 
     def _short_of_horizon(self, record: SchedulerRecord) -> None:
         """A run that ended normally about N times short of the horizon, N being the
