@@ -25,14 +25,20 @@ statically by `check` and from a real run by `run`.
 _CHECK_EPILOG = """\
 selectors: a code (LC101), a prefix (LC1 = all accumulation rules, ALL) or a rule name
 (zero-grad-in-accumulation). Configure defaults in pyproject.toml under [tool.loopcheck]
-(select, ignore, extend-select, per-file-ignores, exclude, extend-exclude, respect-gitignore).
+(select, ignore, extend-select, per-file-ignores, exclude, extend-exclude, respect-gitignore,
+lr-scaling).
 Silence one finding with `# noqa: LC101` (or bare `# noqa`, or `# loopcheck: ignore[LC101]`)
 on the flagged line or the first line of its statement.
 
 adopting on an existing repository: `loopcheck check --write-baseline loopcheck-baseline.json`
 once, then `loopcheck check --baseline loopcheck-baseline.json` reports only new findings.
 
-exit status: 0 no findings, 1 findings, 2 usage, configuration or path error.
+files with a syntax error are LC000, but only files whose text can hold what a selected rule looks
+for are parsed (README: "Which files are parsed"). LC001: a file loopcheck could not analyse
+(never fails the run); LC002: an unknown code in a suppression comment.
+
+exit status: 0 no findings, 1 findings, 2 usage, configuration or path error (a missing PATH is
+reported and the other paths are still checked).
 """
 
 
@@ -84,7 +90,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     check.add_argument("--statistics", action="store_true", help="print the number of findings per rule")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     check.add_argument("--no-show-source", dest="show_source", action="store_false",
-                       help="do not print the flagged source line under each finding")
+                       help="one line per finding (as --output-format concise)")
     check.add_argument("--stdin-filename", metavar="PATH",
                        help="read the code from standard input (also with PATH `-`) and report it as PATH: "
                             "its configuration and per-file ignores apply (for editors)")
