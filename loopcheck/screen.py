@@ -134,11 +134,28 @@ def _with_training_functions(functions: list[tuple[str, int, int]], hot: list[in
         # One search per round of newly found names (few): a pattern of every function name would
         # try each alternative at every position of the file.
         pattern = re.compile("|".join(map(re.escape, sorted(names, key=len, reverse=True))))
-        found = {bisect.bisect_right(starts, m.start()) for m in pattern.finditer(source)
-                 if _whole_word(source, m) and _used(source, m) and _counts(source, m, starts)}
+        uses = [m for m in pattern.finditer(source)
+                if _whole_word(source, m) and _used(source, m) and _counts(source, m, starts)]
+        found = {bisect.bisect_right(starts, m.start()) for m in uses}
         new = found - lines
         lines |= found
+        # `backwards = partial(loss_backwards, fp16)`: calls of `backwards` back-propagate too
+        aliases = {alias.group(1) for m in uses
+                   if (alias := _PARTIAL.search(source, max(0, m.start() - 120), m.start()))} - searched
+        if aliases:
+            searched |= aliases
+            pattern = re.compile("|".join(map(re.escape, sorted(aliases, key=len, reverse=True))))
+            calls = {bisect.bisect_right(starts, m.start()) for m in pattern.finditer(source)
+                     if _whole_word(source, m) and _used(source, m) and _counts(source, m, starts)}
+            new |= calls - lines
+            lines |= calls
     return sorted(lines)
+
+
+# The name a `functools.partial` of a function is bound to, ending where the function's name begins
+# (`backwards = partial(`, `self.bw = functools.partial(`): the last part of the target is the name
+# its calls use.
+_PARTIAL = re.compile(r"(\w+)\s*=\s*(?:functools\s*\.\s*)?partial\s*\(\s*\Z")
 
 
 def _counts(source: str, match: re.Match[str], starts: list[int]) -> bool:

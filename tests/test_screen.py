@@ -52,6 +52,17 @@ def test_screen_keeps_every_rule_example_with_a_training_loop(name: str, source:
     ("def closure():\n    loss.backward()\n    return loss\n\nfor b in loader:\n    opt.step(closure)\n",
      Verdict.TRAINING_LOOP),
     ("for b in loader:\n    torch.autograd.backward(loss)\n", Verdict.TRAINING_LOOP),
+    # a name bound to a partial of a function that back-propagates (lucidrains/stylegan2-pytorch)
+    ("from functools import partial\ndef loss_backwards(fp16, loss, opt):\n    loss.backward()\n\n"
+     "class T:\n    def train(self):\n        backwards = partial(loss_backwards, self.fp16)\n"
+     "        for b in loader:\n            backwards(loss, opt)\n", Verdict.TRAINING_LOOP),
+    ("import functools\ndef run(loss):\n    loss.backward()\n\n"
+     "class T:\n    def __init__(self):\n        self.bw = functools.partial(\n            run)\n"
+     "    def fit(self):\n        for b in loader:\n            self.bw(b)\n", Verdict.TRAINING_LOOP),
+    # a partial of a function that does not back-propagate
+    ("from functools import partial\ndef loss_backwards(loss):\n    loss.backward()\n\n"
+     "def fit():\n    clamp = partial(min, 1)\n    for b in loader:\n        clamp(b)\n",
+     Verdict.NO_TRAINING_LOOP),
     # an autograd Function defines backward; nothing calls it in a loop
     ("class F(Function):\n    @staticmethod\n    def backward(ctx, g):\n        return g\n\n"
      "for p in params:\n    p.grad = None\n", Verdict.NO_TRAINING_LOOP),
