@@ -33,12 +33,28 @@ on the flagged line or the first line of its statement.
 adopting on an existing repository: `loopcheck check --write-baseline loopcheck-baseline.json`
 once, then `loopcheck check --baseline loopcheck-baseline.json` reports only new findings.
 
-files with a syntax error are LC000, but only files whose text can hold what a selected rule looks
-for are parsed (README: "Which files are parsed"). LC001: a file loopcheck could not analyse
-(never fails the run); LC002: an unknown code in a suppression comment.
+which files are parsed: only those whose text mentions a training loop's call (`backward(`,
+`loss_scaler(`) or, for LC206, `cuda.amp` / `torch.cuda import`; a syntax error in one of them is
+LC000, other files are not parsed (README: "Which files are parsed"). LC001: a file loopcheck could
+not analyse (it says why; never fails the run). LC002: an unknown code in a suppression comment.
 
 exit status: 0 no findings, 1 findings, 2 usage, configuration or path error (a missing PATH is
 reported and the other paths are still checked).
+"""
+
+_RUN_EPILOG = """\
+loopcheck's options come before SCRIPT; everything after SCRIPT is the script's own
+(`loopcheck run -q train.py --lr 3e-4`). The findings use the codes of `loopcheck check`
+(`loopcheck rule LC101` explains one).
+
+on several processes: `torchrun --nproc_per_node=8 --no-python loopcheck run --report r.json train.py`
+checks every rank; each writes a part and rank 0 merges them into r.json.
+
+exit status: the script's own, with its output and traceback untouched; 2 when SCRIPT does not exist
+or an option is wrong; with --fail-on, 1 when the script succeeded but loopcheck found something at
+that level or above.
+A script that never imports torch runs exactly as under python; without torch installed, the
+script's ImportError is followed by one line, `loopcheck: nothing to check: torch is not installed`.
 """
 
 
@@ -79,7 +95,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     check.add_argument("--write-baseline", type=Path, metavar="FILE",
                        help="record the current findings in FILE and exit 0 (adopt loopcheck, then gate new ones)")
     check.add_argument("--no-cache", action="store_true",
-                       help="neither read nor write the result cache ($LOOPCHECK_CACHE_DIR, else ~/.cache/loopcheck)")
+                       help="neither read nor write the result cache ($LOOPCHECK_CACHE_DIR, else "
+                            "$XDG_CACHE_HOME/loopcheck, else ~/.cache/loopcheck)")
     check.add_argument("--jobs", "-j", type=int, metavar="N",
                        help="check files in N processes (default: one per core, at most 8)")
     check.add_argument("--fix", action="store_true", help="apply safe fixes in place, then report what is left")
@@ -100,7 +117,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a training script under the runtime checker",
                          description="Run SCRIPT as `python SCRIPT ARGS` would, with loopcheck's runtime "
-                                     "checks installed, and report what actually happened.")
+                                     "checks installed, and report what actually happened.",
+                         epilog=_RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     if command == "run":
         from loopcheck.runtime.command import add_run_arguments  # argparse only: no torch yet
 
@@ -112,9 +130,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         from loopcheck.report.commands import add_arguments  # show, html, merge
 
         add_arguments(report)
-    rule = sub.add_parser("rule", help="show the documentation of one rule")
+    rule = sub.add_parser("rule", help="show the documentation of one rule",
+                          description="Print a rule's page: what it finds, why it matters, an example and "
+                                      "the correct code.")
     rule.add_argument("rule", metavar="RULE", help="a code (LC101) or name (zero-grad-in-accumulation)")
-    rules = sub.add_parser("rules", help="list every rule with its level and whether it has a fix")
+    rules = sub.add_parser("rules", help="list every rule with its level and whether it has a fix",
+                           description="List every rule: code, name, level (error, warning, info, opt-in: "
+                                       "checked only when selected), whether `check` (static) and `run` "
+                                       "(runtime) report it, and whether `check --fix` repairs it.")
     rules.add_argument("--output-format", choices=("text", "json"), default="text",
                        help="text (default) or json (code, name, level, static, runtime, fix, summary, url)")
     return parser

@@ -166,6 +166,44 @@ def test_syntax_error_is_reported_and_other_files_still_checked(project: Path, r
     assert lines[1].startswith("train.py:2:5: LC101")
 
 
+def test_which_files_are_parsed_is_what_the_readme_says(project: Path, run_cli) -> None:
+    """README, "Which files are parsed": a file is parsed when it mentions a training loop's call
+    (`backward(`, `loss_scaler(`) or the deprecated AMP API (`cuda.amp`, `torch.cuda import`), so a
+    syntax error there is LC000; a file that mentions none of them is not parsed."""
+    from loopcheck.engine import text_tests
+    from loopcheck.screen import TRAINING_LOOP_TEXT
+    from loopcheck.selection import resolve
+
+    assert TRAINING_LOOP_TEXT == ("backward(", "loss_scaler(")
+    for test in text_tests(resolve()):
+        assert test.training_loop or set(test.any_of) <= {"cuda.amp", "torch.cuda import"}, test
+    mentions = {"bw.py": "loss.backward()", "scaler.py": "loss_scaler(loss, optimizer)",
+                "amp.py": "torch.cuda.amp.autocast()", "imp.py": "from torch.cuda import amp",
+                "other.py": "optimizer.step()  # zero_grad( GradScaler( autocast("}
+    for name, text in mentions.items():
+        (project / name).write_text(f"for x in loader\n    {text}\n")
+    code, out, _ = run_cli("check", "--no-show-source")
+    assert code == 1
+    assert sorted(line.split(":")[0] for line in out.splitlines() if " LC000 syntax error" in line) == [
+        "amp.py", "bw.py", "imp.py", "scaler.py"]
+    assert "other.py" not in out and "5 files checked" in out
+
+
+def test_run_without_torch_installed_says_so_in_one_line(project: Path) -> None:
+    """`loopcheck run` where torch cannot be imported (``python -S`` hides site-packages): the
+    script's own ImportError, then one line from loopcheck, no traceback of loopcheck's."""
+    (project / "train.py").write_text("import torch\n")
+    root = str(Path(__file__).resolve().parents[1])
+    done = subprocess.run([sys.executable, "-S", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                           "from loopcheck.cli import main; sys.exit(main(sys.argv[2:]))", root, "run", "train.py"],
+                          cwd=project, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    assert lines[-2:] == ["ModuleNotFoundError: No module named 'torch'",
+                          "loopcheck: nothing to check: torch is not installed"]
+    assert "loopcheck/" not in done.stderr  # the traceback is the script's alone
+
+
 def test_undecodable_empty_and_non_python_input(project: Path, run_cli) -> None:
     (project / "latin.py").write_bytes(b"# caf\xe9\nloss.backward()\n")
     (project / "empty.py").write_text("")
