@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -143,17 +144,23 @@ def test_fifos_and_devices_are_skipped_not_read(project: Path) -> None:
     # Reading a FIFO blocks until a writer comes: in a subprocess with a time limit, so a
     # regression fails instead of hanging the suite.
     os.mkfifo(project / "x.py")
+    if hasattr(socket, "AF_UNIX"):  # a socket named like a Python file
+        listener = socket.socket(socket.AF_UNIX)
+        listener.bind(str(project / "sock.py"))
     (project / "train.py").write_text(BUGGY)
     done = subprocess.run([sys.executable, "-m", "loopcheck", "check", "--no-show-source", "."], cwd=project,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1, done.stderr
     assert "train.py:2:5: LC101" in done.stdout and "x.py" not in done.stdout + done.stderr
+    assert "sock.py" not in done.stdout + done.stderr
     assert "1 file checked" in done.stdout
     named = subprocess.run([sys.executable, "-m", "loopcheck", "check", "--no-show-source", "x.py", "/dev/null"],
                            cwd=project, capture_output=True, text=True, timeout=60)
     assert named.returncode == 0
     assert named.stderr.splitlines() == ["loopcheck: warning: x.py: not a regular file or directory, skipped",
                                          "loopcheck: warning: /dev/null: not a regular file or directory, skipped"]
+    if hasattr(socket, "AF_UNIX"):
+        listener.close()
 
 
 def test_syntax_error_is_reported_and_other_files_still_checked(project: Path, run_cli) -> None:
