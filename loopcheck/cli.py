@@ -75,7 +75,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                            epilog=_CHECK_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     check.add_argument("paths", nargs="*", type=Path, metavar="PATH",
                        help="files or directories to check (default: the current directory)")
-    check.add_argument("--select", type=_csv, metavar="RULES", help="check only these rules (comma-separated)")
+    check.add_argument("--select", type=_csv, metavar="RULES", help="check only these rules (comma-separated; replaces the configured selection)")
     check.add_argument("--ignore", type=_csv, default=[], metavar="RULES", help="do not check these rules")
     check.add_argument("--extend-select", type=_csv, default=[], metavar="RULES",
                        help="check these rules on top of the selection (e.g. opt-in ones)")
