@@ -21,6 +21,7 @@ from loopcheck.model.events import Assignment, Cond, Context, Event, Framework, 
 from loopcheck.model.guards import Guard, GuardKind, Phase, forget_flag_keys
 from loopcheck.model.index import Index, index_module
 from loopcheck.model.roles import Role, Roles
+from loopcheck.model.syntax import int_value, method
 from loopcheck.model.training import Style, TrainingLoop
 from loopcheck.model.variants import training_loops
 
@@ -71,6 +72,7 @@ def build(module: cst.Module, source: str = "", options: Options | None = None,
           project: Imported | None = None) -> FileModel:
     forget_flag_keys()
     index = index_module(module)
+    _add_option_defaults(index)
     builder = Builder(module, index, project)
     # Only scopes that hold a loop can hold a training loop; other functions are inlined where called.
     scopes = [builder.scope(module)] if module in index.with_loops else []
@@ -84,6 +86,22 @@ def build(module: cst.Module, source: str = "", options: Options | None = None,
             loop.assumptions = constants
     model.training_loops = training_loops(scopes, index)
     return model
+
+
+def _add_option_defaults(index: Index) -> None:
+    """``parser.add_argument("--start-step", type=int, default=0)``: ``args.start_step`` starts at 0 on
+    a fresh run, like a name set to 0 before a resume may change it."""
+    for call in index.calls:
+        called = method(call)
+        if called is None or called[1] != "add_argument":
+            continue
+        default = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "default"), None)
+        dest = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "dest"), None)
+        flags = [a.value.value.strip("'\"") for a in call.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+        name = dest.value.strip("'\"") if isinstance(dest, cst.SimpleString) else next(
+            (f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")), None)
+        if name:
+            index.int_inits.setdefault(name, set()).add(int_value(default) if default is not None else None)
 
 
 def _constants(index: Index, source: str) -> dict[str, bool]:

@@ -8,6 +8,7 @@ with the events of ``train_step``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 _ENGINE_RECEIVERS = {"model", "model_engine", "engine", "trainer", "ds_engine", "deepspeed_engine", "net"}
 _MAX_INLINE_DEPTH = 4
+_EMA_UPDATE = re.compile(r"^(update_ema|ema_update|update_ema_model|ema_step|step_ema)$", re.I)
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class _State:
     contexts: tuple[Context, ...] = ()
     inlining: tuple[cst.FunctionDef, ...] = ()
     function: cst.FunctionDef | None = None
+    # the outermost call inlined in the current loop's own code, and its statement
+    site: tuple[cst.CSTNode, cst.CSTNode] | None = None
 
 
 class Builder:
@@ -136,7 +140,7 @@ class Builder:
             loop.iter_sources = _bound_values(resolved, st.loop)
             loop.assignments.append(
                 Assignment(tuple(target_names(node.target)), resolved, "for", node, (), loop.order))
-        self._block(node.body.body, replace(st, loop=loop, conds=()), node)
+        self._block(node.body.body, replace(st, loop=loop, conds=(), site=None), node)
         if node.orelse is not None:
             self._block(node.orelse.body.body, st, node.orelse)
 
@@ -179,9 +183,9 @@ class Builder:
         partial = None if target is not None else self._partial_of(call, st)
         if partial is not None:
             target, bound_first = partial
-            self._inline(target, call, st, bound_first)
+            self._inline(target, call, stmt, st, bound_first)
         elif target is not None:
-            self._inline(target, call, st)
+            self._inline(target, call, stmt, st)
         elif len(st.loop.items) == before and any(
                 self.roles.of(dotted(a.value)) is Role.OPTIMIZER for a in call.args if dotted(a.value)):
             st.loop.opaque_calls.append(call)
@@ -190,7 +194,7 @@ class Builder:
                **fields: object) -> None:
         event = Event(kind=kind, node=node, stmt=stmt, receiver=recv, conds=st.conds, loop=st.loop,
                       order=self._next(), contexts=st.contexts, origin=st.inlining[-1] if st.inlining else None,
-                      **fields)  # type: ignore[arg-type]
+                      site=st.site, **fields)  # type: ignore[arg-type]
         st.loop.items.append(event)
 
     def _classify(self, call: cst.Call, stmt: cst.CSTNode, st: _State) -> None:
@@ -232,6 +236,10 @@ class Builder:
         elif name == "update" and role is Role.SCALER:
             self._event(st, Kind.SCALER_UPDATE, call, stmt, recv)
         elif name in ("update", "update_parameters", "update_model_average") and role is Role.EMA:
+            self._event(st, Kind.EMA_UPDATE, call, stmt, recv)
+        elif _EMA_UPDATE.search(name) and name not in self.index.functions:
+            # `task.update_ema(step=n)` (timm's task wrapper), `trainer.ema_update()`: a method of
+            # another module that updates the EMA it holds (a method of this file is inlined instead)
             self._event(st, Kind.EMA_UPDATE, call, stmt, recv)
         elif name == "unscale_" and role is Role.SCALER:
             self._event(st, Kind.SCALER_UNSCALE, call, stmt, recv,
@@ -328,7 +336,8 @@ class Builder:
             outer = outer.parent
         return None
 
-    def _inline(self, fn: cst.FunctionDef, call: cst.Call, st: _State, fixed: Sequence[cst.Arg] = ()) -> None:
+    def _inline(self, fn: cst.FunctionDef, call: cst.Call, stmt: cst.CSTNode, st: _State,
+                fixed: Sequence[cst.Arg] = ()) -> None:
         self.inlined.add(fn)
         params = [p for p in fn.params.params if p.name.value != "self"]
         bound: dict[str, cst.BaseExpression] = {}
@@ -346,7 +355,7 @@ class Builder:
                 # Bind parameters like assignments: guards on them resolve to the caller's values.
                 st.loop.assignments.append(Assignment((name,), value, "=", call, st.conds, order))
         if isinstance(fn.body, cst.IndentedBlock):
-            self._block(fn.body.body, replace(st, inlining=st.inlining + (fn,)), fn)
+            self._block(fn.body.body, replace(st, inlining=st.inlining + (fn,), site=st.site or (call, stmt)), fn)
 
 
 def _is_framework_backward(recv: str, role: Role, first: cst.BaseExpression) -> bool:

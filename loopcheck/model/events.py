@@ -77,6 +77,9 @@ class Event:
     target: str = ""  # ZERO_GRAD: "optimizer", "model" or "param"
     value: cst.BaseExpression | None = None  # STORE: what is kept; GRAD_SYNC_FLAG: the flag's value
     origin: cst.FunctionDef | None = None  # the function whose code holds it (None: module level)
+    # Inlined from a function of the file: the call in the scope's own code that runs it, and its
+    # statement (a finding about the loop as a whole points there, not into a helper shared by loops)
+    site: tuple[cst.CSTNode, cst.CSTNode] | None = None
 
     def in_context(self, kind: str) -> bool:
         return any(c.kind == kind for c in self.contexts)

@@ -492,6 +492,11 @@ class GuardReader:
         inits = self.int_inits.get(last_part(name), set())
         if len(inits) == 1 and None not in inits:
             return next(iter(inits))
+        known = inits - {None}
+        if "." in name and len(known) == 1:
+            # `self.start_step = 0` in __init__ beside `self.start_step = ckpt["step"]` in a resume
+            # method, or an option's literal default: the value of a fresh run
+            return next(iter(known))
         return None
 
     def _set_per_pass(self, name: str) -> bool:

@@ -143,13 +143,15 @@ for step, batch in enumerate(train_dataloader):
                 continue
             # one finding per loop, however many losses it back-propagates, in however many variants
             done.add(id(training.loop.node))
+            # at the loop's own call that back-propagates (a helper may serve several loops)
+            node, stmt = backwards[0].site or (backwards[0].node, backwards[0].stmt)
             if ddp or elsewhere:
                 by = f" (by {elsewhere[0]})" if elsewhere else ""
-                yield self.at(backwards[0], f"the model is wrapped in DistributedDataParallel{by} and gradients are "
+                yield Violation(node, stmt, f"the model is wrapped in DistributedDataParallel{by} and gradients are "
                                             f"accumulated ({training.style.value}), but no micro-batch runs under "
                                             "`no_sync()`: every backward all-reduces, N-1 of N times for nothing")
             else:
-                yield self.at(backwards[0], "the model is prepared by Accelerate (DistributedDataParallel under a "
+                yield Violation(node, stmt, "the model is prepared by Accelerate (DistributedDataParallel under a "
                                             f"multi-process launch) and gradients are accumulated by hand "
                                             f"({training.style.value}) outside `accelerator.accumulate()`: every "
                                             "backward all-reduces, N-1 of N times for nothing")
