@@ -97,7 +97,8 @@ def _add_option_defaults(index: Index) -> None:
             continue
         default = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "default"), None)
         dest = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "dest"), None)
-        flags = [a.value.value.strip("'\"") for a in call.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+        flags = [a.value.value.strip("'\"") for a in call.args
+                 if a.keyword is None and isinstance(a.value, cst.SimpleString)]
         name = dest.value.strip("'\"") if isinstance(dest, cst.SimpleString) else next(
             (f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")), None)
         if name:

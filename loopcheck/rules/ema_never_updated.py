@@ -112,7 +112,8 @@ class Trainer:
             return
         updated = {last_part(e.receiver) for e in model.events(Kind.EMA_UPDATE) if e.receiver}
         for name, calls in model.roles.constructed.items():
-            if name in updated or model.index.methods_called.get(name, set()) & _UPDATES:
+            methods = model.index.methods_called.get(name, set())
+            if name in updated or methods & _UPDATES or any(m.startswith("update") for m in methods):
                 continue
             if name in model.index.passed and not _only_read_by_helpers(model, name):
                 continue  # handed to code that may update it

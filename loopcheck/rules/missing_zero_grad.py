@@ -120,6 +120,10 @@ for real, _ in loader:
             if any(loop.opaque_calls for loop in nest):
                 continue
             zeros = [z for loop in nest for z in loop.events(Kind.ZERO_GRAD, deep=True)]
+            if not training.step_loop.is_loop:
+                # the steps follow a micro-step loop in a function body run once per step (a
+                # `train_step` a loop elsewhere calls): a zeroing in that body runs between steps
+                zeros += training.step_loop.events(Kind.ZERO_GRAD)
             zeroing = Zeroing(model, {s.optimizer for s in steps if s.optimizer})
             for step in steps:
                 key = (id(training.loop.node), step.optimizer)
