@@ -5,10 +5,11 @@ For each repository given, in fresh processes (2 rounds, the median kept):
 - ``off``: ``loopcheck check`` (empty cache) with ``loopcheck.project.for_file`` replaced by a stub
   that returns None (no project facts), as loopcheck ran before they existed;
 - ``cold``: ``loopcheck check`` with an empty cache directory (facts read with ``ast`` and stored);
-- ``facts warm``: the project facts of every candidate file again, from the facts cache, in a new
-  process (what a warm ``loopcheck check`` pays before it finds every result in the result cache);
-- ``modules``: how many project files the facts of the candidate files read (imported modules and
-  entry scripts that wrap DDP), out of the repository's Python files.
+- ``facts warm``: the project facts and cache digests of every candidate file again, from the facts
+  cache, in a new process (what a warm ``loopcheck check`` pays before it finds every result in the
+  result cache);
+- ``modules read``: how many project files the cold check parsed with ``ast`` for their facts (the
+  candidate files, the modules whose functions a loop calls, the entry scripts that wrap DDP).
 
 Usage: ``python benchmarks/project_index.py /work/corpus/huggingface+diffusers ...`` (a checkout
 outside any git work tree, so ``.gitignore`` rules do not hide it).
@@ -43,9 +44,11 @@ files = [f for f in discover([Path('.')], Path('.'), [], True)
          if any(n in f.read_text(errors='replace') for n in needles)]
 start = time.perf_counter()
 found = [for_file(f, cache) for f in files]
+digests = [imp.digest() for imp in found if imp is not None]
 elapsed = time.perf_counter() - start
-modules = {m for imp in found if imp is not None for m in imp._all_modules().values() if m is not None}
-print(json.dumps({"seconds": elapsed, "candidates": len(files), "modules": len(modules)}))
+index = next(imp.index for imp in found if imp is not None)
+parsed = sum(1 for entry in index.entries.values() if entry[2] is not None)
+print(json.dumps({"seconds": elapsed, "candidates": len(files), "modules": parsed}))
 """
 
 

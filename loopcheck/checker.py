@@ -283,6 +283,8 @@ def _read(files: list[Path], codes: frozenset[str], config: Config, cache: Cache
                 continue
             keys.append(key)
         todo.append((source, name, file_codes, config.options, str(file), project_dir))
+    if project_dir is not None and "loopcheck.project" in sys.modules:
+        sys.modules["loopcheck.project"].save()  # the workers read the facts the digests needed from there
     return findings, todo, keys
 
 

@@ -11,7 +11,7 @@ any of these facts changes, which invalidates the file's cached result.
 from __future__ import annotations
 
 import hashlib
-import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +26,10 @@ if TYPE_CHECKING:
     from loopcheck.model.events import Kind
     from loopcheck.model.roles import Roles
 
-__all__ = ["Imported", "Summary", "for_file", "forget"]
+__all__ = ["Imported", "Summary", "for_file", "forget", "save"]
+
+
+_OPEN: dict[tuple[Path, Path | None], ProjectIndex] = {}  # the indexes read in this run, to save
 
 
 @dataclass(frozen=True)
@@ -135,27 +138,29 @@ class Imported:
         return frozenset(names)
 
     def digest(self) -> str:
-        """Changes whenever a fact this file can use changes: a project module it imports changes
-        (its size or modification time: reading every imported module's facts to hash them cost
-        more than checking the file), or the entry scripts that import it do."""
-        data: dict[str, object] = {"<ddp importers>": self.ddp_importers}
-        for module, attr, level in self.own.imports.values():
-            for name in {f"{module}.{attr}" if attr and module else (attr or module), module}:
-                path = self.index.resolve(self.path, name, level) if name or level else None
-                if path is not None:
-                    try:
-                        st = path.stat()
-                    except OSError:
-                        continue
-                    data[str(path)] = [st.st_size, st.st_mtime_ns]
-        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+        """Changes whenever a project module this file imports changes (its size or modification
+        time: the facts are read only when the model asks), or the entry scripts that wrap it do."""
+        stamps = []
+        for path in sorted({str(p) for p in self._import_paths()}):
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            stamps.append(f"{path}:{st.st_size}:{st.st_mtime_ns}")
+        text = "\n".join([*stamps, "<ddp importers>", *self.ddp_importers])
+        return hashlib.sha256(text.encode()).hexdigest()
 
     # -- resolution ------------------------------------------------------------------------
-    def _all_modules(self) -> dict[str, ModuleFacts | None]:
-        for local in self.own.imports:
-            self._module_of(local)
-            self._function(local)
-        return self._modules
+    def _import_paths(self) -> list[Path]:
+        """The project files this file's imports may name (a module, or a submodule imported by name)."""
+        found = []
+        for module, attr, level in self.own.imports.values():
+            for dotted_name in ([f"{module}.{attr}" if module else attr, module] if attr else [module]):
+                if dotted_name or level:
+                    path = self.index.resolve(self.path, dotted_name, level)
+                    if path is not None:
+                        found.append(path)
+        return found
 
     def _module_of(self, local: str) -> ModuleFacts | None:
         """The facts of the project module bound to ``local`` (``import x.y as local``,
@@ -222,14 +227,14 @@ def for_file(path: str | Path, cache_dir: Path | None = None) -> Imported | None
     if not file.is_file():
         return None
     index = project_index(find_root(file), cache_dir)
-    own = index.facts(file)
+    _OPEN[(index.root, cache_dir)] = index
+    own = index.facts(file, functions=False)
     if own is None:
         return None
     imported = Imported(file.resolve(), index, own)
     for entry in index.ddp_files():
         if entry.path != own.path and _imports(index, entry, imported.path):
             imported.ddp_importers.append(f"{entry.path}:{entry.ddp_lines[0]}")
-    index.save()
     return imported
 
 
@@ -252,6 +257,17 @@ def _imports(index: ProjectIndex, entry: ModuleFacts, target: Path) -> bool:
     return False
 
 
+def save() -> None:
+    """Write the facts read so far to their caches (once, after the facts of every file are known)."""
+    for index in _open_indexes():
+        index.save()
+
+
 def forget() -> None:
     """Drop the indexes read so far in this process (a new run reads the files again)."""
     project_index.cache_clear()
+    _OPEN.clear()
+
+
+def _open_indexes() -> list[ProjectIndex]:
+    return list(_OPEN.values())

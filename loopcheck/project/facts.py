@@ -22,6 +22,9 @@ _SYNC = {"no_sync", "require_backward_grad_sync", "no_backward_sync", "set_requi
 _DETACH = {"item", "detach", "tolist", "numpy", "cpu_item"}
 _NO_GRAD = {"no_grad", "inference_mode"}
 _MAX_DEPTH = 3
+# A function whose text has none of these (and calls no function that has) has no effect a loop can use.
+_EFFECT_TEXT = ("backward", ".step(", "zero_grad", "zero_(", ".grad", ".eval(", ".train(", "no_sync", "_grad_sync",
+                "DataParallel", "DDP(")
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class ModuleFacts:
     imports: dict[str, tuple[str, str, int]] = field(default_factory=dict)
     ddp_lines: tuple[int, ...] = ()  # where the module itself calls DistributedDataParallel(...)
     called: tuple[str, ...] = ()  # plain names it calls (an entry script calling `train_one_epoch`)
+    complete: bool = True  # False: only the imports and DDP facts were read (a checked file's own view)
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -64,25 +68,28 @@ class ModuleFacts:
             imports={k: (v[0], v[1], v[2]) for k, v in data["imports"].items()},  # type: ignore[union-attr]
             ddp_lines=tuple(data["ddp_lines"]),  # type: ignore[arg-type]
             called=tuple(data["called"]),  # type: ignore[arg-type]
+            complete=bool(data.get("complete", True)),
         )
 
 
-def extract(source: str, path: str) -> ModuleFacts:
-    """The facts of one module (empty when it does not parse)."""
-    facts = ModuleFacts(path=path)
+def extract(source: str, path: str, functions: bool = True) -> ModuleFacts:
+    """The facts of one module (empty when it does not parse); without ``functions``, only its
+    imports and DDP wraps (what the file being checked needs to know about itself)."""
+    facts = ModuleFacts(path=path, complete=functions)
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return facts
     reader = _Reader(tree)
+    wanted = _with_effects(tree, source) if functions else set()
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node in wanted:
             facts.functions[node.name] = reader.function(node, None)
         elif isinstance(node, ast.ClassDef):
             methods = {m.name: m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
-            facts.classes[node.name] = {name: reader.function(m, methods) for name, m in methods.items()}
-    ddp_lines, called = [], set()
-    for node in ast.walk(tree):
+            facts.classes[node.name] = {name: reader.function(m, methods) for name, m in methods.items()
+                                        if m in wanted}
+    for node in _statements(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 local = alias.asname or alias.name.split(".", 1)[0]
@@ -91,14 +98,55 @@ def extract(source: str, path: str) -> ModuleFacts:
             for alias in node.names:
                 if alias.name != "*":
                     facts.imports[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
-        elif isinstance(node, ast.Call):
-            name = _last(node.func)
-            if name in _DDP:
-                ddp_lines.append(node.lineno)
-            if isinstance(node.func, ast.Name):
-                called.add(node.func.id)
-    facts.ddp_lines, facts.called = tuple(sorted(ddp_lines)), tuple(sorted(called))
+    if any(text in source for text in ("DistributedDataParallel", "DDP(")):  # an entry script, maybe
+        ddp_lines, called = [], set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                if _last(node.func) in _DDP:
+                    ddp_lines.append(node.lineno)
+                if isinstance(node.func, ast.Name):
+                    called.add(node.func.id)
+        facts.ddp_lines, facts.called = tuple(sorted(ddp_lines)), tuple(sorted(called))
     return facts
+
+
+def _statements(tree: ast.Module) -> list[ast.stmt]:
+    """Every statement of the module, nested blocks included, without descending into expressions."""
+    found: list[ast.stmt] = []
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        for name in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(node, name, None)
+            if isinstance(block, list):
+                stack.extend(b for b in block if isinstance(b, (ast.stmt, ast.excepthandler)))  # type: ignore[misc]
+    return found
+
+
+def _with_effects(tree: ast.Module, source: str) -> set[ast.AST]:
+    """The functions and methods worth reading: their text shows an effect a training loop can use,
+    or they call (by name) one that does. The others are never traversed."""
+    lines = source.splitlines()
+    functions: list[tuple[ast.AST, str, str]] = []
+    for node in tree.body:
+        members = node.body if isinstance(node, ast.ClassDef) else [node]
+        for member in members:
+            if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                text = "\n".join(lines[member.lineno - 1:member.end_lineno or member.lineno])
+                functions.append((member, member.name, text))
+    wanted = {node for node, name, text in functions
+              if any(word in text for word in _EFFECT_TEXT) or "loss" in name.lower()}
+    names = {name for node, name, _ in functions if node in wanted}
+    grown = True
+    while grown:
+        grown = False
+        for node, name, text in functions:
+            if node not in wanted and any(f"{n}(" in text for n in names):
+                wanted.add(node)
+                names.add(name)
+                grown = True
+    return wanted
 
 
 def _last(expr: ast.expr) -> str:
@@ -145,11 +193,12 @@ class _Reader:
         backward: int | None = None
         steps: set[int] = set()
         zeroes = controls_sync = False
-        modes: dict[int, tuple[int, bool]] = {}  # argument -> (line, in train mode) of its last mode switch
-        for sub in _own_nodes(node):
+        modes: dict[int, bool] = {}  # argument -> in train mode after its last mode switch
+        nodes = _own_nodes(node)
+        for sub in nodes:
             if isinstance(sub, ast.Attribute) and sub.attr in _SYNC:
                 controls_sync = True
-            if isinstance(sub, ast.Assign) and any(
+            elif isinstance(sub, ast.Assign) and any(
                     isinstance(t, ast.Attribute) and t.attr == "grad" for t in sub.targets) and isinstance(
                     sub.value, ast.Constant) and sub.value.value is None:
                 zeroes = True
@@ -174,10 +223,10 @@ class _Reader:
             elif name in ("eval", "train") and recv in index:
                 off = name == "eval" or bool(sub.args) and isinstance(sub.args[0], ast.Constant) \
                     and sub.args[0].value is False
-                modes[index[recv]] = (sub.lineno, not off)
+                modes[index[recv]] = not off
             if depth < _MAX_DEPTH:
                 callee = self._callee(sub, methods)
-                if callee is not None:
+                if callee is not None and callee is not node:
                     inner = self.function(callee, methods if isinstance(func, ast.Attribute) else None, depth + 1)
                     mapping = _bind(inner, sub, index)
                     if inner.backward is not None and backward is None:
@@ -187,12 +236,13 @@ class _Reader:
                     controls_sync = controls_sync or inner.controls_sync
                     for e in inner.evals:
                         if (i := mapping.get(e)) is not None:
-                            modes[i] = (sub.lineno, False)
+                            modes[i] = False
         return FunctionFacts(
             line=node.lineno, params=tuple(args), backward=backward, steps=tuple(sorted(steps)), zeroes=zeroes,
-            evals=tuple(sorted(i for i, (_, train) in modes.items() if not train)),
-            wraps_ddp=_wraps_ddp(node, index), controls_sync=controls_sync,
-            returns_graph=_returns_graph(node, index),
+            evals=tuple(sorted(i for i, train in modes.items() if not train)),
+            wraps_ddp=_wraps_ddp(nodes, index), controls_sync=controls_sync,
+            # only loss functions are asked whether they hand back the graph (LC601)
+            returns_graph="loss" in node.name.lower() and _returns_graph(node, nodes, index),
         )
 
     def _callee(self, call: ast.Call, methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None
@@ -244,10 +294,10 @@ def _bind(inner: FunctionFacts, call: ast.Call, index: dict[str, int]) -> dict[i
     return mapping
 
 
-def _wraps_ddp(node: ast.FunctionDef | ast.AsyncFunctionDef, index: dict[str, int]) -> bool:
+def _wraps_ddp(nodes: list[ast.AST], index: dict[str, int]) -> bool:
     """``return DDP(model, ...)``, or ``model = DDP(model, ...)`` ... ``return model`` (``return model, optimizer``)."""
     wrapped: set[str] = set()
-    for sub in _own_nodes(node):
+    for sub in nodes:
         if isinstance(sub, ast.Assign) and _is_ddp_of_argument(sub.value, index):
             wrapped.update(t.id for t in sub.targets if isinstance(t, ast.Name))
         elif isinstance(sub, ast.Return) and sub.value is not None:
@@ -262,14 +312,14 @@ def _is_ddp_of_argument(expr: ast.expr, index: dict[str, int]) -> bool:
             and bool(_names(expr.args[0]) & set(index)))
 
 
-def _returns_graph(node: ast.FunctionDef | ast.AsyncFunctionDef, index: dict[str, int]) -> bool:
+def _returns_graph(node: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST], index: dict[str, int]) -> bool:
     """Every ``return`` hands back what calling an argument computed (``model(x)``, a criterion of
     it), not detached, and nothing runs under ``no_grad``: a loss or outputs still holding the graph."""
     if any(_last(d.func if isinstance(d, ast.Call) else d) in _NO_GRAD for d in node.decorator_list):
         return False
     carried: set[str] = set()  # local names bound to graph-carrying values
     returns = []
-    for sub in _own_nodes(node):
+    for sub in nodes:
         if isinstance(sub, ast.With) and any(
                 _last(i.context_expr.func if isinstance(i.context_expr, ast.Call) else i.context_expr) in _NO_GRAD
                 for i in sub.items):

@@ -49,10 +49,12 @@ class ProjectIndex:
         self.entries: dict[str, list[object]] = self._load()  # rel path -> [size, mtime_ns, facts or None]
         self.dirty = False
         self._ddp_files: list[ModuleFacts] | None = None
+        self._resolved: dict[tuple[str, str, int], Path | None] = {}
 
     # -- modules ---------------------------------------------------------------------------
-    def facts(self, path: Path) -> ModuleFacts | None:
-        """The facts of one project file (None when it cannot be read)."""
+    def facts(self, path: Path, functions: bool = True) -> ModuleFacts | None:
+        """The facts of one project file (None when it cannot be read); ``functions=False`` is
+        content with its imports and DDP wraps."""
         try:
             st = path.stat()
             rel = path.resolve().relative_to(self.root).as_posix()
@@ -63,7 +65,9 @@ class ProjectIndex:
         entry = self.entries.get(rel)
         if entry is not None and entry[0] == st.st_size and entry[1] == st.st_mtime_ns and entry[2] is not None:
             try:
-                return ModuleFacts.from_json(entry[2])  # type: ignore[arg-type]
+                cached = ModuleFacts.from_json(entry[2])  # type: ignore[arg-type]
+                if cached.complete or not functions:
+                    return cached
             except (KeyError, TypeError, ValueError):
                 pass
         if st.st_size > _MAX_BYTES:
@@ -72,13 +76,19 @@ class ProjectIndex:
             source = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             return None
-        found = extract(source, rel)
+        found = extract(source, rel, functions)
         self.entries[rel] = [st.st_size, st.st_mtime_ns, found.to_json()]
         self.dirty = True
         return found
 
     def resolve(self, importer: Path, module: str, level: int) -> Path | None:
         """The project file ``from <module> import ...`` (or ``import <module>``) names in ``importer``."""
+        key = (str(importer.parent), module, level)
+        if key not in self._resolved:
+            self._resolved[key] = self._resolve(importer, module, level)
+        return self._resolved[key]
+
+    def _resolve(self, importer: Path, module: str, level: int) -> Path | None:
         parts = [p for p in module.split(".") if p]
         if level:
             base = importer.resolve().parent
@@ -127,7 +137,7 @@ class ProjectIndex:
                         self.entries[rel] = [st.st_size, st.st_mtime_ns, None]
                         self.dirty = True
                         continue
-                found = self.facts(path)
+                found = self.facts(path, functions=False)
                 if found is not None and found.ddp_lines:
                     self._ddp_files.append(found)
         return self._ddp_files
