@@ -232,29 +232,28 @@ def for_file(path: str | Path, cache_dir: Path | None = None) -> Imported | None
     if own is None:
         return None
     imported = Imported(file.resolve(), index, own)
-    for entry in index.ddp_files():
-        if entry.path != own.path and _imports(index, entry, imported.path):
-            imported.ddp_importers.append(f"{entry.path}:{entry.ddp_lines[0]}")
+    imported.ddp_importers = [where for where, target in _ddp_imports(index)
+                              if target == imported.path and not where.startswith(f"{own.path}:")]
     return imported
 
 
-def _imports(index: ProjectIndex, entry: ModuleFacts, target: Path) -> bool:
-    """Whether ``entry`` imports the module at ``target`` and uses it: the module itself, or a
-    function of it that ``entry`` calls."""
-    importer = index.root / entry.path
-    for local, (module, attr, level) in entry.imports.items():
-        if attr:
-            sub = index.resolve(importer, f"{module}.{attr}" if module else attr, level)
-            if sub is not None and sub.resolve() == target:
-                return True  # `from pkg import engine`
-            found = index.resolve(importer, module, level)
-            if found is not None and found.resolve() == target and local in entry.called:
-                return True  # `from engine import train_one_epoch` ... `train_one_epoch(...)`
-        else:
-            found = index.resolve(importer, module, level)
-            if found is not None and found.resolve() == target:
-                return True
-    return False
+def _ddp_imports(index: ProjectIndex) -> list[tuple[str, Path]]:
+    """(``path:line`` of an entry script's DDP wrap, a project file it imports and uses), once per
+    index: the module itself (``from pkg import engine``), or a module whose function the entry
+    script calls (``from engine import train_one_epoch`` ... ``train_one_epoch(...)``)."""
+    if index.ddp_imports is not None:
+        return index.ddp_imports
+    found: list[tuple[str, Path]] = []
+    for entry in index.ddp_files():
+        importer = index.root / entry.path
+        where = f"{entry.path}:{entry.ddp_lines[0]}"
+        for local, (module, attr, level) in entry.imports.items():
+            targets = [index.resolve(importer, f"{module}.{attr}" if module else attr, level)] if attr else []
+            if not attr or local in entry.called:
+                targets.append(index.resolve(importer, module, level))
+            found.extend((where, t.resolve()) for t in targets if t is not None)
+    index.ddp_imports = found
+    return found
 
 
 def save() -> None:

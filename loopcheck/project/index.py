@@ -50,6 +50,7 @@ class ProjectIndex:
         self.dirty = False
         self._ddp_files: list[ModuleFacts] | None = None
         self._resolved: dict[tuple[str, str, int], Path | None] = {}
+        self.ddp_imports: list[tuple[str, Path]] | None = None  # see loopcheck.project._ddp_imports
 
     # -- modules ---------------------------------------------------------------------------
     def facts(self, path: Path, functions: bool = True) -> ModuleFacts | None:
