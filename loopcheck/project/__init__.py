@@ -60,21 +60,27 @@ class Imported:
     # -- lookups ---------------------------------------------------------------------------
     def summary(self, call: cst.Call, roles: Roles | None = None) -> Summary | None:
         """The imported function or method ``call`` runs, if a project module defines it."""
+        import libcst as cst
+
         from loopcheck.model.syntax import dotted, func_name, last_part
 
         func = call.func
         name = func_name(call)
+        imports = self.own.imports
         if name is not None and "." not in name:
-            return self._function(name)
-        if name is not None and name.count(".") == 1:  # `misc.ddp_sync(...)`: a module imported whole
-            module, attr = name.split(".")
+            return self._function(name) if name in imports else None
+        if name is not None and name.count(".") == 1 and name.split(".", 1)[0] in imports:
+            module, attr = name.split(".")  # `misc.ddp_sync(...)`: a module imported whole
             found = self._module_of(module)
             if found is not None and attr in found.functions:
                 return Summary(found.functions[attr], attr, found.path)
-        if roles is not None and hasattr(func, "value") and hasattr(func, "attr"):
-            receiver = dotted(func.value)  # type: ignore[attr-defined]
+        if roles is not None and isinstance(func, cst.Attribute):
+            receiver = dotted(func.value)
             for constructor in roles.constructed.get(last_part(receiver or ""), []):
-                cls = self._class(func_name(constructor) or "")
+                constructor_name = func_name(constructor) or ""
+                if constructor_name.split(".", 1)[0] not in imports:
+                    continue  # built from a class of this file or of a library
+                cls = self._class(constructor_name)
                 if cls is not None and func.attr.value in cls[0]:  # type: ignore[attr-defined]
                     method = func.attr.value  # type: ignore[attr-defined]
                     return Summary(cls[0][method], method, cls[1])

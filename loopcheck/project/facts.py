@@ -15,6 +15,7 @@ True
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import asdict, dataclass, field
 
 _DDP = {"DistributedDataParallel", "DDP"}
@@ -98,7 +99,7 @@ def extract(source: str, path: str, functions: bool = True) -> ModuleFacts:
             for alias in node.names:
                 if alias.name != "*":
                     facts.imports[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
-    if any(text in source for text in ("DistributedDataParallel", "DDP(")):  # an entry script, maybe
+    if re.search(r"(DistributedDataParallel|DDP)\s*\(", source):  # an entry script, maybe
         ddp_lines, called = [], set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):

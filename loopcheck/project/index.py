@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 import tempfile
 from functools import lru_cache
@@ -23,7 +24,7 @@ from loopcheck.project.facts import ModuleFacts, extract
 _MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _SKIP_DIRS = {".git", ".hg", ".tox", ".nox", ".venv", "venv", "env", "node_modules", "__pycache__", "site-packages",
               "build", "dist", ".eggs"}
-_DDP_TEXT = ("DistributedDataParallel", "DDP(")
+_DDP_CALL = re.compile(rb"(DistributedDataParallel|DDP)\s*\(")  # a wrap being built, not an isinstance() test
 _MAX_BYTES = 2_000_000
 _FORMAT = 1
 
@@ -134,7 +135,7 @@ class ProjectIndex:
                         text = path.read_bytes() if st.st_size <= _MAX_BYTES else b""
                     except OSError:
                         continue
-                    if not any(t.encode() in text for t in _DDP_TEXT):
+                    if not _DDP_CALL.search(text):
                         self.entries[rel] = [st.st_size, st.st_mtime_ns, None]
                         self.dirty = True
                         continue
