@@ -157,6 +157,13 @@ class Imported:
         return hashlib.sha256(text.encode()).hexdigest()
 
     # -- resolution ------------------------------------------------------------------------
+    def _all_modules(self) -> dict[str, ModuleFacts | None]:
+        """The facts of every project module this file imports (read now if not yet)."""
+        for local in self.own.imports:
+            self._module_of(local)
+            self._from_module(local)
+        return self._modules
+
     def _import_paths(self) -> list[Path]:
         """The project files this file's imports may name (a module, or a submodule imported by name)."""
         found = []

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import deque
 from dataclasses import asdict, dataclass, field
 
 _DDP = {"DistributedDataParallel", "DDP"}
@@ -23,9 +24,10 @@ _SYNC = {"no_sync", "require_backward_grad_sync", "no_backward_sync", "set_requi
 _DETACH = {"item", "detach", "tolist", "numpy", "cpu_item"}
 _NO_GRAD = {"no_grad", "inference_mode"}
 _MAX_DEPTH = 3
-# A function whose text has none of these (and calls no function that has) has no effect a loop can use.
-_EFFECT_TEXT = ("backward", ".step(", "zero_grad", "zero_(", ".grad", ".eval(", ".train(", "no_sync", "_grad_sync",
-                "DataParallel", "DDP(")
+# A function whose text matches none of these (and that calls no function that does) has no effect
+# a loop can use: what ``_Reader`` looks for, as text (a superset: the reader decides).
+_EFFECT = re.compile("|".join([r"backward", r"zero_grad", r"\.grad\b", r"\.\s*(?:step|eval|train)\s*\(",
+                               *_DDP, *_SYNC]))
 
 
 @dataclass(frozen=True)
@@ -75,23 +77,22 @@ class ModuleFacts:
 
 def extract(source: str, path: str, functions: bool = True) -> ModuleFacts:
     """The facts of one module (empty when it does not parse); without ``functions``, only its
-    imports and DDP wraps (what the file being checked needs to know about itself)."""
-    if not functions:
-        return _outline(source, path)
-    facts = ModuleFacts(path=path)
+    imports and DDP wraps (what the file being checked, or an entry script, says about itself)."""
+    facts = ModuleFacts(path=path, complete=functions)
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return facts
-    reader = _Reader(tree)
-    wanted = _with_effects(tree, source) if functions else set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node in wanted:
-            facts.functions[node.name] = reader.function(node, None)
-        elif isinstance(node, ast.ClassDef):
-            methods = {m.name: m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
-            facts.classes[node.name] = {name: reader.function(m, methods) for name, m in methods.items()
-                                        if m in wanted}
+    if functions:
+        reader = _Reader(tree)
+        wanted = _with_effects(tree, source)
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node in wanted:
+                facts.functions[node.name] = reader.function(node, None)
+            elif isinstance(node, ast.ClassDef):
+                methods = {m.name: m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                facts.classes[node.name] = {name: reader.function(m, methods) for name, m in methods.items()
+                                            if m in wanted}
     for node in _statements(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -101,7 +102,7 @@ def extract(source: str, path: str, functions: bool = True) -> ModuleFacts:
             for alias in node.names:
                 if alias.name != "*":
                     facts.imports[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
-    if re.search(r"(DistributedDataParallel|DDP)\s*\(", source):  # an entry script, maybe
+    if any(text in source for text in _DDP):  # an entry script, maybe
         ddp_lines, called = [], set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
@@ -113,71 +114,56 @@ def extract(source: str, path: str, functions: bool = True) -> ModuleFacts:
     return facts
 
 
-_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)", re.M)
-_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n#;]+)", re.M)
-_ALIAS = re.compile(r"([\w.]+)(?:\s+as\s+(\w+))?")
 _CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
-_DDP_CALL = re.compile(r"(DistributedDataParallel|DDP)\s*\(")
 
 
-def _outline(source: str, path: str) -> ModuleFacts:
-    """Imports, DDP wraps and called names read from the text alone (a tenth of ``ast.parse``): what
-    the file being checked, or an entry script, needs to say about itself."""
-    facts = ModuleFacts(path=path, complete=False)
-    for match in _FROM_IMPORT.finditer(source):
-        level, module = len(match.group(1)), match.group(2)
-        names = re.sub(r"#[^\n]*", "", match.group(3)).strip("() \t\\")
-        for alias in _ALIAS.finditer(names.replace("\\\n", " ")):
-            if alias.group(1) != "*":
-                facts.imports[alias.group(2) or alias.group(1)] = (module, alias.group(1), level)
-    for match in _IMPORT.finditer(source):
-        for alias in _ALIAS.finditer(match.group(1)):
-            name, local = alias.group(1), alias.group(2)
-            facts.imports[local or name.split(".", 1)[0]] = (name if local else name.split(".", 1)[0], "", 0)
-    ddp = [source.count("\n", 0, m.start()) + 1 for m in _DDP_CALL.finditer(source)]
-    if ddp:
-        facts.ddp_lines = tuple(ddp)
-        facts.called = tuple(sorted(set(_CALLED.findall(source))))
-    return facts
-
-
-def _statements(tree: ast.Module) -> list[ast.stmt]:
-    """Every statement of the module, nested blocks included, without descending into expressions."""
-    found: list[ast.stmt] = []
-    stack: list[ast.stmt] = list(tree.body)
-    while stack:
-        node = stack.pop()
+def _statements(tree: ast.Module) -> list[ast.AST]:
+    """Every statement of the module, nested blocks included, without descending into expressions,
+    in ``ast.walk``'s order (a name imported twice keeps the binding ``ast.walk`` sees last)."""
+    found: list[ast.AST] = []
+    todo: deque[ast.AST] = deque(tree.body)
+    while todo:
+        node = todo.popleft()
         found.append(node)
-        for name in ("body", "orelse", "finalbody", "handlers"):
+        for name in node._fields:
             block = getattr(node, name, None)
             if isinstance(block, list):
-                stack.extend(b for b in block if isinstance(b, (ast.stmt, ast.excepthandler)))  # type: ignore[misc]
+                todo.extend(b for b in block if isinstance(b, (ast.stmt, ast.excepthandler, ast.match_case)))
     return found
 
 
 def _with_effects(tree: ast.Module, source: str) -> set[ast.AST]:
     """The functions and methods worth reading: their text shows an effect a training loop can use,
-    or they call (by name) one that does. The others are never traversed."""
+    or a call of one of their own arguments (what a graph they return comes from), or they call (by
+    name) a function that does. The others are never traversed: their facts would be empty."""
     lines = source.splitlines()
-    functions: list[tuple[ast.AST, str, str]] = []
+    functions: list[tuple[ast.AST, str, set[str]]] = []
+    wanted: set[ast.AST] = set()
     for node in tree.body:
         members = node.body if isinstance(node, ast.ClassDef) else [node]
         for member in members:
             if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 text = "\n".join(lines[member.lineno - 1:member.end_lineno or member.lineno])
-                functions.append((member, member.name, text))
-    wanted = {node for node, name, text in functions
-              if any(word in text for word in _EFFECT_TEXT) or "loss" in name.lower()}
+                called = set(_CALLED.findall(text))
+                params = {a.arg for a in [*member.args.posonlyargs, *member.args.args, *member.args.kwonlyargs]}
+                if _EFFECT.search(text) or params & called and _calls_argument(text, params & called):
+                    wanted.add(member)
+                functions.append((member, member.name, called))
     names = {name for node, name, _ in functions if node in wanted}
     grown = True
     while grown:
         grown = False
-        for node, name, text in functions:
-            if node not in wanted and any(f"{n}(" in text for n in names):
+        for node, name, called in functions:
+            if node not in wanted and called & names:
                 wanted.add(node)
                 names.add(name)
                 grown = True
     return wanted
+
+
+def _calls_argument(text: str, names: set[str]) -> bool:
+    """``model(x)`` for an argument ``model`` (not ``self.model(x)``)."""
+    return re.search(r"(?<![\w.])(?:%s)\s*\(" % "|".join(sorted(names)), text) is not None
 
 
 def _last(expr: ast.expr) -> str:
@@ -207,6 +193,7 @@ class _Reader:
         # A function is read once per depth: helpers call each other, and reading a callee again at
         # every call site multiplied the work (the facts are the same each time).
         self._read: dict[tuple[int, bool, int], FunctionFacts] = {}
+        self._nodes: dict[int, list[ast.AST]] = {}  # id(function) -> its own nodes (the tree keeps them alive)
 
     def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef,
                  methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None, depth: int = 0) -> FunctionFacts:
@@ -225,7 +212,9 @@ class _Reader:
         steps: set[int] = set()
         zeroes = controls_sync = False
         modes: dict[int, bool] = {}  # argument -> in train mode after its last mode switch
-        nodes = _own_nodes(node)
+        nodes = self._nodes.get(id(node))
+        if nodes is None:
+            nodes = self._nodes[id(node)] = _own_nodes(node)
         for sub in nodes:
             if isinstance(sub, ast.Attribute) and sub.attr in _SYNC:
                 controls_sync = True
@@ -272,8 +261,7 @@ class _Reader:
             line=node.lineno, params=tuple(args), backward=backward, steps=tuple(sorted(steps)), zeroes=zeroes,
             evals=tuple(sorted(i for i, train in modes.items() if not train)),
             wraps_ddp=_wraps_ddp(nodes, index), controls_sync=controls_sync,
-            # only loss functions are asked whether they hand back the graph (LC601)
-            returns_graph="loss" in node.name.lower() and _returns_graph(node, nodes, index),
+            returns_graph=_returns_graph(node, nodes, index),
         )
 
     def _callee(self, call: ast.Call, methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None
@@ -287,21 +275,8 @@ class _Reader:
         return None
 
 
-_OWN: dict[int, tuple[ast.AST, list[ast.AST]]] = {}  # id(function) -> (function, its nodes): read thrice
-
-
 def _own_nodes(node: ast.AST) -> list[ast.AST]:
     """The nodes of a function body in source order, nested functions and classes left out."""
-    cached = _OWN.get(id(node))
-    if cached is not None and cached[0] is node:
-        return cached[1]
-    if len(_OWN) > 4096:
-        _OWN.clear()
-    _OWN[id(node)] = (node, _walk_own(node))
-    return _OWN[id(node)][1]
-
-
-def _walk_own(node: ast.AST) -> list[ast.AST]:
     found: list[ast.AST] = []
     stack = list(reversed(getattr(node, "body", [])))
     while stack:
