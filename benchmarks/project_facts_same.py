@@ -1,0 +1,95 @@
+"""Check that a cheaper ``loopcheck.project.facts.extract`` gives the same facts as an older one.
+
+The older ``facts.py`` is taken from a git revision of this repository; both extract the facts of
+every ``.py`` file under the given directories. The same means: equal imports and DDP wraps (and
+called names where the module wraps DDP), equal facts for every function both read, and a function
+the new one skips has empty facts in the old one (no effect a loop can use, so a lookup that finds
+nothing changes nothing). Prints each difference, then a summary with both versions' CPU time;
+exits 1 on any difference.
+
+    python benchmarks/project_facts_same.py --rev c38f972 /work/corpus/speed /work/corpus/broad
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import asdict
+from pathlib import Path
+from types import ModuleType
+
+from loopcheck.project import facts as new
+
+ROOT = Path(__file__).resolve().parents[1]
+_EMPTY = {"backward": None, "steps": (), "zeroes": False, "evals": (), "wraps_ddp": False, "controls_sync": False,
+          "returns_graph": False}
+
+
+def old_module(rev: str) -> ModuleType:
+    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:loopcheck/project/facts.py"], capture_output=True,
+                          text=True, check=True).stdout
+    path = Path(tempfile.mkdtemp()) / "old_facts.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location("old_facts", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def differences(old: object, found: new.ModuleFacts) -> list[str]:
+    out = []
+    pairs = [("", old.functions, found.functions)]  # type: ignore[attr-defined]
+    pairs += [(f"{c}.", methods, found.classes.get(c, {})) for c, methods in old.classes.items()]  # type: ignore[attr-defined]
+    for prefix, before, after in pairs:
+        for name, facts in before.items():
+            got = after.get(name)
+            if got is None and any(getattr(facts, k) != v for k, v in _EMPTY.items()):
+                out.append(f"{prefix}{name}: skipped, but has facts {facts}")
+            elif got is not None and asdict(got) != asdict(facts):
+                out.append(f"{prefix}{name}: {facts} -> {got}")
+        out += [f"{prefix}{name}: read only by the new version" for name in set(after) - set(before)]
+    if old.imports != found.imports:  # type: ignore[attr-defined]
+        out.append("imports differ")
+    if old.ddp_lines != found.ddp_lines or old.ddp_lines and old.called != found.called:  # type: ignore[attr-defined]
+        out.append("DDP wraps differ")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rev", required=True, help="git revision of the older facts.py")
+    parser.add_argument("paths", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    old = old_module(args.rev)
+    warnings.simplefilter("ignore")  # ast.parse warns about invalid escapes in the corpus
+    files = functions_old = functions_new = different = 0
+    cpu_old = cpu_new = 0.0
+    for root in args.paths:
+        for path in sorted(root.rglob("*.py")):
+            if not path.is_file():
+                continue
+            source = path.read_text(encoding="utf-8", errors="replace")
+            start = time.process_time()
+            before = old.extract(source, str(path))
+            middle = time.process_time()
+            after = new.extract(source, str(path))
+            cpu_old, cpu_new = cpu_old + middle - start, cpu_new + time.process_time() - middle
+            files += 1
+            functions_old += len(before.functions) + sum(len(m) for m in before.classes.values())
+            functions_new += len(after.functions) + sum(len(m) for m in after.classes.values())
+            for line in differences(before, after):
+                different += 1
+                print(f"{path}: {line}")
+    print(f"{files} files: {different} differences; functions read {functions_old} -> {functions_new}; "
+          f"extract CPU {cpu_old:.1f} s -> {cpu_new:.1f} s")
+    return 1 if different else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
