@@ -41,7 +41,7 @@ from loopcheck.project import for_file
 from loopcheck.selection import resolve
 cache = Path(sys.argv[1])
 needles = required_texts(resolve())
-files = [f for f in discover([Path('.')], Path('.'), [], True)
+files = [f for f in discover([Path('.')], Path('.'), [], True).files
          if any(n in f.read_text(errors='replace') for n in needles)]
 start = time.perf_counter()
 found = [for_file(f, cache) for f in files]
