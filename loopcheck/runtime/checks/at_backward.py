@@ -17,7 +17,7 @@ def run(session: Session, info: BackwardInfo, loss: Any) -> None:
                        "GradScaler: small gradients underflow to zero (use "
                        "torch.amp.GradScaler, or bfloat16)", info.site)
     session.modes.check_backward()
-    session.retained.watch(loss, info.site)
+    session.retained.watch(loss, info.site, info.scaled)
 
 
 def _unscaled_window(session: Session, info: BackwardInfo) -> None:

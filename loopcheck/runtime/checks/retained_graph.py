@@ -10,6 +10,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ..callsite import Site, user_site
+from ..hooks.loss_scale import SCALER_MARK
 from ..source import accumulating_line
 
 if TYPE_CHECKING:
@@ -33,11 +34,19 @@ class RetainedGraphs:
         self.holder: Site | None = None  # the line that keeps the graphs, once found
         self.window = -1
 
-    def watch(self, loss: Any, site: Site | None) -> None:
-        """One loss per optimizer window is enough to see graphs pile up."""
+    def watch(self, loss: Any, site: Site | None, scaled: bool = False) -> None:
+        """One loss per optimizer window is enough to see graphs pile up. The token goes on the
+        node of the loss the user holds: under ``scaler.scale(loss).backward()`` the root is the
+        scaler's multiplication, which nothing keeps once backward returns, while a kept ``loss``
+        keeps the node below it."""
         node = getattr(loss, "grad_fn", None)
         if node is None or self.window == self.session.windows_closed:
             return
+        if scaled and node.metadata.get(SCALER_MARK):
+            below = node.next_functions[0][0]
+            if below is None or type(below).__name__ == "AccumulateGrad":
+                return  # a scaled leaf: no graph to keep
+            node = below
         self.window = self.session.windows_closed
         token = _Token()
         node.metadata[TOKEN_KEY] = token
