@@ -55,6 +55,7 @@ class Session:
         import torch  # the session is where torch gets imported, never earlier
 
         from .checks.retained_graph import RetainedGraphs
+        from .hooks.accelerate import AccelerateHooks
         from .hooks.autocast import AutocastHooks
         from .hooks.backward import GradTracker
         from .hooks.clip import ClipHooks
@@ -83,12 +84,14 @@ class Session:
         self.autocast = AutocastHooks(self)
         self.memory = MemoryMonitor(self)
         self.retained = RetainedGraphs(self)
+        self.accelerate = AccelerateHooks(self)
         from .hooks.distributed import DistributedHooks  # ranks, DDP sync, per-rank parts
 
         self.dist = DistributedHooks(self)
         self.stack.callback(self._forget_params)
         for part in (self.tracker, self.data, self.optimizers, self.scalers, self.schedulers,
-                     self.clips, self.emas, self.modes, self.autocast, self.memory, self.dist):
+                     self.clips, self.emas, self.modes, self.autocast, self.memory, self.accelerate,
+                     self.dist):
             self.guard.call(type(part).__name__, part.install)
         _active = self
         return self

@@ -1,8 +1,7 @@
 """Accelerate with gradient_accumulation_steps=4 but no `accelerator.accumulate(model)` block:
 nothing gates the step, so every micro-batch steps, while `accelerator.backward` still divides
 each loss by 4: every update is a quarter of what it should be.
-framework-expect: steps 16, per-step 1
-pending: LC111 (the runtime does not check Accelerate's accumulation setting yet)"""
+framework-expect: steps 16, per-step 1"""
 import torch.nn.functional as F
 from accelerate import Accelerator
 from accelerate_common import report, setup

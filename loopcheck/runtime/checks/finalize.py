@@ -29,7 +29,28 @@ def run(session: Session) -> None:
                            f"optimizer stepped {steps - ema.created_at_step} times after its "
                            "creation", ema.site)
     session.guard.call("scheduler analysis", session.schedulers.finish)
+    session.guard.call("Accelerate analysis", accumulation_not_entered, session)
     session.guard.call("memory analysis", memory_growth.check, session)
+
+
+def accumulation_not_entered(session: Session) -> None:
+    """LC111: ``Accelerator(gradient_accumulation_steps=N)``, ``accumulate()`` never entered, and
+    the optimizer stepped after every backward pass. A loop that gates its steps itself, every N
+    micro-batches, accumulates (``accelerator.backward`` divides by N) and is not reported."""
+    main = session.main_record()
+    sizes = main.sizes if main is not None else None
+    if not sizes or sizes.most_common(1)[0][0] != 1:
+        return
+    for accelerator in session.accelerate.all:
+        n = accelerator.steps
+        if n >= 2 and not accelerator.accumulate_calls and sizes[1] >= n:
+            session.report("LC111", f"Accelerator(gradient_accumulation_steps={n}) is configured "
+                           "but accelerator.accumulate() is never entered: the optimizer stepped "
+                           f"after every backward pass ({sizes[1]} steps of one micro-batch), so "
+                           f"nothing accumulates, while accelerator.backward() divides each loss "
+                           f"by {n}; run each micro-batch inside `with accelerator.accumulate(model):`",
+                           accelerator.site, 0)
+            return
 
 
 def accumulation(session: Session, record: OptimizerRecord) -> None:
