@@ -44,7 +44,7 @@ def test_status_line_on_a_terminal(tmp_path: Path) -> None:
                                cwd=ROOT, env=dict(env, COLUMNS="100"), stdin=subprocess.DEVNULL,
                                stdout=follower, stderr=follower)
     os.close(follower)
-    out, deadline = b"", time.monotonic() + 120
+    out, deadline = b"", time.monotonic() + 300  # generous: a loaded machine runs it slowly
     while time.monotonic() < deadline:
         ready, _, _ = select.select([leader], [], [], 1.0)
         if ready:
@@ -61,10 +61,11 @@ def test_status_line_on_a_terminal(tmp_path: Path) -> None:
     os.close(leader)
     text = out.decode().replace("\r\n", "\n")
     assert process.returncode == 0, text
-    assert re.search(r"\r\033\[Kloopcheck: step \d+ · 1 backward passes/step · 0 findings · 0:00:0\d", text), text
+    # the elapsed time is whatever the machine took: only its form is checked
+    assert re.search(r"\r\033\[Kloopcheck: step \d+ · 1 backward passes/step · 0 findings · \d+:\d\d:\d\d", text), text
     for step in (9, 19, 29, 39, 49, 59):  # the script's lines begin a line of their own
         assert re.search(rf"(^|\n|\r\033\[K)script line {step}\n", text), text
     # the status line never runs into the script's text, and is gone before the summary
-    assert not re.search(r"0:00:\d\dscript line", text)
+    assert not re.search(r"\d:\d\d:\d\dscript line", text)
     tail = text[text.index("loopcheck: 60 optimizer steps"):]
     assert "\033[K" not in tail and "·" not in tail
