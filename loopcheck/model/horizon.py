@@ -31,7 +31,8 @@ _HORIZON_ARGS = {
     "get_polynomial_decay_schedule_with_warmup": ("num_training_steps", 2),
     "get_constant_schedule_with_warmup": (None, None), "get_scheduler": ("num_training_steps", 3),
 }
-_ACCUM = re.compile(r"accum|gradient_accumulation|grad_acc", re.I)
+# Names of accumulation counts (`gradient_accumulation_steps`, `accum_iter`, `grad_acc`).
+ACCUMULATION_NAME = re.compile(r"accum|gradient_accumulation|grad_acc", re.I)
 # `epoch_length` is the number of batches in an epoch, not a number of epochs
 _BATCHES = re.compile(r"per_epoch|num_batches|len_loader|epoch_len|epoch_size|epoch_iters", re.I)
 _UPDATES = re.compile(r"update_steps|updates_per_epoch|num_update", re.I)
@@ -71,7 +72,7 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0) -> Unit | None:
     divided_by_accum = False
     for node in walk(expr):
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Divide, cst.FloorDivide)):
-            if any(_ACCUM.search(n) for n in names_in(node.right)):
+            if any(ACCUMULATION_NAME.search(n) for n in names_in(node.right)):
                 divided_by_accum = True
         if isinstance(node, cst.Call) and func_name(node) == "len":
             args = positional(node)

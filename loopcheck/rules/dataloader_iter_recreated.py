@@ -83,6 +83,8 @@ for step in range(max_steps):
                     continue  # `next(iter(model.parameters()))` and the like take no data
                 if any(c.test is None for c in restart.conds) or not training.reader.guard(restart.conds, restart.order).always:
                     continue  # once per epoch, in an except handler, or every N steps
+                if restart.receiver in training.loop.assigned_names():
+                    continue  # the loader itself is rebuilt in the loop: its first pass, not a restart
                 yield self.at(restart, f"`{source(restart.node)}` creates a new iterator over `{restart.receiver}` "
                                        "on every step: the loader starts over each time (its worker processes "
                                        "too, and its sampler: a shuffling loader draws from a new permutation, "

@@ -9,7 +9,10 @@ or collecting it across iterations chains those graphs together, so memory grows
 step (and the outputs of the model stay on the GPU) until the job slows down or runs out of
 memory, often hours in. `.item()`, `.detach()`, `float(...)` and values computed under
 `torch.no_grad()` hold no graph and are not flagged; neither is a running sum that is itself
-back-propagated (a loss summed over micro-batches on purpose).
+back-propagated (a loss summed over micro-batches on purpose). Neither is a list made fresh for
+one optimizer step (`losses = []` before `for _ in range(gradient_accumulation_steps):`), nor a
+back-propagated loss kept by a short fixed run such as a test's `for _ in range(5):`: backward has
+freed their activations and what stays is bounded.
 
 ## Fix
 Keep a number, not the tensor: `total_loss += loss.item()` (or `loss.detach()` to stay on
@@ -24,9 +27,10 @@ import libcst as cst
 
 from loopcheck.fixes import Fix, replace
 from loopcheck.model import Assignment, FileModel, Kind
+from loopcheck.model.horizon import ACCUMULATION_NAME
 from loopcheck.model.memory import GraphReader, backpropagated_names
-from loopcheck.model.syntax import dotted, source
-from loopcheck.model.training import TrainingLoop
+from loopcheck.model.syntax import dotted, func_name, last_part, names_in, source
+from loopcheck.model.training import Style, TrainingLoop, is_data_loop, micro_count
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -104,6 +108,26 @@ for x, y in loader:
     history.append(loss)  # LC601
     predictions.append(logits)  # LC601
 """,
+        """
+losses = []
+for step in range(max_steps):
+    for micro in range(accum_steps):
+        loss = criterion(model(x), y) / accum_steps
+        loss.backward()
+        losses.append(loss)  # LC601
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+        """
+for epoch in range(epochs):
+    epoch_losses = []
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        epoch_losses.append(loss)  # LC601
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -111,13 +135,15 @@ for x, y in loader:
         for training in model.training_loops:
             reader: GraphReader | None = None
             for holder, container, value, node, stmt in _kept(training):
-                if _reset_every_iteration(training, container):
+                if _reset_every_iteration(training, container) or _window_local(training, container):
                     continue
                 if backpropagated is None:
                     backpropagated = backpropagated_names(model)
                 if container in backpropagated:
                     continue  # kept on purpose: a backward later runs through it
                 reader = reader or GraphReader(model, training)
+                if _short_fixed_run(training) and _backpropagated_binding(reader, value, holder):
+                    continue
                 if reader.carries(value, holder.order, holder.conds) is True:
                     verb = "accumulated into" if isinstance(holder, Assignment) else "stored in"
                     yield Violation(node, stmt, f"`{source(value)}` still carries its autograd graph and is {verb} "
@@ -149,6 +175,58 @@ def _kept(training: TrainingLoop) -> Iterator[tuple[object, str, cst.BaseExpress
         elif (assignment.op == "=" and isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add)
               and dotted(value.left) == name):
             yield assignment, name, value.right, assignment.node, assignment.node
+
+
+def _window_local(training: TrainingLoop, container: str) -> bool:
+    """A micro-step loop (``for _ in range(gradient_accumulation_steps):``, or one whose step
+    follows it) keeping its losses in a list made fresh just before it, whenever it runs: the list
+    holds one window and is dropped after it (Megatron's ``train_step``)."""
+    loop = training.loop
+    if loop.parent is None or is_data_loop(loop):
+        return False
+    count = micro_count(loop)
+    if training.style is not Style.MICRO_LOOP and not (
+            count is not None and any(ACCUMULATION_NAME.search(last_part(n)) for n in names_in(count))):
+        return False
+    fresh = [a for a in loop.parent.assignments
+             if container in a.names and a.op == "=" and a.order < loop.order and a.conds == loop.conds]
+    return bool(fresh) and _empty(max(fresh, key=lambda a: a.order).value)
+
+
+def _empty(value: cst.BaseExpression) -> bool:
+    """``[]``, ``{}``, ``0``, ``0.0``, ``list()``, ``defaultdict(list)``."""
+    if isinstance(value, (cst.List, cst.Dict)):
+        return not value.elements
+    if isinstance(value, (cst.Integer, cst.Float)):
+        return float(value.evaluated_value) == 0
+    return isinstance(value, cst.Call) and last_part(func_name(value) or "") in ("list", "dict", "defaultdict")
+
+
+_SHORT_RUN = 100
+
+
+def _short_fixed_run(training: TrainingLoop) -> bool:
+    """``for _ in range(5):`` or ``for _ in range(epochs)`` with ``def ...(epochs=20)``: a fixed run of a
+    few steps (a test's mini training), so whatever it keeps stays bounded and small."""
+    loop = training.loop
+    if loop.parent is not None and loop.parent.is_loop:
+        return False
+    count = micro_count(loop)
+    if isinstance(count, cst.Name) and loop.function is not None:
+        params = loop.function.params
+        defaults = {p.name.value: p.default for p in [*params.params, *params.kwonly_params] if p.default is not None}
+        count = defaults.get(count.value)
+    return isinstance(count, cst.Integer) and int(count.evaluated_value) <= _SHORT_RUN
+
+
+def _backpropagated_binding(reader: GraphReader, value: cst.BaseExpression, holder: object) -> bool:
+    """``value`` is the very loss handed to backward in this iteration: its backward freed the saved
+    activations, and only the graph's small node objects stay with it."""
+    name = dotted(value)
+    if name is None or not reader.is_backpropagated(name):
+        return False
+    binding = reader.binding(name, holder.order, holder.conds)  # type: ignore[attr-defined]
+    return any(n == name and a is binding for n, a in reader.backpropagated)
 
 
 def _reset_every_iteration(training: TrainingLoop, container: str) -> bool:
