@@ -6,13 +6,20 @@ default=1e-3)``; anything the file does not pin down is ``None``, and rules stay
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
+from loopcheck.model.events import Framework
 from loopcheck.model.index import Index
 from loopcheck.model.roles import Role, role_of_constructor
 from loopcheck.model.syntax import dotted, func_name, keyword, last_part, method, names_in, positional
 
-_MAX_DEPTH = 4
+if TYPE_CHECKING:
+    from loopcheck.model.training import TrainingLoop
+
+_MAX_DEPTH = 4  # names followed by expanded_names
+_MAX_NUMERIC_DEPTH = 8  # syntax nodes followed by numeric
 
 
 def argparse_defaults(index: Index) -> dict[str, cst.BaseExpression]:
@@ -32,26 +39,35 @@ def argparse_defaults(index: Index) -> dict[str, cst.BaseExpression]:
     return defaults
 
 
-def definitions(name: str, index: Index) -> list[cst.BaseExpression]:
-    """Every value the file gives ``name`` (its last part): assignments, or else an argparse default."""
+def definitions(name: str, index: Index, defaults: bool = True) -> list[cst.BaseExpression]:
+    """Every value the file gives ``name`` (its last part): assignments, or else an argparse default
+    (unless ``defaults`` is False: a flag's default is what the user overrides)."""
     short = last_part(name)
     found = index.values.get(short, [])
-    if found:
+    if found or not defaults:
         return found
     default = argparse_defaults(index).get(short)
     return [default] if default is not None else []
 
 
-def numeric(expr: cst.BaseExpression, index: Index, depth: int = 0) -> float | None:
-    if depth > _MAX_DEPTH:
+def numeric(expr: cst.BaseExpression, index: Index, depth: int = 0, defaults: bool = True) -> float | None:
+    """The number ``expr`` always is, by the file's literals and assignments; ``defaults``: argparse
+    defaults count too."""
+    if depth > _MAX_NUMERIC_DEPTH:
         return None
     if isinstance(expr, (cst.Integer, cst.Float)):
         return float(expr.evaluated_value)
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        inner = numeric(expr.expression, index, depth + 1)
+        inner = numeric(expr.expression, index, depth + 1, defaults)
         return -inner if inner is not None else None
+    if isinstance(expr, cst.Call) and func_name(expr) in ("int", "float") and len(expr.args) == 1:
+        return numeric(expr.args[0].value, index, depth + 1, defaults)
+    if isinstance(expr, cst.Subscript):
+        item = _dict_item(expr, index)
+        return numeric(item, index, depth + 1, defaults) if item is not None else None
     if isinstance(expr, cst.BinaryOperation):
-        left, right = numeric(expr.left, index, depth + 1), numeric(expr.right, index, depth + 1)
+        left = numeric(expr.left, index, depth + 1, defaults)
+        right = numeric(expr.right, index, depth + 1, defaults)
         if left is None or right is None:
             return None
         op = expr.operator
@@ -70,10 +86,24 @@ def numeric(expr: cst.BaseExpression, index: Index, depth: int = 0) -> float | N
         return None
     name = dotted(expr)
     if name is not None:
-        values = definitions(name, index)
-        numbers = {numeric(v, index, depth + 1) for v in values}
+        values = definitions(name, index, defaults)
+        numbers = {numeric(v, index, depth + 1, defaults) for v in values}
         return numbers.pop() if len(numbers) == 1 else None
     return None
+
+
+def _dict_item(expr: cst.Subscript, index: Index) -> cst.BaseExpression | None:
+    """``config["batch_size"]`` where the file binds ``config`` once, to a dict literal."""
+    name = dotted(expr.value)
+    key = expr.slice[0].slice if len(expr.slice) == 1 else None
+    if name is None or not isinstance(key, cst.Index) or not isinstance(key.value, cst.SimpleString):
+        return None
+    values = index.values.get(last_part(name), [])
+    if len(values) != 1 or not isinstance(values[0], cst.Dict):
+        return None
+    found = [e.value for e in values[0].elements if isinstance(e, cst.DictElement)
+             and isinstance(e.key, cst.SimpleString) and e.key.evaluated_value == key.value.evaluated_value]
+    return found[0] if len(found) == 1 else None
 
 
 def expanded_names(expr: cst.BaseExpression, index: Index, depth: int = 0) -> set[str]:
@@ -111,3 +141,28 @@ def optimizer_lrs(index: Index) -> list[tuple[cst.BaseExpression, float]]:
         if value is not None:
             found.append((lr, value))
     return found
+
+
+def accumulation_gates_nothing(training: TrainingLoop, index: Index) -> bool:
+    """The loop's accumulation count is 1 as the file ships it (``config = {"batch_size": 16}`` and
+    ``N = batch_size // MAX_GPU_BATCH_SIZE`` with ``MAX_GPU_BATCH_SIZE = 16``; a command-line flag's
+    default does not count), or, in an Accelerate loop, 1 unless DeepSpeed sets it (below): its step
+    condition changes nothing, so nothing about its windows can be wrong."""
+    count = training.modulus
+    if count is not None and numeric(count, index, defaults=False) == 1:
+        return True
+    return bool(training.backwards) and all(b.framework is Framework.ACCELERATE for b in training.backwards) \
+        and one_unless_deepspeed(count, index)
+
+
+def one_unless_deepspeed(count: cst.BaseExpression | None, index: Index) -> bool:
+    """The accumulation count is ``1``, or read from a DeepSpeed config (``gradient_accumulation_steps
+    = 1`` / ``= ...deepspeed_config["gradient_accumulation_steps"]``): with 1 every condition on it
+    holds, and under DeepSpeed its engine accumulates, syncs and steps inside ``accelerator.backward``
+    while the prepared optimizer's and scheduler's own ``step()`` do nothing. Either way a condition
+    on the count gates nothing."""
+    name = dotted(count) if count is not None else None
+    values = index.values.get(last_part(name), []) if name else []
+    ones = [v for v in values if numeric(v, index) == 1]
+    deepspeed = [v for v in values if any("deepspeed" in n.lower() for n in names_in(v))]
+    return bool(ones) and bool(deepspeed) and len(ones) + len(deepspeed) == len(values)

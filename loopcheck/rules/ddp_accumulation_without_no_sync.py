@@ -30,6 +30,7 @@ from loopcheck.model import FileModel, Framework, Style
 from loopcheck.model.accelerate import prepared_modules
 from loopcheck.model.distributed import DDP_WRAPPERS, FSDP_WRAPPERS, controls_sync, imported_ddp_wraps, wrap_calls
 from loopcheck.model.memory import trained_modules
+from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -38,6 +39,36 @@ class DdpAccumulationWithoutNoSync(Rule):
     message = "gradients are accumulated under DDP without no_sync(): every micro-batch all-reduces"
 
     VALID = [
+        """
+MAX_GPU_BATCH_SIZE = 16
+config = {"lr": 2e-5, "batch_size": 16}
+batch_size = int(config["batch_size"])
+gradient_accumulation_steps = 1
+if batch_size > MAX_GPU_BATCH_SIZE:
+    gradient_accumulation_steps = batch_size // MAX_GPU_BATCH_SIZE
+optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for step, batch in enumerate(loader):
+    loss = model(**batch).loss / gradient_accumulation_steps
+    accelerator.backward(loss)
+    if (step + 1) % gradient_accumulation_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+if accelerator.state.deepspeed_plugin is not None:
+    gradient_accumulation_steps = accelerator.state.deepspeed_plugin.deepspeed_config["gradient_accumulation_steps"]
+else:
+    gradient_accumulation_steps = 1
+optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for step, batch in enumerate(loader):
+    loss = model(**batch).loss / gradient_accumulation_steps
+    accelerator.backward(loss)
+    if (step + 1) % gradient_accumulation_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
         """
 model = DDP(model, device_ids=[rank])
 for i, (x, y) in enumerate(loader):
@@ -137,6 +168,8 @@ for step, batch in enumerate(train_dataloader):
         for training in model.training_loops:
             if training.style not in (Style.GUARDED, Style.MICRO_LOOP) or id(training.loop.node) in done:
                 continue  # Accelerate's accumulate() and engines decide the sync themselves
+            if accumulation_gates_nothing(training, model.index):
+                continue
             backwards = [b for b in training.backwards if b.framework in _OWN_SYNC
                          and training.reader.guard(b.conds, b.order).always]  # engines own the sync
             if not backwards:

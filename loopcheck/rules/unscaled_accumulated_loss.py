@@ -30,8 +30,9 @@ from loopcheck.fixes import Fix, called_once, replace
 from loopcheck.model import Event, FileModel, Framework, Style, TrainingLoop
 from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.model.loss import Scaling, loss_scaling
-from loopcheck.model.syntax import dotted, method, names_in, same, source
+from loopcheck.model.syntax import dotted, method, names_in, same, source, walk
 from loopcheck.model.training import is_data_loop
+from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -41,6 +42,29 @@ class UnscaledAccumulatedLoss(Rule):
     fixable = True
 
     VALID = [
+        """
+MAX_GPU_BATCH_SIZE = 16
+config = {"lr": 2e-5, "batch_size": 16}
+batch_size = int(config["batch_size"])
+gradient_accumulation_steps = 1
+if batch_size > MAX_GPU_BATCH_SIZE:
+    gradient_accumulation_steps = batch_size // MAX_GPU_BATCH_SIZE
+for step, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y)
+    loss.backward()
+    if (step + 1) % gradient_accumulation_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y)
+    loss.mul_(x.size(0) / batch_size)
+    loss.backward()
+    if (i + 1) % accum_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
         """
 for i, (x, y) in enumerate(loader):
     loss = criterion(model(x), y)
@@ -155,6 +179,8 @@ for step, batch in enumerate(train_dataloader):
                 # the micro-steps split or replay the loader's batch (flair's chunks of one batch with
                 # summed losses, open_clip's GradCache): whether the sum is right depends on the loss
                 continue
+            if accumulation_gates_nothing(training, model.index):
+                continue
             if _grads_divided(model, training):
                 continue  # `for p in model.parameters(): p.grad /= N` after the window normalises instead
             n = training.modulus
@@ -166,6 +192,8 @@ for step, batch in enumerate(train_dataloader):
                 if backward.framework is Framework.ACCELERATE and accumulation_setting(model) is not None:
                     continue  # accelerator.backward divides by the configured N, accumulate() or not
                 if not training.every_iteration(backward):
+                    continue
+                if _scaled_in_place(backward, backward.origin or training.loop.function or training.loop.node):
                     continue
                 scaling = loss_scaling(backward.loss, backward.loop, backward.order, helpers,  # type: ignore[arg-type]
                                        accumulation_names)
@@ -191,6 +219,23 @@ def _grads_divided(model: FileModel, training: TrainingLoop) -> bool:
     for call in model.index.calls:
         called = method(call)
         if called is not None and called[1] in ("div_", "mul_") and (dotted(called[0]) or "").endswith(".grad"):
+            return True
+    return False
+
+
+def _scaled_in_place(backward: Event, scope: cst.CSTNode) -> bool:
+    """``loss.mul_(microbatch_size / batch_size)`` or ``loss.div_(N)`` where the loss is back-propagated
+    (composer): the loss is normalised in place, not passed on raw."""
+    name = dotted(backward.loss) if backward.loss is not None else None
+    if name is None:
+        return False
+    for node in walk(scope):
+        called = method(node) if isinstance(node, cst.Call) and node.args else None
+        if called is None or dotted(called[0]) != name:
+            continue
+        if called[1] in ("div_", "true_divide_") or called[1] == "mul_" and any(
+                isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Divide)
+                for n in walk(node.args[0].value)):
             return True
     return False
 
