@@ -27,10 +27,13 @@ class Code:
     static: bool
     runtime: bool
     level: Severity
+    # The static check runs only when selected (it cannot be precise on real code), the runtime one by default.
+    static_opt_in: bool = False
 
 
 def _c(code: str, name: str, level: str, static: str, runtime: str, summary: str) -> Code:
-    return Code(code, name, summary, static != "-", runtime != "-", Severity(level))
+    return Code(code, name, summary, static != "-", runtime != "-", Severity(level),
+                static == "opt-in" and level != "opt-in")
 
 
 # fmt: off
@@ -105,7 +108,7 @@ CODES: dict[str, Code] = {c.code: c for c in [
        'measured memory per sample shows a larger micro-batch fits in ~80% of device memory: fewer accumulation steps would train faster at the same effective batch'),
     _c("LC604", "dataloader-iter-recreated", "error", "yes", "-",
        'next(iter(loader)) inside the loop: restarts the loader (and its workers) every step, always yielding its first batches'),
-    _c("LC605", "eval-mode-leak", "error", "yes", "yes",
+    _c("LC605", "eval-mode-leak", "error", "opt-in", "yes",
        'model.eval() inside the epoch loop is never undone by model.train() before the next training steps'),
 ]}
 # fmt: on

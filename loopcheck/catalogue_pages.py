@@ -66,7 +66,8 @@ def render_page(code: str, rule: type[Rule] | None) -> str:
         return "\n".join([f"# {code} {info.name}", "", f"Level: **{info.level.value}** · about a whole file, always "
                           "reported (not a rule: it cannot be selected or ignored)", "", _FILE_PAGES[code]])
     info = CODES[code]
-    where = ", ".join(w for w, on in (("static", rule is not None), ("runtime", info.runtime)) if on)
+    static = "static (opt-in: `--extend-select " + code + "`)" if info.static_opt_in else "static"
+    where = ", ".join(w for w, on in ((static, rule is not None), ("runtime", info.runtime)) if on)
     lines = [f"# {code} {info.name}", "", f"Level: **{info.level.value}** · checked: {where or 'not yet'}", ""]
     if rule is None:
         lines += ["## What it does", f"Reports that {info.summary}.", "",

@@ -1,7 +1,8 @@
 """Which codes run: ``--select``, ``--ignore`` and ``--extend-select`` as in ruff.
 
 A selector is a code (``LC101``), a prefix (``LC1``, ``LC``, ``ALL``) or a rule name
-(``zero-grad-in-accumulation``). By default every code runs except the opt-in ones.
+(``zero-grad-in-accumulation``). By default every code runs except the opt-in ones (and, in the
+static checker, those whose static check is opt-in: LC605).
 """
 
 from __future__ import annotations
@@ -51,14 +52,17 @@ def closest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | Non
     return scored[0][1]
 
 
-def default_codes() -> set[str]:
-    return {code for code, info in CODES.items() if info.level is not Severity.OPT_IN}
+def default_codes(static: bool = True) -> set[str]:
+    """Every code but the opt-in ones (for the static checker, also those opt-in only there)."""
+    return {code for code, info in CODES.items()
+            if info.level is not Severity.OPT_IN and not (static and info.static_opt_in)}
 
 
 def resolve(select: Iterable[str] | None = None, ignore: Iterable[str] = (),
-            extend_select: Iterable[str] = ()) -> frozenset[str]:
-    """The codes that run, from ruff-style select/ignore lists (raises SelectorError)."""
-    chosen = set().union(*(expand(s) for s in select)) if select is not None else default_codes()
+            extend_select: Iterable[str] = (), static: bool = True) -> frozenset[str]:
+    """The codes that run, from ruff-style select/ignore lists (raises SelectorError); ``static``:
+    the selection of the static checker, else of the runtime one."""
+    chosen = set().union(*(expand(s) for s in select)) if select is not None else default_codes(static)
     for selector in extend_select:
         chosen |= expand(selector)
     for selector in ignore:

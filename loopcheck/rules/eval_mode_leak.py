@@ -3,6 +3,13 @@ Checks for `model.eval()` (or `model.train(False)`) inside a training loop, dire
 evaluation helper of the same file that the loop calls, that is not undone by `model.train()`
 before the loop's next training step.
 
+Opt-in in `loopcheck check` (`--extend-select LC605`); on by default in `loopcheck run`. Whether the
+leak matters depends on the modules: eval mode changes only dropout, BatchNorm and the like, and
+a model built in other files or loaded from a hub checkpoint does not show which it has. In
+reviews of its findings on real repositories, 2 of 10 were true; the others were inert (a diffusion
+UNet and adapters without dropout or BatchNorm train the same in both modes) or intended. The
+runtime check sees the modules and the mode at each backward.
+
 ## Why is this bad?
 Only the first epoch (or the steps before the first evaluation) trains in training mode. After
 that, dropout is off and BatchNorm normalises with its running statistics and stops updating

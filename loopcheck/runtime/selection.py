@@ -29,7 +29,7 @@ class Selection:
         """Raises ``ValueError`` (a ``SelectorError``) for an unknown code, name or prefix."""
         try:
             codes = resolve(split_selectors(select), split_selectors(ignore) or (),
-                            split_selectors(extend_select) or ())
+                            split_selectors(extend_select) or (), static=False)
         except SelectorError as exc:
             raise ValueError(str(exc)) from None
         return cls(frozenset(c for c in codes if CODES[c].runtime))
