@@ -194,12 +194,12 @@ def test_eval_callback_of_another_module(project: Path, run_cli) -> None:
                 evaluate(model, val_loader)
     """
     _write(project, {"train.py": loop, "helpers.py": helpers})
-    found = _codes(run_cli, "train.py")
+    found = _codes(run_cli, "--extend-select", "LC605", "train.py")  # opt-in in check
     assert len(found) == 1 and found[0].startswith("train.py:14:") and " LC605 " in found[0]
     assert "helpers.py:5" in found[0]
     restored = helpers.replace("                return sum(", "                acc = sum(") + "    net.train()\n    return acc\n"
     _write(project, {"helpers.py": restored})
-    assert _codes(run_cli, "train.py") == []
+    assert _codes(run_cli, "--extend-select", "LC605", "train.py") == []
 
 
 def test_loss_function_of_another_module_keeps_the_graph(project: Path, run_cli) -> None:
