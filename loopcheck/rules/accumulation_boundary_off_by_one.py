@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 from loopcheck.model import FileModel, Phase, Style
 from loopcheck.model.syntax import source
+from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -127,6 +128,8 @@ for x, y in loader:
             guard = training.step_guard
             if training.style is not Style.GUARDED or guard is None or guard.test is None:
                 continue
+            if accumulation_gates_nothing(training, model.index):
+                continue  # N is 1 as shipped: every micro-batch steps, whichever one the test names
             step = next(s for s in training.steps if training.guard(s).periodic)
             after_backward = all(b.order < step.order for b in training.backwards)
             if guard.phase is Phase.OFF or guard.phase is Phase.START and after_backward:

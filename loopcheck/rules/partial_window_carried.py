@@ -28,6 +28,7 @@ from loopcheck.fixes import Edit, Fix
 from loopcheck.model import FileModel, GuardKind, Phase, TrainingLoop
 from loopcheck.model.guards import Guard, enumerate_start, unwrap_iterable
 from loopcheck.model.syntax import children, func_name, positional, same, source
+from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.model.windows import Tail, partial_window
 from loopcheck.rules._base import Rule, Violation
 
@@ -176,6 +177,8 @@ for epoch in range(epochs):
             guard = training.step_guard
             if window is None or guard is None or guard.test is None:
                 continue
+            if accumulation_gates_nothing(training, model.index):
+                continue  # N is 1 as shipped: no window is ever partial
             step = next(s for s in training.steps if training.guard(s).periodic)
             owner = next((c.owner for c in step.conds if c.test is guard.test), step.stmt)
             target = training.loop.assignments[0] if training.loop.assignments else None
