@@ -143,8 +143,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+_COMMANDS = ("check", "run", "report", "rule", "rules")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and not argv[0].startswith("-") and argv[0] not in _COMMANDS:
+        print(f"loopcheck: error: {_not_a_command(argv[0])}", file=sys.stderr)
+        return EXIT_ERROR
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if args.command == "check":
@@ -165,6 +171,20 @@ def main(argv: list[str] | None = None) -> int:
         return _rules(args.output_format)
     parser.print_help()
     return EXIT_ERROR
+
+
+def _not_a_command(word: str) -> str:
+    """What to type instead: the first word names the command, and a file there is the commonest slip."""
+    import difflib
+
+    if word.endswith("/") or Path(word).is_dir():
+        return f"{word!r} is not a command: `loopcheck check {word}` checks the files in it"
+    if word.endswith((".py", ".pyi")) or os.sep in word or Path(word).exists():
+        return (f"{word!r} is not a command: `loopcheck check {word}` checks it without running it, "
+                f"`loopcheck run {word}` runs it under the runtime checker")
+    close = difflib.get_close_matches(word, _COMMANDS, n=1)
+    return f"unknown command {word!r} " + (f"(did you mean {close[0]!r}?)" if close else
+                                           "(commands: " + ", ".join(_COMMANDS) + ")")
 
 
 def _rule(name: str) -> int:

@@ -281,6 +281,19 @@ def test_console_script_version_and_help() -> None:
     assert "# noqa: LC101" in helptext.stdout
 
 
+def test_a_path_or_a_misspelt_command_says_what_to_type(run_cli) -> None:
+    code, out, err = run_cli("train.py", "--lr", "3")
+    assert (code, out) == (2, "")
+    assert err == ("loopcheck: error: 'train.py' is not a command: `loopcheck check train.py` checks it without "
+                   "running it, `loopcheck run train.py` runs it under the runtime checker\n")
+    code, _, err = run_cli("chek", "train.py")
+    assert code == 2 and err.startswith("loopcheck: error: unknown command 'chek' (did you mean 'check'?)")
+    assert run_cli("frobnicate")[2] == "loopcheck: error: unknown command 'frobnicate' (commands: check, run, " \
+                                       "report, rule, rules)\n"
+    assert run_cli("src/")[2] == "loopcheck: error: 'src/' is not a command: `loopcheck check src/` checks the " \
+                                 "files in it\n"
+
+
 def test_linting_never_imports_torch(project: Path) -> None:
     (project / "train.py").write_text("import torch\n" + BUGGY)
     script = ("import sys; from loopcheck.cli import main; code = main(['check', 'train.py']); "
