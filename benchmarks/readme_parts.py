@@ -30,7 +30,9 @@ def precommit(text: str, repo: str, rev: str) -> str:
 def actions(text: str, repo: str, rev: str) -> list[str]:
     workflow = next(b for b in re.findall(r"```yaml\n(.*?)```", text, re.DOTALL) if "upload-sarif" in b)
     runs = re.findall(r"^\s+(?:- )?run: (.*)$", workflow, re.MULTILINE)
-    return [re.sub(r"git\+\S+?@[0-9a-f]{40}", f"git+file://{repo}@{rev}", run)
+    # `git+file://localhost/path`, not `git+file:///path`: pip refuses a VCS URL without a host
+    # ("Invalid requirement"), and git reads localhost as this machine.
+    return [re.sub(r"git\+\S+?@[0-9a-f]{40}", f"git+file://localhost{repo}@{rev}", run)
             for run in runs if run.startswith(("pip install", "loopcheck "))]
 
 
