@@ -71,7 +71,7 @@ class Imported:
             return self._function(name) if name in imports else None
         if name is not None and name.count(".") == 1 and name.split(".", 1)[0] in imports:
             module, attr = name.split(".")  # `misc.ddp_sync(...)`: a module imported whole
-            found = self._module_of(module)
+            found = self._module_of(module, attr)
             if found is not None and attr in found.functions:
                 return Summary(found.functions[attr], attr, found.path)
         if roles is not None and isinstance(func, cst.Attribute):
@@ -137,7 +137,9 @@ class Imported:
             found = self._function(local)
             if found is not None and found.facts.backward is not None:
                 names.add(local)
-        for module in self._all_modules().values():
+        for path in dict.fromkeys(self._import_paths()):
+            # a module whose text never says "backward" has no function that back-propagates
+            module = self.index.facts(path) if self.index.mentions(path, "backward") else None
             if module is not None:
                 names |= {n for n, f in module.functions.items() if f.backward is not None}
                 names |= {n for methods in module.classes.values() for n, f in methods.items() if f.backward is not None}
@@ -157,13 +159,6 @@ class Imported:
         return hashlib.sha256(text.encode()).hexdigest()
 
     # -- resolution ------------------------------------------------------------------------
-    def _all_modules(self) -> dict[str, ModuleFacts | None]:
-        """The facts of every project module this file imports (read now if not yet)."""
-        for local in self.own.imports:
-            self._module_of(local)
-            self._from_module(local)
-        return self._modules
-
     def _import_paths(self) -> list[Path]:
         """The project files this file's imports may name (a module, or a submodule imported by name)."""
         found = []
@@ -175,22 +170,26 @@ class Imported:
                         found.append(path)
         return found
 
-    def _module_of(self, local: str) -> ModuleFacts | None:
+    def _module_of(self, local: str, name: str) -> ModuleFacts | None:
         """The facts of the project module bound to ``local`` (``import x.y as local``,
-        ``from x import local`` where ``local`` is a submodule)."""
+        ``from x import local`` where ``local`` is a submodule), if its text may define ``name``
+        (a module is parsed only when the model asks for a name it can define)."""
         key = f"module:{local}"
         if key not in self._modules:
-            self._modules[key] = None
             imported = self.own.imports.get(local)
-            if imported is not None:
-                module, attr, level = imported
-                dotted_name = f"{module}.{attr}" if attr and module else (attr or module)
-                path = self.index.resolve(self.path, dotted_name, level)
-                self._modules[key] = self.index.facts(path) if path is not None else None
+            if imported is None:
+                return None
+            module, attr, level = imported
+            dotted_name = f"{module}.{attr}" if attr and module else (attr or module)
+            path = self.index.resolve(self.path, dotted_name, level)
+            if path is None or not self.index.may_define(path, name):
+                return None
+            self._modules[key] = self.index.facts(path)
         return self._modules[key]
 
     def _from_module(self, local: str) -> tuple[ModuleFacts, str] | None:
-        """(module facts, attribute) for ``from module import attribute as local``."""
+        """(module facts, attribute) for ``from module import attribute as local``, if the module's
+        text may define the attribute."""
         imported = self.own.imports.get(local)
         if imported is None or not imported[1]:
             return None
@@ -198,7 +197,9 @@ class Imported:
         key = f"from:{module}:{level}"
         if key not in self._modules:
             path = self.index.resolve(self.path, module, level)
-            self._modules[key] = self.index.facts(path) if path is not None else None
+            if path is None or not self.index.may_define(path, attr):
+                return None
+            self._modules[key] = self.index.facts(path)
         found = self._modules[key]
         return (found, attr) if found is not None else None
 
@@ -211,7 +212,7 @@ class Imported:
     def _class(self, constructor: str) -> tuple[dict[str, FunctionFacts], str] | None:
         if "." in constructor:
             module, name = constructor.rsplit(".", 1)
-            facts = self._module_of(module) if "." not in module else None
+            facts = self._module_of(module, name) if "." not in module else None
             return (facts.classes[name], facts.path) if facts is not None and name in facts.classes else None
         found = self._from_module(constructor)
         if found is None or found[1] not in found[0].classes:
