@@ -112,13 +112,14 @@ class Trainer:
             return
         updated = {last_part(e.receiver) for e in model.events(Kind.EMA_UPDATE) if e.receiver}
         for name, calls in model.roles.constructed.items():
+            # the constructor first: the checks below walk every call of the file, for each name
+            ema = next((c for c in calls if role_of_constructor(func_name(c) or "") is Role.EMA), None)
+            if ema is None:
+                continue
             methods = model.index.methods_called.get(name, set())
             if name in updated or methods & _UPDATES or any(m.startswith("update") for m in methods):
                 continue
             if name in model.index.passed and not _only_read_by_helpers(model, name):
                 continue  # handed to code that may update it
-            for call in calls:
-                if role_of_constructor(func_name(call) or "") is Role.EMA:
-                    yield Violation(call, call, f"`{name}` is created but never updated: it keeps the initial "
-                                                "weights, and evaluating or saving it ships an untrained model")
-                    break
+            yield Violation(ema, ema, f"`{name}` is created but never updated: it keeps the initial "
+                                      "weights, and evaluating or saving it ships an untrained model")
