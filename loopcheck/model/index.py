@@ -84,13 +84,19 @@ def index_module(module: cst.Module) -> Index:
     if roots & FOREIGN_FRAMEWORKS and "torch" not in roots:
         index.foreign = True
         index.with_loops.clear()  # out of scope: no loop of the file is modelled
-    # a function is eventful when it calls an eventful function of this file (to a fixpoint)
-    changed = True
-    while changed:
-        eventful_names = {fn.name.value for fn in index.eventful}
-        grown = {fn for fn, called in calls_by_fn.items() if called & eventful_names} - index.eventful
-        changed = bool(grown)
-        index.eventful |= grown
+    # a function is eventful when it calls an eventful function of this file (to a fixpoint, through
+    # the callers of each name that becomes eventful: linear where re-scanning every function per
+    # round was quadratic in long call chains)
+    callers: dict[str, list[cst.FunctionDef]] = {}
+    for fn, called in calls_by_fn.items():
+        for name in called:
+            callers.setdefault(name, []).append(fn)
+    todo = [fn.name.value for fn in index.eventful]
+    while todo:
+        for fn in callers.get(todo.pop(), ()):
+            if fn not in index.eventful:
+                index.eventful.add(fn)
+                todo.append(fn.name.value)
     return index
 
 
