@@ -346,10 +346,19 @@ def targets(results: list[Result], ruff_ratio: float = 1.0) -> str:
 COLD, WARM = "loopcheck cold, 2 processes", "loopcheck warm (cached)"
 
 
-def loopcheck_tools(command: str, cache: bool) -> list[Tool]:
-    """loopcheck once (the default run), or cold/warm x 1/2 processes with ``--cache``."""
+# loopcheck with the project-wide facts switched off (``loopcheck.project.for_file`` returns None):
+# the difference to the cold row is what reading the other modules of each project costs.
+NO_PROJECT = ("python -c \"import sys, loopcheck.project as p; p.for_file = lambda *a, **k: None; "
+              "from loopcheck.cli import main; sys.exit(main(sys.argv[1:]))\" check")
+
+
+def loopcheck_tools(command: str, cache: bool, project_cost: bool = False) -> list[Tool]:
+    """loopcheck once (the default run), or cold/warm x 1/2 processes with ``--cache``;
+    ``project_cost``: also cold without the project-wide facts."""
     if not cache:
         return [Tool("loopcheck", command)]
+    extra = [Tool("loopcheck cold, 2 processes, no project facts", f"{NO_PROJECT} --no-cache --jobs 2")] \
+        if project_cost else []
     warm_dir = Path(tempfile.mkdtemp(prefix="loopcheck-bench-warm-"))
     fill_dir = Path(tempfile.mkdtemp(prefix="loopcheck-bench-fill-"))
 
@@ -363,6 +372,7 @@ def loopcheck_tools(command: str, cache: bool) -> list[Tool]:
         Tool("loopcheck cold, filling the cache", f"{command} --jobs 2", env={"LOOPCHECK_CACHE_DIR": str(fill_dir)},
              before_each=empty_fill_dir),
         Tool(WARM, f"{command} --jobs 2", env={"LOOPCHECK_CACHE_DIR": str(warm_dir)}),
+        *extra,
     ]
 
 
@@ -383,6 +393,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--torchfix-cmd", default="torchfix")
     ap.add_argument("--fixit-cmd", default="fixit lint")
     ap.add_argument("--ruff-cmd", default="ruff check --isolated --select ALL --no-cache")
+    ap.add_argument("--project-cost", action="store_true",
+                    help="with --cache: also time a cold run without the project-wide facts")
     ap.add_argument("--ruff-ratio", type=float, default=1.0,
                     help="target: cold loopcheck within this many times ruff's time (default 1.0)")
     ap.add_argument(
@@ -397,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.target.exists():
         ap.error(f"{args.target} does not exist")
     tools = [
-        *loopcheck_tools(args.loopcheck_cmd, args.cache),
+        *loopcheck_tools(args.loopcheck_cmd, args.cache, args.project_cost),
         Tool("ruff ALL", args.ruff_cmd),
         Tool("TorchFix", args.torchfix_cmd, slow=True),
         Tool("Fixit", args.fixit_cmd, slow=True),
