@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from loopcheck.project import for_file
+from loopcheck.project import for_file, forget
 from loopcheck.project.facts import extract
 
 
@@ -254,3 +254,28 @@ def test_the_root_is_found_from_a_nested_file(tmp_path: Path, marker: str) -> No
     found = for_file(tmp_path / "pkg" / "sub" / "train.py")
     assert found is not None and found.index.root == tmp_path.resolve()
     assert found._function("smart_ddp") is not None and found._function("smart_ddp").facts.wraps_ddp
+
+
+def test_imported_modules_are_parsed_only_for_names_they_can_define(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import loopcheck.project.index as index_module
+
+    parsed: list[str] = []
+    real = index_module.extract
+    monkeypatch.setattr(index_module, "extract", lambda source, path, functions=True:
+                        (parsed.append(path) if functions else None) or real(source, path, functions))
+    _write(tmp_path, {"train.py": ACCUMULATING + "\n        log(loss)\n", "utils.py": SMART_DDP,
+                      "logs.py": "def log(value):\n    print(value)\n"})
+    source = (tmp_path / "train.py").read_text().replace("from utils import smart_ddp",
+                                                         "from utils import smart_ddp\nfrom logs import log")
+    (tmp_path / "train.py").write_text(source)
+    found = for_file(tmp_path / "train.py")
+    assert found is not None
+    assert found._function("smart_ddp") is not None and found._function("smart_ddp").facts.wraps_ddp
+    assert found._function("log") is None  # logs.py defines log, but it has no fact: read, then empty
+    assert found._function("missing") is None and parsed == ["utils.py", "logs.py"]
+    (tmp_path / "logs.py").write_text("from other import log\n")  # re-exported: no `def log` to read
+    forget()  # a new run
+    found = for_file(tmp_path / "train.py")
+    parsed.clear()
+    assert found is not None and found._function("log") is None and parsed == []
