@@ -14,7 +14,7 @@ from loopcheck.report.outputs import Outputs, presents
 
 from . import callsite
 from .callsite import Site, user_site
-from .checks import at_backward, lr_trajectory, window_checks
+from .checks import lr_trajectory, window_checks
 from .findings import FindingLog
 from .guard import Guard
 from .imports import PostImportHooks
@@ -36,6 +36,7 @@ class Session:
         self.stack = ExitStack()
         self.records: list[OptimizerRecord] = []
         self._by_optimizer: weakref.WeakKeyDictionary[Any, OptimizerRecord] = weakref.WeakKeyDictionary()
+        self._last_record: OptimizerRecord | None = None  # record_for's answer for the last optimizer
         self.param_owner: dict[int, OptimizerRecord] = {}
         self.last_zero_site: Site | None = None
         self.zero_grad_calls = 0
@@ -130,13 +131,18 @@ class Session:
         self.findings.add(code, message, site, self.step_index() if step is None else step, sampled)
 
     def record_for(self, optimizer: Any, create: bool = True) -> OptimizerRecord | None:
-        record = self._by_optimizer.get(optimizer)
+        last = self._last_record
+        if last is not None and last.ref() is optimizer:  # several calls per step, same optimizer
+            return last
+        record = self._by_optimizer.get(optimizer)  # a weak dictionary's get is Python code
         if record is None and create:
             record = OptimizerRecord(weakref.ref(optimizer), len(self.records),
                                      type(optimizer).__name__, user_site())
             record.fused = bool(getattr(optimizer, "defaults", {}).get("fused"))
             self.records.append(record)
             self._by_optimizer[optimizer] = record
+        if record is not None:
+            self._last_record = record
         return record
 
     def main_record(self) -> OptimizerRecord | None:
@@ -144,11 +150,6 @@ class Session:
         return max(self.records, key=lambda r: r.steps + r.skipped, default=None)
 
     # -- events ---------------------------------------------------------------------
-    def before_backward(self, info: BackwardInfo, loss: Any) -> None:
-        at_backward.run(self, info, loss)
-        if self.dist.ddp:
-            self.guard.call("DDP tracking", self.dist.before_backward, info)  # sync flags
-
     def on_backward_reached(self, record: OptimizerRecord, info: BackwardInfo) -> None:
         """``info`` changed gradients of ``record``'s parameters (called after the backward)."""
         record.total_backwards += 1

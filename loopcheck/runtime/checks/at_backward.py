@@ -16,8 +16,10 @@ def run(session: Session, info: BackwardInfo, loss: Any) -> None:
         session.report("LC205", "backward on a loss computed under float16 autocast without a "
                        "GradScaler: small gradients underflow to zero (use "
                        "torch.amp.GradScaler, or bfloat16)", info.site)
-    session.modes.check_backward()
-    session.retained.watch(loss, info.site, info.scaled)
+    if session.modes.in_eval:  # a module in eval mode: rare, checked in modes
+        session.modes.check_backward()
+    if session.retained.window != session.windows_closed:  # one loss per window is watched
+        session.retained.watch(loss, info.site, info.scaled)
 
 
 def _unscaled_window(session: Session, info: BackwardInfo) -> None:

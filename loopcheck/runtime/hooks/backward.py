@@ -20,6 +20,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..callsite import user_site
+from ..checks import at_backward
 from ..patching import replace_attr
 from ..state import BackwardInfo, OptimizerRecord
 from .loss_scale import SCALER_MARK, inspect_loss
@@ -134,7 +135,9 @@ class GradTracker:
             if info.scaled and node.metadata.get(SCALER_MARK):
                 node = node.next_functions[0][0]  # the multiplication by the scale
             info.scale = inspect_loss(node)
-        session.before_backward(info, loss)
+        at_backward.run(session, info, loss)
+        if session.dist.ddp:
+            session.guard.call("DDP tracking", session.dist.before_backward, info)  # sync flags
         for record in session.records:
             self._look_before(record)
         self.current = info

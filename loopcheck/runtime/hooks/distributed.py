@@ -9,7 +9,7 @@ What is observed (no host-device synchronisation on the hot path):
   to put a forward pre-hook on each wrapper instance. The hook reads
   ``require_backward_grad_sync`` (what ``no_sync()`` sets; DDP honours the value it has at
   forward time) and the leading dimension of the first input tensor (a host-side shape).
-* Before each backward (``Session.before_backward``) the flag of the forward whose graph is
+* Before each backward (``GradTracker._before``) the flag of the forward whose graph is
   back-propagated is filed as one DDP micro-batch, together with the flag at backward time
   (``no_sync()`` around the backward only is LC502).
 * When an optimizer window closes, ``checks.ddp`` decides LC501/LC502 from the micro-batch

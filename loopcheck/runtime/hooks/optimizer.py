@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from ..session import Session
 
 
+_STEP, _ZERO = "optimizer step tracking", "zero_grad tracking"  # guard parts
+
+
 class OptimizerHooks:
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -78,15 +81,25 @@ class OptimizerHooks:
 
         def make(original: Any) -> Any:
             def zero_grad(owner: Any, *args: Any, **kwargs: Any) -> None:
-                guard.call("zero_grad tracking", note, owner)
+                if _ZERO not in guard.disabled:
+                    try:
+                        note(owner)
+                    except Exception as exc:  # noqa: BLE001
+                        guard.fail(_ZERO, exc)
                 return original(owner, *args, **kwargs)
 
             return zero_grad
 
         return make
 
+    # the step hooks and zero_grad run on every step: the guard is inlined
     def _pre_hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        self.session.guard.call("optimizer step tracking", self._before_step, optimizer)
+        guard = self.session.guard
+        if _STEP not in guard.disabled:
+            try:
+                self._before_step(optimizer)
+            except Exception as exc:  # noqa: BLE001 - switched off, training goes on
+                guard.fail(_STEP, exc)
         return None  # a 2-tuple would replace the step's arguments
 
     def _before_step(self, optimizer: Any) -> None:
@@ -111,7 +124,12 @@ class OptimizerHooks:
                            "and inf/NaN steps are not skipped", record.step_site)
 
     def _post_hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        self.session.guard.call("optimizer step tracking", self._after_step, optimizer)
+        guard = self.session.guard
+        if _STEP not in guard.disabled:
+            try:
+                self._after_step(optimizer)
+            except Exception as exc:  # noqa: BLE001
+                guard.fail(_STEP, exc)
 
     def _after_step(self, optimizer: Any) -> None:
         record = self.session.record_for(optimizer)

@@ -28,6 +28,11 @@ def _float32(value: float) -> float:
     return struct.unpack("f", struct.pack("f", value))[0]
 
 
+def _dead() -> None:
+    """A weak reference to nothing."""
+    return None
+
+
 class ScaleMirror:
     """The scale of one GradScaler as known on the host; ``value`` is None when unknown."""
 
@@ -91,6 +96,8 @@ class ScalerHooks:
         self.enabled_seen = False
         self.enabled_scales = 0  # scale() calls of enabled scalers
         self.unscales_since_update = 0  # an optimizer's stage may be UNSCALED while > 0
+        self._scaled_last: Any = _dead  # weakref to the scaler of the latest scale() call
+        self._mirror_last: ScaleMirror | None = None  # mirror()'s latest answer
 
     def install(self) -> None:
         from torch.amp import grad_scaler
@@ -112,9 +119,13 @@ class ScalerHooks:
         return [s for s in self.scalers if getattr(s, "_enabled", False)]
 
     def mirror(self, scaler: Any) -> ScaleMirror:
+        last = self._mirror_last
+        if last is not None and last.scaler() is scaler:  # called a few times per step
+            return last
         mirror = self.mirrors.get(scaler)
         if mirror is None:
             mirror = self.mirrors[scaler] = ScaleMirror(scaler)
+        self._mirror_last = mirror
         return mirror
 
     def _wrap(self, name: str, check: Any, after: bool = False) -> Any:
@@ -135,27 +146,38 @@ class ScalerHooks:
 
     def _wrap_scale(self, original: Any) -> Any:
         guard = self.session.guard
+        part, disabled, calls = "GradScaler tracking", guard.disabled, self.calls
 
         def scale(scaler: Any, outputs: Any) -> Any:
-            if scaler._enabled and scaler not in self.mirrors:  # before its scale tensor exists
-                guard.call("GradScaler tracking", self.mirror, scaler)
+            # runs on every micro-batch: the guard is inlined, and a scaler seen at the
+            # previous call needs no lookup in the weak containers (Python code)
+            new = self._scaled_last() is not scaler
+            if new and part not in disabled:
+                guard.call(part, self._first_scale, scaler)
             result = original(scaler, outputs)
-            guard.call("GradScaler tracking", self._on_scale, scaler, result)
+            if part not in disabled:
+                try:
+                    calls["scale"] += 1
+                    if not scaler._enabled:
+                        self.disabled_seen = True
+                    else:
+                        self.enabled_seen = True
+                        self.enabled_scales += 1  # the next backward is of a scaled loss
+                        node = getattr(result, "grad_fn", None)
+                        if node is not None:
+                            node.metadata[SCALER_MARK] = True
+                except Exception as exc:  # noqa: BLE001 - switched off, training goes on
+                    guard.fail(part, exc)
             return result
 
         return scale
 
-    def _on_scale(self, scaler: Any, outputs: Any) -> None:
-        self.calls["scale"] += 1
+    def _first_scale(self, scaler: Any) -> None:
+        """A scaler not seen at the previous ``scale()`` (usually: the first call)."""
         self.scalers.add(scaler)
-        if not scaler._enabled:
-            self.disabled_seen = True
-            return
-        self.enabled_seen = True
-        self.enabled_scales += 1  # the next backward is of a scaled loss
-        node = getattr(outputs, "grad_fn", None)
-        if node is not None:
-            node.metadata[SCALER_MARK] = True
+        if scaler._enabled and scaler not in self.mirrors:  # before its scale tensor exists
+            self.mirror(scaler)
+        self._scaled_last = weakref.ref(scaler)
 
     def _on_load(self, scaler: Any, state: Any) -> None:
         if scaler._enabled and isinstance(state, dict) and "scale" in state:
