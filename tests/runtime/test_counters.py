@@ -42,3 +42,12 @@ def test_a_run_without_optimizer_says_what_was_not_checked(scenario_outcomes) ->
         "SGD) or by an optimizer that is not a torch.optim.Optimizer"]
     assert "loopcheck: not checked: LC101-LC113" in outcome.stderr
     assert scenario_outcomes["ok_accumulation"].report["not_checked"] == []
+
+
+def test_a_count_from_sampled_windows_says_so(scenario_outcomes) -> None:
+    """After the first windows the loss is read in one window of 8: the finding counts the
+    windows it was seen in, which are fewer than the 40 steps it affected."""
+    outcome = scenario_outcomes["lc102_loss_not_divided_long_run"]
+    (finding,) = outcome.report["findings"]
+    assert finding["sampled"] is True and 16 < finding["count"] < 40
+    assert f"seen in {finding['count']} sampled windows" in outcome.stderr
