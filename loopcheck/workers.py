@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import faulthandler
 import multiprocessing
+import os
 import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -47,12 +48,13 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}"[:300] if text else type(error).__name__
 
 
-def _serve(fn: Callable[[Any], Any], warm: Callable[[], Any] | None, first: bool, conn: Connection) -> None:
-    """A worker: ``warm()`` (its result sent back by the first worker), then ``(index, job)`` in and
-    ``(index, result or Failure)`` out, until the connection closes."""
+def _serve(fn: Callable[[Any], Any], warm: Callable[[], Any] | None, first: bool, conn: Connection,
+           parent: int) -> None:
+    """A worker of process ``parent``: ``warm()`` (its result sent back by the first worker), then
+    ``(index, job)`` in and ``(index, result or Failure)`` out, until the connection closes."""
+    _die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     faulthandler.disable()  # a crash is reported by the parent, once, not as a C traceback
-    _die_with_parent()
     if warm is not None:
         value = _call(lambda _: warm(), None)
         if first:
@@ -69,14 +71,17 @@ def _serve(fn: Callable[[Any], Any], warm: Callable[[], Any] | None, first: bool
             conn.send((index, Failure(f"the result could not be sent back ({_describe(error)})")))
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent: int) -> None:
     """Linux: be killed when the parent dies, even one stuck in a read (the parent killed -9)."""
     try:
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
-        pass  # elsewhere a worker ends when it next reads from the closed pipe
+        return  # elsewhere a worker ends when it next reads from the closed pipe
+    # The signal is armed only from here on: a parent that died since the fork sends none.
+    if os.getppid() != parent:
+        os._exit(0)
 
 
 @dataclass
@@ -168,7 +173,8 @@ class Pool(Generic[J, R]):
 
     def _start(self, warm: bool) -> _Worker:
         parent, child = self.context.Pipe()
-        process = self.context.Process(target=_serve, args=(self.fn, self.warm, warm, child), daemon=True)
+        process = self.context.Process(target=_serve, args=(self.fn, self.warm, warm, child, os.getpid()),
+                                        daemon=True)
         process.start()
         child.close()
         worker = _Worker(process, parent)
