@@ -279,3 +279,30 @@ def test_imported_modules_are_parsed_only_for_names_they_can_define(tmp_path: Pa
     found = for_file(tmp_path / "train.py")
     parsed.clear()
     assert found is not None and found._function("log") is None and parsed == []
+
+
+def test_a_selective_gradient_clearing_is_no_zeroing() -> None:
+    helpers = """
+        def cancel_gradients_last_layer(epoch, model, freeze_last_layer):
+            if epoch >= freeze_last_layer:
+                return
+            for n, p in model.named_parameters():
+                if "last_layer" in n:
+                    p.grad = None
+
+
+        def zero_grad(params):
+            for p in params:
+                if p.grad is not None:
+                    p.grad.detach_()
+                    p.grad.zero_()
+
+
+        def clear(model):
+            for p in model.parameters():
+                if p.requires_grad:
+                    p.grad = None
+    """
+    facts = extract(textwrap.dedent(helpers), "utils.py").functions
+    assert not facts["cancel_gradients_last_layer"].zeroes  # freezes one layer (DINO)
+    assert facts["zero_grad"].zeroes and facts["clear"].zeroes

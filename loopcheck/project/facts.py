@@ -221,7 +221,7 @@ class _Reader:
             elif isinstance(sub, ast.Assign) and any(
                     isinstance(t, ast.Attribute) and t.attr == "grad" for t in sub.targets) and isinstance(
                     sub.value, ast.Constant) and sub.value.value is None:
-                zeroes = True
+                zeroes = zeroes or not _selective(nodes, sub)
             if not isinstance(sub, ast.Call):
                 continue
             func = sub.func
@@ -237,9 +237,10 @@ class _Reader:
             elif name == "step" and receiver is not None and sub.args and isinstance(sub.args[0], ast.Name) \
                     and sub.args[0].id in index and "scaler" in (_dotted(receiver) or "").lower():
                 steps.add(index[sub.args[0].id])  # scaler.step(opt)
-            elif "zero_grad" in name or name == "zero_" and isinstance(receiver, ast.Attribute) \
-                    and receiver.attr == "grad":
+            elif "zero_grad" in name:
                 zeroes = True
+            elif name == "zero_" and isinstance(receiver, ast.Attribute) and receiver.attr == "grad":
+                zeroes = zeroes or not _selective(nodes, sub)
             elif name in ("eval", "train") and recv in index:
                 off = name == "eval" or bool(sub.args) and isinstance(sub.args[0], ast.Constant) \
                     and sub.args[0].value is False
@@ -273,6 +274,19 @@ class _Reader:
                 and func.value.id == "self":
             return methods.get(func.attr)
         return None
+
+
+def _selective(nodes: list[ast.AST], clearing: ast.AST) -> bool:
+    """``clearing`` (``p.grad = None``, ``p.grad.zero_()``) sits under an ``if`` that tests something
+    other than a gradient: ``if "last_layer" in name:`` clears some parameters only (DINO's
+    ``cancel_gradients_last_layer`` freezes a layer), which is not the zeroing of a step.
+    ``if p.grad is not None:`` and ``if p.requires_grad:`` still clear every gradient."""
+    for node in nodes:
+        if isinstance(node, ast.If) and not any(isinstance(n, ast.Attribute) and n.attr in ("grad", "requires_grad")
+                                                for n in ast.walk(node.test)) \
+                and any(n is clearing for n in ast.walk(node)):
+            return True
+    return False
 
 
 def _own_nodes(node: ast.AST) -> list[ast.AST]:
