@@ -38,6 +38,11 @@ def accumulation_setting(model: FileModel) -> tuple[cst.Arg, cst.Call] | None:
     return None
 
 
+def builds_accelerator(model: FileModel) -> bool:
+    """The file calls ``Accelerator(...)`` itself (else its settings, N among them, are unknown here)."""
+    return any(last_part(func_name(call) or "") == "Accelerator" for call in model.index.calls)
+
+
 def prepared_modules(model: FileModel, trained: set[str]) -> list[cst.Call]:
     """``accelerator.prepare(model, ...)`` calls that prepare a module the file trains: a DDP wrap
     whenever the script runs under a multi-process launch (``accelerate launch``)."""
