@@ -1,6 +1,7 @@
 """## What it does
 Checks for `torch.cuda.amp.autocast(...)` and `torch.cuda.amp.GradScaler(...)`, also through
-`from torch.cuda.amp import autocast, GradScaler` and `import torch.cuda.amp as amp`.
+`from torch.cuda.amp import autocast, GradScaler` and `import torch.cuda.amp as amp`, and for the
+`torch.cuda.amp.custom_fwd` / `custom_bwd` decorators of custom autograd functions.
 
 ## Why is this bad?
 Both are deprecated since PyTorch 2.4 and emit a `FutureWarning` on every construction (every
@@ -9,7 +10,9 @@ also covers CPU, XPU and other backends with the same code.
 
 ## Fix
 `torch.amp.autocast("cuda", ...)` (or `torch.autocast("cuda", ...)`) and
-`torch.amp.GradScaler("cuda", ...)`, with the same keyword arguments. `--fix` rewrites spelled-out
+`torch.amp.GradScaler("cuda", ...)`, with the same keyword arguments;
+`@torch.amp.custom_fwd(device_type="cuda")` and `@torch.amp.custom_bwd(device_type="cuda")` (no
+automatic fix for the decorators). `--fix` rewrites spelled-out
 calls, and `from torch.cuda.amp import GradScaler, autocast` together with every call of the
 imported names (`GradScaler("cuda")`, `autocast("cuda", ...)`) when all of its uses are such calls. A file that already uses the
 new API for the same object (a fallback for old PyTorch versions) is not reported.
@@ -30,13 +33,16 @@ from loopcheck.rules._base import Rule, Violation
 _DEPRECATED = {"torch.cuda.amp.autocast": "autocast", "torch.cuda.amp.GradScaler": "GradScaler",
                "torch.cuda.amp.autocast_mode.autocast": "autocast", "torch.cuda.amp.grad_scaler.GradScaler": "GradScaler"}
 _REPLACEMENT = {"autocast": 'torch.amp.autocast("cuda", ...)', "GradScaler": 'torch.amp.GradScaler("cuda", ...)'}
+_DECORATORS = {"torch.cuda.amp.custom_fwd": "custom_fwd", "torch.cuda.amp.custom_bwd": "custom_bwd",
+               "torch.cuda.amp.autocast_mode.custom_fwd": "custom_fwd",
+               "torch.cuda.amp.autocast_mode.custom_bwd": "custom_bwd"}
 _CURRENT = {"torch.amp.autocast": "autocast", "torch.autocast": "autocast", "torch.amp.GradScaler": "GradScaler",
             "torch.amp.autocast_mode.autocast": "autocast", "torch.amp.grad_scaler.GradScaler": "GradScaler"}
 
 
 class DeprecatedAmpApi(Rule):
     code = "LC206"
-    message = "`torch.cuda.amp.autocast`/`torch.cuda.amp.GradScaler` are deprecated: use `torch.amp`"
+    message = "`torch.cuda.amp.autocast`/`GradScaler`/`custom_fwd`/`custom_bwd` are deprecated: use `torch.amp`"
     requires = ("cuda.amp", "torch.cuda import")
     needs_training_loop = False  # a deprecated call anywhere in the file
     fixable = True
@@ -55,6 +61,19 @@ except ImportError:
     from torch.cuda.amp import GradScaler
     scaler = GradScaler()
 """,
+        """
+try:
+    from torch.amp import custom_fwd
+    custom_fwd = functools.partial(custom_fwd, device_type="cuda")
+except ImportError:  # PyTorch < 2.4
+    from torch.cuda.amp import custom_fwd
+
+class Op(torch.autograd.Function):
+    @staticmethod
+    @custom_fwd
+    def forward(ctx, x):
+        return x
+""",
     ]
     INVALID = [
         """
@@ -70,6 +89,22 @@ scaler = GradScaler(enabled=use_amp)  # LC206
 with autocast(dtype=torch.float16):  # LC206
     loss = model(x)
 amp_autocast = functools.partial(amp.autocast, dtype=torch.float16)  # LC206
+""",
+        """
+from torch.cuda.amp import custom_bwd
+
+class ScaledMatmul(torch.autograd.Function):
+    @staticmethod
+    @torch.cuda.amp.custom_fwd(cast_inputs=torch.float16)  # LC206
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a @ b
+
+    @staticmethod
+    @custom_bwd  # LC206
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return grad @ b.T, a.T @ grad
 """,
     ]
 
@@ -97,6 +132,21 @@ amp_autocast = functools.partial(amp.autocast, dtype=torch.float16)  # LC206
                     fix = imported[id(source)]
             yield Violation(node, node, f"`torch.cuda.amp.{what}` is deprecated (FutureWarning on every use): "
                                         f"use `{_REPLACEMENT[what]}`", fix)
+        yield from _decorators(model, aliases)
+
+
+def _decorators(model: FileModel, aliases: dict[str, set[str]]) -> Iterator[Violation]:
+    """``@torch.cuda.amp.custom_fwd`` / ``@custom_bwd(...)``: deprecated like autocast, and warned
+    about once per decorated function."""
+    for node in walk(model.module, into_functions=True):
+        if not isinstance(node, cst.Decorator):
+            continue
+        expr = node.decorator.func if isinstance(node.decorator, cst.Call) else node.decorator
+        names = qualified(expr, aliases)
+        what = _DECORATORS.get(next(iter(names))) if len(names) == 1 else None
+        if what is not None:
+            yield Violation(expr, expr, f"`torch.cuda.amp.{what}` is deprecated (FutureWarning): use "
+                                        f"`torch.amp.{what}(device_type=\"cuda\")`")
 
 
 def _import_of(model: FileModel, local: str) -> cst.ImportFrom | None:
