@@ -96,16 +96,38 @@ def has_training_loop(tree: ast.Module, source: str, triggers: Collection[str] =
     function of the file that may (transitively: a function whose lines hold a trigger or mention
     such a function). Lines, not nodes: walking the statements is much cheaper than every node."""
     loops, functions = _blocks(tree)
-    if not loops:
+    if not loops and not functions:
         return False
     starts = [0, *(m.end() for m in re.finditer("\n", source))]
     trigger = _TRIGGER if not triggers else re.compile(
         _TRIGGER.pattern + r"|(?:" + "|".join(map(re.escape, triggers)) + r")\s*\(")
-    hot = sorted({line for m in trigger.finditer(source) if _counts(source, m, starts)
-                  for line in [bisect.bisect_right(starts, m.start())]})
-    if functions and hot:
-        hot = _with_training_functions(functions, hot, source, starts)
-    return any(_any_within(hot, first, last) for first, last in loops)
+    direct = sorted({line for m in trigger.finditer(source) if _counts(source, m, starts)
+                     for line in [bisect.bisect_right(starts, m.start())]})
+    if loops:
+        hot = _with_training_functions(functions, direct, source, starts) if functions and direct else direct
+        if any(_any_within(hot, first, last) for first, last in loops):
+            return True
+    if not direct:
+        return False
+    # for a step function: calls with arguments or a `.backward()` (not a `NativeScaler()` built)
+    direct = sorted({bisect.bisect_right(starts, m.start()) for m in trigger.finditer(source)
+                     if _counts(source, m, starts) and (m.group().startswith(".") or
+                                                        not source[m.end():m.end() + 40].lstrip().startswith(")"))})
+    return _step_function(functions, direct, source, starts)
+
+
+# A modulo the model can read as a step condition: compared (`n % N == 0`, also in `need = ...`) or
+# tested by an `if` (`if (i + 1) % N:`); not `"%d" % x`.
+_MODULO = re.compile(r"%[^\n#]*[=!]=|^[ \t]*(?:el)?if\b[^\n#]*%", re.M)
+
+
+def _step_function(functions: list[tuple[str, int, int]], direct: list[int], source: str,
+                   starts: list[int]) -> bool:
+    """A function that back-propagates and tests a counter with ``%`` (``if self.n_iter % accum == 0:
+    optimizer.step()``): called once per micro-batch, it accumulates across its calls."""
+    modulo = sorted({bisect.bisect_right(starts, m.start()) for m in _MODULO.finditer(source)})
+    return bool(modulo) and any(_any_within(direct, first, last) and _any_within(modulo, first, last)
+                                for _, first, last in functions)
 
 
 def _with_training_functions(functions: list[tuple[str, int, int]], hot: list[int], source: str,

@@ -284,3 +284,30 @@ def test_a_flag_bound_to_a_literal_at_the_call_is_not_enumerated() -> None:
             train_one_epoch(model, loader, optimizer, scaler, use_amp=True)
     """)
     assert [t.assumptions for t in model.training_loops] == [{"use_amp": True}]
+
+
+def test_a_step_function_that_steps_on_a_call_counter_is_a_training_loop_over_its_calls() -> None:
+    model = _model("""
+        class Trainer:
+            def optimize(self, loss):
+                loss.backward()
+                if self.n_iter % self.accum == 0:
+                    self.optimizer.step()
+                    self.optimizer.zero_grad()
+
+            def iter(self):
+                self.n_iter += 1
+    """)
+    [training] = model.training_loops
+    assert not training.loop.is_loop and training.loop.function.name.value == "optimize"
+    assert training.style is Style.GUARDED and training.step_guard.index == "self.n_iter"
+
+
+@pytest.mark.parametrize("body", [
+    "loss.backward()\nself.optimizer.step()\nself.optimizer.zero_grad()",  # one step per call
+    "loss.backward()\nif self.use_amp:\n    self.optimizer.step()",  # a flag, not a counter
+    "loss.backward()\nif self.steps % 100 == 0:\n    self.optimizer.step()",  # never incremented here
+])
+def test_a_step_function_without_a_call_counter_is_no_training_loop(body: str) -> None:
+    code = "class Trainer:\n    def train_step(self, loss):\n" + textwrap.indent(body, " " * 8) + "\n"
+    assert _model(code).training_loops == []

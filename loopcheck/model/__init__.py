@@ -79,6 +79,10 @@ def build(module: cst.Module, source: str = "", options: Options | None = None,
     scopes += [builder.scope(fn) for fns in index.functions.values() for fn in fns if fn in index.with_loops]
     # A function inlined into a caller's loop is analysed there, with the caller's context.
     scopes = [s for s in scopes if s.function is None or s.function not in builder.inlined]
+    # A step function with no loop of its own (called once per micro-batch by a loop elsewhere) may
+    # accumulate across its calls; variants.training_loops keeps it where it steps on a call counter.
+    scopes += [builder.scope(fn) for fns in index.functions.values() for fn in fns
+               if fn in index.eventful and fn not in index.with_loops and fn not in builder.inlined]
     model = FileModel(module, index, scopes, [], source, builder.owners, options or Options(), project)
     constants = _constants(index, source)
     if constants:

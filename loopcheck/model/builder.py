@@ -68,6 +68,9 @@ class Builder:
         body = node.body.body if isinstance(node, cst.FunctionDef) else node.body
         if isinstance(node, cst.FunctionDef) and not isinstance(node.body, cst.IndentedBlock):
             body = ()
+        if fn is not None:
+            params = {p.name.value for p in [*fn.params.params, *fn.params.kwonly_params]} - {"self", "cls"}
+            scope.per_call = frozenset(params | {f"self.{name}" for name in self.index.incremented})
         self._block(body, _State(loop=scope, function=fn, inlining=(fn,) if fn else ()), node)
         _lift_loops_without_backward(scope)
         _flatten_chunk_loops(scope)

@@ -119,6 +119,9 @@ class Loop:
     skips: list[cst.If] = field(default_factory=list)
     # In a variant of the loop: the truth value assumed for each invariant flag (see model.variants).
     assumptions: dict[str, bool] = field(default_factory=dict)
+    # A function's pseudo-loop: names that may change from one call to the next, read as counters
+    # there (its parameters, attributes the file increments such as `self.n_iter += 1`)
+    per_call: frozenset[str] = frozenset()
 
     @property
     def is_loop(self) -> bool:

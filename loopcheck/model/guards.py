@@ -433,6 +433,8 @@ class GuardReader:
                     return replace(inner, first=None)
             return Count(self._variant_name(expr))
         name = dotted(expr)
+        if name is not None and not self.varies(name) and name in self.loop.per_call:
+            return Count(name)  # a step function's call counter: its start is not visible here
         if name is None or not self.varies(name):
             return Count(self._variant_name(expr))
         for assignment in self.aliases.get(name, []):

@@ -32,6 +32,7 @@ class Index:
     methods_in: dict[cst.FunctionDef, dict[str, set[str]]] = field(default_factory=dict)
     # the file trains with another framework (PaddlePaddle, JAX, ...) and never imports torch
     foreign: bool = False
+    incremented: set[str] = field(default_factory=set)  # short names of `x += ...` targets (`self.n_iter += 1`)
 
 
 # Method and function names that can be training events (see Builder._classify).
@@ -65,6 +66,10 @@ def index_module(module: cst.Module) -> Index:
             _index_assignment(index, node)  # type: ignore[arg-type]
         elif kind is cst.Attribute:
             index.attributes.add(node.attr.value)  # type: ignore[attr-defined]
+        elif kind is cst.AugAssign:
+            target = dotted(node.target)  # type: ignore[attr-defined]
+            if target:
+                index.incremented.add(last_part(target))
         elif kind is cst.Import or kind is cst.ImportFrom:
             index.imports.append(node)  # type: ignore[arg-type]
         elif kind is cst.Call:

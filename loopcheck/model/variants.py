@@ -25,7 +25,7 @@ from loopcheck.model.events import Assignment, Cond, Event, Framework, Kind, Loo
 from loopcheck.model.guards import GuardReader, flag_key
 from loopcheck.model.index import Index
 from loopcheck.model.syntax import walk
-from loopcheck.model.training import TrainingLoop, analyse
+from loopcheck.model.training import Style, TrainingLoop, analyse
 
 MAX_FLAGS = 4
 _OBJECT_KEY = re.compile(r"^[A-Za-z_][\w.]*$")
@@ -35,6 +35,9 @@ _CORE = (Kind.BACKWARD, Kind.STEP, Kind.ZERO_GRAD)
 def training_loops(scopes: list[Loop], index: Index) -> list[TrainingLoop]:
     out: list[TrainingLoop] = []
     for scope in scopes:
+        if scope.function is not None and scope.events(Kind.BACKWARD):
+            # a step function: its calls are the iterations, where it steps on a counter of them
+            out.extend(t for t in variants(scope, scope, index.int_inits) if _steps_on_call_count(t))
         for loop in _loops(scope):
             if loop.events(Kind.BACKWARD):
                 out.extend(variants(scope, loop, index.int_inits))
@@ -63,6 +66,14 @@ def variants(scope: Loop, loop: Loop, int_inits: dict[str, set[int | None]]) -> 
         seen.add(signature)
         found.append(training)
     return found
+
+
+def _steps_on_call_count(training: TrainingLoop) -> bool:
+    """A step function's variant steps every N calls, by a ``%`` test of a counter (what the screen
+    looks for in functions without a loop)."""
+    guard = training.step_guard
+    return training.style is Style.GUARDED and guard is not None and guard.test is not None and any(
+        isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo) for n in walk(guard.test))
 
 
 # -- which flags -----------------------------------------------------------------------------

@@ -170,8 +170,9 @@ for step, batch in enumerate(train_dataloader):
                 continue  # Accelerate's accumulate() and engines decide the sync themselves
             if accumulation_gates_nothing(training, model.index):
                 continue
-            backwards = [b for b in training.backwards if b.framework in _OWN_SYNC
-                         and training.reader.guard(b.conds, b.order).always]  # engines own the sync
+            # every micro-batch back-propagates (itself, or with a twin in the other branch of the
+            # boundary test); engines own the sync
+            backwards = [b for b in training.backwards if b.framework in _OWN_SYNC and training.every_iteration(b)]
             if not backwards:
                 continue
             # one finding per loop, however many losses it back-propagates, in however many variants
