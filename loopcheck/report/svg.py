@@ -195,14 +195,23 @@ def _markers(frame: _Frame, markers: Sequence[Marker]) -> list[str]:
     out, by_class = [], {}
     for marker in markers:
         by_class.setdefault(marker.css, []).append(marker)
+    rows: list[list[tuple[float, float]]] = []  # the spans of the labels placed on each text row
     for css, group in by_class.items():
         out.append(f'<g class="{css}" data-x="{_values([m.x for m in group])}">')
         for m in group:
             x = frame.x(m.x)
             out.append(f'<path d="M{x:.1f} {TOP}V{HEIGHT - BOTTOM}"><title>{escape(m.label)}</title></path>')
             if m.show_label:
-                near_right = x > WIDTH - RIGHT - 7 * len(m.label)
-                out.append(f'<text x="{x - 3 if near_right else x + 3:.1f}" y="{TOP + 10}" '
+                width = 7 * len(m.label)
+                near_right = x > WIDTH - RIGHT - width
+                span = (x - 3 - width, x - 3) if near_right else (x + 3, x + 3 + width)
+                # markers a few steps apart would print their labels over each other: next row down
+                row = next((i for i, placed in enumerate(rows)
+                            if all(span[1] < a or span[0] > b for a, b in placed)), len(rows))
+                if row == len(rows):
+                    rows.append([])
+                rows[row].append(span)
+                out.append(f'<text x="{x - 3 if near_right else x + 3:.1f}" y="{TOP + 10 + 12 * row}" '
                            f'text-anchor="{"end" if near_right else "start"}">{escape(m.label)}</text>')
         out.append("</g>")
     return out

@@ -128,3 +128,15 @@ def test_downsampling_keeps_first_last_min_and_max_of_every_bucket() -> None:
     assert {0, 1234, 8765, 9_999} <= set(kept)
     assert len(kept) <= 3 * 100 + 1
     assert downsample.keep([[1, 2, 3]], 100) == [0, 1, 2]
+
+
+def test_labels_of_markers_a_few_steps_apart_do_not_overlap() -> None:
+    from loopcheck.report import svg
+
+    frame = svg._Frame(0, 200, 0, 4, False)
+    near = [svg.Marker(0, "LC101 from step 0", "finding"), svg.Marker(5, "LC601 from step 5", "finding"),
+            svg.Marker(150, "LC602 from step 150", "finding")]
+    ys = [float(y) for y in re.findall(r'<text [^>]*y="([\d.]+)"', "".join(svg._markers(frame, near)))]
+    assert len(ys) == 3
+    assert ys[0] != ys[1]  # 5 steps apart: the second label goes one row down
+    assert ys[2] == ys[0]  # far from both: the first row
