@@ -19,6 +19,7 @@ import contextlib
 import json
 import sys
 import time
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -27,22 +28,16 @@ WORKLOADS = {"launch": (8, 512, 64), "gpu": (6, 8192, 2048)}  # layers, width, m
 ACCUM = 4
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--workload", choices=sorted(WORKLOADS), default="launch")
-    parser.add_argument("--steps", type=int, default=400)
-    parser.add_argument("--warmup", type=int, default=40)
-    parser.add_argument("--watch", action="store_true", help="time the loop inside loopcheck.runtime.watch()")
-    args = parser.parse_args()
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    layers, width, batch = WORKLOADS[args.workload]
+def make_step(workload: str, device: str, total_steps: int) -> Callable[[], None]:
+    """One optimizer step of ``workload`` on ``device`` (its model, optimizer, scaler and a OneCycleLR
+    schedule over ``total_steps`` built here, before any loopcheck session)."""
+    layers, width, batch = WORKLOADS[workload]
     torch.manual_seed(0)
     blocks = [m for _ in range(layers) for m in (nn.Linear(width, width), nn.GELU())]
     model = nn.Sequential(*blocks, nn.Linear(width, 10)).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=device == "cuda")
     scaler = torch.amp.GradScaler(device)
-    total = args.warmup + args.steps
-    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1e-3, total_steps=total + 1)
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1e-3, total_steps=total_steps + 1)
     data = [(torch.randn(batch, width, device=device), torch.randint(0, 10, (batch,), device=device))
             for _ in range(ACCUM)]
     dtype = torch.float16 if device == "cuda" else torch.bfloat16
@@ -58,6 +53,19 @@ def main() -> None:
         scaler.update()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workload", choices=sorted(WORKLOADS), default="launch")
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--warmup", type=int, default=40)
+    parser.add_argument("--watch", action="store_true", help="time the loop inside loopcheck.runtime.watch()")
+    args = parser.parse_args()
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    step = make_step(args.workload, device, args.warmup + args.steps)
 
     context: contextlib.AbstractContextManager = contextlib.nullcontext()
     if args.watch:

@@ -2,9 +2,9 @@
 alternated, so that process-to-process differences (a launch-bound step varied 9.5-14.7 ms between
 processes on one H200) drop out of the comparison.
 
-The launch-bound workload of ``runtime_train.py`` (objects built once, before any session, as a
-notebook or ``watch()`` user would). Each block: ``--warmup`` steps untimed (inside ``watch()``
-these cover its first-16-windows inspection phase), then ``--steps`` timed steps between two device
+The launch-bound workload of ``runtime_train.py`` (``make_step``: objects built once, before any
+session, as a notebook or ``watch()`` user would). Each block: ``--warmup`` steps untimed (inside
+``watch()`` these cover its first-16-windows inspection phase), then ``--steps`` timed steps between two device
 synchronisations; the order of the two variants alternates per round. Prints each block and the
 median of the per-round ratios, as JSON on the last line.
 
@@ -20,10 +20,9 @@ import time
 from pathlib import Path
 
 import torch
-from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runtime_train import ACCUM, WORKLOADS  # noqa: E402
+from runtime_train import make_step  # noqa: E402
 
 
 def main() -> None:
@@ -35,28 +34,7 @@ def main() -> None:
     from loopcheck.runtime import watch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    layers, width, batch = WORKLOADS["launch"]
-    torch.manual_seed(0)
-    model = nn.Sequential(*[m for _ in range(layers) for m in (nn.Linear(width, width), nn.GELU())],
-                          nn.Linear(width, 10)).to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=device == "cuda")
-    scaler = torch.amp.GradScaler(device)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
-    data = [(torch.randn(batch, width, device=device), torch.randint(0, 10, (batch,), device=device))
-            for _ in range(ACCUM)]
-    dtype = torch.float16 if device == "cuda" else torch.bfloat16
-
-    def step() -> None:
-        for x, y in data:
-            with torch.autocast(device, dtype=dtype):
-                loss = nn.functional.cross_entropy(model(x), y) / ACCUM
-            scaler.scale(loss).backward()
-        scaler.unscale_(optimizer)
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        scaler.step(optimizer)
-        scaler.update()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
+    step = make_step("launch", device, args.warmup + 2 * args.rounds * (args.warmup + args.steps))
 
     def sync() -> None:
         if device == "cuda":
