@@ -26,28 +26,25 @@ _SETTINGS = ("gradient_accumulation_steps", "gradient_accumulation_plugin")
 _NOT_DDP = ("fsdp_plugin", "deepspeed_plugin", "megatron_lm_plugin")
 
 
+def accelerator_calls(model: FileModel) -> list[cst.Call]:
+    """The file's own ``Accelerator(...)`` calls (none: its settings, N among them, are unknown here)."""
+    return [call for call in model.index.calls if last_part(func_name(call) or "") == "Accelerator"]
+
+
 def accumulation_setting(model: FileModel) -> tuple[cst.Arg, cst.Call] | None:
     """``gradient_accumulation_steps=N`` (or a plugin) given to ``Accelerator(...)``, unless a literal 1,
     and the ``Accelerator(...)`` call."""
-    for call in model.index.calls:
-        if last_part(func_name(call) or "") != "Accelerator":
-            continue
+    for call in accelerator_calls(model):
         for arg in call.args:
             if arg.keyword is not None and arg.keyword.value in _SETTINGS and int_value(arg.value) != 1:
                 return arg, call
     return None
 
 
-def builds_accelerator(model: FileModel) -> bool:
-    """The file calls ``Accelerator(...)`` itself (else its settings, N among them, are unknown here)."""
-    return any(last_part(func_name(call) or "") == "Accelerator" for call in model.index.calls)
-
-
 def prepared_modules(model: FileModel, trained: set[str]) -> list[cst.Call]:
     """``accelerator.prepare(model, ...)`` calls that prepare a module the file trains: a DDP wrap
     whenever the script runs under a multi-process launch (``accelerate launch``)."""
-    if any(last_part(func_name(c) or "") == "Accelerator" and any(
-            a.keyword is not None and a.keyword.value in _NOT_DDP for a in c.args) for c in model.index.calls):
+    if any(a.keyword is not None and a.keyword.value in _NOT_DDP for c in accelerator_calls(model) for a in c.args):
         return []  # FSDP / DeepSpeed / Megatron plugins: no DDP wrapper, the engine decides the sync
     found = []
     for call in model.index.calls:

@@ -211,7 +211,7 @@ def _markers(frame: _Frame, markers: Sequence[Marker]) -> list[str]:
                 if row == len(rows):
                     rows.append([])
                 rows[row].append(span)
-                out.append(f'<text x="{x - 3 if near_right else x + 3:.1f}" y="{TOP + 10 + 12 * row}" '
+                out.append(f'<text x="{span[1] if near_right else span[0]:.1f}" y="{TOP + 10 + 12 * row}" '
                            f'text-anchor="{"end" if near_right else "start"}">{escape(m.label)}</text>')
         out.append("</g>")
     return out

@@ -24,7 +24,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import FileModel, Style
-from loopcheck.model.syntax import dotted, func_name, keyword, last_part, method, positional
+from loopcheck.model.accelerate import accelerator_calls
+from loopcheck.model.syntax import dotted, keyword, last_part, method, positional
 from loopcheck.model.training import micro_count
 from loopcheck.rules._base import Rule, Violation
 
@@ -144,6 +145,5 @@ def _argparse_defaults(model: FileModel, dest: str) -> list[cst.BaseExpression]:
 
 
 def _accelerator_factor(model: FileModel) -> cst.BaseExpression | None:
-    calls = [c for c in model.index.calls if last_part(func_name(c) or "") == "Accelerator"]
-    factors = [f for c in calls if (f := keyword(c, "gradient_accumulation_steps")) is not None]
+    factors = [f for c in accelerator_calls(model) if (f := keyword(c, "gradient_accumulation_steps")) is not None]
     return factors[0] if len(factors) == 1 else None

@@ -28,7 +28,7 @@ import libcst as cst
 
 from loopcheck.fixes import Fix, called_once, replace
 from loopcheck.model import Event, FileModel, Framework, Style, TrainingLoop
-from loopcheck.model.accelerate import accumulation_setting, builds_accelerator
+from loopcheck.model.accelerate import accelerator_calls, accumulation_setting
 from loopcheck.model.loss import Scaling, loss_scaling
 from loopcheck.model.syntax import dotted, method, names_in, same, source, walk
 from loopcheck.model.training import is_data_loop
@@ -190,7 +190,7 @@ for step, batch in enumerate(train_dataloader):
                         or backward.loss is None:
                     continue
                 if backward.framework is Framework.ACCELERATE and (
-                        accumulation_setting(model) is not None or not builds_accelerator(model)):
+                        accumulation_setting(model) is not None or not accelerator_calls(model)):
                     # accelerator.backward divides by the configured N, accumulate() or not; an
                     # Accelerator built in another module may be configured with that N
                     continue
