@@ -29,6 +29,7 @@ from loopcheck.terminal import Style
 
 if TYPE_CHECKING:
     from collections import Counter
+    from collections.abc import Callable
 
     from pathspec import PathSpec
 
@@ -214,42 +215,66 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config, jobs: 
     if not files:
         return []
     size = 1 if len(files) < 2 else jobs or min(_cores(), 8)
-    # The workers start now and import libcst and the rules while this process reads the files;
-    # the first one also computes the pre-filter (which imports every rule).
-    with workers.Pool(_check_job, size, FILE_TIME_LIMIT_S, warm=lambda: _warm(codes)) as pool:
-        def compute() -> tuple[TextTest, ...]:
-            return pool.warmed() or text_tests(codes)
+    # Computing the pre-filter imports every rule (and libcst): done here, before any worker is
+    # forked, the workers inherit them instead of importing them again.
+    tests = cache.text_tests(codes, lambda: text_tests(codes)) if cache else text_tests(codes)
+    pools: list[workers.Pool] = []
 
-        tests = cache.text_tests(codes, compute) if cache else compute()
-        findings, todo, keys = _read(files, codes, config, cache, tests, known)
-        progress = Progress(len(todo))
-        # Biggest files first, so no worker is left with a big file at the end.
-        order = sorted(range(len(todo)), key=lambda i: -len(todo[i][0]))
-        for i, result in pool.run(todo, order):
-            progress.tick()
-            if isinstance(result, workers.Failure):
-                findings.append(not_analysed(todo[i][1], result.reason))  # not cached: may pass next time
-                continue
-            found, project = result
-            if cache is not None:
-                cache.put(keys[i], found, project)
-            findings.extend(found)
-        progress.done()
+    def start() -> None:
+        """A worker for each file to check, up to ``size``, started as soon as that file is read: it
+        imports what checking needs while this process reads the rest. A run whose files are all
+        cached starts none."""
+        if not pools:
+            pools.append(workers.Pool(_check_job, size, FILE_TIME_LIMIT_S, warm=lambda: _warm(codes), start=1))
+        else:
+            pools[0].grow()
+
+    try:
+        findings, todo, keys = _read(files, codes, config, cache, tests, known, start)
+        if todo:
+            progress = Progress(len(todo))
+            # Biggest files first, so no worker is left with a big file at the end.
+            order = sorted(range(len(todo)), key=lambda i: -len(todo[i][0]))
+            for i, result in pools[0].run(todo, order):
+                progress.tick()
+                if isinstance(result, workers.Failure):
+                    findings.append(not_analysed(todo[i][1], result.reason))  # not cached: may pass next time
+                    continue
+                found, project, facts = result
+                if cache is not None:
+                    cache.put(keys[i], found, project)
+                    _merge_facts(facts)
+                findings.extend(found)
+            progress.done()
+    finally:
+        for pool in pools:
+            pool.close()
+    if cache is not None and "loopcheck.project" in sys.modules:
+        sys.modules["loopcheck.project"].save()  # what this process and the workers read, for the next run
     return sorted(findings)  # the same order whatever the processes did
 
 
-def _warm(codes: frozenset[str]) -> tuple[TextTest, ...]:
-    """In a worker before its first file: import what checking needs, and the pre-filter."""
+def _warm(codes: frozenset[str]) -> None:
+    """In a worker before its first file: import what checking needs."""
     import loopcheck.model  # noqa: F401
     import loopcheck.positions  # noqa: F401
 
-    return text_tests(codes)
+    text_tests(codes)  # the rules
+
+
+def _merge_facts(facts: object) -> None:
+    if facts:
+        from loopcheck.project import merge
+
+        merge(facts)  # type: ignore[arg-type]
 
 
 def _read(files: list[Path], codes: frozenset[str], config: Config, cache: Cache | None, tests: tuple[TextTest, ...],
-          known: dict[str, tuple[str, list[Finding]]] | None) -> tuple[list[Finding], list[_Job], list[str]]:
+          known: dict[str, tuple[str, list[Finding]]] | None, found_job: Callable[[], None] | None = None
+          ) -> tuple[list[Finding], list[_Job], list[str]]:
     """Findings known without checking (unreadable files, bad suppression codes, cached results),
-    the jobs for the other files that can hold something, and their cache keys."""
+    the jobs for the other files that can hold something, and their cache keys; ``found_job`` is
+    called as each job is found."""
     per_file = _per_file_ignores(config)
     findings: list[Finding] = []
     todo: list[_Job] = []
@@ -283,8 +308,8 @@ def _read(files: list[Path], codes: frozenset[str], config: Config, cache: Cache
                 continue
             keys.append(key)
         todo.append((source, name, file_codes, config.options, str(file), project_dir))
-    if project_dir is not None and "loopcheck.project" in sys.modules:
-        sys.modules["loopcheck.project"].save()  # the workers read the facts the digests needed from there
+        if found_job is not None:
+            found_job()
     return findings, todo, keys
 
 
@@ -304,12 +329,16 @@ def _per_file_ignores(config: Config) -> list[tuple[PathSpec, frozenset[str]]]:
 _Job = tuple[str, str, frozenset[str], Options, str, "Path | None"]
 
 
-def _check_job(job: _Job) -> tuple[list[Finding], str | None]:
-    """A file's findings, and the digest of the project facts they used (None if none were read)."""
+def _check_job(job: _Job) -> tuple[list[Finding], str | None, object]:
+    """A file's findings, the digest of the project facts they used (None if none were read), and
+    the project facts read for it that were not cached (for the parent to save: ``project.merge``)."""
     source, name, codes, options, path, project_dir = job
     project = LazyProject(path, project_dir)
     findings = check_text(source, name, codes, options, project=project)
-    return findings, project.digest
+    new = None
+    if project_dir is not None and "loopcheck.project" in sys.modules:
+        new = sys.modules["loopcheck.project"].new_facts()
+    return findings, project.digest, new
 
 
 def _project_digest(file: Path, project_dir: Path | None) -> str | None:

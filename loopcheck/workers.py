@@ -2,8 +2,8 @@
 
 A job that raises, crashes its process (a segfault in a native parser) or runs past the time
 limit gives a ``Failure`` for that job only: the worker is replaced and the other jobs go on.
-Workers are forked when the pool is made, before the jobs are known, so that they import what
-the jobs need (libcst, the rules) while the caller is still finding and reading files; ``warm``
+Workers are forked when the pool is made (or grown), before all the jobs are known, so that they
+import what the jobs need (libcst, the rules) while the caller is still finding and reading files; ``warm``
 runs in each of them first and the first worker's result comes back (``Pool.warmed``). Where
 ``fork`` is not available the jobs run in this process (exceptions are still caught; a crash or a
 hang cannot be contained there).
@@ -93,24 +93,30 @@ class _Worker:
 
 
 class Pool(Generic[J, R]):
-    """``size`` worker processes running ``fn``; use as a context manager."""
+    """Up to ``size`` worker processes running ``fn``; use as a context manager. ``start`` of them
+    are started now (all by default), more by ``grow`` or when ``run`` has jobs for them."""
 
     def __init__(self, fn: Callable[[J], R], size: int, time_limit_s: float,
-                 warm: Callable[[], Any] | None = None) -> None:
+                 warm: Callable[[], Any] | None = None, start: int | None = None) -> None:
         self.fn, self.size, self.time_limit_s, self.warm = fn, max(1, size), time_limit_s, warm
         self.isolated = can_isolate()
         self.workers: list[_Worker] = []
         self._warmed: list[Any] = []
         if self.isolated:
             self.context = multiprocessing.get_context("fork")
-            for i in range(self.size):
-                self._start(warm=i == 0)
+            for _ in range(self.size if start is None else min(max(1, start), self.size)):
+                self.grow()
 
     def __enter__(self) -> Pool[J, R]:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def grow(self) -> None:
+        """Start one more worker, unless there are ``size`` already."""
+        if self.isolated and len(self.workers) < self.size:
+            self._start(first=not self.workers)
 
     def warmed(self) -> Any:
         """What ``warm()`` returned in the first worker, or None if it failed or there is no ``warm``
@@ -140,7 +146,7 @@ class Pool(Generic[J, R]):
         while pending or any(w.job is not None for w in self.workers):
             idle = [w for w in self.workers if w.job is None]
             while pending and (idle or len(self.workers) < self.size):
-                worker = idle.pop() if idle else self._start(warm=False)
+                worker = idle.pop() if idle else self._start(first=False)
                 worker.job, worker.started = pending.pop(), time.monotonic()
                 worker.conn.send((worker.job, jobs[worker.job]))
             busy = [w for w in self.workers if w.job is not None]
@@ -171,9 +177,10 @@ class Pool(Generic[J, R]):
         for worker in list(self.workers):
             self._retire(worker)
 
-    def _start(self, warm: bool) -> _Worker:
+    def _start(self, first: bool) -> _Worker:
+        """A new worker; ``first``: the one that sends back what ``warm()`` returned."""
         parent, child = self.context.Pipe()
-        process = self.context.Process(target=_serve, args=(self.fn, self.warm, warm, child, os.getpid()),
+        process = self.context.Process(target=_serve, args=(self.fn, self.warm, first, child, os.getpid()),
                                         daemon=True)
         process.start()
         child.close()

@@ -239,6 +239,32 @@ def test_a_changed_fact_invalidates_the_cached_result(project: Path, run_cli) ->
     assert len(_codes(run_cli, "train.py")) == 1
 
 
+def test_a_warm_run_starts_no_worker_and_rechecks_only_what_changed(project: Path, run_cli,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import loopcheck.project.index as index_module
+    from loopcheck import workers
+    from tests.conftest import BUGGY
+
+    _write(project, {"train.py": ACCUMULATING, "utils.py": SMART_DDP, "other.py": BUGGY})
+    first = _codes(run_cli, ".")
+    assert [line.split(":")[0] for line in first] == ["other.py", "train.py"]
+    started: list[bool] = []
+    start = workers.Pool._start
+    monkeypatch.setattr(workers.Pool, "_start", lambda pool, first: started.append(first) or start(pool, first))
+    extract = index_module.extract
+
+    def parse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a module parsed again: the facts the workers read were not saved")
+
+    monkeypatch.setattr(index_module, "extract", parse)
+    assert _codes(run_cli, ".") == first and started == []
+    monkeypatch.setattr(index_module, "extract", extract)
+    _write(project, {"utils.py": "def smart_ddp(model):\n    return model  # single process now\n"})
+    assert _codes(run_cli, ".") == first[:1] and started == [True]  # train.py checked again, in one worker
+    (project / "train.py").write_text((project / "train.py").read_text() + "# edited\n")
+    assert _codes(run_cli, ".") == first[:1] and started == [True, True]
+
+
 def test_facts_of_a_module() -> None:
     facts = extract(textwrap.dedent(MP_TRAINER), "fp16_util.py").classes["MixedPrecisionTrainer"]
     assert facts["backward"].backward == 0 and facts["optimize"].steps == (0,) and facts["zero_grad"].zeroes

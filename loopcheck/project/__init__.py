@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopcheck.project.facts import FunctionFacts, ModuleFacts
-from loopcheck.project.index import ProjectIndex, find_root, project_index
+from loopcheck.project.index import ProjectIndex, _root_of, find_root, project_index
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from loopcheck.model.events import Kind
     from loopcheck.model.roles import Roles
 
-__all__ = ["Imported", "Summary", "for_file", "forget", "save"]
+__all__ = ["Imported", "Summary", "for_file", "forget", "merge", "new_facts", "save"]
 
 
 _OPEN: dict[tuple[Path, Path | None], ProjectIndex] = {}  # the indexes read in this run, to save
@@ -276,9 +276,29 @@ def save() -> None:
         index.save()
 
 
+def new_facts() -> list[tuple[Path, Path, dict[str, list[object]]]]:
+    """(root, cache directory, entries) of the facts read since the last call, for ``merge`` in
+    the process that saves them (a worker's facts would otherwise be lost with it)."""
+    found = []
+    for (root, cache_dir), index in _OPEN.items():
+        fresh = index.take_fresh()
+        if fresh and cache_dir is not None:
+            found.append((root, cache_dir, fresh))
+    return found
+
+
+def merge(found: list[tuple[Path, Path, dict[str, list[object]]]]) -> None:
+    """Add what ``new_facts`` gave in another process to the indexes ``save`` writes."""
+    for root, cache_dir, entries in found:
+        index = project_index(root, cache_dir)
+        _OPEN[(root, cache_dir)] = index
+        index.merge(entries)
+
+
 def forget() -> None:
     """Drop the indexes read so far in this process (a new run reads the files again)."""
     project_index.cache_clear()
+    _root_of.cache_clear()  # a marker file may have been added
     _OPEN.clear()
 
 

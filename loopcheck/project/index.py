@@ -16,7 +16,7 @@ import os
 import re
 import stat
 import tempfile
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from loopcheck.project.facts import ModuleFacts, extract
@@ -27,11 +27,16 @@ _SKIP_DIRS = {".git", ".hg", ".tox", ".nox", ".venv", "venv", "env", "node_modul
 _DDP_CALL = re.compile(rb"(DistributedDataParallel|DDP)\s*\(")  # a wrap being built, not an isinstance() test
 _MAX_BYTES = 2_000_000
 _FORMAT = 3
+_KEEP_TEXTS = 64
 
 
 def find_root(path: Path) -> Path:
     """The nearest ancestor directory of ``path`` that marks a project (the file's directory if none)."""
-    start = path.resolve().parent
+    return _root_of(path.resolve().parent)
+
+
+@lru_cache(maxsize=4096)  # the files of one directory share it
+def _root_of(start: Path) -> Path:
     for directory in (start, *start.parents):
         if any((directory / marker).exists() for marker in _MARKERS):
             return directory
@@ -49,8 +54,11 @@ class ProjectIndex:
             if cache_dir is not None else None
         self.entries: dict[str, list[object]] = self._load()  # rel path -> [size, mtime_ns, facts or None]
         self.dirty = False
+        self.fresh: dict[str, list[object]] = {}  # entries read since ``take_fresh``
         self._ddp_files: list[ModuleFacts] | None = None
         self._resolved: dict[tuple[str, str, int], Path | None] = {}
+        self._directories: dict[str, Path] = {}  # an importer -> its real directory
+        self._listings: dict[str, frozenset[str]] = {}
         self._texts: dict[Path, bytes] = {}
         self.ddp_imports: list[tuple[str, Path]] | None = None  # see loopcheck.project._ddp_imports
 
@@ -80,8 +88,7 @@ class ProjectIndex:
         except OSError:
             return None
         found = extract(source, rel, functions)
-        self.entries[rel] = [st.st_size, st.st_mtime_ns, found.to_json()]
-        self.dirty = True
+        self._put(rel, [st.st_size, st.st_mtime_ns, found.to_json()])
         return found
 
     def may_define(self, path: Path, name: str) -> bool:
@@ -93,12 +100,16 @@ class ProjectIndex:
         return text.encode() in self._text(path)
 
     def _text(self, path: Path) -> bytes:
-        if path not in self._texts:
+        text = self._texts.get(path)
+        if text is None:
             try:
-                self._texts[path] = path.read_bytes() if path.stat().st_size <= _MAX_BYTES else b""
+                text = path.read_bytes() if path.stat().st_size <= _MAX_BYTES else b""
             except OSError:
-                self._texts[path] = b""
-        return self._texts[path]
+                text = b""
+            if len(self._texts) >= _KEEP_TEXTS:
+                del self._texts[next(iter(self._texts))]  # the oldest: the index lives for the whole run
+            self._texts[path] = text
+        return text
 
     def resolve(self, importer: Path, module: str, level: int) -> Path | None:
         """The project file ``from <module> import ...`` (or ``import <module>``) names in ``importer``."""
@@ -110,18 +121,39 @@ class ProjectIndex:
     def _resolve(self, importer: Path, module: str, level: int) -> Path | None:
         parts = [p for p in module.split(".") if p]
         if level:
-            base = importer.resolve().parent
+            base = self._directory(importer)
             for _ in range(level - 1):
                 base = base.parent
             bases = [base]
         else:
-            bases = [importer.resolve().parent, self.root, self.root / "src"]
+            bases = [self._directory(importer), self.root, self.root / "src"]
         for base in bases:
+            # Most imports name a library (torch, numpy): the listing of the base rules them out
+            # without a stat per candidate.
+            names = self._listing(base)
+            first = {parts[0], f"{parts[0]}.py"} if parts else {"__init__.py"}
+            if names.isdisjoint(first):
+                continue
             target = base.joinpath(*parts) if parts else base
             for candidate in (target.with_suffix(".py") if parts else None, target / "__init__.py"):
                 if candidate is not None and candidate.is_file() and self._inside(candidate):
                     return candidate
         return None
+
+    def _directory(self, importer: Path) -> Path:
+        key = str(importer)
+        if key not in self._directories:
+            self._directories[key] = importer.resolve().parent
+        return self._directories[key]
+
+    def _listing(self, directory: Path) -> frozenset[str]:
+        key = str(directory)
+        if key not in self._listings:
+            try:
+                self._listings[key] = frozenset(os.listdir(directory))
+            except OSError:
+                self._listings[key] = frozenset()
+        return self._listings[key]
 
     def _inside(self, path: Path) -> bool:
         try:
@@ -153,8 +185,7 @@ class ProjectIndex:
                     except OSError:
                         continue
                     if not _DDP_CALL.search(text):
-                        self.entries[rel] = [st.st_size, st.st_mtime_ns, None]
-                        self.dirty = True
+                        self._put(rel, [st.st_size, st.st_mtime_ns, None])
                         continue
                 found = self.facts(path, functions=False)
                 if found is not None and found.ddp_lines:
@@ -169,6 +200,25 @@ class ProjectIndex:
         return found
 
     # -- disk cache --------------------------------------------------------------------------
+    def _put(self, rel: str, entry: list[object]) -> None:
+        self.entries[rel] = self.fresh[rel] = entry
+        self.dirty = True
+
+    def take_fresh(self) -> dict[str, list[object]]:
+        """The entries read since the last call (a worker's, for the process that saves them)."""
+        fresh, self.fresh = self.fresh, {}
+        return fresh
+
+    def merge(self, entries: dict[str, list[object]]) -> None:
+        """Entries another process read. For the same version of a file, facts beat a "no DDP"
+        mark and all of a module's facts beat its imports alone."""
+        for rel, entry in entries.items():
+            old = self.entries.get(rel)
+            if old is not None and old[:2] == entry[:2] and _richness(old) >= _richness(entry):
+                continue
+            self.entries[rel] = entry
+            self.dirty = True
+
     def _load(self) -> dict[str, list[object]]:
         if self.cache_file is None:
             return {}
@@ -196,6 +246,11 @@ class ProjectIndex:
             self.cache_file = None  # read-only: run on without it
 
 
-@lru_cache(maxsize=8)
+def _richness(entry: list[object]) -> int:
+    facts = entry[2]
+    return 0 if facts is None else 2 if isinstance(facts, dict) and facts.get("complete", True) else 1
+
+
+@cache  # a few per repository; a worker checks files of every project in turn
 def project_index(root: Path, cache_dir: Path | None) -> ProjectIndex:
     return ProjectIndex(root, cache_dir)
