@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -88,8 +88,33 @@ def build(module: cst.Module, source: str = "", options: Options | None = None,
     if constants:
         for loop in [*scopes, *model.loops()]:
             loop.assumptions = constants
-    model.training_loops = training_loops(scopes, index)
+    model.training_loops = training_loops(scopes, index, _steps_beside(module, builder))
     return model
+
+
+def _steps_beside(module: cst.Module, builder: Builder) -> Callable[[cst.FunctionDef], list[Event]]:
+    """The optimizer steps of the methods beside a method in its class, where none of them also
+    back-propagates (an ``update()`` that clips, steps and zeroes), modelled on first use."""
+    classes: dict[cst.FunctionDef, list[cst.FunctionDef]] = {}
+    for stmt in module.body:
+        if isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
+            methods = [m for m in stmt.body.body if isinstance(m, cst.FunctionDef)]
+            for m in methods:
+                classes[m] = methods
+    found: dict[cst.FunctionDef, list[Event]] = {}
+
+    def steps(fn: cst.FunctionDef) -> list[Event]:
+        out: list[Event] = []
+        for other in classes.get(fn, []):
+            if other is fn or other not in builder.index.eventful:
+                continue
+            if other not in found:
+                scope = builder.scope(other)
+                found[other] = [] if scope.events(Kind.BACKWARD, deep=True) else scope.events(Kind.STEP, deep=True)
+            out.extend(found[other])
+        return out
+
+    return steps
 
 
 def _add_option_defaults(index: Index) -> None:

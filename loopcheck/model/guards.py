@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
-from loopcheck.model.events import Assignment, Cond, Loop
+from loopcheck.model.events import Assignment, Cond, Kind, Loop
 from loopcheck.model.syntax import dotted, func_name, int_value, last_part, names_in, positional, same, source, walk
 
 
@@ -582,7 +582,7 @@ class GuardReader:
         names = names_in(expr)
         if not names or any(self.varies(n) or self._varies_outside(n) for n in names):
             return None
-        if any(n.endswith(_PER_ITERATION) for n in names):
+        if any(n.endswith(_PER_ITERATION) for n in names) and not self._own_mode(names):
             return None
         self_attributes = [n for n in names if n.startswith(("self.", "cls.")) and not n.startswith(_CONFIG_ROOTS)]
         if self_attributes and any(isinstance(n, cst.BinaryOperation) for n in walk(expr)):
@@ -593,6 +593,12 @@ class GuardReader:
                     and not _CONFIG_LIKE.search(short):
                 return None
         return flag_key(test)
+
+    def _own_mode(self, names: set[str]) -> bool:
+        """``if self.training:`` in a module's own method, in a loop that never switches modes (the
+        chunks of one ``forward`` call): the mode is fixed for the call, a flag like any other."""
+        return set(names) == {"self.training"} and not self.loop.events(Kind.EVAL_MODE, Kind.TRAIN_MODE, deep=True) \
+            and not any(outer.is_loop for outer in _outer_loops(self.loop))
 
     def _varies_outside(self, name: str) -> bool:
         """``name`` changes from one iteration of an enclosing loop to the next (``epoch``, a value
@@ -736,3 +742,10 @@ def exclusive(a: tuple[Cond, ...], b: tuple[Cond, ...]) -> bool:
             if ca.test is not None and cb.test is not None and ca.negated != cb.negated and same(ca.test, cb.test):
                 return True
     return False
+
+
+def _outer_loops(loop: Loop) -> Iterator[Loop]:
+    outer = loop.parent
+    while outer is not None:
+        yield outer
+        outer = outer.parent

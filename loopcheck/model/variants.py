@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 import libcst as cst
@@ -25,14 +25,16 @@ from loopcheck.model.events import Assignment, Cond, Event, Framework, Kind, Loo
 from loopcheck.model.guards import GuardReader, flag_key
 from loopcheck.model.index import Index
 from loopcheck.model.syntax import walk
-from loopcheck.model.training import Style, TrainingLoop, analyse
+from loopcheck.model.training import Style, TrainingLoop, analyse, is_data_loop
 
 MAX_FLAGS = 4
 _OBJECT_KEY = re.compile(r"^[A-Za-z_][\w.]*$")
 _CORE = (Kind.BACKWARD, Kind.STEP, Kind.ZERO_GRAD)
 
 
-def training_loops(scopes: list[Loop], index: Index) -> list[TrainingLoop]:
+def training_loops(scopes: list[Loop], index: Index,
+                   steps_elsewhere: Callable[[cst.FunctionDef], list[Event]] | None = None) -> list[TrainingLoop]:
+    """``steps_elsewhere(fn)``: the optimizer steps of the methods beside ``fn`` in its class."""
     out: list[TrainingLoop] = []
     for scope in scopes:
         if scope.function is not None and scope.events(Kind.BACKWARD):
@@ -40,8 +42,28 @@ def training_loops(scopes: list[Loop], index: Index) -> list[TrainingLoop]:
             out.extend(t for t in variants(scope, scope, index.int_inits) if _steps_on_call_count(t))
         for loop in _loops(scope):
             if loop.events(Kind.BACKWARD):
-                out.extend(variants(scope, loop, index.int_inits))
+                found = variants(scope, loop, index.int_inits)
+                if steps_elsewhere is not None and scope.function is not None:
+                    found = [_stepped_elsewhere(t, scope.function, steps_elsewhere) for t in found]
+                out.extend(found)
     return out
+
+
+def _stepped_elsewhere(training: TrainingLoop, fn: cst.FunctionDef,
+                       steps_elsewhere: Callable[[cst.FunctionDef], list[Event]]) -> TrainingLoop:
+    """``def forward(self, *args, max_batch_size=None): for chunk in split(...): backward(loss * frac)``
+    beside ``def update(self): optimizer.step()``: a method whose loop back-propagates every chunk of
+    one batch and never steps, in a class whose other method steps, accumulates one step's
+    gradients over the chunks (the user calls the one, then the other). A loop over the data itself
+    is not such a window (an epoch of backward passes feeding a step elsewhere is not read here)."""
+    loop = training.loop
+    if training.style is not Style.NO_STEP or loop.parent is None or loop.parent.is_loop or is_data_loop(loop) \
+            or loop.events(Kind.ZERO_GRAD, Kind.STEP, deep=True):
+        return training
+    steps = steps_elsewhere(fn)
+    if not steps:
+        return training
+    return replace(training, style=Style.MICRO_LOOP, steps=steps, notes={**training.notes, "steps_elsewhere": True})
 
 
 def variants(scope: Loop, loop: Loop, int_inits: dict[str, set[int | None]]) -> list[TrainingLoop]:

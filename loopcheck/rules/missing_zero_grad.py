@@ -124,6 +124,10 @@ for real, _ in loader:
                 # the steps follow a micro-step loop in a function body run once per step (a
                 # `train_step` a loop elsewhere calls): a zeroing in that body runs between steps
                 zeros += training.step_loop.events(Kind.ZERO_GRAD)
+            # steps in a method of their own (an `update()` beside the method that back-propagates):
+            # a zeroing there runs between steps
+            zeros += [z for s in steps if s.loop is not None and s.loop not in nest and not s.loop.is_loop
+                      for z in s.loop.events(Kind.ZERO_GRAD, deep=True)]
             zeroing = Zeroing(model, {s.optimizer for s in steps if s.optimizer})
             for step in steps:
                 key = (id(training.loop.node), step.optimizer)
