@@ -73,6 +73,7 @@ def build(module: cst.Module, source: str = "", options: Options | None = None,
     forget_flag_keys()
     index = index_module(module)
     _add_option_defaults(index)
+    _add_call_arguments(index)
     builder = Builder(module, index, project)
     # Only scopes that hold a loop can hold a training loop; other functions are inlined where called.
     scopes = [builder.scope(module)] if module in index.with_loops else []
@@ -132,6 +133,27 @@ def _add_option_defaults(index: Index) -> None:
             (f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")), None)
         if name:
             index.int_inits.setdefault(name, set()).add(int_value(default) if default is not None else None)
+
+
+def _add_call_arguments(index: Index) -> None:
+    """``train(model, loader, start_step=1)``: the integer literals the file's calls pass to a parameter of
+    one of its functions, under ``"train(start_step)"`` (None for a call that passes something else), so
+    that ``enumerate(loader, start=start_step)`` starts where the callers say, not at the default."""
+    for call in index.calls:
+        func = call.func
+        name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+        fns = index.functions.get(name, []) if name else []
+        if len(fns) != 1:
+            continue
+        params = [p.name.value for p in fns[0].params.params if p.name.value not in ("self", "cls")]
+        if isinstance(func, cst.Name) and fns[0].params.params and fns[0].params.params[0].name.value == "self":
+            continue
+        for position, arg in enumerate(call.args):
+            if arg.star:
+                break
+            param = arg.keyword.value if arg.keyword is not None else params[position] if position < len(params) else None
+            if param is not None:
+                index.int_inits.setdefault(f"{name}({param})", set()).add(int_value(arg.value))
 
 
 def _constants(index: Index, source: str) -> dict[str, bool]:

@@ -488,7 +488,12 @@ class GuardReader:
             function = outer.function if not outer.is_loop else None
             if function is not None:
                 for param in [*function.params.params, *function.params.kwonly_params]:
-                    if param.name.value == name and param.default is not None:
+                    if param.name.value != name:
+                        continue
+                    passed = self.int_inits.get(f"{function.name.value}({name})")
+                    if passed:  # what the file's calls pass, where they agree on one literal
+                        return next(iter(passed)) if len(passed) == 1 and None not in passed else None
+                    if param.default is not None:
                         return int_value(param.default)
             outer = outer.parent
         inits = self.int_inits.get(last_part(name), set())
