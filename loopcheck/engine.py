@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING
 from loopcheck.catalog import CODES, NOT_ANALYSED, SYNTAX_ERROR
 from loopcheck.config import Options
 from loopcheck.findings import Finding
-from loopcheck.screen import TRAINING_LOOP_TEXT, Verdict, screen
+from loopcheck.screen import TRAINING_LOOP_TEXT, Verdict, may_train_with, screen
 from loopcheck.selection import resolve
 from loopcheck.suppression import is_suppressed
 
 if TYPE_CHECKING:
+    import ast
+
     import libcst as cst
 
     from loopcheck.fixes import Fix
@@ -121,7 +123,9 @@ def analyse(source: str, filename: str, codes: frozenset[str], options: Options 
         project = project.load() if screened.verdict is Verdict.TRAINING_LOOP or (
             screened.verdict is Verdict.NO_TRAINING_LOOP and project.imports_own_module(screened.imports())) \
             else None
-    if project is not None and screened.verdict is Verdict.NO_TRAINING_LOOP:
+    if project is not None and screened.verdict is Verdict.NO_TRAINING_LOOP and screened.tree is not None and \
+            may_train_with(screened.tree, source, project.backward_name_candidates()):
+        # the imported modules are parsed only where a function of theirs can make a training loop
         screened = screened.rescreen(source, project.backward_names())
     if screened.verdict is Verdict.TOO_DEEP:  # libcst would hang or crash where CPython gives up
         return None, [(not_analysed(filename, f"too deeply nested for Python's own parser ({screened.reason})"),
@@ -147,13 +151,13 @@ def analyse(source: str, filename: str, codes: frozenset[str], options: Options 
     except (RecursionError, MemoryError) as error:  # pathological nesting
         return None, [(not_analysed(filename, f"{type(error).__name__} in libcst's parser"), None)]
     try:
-        return module, _check(module, source, filename, rules, options, project)
+        return module, _check(module, source, filename, rules, options, project, screened.tree)
     except RecursionError:  # deep nesting that libcst parsed but its own passes cannot walk
         return module, [(not_analysed(filename, "RecursionError while analysing: nested too deeply"), None)]
 
 
 def _check(module: cst.Module, source: str, filename: str, rules: list[object], options: Options,
-           project: Imported | None) -> list[tuple[Finding, Fix | None]]:
+           project: Imported | None, tree: ast.Module | None = None) -> list[tuple[Finding, Fix | None]]:
     from loopcheck.model import build
 
     model = build(module, source, options, project)
@@ -165,15 +169,15 @@ def _check(module: cst.Module, source: str, filename: str, rules: list[object], 
             if key not in seen:
                 seen.add(key)
                 violations.append((rule, violation))
-    return _findings(module, source, filename, violations) if violations else []
+    return _findings(module, source, filename, violations, tree) if violations else []
 
 
-def _findings(module: cst.Module, source: str, filename: str,
-              violations: list[tuple[Rule, Violation]]) -> list[tuple[Finding, Fix | None]]:
+def _findings(module: cst.Module, source: str, filename: str, violations: list[tuple[Rule, Violation]],
+              tree: ast.Module | None = None) -> list[tuple[Finding, Fix | None]]:
     """Positioned, unsuppressed findings for the rules' violations, in file order."""
     from loopcheck.positions import locate
 
-    positions = locate(module, source, [n for _, v in violations for n in (v.node, v.stmt)])
+    positions = locate(module, source, [n for _, v in violations for n in (v.node, v.stmt)], tree)
     lines = source.splitlines()
     results = []
     for rule, violation in violations:

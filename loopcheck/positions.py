@@ -19,9 +19,11 @@ from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionPr
 from loopcheck.model.syntax import walk
 
 
-def locate(module: cst.Module, source: str, nodes: Sequence[cst.CSTNode]) -> dict[cst.CSTNode, CodeRange]:
-    """The code range of each of ``nodes`` (and maybe of others) in ``module``."""
-    starts = _statement_lines(module, source)
+def locate(module: cst.Module, source: str, nodes: Sequence[cst.CSTNode],
+           tree: ast.Module | None = None) -> dict[cst.CSTNode, CodeRange]:
+    """The code range of each of ``nodes`` (and maybe of others) in ``module``; ``tree``: the
+    ``ast`` of ``source`` when the caller has it (parsed here otherwise)."""
+    starts = _statement_lines(module, source, tree)
     if starts is None:
         return dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
     wanted = {id(n): n for n in nodes}
@@ -73,13 +75,14 @@ def _search(module: cst.Module, node: cst.CSTNode, region: str, first_line: int)
     return CodeRange(CodePosition(line, column), CodePosition(line, column + len(text)))
 
 
-def _statement_lines(module: cst.Module, source: str) -> list[int] | None:
+def _statement_lines(module: cst.Module, source: str, tree: ast.Module | None) -> list[int] | None:
     """First line of each top-level statement of ``module`` (decorators included), or None when
     ``ast`` and libcst do not agree on the statements."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
     statements = iter(tree.body)
     lines = []
     for statement in module.body:

@@ -20,7 +20,7 @@ import ast
 import bisect
 import enum
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
 # A training loop back-propagates, itself or through a timm/MAE-style `loss_scaler(loss, optimizer)`:
@@ -52,7 +52,7 @@ class Screen:
         """``(module, relative level)`` of every import of the file (``from . import x`` gives
         ``("x", 1)``, ``from .a import b`` gives ``("a.b", 1)`` and ``("a", 1)``)."""
         found: list[tuple[str, int]] = []
-        for node in ast.walk(self.tree) if self.tree is not None else ():
+        for node in _statements(self.tree) if self.tree is not None else ():
             if isinstance(node, ast.Import):
                 found += [(alias.name, 0) for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -95,13 +95,33 @@ def has_training_loop(tree: ast.Module, source: str, triggers: Collection[str] =
     """Whether a loop of ``tree`` may back-propagate: a trigger call on its lines, or a mention of a
     function of the file that may (transitively: a function whose lines hold a trigger or mention
     such a function). Lines, not nodes: walking the statements is much cheaper than every node."""
+    trigger = _TRIGGER if not triggers else re.compile(
+        _TRIGGER.pattern + r"|(?:" + "|".join(map(re.escape, triggers)) + r")\s*\(")
+    return _trains(tree, source, lambda: trigger.finditer(source))
+
+
+def may_train_with(tree: ast.Module, source: str, names: Collection[str]) -> bool:
+    """Whether ``has_training_loop(tree, source, triggers)`` can hold for some ``triggers`` drawn from
+    ``names``: each name's calls are found on their own, so their lines are a superset of those
+    of any one pattern of several names (whose matches cannot overlap). Cheap: only names that
+    end some called word are searched."""
+    called = {word[i:] for word in set(_CALLED.findall(source)) for i in range(len(word))}
+    searched = [re.compile(re.escape(name) + r"\s*\(") for name in names if name in called]
+    if not searched:
+        return False  # the triggers add no line to those that gave the verdict
+    return _trains(tree, source, lambda: (m for pattern in (_TRIGGER, *searched) for m in pattern.finditer(source)))
+
+
+_CALLED = re.compile(r"(\w+)\s*\(")
+
+
+def _trains(tree: ast.Module, source: str, matches: Callable[[], Iterable[re.Match[str]]]) -> bool:
+    """``has_training_loop`` for the trigger calls ``matches()`` finds."""
     loops, functions = _blocks(tree)
     if not loops and not functions:
         return False
     starts = [0, *(m.end() for m in re.finditer("\n", source))]
-    trigger = _TRIGGER if not triggers else re.compile(
-        _TRIGGER.pattern + r"|(?:" + "|".join(map(re.escape, triggers)) + r")\s*\(")
-    direct = sorted({line for m in trigger.finditer(source) if _counts(source, m, starts)
+    direct = sorted({line for m in matches() if _counts(source, m, starts)
                      for line in [bisect.bisect_right(starts, m.start())]})
     if loops:
         hot = _with_training_functions(functions, direct, source, starts) if functions and direct else direct
@@ -110,7 +130,7 @@ def has_training_loop(tree: ast.Module, source: str, triggers: Collection[str] =
     if not direct:
         return False
     # for a step function: calls with arguments or a `.backward()` (not a `NativeScaler()` built)
-    direct = sorted({bisect.bisect_right(starts, m.start()) for m in trigger.finditer(source)
+    direct = sorted({bisect.bisect_right(starts, m.start()) for m in matches()
                      if _counts(source, m, starts) and (m.group().startswith(".") or
                                                         not source[m.end():m.end() + 40].lstrip().startswith(")"))})
     return _step_function(functions, direct, source, starts)
@@ -207,6 +227,19 @@ def _whole_word(source: str, match: re.Match[str]) -> bool:
 def _any_within(lines: list[int], first: int, last: int) -> bool:
     i = bisect.bisect_left(lines, first)
     return i < len(lines) and lines[i] <= last
+
+
+def _statements(tree: ast.Module) -> Iterator[ast.stmt]:
+    """Every statement of ``tree``, at any depth (an import is a statement: no need to walk
+    every expression node for them)."""
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.stmt):
+            yield node
+        if isinstance(node, _COMPOUND):
+            for name in _BLOCKS:
+                stack.extend(getattr(node, name, ()))
 
 
 def _blocks(tree: ast.Module) -> tuple[list[tuple[int, int]], list[tuple[str, int, int]]]:

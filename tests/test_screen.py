@@ -16,7 +16,7 @@ import pytest
 
 from loopcheck.model import build
 from loopcheck.rules import RULES
-from loopcheck.screen import Verdict, screen
+from loopcheck.screen import Verdict, has_training_loop, may_train_with, screen
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = sorted({*ROOT.glob("rules/fixtures/*/*.py"), *ROOT.glob("tests/fixtures/**/*.py"),
@@ -134,3 +134,49 @@ def test_a_cached_file_that_used_no_project_facts_does_not_read_them(project: Pa
     monkeypatch.setattr(checker, "_project_digest", fail)
     monkeypatch.setattr(checker, "_check_job", fail)  # and the file is not checked again
     assert run_cli("check") == first
+
+
+@pytest.mark.parametrize(("source", "names", "may"), [
+    ("from helpers import update\nfor b in loader:\n    update(b)\n", {"update", "other"}, True),
+    ("from helpers import update\nfor b in loader:\n    evaluate(b)\nupdate(b)\n", {"update"}, False),  # not in a loop
+    ("for b in loader:\n    trainer.optimize(b)\n", {"optimize"}, True),
+    ("for b in loader:\n    self.my_train_step(b)\n", {"train_step"}, True),  # the screen's patterns: no word start
+    ("def my_train_step(b):\n    pass\n\nfor b in loader:\n    my_train_step(b)\n", {"train_step", "my_train_step"},
+     True),
+    ("def fit(b):\n    step(b)\n\nfor b in loader:\n    fit(b)\n", {"step"}, True),  # through a function of the file
+    ("class T:\n    def opt(self, loss):\n        self.n += 1\n        wrapper(loss)\n"
+     "        if self.n % 4 == 0:\n            self.o.step()\n", {"wrapper"}, True),  # a step function
+    ("for b in loader:\n    update(b)\n", set(), False),
+])
+def test_may_train_with_never_misses_a_rescreen(source: str, names: set[str], may: bool) -> None:
+    # the engine rescreens with imported back-propagating names only where this says it can matter
+    tree = screen(source).tree
+    assert tree is not None and screen(source).verdict is Verdict.NO_TRAINING_LOOP
+    assert may_train_with(tree, source, names) is may
+    for subset in ({n} for n in names):
+        assert not has_training_loop(tree, source, subset) or may_train_with(tree, source, names)
+
+
+def test_backward_names_are_parsed_only_where_a_loop_may_call_one(project: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopcheck.engine import LazyProject, check_text
+    from loopcheck.project import Imported, for_file
+    from loopcheck.selection import resolve
+
+    (project / "helpers.py").write_text("class Trainer:\n    def optimize(self, loss):\n        loss.backward()\n\n"
+                                        "def run(loss):\n    loss.backward()\n")
+    (project / "logs.py").write_text("def log(x):\n    print(x)\n")  # says nothing of backward
+    asked: list[str] = []
+    real = Imported.backward_names
+    monkeypatch.setattr(Imported, "backward_names", lambda self: asked.append(self.path.name) or real(self))
+    files = {"logged.py": "from logs import log\nfor b in loader:\n    log(b)\n",
+             "runs_once.py": "from helpers import run\nfor b in loader:\n    evaluate(b)\nrun(b)\n",
+             "runs.py": "from helpers import run\nfor b in loader:\n    run(b)\n",
+             "optimizes.py": "import helpers\nfor b in loader:\n    trainer.optimize(b)\n"}
+    for name, source in files.items():
+        source = "# a helper calls backward() for us\n" + source  # the text the rules ask for
+        (project / name).write_text(source)
+        check_text(source, name, resolve(), project=LazyProject(str(project / name)))
+        imported = for_file(project / name)
+        assert imported is not None and real(imported) <= imported.backward_name_candidates()
+    assert asked == ["runs.py", "optimizes.py"]

@@ -145,6 +145,20 @@ class Imported:
                 names |= {n for methods in module.classes.values() for n, f in methods.items() if f.backward is not None}
         return frozenset(names)
 
+    def backward_name_candidates(self) -> frozenset[str]:
+        """A superset of ``backward_names()`` read from the modules' texts alone, without parsing
+        them: the local names of functions imported from a module that says ``backward``, and
+        every name a ``def`` of such a module defines."""
+        names: set[str] = set()
+        for local, (module, attr, level) in self.own.imports.items():
+            path = self.index.resolve(self.path, module, level) if attr else None
+            if path is not None and self.index.mentions(path, "backward") and self.index.may_define(path, attr):
+                names.add(local)
+        for path in dict.fromkeys(self._import_paths()):
+            if self.index.mentions(path, "backward"):
+                names |= self.index.defined(path)
+        return frozenset(names)
+
     def digest(self) -> str:
         """Changes whenever a project module this file imports changes (its size or modification
         time: the facts are read only when the model asks), or the entry scripts that wrap it do."""

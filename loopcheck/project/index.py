@@ -96,6 +96,10 @@ class ProjectIndex:
         cannot give facts for ``name`` (read in a thousandth of the time of parsing it)."""
         return re.search(rb"\b(?:def|class)\s+" + re.escape(name.encode()) + rb"\b", self._text(path)) is not None
 
+    def defined(self, path: Path) -> set[str]:
+        """The names the ``def`` statements in the text of ``path`` define (at any depth)."""
+        return {name.decode() for name in re.findall(rb"\bdef\s+(\w+)", self._text(path))}
+
     def mentions(self, path: Path, text: str) -> bool:
         return text.encode() in self._text(path)
 
