@@ -215,6 +215,9 @@ class _Reader:
         nodes = self._nodes.get(id(node))
         if nodes is None:
             nodes = self._nodes[id(node)] = _own_nodes(node)
+        # `model = deepcopy(model)`: the mode switches that follow act on a copy
+        copied = {t.id for sub in nodes if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call)
+                  and _last(sub.value.func) in ("deepcopy", "copy") for t in sub.targets if isinstance(t, ast.Name)}
         for sub in nodes:
             if isinstance(sub, ast.Attribute) and sub.attr in _SYNC:
                 controls_sync = True
@@ -241,7 +244,7 @@ class _Reader:
                 zeroes = True
             elif name == "zero_" and isinstance(receiver, ast.Attribute) and receiver.attr == "grad":
                 zeroes = zeroes or not _selective(nodes, sub)
-            elif name in ("eval", "train") and recv in index:
+            elif name in ("eval", "train") and recv in index and recv not in copied:
                 off = name == "eval" or bool(sub.args) and isinstance(sub.args[0], ast.Constant) \
                     and sub.args[0].value is False
                 modes[index[recv]] = not off

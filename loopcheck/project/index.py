@@ -26,7 +26,7 @@ _SKIP_DIRS = {".git", ".hg", ".tox", ".nox", ".venv", "venv", "env", "node_modul
               "build", "dist", ".eggs"}
 _DDP_CALL = re.compile(rb"(DistributedDataParallel|DDP)\s*\(")  # a wrap being built, not an isinstance() test
 _MAX_BYTES = 2_000_000
-_FORMAT = 3
+_FORMAT = 4
 _KEEP_TEXTS = 64
 
 
