@@ -202,6 +202,80 @@ def test_eval_callback_of_another_module(project: Path, run_cli) -> None:
     assert _codes(run_cli, "--extend-select", "LC605", "train.py") == []
 
 
+def test_eval_mode_of_a_model_class_of_another_module(project: Path, run_cli) -> None:
+    models = """
+        from torch import nn
+
+
+        class Cell(nn.Module):
+            def __init__(self, n_inp, n_hid):
+                super().__init__()
+                self.i2h = nn.Linear(n_inp + n_hid, n_hid)
+
+            def forward(self, x, h):
+                return self.i2h(torch.cat((x, h), 1)).tanh()
+    """
+    loop = """
+        import torch
+        import models
+
+
+        def fit(loader, test_batch, steps=1000):
+            model = models.Cell(2, 64).to("cpu")
+            optimizer = torch.optim.Adam(model.parameters())
+            model.train()
+            for i, (x, h, y) in enumerate(loader):
+                optimizer.zero_grad()
+                torch.nn.functional.mse_loss(model(x, h), y).backward()
+                optimizer.step()
+                if i % 100 == 0:
+                    model.eval()
+                    with torch.no_grad():
+                        print(model(*test_batch).mean())
+    """
+    _write(project, {"train.py": loop, "models.py": models})
+    assert _codes(run_cli, "--extend-select", "LC605", "train.py") == []  # Linear only: eval mode changes nothing
+    dropout = models.replace("self.i2h = nn.Linear(n_inp + n_hid, n_hid)",
+                             "self.i2h = nn.Sequential(nn.Linear(n_inp + n_hid, n_hid), nn.Dropout(0.1))")
+    _write(project, {"models.py": dropout})
+    found = _codes(run_cli, "--extend-select", "LC605", "train.py")
+    assert len(found) == 1 and found[0].startswith("train.py:15:") and " LC605 " in found[0]
+
+
+def test_eval_of_a_copy_in_another_module(project: Path, run_cli) -> None:
+    attack = """
+        import copy
+
+
+        def perturb(model, x):
+            model = copy.deepcopy(model)
+            model.eval()
+            x = x.clone().requires_grad_(True)
+            model(x).norm().backward()
+            return (x + x.grad.sign() / 16).detach()
+    """
+    loop = """
+        import torch
+        from attack import perturb
+
+
+        def fit(model, loader, epochs=10):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(epochs):
+                model.train()
+                for x, y in loader:
+                    adv = perturb(model, x)
+                    optimizer.zero_grad()
+                    torch.nn.functional.cross_entropy(model(adv), y).backward()
+                    optimizer.step()
+    """
+    _write(project, {"train.py": loop, "attack.py": attack})
+    assert _codes(run_cli, "--extend-select", "LC605", "train.py") == []
+    _write(project, {"attack.py": attack.replace("model = copy.deepcopy(model)", "pass")})
+    found = _codes(run_cli, "--extend-select", "LC605", "train.py")
+    assert len(found) == 1 and found[0].startswith("train.py:11:") and "attack.py:5" in found[0]
+
+
 def test_loss_function_of_another_module_keeps_the_graph(project: Path, run_cli) -> None:
     losses = """
         import torch.nn.functional as F

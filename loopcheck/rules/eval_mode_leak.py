@@ -38,6 +38,7 @@ from loopcheck.fixes import Fix, insert_before
 from loopcheck.model import Event, FileModel, Kind, Loop
 from loopcheck.model.guards import exclusive
 from loopcheck.model.memory import frozen_modules, module_name, trained_modules
+from loopcheck.model.modes import mode_matters
 from loopcheck.model.optimizers import optimizer_modules
 from loopcheck.model.syntax import dotted, func_name, last_part, positional, source
 from loopcheck.rules._base import Rule, Violation
@@ -219,18 +220,26 @@ for step, (x, y) in enumerate(train_loader):
             if not evals:
                 continue
             events = loop.events(deep=True)
-            # a backward under no_grad never runs (a helper shared by training and validation)
-            backwards = [e.order for e in events if e.kind is Kind.BACKWARD and not e.in_context("no_grad")]
+            # a backward under no_grad never runs (a helper shared by training and validation), nor
+            # one behind `if mode == "train":` in a helper called with `"val"`
+            backwards = [e.order for e in events if e.kind is Kind.BACKWARD and not e.in_context("no_grad")
+                         and not _dead(e, loop)]
             if not backwards:
                 continue
+            # the steps are the training; a backward that no step follows (a Grad-CAM in the
+            # evaluation helper) trains nothing
+            steps = [e.order for e in events if e.kind is Kind.STEP and not _dead(e, loop)]
             for leak in evals:
                 name = _resolve(leak.receiver, loop, leak.order)
                 if name not in trained:
                     continue  # a frozen teacher, an EMA copy, a submodule: may stay in eval mode
                 if _alternating(leak, name, events, loop):
                     continue  # `if phase == "G": G.train(); D.eval() else: G.eval(); D.train()`
-                updates = _updates_of(name, owners, events, loop, leak.order) or backwards
-                if not self._undone(leak, name, events, updates, loop, trained):
+                updates = [u for u in _updates_of(name, owners, events, loop, leak.order) if u in steps] \
+                    or steps or backwards
+                if _evaluated_again(leak, name, evals, updates, loop):
+                    continue  # one finding per leak: the last eval() before the next update reports it
+                if not self._undone(leak, name, events, updates, loop, trained) and mode_matters(model, name):
                     # `train()` first in the body helps only where no update follows the leak in the iteration
                     fix = _train_first(loop, name) if not any(u > leak.order for u in updates) else None
                     elsewhere = model.project.where(leak.node) if model.project is not None else None
@@ -268,6 +277,47 @@ def _updates_of(name: str, owners: dict[str, set[str]], events: list[Event], loo
     return [e.order for e in events if e.kind is Kind.STEP and e.optimizer and last_part(e.optimizer) in mine]
 
 
+def _evaluated_again(leak: Event, name: str, evals: list[Event], updates: list[int], loop: Loop) -> bool:
+    """Whether another ``eval()`` of the same module runs after ``leak`` and before the next update."""
+    later = [u for u in updates if u > leak.order]
+    return any(e is not leak and leak.order < e.order < min(later, default=e.order + 1)
+               and _resolve(e.receiver, loop, e.order) == name for e in evals)
+
+
+def _dead(event: Event, loop: Loop) -> bool:
+    """Whether a condition of ``event`` compares a helper parameter bound to a literal at the call
+    (``_run_epoch("val")``) with a literal it does not equal: that call never runs the event."""
+    for cond in event.conds:
+        test = cond.test
+        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+            continue
+        target = test.comparisons[0]
+        if not isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+            continue
+        name, literal = dotted(test.left), _constant(target.comparator)
+        if name is None or literal is None:
+            continue
+        bound = []
+        scope: Loop | None = event.loop or loop
+        while scope is not None:  # the binding sits in the loop that calls the helper
+            bound += [a for a in scope.assignments if a.names == (name,) and a.op == "=" and a.order < event.order]
+            scope = scope.parent
+        value = _constant(max(bound, key=lambda a: a.order).value) if bound else None
+        if value is None:
+            continue
+        holds = (value == literal) == isinstance(target.operator, cst.Equal)
+        if holds == cond.negated:
+            return True
+    return False
+
+
+def _constant(expr: cst.BaseExpression) -> object:
+    """The value of a string or number literal, else None."""
+    if isinstance(expr, (cst.SimpleString, cst.Integer, cst.Float)):
+        return expr.evaluated_value
+    return None
+
+
 def _train_first(loop: Loop, name: str) -> Fix | None:
     """Put ``name.train()`` first in the training loop's body: every iteration starts in train mode.
     Unsafe: it also switches back submodules the code keeps in eval mode on purpose (a frozen
@@ -295,8 +345,10 @@ def _resolve(receiver: str | None, loop: Loop, order: int) -> str | None:
         found = None
         scope: Loop | None = loop
         while scope is not None and found is None:
-            bindings = [a for a in scope.assignments if a.names == (name,) and a.op == "=" and a.order < order
-                        and (wrapped := _wrapped(a.value)) is not None and wrapped != name]
+            bindings = [a for a in scope.assignments if a.names == (name,) and a.op == "=" and a.order < order]
+            if bindings and _copies(max(bindings, key=lambda a: a.order).value):
+                return None  # `net = copy.deepcopy(net)`: a copy's mode is not the model's
+            bindings = [a for a in bindings if (wrapped := _wrapped(a.value)) is not None and wrapped != name]
             found = max(bindings, key=lambda a: a.order) if bindings else None
             scope = scope.parent
         if found is None:
@@ -307,6 +359,10 @@ def _resolve(receiver: str | None, loop: Loop, order: int) -> str | None:
 
 _DOTTED = re.compile(r"[A-Za-z_][\w.]*")
 _WRAPPERS = {"DDP", "DistributedDataParallel", "DataParallel", "FSDP", "FullyShardedDataParallel", "compile"}
+
+
+def _copies(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Call) and last_part(func_name(value) or "") in ("deepcopy", "copy")
 
 
 def _wrapped(value: cst.BaseExpression) -> str | None:
