@@ -13,8 +13,9 @@ instead of the gradients, and `clip_grad_value_` clips almost everything.
 Call `scaler.unscale_(optimizer)` right before clipping; `scaler.step(optimizer)` then knows the
 gradients are unscaled and does not unscale them again.
 
-Clipping on every micro-batch of an accumulation window is reported as LC107 (clip once, in the
-step branch, after `unscale_`); this rule looks at the clip that runs with the step.
+A clip on every micro-batch of an accumulation window is also LC107: each micro-batch compares a
+scaled partial sum with the threshold. Its fix is to move the clip into the step branch, after one
+`unscale_`: a second `unscale_` before `scaler.update()` raises, so no fix is offered there.
 """
 
 from __future__ import annotations
@@ -186,10 +187,13 @@ class Trainer:
             for clip in loop.events(Kind.CLIP, deep=True):
                 if self._unscaled_clip(training, clip, scaled, unscales, model.roles):
                     scaler = backward_scaler(scaled[0], model.roles)
+                    # A clip on every micro-batch (LC107 too) must not get an unscale_ of its own: a
+                    # second unscale_ before the scaler's update() raises. Moving the clip is the fix.
+                    every = training.accumulates and clip.loop is training.loop and training.guard(clip).always
                     yield self.at(clip, "gradients are clipped while still multiplied by the loss scale "
                                         f"(`{scaler}.scale(loss)` and no `{scaler}.unscale_(optimizer)` before "
                                         "the clip): the threshold is compared with scaled gradients",
-                                  _unscale_first(model, clip, scaler, training))
+                                  None if every else _unscale_first(model, clip, scaler, training))
 
     @staticmethod
     def _unscaled_clip(training: TrainingLoop, clip: Event, scaled: list[Event], unscales: list[Event],
@@ -201,8 +205,6 @@ class Trainer:
         if isinstance(clip.node, cst.Call) and any(
                 roles.of(dotted(a.value)) in (Role.SCALER, Role.OPTIMIZER) for a in clip.node.args if dotted(a.value)):
             return False  # a helper told the scaler or optimizer may unscale before it clips
-        if training.accumulates and clip.loop is training.loop and training.guard(clip).always:
-            return False  # clipped on every micro-batch: LC107 reports it, one finding per line
         if any(u.order < clip.order for u in unscales):
             return False
         before = [b for b in scaled if b.order < clip.order and not exclusive(b.conds, clip.conds)]
