@@ -16,7 +16,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.model import FileModel, Framework, Kind, Loop, Style
+from loopcheck.model import Event, FileModel, Framework, Kind, Loop, Style
+from loopcheck.model.syntax import walk
 from loopcheck.model.optimizers import Zeroing
 from loopcheck.rules._base import Rule, Violation
 
@@ -27,6 +28,26 @@ def _nest(loop: Loop | None) -> Iterator[Loop]:
     while loop is not None and loop.is_loop:
         yield loop
         loop = loop.parent
+
+
+def _helper_zeroing(model: FileModel, scope: Loop) -> list[Event]:
+    """Zeroing in the same-file helpers a step function calls (``self._zero_grad()``, whose loop over
+    the optimizers makes it a scope of its own rather than code inlined at the call)."""
+    if scope.function is None:
+        return []
+    scopes = {s.function: s for s in model.scopes if s.function is not None}
+    found: list[Event] = []
+    for node in walk(scope.function.body):
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func
+        name = func.value if isinstance(func, cst.Name) else func.attr.value \
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" \
+            else None
+        fns = model.index.functions.get(name, []) if name else []
+        if len(fns) == 1 and fns[0] in scopes:
+            found += scopes[fns[0]].events(Kind.ZERO_GRAD, deep=True)
+    return found
 
 
 def _built_in(loop: Loop, optimizer: str | None) -> bool:
@@ -124,6 +145,7 @@ for real, _ in loader:
                 # the steps follow a micro-step loop in a function body run once per step (a
                 # `train_step` a loop elsewhere calls): a zeroing in that body runs between steps
                 zeros += training.step_loop.events(Kind.ZERO_GRAD)
+                zeros += _helper_zeroing(model, training.step_loop)
             # steps in a method of their own (an `update()` beside the method that back-propagates):
             # a zeroing there runs between steps
             zeros += [z for s in steps if s.loop is not None and s.loop not in nest and not s.loop.is_loop
