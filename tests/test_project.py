@@ -194,7 +194,7 @@ def test_eval_callback_of_another_module(project: Path, run_cli) -> None:
                 evaluate(model, val_loader)
     """
     _write(project, {"train.py": loop, "helpers.py": helpers})
-    found = _codes(run_cli, "--extend-select", "LC605", "train.py")  # opt-in in check
+    found = _codes(run_cli, "train.py")  # on by default
     assert len(found) == 1 and found[0].startswith("train.py:14:") and " LC605 " in found[0]
     assert "helpers.py:5" in found[0]
     restored = helpers.replace("                return sum(", "                acc = sum(") + "    net.train()\n    return acc\n"

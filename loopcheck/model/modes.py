@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from loopcheck.model.syntax import func_name, last_part
+from loopcheck.model.syntax import dotted, func_name, last_part
 
 if TYPE_CHECKING:
     from loopcheck.model import FileModel
@@ -72,8 +72,9 @@ def mode_matters(model: FileModel, name: str) -> bool:
     for call in calls:
         call = _unmoved(call)
         called = func_name(call) or ""
-        if last_part(called) in _WRAPPERS:
-            continue  # DDP(model), get_peft_model(unet, config): the module inside decides
+        if last_part(called) in _WRAPPERS or isinstance(call.func, cst.Attribute) \
+                and call.func.attr.value in _MOVES and dotted(call.func.value) is not None:
+            continue  # DDP(model), get_peft_model(unet, config), model.to(device): the module inside decides
         if called.endswith(".from_pretrained") and called.split(".")[-2] in _KNOWN_MODE_FREE:
             if _adds_dropout(model):
                 return True
