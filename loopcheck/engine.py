@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from loopcheck.catalog import CODES, NOT_ANALYSED, SYNTAX_ERROR
 from loopcheck.config import Options
+from loopcheck.excerpt import excerpt
 from loopcheck.findings import Finding
 from loopcheck.screen import TRAINING_LOOP_TEXT, Verdict, may_train_with, screen
 from loopcheck.selection import resolve
@@ -107,14 +108,17 @@ class LazyProject:
 
 def check_text(source: str, filename: str, codes: frozenset[str], options: Options = Options(),
                project: Imported | LazyProject | None = None) -> list[Finding]:
-    return [finding for finding, _ in analyse(source, filename, codes, options, project)[1]]
+    return [finding for finding, _ in analyse(source, filename, codes, options, project, whole=False)[1]]
 
 
 def analyse(source: str, filename: str, codes: frozenset[str], options: Options = Options(),
-            project: Imported | LazyProject | None = None) -> tuple[cst.Module | None, list[tuple[Finding, Fix | None]]]:
+            project: Imported | LazyProject | None = None,
+            whole: bool = True) -> tuple[cst.Module | None, list[tuple[Finding, Fix | None]]]:
     """The parsed module (None when skipped or unparsable) and each finding with its fix, if any.
     ``project``: facts of the project modules the file imports (``loopcheck.project.for_file``), or
-    a ``LazyProject`` that reads them only where they can matter."""
+    a ``LazyProject`` that reads them only where they can matter. Without ``whole`` (findings only,
+    no module to apply fixes to), a file that only rules reading a few statements look at is parsed
+    without the other statements."""
     rules = [r for r in _rules(codes) if _text_test(r).passes(source)]
     if not rules:
         return None, []
@@ -139,19 +143,25 @@ def analyse(source: str, filename: str, codes: frozenset[str], options: Options 
             return None, []
     import libcst as cst  # imported here: `loopcheck run` and files skipped above never pay for it
 
-
+    text, tree = source, screened.tree
+    if not whole and tree is not None and all(r.reads_statements_with for r in rules):  # type: ignore[attr-defined]
+        text, tree = excerpt(source, tree, [w for r in rules for w in r.reads_statements_with])  # type: ignore[attr-defined]
     try:
-        module = cst.parse_module(source)
+        module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
+        if text is not source:  # an excerpt says nothing the whole file would not: let it decide
+            return analyse(source, filename, codes, options, project)
         if screened.error is not None:
             return None, [(_python_syntax_error(filename, source, screened.error), None)]
         # Valid Python that libcst's tokenizer refuses (some mixes of tabs and spaces).
         reason = next((line for line in str(error).splitlines()[1:] if line.strip()), str(error)).strip()
         return None, [(not_analysed(filename, f"libcst cannot parse it although Python can ({reason})"), None)]
     except (RecursionError, MemoryError) as error:  # pathological nesting
+        if text is not source:
+            return analyse(source, filename, codes, options, project)
         return None, [(not_analysed(filename, f"{type(error).__name__} in libcst's parser"), None)]
     try:
-        return module, _check(module, source, filename, rules, options, project, screened.tree)
+        return module, _check(module, text, filename, rules, options, project, tree)
     except RecursionError:  # deep nesting that libcst parsed but its own passes cannot walk
         return module, [(not_analysed(filename, "RecursionError while analysing: nested too deeply"), None)]
 

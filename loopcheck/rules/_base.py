@@ -42,6 +42,10 @@ class Rule:
     # whose `ast` shows a loop that back-propagates (loopcheck.screen). False for a rule that reads
     # the whole file (imports, calls) and can find something in a file without one.
     needs_training_loop: ClassVar[bool] = True
+    # For a rule that reads only the top-level statements mentioning one of these words (and the
+    # imports, and the names they bind to such things): where it runs alone, libcst parses only
+    # those statements (loopcheck.excerpt). Empty: the rule reads the whole file.
+    reads_statements_with: ClassVar[tuple[str, ...]] = ()
     # Whether the rule offers fixes (where it is certain enough); documented and tested per rule.
     fixable: ClassVar[bool] = False
     # The `[tool.loopcheck]` settings the VALID/INVALID examples are checked with.

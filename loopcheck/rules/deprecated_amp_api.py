@@ -45,6 +45,8 @@ class DeprecatedAmpApi(Rule):
     message = "`torch.cuda.amp.autocast`/`GradScaler`/`custom_fwd`/`custom_bwd` are deprecated: use `torch.amp`"
     requires = ("cuda.amp", "torch.cuda import")
     needs_training_loop = False  # a deprecated call anywhere in the file
+    # every name it looks for (in `_DEPRECATED`, `_DECORATORS`, `_CURRENT`) holds one of these
+    reads_statements_with = ("amp", "autocast", "GradScaler", "custom_fwd", "custom_bwd")
     fixable = True
 
     VALID = [
