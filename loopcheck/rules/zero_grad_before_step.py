@@ -4,7 +4,10 @@ use them.
 
 ## Why is this bad?
 The step then sees zero (or `None`) gradients: the optimizer does nothing, or only applies
-weight decay and momentum. The loss curve stays flat and nothing errors.
+weight decay and momentum. The loss curve stays flat and nothing errors. A zeroing between two
+backward passes that feed one step (`loss_a.backward(); opt.zero_grad(); loss_b.backward();
+opt.step()`) throws away the first loss: only the second one trains the model. Copying the first
+gradients out before the zeroing and combining them by hand (gradient surgery) is not flagged.
 
 ## Fix
 Zero the gradients before `backward()` or after `optimizer.step()`, never between them.
@@ -14,9 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from loopcheck.model import Event, FileModel, Framework, Kind, Style
+from loopcheck.model import Event, FileModel, Framework, Kind, Style, TrainingLoop
 from loopcheck.model.guards import exclusive
 from loopcheck.model.optimizers import Zeroing
+from loopcheck.model.syntax import source
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -89,9 +93,39 @@ for real, _ in loader:
                 if not feeding:
                     continue
                 for zero in training.step_loop.events(Kind.ZERO_GRAD):
-                    if _between(zero, max(feeding), step) and _clears(zeroing, zero, step, optimizers):
+                    if not _clears(zeroing, zero, step, optimizers):
+                        continue
+                    if _between(zero, max(feeding), step):
                         yield self.at(zero, f"`{zero.receiver}.zero_grad()` clears the gradients after backward and "
                                             f"before `{step.receiver}` steps: the step uses no gradients")
+                    elif (wiped := _wiped(training, zero, step)) is not None:
+                        yield self.at(zero, f"`{zero.receiver}.zero_grad()` runs between `{source(wiped.node)}` and "
+                                            f"the later backward that `{step.receiver}` steps on: the first "
+                                            "backward's gradients are cleared before any step uses them")
+
+
+def _wiped(training: TrainingLoop, zero: Event, step: Event) -> Event | None:
+    """A backward whose gradients ``zero`` clears before ``step`` and before any other step consumes
+    them (``loss_a.backward(); opt.zero_grad(); loss_b.backward(); opt.step()``): the backward is
+    wasted. Not where the loop reads or writes gradients by hand in between (per-loss gradients
+    collected and combined, as in gradient surgery)."""
+    loop = training.step_loop
+    later = [b for b in loop.events(Kind.BACKWARD, deep=True) if zero.order < b.order < step.order]
+    if not later or not _between(zero, zero.order - 1, step):
+        return None
+    steps = [s.order for s in loop.events(Kind.STEP, deep=True)]
+    for backward in loop.events(Kind.BACKWARD, deep=True):
+        if backward.order >= zero.order or backward.framework is not Framework.TORCH or backward.loop is not zero.loop \
+                or backward.origin is not zero.origin:
+            continue  # a helper's backward (input gradients for an adversarial example, a saliency map)
+        if exclusive(backward.conds, zero.conds) or backward.conds != zero.conds[: len(backward.conds)]:
+            continue  # the zeroing must run whenever the backward ran
+        if any(backward.order < s < zero.order for s in steps):
+            continue  # a step consumed them first
+        if any(backward.order < a.order < step.order and ".grad" in source(a.value) for a in loop.assignments):
+            return None
+        return backward
+    return None
 
 
 def _between(zero: Event, last_backward: int, step: Event) -> bool:
