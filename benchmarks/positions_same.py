@@ -44,9 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     real = positions.locate
     compared = different = 0
 
-    def checked(module, source, nodes):  # type: ignore[no-untyped-def]
+    def checked(module, source, nodes, tree=None):  # type: ignore[no-untyped-def]
         nonlocal compared, different
-        found = real(module, source, nodes)
+        found = real(module, source, nodes, tree)
         reference = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
         for node in nodes:
             compared += 1
