@@ -90,10 +90,11 @@ class LazyProject:
         self.path, self.cache_dir = Path(path), cache_dir
         self.digest: str | None = None  # of the facts load() read (taken before the model queries them)
 
-    def load(self) -> Imported | None:
+    def load(self, tree: ast.Module | None = None) -> Imported | None:
+        """``tree``: the file's own ``ast`` (from the screen), not parsed again."""
         from loopcheck.project import for_file
 
-        loaded = for_file(self.path, self.cache_dir)
+        loaded = for_file(self.path, self.cache_dir, tree)
         self.digest = loaded.digest() if loaded is not None else None
         return loaded
 
@@ -124,7 +125,7 @@ def analyse(source: str, filename: str, codes: frozenset[str], options: Options 
         return None, []
     screened = screen(source, filename)
     if isinstance(project, LazyProject):
-        project = project.load() if screened.verdict is Verdict.TRAINING_LOOP or (
+        project = project.load(screened.tree) if screened.verdict is Verdict.TRAINING_LOOP or (
             screened.verdict is Verdict.NO_TRAINING_LOOP and project.imports_own_module(screened.imports())) \
             else None
     if project is not None and screened.verdict is Verdict.NO_TRAINING_LOOP and screened.tree is not None and \

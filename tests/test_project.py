@@ -362,8 +362,8 @@ def test_imported_modules_are_parsed_only_for_names_they_can_define(tmp_path: Pa
 
     parsed: list[str] = []
     real = index_module.extract
-    monkeypatch.setattr(index_module, "extract", lambda source, path, functions=True:
-                        (parsed.append(path) if functions else None) or real(source, path, functions))
+    monkeypatch.setattr(index_module, "extract", lambda source, path, functions=True, tree=None:
+                        (parsed.append(path) if functions else None) or real(source, path, functions, tree))
     _write(tmp_path, {"train.py": ACCUMULATING + "\n        log(loss)\n", "utils.py": SMART_DDP,
                       "logs.py": "def log(value):\n    print(value)\n"})
     source = (tmp_path / "train.py").read_text().replace("from utils import smart_ddp",

@@ -21,6 +21,8 @@ from loopcheck.project.facts import FunctionFacts, ModuleFacts
 from loopcheck.project.index import ProjectIndex, _root_of, find_root, project_index
 
 if TYPE_CHECKING:
+    import ast
+
     import libcst as cst
 
     from loopcheck.model.events import Kind
@@ -249,14 +251,15 @@ def _arguments(call: cst.Call, facts: FunctionFacts) -> dict[int, cst.BaseExpres
     return args
 
 
-def for_file(path: str | Path, cache_dir: Path | None = None) -> Imported | None:
-    """The project facts for the file at ``path`` (None for a file that does not exist)."""
+def for_file(path: str | Path, cache_dir: Path | None = None, tree: ast.Module | None = None) -> Imported | None:
+    """The project facts for the file at ``path`` (None for a file that does not exist); ``tree``:
+    its ``ast``, if already parsed."""
     file = Path(path)
     if not file.is_file():
         return None
     index = project_index(find_root(file), cache_dir)
     _OPEN[(index.root, cache_dir)] = index
-    own = index.facts(file, functions=False)
+    own = index.facts(file, functions=False, tree=tree)
     if own is None:
         return None
     imported = Imported(file.resolve(), index, own)

@@ -20,6 +20,9 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 
 _DDP = {"DistributedDataParallel", "DDP"}
+# Where a module may call one of them: the name, then only blanks, comments, line continuations or
+# closing parentheses before the call's (walking every node of a module that merely mentions DDP costs).
+_DDP_CALL = re.compile(r"(?:DistributedDataParallel|DDP)(?:\s|\\|\)|#[^\n]*)*\(")
 _SYNC = {"no_sync", "require_backward_grad_sync", "no_backward_sync", "set_requires_gradient_sync"}
 _DETACH = {"item", "detach", "tolist", "numpy", "cpu_item"}
 _NO_GRAD = {"no_grad", "inference_mode"}
@@ -75,14 +78,16 @@ class ModuleFacts:
         )
 
 
-def extract(source: str, path: str, functions: bool = True) -> ModuleFacts:
+def extract(source: str, path: str, functions: bool = True, tree: ast.Module | None = None) -> ModuleFacts:
     """The facts of one module (empty when it does not parse); without ``functions``, only its
-    imports and DDP wraps (what the file being checked, or an entry script, says about itself)."""
+    imports and DDP wraps (what the file being checked, or an entry script, says about itself).
+    ``tree``: ``ast.parse(source)``, if already parsed."""
     facts = ModuleFacts(path=path, complete=functions)
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return facts
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return facts
     if functions:
         reader = _Reader(tree)
         wanted = _with_effects(tree, source)
@@ -102,7 +107,7 @@ def extract(source: str, path: str, functions: bool = True) -> ModuleFacts:
             for alias in node.names:
                 if alias.name != "*":
                     facts.imports[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
-    if any(text in source for text in _DDP):  # an entry script, maybe
+    if _DDP_CALL.search(source):  # an entry script, maybe
         ddp_lines, called = [], set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):

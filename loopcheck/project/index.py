@@ -18,8 +18,12 @@ import stat
 import tempfile
 from functools import cache, lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from loopcheck.project.facts import ModuleFacts, extract
+
+if TYPE_CHECKING:
+    import ast
 
 _MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _SKIP_DIRS = {".git", ".hg", ".tox", ".nox", ".venv", "venv", "env", "node_modules", "__pycache__", "site-packages",
@@ -63,9 +67,9 @@ class ProjectIndex:
         self.ddp_imports: list[tuple[str, Path]] | None = None  # see loopcheck.project._ddp_imports
 
     # -- modules ---------------------------------------------------------------------------
-    def facts(self, path: Path, functions: bool = True) -> ModuleFacts | None:
+    def facts(self, path: Path, functions: bool = True, tree: ast.Module | None = None) -> ModuleFacts | None:
         """The facts of one project file (None when it cannot be read); ``functions=False`` is
-        content with its imports and DDP wraps."""
+        content with its imports and DDP wraps; ``tree``: its ``ast``, if already parsed."""
         try:
             st = path.stat()
             rel = path.resolve().relative_to(self.root).as_posix()
@@ -87,7 +91,7 @@ class ProjectIndex:
             source = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             return None
-        found = extract(source, rel, functions)
+        found = extract(source, rel, functions, tree)
         self._put(rel, [st.st_size, st.st_mtime_ns, found.to_json()])
         return found
 
