@@ -4,7 +4,8 @@ The older ``facts.py`` is taken from a git revision of this repository; both ext
 every ``.py`` file under the given directories. The same means: equal imports and DDP wraps (and
 called names where the module wraps DDP), equal facts for every function both read, and a function
 the new one skips has empty facts in the old one (no effect a loop can use, so a lookup that finds
-nothing changes nothing). Prints each difference, then a summary with both versions' CPU time;
+nothing changes nothing). Each top-level function and class is also read alone (as a lookup of
+one name reads it) and must equal the whole module's reading. Prints each difference, then a summary with both versions' CPU time;
 exits 1 on any difference.
 
     python benchmarks/project_facts_same.py --rev c38f972 /work/corpus/speed /work/corpus/broad
@@ -62,6 +63,24 @@ def differences(old: object, found: new.ModuleFacts) -> list[str]:
     return out
 
 
+def by_name(source: str, path: str, whole: new.ModuleFacts) -> list[str]:
+    """Differences between reading the module a name at a time (a function, a class's method: what
+    a lookup reads) and all at once."""
+    reader = new.ModuleReader(source, path)
+    outline = reader.outline()
+    out = []
+    for name in sorted(whole.functions):
+        one = reader.read(outline, [name])
+        if one.functions != {name: whole.functions[name]} or any(one.classes.values()):
+            out.append(f"{name}: read alone {one.functions}")
+    for cls, methods in sorted(whole.classes.items()):
+        for name in sorted(methods):
+            one = reader.read(outline, [f"{cls}.{name}"])
+            if one.classes.get(cls) != {name: methods[name]} or one.functions:
+                out.append(f"{cls}.{name}: read alone {one.classes.get(cls)}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rev", required=True, help="git revision of the older facts.py")
@@ -84,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             files += 1
             functions_old += len(before.functions) + sum(len(m) for m in before.classes.values())
             functions_new += len(after.functions) + sum(len(m) for m in after.classes.values())
-            for line in differences(before, after):
+            for line in differences(before, after) + by_name(source, str(path), after):
                 different += 1
                 print(f"{path}: {line}")
     print(f"{files} files: {different} differences; functions read {functions_old} -> {functions_new}; "

@@ -325,18 +325,35 @@ def test_a_warm_run_starts_no_worker_and_rechecks_only_what_changed(project: Pat
     started: list[bool] = []
     start = workers.Pool._start
     monkeypatch.setattr(workers.Pool, "_start", lambda pool, first: started.append(first) or start(pool, first))
-    extract = index_module.extract
+    reader = index_module.ModuleReader
 
     def parse(*args: object, **kwargs: object) -> None:
         raise AssertionError("a module parsed again: the facts the workers read were not saved")
 
-    monkeypatch.setattr(index_module, "extract", parse)
+    monkeypatch.setattr(index_module, "ModuleReader", parse)
     assert _codes(run_cli, ".") == first and started == []
-    monkeypatch.setattr(index_module, "extract", extract)
+    monkeypatch.setattr(index_module, "ModuleReader", reader)
     _write(project, {"utils.py": "def smart_ddp(model):\n    return model  # single process now\n"})
     assert _codes(run_cli, ".") == first[:1] and started == [True]  # train.py checked again, in one worker
     (project / "train.py").write_text((project / "train.py").read_text() + "# edited\n")
     assert _codes(run_cli, ".") == first[:1] and started == [True, True]
+
+
+def test_a_lookup_reads_only_the_functions_and_methods_it_names(tmp_path: Path) -> None:
+    from loopcheck.project.index import ProjectIndex
+
+    _write(tmp_path, {"fp16_util.py": MP_TRAINER + "\n\n    def step_all(opt):\n        opt.step()\n"})
+    path = tmp_path / "fp16_util.py"
+    whole = extract(path.read_text(), "fp16_util.py")
+    index = ProjectIndex(tmp_path.resolve(), None)
+    one = index.facts(path, names=["MixedPrecisionTrainer.optimize"])
+    assert one is not None and not one.complete and one.functions == {}
+    assert one.classes == {"MixedPrecisionTrainer": {"optimize": whole.classes["MixedPrecisionTrainer"]["optimize"]}}
+    two = index.facts(path, names=["step_all", "MixedPrecisionTrainer.__init__"])  # __init__: no effect
+    assert two is not None and two.functions == whole.functions and two.classes == one.classes
+    assert index.facts(path, names=["step_all"]) is two  # known: not read again
+    full = index.facts(path)
+    assert full is not None and full.complete and (full.functions, full.classes) == (whole.functions, whole.classes)
 
 
 def test_facts_of_a_module() -> None:
@@ -361,9 +378,9 @@ def test_imported_modules_are_parsed_only_for_names_they_can_define(tmp_path: Pa
     import loopcheck.project.index as index_module
 
     parsed: list[str] = []
-    real = index_module.extract
-    monkeypatch.setattr(index_module, "extract", lambda source, path, functions=True, tree=None:
-                        (parsed.append(path) if functions else None) or real(source, path, functions, tree))
+    real = index_module.ModuleReader.read
+    monkeypatch.setattr(index_module.ModuleReader, "read", lambda reader, facts, names:
+                        parsed.append(reader.path) or real(reader, facts, names))
     _write(tmp_path, {"train.py": ACCUMULATING + "\n        log(loss)\n", "utils.py": SMART_DDP,
                       "logs.py": "def log(value):\n    print(value)\n"})
     source = (tmp_path / "train.py").read_text().replace("from utils import smart_ddp",

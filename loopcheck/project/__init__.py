@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopcheck.project.facts import FunctionFacts, ModuleFacts
-from loopcheck.project.index import ProjectIndex, _root_of, find_root, project_index
+from loopcheck.project.index import _READERS, ProjectIndex, _root_of, find_root, project_index
 
 if TYPE_CHECKING:
     import ast
@@ -82,10 +82,9 @@ class Imported:
                 constructor_name = func_name(constructor) or ""
                 if constructor_name.split(".", 1)[0] not in imports:
                     continue  # built from a class of this file or of a library
-                cls = self._class(constructor_name)
-                if cls is not None and func.attr.value in cls[0]:  # type: ignore[attr-defined]
-                    method = func.attr.value  # type: ignore[attr-defined]
-                    return Summary(cls[0][method], method, cls[1])
+                found = self._method(constructor_name, func.attr.value)  # type: ignore[attr-defined]
+                if found is not None:
+                    return found
         return None
 
     def events(self, call: cst.Call, roles: Roles) -> list[tuple[Kind, str | None, dict[str, object]]]:
@@ -186,11 +185,13 @@ class Imported:
                         found.append(path)
         return found
 
-    def _module_of(self, local: str, name: str) -> ModuleFacts | None:
+    def _module_of(self, local: str, name: str, read: str | None = None) -> ModuleFacts | None:
         """The facts of the project module bound to ``local`` (``import x.y as local``,
-        ``from x import local`` where ``local`` is a submodule), if its text may define ``name``
-        (a module is parsed only when the model asks for a name it can define)."""
-        key = f"module:{local}"
+        ``from x import local`` where ``local`` is a submodule), with those of ``read`` (default:
+        ``name``) read, if its text may define ``name`` (a module is parsed only when the model
+        asks for a name it can define, and only that name's functions are read)."""
+        read = read or name
+        key = f"module:{local}:{read}"
         if key not in self._modules:
             imported = self.own.imports.get(local)
             if imported is None:
@@ -200,22 +201,25 @@ class Imported:
             path = self.index.resolve(self.path, dotted_name, level)
             if path is None or not self.index.may_define(path, name):
                 return None
-            self._modules[key] = self.index.facts(path)
+            self._modules[key] = self.index.facts(path, names=[read])
         return self._modules[key]
 
-    def _from_module(self, local: str) -> tuple[ModuleFacts, str] | None:
+    def _from_module(self, local: str, method: str | None = None) -> tuple[ModuleFacts, str] | None:
         """(module facts, attribute) for ``from module import attribute as local``, if the module's
-        text may define the attribute."""
+        text may define the attribute; with the facts of every function this file imports from it
+        (read at once), or of the attribute's (a class's) ``method``."""
         imported = self.own.imports.get(local)
         if imported is None or not imported[1]:
             return None
         module, attr, level = imported
-        key = f"from:{module}:{level}"
+        key = f"from:{module}:{level}" if method is None else f"from:{module}:{level}:{attr}.{method}"
         if key not in self._modules:
             path = self.index.resolve(self.path, module, level)
             if path is None or not self.index.may_define(path, attr):
                 return None
-            self._modules[key] = self.index.facts(path)
+            names = sorted({a for m, a, n in self.own.imports.values() if m == module and n == level and a}) \
+                if method is None else [f"{attr}.{method}"]
+            self._modules[key] = self.index.facts(path, names=names)
         found = self._modules[key]
         return (found, attr) if found is not None else None
 
@@ -225,15 +229,17 @@ class Imported:
             return None
         return Summary(found[0].functions[found[1]], found[1], found[0].path)
 
-    def _class(self, constructor: str) -> tuple[dict[str, FunctionFacts], str] | None:
+    def _method(self, constructor: str, method: str) -> Summary | None:
+        """``method`` of the class ``constructor`` names (``Trainer``, ``engine.Trainer``), if a
+        project module defines it with an effect."""
         if "." in constructor:
             module, name = constructor.rsplit(".", 1)
-            facts = self._module_of(module, name) if "." not in module else None
-            return (facts.classes[name], facts.path) if facts is not None and name in facts.classes else None
-        found = self._from_module(constructor)
-        if found is None or found[1] not in found[0].classes:
-            return None
-        return found[0].classes[found[1]], found[0].path
+            facts = self._module_of(module, name, f"{name}.{method}") if "." not in module else None
+        else:
+            found = self._from_module(constructor, method)
+            facts, name = found if found is not None else (None, "")
+        methods = facts.classes.get(name, {}) if facts is not None else {}
+        return Summary(methods[method], method, facts.path) if facts is not None and method in methods else None
 
 
 def _arguments(call: cst.Call, facts: FunctionFacts) -> dict[int, cst.BaseExpression]:
@@ -316,6 +322,7 @@ def forget() -> None:
     """Drop the indexes read so far in this process (a new run reads the files again)."""
     project_index.cache_clear()
     _root_of.cache_clear()  # a marker file may have been added
+    _READERS.clear()
     _OPEN.clear()
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 import ast
 import re
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from collections.abc import Collection
+from dataclasses import dataclass, field, replace
 
 _DDP = {"DistributedDataParallel", "DDP"}
 # Where a module may call one of them: the name, then only blanks, comments, line continuations or
@@ -57,10 +58,19 @@ class ModuleFacts:
     imports: dict[str, tuple[str, str, int]] = field(default_factory=dict)
     ddp_lines: tuple[int, ...] = ()  # where the module itself calls DistributedDataParallel(...)
     called: tuple[str, ...] = ()  # plain names it calls (an entry script calling `train_one_epoch`)
-    complete: bool = True  # False: only the imports and DDP facts were read (a checked file's own view)
+    complete: bool = True  # every function read (else only those of ``names``: a checked file's own view has none)
+    names: tuple[str, ...] = ()  # when not complete: the top-level functions and classes read
+
+    def knows(self, names: Collection[str] | None) -> bool:
+        """Whether the facts of ``names`` (None: of every function) have been read."""
+        return self.complete or names is not None and set(names) <= set(self.names)
 
     def to_json(self) -> dict[str, object]:
-        return asdict(self)
+        """Plain data for ``json`` (what ``asdict`` gives, without its deep copies)."""
+        return {"path": self.path, "functions": {k: dict(vars(f)) for k, f in self.functions.items()},
+                "classes": {c: {k: dict(vars(f)) for k, f in ms.items()} for c, ms in self.classes.items()},
+                "imports": dict(self.imports), "ddp_lines": self.ddp_lines, "called": self.called,
+                "complete": self.complete, "names": self.names}
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> ModuleFacts:
@@ -75,6 +85,7 @@ class ModuleFacts:
             ddp_lines=tuple(data["ddp_lines"]),  # type: ignore[arg-type]
             called=tuple(data["called"]),  # type: ignore[arg-type]
             complete=bool(data.get("complete", True)),
+            names=tuple(data.get("names", ())),  # type: ignore[arg-type]
         )
 
 
@@ -82,41 +93,86 @@ def extract(source: str, path: str, functions: bool = True, tree: ast.Module | N
     """The facts of one module (empty when it does not parse); without ``functions``, only its
     imports and DDP wraps (what the file being checked, or an entry script, says about itself).
     ``tree``: ``ast.parse(source)``, if already parsed."""
-    facts = ModuleFacts(path=path, complete=functions)
-    if tree is None:
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+    reader = ModuleReader(source, path, tree)
+    return reader.read(reader.outline(), None) if functions else reader.outline()
+
+
+class ModuleReader:
+    """One module's facts, read a name at a time where only some names are asked for (a module
+    defines many functions; a loop calls a few): the same facts as ``extract`` for those names."""
+
+    def __init__(self, source: str, path: str, tree: ast.Module | None = None) -> None:
+        self.source, self.path = source, path
+        if tree is None:
+            try:
+                tree = ast.parse(source)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = None
+        self.tree = tree
+        self._wanted: set[ast.AST] | None = None
+        self._reader: _Reader | None = None
+
+    def outline(self) -> ModuleFacts:
+        """Imports and DDP wraps, no function read yet."""
+        facts = ModuleFacts(path=self.path, complete=False)
+        tree = self.tree
+        if tree is None:
             return facts
-    if functions:
-        reader = _Reader(tree)
-        wanted = _with_effects(tree, source)
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node in wanted:
-                facts.functions[node.name] = reader.function(node, None)
-            elif isinstance(node, ast.ClassDef):
+        for node in _statements(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    local = alias.asname or alias.name.split(".", 1)[0]
+                    facts.imports[local] = (alias.name if alias.asname else local, "", 0)
+            elif isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    if alias.name != "*":
+                        facts.imports[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
+        if _DDP_CALL.search(self.source):  # an entry script, maybe
+            ddp_lines, called = [], set()
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call):
+                    if _last(node.func) in _DDP:
+                        ddp_lines.append(node.lineno)
+                    if isinstance(node.func, ast.Name):
+                        called.add(node.func.id)
+            facts.ddp_lines, facts.called = tuple(sorted(ddp_lines)), tuple(sorted(called))
+        return facts
+
+    def read(self, facts: ModuleFacts, names: Collection[str] | None) -> ModuleFacts:
+        """``facts`` (an ``outline``, or facts of other names) plus those of ``names``: top-level
+        functions (``train_step``) and methods (``Trainer.step``); None: all, and the result is
+        complete. ``facts`` is not changed."""
+        found = replace(facts, functions=dict(facts.functions), classes=dict(facts.classes),
+                        complete=facts.complete or names is None,
+                        names=() if names is None else tuple(sorted({*facts.names, *names})))
+        if self.tree is None or facts.complete:
+            return found
+        if self._reader is None:
+            self._reader = _Reader(self.tree)
+            self._wanted = _with_effects(self.tree, self.source)
+        reader, wanted = self._reader, self._wanted
+        assert wanted is not None
+        asked = None if names is None else set(names) - set(facts.names)
+        if asked == set():
+            return found
+        last_class = {node.name: node for node in self.tree.body if isinstance(node, ast.ClassDef)}
+        for node in self.tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if (asked is None or node.name in asked) and node in wanted:
+                    found.functions[node.name] = reader.function(node, None)
+            elif isinstance(node, ast.ClassDef) and last_class[node.name] is node:  # the last definition counts
                 methods = {m.name: m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
-                facts.classes[node.name] = {name: reader.function(m, methods) for name, m in methods.items()
-                                            if m in wanted}
-    for node in _statements(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                local = alias.asname or alias.name.split(".", 1)[0]
-                facts.imports[local] = (alias.name if alias.asname else local, "", 0)
-        elif isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                if alias.name != "*":
-                    facts.imports[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
-    if _DDP_CALL.search(source):  # an entry script, maybe
-        ddp_lines, called = [], set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call):
-                if _last(node.func) in _DDP:
-                    ddp_lines.append(node.lineno)
-                if isinstance(node.func, ast.Name):
-                    called.add(node.func.id)
-        facts.ddp_lines, facts.called = tuple(sorted(ddp_lines)), tuple(sorted(called))
-    return facts
+                if asked is None:
+                    found.classes[node.name] = {name: reader.function(m, methods) for name, m in methods.items()
+                                                if m in wanted}
+                    continue
+                prefix = f"{node.name}."
+                some = {n[len(prefix):] for n in asked if n.startswith(prefix)}
+                if some:
+                    read = {name: reader.function(methods[name], methods) for name in some
+                            if name in methods and methods[name] in wanted}
+                    found.classes[node.name] = {**found.classes.get(node.name, {}), **read}
+        return found
 
 
 _CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")

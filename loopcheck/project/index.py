@@ -16,11 +16,12 @@ import os
 import re
 import stat
 import tempfile
+from collections.abc import Collection
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from loopcheck.project.facts import ModuleFacts, extract
+from loopcheck.project.facts import ModuleFacts, ModuleReader
 
 if TYPE_CHECKING:
     import ast
@@ -32,6 +33,9 @@ _DDP_CALL = re.compile(rb"(DistributedDataParallel|DDP)\s*\(")  # a wrap being b
 _MAX_BYTES = 2_000_000
 _FORMAT = 4
 _KEEP_TEXTS = 64
+# Parsed modules kept for more of their names: a loop calls one imported function, then another.
+_READERS: dict[tuple[str, int, int], ModuleReader] = {}
+_KEEP_READERS = 8
 
 
 def find_root(path: Path) -> Path:
@@ -64,12 +68,15 @@ class ProjectIndex:
         self._directories: dict[str, Path] = {}  # an importer -> its real directory
         self._listings: dict[str, frozenset[str]] = {}
         self._texts: dict[Path, bytes] = {}
+        self._decoded: dict[str, tuple[object, ModuleFacts]] = {}  # rel path -> (its entry's facts, decoded)
         self.ddp_imports: list[tuple[str, Path]] | None = None  # see loopcheck.project._ddp_imports
 
     # -- modules ---------------------------------------------------------------------------
-    def facts(self, path: Path, functions: bool = True, tree: ast.Module | None = None) -> ModuleFacts | None:
+    def facts(self, path: Path, functions: bool = True, tree: ast.Module | None = None,
+              names: Collection[str] | None = None) -> ModuleFacts | None:
         """The facts of one project file (None when it cannot be read); ``functions=False`` is
-        content with its imports and DDP wraps; ``tree``: its ``ast``, if already parsed."""
+        content with its imports and DDP wraps, ``names`` with those of some top-level functions
+        and classes; ``tree``: its ``ast``, if already parsed."""
         try:
             st = path.stat()
             rel = path.resolve().relative_to(self.root).as_posix()
@@ -78,21 +85,38 @@ class ProjectIndex:
         if not stat.S_ISREG(st.st_mode):
             return None  # a FIFO named x.py would block the read
         entry = self.entries.get(rel)
+        cached = None
         if entry is not None and entry[0] == st.st_size and entry[1] == st.st_mtime_ns and entry[2] is not None:
-            try:
-                cached = ModuleFacts.from_json(entry[2])  # type: ignore[arg-type]
-                if cached.complete or not functions:
-                    return cached
-            except (KeyError, TypeError, ValueError):
-                pass
+            decoded = self._decoded.get(rel)
+            if decoded is not None and decoded[0] is entry[2]:
+                cached = decoded[1]
+            else:
+                try:
+                    cached = ModuleFacts.from_json(entry[2])  # type: ignore[arg-type]
+                    self._decoded[rel] = (entry[2], cached)
+                except (KeyError, TypeError, ValueError):
+                    pass
+            if cached is not None and (not functions or cached.knows(names)):
+                return cached
         if st.st_size > _MAX_BYTES:
             return None
-        try:
-            source = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return None
-        found = extract(source, rel, functions, tree)
-        self._put(rel, [st.st_size, st.st_mtime_ns, found.to_json()])
+        key = (str(path), st.st_size, st.st_mtime_ns)
+        reader = _READERS.pop(key, None)
+        if reader is None:
+            try:
+                source = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                return None
+            reader = ModuleReader(source, rel, tree)
+        _READERS[key] = reader  # the most recent last
+        while len(_READERS) > _KEEP_READERS:
+            del _READERS[next(iter(_READERS))]
+        found = cached if cached is not None else reader.outline()
+        if functions:
+            found = reader.read(found, names)
+        entry = [st.st_size, st.st_mtime_ns, found.to_json()]
+        self._put(rel, entry)
+        self._decoded[rel] = (entry[2], found)
         return found
 
     def may_define(self, path: Path, name: str) -> bool:
