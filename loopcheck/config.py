@@ -9,13 +9,21 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from loopcheck.selection import SelectorError, closest, expand
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python < 3.11 only
-    import tomli as tomllib
+if TYPE_CHECKING:
+    from types import ModuleType
+
+
+def _toml() -> ModuleType:
+    """The TOML parser, imported only where a ``pyproject.toml`` is read (a run's start-up time)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python < 3.11 only
+        import tomli as tomllib
+    return tomllib
 
 
 class ConfigError(ValueError):
@@ -74,6 +82,7 @@ def find_pyproject(start: Path) -> Path | None:
                 text = candidate.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 continue
+            tomllib = _toml()
             try:
                 if "loopcheck" in tomllib.loads(text).get("tool", {}):
                     return candidate
@@ -87,6 +96,7 @@ def find_pyproject(start: Path) -> Path | None:
 def load(path: Path | None, default_root: Path) -> Config:
     if path is None:
         return Config(root=default_root)
+    tomllib = _toml()
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -7,7 +7,6 @@ static checker, those whose static check is opt-in: LC303).
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 from loopcheck.catalog import CODES, Severity, lookup
@@ -46,6 +45,8 @@ def did_you_mean(token: str) -> str | None:
 
 def closest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
     """The one choice most similar to ``word``, or None when none is close or two are equally close."""
+    import difflib  # only for a word that is not a code or a name: not at every start
+
     scored = sorted(((difflib.SequenceMatcher(None, word, choice).ratio(), choice) for choice in choices), reverse=True)
     if not scored or scored[0][0] < cutoff or len(scored) > 1 and scored[1][0] == scored[0][0]:
         return None

@@ -11,7 +11,6 @@ turn it on, otherwise it is on only when the stream is a terminal and ``TERM`` i
 from __future__ import annotations
 
 import os
-import shutil
 from typing import TextIO
 
 CHOICES = ("auto", "always", "never")
@@ -42,6 +41,8 @@ def use_color(stream: TextIO | None, choice: str = "auto") -> bool:
 
 def width(stream: TextIO | None, default: int = 80) -> int:
     """Columns of the terminal behind ``stream`` (``COLUMNS`` wins; ``default`` when unknown)."""
+    import shutil  # imports the compression modules: not at every start
+
     try:
         return shutil.get_terminal_size((default, 24)).columns if isatty(stream) or os.environ.get("COLUMNS") \
             else default
