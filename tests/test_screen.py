@@ -106,8 +106,8 @@ def test_project_facts_are_read_only_where_they_can_matter(project: Path, monkey
 
     read: list[str] = []
     real = loopcheck.project.for_file
-    monkeypatch.setattr(loopcheck.project, "for_file", lambda path, cache=None: read.append(Path(path).name) or
-                        real(path, cache))
+    monkeypatch.setattr(loopcheck.project, "for_file", lambda path, cache=None, tree=None:
+                        read.append(Path(path).name) or real(path, cache, tree))
     (project / "helpers.py").write_text("def run(loss):\n    loss.backward()\n")
     files = {
         "amp_only.py": "import torch\nscaler = torch.cuda.amp.GradScaler()\nfor p in params:\n    p.grad = None\n",
