@@ -33,9 +33,10 @@ _DDP_CALL = re.compile(rb"(DistributedDataParallel|DDP)\s*\(")  # a wrap being b
 _MAX_BYTES = 2_000_000
 _FORMAT = 5
 _KEEP_TEXTS = 64
-# Parsed modules kept for more of their names: a loop calls one imported function, then another.
+# Parsed modules kept for more of their names (a loop calls one imported function, then another;
+# the next file imports others), up to this much source text (their trees take ~35 bytes a character).
 _READERS: dict[tuple[str, int, int], ModuleReader] = {}
-_KEEP_READERS = 8
+_KEEP_CHARS = 1_000_000
 
 
 def find_root(path: Path) -> Path:
@@ -109,7 +110,7 @@ class ProjectIndex:
                 return None
             reader = ModuleReader(source, rel, tree)
         _READERS[key] = reader  # the most recent last
-        while len(_READERS) > _KEEP_READERS:
+        while len(_READERS) > 1 and sum(len(r.source) for r in _READERS.values()) > _KEEP_CHARS:
             del _READERS[next(iter(_READERS))]
         found = cached if cached is not None else reader.outline()
         if functions:
