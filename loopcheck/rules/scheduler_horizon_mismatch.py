@@ -3,11 +3,14 @@ Checks that a scheduler's horizon (`T_max`, `total_steps`, `num_training_steps`)
 the same unit as its stepping, where both are visible in the file: epochs against per-batch
 stepping, batches against per-epoch stepping, micro-batches against per-update stepping.
 
-Opt-in in `loopcheck check` (`--extend-select LC303`); on by default in `loopcheck run`, which
-reads the learning rate the optimizer actually used. Statically the horizon's unit is read from
-names (`epochs`, `epoch_length`, `num_update_steps`) and the stepping's from the loop's shape,
-and real code often picks the scheduler kind, and with it the horizon's meaning, by configuration:
-a review of its findings on 46 real repositories judged both of them false.
+The horizon's unit is read from what the file shows: `len(train_loader)` and names such as
+`steps_per_epoch` or `epoch_length` count batches, a division by the accumulation count makes
+optimizer steps, a name that says only `epochs` counts epochs, and the bound of the training loop
+counts that loop's iterations. The stepping's unit comes from the loop's shape: every batch, every
+N-th micro-batch, or once per epoch (also from some epoch on, `if epoch >= warmup_epochs:`). It is
+silent where the file does not settle both: a scheduler or horizon built in another module, a
+`scheduler.step(...)` with arguments, a step under a configuration flag, and an accumulation count
+that is 1 as the file ships it (a batch is then an optimizer step).
 
 ## Why is this bad?
 A cosine schedule with `T_max=epochs` stepped every batch completes a full cycle every few
@@ -35,8 +38,9 @@ import libcst as cst
 from loopcheck.model import Event, FileModel, Kind, Loop, Role, Style, TrainingLoop
 from loopcheck.model.guards import GuardKind
 from loopcheck.model.horizon import Unit, horizon_expr, unit_of
-from loopcheck.model.syntax import func_name, last_part, positional, same, source
+from loopcheck.model.syntax import func_name, last_part, names_in, positional, same, source
 from loopcheck.model.training import is_data_loop
+from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -90,6 +94,16 @@ for epoch in range(args.epochs):
     if not step_scheduler_batch:
         scheduler.step()
 """,
+        """
+scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs - args.warmup_epochs)
+for epoch in range(args.epochs):
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+    if epoch >= args.warmup_epochs:
+        scheduler.step()
+""",
     ]
     INVALID = [
         """
@@ -122,12 +136,24 @@ for it in range(max_iters):
         scheduler.step()  # LC303
         optimizer.zero_grad()
 """,
+        """
+scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=len(train_loader))
+for epoch in range(args.epochs):
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+    if epoch >= args.warmup_epochs:
+        scheduler.step()  # LC303
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
         for training in model.training_loops:
             if training.style not in (Style.PLAIN, Style.GUARDED, Style.MICRO_LOOP):
                 continue
+            # an accumulation count of 1 as shipped makes a batch an update
+            accumulates = training.accumulates and not accumulation_gates_nothing(training, model.index)
             for scheduler, stepped in _stepping_units(training):
                 if scheduler.has_args or _under_flag(training, scheduler):
                     continue
@@ -136,7 +162,7 @@ for it in range(max_iters):
                 units = [(unit_of(h, model.index) or _loop_unit(h, training)) if h is not None else None
                          for h in horizons]
                 # every scheduler the name may hold must mismatch (`if per_batch: scheduler = OneCycleLR(...)`)
-                if units and all(u is not None and _mismatch(u, stepped, training.accumulates) for u in units):
+                if units and all(u is not None and _mismatch(u, stepped, accumulates) for u in units):
                     yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
                                              f"but its horizon `{source(horizons[0])}` counts {units[0].value}")
 
@@ -190,8 +216,31 @@ def _stepping_units(training: TrainingLoop) -> Iterator[tuple[Event, Unit]]:
     outer = training.loop.parent
     if outer is not None and outer.is_loop and is_data_loop(training.loop):
         for scheduler in outer.events(Kind.SCHEDULER_STEP):
-            if scheduler.order > training.loop.order and training.guard(scheduler).always:
+            if scheduler.order > training.loop.order and (training.guard(scheduler).always
+                                                          or _from_epoch_on(scheduler, outer)):
                 yield scheduler, Unit.EPOCHS
+
+
+def _from_epoch_on(scheduler: Event, outer: Loop) -> bool:
+    """Stepped on every epoch from some epoch on (``if epoch >= warmup_epochs: scheduler.step()``):
+    still once per epoch, only later."""
+    target = outer.target
+    return bool(scheduler.conds) and isinstance(target, cst.Name) and all(
+        c.branch == "body" and _counts_from(c.test, target.value) for c in scheduler.conds)
+
+
+def _counts_from(test: cst.BaseExpression | None, counter: str) -> bool:
+    """``counter >= start`` / ``counter > start`` (or ``start <= counter``), ``start`` free of ``counter``."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    op, right = test.comparisons[0].operator, test.comparisons[0].comparator
+    if isinstance(op, (cst.GreaterThan, cst.GreaterThanEqual)):
+        counted, start = test.left, right
+    elif isinstance(op, (cst.LessThan, cst.LessThanEqual)):
+        counted, start = right, test.left
+    else:
+        return False
+    return isinstance(counted, cst.Name) and counted.value == counter and counter not in names_in(start)
 
 
 def _mismatch(horizon: Unit, stepped: Unit, accumulates: bool) -> bool:
