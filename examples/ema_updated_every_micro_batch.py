@@ -1,12 +1,11 @@
-# expected: LC401
+# expected: LC303, LC401
 # The step branch itself is right, but two things around it are not. The EMA of the weights is
 # updated after every micro-batch instead of once per optimizer step, so with accum_steps = 8 it is
 # pulled 8 times towards the same weights per step and its effective decay is 0.999 ** 8, not the
 # 0.999 that was configured (LC401). And the cosine schedule's horizon T_max is
 # epochs * len(loader), counted in micro-batches, while the scheduler is stepped once per optimizer
 # update: by the end of training only an eighth of the cosine period has elapsed and the learning
-# rate never decays (LC303, which `loopcheck check` reports with `--extend-select LC303` and
-# `loopcheck run` by default).
+# rate never decays (LC303).
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

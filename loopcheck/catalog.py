@@ -82,7 +82,7 @@ CODES: dict[str, Code] = {c.code: c for c in [
        "a per-step scheduler is stepped on every micro-batch under accumulation (unless Accelerate's prepared scheduler gates it): the schedule runs N times too fast"),
     _c("LC302", "scheduler-before-optimizer", "warning", "yes", "yes",
        'the scheduler steps before the optimizer in an iteration (PyTorch warns once; easy to miss in logs)'),
-    _c("LC303", "scheduler-horizon-mismatch", "warning", "opt-in", "yes",
+    _c("LC303", "scheduler-horizon-mismatch", "warning", "yes", "yes",
        "the scheduler's horizon (T_max, total_steps, warmup length) is counted in other units than its stepping (micro-batches vs optimizer steps, epochs vs batches)"),
     _c("LC304", "lr-not-scaled", "warning", "yes", "yes",
        '(a) the code scales the LR by a batch size that leaves out a factor of the effective batch it also uses (lr = base_lr * batch_size / 256 with per-GPU batch_size while accumulating or running data-parallel) — on by default; (b) with a declared reference batch/LR/rule in [tool.loopcheck.lr-scaling], the LR does not follow the rule for the effective batch (micro-batch x accumulation x world size) — opt-in'),
