@@ -423,3 +423,78 @@ def test_a_selective_gradient_clearing_is_no_zeroing() -> None:
     facts = extract(textwrap.dedent(helpers), "utils.py").functions
     assert not facts["cancel_gradients_last_layer"].zeroes  # freezes one layer (DINO)
     assert facts["zero_grad"].zeroes and facts["clear"].zeroes
+
+
+AMP_UTIL = """
+    import torch
+
+
+    class Updater:
+        def __init__(self, model):
+            self.model = model
+            self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(self, *, grad_scaler=None):
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+            if grad_scaler is not None:
+                grad_scaler.step(self.optimizer)
+                grad_scaler.update()
+            else:
+                self.optimizer.step()
+
+
+    class Trainer:
+        def __init__(self):
+            self.scaler = torch.amp.GradScaler("cuda")
+
+        def optimize(self, opt):
+            self.scaler.step(opt)
+            self.scaler.update()
+
+
+    def step_through(scaler, optimizer):
+        scaler.step(optimizer)
+        scaler.update()
+
+
+    def step_direct(optimizer):
+        optimizer.step()
+"""
+
+
+def test_a_step_through_a_scaler_of_another_module_steps_the_optimizer_not_the_scaler(project: Path,
+                                                                                      run_cli) -> None:
+    import json
+
+    from loopcheck.project.facts import ModuleFacts
+
+    facts = extract(textwrap.dedent(AMP_UTIL), "amp_util.py")
+    assert facts.classes["Updater"]["step"].steps == () and facts.classes["Updater"]["step"].scaler_steps == ()
+    assert facts.classes["Trainer"]["optimize"].scaler_steps == (("self.scaler", 0, True),)
+    assert facts.functions["step_through"].steps == () and facts.functions["step_through"].scaler_steps == ((0, 1, True),)
+    assert facts.functions["step_direct"].steps == (0,)
+    assert ModuleFacts.from_json(json.loads(json.dumps(facts.to_json()))) == facts  # as cached
+    loop = """
+        import torch
+        from amp_util import Updater, step_direct, step_through
+
+
+        def train(model, loader):
+            scaler = torch.amp.GradScaler("cuda")
+            updater = Updater(model)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                optimizer.zero_grad()
+                with torch.autocast("cuda", dtype=torch.float16):
+                    loss = torch.nn.functional.mse_loss(model(x), y)
+                scaler.scale(loss).backward()
+                STEP
+    """
+    _write(project, {"amp_util.py": AMP_UTIL})
+    for through in ["updater.step(grad_scaler=scaler)", "step_through(scaler, optimizer)"]:
+        _write(project, {"train.py": loop.replace("STEP", through)})
+        assert _codes(run_cli, "train.py") == [], through
+    _write(project, {"train.py": loop.replace("STEP", "step_direct(optimizer)")})
+    found = _codes(run_cli, "train.py")  # the helper bypasses the scaler for real
+    assert len(found) == 1 and found[0].startswith("train.py:15:") and " LC203 " in found[0]
+    assert "`optimizer.step()` (in amp_util.py:33)" in found[0] and "[*]" not in found[0]  # no rewrite of the call

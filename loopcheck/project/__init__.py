@@ -110,7 +110,14 @@ class Imported:
             if position in args:
                 optimizer = receiver(args[position])
                 specs.append((Kind.STEP, optimizer, {"optimizer": optimizer}))
-        if facts.zeroes and facts.steps:
+        for scaler, position, updates in facts.scaler_steps:
+            name = _scaler_name(call, scaler, args)
+            if name is not None and position in args:  # a scaler argument left out is its default (None)
+                optimizer = receiver(args[position])
+                specs.append((Kind.STEP, optimizer, {"optimizer": optimizer, "scaler": name}))
+                if updates:
+                    specs.append((Kind.SCALER_UPDATE, name, {}))
+        if facts.zeroes and (facts.steps or facts.scaler_steps):
             specs.append(zero)  # a helper that steps clears after the step
         for position in facts.evals:
             if position in args:
@@ -240,6 +247,20 @@ class Imported:
             facts, name = found if found is not None else (None, "")
         methods = facts.classes.get(name, {}) if facts is not None else {}
         return Summary(methods[method], method, facts.path) if facts is not None and method in methods else None
+
+
+def _scaler_name(call: cst.Call, scaler: int | str, args: dict[int, cst.BaseExpression]) -> str | None:
+    """The scaler a wrapper steps through, as the caller would write it: the argument passed, or the
+    wrapper's own attribute seen from the caller (``self.scaler`` of ``trainer.optimize(opt)``:
+    ``trainer.scaler``)."""
+    import libcst as cst
+
+    from loopcheck.model.syntax import dotted, receiver
+
+    if isinstance(scaler, int):
+        return receiver(args[scaler]) if scaler in args else None
+    owner = dotted(call.func.value) if isinstance(call.func, cst.Attribute) else None
+    return f"{owner}{scaler[4:]}" if owner and scaler.startswith("self.") else scaler
 
 
 def _arguments(call: cst.Call, facts: FunctionFacts) -> dict[int, cst.BaseExpression]:

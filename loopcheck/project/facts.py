@@ -42,6 +42,9 @@ class FunctionFacts:
     params: tuple[str, ...] = ()
     backward: int | None = None  # the argument whose value is back-propagated
     steps: tuple[int, ...] = ()  # arguments stepped as optimizers (`opt.step()`)
+    # `scaler.step(opt)` of an argument `opt`: (the scaler: its argument position, or its name in the
+    # function, e.g. "self.scaler"; the optimizer's position; whether the function also updates the scaler)
+    scaler_steps: tuple[tuple[int | str, int, bool], ...] = ()
     zeroes: bool = False  # clears gradients (`zero_grad(...)`, `p.grad = None`)
     evals: tuple[int, ...] = ()  # arguments left in eval mode when it returns
     wraps_ddp: bool = False  # returns DistributedDataParallel(<argument>)
@@ -75,7 +78,7 @@ class ModuleFacts:
     @classmethod
     def from_json(cls, data: dict[str, object]) -> ModuleFacts:
         def fn(item: dict[str, object]) -> FunctionFacts:
-            return FunctionFacts(**{k: tuple(v) if isinstance(v, list) else v for k, v in item.items()})  # type: ignore[arg-type]
+            return FunctionFacts(**{k: _tuples(v) for k, v in item.items()})  # type: ignore[arg-type]
 
         return cls(
             path=str(data["path"]),
@@ -87,6 +90,11 @@ class ModuleFacts:
             complete=bool(data.get("complete", True)),
             names=tuple(data.get("names", ())),  # type: ignore[arg-type]
         )
+
+
+def _tuples(value: object) -> object:
+    """JSON lists back to (nested) tuples."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
 def extract(source: str, path: str, functions: bool = True, tree: ast.Module | None = None) -> ModuleFacts:
@@ -271,6 +279,9 @@ class _Reader:
         index = {name: i for i, name in enumerate(args)}
         backward: int | None = None
         steps: set[int] = set()
+        # (scaler, optimizer argument) -> the scaler as written here ("": already updated by a callee)
+        scaled: dict[tuple[int | str, int], str] = {}
+        updated: set[str] = set()  # receivers of `.update()` (a scaler's, among others)
         zeroes = controls_sync = False
         modes: dict[int, bool] = {}  # argument -> in train mode after its last mode switch
         nodes = self._nodes.get(id(node))
@@ -296,11 +307,18 @@ class _Reader:
                 used = [index[n] for n in _names(receiver) if n in index]
                 if len(used) == 1:
                     backward = used[0]
+            elif name == "step" and receiver is not None and _scaler_step(receiver, sub):
+                # `scaler.step(opt)` steps `opt`, never the scaler (which may be an argument: returnn's
+                # `Updater.step(grad_scaler=...)` calls `grad_scaler.step(self.optimizer)`); an optimizer
+                # that is not an argument (`self.optimizer`) is one the caller cannot name
+                optimizer, written = sub.args[0], _dotted(receiver)
+                scaler = index[recv] if recv in index else written
+                if isinstance(optimizer, ast.Name) and optimizer.id in index and scaler is not None and written:
+                    scaled[(scaler, index[optimizer.id])] = written
             elif name == "step" and recv in index:
                 steps.add(index[recv])
-            elif name == "step" and receiver is not None and sub.args and isinstance(sub.args[0], ast.Name) \
-                    and sub.args[0].id in index and "scaler" in (_dotted(receiver) or "").lower():
-                steps.add(index[sub.args[0].id])  # scaler.step(opt)
+            elif name == "update" and receiver is not None and not sub.args and (written := _dotted(receiver)):
+                updated.add(written)
             elif "zero_grad" in name:
                 zeroes = True
             elif name == "zero_" and isinstance(receiver, ast.Attribute) and receiver.attr == "grad":
@@ -317,13 +335,21 @@ class _Reader:
                     if inner.backward is not None and backward is None:
                         backward = mapping.get(inner.backward)
                     steps.update(i for s in inner.steps if (i := mapping.get(s)) is not None)
+                    for scaler, opt, updates in inner.scaler_steps:
+                        outer = mapping.get(scaler) if isinstance(scaler, int) else scaler
+                        if outer is not None and (i := mapping.get(opt)) is not None:
+                            written = args[outer] if isinstance(outer, int) else outer
+                            scaled[(outer, i)] = "" if updates else written
                     zeroes = zeroes or inner.zeroes
                     controls_sync = controls_sync or inner.controls_sync
                     for e in inner.evals:
                         if (i := mapping.get(e)) is not None:
                             modes[i] = False
         return FunctionFacts(
-            line=node.lineno, params=tuple(args), backward=backward, steps=tuple(sorted(steps)), zeroes=zeroes,
+            line=node.lineno, params=tuple(args), backward=backward, steps=tuple(sorted(steps)),
+            scaler_steps=tuple((scaler, opt, not written or written in updated)
+                               for (scaler, opt), written in scaled.items()),
+            zeroes=zeroes,
             evals=tuple(sorted(i for i, train in modes.items() if not train)),
             wraps_ddp=_wraps_ddp(nodes, index), controls_sync=controls_sync,
             returns_graph=_returns_graph(node, nodes, index),
@@ -338,6 +364,12 @@ class _Reader:
                 and func.value.id == "self":
             return methods.get(func.attr)
         return None
+
+
+def _scaler_step(receiver: ast.expr, call: ast.Call) -> bool:
+    """``scaler.step(optimizer)`` (a GradScaler's or loss scaler's step: one argument, the optimizer),
+    not ``optimizer.step(closure)``."""
+    return len(call.args) == 1 and not call.keywords and "scaler" in (_dotted(receiver) or "").lower()
 
 
 def _selective(nodes: list[ast.AST], clearing: ast.AST) -> bool:

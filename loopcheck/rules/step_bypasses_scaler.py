@@ -115,10 +115,13 @@ for batch in train_loader:
                 if any(last_part(s.optimizer or "") == last_part(step.optimizer or "") for s in through_scaler):
                     continue  # an fp32 alternative to scaler.step (exclusive), or a double step (LC109)
                 updates = training.step_loop.events(Kind.SCALER_UPDATE, deep=True)
-                yield self.at(step, f"`{step.optimizer}.step()` applies gradients scaled by "
-                                    f"`{scaler}.scale(loss)`: step through `{scaler}.step("
-                                    f"{step.optimizer})` so they are unscaled and inf/NaN steps are skipped",
-                              _through_scaler(step, scaler, needs_update=not updates))
+                # a wrapper of another project module that steps: rewriting its call would drop the rest of it
+                elsewhere = model.project.where(step.node) if model.project is not None else None
+                yield self.at(step, f"`{step.optimizer}.step()`{f' (in {elsewhere})' if elsewhere else ''} "
+                                    f"applies gradients scaled by `{scaler}.scale(loss)`: step through "
+                                    f"`{scaler}.step({step.optimizer})` so they are unscaled and inf/NaN "
+                                    "steps are skipped",
+                              None if elsewhere else _through_scaler(step, scaler, needs_update=not updates))
 
 
 def _through_scaler(step: Event, scaler: str, needs_update: bool) -> Fix | None:
