@@ -165,14 +165,17 @@ for epoch in range(epochs):
                 optimizer.zero_grad()
         else:
             loss.backward()
-            if (i + 1) % accum == 0:  # LC105
+            if (i + 1) % accum == 0:  # one pitfall of one loop: reported once, above
                 optimizer.step()
                 optimizer.zero_grad()
 """,
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
+        done: set[int] = set()  # loops reported: one finding per loop, in however many variants it shows
         for training in model.training_loops:
+            if id(training.loop.node) in done:
+                continue
             window = partial_window(model, training)
             guard = training.step_guard
             if window is None or guard is None or guard.test is None:
@@ -201,6 +204,7 @@ for epoch in range(epochs):
                 message = ("when the number of batches is not a multiple of the accumulation count, the last, "
                            f"partial window of each epoch is never stepped: {zeroing} wipes its gradients before "
                            "the next step, so those batches never train the model; " + add)
+            done.add(id(training.loop.node))
             yield Violation(guard.test, owner, message, fix)
 
 
