@@ -451,6 +451,9 @@ AMP_UTIL = """
             self.scaler.step(opt)
             self.scaler.update()
 
+        def step_only(self, opt):
+            self.scaler.step(opt)
+
 
     def step_through(scaler, optimizer):
         scaler.step(optimizer)
@@ -471,17 +474,19 @@ def test_a_step_through_a_scaler_of_another_module_steps_the_optimizer_not_the_s
     facts = extract(textwrap.dedent(AMP_UTIL), "amp_util.py")
     assert facts.classes["Updater"]["step"].steps == () and facts.classes["Updater"]["step"].scaler_steps == ()
     assert facts.classes["Trainer"]["optimize"].scaler_steps == (("self.scaler", 0, True),)
-    assert facts.functions["step_through"].steps == () and facts.functions["step_through"].scaler_steps == ((0, 1, True),)
+    assert facts.classes["Trainer"]["step_only"].scaler_steps == (("self.scaler", 0, False),)
+    through = facts.functions["step_through"]
+    assert through.steps == () and through.scaler_steps == ((0, 1, True),)  # the optimizer, through the scaler
     assert facts.functions["step_direct"].steps == (0,)
     assert ModuleFacts.from_json(json.loads(json.dumps(facts.to_json()))) == facts  # as cached
     loop = """
         import torch
-        from amp_util import Updater, step_direct, step_through
+        from amp_util import Trainer, Updater, step_direct, step_through
 
 
         def train(model, loader):
             scaler = torch.amp.GradScaler("cuda")
-            updater = Updater(model)
+            updater, trainer = Updater(model), Trainer()
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             for x, y in loader:
                 optimizer.zero_grad()
@@ -494,7 +499,10 @@ def test_a_step_through_a_scaler_of_another_module_steps_the_optimizer_not_the_s
     for through in ["updater.step(grad_scaler=scaler)", "step_through(scaler, optimizer)"]:
         _write(project, {"train.py": loop.replace("STEP", through)})
         assert _codes(run_cli, "train.py") == [], through
+    for through in ["trainer.optimize(optimizer)", "trainer.step_only(optimizer)"]:  # the wrapper's own scaler
+        _write(project, {"train.py": loop.replace("STEP", through).replace("scaler.scale(", "trainer.scaler.scale(")})
+        assert _codes(run_cli, "train.py") == [], through
     _write(project, {"train.py": loop.replace("STEP", "step_direct(optimizer)")})
     found = _codes(run_cli, "train.py")  # the helper bypasses the scaler for real
     assert len(found) == 1 and found[0].startswith("train.py:15:") and " LC203 " in found[0]
-    assert "`optimizer.step()` (in amp_util.py:33)" in found[0] and "[*]" not in found[0]  # no rewrite of the call
+    assert "`optimizer.step()` (in amp_util.py:36)" in found[0] and "[*]" not in found[0]  # no rewrite of the call

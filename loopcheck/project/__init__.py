@@ -112,11 +112,16 @@ class Imported:
                 specs.append((Kind.STEP, optimizer, {"optimizer": optimizer}))
         for scaler, position, updates in facts.scaler_steps:
             name = _scaler_name(call, scaler, args)
-            if name is not None and position in args:  # a scaler argument left out is its default (None)
-                optimizer = receiver(args[position])
+            if name is None or position not in args:
+                continue  # a scaler argument left out is its default (None)
+            optimizer = receiver(args[position])
+            if updates or isinstance(scaler, int):
                 specs.append((Kind.STEP, optimizer, {"optimizer": optimizer, "scaler": name}))
                 if updates:
                     specs.append((Kind.SCALER_UPDATE, name, {}))
+            else:  # the wrapper's own scaler, not updated there: the wrapper owns its update, as a loss scaler does
+                specs.append((Kind.STEP, optimizer, {"optimizer": optimizer, "scaler": name,
+                                                     "framework": Framework.LOSS_SCALER}))
         if facts.zeroes and (facts.steps or facts.scaler_steps):
             specs.append(zero)  # a helper that steps clears after the step
         for position in facts.evals:
