@@ -34,7 +34,7 @@ def _untouched_lines_kept(before: str, after: str, touched: set[int]) -> bool:
 @pytest.mark.parametrize(("code", "index", "example"), FIXABLE, ids=[f"{c}-{i}" for c, i, _ in FIXABLE])
 def test_fix_guarantees(code: str, index: int, example: str) -> None:
     codes = frozenset({code})
-    _, results = analyse(example, "example.py", codes)
+    module, results = analyse(example, "example.py", codes)
     fixable = [f for f, fix in results if fix is not None]
     result = fix_text(example, "example.py", codes, unsafe=True)
     fixed = result.source
@@ -46,6 +46,11 @@ def test_fix_guarantees(code: str, index: int, example: str) -> None:
     again = fix_text(fixed, "example.py", codes, unsafe=True)
     assert (again.source, again.applied) == (fixed, 0)
     touched = {n for f in fixable for n in range(f.line, f.end_line + 1)}
+    # and what each fix edits beyond its finding (LC105 extends every copy of the step condition)
+    assert module is not None
+    where = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True).resolve(cst.metadata.PositionProvider)
+    touched |= {n for _, fix in results if fix is not None for e in fix.edits
+                for n in range(where[e.target].start.line, where[e.target].end.line + 1)}
     # LC206's import-form fix also rewrites the import the calls come from
     touched |= {n for n, line in enumerate(example.splitlines(), 1) if line.startswith("from torch.cuda.amp")}
     assert _untouched_lines_kept(example, fixed, touched), fixed
