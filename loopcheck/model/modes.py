@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from loopcheck.model.syntax import dotted, func_name, last_part
+from loopcheck.project.facts import ast_dotted
 
 if TYPE_CHECKING:
     from loopcheck.model import FileModel
@@ -160,7 +161,7 @@ class _Module:
 
     def _call(self, call: ast.Call, imported: object, constructor: bool, methods: frozenset[str] = frozenset()
               ) -> bool:
-        called = _dotted(call.func)
+        called = ast_dotted(call.func)
         if called is None and isinstance(call.func, ast.Attribute):
             called = f"().{call.func.attr}"  # `super().__init__()`, `torch.zeros(n).to(device)`
         if called is None:
@@ -188,7 +189,7 @@ class _Module:
 
     def _read(self, cls: ast.ClassDef) -> bool:
         for base in cls.bases:
-            short = _dotted(base)
+            short = ast_dotted(base)
             if short is None or short.rsplit(".", 1)[-1] != "Module" and not (short in self.classes
                                                                                and self.mode_free(short)):
                 return False
@@ -227,12 +228,3 @@ def _keyword_ok(keyword: ast.keyword) -> bool:
     if "drop" in keyword.arg.lower():
         return isinstance(keyword.value, ast.Constant) and keyword.value.value in (0, 0.0, None, False)
     return True
-
-
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None

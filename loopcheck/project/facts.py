@@ -243,11 +243,12 @@ def _last(expr: ast.expr) -> str:
     return ""
 
 
-def _dotted(expr: ast.expr) -> str | None:
+def ast_dotted(expr: ast.expr) -> str | None:
+    """``self.scaler`` for an Attribute chain of Names, ``None`` for anything else."""
     if isinstance(expr, ast.Name):
         return expr.id
     if isinstance(expr, ast.Attribute):
-        base = _dotted(expr.value)
+        base = ast_dotted(expr.value)
         return f"{base}.{expr.attr}" if base else None
     return None
 
@@ -311,13 +312,13 @@ class _Reader:
                 # `scaler.step(opt)` steps `opt`, never the scaler (which may be an argument: returnn's
                 # `Updater.step(grad_scaler=...)` calls `grad_scaler.step(self.optimizer)`); an optimizer
                 # that is not an argument (`self.optimizer`) is one the caller cannot name
-                optimizer, written = sub.args[0], _dotted(receiver)
+                optimizer, written = sub.args[0], ast_dotted(receiver)
                 scaler = index[recv] if recv in index else written
                 if isinstance(optimizer, ast.Name) and optimizer.id in index and scaler is not None and written:
                     scaled[(scaler, index[optimizer.id])] = written
             elif name == "step" and recv in index:
                 steps.add(index[recv])
-            elif name == "update" and receiver is not None and not sub.args and (written := _dotted(receiver)):
+            elif name == "update" and receiver is not None and not sub.args and (written := ast_dotted(receiver)):
                 updated.add(written)
             elif "zero_grad" in name:
                 zeroes = True
@@ -369,7 +370,7 @@ class _Reader:
 def _scaler_step(receiver: ast.expr, call: ast.Call) -> bool:
     """``scaler.step(optimizer)`` (a GradScaler's or loss scaler's step: one argument, the optimizer),
     not ``optimizer.step(closure)``."""
-    return len(call.args) == 1 and not call.keywords and "scaler" in (_dotted(receiver) or "").lower()
+    return len(call.args) == 1 and not call.keywords and "scaler" in (ast_dotted(receiver) or "").lower()
 
 
 def _selective(nodes: list[ast.AST], clearing: ast.AST) -> bool:
