@@ -113,7 +113,10 @@ def _wiped(training: TrainingLoop, zero: Event, step: Event) -> Event | None:
     later = [b for b in loop.events(Kind.BACKWARD, deep=True) if zero.order < b.order < step.order]
     if not later or not _between(zero, zero.order - 1, step):
         return None
-    steps = [s.order for s in loop.events(Kind.STEP, deep=True)]
+    stepping = loop.events(Kind.STEP, deep=True)
+    if any(s.receiver != step.receiver for s in stepping):
+        return None  # another optimizer (a GAN's discriminator) may step on the first backward's gradients
+    steps = [s.order for s in stepping]
     for backward in loop.events(Kind.BACKWARD, deep=True):
         if backward.order >= zero.order or backward.framework is not Framework.TORCH or backward.loop is not zero.loop \
                 or backward.origin is not zero.origin:
