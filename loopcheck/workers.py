@@ -3,8 +3,8 @@
 A job that raises, crashes its process (a segfault in a native parser) or runs past the time
 limit gives a ``Failure`` for that job only: the worker is replaced and the other jobs go on.
 Workers are forked when the pool is made (or grown), before all the jobs are known, so that they
-import what the jobs need (libcst, the rules) while the caller is still finding and reading files; ``warm``
-runs in each of them first and the first worker's result comes back (``Pool.warmed``). Where
+import what the jobs need (libcst, the rules) while the caller is still finding and reading files: ``warm``
+runs in each of them first. Where
 ``fork`` is not available the jobs run in this process (exceptions are still caught; a crash or a
 hang cannot be contained there).
 """
@@ -48,17 +48,14 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}"[:300] if text else type(error).__name__
 
 
-def _serve(fn: Callable[[Any], Any], warm: Callable[[], Any] | None, first: bool, conn: Connection,
-           parent: int) -> None:
-    """A worker of process ``parent``: ``warm()`` (its result sent back by the first worker), then
-    ``(index, job)`` in and ``(index, result or Failure)`` out, until the connection closes."""
+def _serve(fn: Callable[[Any], Any], warm: Callable[[], Any] | None, conn: Connection, parent: int) -> None:
+    """A worker of process ``parent``: ``warm()``, then ``(index, job)`` in and ``(index, result or
+    Failure)`` out, until the connection closes."""
     _die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     faulthandler.disable()  # a crash is reported by the parent, once, not as a C traceback
     if warm is not None:
-        value = _call(lambda _: warm(), None)
-        if first:
-            conn.send(value)
+        _call(lambda _: warm(), None)  # a failure here shows again in the jobs
     while True:
         try:
             index, job = conn.recv()
@@ -101,7 +98,6 @@ class Pool(Generic[J, R]):
         self.fn, self.size, self.time_limit_s, self.warm = fn, max(1, size), time_limit_s, warm
         self.isolated = can_isolate()
         self.workers: list[_Worker] = []
-        self._warmed: list[Any] = []
         if self.isolated:
             self.context = multiprocessing.get_context("fork")
             for _ in range(self.size if start is None else min(max(1, start), self.size)):
@@ -116,22 +112,7 @@ class Pool(Generic[J, R]):
     def grow(self) -> None:
         """Start one more worker, unless there are ``size`` already."""
         if self.isolated and len(self.workers) < self.size:
-            self._start(first=not self.workers)
-
-    def warmed(self) -> Any:
-        """What ``warm()`` returned in the first worker, or None if it failed or there is no ``warm``
-        (run here when workers cannot be forked)."""
-        if not self._warmed:
-            value: Any = None
-            if self.warm is not None and (not self.isolated or not self.workers):
-                value = _call(lambda _: self.warm(), None)  # type: ignore[misc]
-            elif self.warm is not None:
-                try:
-                    value = self.workers[0].conn.recv()
-                except (EOFError, OSError):
-                    value = None  # died while starting: the jobs will say what happens
-            self._warmed.append(None if isinstance(value, Failure) else value)
-        return self._warmed[0]
+            self._start()
 
     def run(self, jobs: Sequence[J], order: Sequence[int] | None = None) -> Iterator[tuple[int, R | Failure]]:
         """Each job's index and ``fn(job)`` or a ``Failure``, as they finish, started in ``order``."""
@@ -140,13 +121,11 @@ class Pool(Generic[J, R]):
             for i in order:
                 yield i, _call(self.fn, jobs[i])
             return
-        if self.warm is not None and not self._warmed and self.workers:
-            self.warmed()  # the first worker's answer comes before any result
         pending = list(reversed(order))  # popped from the end
         while pending or any(w.job is not None for w in self.workers):
             idle = [w for w in self.workers if w.job is None]
             while pending and (idle or len(self.workers) < self.size):
-                worker = idle.pop() if idle else self._start(first=False)
+                worker = idle.pop() if idle else self._start()
                 worker.job, worker.started = pending.pop(), time.monotonic()
                 worker.conn.send((worker.job, jobs[worker.job]))
             busy = [w for w in self.workers if w.job is not None]
@@ -177,10 +156,9 @@ class Pool(Generic[J, R]):
         for worker in list(self.workers):
             self._retire(worker)
 
-    def _start(self, first: bool) -> _Worker:
-        """A new worker; ``first``: the one that sends back what ``warm()`` returned."""
+    def _start(self) -> _Worker:
         parent, child = self.context.Pipe()
-        process = self.context.Process(target=_serve, args=(self.fn, self.warm, first, child, os.getpid()),
+        process = self.context.Process(target=_serve, args=(self.fn, self.warm, child, os.getpid()),
                                         daemon=True)
         process.start()
         child.close()

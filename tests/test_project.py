@@ -324,7 +324,7 @@ def test_a_warm_run_starts_no_worker_and_rechecks_only_what_changed(project: Pat
     assert [line.split(":")[0] for line in first] == ["other.py", "train.py"]
     started: list[bool] = []
     start = workers.Pool._start
-    monkeypatch.setattr(workers.Pool, "_start", lambda pool, first: started.append(first) or start(pool, first))
+    monkeypatch.setattr(workers.Pool, "_start", lambda pool: started.append(True) or start(pool))  # one entry per worker
     reader = index_module.ModuleReader
 
     def parse(*args: object, **kwargs: object) -> None:
