@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopcheck.project.facts import FunctionFacts, ModuleFacts
-from loopcheck.project.index import _READERS, ProjectIndex, _root_of, find_root, project_index
+from loopcheck.project import index as _index
+from loopcheck.project.index import ProjectIndex, find_root, project_index
 
 if TYPE_CHECKING:
     import ast
@@ -346,9 +347,7 @@ def merge(found: list[tuple[Path, Path, dict[str, list[object]]]]) -> None:
 
 def forget() -> None:
     """Drop the indexes read so far in this process (a new run reads the files again)."""
-    project_index.cache_clear()
-    _root_of.cache_clear()  # a marker file may have been added
-    _READERS.clear()
+    _index.forget()
     _OPEN.clear()
 
 

@@ -287,3 +287,11 @@ def _richness(entry: list[object]) -> int:
 @cache  # a few per repository; a worker checks files of every project in turn
 def project_index(root: Path, cache_dir: Path | None) -> ProjectIndex:
     return ProjectIndex(root, cache_dir)
+
+
+def forget() -> None:
+    """Drop what this module keeps between files (indexes, project roots, parsed modules): a new run
+    reads the files again, and a marker file may have been added."""
+    project_index.cache_clear()
+    _root_of.cache_clear()
+    _READERS.clear()
