@@ -52,7 +52,7 @@ class Screen:
         """``(module, relative level)`` of every import of the file (``from . import x`` gives
         ``("x", 1)``, ``from .a import b`` gives ``("a.b", 1)`` and ``("a", 1)``)."""
         found: list[tuple[str, int]] = []
-        for node in _statements(self.tree) if self.tree is not None else ():
+        for node in statements(self.tree) if self.tree is not None else ():
             if isinstance(node, ast.Import):
                 found += [(alias.name, 0) for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -121,8 +121,8 @@ def _trains(tree: ast.Module, source: str, matches: Callable[[], Iterable[re.Mat
     if not loops and not functions:
         return False
     starts = [0, *(m.end() for m in re.finditer("\n", source))]
-    direct = sorted({line for m in matches() if _counts(source, m, starts)
-                     for line in [bisect.bisect_right(starts, m.start())]})
+    found = [m for m in matches() if _counts(source, m, starts)]
+    direct = sorted({bisect.bisect_right(starts, m.start()) for m in found})
     if loops:
         hot = _with_training_functions(functions, direct, source, starts) if functions and direct else direct
         if any(_any_within(hot, first, last) for first, last in loops):
@@ -130,9 +130,8 @@ def _trains(tree: ast.Module, source: str, matches: Callable[[], Iterable[re.Mat
     if not direct:
         return False
     # for a step function: calls with arguments or a `.backward()` (not a `NativeScaler()` built)
-    direct = sorted({bisect.bisect_right(starts, m.start()) for m in matches()
-                     if _counts(source, m, starts) and (m.group().startswith(".") or
-                                                        not source[m.end():m.end() + 40].lstrip().startswith(")"))})
+    direct = sorted({bisect.bisect_right(starts, m.start()) for m in found
+                     if m.group().startswith(".") or not source[m.end():m.end() + 40].lstrip().startswith(")")})
     return _step_function(functions, direct, source, starts)
 
 
@@ -229,7 +228,7 @@ def _any_within(lines: list[int], first: int, last: int) -> bool:
     return i < len(lines) and lines[i] <= last
 
 
-def _statements(tree: ast.Module) -> Iterator[ast.stmt]:
+def statements(tree: ast.Module) -> Iterator[ast.stmt]:
     """Every statement of ``tree``, at any depth (an import is a statement: no need to walk
     every expression node for them)."""
     stack: list[ast.AST] = list(tree.body)
