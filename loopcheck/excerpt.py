@@ -13,6 +13,8 @@ import ast
 import re
 from collections.abc import Collection
 
+from loopcheck.screen import statements
+
 
 def excerpt(source: str, tree: ast.Module, words: Collection[str]) -> tuple[str, ast.Module]:
     """``source`` with the statements that mention none of ``words`` blanked (at the top level and
@@ -66,17 +68,13 @@ def _mentions(tree: ast.Module, words: Collection[str]) -> re.Pattern[str]:
     of ``words``."""
     word = re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b")
     names: set[str] = set()
-    stack: list[ast.AST] = list(tree.body)
-    while stack:  # statements only: imports are statements
-        node = stack.pop()
+    for node in statements(tree):  # imports are statements
         if isinstance(node, ast.Import):
             # `import torch.cuda.amp` is used spelled out; `import torch.cuda.amp as A` as `A`
             names |= {alias.asname for alias in node.names if alias.asname and word.search(alias.name)}
         elif isinstance(node, ast.ImportFrom):
             names |= {alias.asname or alias.name for alias in node.names
                       if word.search(f"{node.module or ''}.{alias.name}")}
-        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-            stack.extend(child for child in getattr(node, field, ()) if isinstance(child, ast.AST))
     return re.compile(r"\b(?:" + "|".join(map(re.escape, sorted({*words, *names, "import"}))) + r")\b")
 
 
