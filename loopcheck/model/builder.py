@@ -24,6 +24,7 @@ from loopcheck.model.syntax import (
     func_name,
     last_part,
     method,
+    own_call_name,
     names_in,
     positional,
     receiver,
@@ -306,12 +307,8 @@ class Builder:
     def _same_file_function(self, call: cst.Call, st: _State) -> cst.FunctionDef | None:
         if len(st.inlining) >= _MAX_INLINE_DEPTH or not st.loop.is_loop:
             return None  # outside loops a function is modelled as a scope of its own
-        func = call.func
-        if isinstance(func, cst.Name):
-            name = func.value
-        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-            name = func.attr.value
-        else:
+        name = own_call_name(call)
+        if name is None:
             return None
         candidates = [f for f in self.index.functions.get(name, []) if f not in st.inlining]
         if len(candidates) != 1 or candidates[0] not in self.index.eventful:

@@ -23,7 +23,7 @@ from loopcheck.model.events import Assignment, Cond, Kind
 from loopcheck.model.guards import exclusive
 from loopcheck.model.optimizers import parameter_owners
 from loopcheck.model.roles import Role, role_of_constructor
-from loopcheck.model.syntax import dotted, func_name, method, names_in, source, target_names, walk
+from loopcheck.model.syntax import dotted, func_name, method, names_in, source, target_names
 from loopcheck.model.training import TrainingLoop
 
 if TYPE_CHECKING:

@@ -95,6 +95,17 @@ def func_name(call: cst.Call) -> str | None:
     return dotted(call.func)
 
 
+def own_call_name(call: cst.Call) -> str | None:
+    """The name a call may reach a function or method of the same file by: ``fn(...)`` or
+    ``self.fn(...)``."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        return func.attr.value
+    return None
+
+
 def method(call: cst.Call) -> tuple[cst.BaseExpression, str] | None:
     """(receiver expression, method name) for ``x.m(...)``."""
     if isinstance(call.func, cst.Attribute):

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import Event, FileModel, Framework, Kind, Loop, Style
-from loopcheck.model.syntax import walk
+from loopcheck.model.syntax import own_call_name, walk
 from loopcheck.model.optimizers import Zeroing
 from loopcheck.rules._base import Rule, Violation
 
@@ -40,10 +40,7 @@ def _helper_zeroing(model: FileModel, scope: Loop) -> list[Event]:
     for node in walk(scope.function.body):
         if not isinstance(node, cst.Call):
             continue
-        func = node.func
-        name = func.value if isinstance(func, cst.Name) else func.attr.value \
-            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" \
-            else None
+        name = own_call_name(node)
         fns = model.index.functions.get(name, []) if name else []
         if len(fns) == 1 and fns[0] in scopes:
             found += scopes[fns[0]].events(Kind.ZERO_GRAD, deep=True)
