@@ -42,8 +42,10 @@ def accumulation_setting(model: FileModel) -> tuple[cst.Arg, cst.Call] | None:
 
 
 def prepared_modules(model: FileModel, trained: set[str]) -> list[cst.Call]:
-    """``accelerator.prepare(model, ...)`` calls that prepare a module the file trains: a DDP wrap
-    whenever the script runs under a multi-process launch (``accelerate launch``)."""
+    """``accelerator.prepare(model, ...)`` calls that prepare a module the file trains, or a wrapper
+    module built around one (``self.wrapper = PretrainWrapper(model=model)``, then
+    ``accelerator.prepare(self.wrapper)``): a DDP wrap whenever the script runs under a
+    multi-process launch (``accelerate launch``)."""
     if any(a.keyword is not None and a.keyword.value in _NOT_DDP for c in accelerator_calls(model) for a in c.args):
         return []  # FSDP / DeepSpeed / Megatron plugins: no DDP wrapper, the engine decides the sync
     found = []
@@ -53,6 +55,18 @@ def prepared_modules(model: FileModel, trained: set[str]) -> list[cst.Call]:
             continue
         if model.roles.of(dotted(called[0])) is not Role.ACCELERATOR:
             continue
-        if any(dotted(arg) in trained for arg in positional(call)):
+        if any(dotted(arg) in trained or _wraps(model, dotted(arg), trained) for arg in positional(call)):
             found.append(call)
     return found
+
+
+def _wraps(model: FileModel, name: str | None, trained: set[str]) -> bool:
+    """``name`` is assigned a module built from a trained one: ``Wrapper(model=model)``,
+    ``Wrapper(self.model, ...)`` (the trained module is read by its last name, as ``self.model = model``
+    makes them one)."""
+    if not name:
+        return False
+    shorts = {last_part(t) for t in trained}
+    return any(isinstance(value, cst.Call) and last_part(func_name(value) or "") != "prepare"
+               and any(last_part(dotted(arg.value) or "") in shorts for arg in value.args)
+               for value in model.index.values.get(last_part(name), ()))

@@ -164,6 +164,13 @@ class Builder:
                 elif target.attr.value == "require_backward_grad_sync":
                     self._event(st, Kind.GRAD_SYNC_FLAG, small, stmt, receiver(target.value), value=small.value)
             return
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.IfExp):
+            # `model.eval() if k < n else model.train()` as a statement: an if/else, each call under its branch
+            ifexp = small.value
+            self._calls_in([ifexp.test], stmt, st)
+            self._calls_in([ifexp.body], stmt, replace(st, conds=st.conds + (Cond(ifexp.test, False, ifexp, "body"),)))
+            self._calls_in([ifexp.orelse], stmt, replace(st, conds=st.conds + (Cond(ifexp.test, True, ifexp, "orelse"),)))
+            return
         self._calls_in([small], stmt, st)
 
     # -- calls ----------------------------------------------------------------------------
