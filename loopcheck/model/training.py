@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from loopcheck.model.events import Event, Framework, Kind, Loop
+from loopcheck.model.events import Cond, Event, Framework, Kind, Loop
 from loopcheck.model.guards import Guard, GuardKind, GuardReader, either
-from loopcheck.model.syntax import func_name, last_part, names_in, positional
+from loopcheck.model.syntax import dotted, func_name, last_part, names_in, positional
 
 
 class Style(enum.Enum):
@@ -100,6 +100,19 @@ def micro_count(loop: Loop) -> cst.BaseExpression | None:
     return None
 
 
+def _computed_for_the_step(loop: Loop, reader: GuardReader, backward: Event, step_guard: Guard) -> bool:
+    """The backward pass and the loss it back-propagates both run only under the step's periodic
+    test (the same test node). A loss computed on every iteration and back-propagated only in the
+    step branch is still a window whose other losses are thrown away (LC113)."""
+    def under(conds: tuple[Cond, ...], order: int) -> bool:
+        guard = reader.guard(conds, order)
+        return guard.kind is step_guard.kind and guard.test is not None and guard.test is step_guard.test
+
+    name = dotted(backward.loss) if backward.loss is not None else None
+    assigned = [a for a in loop.assignments_before(name, backward.order) if a.op == "="] if name else []
+    return under(backward.conds, backward.order) and bool(assigned) and under(assigned[-1].conds, assigned[-1].order)
+
+
 def analyse(loop: Loop, int_inits: dict[str, set[int | None]]) -> TrainingLoop | None:
     backwards = loop.events(Kind.BACKWARD)
     if not backwards:
@@ -125,6 +138,10 @@ def analyse(loop: Loop, int_inits: dict[str, set[int | None]]) -> TrainingLoop |
     if steps:
         periodic = [g for g in guards if g.periodic]
         if periodic and all(g.periodic or g.kind is GuardKind.LAST for g in guards):
+            if all(_computed_for_the_step(loop, reader, b, periodic[0]) for b in backwards):
+                # `if step % train_frequency == 0: loss = ...; backward(); step()`: an update every N
+                # iterations from a loss computed for it; nothing is accumulated between them
+                return make(Style.PLAIN, steps)
             return make(Style.GUARDED, steps, step_guard=periodic[0], modulus=periodic[0].modulus)
         if all(g.always for g in guards):
             return make(Style.PLAIN, steps)
