@@ -1,7 +1,7 @@
 """Re-run real third-party training programs under ``loopcheck run``: each as shipped (no finding
 expected) and with each injected pitfall of ``manifest.toml`` (the finding expected at its line).
 
-    python benchmarks/realscripts/run.py CHECKOUTS [--program NAME ...] [--shipped-only]
+    python benchmarks/realscripts/run.py CHECKOUTS [--program NAME ...] [--variant ID ...] [--shipped-only]
         [--jobs 2] [--json results.json] [--markdown results.md]
 
 CHECKOUTS holds the programs' repositories extracted at the manifest's commits, one folder per
@@ -197,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkouts", type=Path)
     parser.add_argument("--program", action="append", help="only these programs (repeatable)")
+    parser.add_argument("--variant", action="append", help="only these injections (repeatable; 'shipped' for the unmodified run)")
     parser.add_argument("--shipped-only", action="store_true")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--json", type=Path, help="write the raw results here")
@@ -206,9 +207,11 @@ def main(argv: list[str] | None = None) -> int:
     programs = [p for p in manifest["program"] if not args.program or p["name"] in args.program]
     jobs = []
     for program in programs:
-        jobs.append((program, None))
+        if not args.variant or "shipped" in args.variant:
+            jobs.append((program, None))
         if not args.shipped_only:
-            jobs += [(program, injection) for injection in program.get("injection", [])]
+            jobs += [(program, injection) for injection in program.get("injection", [])
+                     if not args.variant or injection["id"] in args.variant]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = [pool.submit(run_variant, p, args.checkouts, i, i is None) for p, i in jobs]
         rows = []
