@@ -12,7 +12,7 @@ from typing import Any
 
 from loopcheck.report.outputs import Outputs, presents
 
-from . import callsite
+from . import callsite, step_site
 from .callsite import Site, user_site
 from .checks import lr_trajectory, window_checks
 from .findings import FindingLog
@@ -70,6 +70,7 @@ class Session:
 
         self.torch = torch
         callsite.refresh()
+        step_site.forget()
         self.imports = PostImportHooks(on_error=self.guard.fail)  # third-party classes, on import
         self.imports.install()
         self.stack.callback(self.imports.remove)
@@ -162,6 +163,7 @@ class Session:
             window.clip_before_backward = None
         if info.in_step and not (window.entries and not window.in_step_backwards):
             window.in_step_backwards += 1
+            window.closure_zeroed = None
             if record.pending_added and window.closure_added is None:
                 window.closure_added = info.site
             return
@@ -187,7 +189,7 @@ class Session:
                 window.reset_after_carry = True
         if first and record.pending_carry:
             window.carried = True
-        window.zeroed_after_backward = None
+        window.zeroed_after_backward = window.closure_zeroed = None
         if window.clip_site is not None and not first:
             self.report("LC107", "gradients were clipped before the window's last micro-batch: "
                         "the clip saw a partial sum; clip once, right before the step",

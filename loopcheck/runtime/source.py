@@ -78,3 +78,22 @@ def _names(node: ast.AST, name: str) -> bool:
     if isinstance(node, ast.Name):
         return node.id == name
     return isinstance(node, ast.Attribute) and node.attr == name.rpartition(".")[2] and "." in name
+
+
+def in_loop(site: Site) -> bool | None:
+    """Whether ``site`` sits in a ``for``/``while`` of its own function (None: source unknown)."""
+    tree = _tree(site.file)
+    if tree is None:
+        return None
+    function: ast.AST = tree
+    for node in ast.walk(tree):  # the innermost function holding the line
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and \
+                node.lineno <= site.line <= (node.end_lineno or 0) and \
+                (function is tree or node.lineno > function.lineno):  # type: ignore[attr-defined]
+            function = node
+    for node in ast.walk(function):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and \
+                node.lineno <= site.line <= (node.end_lineno or 0) and \
+                not _function_between(tree, node, site.line):
+            return True
+    return False

@@ -46,6 +46,7 @@ class Window:
     clip_site: Site | None = None  # a clip since the window's last backward
     reset_site: Site | None = None  # the zero_grad call behind a reset inside the window
     zeroed_after_backward: Site | None = None  # a zero_grad since the window's last backward
+    closure_zeroed: Site | None = None  # a zero_grad inside the step after its last backward
     zero_grad_calls: int = 0
 
     def passes(self) -> int:
@@ -81,6 +82,7 @@ class WindowSummary:
     covered_epoch: bool  # the window held every batch its loader pass had yielded by the step
     site: Site | None  # the backward line
     step_site: Site | None
+    step_call: Site | None  # the loop's call of a helper that took the step (step_site.py)
     step: int
     dropped_epoch: bool  # a reset discarded backwards of an earlier loader pass
 
@@ -107,6 +109,7 @@ class OptimizerRecord:
     history: list[WindowSummary] = field(default_factory=list)
     carried_streak: int = 0
     step_site: Site | None = None
+    step_call: Site | None = None  # the loop's call of a helper that took the step
     first_lr: float | None = None
     max_lr: float | None = None
     probes: list[Any] = field(default_factory=list)  # hooks.backward.Probe

@@ -71,6 +71,83 @@ def test_hooks_add_no_device_synchronisation(tmp_path: Path) -> None:
     assert report["counters"]["backward_per_step"] == {"4": 6}
 
 
+SCALER_HELPER = textwrap.dedent("""\
+    import torch
+
+
+    class NativeScaler:
+        def __init__(self, device):
+            self._scaler = torch.amp.GradScaler(device)
+
+        def __call__(self, loss, optimizer, parameters=None, update_grad=True):
+            self._scaler.scale(loss).backward()
+            if update_grad:
+                self._scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(parameters, 1.0)
+                self._scaler.step(optimizer)
+                self._scaler.update()
+""")
+
+HELPER_AND_CLOSURE_TRAINING = textwrap.dedent("""\
+    import sys
+    import torch
+    from torch import nn
+    from scaler_helper import NativeScaler
+
+    device = sys.argv[2]
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+    probe = nn.Linear(256, 10).to(device)
+    probe_optimizer = torch.optim.SGD(probe.parameters(), lr=1e-3)
+    loss_scaler = NativeScaler(device)
+    data = [(torch.randn(32, 256, device=device), torch.randint(0, 10, (32,), device=device))
+            for _ in range(8)]
+    ACCUM = 4
+
+    def train(steps):
+        for i in range(steps * ACCUM):
+            x, y = data[i % len(data)]
+            with torch.autocast(device, dtype=torch.float16 if device == "cuda" else torch.bfloat16):
+                loss = nn.functional.cross_entropy(model(x), y) / ACCUM
+            loss_scaler(loss, optimizer, parameters=model.parameters(), update_grad=(i + 1) % ACCUM == 0)
+            if (i + 1) % ACCUM == 0:
+                optimizer.zero_grad(set_to_none=True)
+
+                def closure():
+                    probe_optimizer.zero_grad()
+                    probe_loss = nn.functional.cross_entropy(probe(x), y)
+                    probe_loss.backward()
+                    return probe_loss
+
+                probe_optimizer.step(closure)
+
+    train(2)  # lazy initialisation may synchronise once
+    sync = device == "cuda"
+    if sync:
+        torch.cuda.set_sync_debug_mode("error")
+    train(3)  # the loop itself is free of synchronisation
+    from loopcheck.runtime import watch
+    with watch(report=sys.argv[1]):
+        train(6)
+    if sync:
+        torch.cuda.set_sync_debug_mode(0)
+    print("sync-free")
+""")
+
+
+def test_helper_steps_and_closures_add_no_device_synchronisation(tmp_path: Path) -> None:
+    """A step taken in a loss-scaler helper of another module (where the step is placed) and a
+    closure step (the checks of closure evaluations) on CUDA under sync debug mode."""
+    (tmp_path / "scaler_helper.py").write_text(SCALER_HELPER)
+    (tmp_path / "train.py").write_text(HELPER_AND_CLOSURE_TRAINING)
+    result = python(["train.py", str(tmp_path / "report.json"), "cuda"], tmp_path)
+    assert result.returncode == 0 and "sync-free" in result.stdout, result.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["findings"] == [] and report["disabled_checks"] == []
+    assert report["counters"]["optimizer_steps"] + report["counters"]["skipped_steps"] == 12
+
+
 @pytest.mark.parametrize("scenario", all_scenarios(gpu=True), ids=lambda s: s.name)
 def test_gpu_scenario(scenario, tmp_path: Path) -> None:
     result = loopcheck_run(["--report", str(tmp_path / "r.json"), str(scenario.path)], ROOT)

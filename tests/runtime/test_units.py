@@ -115,3 +115,56 @@ def test_memory_rising_in_stairs_is_found() -> None:
 ])
 def test_a_single_step_up_or_a_square_wave_is_not_growth(values: list[float]) -> None:
     assert detect_growth(_series(values)) is None
+
+
+_HELPER = '''from loopcheck.runtime.step_site import step_sites
+
+
+def scale_and_step(loss, optimizer, update_grad=True):
+    if update_grad:
+        return step_sites(optimizer)
+
+
+def step_each(optimizers, optimizer):
+    for _ in optimizers:
+        return step_sites(optimizer)
+
+
+def step_own(loss):
+    return step_sites(OPTIMIZER)
+
+
+OPTIMIZER = object()
+'''
+_LOOP = '''from scaler_helper import scale_and_step, step_each, step_own
+
+
+def local_helper(optimizer):
+    return step_sites(optimizer)
+
+
+def train(optimizer, step_sites):
+    globals()["step_sites"] = step_sites
+    for i in range(2):
+        helper = scale_and_step(None, optimizer, update_grad=(i + 1) % 2 == 0)
+        looping = step_each([optimizer], optimizer)
+        local = local_helper(optimizer)
+    return helper, looping, local
+'''
+
+
+def test_a_step_in_a_helper_of_another_module_is_placed_at_the_loops_call(tmp_path, monkeypatch) -> None:
+    from loopcheck.runtime import step_site
+
+    (tmp_path / "scaler_helper.py").write_text(_HELPER)
+    (tmp_path / "train_loop.py").write_text(_LOOP)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import train_loop
+
+    step_site.forget()
+    helper, looping, local = train_loop.train(object(), step_site.step_sites)
+    helper_file, loop_file = str(tmp_path / "scaler_helper.py"), str(tmp_path / "train_loop.py")
+    assert helper == ((helper_file, 6), (loop_file, 11))  # the loop's call holds update_grad=
+    assert looping == ((helper_file, 11), None)  # the helper's own loop steps
+    assert local == ((loop_file, 5), None)  # a helper of the loop's own file
+    assert train_loop.step_own(None) == ((helper_file, 15), None)  # not handed the optimizer

@@ -20,6 +20,8 @@ def run(session: Session, info: BackwardInfo, loss: Any) -> None:
         session.modes.check_backward()
     if session.retained.window != session.windows_closed:  # one loss per window is watched
         session.retained.watch(loss, info.site, info.scaled)
+    elif info.in_step:  # and a few of the closure's later evaluations
+        session.retained.watch_evaluation(loss, info.site)
 
 
 def _unscaled_window(session: Session, info: BackwardInfo) -> None:

@@ -61,7 +61,7 @@ def accumulation(session: Session, record: OptimizerRecord) -> None:
         first = history[0]
         session.report("LC108", f"the optimizer steps once per loader pass ({first.size} "
                        "backward passes each), after the batch loop: the step sits outside the "
-                       "batch loop", first.step_site, first.step)
+                       "batch loop", first.step_call or first.step_site, first.step)
         return
     regular = Counter(h.size for h in history).most_common(1)[0][0]
     if regular < 2:
@@ -94,8 +94,9 @@ def accumulation(session: Session, record: OptimizerRecord) -> None:
 
 
 def _step_condition(h: WindowSummary) -> Site | None:
-    """Where the fix goes: the condition the step runs under (else the step, else the backward)."""
-    return condition_of(h.step_site) or h.step_site or h.site
+    """Where the fix goes: the condition the step runs under (else the step, else the backward);
+    for a step inside a helper, the loop's call of the helper, which passes the condition."""
+    return h.step_call or condition_of(h.step_site) or h.step_site or h.site
 
 
 def _pass_starts(history: list[WindowSummary]) -> list[int]:

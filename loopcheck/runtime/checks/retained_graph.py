@@ -1,6 +1,11 @@
 """Losses kept alive with their graph (``total += loss``, ``losses.append(loss)``): a token
 in the loss's ``grad_fn.metadata`` lives exactly as long as the graph node, so a weak
-reference to it tells, without touching any tensor, whether something still holds the graph."""
+reference to it tells, without touching any tensor, whether something still holds the graph.
+
+One loss per optimizer window is watched. A closure that ``optimizer.step(closure)`` evaluates
+several times (LBFGS) gets a few more: the first evaluation's loss is what the step returns
+(LBFGS holds it for the step, the loop may keep it), a later one is dropped by the optimizer
+once read, so later evaluations still alive a whole step after theirs are kept by the user."""
 from __future__ import annotations
 
 import sys
@@ -20,6 +25,7 @@ TOKEN_KEY = "loopcheck.graph_token"
 KEEP = 16  # tokens watched at a time
 MIN_AGE = 2  # steps a loss may legitimately outlive its backward (the loop variable)
 MIN_ALIVE = 3
+EVALUATIONS = MIN_ALIVE  # later closure evaluations watched per window
 
 
 class _Token:
@@ -33,6 +39,8 @@ class RetainedGraphs:
         self.reported = False
         self.holder: Site | None = None  # the line that keeps the graphs, once found
         self.window = -1
+        self.evaluations: deque[tuple[weakref.ref[Any], int, Site | None]] = deque(maxlen=KEEP)
+        self.evaluation_window, self.evaluations_watched = -1, 0
 
     def watch(self, loss: Any, site: Site | None, scaled: bool = False) -> None:
         """One loss per optimizer window is enough to see graphs pile up. The token goes on the
@@ -51,6 +59,35 @@ class RetainedGraphs:
         token = _Token()
         node.metadata[TOKEN_KEY] = token
         self.tokens.append((weakref.ref(token), self.session.step_index(), site))
+
+    def watch_evaluation(self, loss: Any, site: Site | None) -> None:
+        """A later evaluation of a step's closure (the window's first loss is already watched)."""
+        window = self.session.windows_closed
+        if window != self.evaluation_window:
+            self.evaluation_window, self.evaluations_watched = window, 0
+        node = getattr(loss, "grad_fn", None)
+        if node is None or self.evaluations_watched >= EVALUATIONS or self.reported:
+            return
+        self.evaluations_watched += 1
+        token = _Token()
+        node.metadata[TOKEN_KEY] = token
+        self.evaluations.append((weakref.ref(token), self.session.step_index(), site))
+
+    def on_closure_step(self) -> None:
+        """A step closed while later closure evaluations are watched."""
+        if self.reported:
+            self.evaluations.clear()
+            return
+        now = self.session.step_index()
+        alive = [(ref, site) for ref, step, site in self.evaluations if step <= now - MIN_AGE and ref() is not None]
+        if len(alive) < MIN_ALIVE:
+            return
+        self.reported = True
+        holder = self.session.guard.call("retained-graph holder", holder_site, alive[0][0](), sys._getframe(1))
+        self.session.report("LC601", f"losses of {len(alive)} closure evaluations of earlier steps "
+                            "are still referenced with their autograd graph (stored without "
+                            ".item()/.detach()): memory grows every step", holder or alive[0][1])
+        self.holder = holder
 
     def alive_old(self) -> list[tuple[int, Site | None]]:
         now = self.session.step_index()

@@ -1,6 +1,7 @@
 """Checks when an optimizer window closes (the step ran, or GradScaler skipped it)."""
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from ..series import read_lrs
@@ -8,6 +9,7 @@ from ..state import HISTORY_LIMIT, BackwardInfo, OptimizerRecord, Window, Window
 from . import loss_scaling, lr_trajectory
 
 if TYPE_CHECKING:
+    from ..callsite import Site
     from ..session import Session
 
 EXCESSIVE_WINDOW = 16
@@ -46,6 +48,11 @@ def close(session: Session, record: OptimizerRecord, skipped: bool) -> None:
                        "gradients: each of its evaluations adds to the gradients of the ones "
                        "before; call optimizer.zero_grad() at the top of the closure",
                        window.closure_added, index)
+    if window.closure_zeroed is not None:
+        session.report("LC104", "the closure passed to optimizer.step() clears the gradients "
+                       "after its backward pass: the optimizer reads cleared gradients and does "
+                       "not move (LBFGS stops at once); call optimizer.zero_grad() at the top of "
+                       "the closure", window.closure_zeroed, index)
     _carried_over(session, record, window, index)
     if not window.entries and not window.in_step_backwards and not window.zero_grad_calls \
             and record.last_size and not skipped:
@@ -72,6 +79,8 @@ def close(session: Session, record: OptimizerRecord, skipped: bool) -> None:
         memory = session.memory.on_step(session.step_index())
         if window.number % 4 == 0:  # the main optimizer's own windows: others may close in between
             session.retained.on_step()
+        if session.retained.evaluations:
+            session.retained.on_closure_step()
     _record_series(session, record, window, index, skipped, memory)
 
 
@@ -117,7 +126,7 @@ def _reset_between_losses(session: Session, window: Window, index: int) -> None:
         dropped = [bw for bw, _ in window.entries[start:position] if bw.targets == 1]
         if dropped:
             session.report("LC101", f"gradients are reset between two backward passes that feed "
-                           f"one optimizer step: the backward at line {dropped[0].site.line if dropped[0].site else '?'} "
+                           f"one optimizer step: the backward at {_line(dropped[0].site, site)} "
                            "is thrown away before the step; zero the gradients once, before "
                            "the window's first backward", site, index)
             return
@@ -136,6 +145,15 @@ def _carried_over(session: Session, record: OptimizerRecord, window: Window, ind
         record.carried_streak = 0
 
 
+def _line(site: Site | None, finding: Site | None) -> str:
+    """``line N``, or ``file.py:N`` when the line is in another file than the finding's."""
+    if site is None:
+        return "line ?"
+    if finding is not None and finding.file == site.file:
+        return f"line {site.line}"
+    return f"{os.path.basename(site.file)}:{site.line}"
+
+
 def _summarise(session: Session, record: OptimizerRecord, micro: list[BackwardInfo],
                step: int) -> WindowSummary:
     data, window = session.data, record.window
@@ -152,5 +170,6 @@ def _summarise(session: Session, record: OptimizerRecord, micro: list[BackwardIn
     return WindowSummary(
         size=len(micro), epochs=tuple(epochs), exhausted=last in data.exhausted,
         covered_epoch=len(epochs) == 1 and data.batches[epochs[0]] == len(micro),
-        site=micro[-1].site if micro else None, step_site=record.step_site, step=step,
+        site=micro[-1].site if micro else None, step_site=record.step_site,
+        step_call=record.step_call, step=step,
         dropped_epoch=dropped)

@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..callsite import user_site
 from ..patching import replace_attr
+from ..step_site import step_sites
 
 if TYPE_CHECKING:
     from ..session import Session
+    from ..state import Window
 
 
 _STEP, _ZERO = "optimizer step tracking", "zero_grad tracking"  # guard parts
@@ -75,9 +77,12 @@ class OptimizerHooks:
             session.last_zero_site = user_site()
             record = session.record_for(owner, create=False) if optimizer else None
             for rec in [record] if record is not None else session.records:
-                rec.window.zero_grad_calls += 1
-                if rec.window.entries:
-                    rec.window.zeroed_after_backward = session.last_zero_site
+                window = rec.window
+                window.zero_grad_calls += 1
+                if window.entries:
+                    window.zeroed_after_backward = session.last_zero_site
+                if rec.in_step and _after_closure_backward(window):
+                    window.closure_zeroed = session.last_zero_site  # LC104 unless a backward follows
 
         def make(original: Any) -> Any:
             def zero_grad(owner: Any, *args: Any, **kwargs: Any) -> None:
@@ -112,7 +117,7 @@ class OptimizerHooks:
             session.steps_running += 1
         record.post_hook_fired = False
         record.zero_calls_at_step = session.tracker.zero_calls
-        record.step_site = user_site()
+        record.step_site, record.step_call = step_sites(optimizer)
         window = record.window
         if window.entries and window.zeroed_after_backward is not None:
             session.report("LC104", "gradients are cleared after the backward pass and before "
@@ -140,3 +145,9 @@ class OptimizerHooks:
         if record.scaler_stepping and record.fused:
             return  # a fused step may have skipped inside the kernel: scaler.step decides
         self.session.close_window(record, skipped=False)
+
+
+def _after_closure_backward(window: Window) -> bool:
+    """A backward pass ran inside the step now running (its closure): a zero_grad of the step
+    itself, with no closure evaluation before it, clears gradients it has already used."""
+    return bool(window.in_step_backwards or (window.entries and window.entries[-1][0].in_step))
