@@ -94,9 +94,14 @@ def accumulation(session: Session, record: OptimizerRecord) -> None:
 
 
 def _step_condition(h: WindowSummary) -> Site | None:
-    """Where the fix goes: the condition the step runs under (else the step, else the backward);
-    for a step inside a helper, the loop's call of the helper, which passes the condition."""
-    return h.step_call or condition_of(h.step_site) or h.step_site or h.site
+    """Where the fix goes: the condition the step runs under (else the step, else the backward).
+    For a step inside a helper of the loop: the loop's call of the helper, which passes the
+    condition (``update_grad=``) where the helper steps under a condition of its own, else the
+    condition the loop calls it under."""
+    inner = condition_of(h.step_site)
+    if h.step_call is not None:
+        return (condition_of(h.step_call) if inner is None else None) or h.step_call
+    return inner or h.step_site or h.site
 
 
 def _pass_starts(history: list[WindowSummary]) -> list[int]:
