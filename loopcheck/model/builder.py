@@ -20,6 +20,7 @@ from loopcheck.model.guards import unwrap_iterable
 from loopcheck.model.index import Index
 from loopcheck.model.roles import Role
 from loopcheck.model.syntax import (
+    calls,
     dotted,
     func_name,
     last_part,
@@ -29,7 +30,6 @@ from loopcheck.model.syntax import (
     positional,
     receiver,
     target_names,
-    walk,
 )
 
 if TYPE_CHECKING:
@@ -175,11 +175,11 @@ class Builder:
 
     # -- calls ----------------------------------------------------------------------------
     def _calls_in(self, nodes: Sequence[cst.CSTNode], stmt: cst.CSTNode, st: _State) -> None:
-        calls: list[cst.Call] = []
+        found: list[cst.Call] = []
         for node in nodes:
-            calls.extend(n for n in walk(node) if isinstance(n, cst.Call))
+            found.extend(calls(node))
         # Inner calls run first: `scaler.scale(loss).backward()` scales, then back-propagates.
-        for call in reversed(calls):
+        for call in reversed(found):
             self._call(call, stmt, st)
 
     def _call(self, call: cst.Call, stmt: cst.CSTNode, st: _State) -> None:

@@ -9,7 +9,7 @@ import libcst as cst
 
 from loopcheck.model.events import CLIP_FUNCTIONS
 from loopcheck.model.roles import FOREIGN_FRAMEWORKS, Roles
-from loopcheck.model.syntax import children, dotted, func_name, last_part, method, target_names
+from loopcheck.model.syntax import dotted, func_name, inner_nodes, last_part, method, target_names
 
 
 @dataclass
@@ -50,15 +50,19 @@ def _may_be_event(call: cst.Call) -> bool:
 def index_module(module: cst.Module) -> Index:
     index = Index()
     calls_by_fn: dict[cst.FunctionDef, set[str]] = {}
-    stack: list[tuple[cst.CSTNode, cst.FunctionDef | cst.Module]] = [(module, module)]
+    # two parallel stacks (node, the function or module it belongs to); leaves hold nothing to index
+    stack: list[cst.CSTNode] = [module]
+    scopes: list[cst.FunctionDef | cst.Module] = [module]
     while stack:
-        node, scope = stack.pop()
+        node, scope = stack.pop(), scopes.pop()
         kind = type(node)  # exact types: isinstance() on libcst's ABCs dominates this loop otherwise
         if kind is cst.FunctionDef:
             index.functions.setdefault(node.name.value, []).append(node)
             calls_by_fn[node] = set()
             if node is not scope:
-                stack.extend((child, node) for child in children(node))
+                found = inner_nodes(node)
+                stack.extend(found)
+                scopes.extend([node] * len(found))  # type: ignore[list-item]
                 continue
         elif kind is cst.For or kind is cst.While:
             index.with_loops.add(scope)
@@ -84,7 +88,9 @@ def index_module(module: cst.Module) -> Index:
                 callee = node.func.attr.value if isinstance(node.func, cst.Attribute) else dotted(node.func)
                 if callee:
                     calls_by_fn[scope].add(callee)
-        stack.extend((child, scope) for child in children(node))
+        found = inner_nodes(node)
+        stack.extend(found)
+        scopes.extend([scope] * len(found))
     roots = _import_roots(index.imports)
     if roots & FOREIGN_FRAMEWORKS and "torch" not in roots:
         index.foreign = True

@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import libcst as cst
 
@@ -50,6 +51,7 @@ _NAME_RULES: list[tuple[re.Pattern[str], Role]] = [
 ]
 
 
+@lru_cache(maxsize=4096)  # asked for the same few constructors for every call and name of a file
 def role_of_constructor(name: str) -> Role:
     short = last_part(name)
     if short in _OPTIMIZERS or name.startswith(("optim.", "torch.optim.")) and "lr_scheduler" not in name:
@@ -67,6 +69,7 @@ def role_of_constructor(name: str) -> Role:
     return Role.UNKNOWN
 
 
+@lru_cache(maxsize=4096)
 def role_of_name(name: str) -> Role:
     short = last_part(name)
     for pattern, role in _NAME_RULES:
@@ -82,10 +85,12 @@ class Roles:
     constructed: dict[str, list[cst.Call]] = field(default_factory=dict)
     prepared: set[str] = field(default_factory=set)  # returned by accelerator.prepare(...)
     full_names: dict[str, set[str]] = field(default_factory=dict)  # `ema` -> {"self.ema"}: where it is bound
+    _roles: dict[str, Role] = field(default_factory=dict, repr=False)  # of(name), until the next record()
 
     def record(self, names: list[str], value: cst.BaseExpression) -> None:
         if not isinstance(value, cst.Call):
             return
+        self._roles.clear()
         called = method(value)
         if called is not None and called[1] == "prepare":
             self.prepared.update(last_part(n) for n in names)
@@ -97,6 +102,12 @@ class Roles:
     def of(self, name: str | None) -> Role:
         if not name:
             return Role.UNKNOWN
+        role = self._roles.get(name)
+        if role is None:
+            role = self._roles[name] = self._of(name)
+        return role
+
+    def _of(self, name: str) -> Role:
         for call in self.constructed.get(last_part(name), []):
             constructor = func_name(call)
             if constructor and constructor.split(".", 1)[0] in FOREIGN_FRAMEWORKS:

@@ -7,15 +7,21 @@ only read dataclass fields, which is several times cheaper on the files we look 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+import operator
+import typing
+from collections.abc import Callable, Iterator
 
 import libcst as cst
 
 # Fields that hold only whitespace, brackets or punctuation: never a call or a name.
 _SKIP_FIELD = ("whitespace", "lpar", "rpar", "comma", "semicolon", "colon", "newline", "leading_lines",
                "header", "footer", "lines_after_decorators", "equal", "star", "dot", "lbracket",
-               "rbracket", "lbrace", "rbrace", "operator", "asynchronous", "first_line", "indent")
-_FIELDS: dict[type, tuple[str, ...]] = {}
+               "rbracket", "lbrace", "rbrace", "operator", "asynchronous", "first_line", "indent",
+               "trailing_whitespace")
+# Fields typed as text or flags (``Name.value``, ``Arg.star``): never a node.
+_NEVER_NODES = (str, bool)
+# per node type: a function returning the values of its fields that may hold nodes, as a tuple
+_GETTERS: dict[type, Callable[[cst.CSTNode], tuple[object, ...]]] = {}
 # libcst node classes are ABCs, and isinstance() against an ABC is slow; the walkers below run
 # over every node of a file, so they test `type(x)` against this cache instead.
 _IS_NODE: dict[type, bool] = {}
@@ -29,23 +35,30 @@ def is_node(value: object) -> bool:
     return known
 
 
-def _fields(node_type: type) -> tuple[str, ...]:
-    names = _FIELDS.get(node_type)
-    if names is None:
-        names = tuple(f.name for f in dataclasses.fields(node_type) if not f.name.startswith(_SKIP_FIELD))
-        _FIELDS[node_type] = names
-    return names
+def _getter(node_type: type) -> Callable[[cst.CSTNode], tuple[object, ...]]:
+    names = [f.name for f in dataclasses.fields(node_type)
+             if not f.name.startswith(_SKIP_FIELD) and f.type not in _NEVER_NODES
+             and typing.get_origin(f.type) is not typing.Literal]
+    if not names:
+        getter: Callable[[cst.CSTNode], tuple[object, ...]] = lambda node: ()  # noqa: E731
+    elif len(names) == 1:
+        one = operator.attrgetter(names[0])
+        getter = lambda node: (one(node),)  # noqa: E731
+    else:
+        getter = operator.attrgetter(*names)
+    _GETTERS[node_type] = getter
+    return getter
 
 
-def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    for name in _fields(type(node)):
-        value = getattr(node, name)
-        if type(value) in (tuple, list):
-            for item in value:
-                if is_node(item):
-                    yield item
-        elif is_node(value):
-            yield value
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+    for value in (_GETTERS.get(type(node)) or _getter(type(node)))(node):
+        kind = type(value)
+        if kind is tuple or kind is list:
+            found.extend([item for item in value if _IS_NODE.get(type(item)) or is_node(item)])  # type: ignore[attr-defined]
+        elif _IS_NODE.get(kind) or is_node(value):
+            found.append(value)  # type: ignore[arg-type]
+    return found
 
 
 _SCOPES = (cst.Lambda, cst.FunctionDef, cst.ClassDef)
@@ -59,17 +72,51 @@ def walk(node: cst.CSTNode, *, into_functions: bool = False) -> Iterator[cst.CST
         yield current
         if current is not node and not into_functions and type(current) in _SCOPES:
             continue
-        stack.extend(reversed(list(children(current))))
+        stack.extend(children(current)[::-1])
+
+
+# Nodes with no child left to visit once the fields above are skipped: the walkers that look only
+# for larger nodes (calls, assignments) never push them. A third of a module's nodes are names.
+_LEAVES = frozenset({cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.FormattedStringText,
+                     cst.Ellipsis, cst.Pass, cst.Break, cst.Continue})
+
+
+def inner_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """``children(node)`` less the leaves."""
+    return [child for child in children(node) if type(child) not in _LEAVES]
+
+
+def calls(node: cst.CSTNode) -> list[cst.Call]:
+    """The calls in ``node`` (itself included) in ``walk`` order: lambdas and nested defs skipped."""
+    found: list[cst.Call] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        kind = type(current)
+        if kind is cst.Call:
+            found.append(current)  # type: ignore[arg-type]
+        elif current is not node and kind in _SCOPES:
+            continue
+        stack.extend(inner_nodes(current)[::-1])
+    return found
 
 
 def dotted(expr: cst.BaseExpression | None) -> str | None:
     """``self.optimizer`` for an Attribute chain of Names, ``None`` for anything else."""
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        base = dotted(expr.value)
-        return f"{base}.{expr.attr.value}" if base else None
-    return None
+    kind = type(expr)
+    if kind is cst.Name:
+        return expr.value  # type: ignore[union-attr]
+    if kind is not cst.Attribute:
+        return None
+    parts = []
+    while kind is cst.Attribute:
+        parts.append(expr.attr.value)  # type: ignore[union-attr]
+        expr = expr.value  # type: ignore[union-attr]
+        kind = type(expr)
+    if kind is not cst.Name:
+        return None
+    parts.append(expr.value)  # type: ignore[union-attr]
+    return ".".join(reversed(parts))
 
 
 _EMPTY = cst.Module(body=[])
