@@ -86,7 +86,7 @@ class Builder:
         conds = st.conds
         for stmt in body:
             self.owners[stmt] = owner
-            self._statement(stmt, replace(st, conds=conds))
+            self._statement(stmt, st if conds is st.conds else replace(st, conds=conds))
             exit_test = _early_exit_test(stmt)
             if exit_test is None:
                 continue
