@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from loopcheck.model import Event, FileModel, Framework, Kind, Style, TrainingLoop
+import libcst as cst
+
+from loopcheck.model import Event, FileModel, Framework, Kind, Loop, Style, TrainingLoop
 from loopcheck.model.guards import exclusive
 from loopcheck.model.optimizers import Zeroing
-from loopcheck.model.syntax import source
+from loopcheck.model.syntax import names_in, source
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -127,8 +129,39 @@ def _wiped(training: TrainingLoop, zero: Event, step: Event) -> Event | None:
             continue  # a step consumed them first
         if any(backward.order < a.order < step.order and ".grad" in source(a.value) for a in loop.assignments):
             return None
+        if _retains_graph(backward) and any(_loss_terms(loop, backward) & _sources(loop, b) for b in later):
+            return None  # an auxiliary first pass: the later loss is rebuilt from the first loss's terms
         return backward
     return None
+
+
+def _retains_graph(backward: Event) -> bool:
+    return isinstance(backward.node, cst.Call) and any(
+        a.keyword is not None and a.keyword.value == "retain_graph" and source(a.value) != "False"
+        for a in backward.node.args)
+
+
+def _loss_terms(loop: Loop, backward: Event) -> set[str]:
+    """The names assigned in ``loop`` that ``backward``'s loss expression reads itself
+    (``torch.mean(per_sample).backward()`` -> ``per_sample``; ``loss_a.backward()`` -> ``loss_a``)."""
+    return names_in(backward.loss) & {n for a in loop.assignments for n in a.names} if backward.loss is not None \
+        else set()
+
+
+def _sources(loop: Loop, backward: Event) -> set[str]:
+    """The names assigned in ``loop`` that ``backward``'s loss is computed from, two assignments deep
+    (``loss = torch.sum(coef * per_sample)`` -> ``coef``, ``per_sample``): ghost clipping back-propagates
+    ``mean(per_sample)`` with ``retain_graph=True`` to measure per-sample norms, clears the gradients and
+    back-propagates ``sum(coef * per_sample)``, whose terms are the first loss's. Two losses of one
+    forward (``loss_a`` and ``loss_b`` of ``out``) share ``out``, not the first loss's terms."""
+    if backward.loss is None:
+        return set()
+    assigned = {n for a in loop.assignments for n in a.names}
+    names = names_in(backward.loss)
+    for _ in range(2):
+        names |= {n for name in names & assigned for a in loop.assignments_before(name, backward.order)
+                  for n in names_in(a.value)}
+    return names & assigned
 
 
 def _between(zero: Event, last_backward: int, step: Event) -> bool:
