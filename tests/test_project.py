@@ -78,6 +78,63 @@ def test_entry_script_that_wraps_and_calls_the_loop(project: Path, run_cli) -> N
     assert len(found) == 1 and " LC501 " in found[0] and "by main.py:6" in found[0]
 
 
+TASK = """
+    import torch
+
+
+    class Task:
+        def train_epoch(self, model, loader, optimizer, accum_steps=4):
+            for i, (x, y) in enumerate(loader):
+                loss = torch.nn.functional.cross_entropy(model(x), y) / accum_steps
+                loss.backward()
+                if (i + 1) % accum_steps == 0 or i + 1 == len(loader):
+                    optimizer.step()
+                    optimizer.zero_grad()
+"""
+
+RUNNER = """
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+    class Runner:
+        def __init__(self, task, model):
+            self.task, self._model, self._wrapped = task, model, None
+
+        @property
+        def model(self):
+            if self._wrapped is None:
+                self._wrapped = DDP(self._model, device_ids=[0])
+            return self._wrapped
+
+        def train(self, loader):
+            optimizer = torch.optim.AdamW(self._model.parameters())
+            return self.task.train_epoch(model=self.model, loader=loader, optimizer=optimizer)
+"""
+
+
+def test_a_runner_that_hands_its_ddp_wrapper_to_a_method_of_this_file(project: Path, run_cli) -> None:
+    # the runner never imports the task (a registry builds it): the link is the method it calls with the wrapper
+    _write(project, {"tasks/base.py": TASK, "runners/runner.py": RUNNER})
+    found = _codes(run_cli, "tasks/base.py")
+    assert len(found) == 1 and found[0].startswith("tasks/base.py:9:")
+    assert " LC501 " in found[0] and "by runners/runner.py:13" in found[0]
+
+
+@pytest.mark.parametrize("change", [
+    ("model=self.model", "model=self._model"),  # the unwrapped module is handed over
+    ("self.task.train_epoch(", "self.train_epoch("),  # the runner's own method, not the task's
+    ("def train_epoch(self, model,", "def train_epoch(self, net,"),  # no parameter takes the wrapper
+])
+def test_a_runner_call_that_hands_over_no_wrapper_wraps_nothing(project: Path, run_cli,
+                                                                 change: tuple[str, str]) -> None:
+    task, runner = TASK, RUNNER.replace(*change)
+    if change[0].startswith("def "):
+        task, runner = TASK.replace(*change).replace("model(x)", "net(x)"), RUNNER
+    _write(project, {"tasks/base.py": task, "runners/runner.py": runner})
+    assert _codes(run_cli, "tasks/base.py") == []
+
+
 def test_sync_helper_of_another_module_controls_the_sync(project: Path, run_cli) -> None:
     helper = SMART_DDP + textwrap.dedent("""
 
@@ -311,6 +368,16 @@ def test_a_changed_fact_invalidates_the_cached_result(project: Path, run_cli) ->
     assert _codes(run_cli, "train.py") == []
     _write(project, {"utils.py": SMART_DDP})
     assert len(_codes(run_cli, "train.py")) == 1
+
+
+def test_a_runner_that_stops_handing_over_its_wrapper_invalidates_the_cached_result(project: Path,
+                                                                                     run_cli) -> None:
+    _write(project, {"tasks/base.py": TASK, "runners/runner.py": RUNNER})
+    assert len(_codes(run_cli, "tasks/base.py")) == 1
+    _write(project, {"runners/runner.py": RUNNER.replace("model=self.model", "model=self._model")})
+    assert _codes(run_cli, "tasks/base.py") == []
+    _write(project, {"runners/runner.py": RUNNER})
+    assert len(_codes(run_cli, "tasks/base.py")) == 1
 
 
 def test_a_warm_run_starts_no_worker_and_rechecks_only_what_changed(project: Path, run_cli,

@@ -59,10 +59,21 @@ class Imported:
     ddp_importers: list[str] = field(default_factory=list)
     _modules: dict[str, ModuleFacts | None] = field(default_factory=dict)
     _where: dict[int, str] = field(default_factory=dict)
+    # id(call), id(roles) -> (call, roles, summary): the builder, the rules and the memory model ask
+    # about the same calls, and most calls name nothing of the project (the call and roles are kept
+    # so that an id is never reused while its entry lives)
+    _summaries: dict[tuple[int, int], tuple[cst.Call, Roles | None, Summary | None]] = field(default_factory=dict)
 
     # -- lookups ---------------------------------------------------------------------------
     def summary(self, call: cst.Call, roles: Roles | None = None) -> Summary | None:
         """The imported function or method ``call`` runs, if a project module defines it."""
+        key = (id(call), id(roles))
+        known = self._summaries.get(key)
+        if known is None or known[0] is not call or known[1] is not roles:
+            known = self._summaries[key] = (call, roles, self._summary(call, roles))
+        return known[2]
+
+    def _summary(self, call: cst.Call, roles: Roles | None) -> Summary | None:
         import libcst as cst
 
         from loopcheck.model.syntax import dotted, func_name, last_part
@@ -212,9 +223,10 @@ class Imported:
             module, attr, level = imported
             dotted_name = f"{module}.{attr}" if attr and module else (attr or module)
             path = self.index.resolve(self.path, dotted_name, level)
-            if path is None or not self.index.may_define(path, name):
-                return None
-            self._modules[key] = self.index.facts(path, names=[read])
+            found = None
+            if path is not None and self.index.may_define(path, name):
+                found = self.index.facts(path, names=[read])
+            self._modules[key] = found
         return self._modules[key]
 
     def _from_module(self, local: str, method: str | None = None) -> tuple[ModuleFacts, str] | None:
@@ -228,11 +240,14 @@ class Imported:
         key = f"from:{module}:{level}" if method is None else f"from:{module}:{level}:{attr}.{method}"
         if key not in self._modules:
             path = self.index.resolve(self.path, module, level)
-            if path is None or not self.index.may_define(path, attr):
-                return None
-            names = sorted({a for m, a, n in self.own.imports.values() if m == module and n == level and a}) \
-                if method is None else [f"{attr}.{method}"]
-            self._modules[key] = self.index.facts(path, names=names)
+            if path is None:
+                self._modules[key] = None
+            elif not self.index.may_define(path, attr):
+                return None  # another name imported from the module (same key) may still be defined there
+            else:
+                names = sorted({a for m, a, n in self.own.imports.values() if m == module and n == level and a}) \
+                    if method is None else [f"{attr}.{method}"]
+                self._modules[key] = self.index.facts(path, names=names)
         found = self._modules[key]
         return (found, attr) if found is not None else None
 
@@ -298,7 +313,37 @@ def for_file(path: str | Path, cache_dir: Path | None = None, tree: ast.Module |
     imported = Imported(file.resolve(), index, own)
     imported.ddp_importers = [where for where, target in _ddp_imports(index)
                               if target == imported.path and not where.startswith(f"{own.path}:")]
+    passes = [(where, method, param) for where, method, param in _ddp_passes(index)
+              if not where.startswith(f"{own.path}:") and index.may_define(imported.path, method)]
+    if passes:
+        taking = _methods_taking(file, tree, {(method, param) for _, method, param in passes})
+        imported.ddp_importers += [where for where, method, param in passes
+                                   if (method, param) in taking and where not in imported.ddp_importers]
     return imported
+
+
+def _methods_taking(file: Path, tree: ast.Module | None, wanted: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Those of (method, keyword or position) that a class of ``file`` defines: a method of that
+    name with a parameter of that name, or at that position after ``self``."""
+    import ast
+
+    if tree is None:
+        try:
+            tree = ast.parse(file.read_bytes())
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            return set()
+    found: set[tuple[str, str]] = set()
+    names = {method for method, _ in wanted}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for member in node.body:
+            if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and member.name in names:
+                params = [a.arg for a in [*member.args.posonlyargs, *member.args.args]][1:]  # after self
+                keywords = {*params, *(a.arg for a in member.args.kwonlyargs)}
+                found.update((m, p) for m, p in wanted if m == member.name and (
+                    p in keywords or p.isdigit() and int(p) < len(params)))
+    return found
 
 
 def _ddp_imports(index: ProjectIndex) -> list[tuple[str, Path]]:
@@ -318,6 +363,15 @@ def _ddp_imports(index: ProjectIndex) -> list[tuple[str, Path]]:
             found.extend((where, t.resolve()) for t in targets if t is not None)
     index.ddp_imports = found
     return found
+
+
+def _ddp_passes(index: ProjectIndex) -> list[tuple[str, str, str]]:
+    """(``path:line`` of a project file's DDP wrap, method, keyword or position) for each method
+    call it hands that wrapper to (``self.task.train_epoch(model=self.model)``), once per index."""
+    if index.ddp_passes is None:
+        index.ddp_passes = [(f"{entry.path}:{entry.ddp_lines[0]}", method, param)
+                            for entry in index.ddp_files() for method, param in entry.passes_ddp]
+    return index.ddp_passes
 
 
 def save() -> None:

@@ -61,6 +61,9 @@ class ModuleFacts:
     imports: dict[str, tuple[str, str, int]] = field(default_factory=dict)
     ddp_lines: tuple[int, ...] = ()  # where the module itself calls DistributedDataParallel(...)
     called: tuple[str, ...] = ()  # plain names it calls (an entry script calling `train_one_epoch`)
+    # (method, parameter: a keyword or a position) of calls `obj.method(...)` that pass the DDP wrapper
+    # it builds (a runner calling `self.task.train_epoch(model=self.model)`, `model` a property returning it)
+    passes_ddp: tuple[tuple[str, str], ...] = ()
     complete: bool = True  # every function read (else only those of ``names``: a checked file's own view has none)
     names: tuple[str, ...] = ()  # when not complete: the top-level functions and classes read
 
@@ -73,6 +76,7 @@ class ModuleFacts:
         return {"path": self.path, "functions": {k: dict(vars(f)) for k, f in self.functions.items()},
                 "classes": {c: {k: dict(vars(f)) for k, f in ms.items()} for c, ms in self.classes.items()},
                 "imports": dict(self.imports), "ddp_lines": self.ddp_lines, "called": self.called,
+                "passes_ddp": self.passes_ddp,
                 "complete": self.complete, "names": self.names}
 
     @classmethod
@@ -87,6 +91,7 @@ class ModuleFacts:
             imports={k: (v[0], v[1], v[2]) for k, v in data["imports"].items()},  # type: ignore[union-attr]
             ddp_lines=tuple(data["ddp_lines"]),  # type: ignore[arg-type]
             called=tuple(data["called"]),  # type: ignore[arg-type]
+            passes_ddp=tuple(tuple(p) for p in data.get("passes_ddp", ())),  # type: ignore[union-attr, misc]
             complete=bool(data.get("complete", True)),
             names=tuple(data.get("names", ())),  # type: ignore[arg-type]
         )
@@ -144,6 +149,8 @@ class ModuleReader:
                     if isinstance(node.func, ast.Name):
                         called.add(node.func.id)
             facts.ddp_lines, facts.called = tuple(sorted(ddp_lines)), tuple(sorted(called))
+            if ddp_lines:
+                facts.passes_ddp = _passes_ddp(tree, facts.imports)
         return facts
 
     def read(self, facts: ModuleFacts, names: Collection[str] | None) -> ModuleFacts:
@@ -199,6 +206,37 @@ def _statements(tree: ast.Module) -> list[ast.AST]:
             if isinstance(block, list):
                 todo.extend(b for b in block if isinstance(b, (ast.stmt, ast.excepthandler, ast.match_case)))
     return found
+
+
+def _passes_ddp(tree: ast.Module, imports: dict[str, tuple[str, str, int]]) -> tuple[tuple[str, str], ...]:
+    """(method, keyword or position) of each ``obj.method(...)`` call handed the DDP wrapper the module
+    builds: a name or attribute bound to ``DDP(...)``, or a property returning one (``self.model``).
+    Calls on ``self``/``cls`` (the module's own methods) and on imported names (``torch.save``) are
+    left out: they do not run another project file's code through an object."""
+    wrapped: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _last(node.value.func) in _DDP:
+            wrapped.update(name for t in node.targets if (name := ast_dotted(t)) is not None)
+    if not wrapped:
+        return ()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for member in node.body:
+                if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                        _last(d) == "property" for d in member.decorator_list) and any(
+                        isinstance(r, ast.Return) and r.value is not None and ast_dotted(r.value) in wrapped
+                        for r in _own_nodes(member)):
+                    wrapped.add(f"self.{member.name}")
+    found: set[tuple[str, str]] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        owner = ast_dotted(node.func.value)
+        if owner is None or owner in ("self", "cls") or owner.split(".", 1)[0] in imports:
+            continue
+        found.update((node.func.attr, str(i)) for i, a in enumerate(node.args) if ast_dotted(a) in wrapped)
+        found.update((node.func.attr, k.arg) for k in node.keywords if k.arg and ast_dotted(k.value) in wrapped)
+    return tuple(sorted(found))
 
 
 def _with_effects(tree: ast.Module, source: str) -> set[ast.AST]:

@@ -30,8 +30,9 @@ _MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _SKIP_DIRS = {".git", ".hg", ".tox", ".nox", ".venv", "venv", "env", "node_modules", "__pycache__", "site-packages",
               "build", "dist", ".eggs"}
 _DDP_CALL = re.compile(rb"(DistributedDataParallel|DDP)\s*\(")  # a wrap being built, not an isinstance() test
+_DEFINES = re.compile(rb"\b(?:def|class)\s+(?=(\w+))")
 _MAX_BYTES = 2_000_000
-_FORMAT = 6
+_FORMAT = 7
 _KEEP_TEXTS = 64
 # Parsed modules kept for more of their names (a loop calls one imported function, then another;
 # the next file imports others), up to this much source text (their trees take ~35 bytes a character).
@@ -69,8 +70,10 @@ class ProjectIndex:
         self._directories: dict[str, Path] = {}  # an importer -> its real directory
         self._listings: dict[str, frozenset[str]] = {}
         self._texts: dict[Path, bytes] = {}
+        self._defines: dict[Path, frozenset[bytes]] = {}  # the words a `def`/`class` of each file's text names
         self._decoded: dict[str, tuple[object, ModuleFacts]] = {}  # rel path -> (its entry's facts, decoded)
         self.ddp_imports: list[tuple[str, Path]] | None = None  # see loopcheck.project._ddp_imports
+        self.ddp_passes: list[tuple[str, str, str]] | None = None  # see loopcheck.project._ddp_passes
 
     # -- modules ---------------------------------------------------------------------------
     def facts(self, path: Path, functions: bool = True, tree: ast.Module | None = None,
@@ -123,7 +126,13 @@ class ProjectIndex:
     def may_define(self, path: Path, name: str) -> bool:
         """Whether the text of ``path`` holds ``def name`` or ``class name``: a module that does not
         cannot give facts for ``name`` (read in a thousandth of the time of parsing it)."""
-        return re.search(rb"\b(?:def|class)\s+" + re.escape(name.encode()) + rb"\b", self._text(path)) is not None
+        if not name.isascii():  # `\w` of a bytes pattern is ASCII: the token list cannot hold it
+            return re.search(rb"\b(?:def|class)\s+" + re.escape(name.encode()) + rb"\b", self._text(path)) is not None
+        names = self._defines.get(path)
+        if names is None:
+            # every word after a `def`/`class` (the lookahead lets `class def x` yield both words)
+            names = self._defines[path] = frozenset(_DEFINES.findall(self._text(path)))
+        return name.encode() in names
 
     def defined(self, path: Path) -> set[str]:
         """The names the ``def`` statements in the text of ``path`` define (at any depth)."""
