@@ -146,3 +146,30 @@ def test_workers_do_not_outlive_a_killed_parent(project: Path) -> None:
         time.sleep(0.1)
     assert not any(Path(f"/proc/{child}/status").exists() and "zombie" not in
                    Path(f"/proc/{child}/status").read_text() for child in children)
+
+
+class _Cycle:
+    pass
+
+
+_kept: list[object] = []
+
+
+def _cycles(n: int) -> bool:
+    """Job ``n``: ``n`` objects left in reference cycles (only the collector frees them); the first
+    job also keeps a weak reference to one of them. Whether that one has been freed."""
+    import weakref
+
+    for _ in range(n):
+        cycle = _Cycle()
+        cycle.me = cycle  # type: ignore[attr-defined]
+    if not _kept:
+        _kept.append(weakref.ref(cycle))
+    return _kept[0]() is None
+
+
+@needs_fork
+def test_a_worker_frees_the_garbage_of_its_jobs() -> None:
+    """Garbage cycles left by jobs are collected between jobs once enough has built up."""
+    freed = dict(workers.run(_cycles, [workers._GARBAGE_MARK + 1, 1], workers=1, time_limit_s=30.0))
+    assert freed == {0: False, 1: True}
