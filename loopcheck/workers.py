@@ -83,7 +83,6 @@ def _collect_between_jobs() -> None:
     (about a third of a worker's time on 46 ML repositories) to free the few reference cycles a job
     leaves. The imports are frozen (never walked again), and garbage is collected between jobs once
     enough has built up; the collector still runs within a job that allocates far more."""
-    gc.collect()
     gc.freeze()
     gc.set_threshold(4 * _GARBAGE_MARK)
 
