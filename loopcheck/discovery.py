@@ -49,41 +49,59 @@ def compile_patterns(patterns: list[str]) -> PathSpec:
 
 
 class _Filter:
+    """What to skip: default-excluded directories, exclude patterns and ``.gitignore`` files. Paths
+    are handled as strings: building ``Path`` objects for each of 10,000 files costs more than the
+    tests."""
+
     def __init__(self, root: Path, exclude: list[str]) -> None:
-        self.root = root.absolute()
+        self.root = str(root.absolute())
+        self.root_prefix = self.root if self.root.endswith(os.sep) else self.root + os.sep
         self.exclude = compile_patterns(exclude) if exclude else None
-        self.gitignores: list[tuple[Path, PathSpec]] = []
+        self.gitignores: list[_Gitignore] = []  # every one read: for files given by name
 
     def skip(self, path: Path, is_dir: bool) -> bool:
-        absolute = path.absolute()
-        try:
-            relative = absolute.relative_to(self.root)
-        except ValueError:
-            relative = Path(path.name)
-        if any(part in DEFAULT_EXCLUDE for part in relative.parts[:-1] if not is_dir) or (
-                is_dir and path.name in DEFAULT_EXCLUDE):
+        """A file given by name (or a directory): tested against every ``.gitignore`` read so far."""
+        absolute = str(path.absolute())
+        return self.skips(absolute, path.name, is_dir, self.gitignores)
+
+    def skips(self, absolute: str, name: str, is_dir: bool, gitignores: list[_Gitignore]) -> bool:
+        """Whether to skip the file or directory at ``absolute`` (its last part ``name``), given
+        the ``gitignores`` that may apply to it."""
+        if is_dir and name in DEFAULT_EXCLUDE:
+            return True
+        relative = absolute[len(self.root_prefix):] if absolute.startswith(self.root_prefix) else None
+        if relative is not None and os.sep != "/":
+            relative = relative.replace(os.sep, "/")
+        if not is_dir and relative is not None and any(part in DEFAULT_EXCLUDE for part in relative.split("/")[:-1]):
             return True
         suffix = "/" if is_dir else ""
-        if self.exclude is not None and (self.exclude.match_file(relative.as_posix() + suffix)
-                                         or self.exclude.match_file(path.name + suffix)):
+        if self.exclude is not None and ((relative is not None and self.exclude.match_file(relative + suffix))
+                                         or self.exclude.match_file(name + suffix)):
             return True
-        for base, spec in self.gitignores:
-            try:
-                inside = absolute.relative_to(base).as_posix()
-            except ValueError:
-                continue
-            if spec.match_file(inside + suffix):
-                return True
+        for base, spec in gitignores:
+            if absolute.startswith(base):
+                inside = absolute[len(base):]
+                if spec.match_file((inside.replace(os.sep, "/") if os.sep != "/" else inside) + suffix):
+                    return True
         return False
 
-    def read_gitignore(self, directory: Path) -> None:
-        file = directory / ".gitignore"
-        if file.is_file():
-            try:
-                lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
-            except OSError:
-                return
-            self.gitignores.append((directory.absolute(), compile_patterns(lines)))
+    def read_gitignore(self, directory: str) -> _Gitignore | None:
+        """The ``.gitignore`` of ``directory`` (an absolute path), if it has one."""
+        file = os.path.join(directory, ".gitignore")
+        if not os.path.isfile(file):
+            return None
+        try:
+            with open(file, encoding="utf-8", errors="replace") as lines:
+                spec = compile_patterns(lines.read().splitlines())
+        except OSError:
+            return None
+        read = (directory if directory.endswith(os.sep) else directory + os.sep, spec)
+        self.gitignores.append(read)
+        return read
+
+
+# A directory (absolute, ending in a separator) and its .gitignore's patterns.
+_Gitignore = tuple[str, "PathSpec"]
 
 
 def discover(paths: list[Path], root: Path, exclude: list[str], respect_gitignore: bool = True) -> Discovered:
@@ -113,16 +131,32 @@ def discover(paths: list[Path], root: Path, exclude: list[str], respect_gitignor
 
 
 def _walk(top: Path, filter_: _Filter, respect_gitignore: bool) -> Iterator[Path]:
+    """The Python files under ``top``. A ``.gitignore`` applies to the directory it is in and
+    everything below it, so each directory is tested against those of its ancestors only (up to
+    the repository root above ``top``), not those of its siblings."""
+    top_absolute = str(top.absolute())
+    # those of another walked path that hold this one still apply
+    gitignores = [read for read in filter_.gitignores if (top_absolute + os.sep).startswith(read[0])]
     if respect_gitignore:  # .gitignore files above the walked directory, up to the repository root
-        for parent in [top.absolute(), *top.absolute().parents]:
-            filter_.read_gitignore(parent)
-            if (parent / ".git").exists():
+        parent = top_absolute
+        while True:
+            read = filter_.read_gitignore(parent)
+            if read is not None:
+                gitignores.append(read)
+            if os.path.exists(os.path.join(parent, ".git")):
                 break
-    stack = [top]
+            up = os.path.dirname(parent)
+            if up == parent:
+                break
+            parent = up
+    # (path, its absolute path, the .gitignores of it and its ancestors)
+    stack = [(top, top_absolute, gitignores)]
     while stack:  # depth first, files before subdirectories, each level in name order
-        current = stack.pop()
+        current, absolute, gitignores = stack.pop()
         if respect_gitignore and current != top:
-            filter_.read_gitignore(current)
+            read = filter_.read_gitignore(absolute)
+            if read is not None:
+                gitignores = [*gitignores, read]
         try:
             with os.scandir(current) as entries:
                 listing = sorted(entries, key=lambda e: e.name)
@@ -137,7 +171,8 @@ def _walk(top: Path, filter_: _Filter, respect_gitignore: bool) -> Iterator[Path
             except OSError:
                 continue
             if is_dir:
-                subdirectories.append(current / entry.name)
-            elif is_python and not filter_.skip(current / entry.name, False):
+                subdirectories.append(entry.name)
+            elif is_python and not filter_.skips(os.path.join(absolute, entry.name), entry.name, False, gitignores):
                 yield current / entry.name
-        stack.extend(reversed([d for d in subdirectories if not filter_.skip(d, True)]))
+        stack.extend(reversed([(current / name, path, gitignores) for name in subdirectories
+                               if not filter_.skips(path := os.path.join(absolute, name), name, True, gitignores)]))

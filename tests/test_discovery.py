@@ -1,0 +1,52 @@
+"""Which files discovery finds: .gitignore files apply to their own directory and below only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from loopcheck.discovery import discover
+
+
+def _tree(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def _found(top: Path, root: Path, exclude: list[str] | None = None) -> list[str]:
+    return sorted(f.absolute().relative_to(root).as_posix()
+                  for f in discover([top], root, exclude or [], True).files)
+
+
+def test_a_siblings_gitignore_does_not_apply(tmp_path: Path) -> None:
+    _tree(tmp_path, {".git/HEAD": "", "a/.gitignore": "gen.py\nout/\n", "a/gen.py": "", "a/out/x.py": "",
+                     "b/gen.py": "", "b/out/x.py": "", "b/keep.py": ""})
+    assert _found(tmp_path, tmp_path) == ["b/gen.py", "b/keep.py", "b/out/x.py"]
+
+
+def test_a_parents_gitignore_applies_below_it(tmp_path: Path) -> None:
+    _tree(tmp_path, {".git/HEAD": "", ".gitignore": "gen.py\n/top_only.py\n", "gen.py": "", "top_only.py": "",
+                     "pkg/gen.py": "", "pkg/top_only.py": "", "pkg/deep/gen.py": "", "pkg/deep/ok.py": ""})
+    assert _found(tmp_path, tmp_path) == ["pkg/deep/ok.py", "pkg/top_only.py"]
+    # walking a subdirectory still reads the .gitignore files above it, up to the repository root
+    assert _found(tmp_path / "pkg", tmp_path) == ["pkg/deep/ok.py", "pkg/top_only.py"]
+
+
+def test_gitignores_above_the_repository_root_do_not_apply(tmp_path: Path) -> None:
+    _tree(tmp_path, {".gitignore": "*.py\n", "repo/.git/HEAD": "", "repo/x.py": ""})
+    assert _found(tmp_path / "repo", tmp_path) == ["repo/x.py"]
+
+
+def test_nested_gitignores_and_excludes_combine(tmp_path: Path) -> None:
+    _tree(tmp_path, {".git/HEAD": "", ".gitignore": "*_gen.py\n", "src/.gitignore": "legacy/\n",
+                     "src/a_gen.py": "", "src/legacy/old.py": "", "src/new.py": "", "src/sub/b_gen.py": "",
+                     "src/sub/legacy/c.py": "", "tests/t.py": "", "venv/lib.py": "", "other/legacy/d.py": ""})
+    assert _found(tmp_path, tmp_path) == ["other/legacy/d.py", "src/new.py", "tests/t.py"]
+    assert _found(tmp_path, tmp_path, ["tests/"]) == ["other/legacy/d.py", "src/new.py"]
+
+
+def test_a_file_given_by_name_is_checked_unless_excluded(tmp_path: Path) -> None:
+    _tree(tmp_path, {".git/HEAD": "", ".gitignore": "gen.py\n", "gen.py": "", "skip_me.py": ""})
+    assert _found(tmp_path / "gen.py", tmp_path) == ["gen.py"]
+    assert _found(tmp_path / "skip_me.py", tmp_path, ["skip_me.py"]) == []
