@@ -363,6 +363,8 @@ def _ignored(file: Path, root: Path, per_file: list[tuple[PathSpec, frozenset[st
 
 
 def _display(file: Path) -> str:
+    if not file.is_absolute():  # what it is relative to the working directory (the common case: cheap)
+        return file.as_posix()
     try:
         return file.absolute().relative_to(Path.cwd()).as_posix()
     except ValueError:
