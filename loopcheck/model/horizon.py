@@ -47,9 +47,9 @@ def horizon_expr(call: cst.Call, index: Index) -> cst.CSTNode | None:
         args = positional(call)
         fn = args[1] if len(args) > 1 else keyword(call, "lr_lambda")
         if isinstance(fn, cst.Lambda):
-            return fn.body
+            return _beyond_parameters(fn.body, fn.params)
         defs = index.functions.get(fn.value, []) if isinstance(fn, cst.Name) else []
-        return defs[0].body if len(defs) == 1 else None
+        return _beyond_parameters(defs[0].body, defs[0].params) if len(defs) == 1 else None
     if name == "OneCycleLR" and keyword(call, "total_steps") is None:
         epochs, per_epoch = keyword(call, "epochs"), keyword(call, "steps_per_epoch")
         if epochs is not None and per_epoch is not None:
@@ -68,6 +68,10 @@ def horizon_expr(call: cst.Call, index: Index) -> cst.CSTNode | None:
 
 def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0) -> Unit | None:
     """The unit ``expr`` counts in, or None where the file does not make it certain."""
+    scaled = _times_accumulation(expr)
+    if scaled is not None:
+        # optimizer steps times the accumulation count are micro-batches (`max_train_steps * grad_accum`)
+        return Unit.BATCHES if unit_of(scaled, index, depth) is Unit.UPDATES else None
     found: set[Unit] = set()
     divided_by_accum = False
     for node in walk(expr):
@@ -84,10 +88,8 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0) -> Unit | None:
             found.add(Unit.UPDATES)
         elif _BATCHES.search(short):
             found.add(Unit.BATCHES)
-        elif depth < 3 and len(values := index.values.get(short, [])) == 1 and "." not in name:
-            sub = unit_of(values[0], index, depth + 1)
-            if sub is not None:
-                found.add(sub)
+        elif depth < 3 and (sub := _assigned_unit(name, index, depth)) is not None:
+            found.add(sub)
     if divided_by_accum and Unit.BATCHES in found:
         found.discard(Unit.BATCHES)
         found.add(Unit.UPDATES)
@@ -96,3 +98,32 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0) -> Unit | None:
     if len(found) == 1:
         return found.pop()
     return None
+
+
+def _assigned_unit(name: str, index: Index, depth: int) -> Unit | None:
+    """The unit of what the file assigns to ``name``: its one value, or for an attribute
+    (``args.max_train_steps = epochs * num_update_steps_per_epoch``, assigned once per branch) the
+    unit every value it is given agrees on."""
+    values = index.values.get(last_part(name), [])
+    if "." not in name:
+        return unit_of(values[0], index, depth + 1) if len(values) == 1 else None
+    units = {unit_of(v, index, depth + 1) for v in values}
+    return units.pop() if len(units) == 1 else None
+
+
+def _times_accumulation(expr: cst.CSTNode) -> cst.BaseExpression | None:
+    """The other factor of ``x * accumulation_count`` (either order), or None."""
+    if not isinstance(expr, cst.BinaryOperation) or not isinstance(expr.operator, cst.Multiply):
+        return None
+    for count, other in ((expr.right, expr.left), (expr.left, expr.right)):
+        names = names_in(count)
+        if names and all(ACCUMULATION_NAME.search(last_part(n)) for n in names):
+            return other
+    return None
+
+
+def _beyond_parameters(body: cst.CSTNode, params: cst.Parameters) -> cst.CSTNode | None:
+    """A schedule function's body, where it names more than its own parameters: ``lambda epoch:
+    epoch ** 0.65`` has no horizon, its ``epoch`` is the step count the scheduler passes in."""
+    own = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    return body if any(last_part(n) not in own and n.split(".")[0] not in own for n in names_in(body)) else None

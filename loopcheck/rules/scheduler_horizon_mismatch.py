@@ -5,9 +5,12 @@ stepping, batches against per-epoch stepping, micro-batches against per-update s
 
 The horizon's unit is read from what the file shows: `len(train_loader)` and names such as
 `steps_per_epoch` or `epoch_length` count batches, a division by the accumulation count makes
-optimizer steps, a name that says only `epochs` counts epochs, and the bound of the training loop
-counts that loop's iterations. The stepping's unit comes from the loop's shape: every batch, every
-N-th micro-batch, or once per epoch (also from some epoch on, `if epoch >= warmup_epochs:`). It is
+optimizer steps, a multiplication by it makes micro-batches again (`max_train_steps *
+gradient_accumulation_steps`), a name that says only `epochs` counts epochs, and the bound of the
+training loop counts that loop's iterations. The stepping's unit comes from the loop's shape: every
+batch, every N-th micro-batch, once per epoch (also from some epoch on, `if epoch >= warmup_epochs:`),
+or, inside `with accelerator.accumulate(model):`, once per optimizer step for a scheduler handed to
+`accelerator.prepare` (Accelerate steps it only when the optimizer steps). It is
 silent where the file does not settle both: a scheduler or horizon built in another module, a
 `scheduler.step(...)` with arguments, a step under a configuration flag, and an accumulation count
 that is 1 as the file ships it (a batch is then an optimizer step).
@@ -16,7 +19,9 @@ that is 1 as the file ships it (a batch is then an optimizer step).
 A cosine schedule with `T_max=epochs` stepped every batch completes a full cycle every few
 hundred batches; one with `T_max=epochs * len(loader)` stepped once per epoch barely moves. Under
 accumulation, a horizon of `len(loader) * epochs` stepped once per optimizer update reaches only
-1/N of its schedule. The job runs to the end with the wrong learning rate.
+1/N of its schedule; so does a prepared Accelerate scheduler given `max_train_steps *
+gradient_accumulation_steps`, or `len(train_dataloader) * epochs`, under `accumulate()`. The job runs
+to the end with the wrong learning rate.
 
 A horizon that is the bound of the training loop itself (`T_max=max_iters` with
 `for it in range(max_iters)`) counts that loop's iterations: micro-batches under accumulation.
@@ -36,6 +41,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import Event, FileModel, Kind, Loop, Role, Style, TrainingLoop
+from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.model.guards import GuardKind
 from loopcheck.model.horizon import Unit, horizon_expr, unit_of
 from loopcheck.model.syntax import func_name, last_part, names_in, positional, same, source
@@ -104,6 +110,22 @@ for epoch in range(args.epochs):
     if epoch >= args.warmup_epochs:
         scheduler.step()
 """,
+        """
+accelerator = Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps)
+num_update_steps_per_epoch = math.ceil(len(train_dataloader) / args.gradient_accumulation_steps)
+if args.max_train_steps is None:
+    args.max_train_steps = args.num_train_epochs * num_update_steps_per_epoch
+lr_scheduler = get_scheduler(args.lr_scheduler, optimizer=optimizer, num_warmup_steps=args.lr_warmup_steps,
+                             num_training_steps=args.max_train_steps * accelerator.num_processes)
+model, optimizer, train_dataloader, lr_scheduler = accelerator.prepare(model, optimizer, train_dataloader, lr_scheduler)
+for epoch in range(args.num_train_epochs):
+    for batch in train_dataloader:
+        with accelerator.accumulate(model):
+            accelerator.backward(model(**batch).loss)
+            optimizer.step()
+            lr_scheduler.step()
+            optimizer.zero_grad()
+""",
     ]
     INVALID = [
         """
@@ -146,15 +168,33 @@ for epoch in range(args.epochs):
     if epoch >= args.warmup_epochs:
         scheduler.step()  # LC303
 """,
+        """
+accelerator = Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps)
+num_update_steps_per_epoch = math.ceil(len(train_dataloader) / args.gradient_accumulation_steps)
+if args.max_train_steps is None:
+    args.max_train_steps = args.num_train_epochs * num_update_steps_per_epoch
+lr_scheduler = get_scheduler(args.lr_scheduler, optimizer=optimizer, num_warmup_steps=args.lr_warmup_steps,
+                             num_training_steps=args.max_train_steps * args.gradient_accumulation_steps)
+model, optimizer, train_dataloader, lr_scheduler = accelerator.prepare(model, optimizer, train_dataloader, lr_scheduler)
+for epoch in range(args.num_train_epochs):
+    for batch in train_dataloader:
+        with accelerator.accumulate(model):
+            accelerator.backward(model(**batch).loss)
+            optimizer.step()
+            lr_scheduler.step()  # LC303
+            optimizer.zero_grad()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
         for training in model.training_loops:
-            if training.style not in (Style.PLAIN, Style.GUARDED, Style.MICRO_LOOP):
+            if training.style not in (Style.PLAIN, Style.GUARDED, Style.MICRO_LOOP, Style.ACCELERATE):
                 continue
-            # an accumulation count of 1 as shipped makes a batch an update
-            accumulates = training.accumulates and not accumulation_gates_nothing(training, model.index)
-            for scheduler, stepped in _stepping_units(training):
+            # an accumulation count of 1 as shipped makes a batch an update; so does an Accelerate loop
+            # whose Accelerator is given no accumulation count
+            accumulates = training.accumulates and not accumulation_gates_nothing(training, model.index) and (
+                training.style is not Style.ACCELERATE or accumulation_setting(model) is not None)
+            for scheduler, stepped in _stepping_units(training, model):
                 if scheduler.has_args or _under_flag(training, scheduler):
                     continue
                 calls = model.roles.constructors(scheduler.receiver, Role.SCHEDULER)
@@ -200,8 +240,15 @@ def _under_flag(training: TrainingLoop, scheduler: Event) -> bool:
 _ONE = {Unit.BATCHES: "batch", Unit.UPDATES: "optimizer step", Unit.EPOCHS: "epoch"}
 
 
-def _stepping_units(training: TrainingLoop) -> Iterator[tuple[Event, Unit]]:
+def _stepping_units(training: TrainingLoop, model: FileModel) -> Iterator[tuple[Event, Unit]]:
     """Each scheduler step of the nest with the unit it advances in."""
+    if training.style is Style.ACCELERATE:
+        # a scheduler handed to `accelerator.prepare` steps only when `accumulate()` lets the optimizer
+        # step (accelerate's AcceleratedScheduler checks sync_gradients); an unprepared one every call
+        for scheduler in training.events(Kind.SCHEDULER_STEP):
+            if training.guard(scheduler).always and scheduler.in_context("accumulate"):
+                yield scheduler, Unit.UPDATES if model.roles.is_prepared(scheduler.receiver) else Unit.BATCHES
+        return
     if training.style is Style.MICRO_LOOP:
         for scheduler in training.step_loop.events(Kind.SCHEDULER_STEP):
             if training.guard(scheduler).always:
