@@ -70,8 +70,9 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0) -> Unit | None:
     """The unit ``expr`` counts in, or None where the file does not make it certain."""
     scaled = _times_accumulation(expr)
     if scaled is not None:
-        # optimizer steps times the accumulation count are micro-batches (`max_train_steps * grad_accum`)
-        return Unit.BATCHES if unit_of(scaled, index, depth) is Unit.UPDATES else None
+        # a count times the accumulation count is micro-batches (`max_train_steps * grad_accum`): the
+        # factor counts optimizer steps, whether or not the file shows where it comes from
+        return Unit.BATCHES if unit_of(scaled, index, depth) in (Unit.UPDATES, None) else None
     found: set[Unit] = set()
     divided_by_accum = False
     for node in walk(expr):

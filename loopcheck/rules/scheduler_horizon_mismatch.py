@@ -10,7 +10,7 @@ gradient_accumulation_steps`), a name that says only `epochs` counts epochs, and
 training loop counts that loop's iterations. The stepping's unit comes from the loop's shape: every
 batch, every N-th micro-batch, once per epoch (also from some epoch on, `if epoch >= warmup_epochs:`),
 or, inside `with accelerator.accumulate(model):`, once per optimizer step for a scheduler handed to
-`accelerator.prepare` (Accelerate steps it only when the optimizer steps). It is
+`accelerator.prepare` (Accelerate 0.16 and later step it only when the optimizer steps). It is
 silent where the file does not settle both: a scheduler or horizon built in another module, a
 `scheduler.step(...)` with arguments, a step under a configuration flag, and an accumulation count
 that is 1 as the file ships it (a batch is then an optimizer step).
