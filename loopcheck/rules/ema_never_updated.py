@@ -1,6 +1,8 @@
 """## What it does
 Checks for an EMA / averaged model (`AveragedModel`, timm `ModelEma*`, `ema_pytorch.EMA`,
-`torch_ema.ExponentialMovingAverage`) that a training file creates but never updates.
+`torch_ema.ExponentialMovingAverage`) that a training file creates but never updates. One
+constructed with a decay of 0 (`EMA(0)`) copies the weights on every update: it is a store for them
+(a backup while the averaged weights are evaluated), not an average, and is left alone.
 
 ## Why is this bad?
 The EMA keeps the weights it was created with. It is often what gets evaluated and saved as
@@ -15,9 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from loopcheck.model import FileModel, Kind, Role
 from loopcheck.model.roles import role_of_constructor
-from loopcheck.model.syntax import dotted, func_name, last_part
+from loopcheck.model.syntax import dotted, func_name, keyword, last_part
 from loopcheck.rules._base import Rule, Violation
 
 _UPDATES = {"update", "update_parameters", "step", "update_model_average", "update_ema", "ema_update", "apply"}
@@ -40,6 +44,22 @@ def _only_read_by_helpers(model: FileModel, name: str) -> bool:
             if param is None or model.index.methods_in.get(fns[0], {}).get(param, set()) & _UPDATES:
                 return False
     return True
+
+
+def _copies_the_weights(call: cst.Call) -> bool:
+    """A decay of 0 (``EMA(0)``, ``decay=0``): each update copies the weights, so the object is a
+    store for them (a backup while averaged weights are evaluated), not an average."""
+    first = call.args[0] if call.args else None
+    decay = keyword(call, "decay") or keyword(call, "beta")
+    if decay is None and first is not None and first.keyword is None:
+        decay = first.value  # only a literal can settle it: a model or parameters come first elsewhere
+    return decay is not None and _is_zero(decay)
+
+
+def _is_zero(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.Integer):
+        return int(expr.value, 0) == 0
+    return isinstance(expr, cst.Float) and float(expr.value) == 0.0
 
 
 class EmaNeverUpdated(Rule):
@@ -114,7 +134,7 @@ class Trainer:
         for name, calls in model.roles.constructed.items():
             # the constructor first: the checks below walk every call of the file, for each name
             ema = next((c for c in calls if role_of_constructor(func_name(c) or "") is Role.EMA), None)
-            if ema is None:
+            if ema is None or _copies_the_weights(ema):
                 continue
             methods = model.index.methods_called.get(name, set())
             if name in updated or methods & _UPDATES or any(m.startswith("update") for m in methods):
