@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from loopcheck.model.syntax import dotted, func_name, last_part
+from loopcheck.model.syntax import dotted, func_name, is_zero, last_part
 from loopcheck.project.facts import ast_dotted
 
 if TYPE_CHECKING:
@@ -95,12 +95,8 @@ def _unmoved(call: cst.Call) -> cst.Call:
 
 
 def _adds_dropout(model: FileModel) -> bool:
-    return any(arg.keyword is not None and "dropout" in arg.keyword.value.lower() and not _zero_cst(arg.value)
+    return any(arg.keyword is not None and "dropout" in arg.keyword.value.lower() and not is_zero(arg.value)
                for call in model.index.calls for arg in call.args)
-
-
-def _zero_cst(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, (cst.Integer, cst.Float)) and expr.evaluated_value == 0
 
 
 class _Checker:

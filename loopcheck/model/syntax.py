@@ -196,6 +196,11 @@ def int_value(expr: cst.BaseExpression | None) -> int | None:
     return None
 
 
+def is_zero(expr: cst.BaseExpression) -> bool:
+    """A literal 0 (``0``, ``0.0``, ``0x0``)."""
+    return isinstance(expr, (cst.Integer, cst.Float)) and expr.evaluated_value == 0
+
+
 def same(a: cst.CSTNode | None, b: cst.CSTNode | None) -> bool:
     """Structural equality of two expressions, ignoring whitespace and parentheses."""
     if a is None or b is None:

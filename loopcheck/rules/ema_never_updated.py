@@ -21,7 +21,7 @@ import libcst as cst
 
 from loopcheck.model import FileModel, Kind, Role
 from loopcheck.model.roles import role_of_constructor
-from loopcheck.model.syntax import dotted, func_name, keyword, last_part
+from loopcheck.model.syntax import dotted, func_name, is_zero, keyword, last_part
 from loopcheck.rules._base import Rule, Violation
 
 _UPDATES = {"update", "update_parameters", "step", "update_model_average", "update_ema", "ema_update", "apply"}
@@ -53,13 +53,7 @@ def _copies_the_weights(call: cst.Call) -> bool:
     decay = keyword(call, "decay") or keyword(call, "beta")
     if decay is None and first is not None and first.keyword is None:
         decay = first.value  # only a literal can settle it: a model or parameters come first elsewhere
-    return decay is not None and _is_zero(decay)
-
-
-def _is_zero(expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, cst.Integer):
-        return int(expr.value, 0) == 0
-    return isinstance(expr, cst.Float) and float(expr.value) == 0.0
+    return decay is not None and is_zero(decay)
 
 
 class EmaNeverUpdated(Rule):
