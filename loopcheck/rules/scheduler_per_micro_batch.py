@@ -6,8 +6,11 @@ gradient-accumulation loop.
 The schedule is meant to advance once per optimizer update. Stepped per micro-batch it runs N
 times too fast: warmup ends after 1/N of its length and a cosine or linear decay reaches its
 minimum after 1/N of training. Not flagged: Accelerate's prepared scheduler inside
-`accelerator.accumulate()` (it gates itself) and a schedule whose horizon is visibly counted in
-micro-batches (`total_steps=epochs * len(loader)`). A scheduler that the file leaves out of
+`accelerator.accumulate()` (it gates itself), a schedule whose horizon is visibly counted in
+micro-batches (`total_steps=epochs * len(loader)`) or cannot be read, and a scheduler built
+nowhere in the file (a parameter, a factory's list) where no scheduler the file builds shows a
+horizon in optimizer steps: stepping per micro-batch is right when the horizon counts
+micro-batches, and nothing shows which it counts. A scheduler that the file leaves out of
 `accelerator.prepare(...)` is not gated and is flagged.
 
 ## Fix
@@ -23,12 +26,21 @@ import libcst as cst
 from loopcheck.fixes import move_to_step
 from loopcheck.model import FileModel, Kind, Role, Style
 from loopcheck.model.horizon import Unit, horizon_expr, unit_of
+from loopcheck.model.roles import role_of_constructor
+from loopcheck.model.syntax import func_name
 from loopcheck.rules._base import Rule, Violation
 
 
 def _unprepared(model: FileModel, name: str | None) -> bool:
     """The file prepares its objects with Accelerate, but not this scheduler: nothing gates it."""
     return bool(model.roles.prepared) and not model.roles.is_prepared(name)
+
+
+def _built_in_file(model: FileModel) -> list[cst.Call]:
+    """Every scheduler the file builds, for a stepped name that is built nowhere in it (a parameter, a
+    loop over a list of schedulers): all of them must show a horizon in optimizer steps to flag it."""
+    return [call for calls in model.roles.constructed.values() for call in calls
+            if role_of_constructor(func_name(call) or "") is Role.SCHEDULER]
 
 
 class SchedulerPerMicroBatch(Rule):
@@ -57,9 +69,20 @@ for epoch in range(epochs):
             optimizer.zero_grad()
         scheduler.step()
 """,
+        """
+def train_one_epoch(model, loader, optimizer, scheduler, accum):
+    for i, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y) / accum
+        loss.backward()
+        if (i + 1) % accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+        scheduler.step()
+""",
     ]
     INVALID = [
         """
+scheduler = get_linear_schedule_with_warmup(optimizer, 100, epochs * math.ceil(len(loader) / accum))
 for i, (x, y) in enumerate(loader):
     loss = criterion(model(x), y) / accum
     loss.backward()
@@ -102,14 +125,17 @@ for i, (x, y) in enumerate(loader):
                     continue  # `step(cur_epoch, cur_step=i)` sets the LR for a position: it does not tick
                 if training.style is Style.ACCELERATE and not _unprepared(model, scheduler.receiver):
                     continue  # a prepared scheduler only steps when the optimizer does
-                horizons = [horizon_expr(c, model.index) for c in
-                            model.roles.constructors(scheduler.receiver, Role.SCHEDULER)]
-                units = [unit_of(h, model.index) if h is not None else None for h in horizons]
+                own = model.roles.constructors(scheduler.receiver, Role.SCHEDULER)
+                calls = own or _built_in_file(model)
+                if not calls:
+                    continue  # built elsewhere (a factory, a caller in another file): nothing shows its unit
                 # a literal horizon (`T_max=100`) is a number of scheduler steps fixed by hand, not a count
                 # of micro-batches derived from the data: stepping it N times per update ends it N times early
-                literal = any(isinstance(h, cst.Integer) for h in horizons)
-                if units and not literal and not any(u in (Unit.UPDATES, Unit.EPOCHS) for u in units):
-                    continue  # built here with a horizon in micro-batches, or one we cannot read: no guess
+                per_update = [isinstance(h, cst.Integer) or (h is not None and unit_of(h, model.index) in
+                                                             (Unit.UPDATES, Unit.EPOCHS))
+                              for h in (horizon_expr(c, model.index) for c in calls)]
+                if not (any(per_update) if own else all(per_update)):
+                    continue  # a horizon in micro-batches, or one we cannot read: no guess
                 fix = move_to_step(model, training, scheduler, "move the scheduler step after the optimizer step")
                 yield self.at(scheduler, f"`{scheduler.receiver}.step()` runs on every micro-batch but the optimizer "
                                          "steps every N: the schedule advances N times too fast", fix)
