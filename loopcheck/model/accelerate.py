@@ -5,6 +5,10 @@
 - ``accumulate(model)`` decides ``sync_gradients`` and enters ``model.no_sync()`` on the other
   micro-batches; outside it ``sync_gradients`` stays True, so prepared optimizers, schedulers and
   ``zero_grad()`` act on every call and every backward all-reduces.
+- a scheduler handed to ``prepare`` becomes an ``AcceleratedScheduler`` whose ``step()`` does nothing
+  while ``sync_gradients`` is False (Accelerate 0.16 and later), unless the Accelerator is built with
+  ``step_scheduler_with_optimizer=False``; ``sync_gradients`` keeps the value the last ``accumulate()``
+  set, so the gate holds wherever in the loop the scheduler steps.
 - ``accelerator.clip_grad_norm_`` is not gated: it clips whatever ``.grad`` holds when it is called.
 - ``accelerator.prepare(model)`` wraps the model in ``DistributedDataParallel`` under a
   multi-process launch.
@@ -39,6 +43,24 @@ def accumulation_setting(model: FileModel) -> tuple[cst.Arg, cst.Call] | None:
             if arg.keyword is not None and arg.keyword.value in _SETTINGS and int_value(arg.value) != 1:
                 return arg, call
     return None
+
+
+def scheduler_gated(model: FileModel, name: str | None) -> bool | None:
+    """Whether Accelerate advances the scheduler ``name`` only when the optimizer steps: True for one the
+    file hands to ``accelerator.prepare``, False for one it leaves out while preparing other objects (a
+    plain torch scheduler, stepped on every call) or for any under
+    ``Accelerator(step_scheduler_with_optimizer=False)``, None where the file prepares nothing (its
+    objects come prepared from elsewhere, or not at all)."""
+    for call in accelerator_calls(model):
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "step_scheduler_with_optimizer":
+                if isinstance(arg.value, cst.Name) and arg.value.value == "False":
+                    return False
+                if not (isinstance(arg.value, cst.Name) and arg.value.value == "True"):
+                    return None  # set by configuration
+    if model.roles.is_prepared(name):
+        return True
+    return False if model.roles.prepared else None
 
 
 def prepared_modules(model: FileModel, trained: set[str]) -> list[cst.Call]:

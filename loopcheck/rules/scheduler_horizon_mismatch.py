@@ -9,8 +9,9 @@ optimizer steps, a multiplication by it makes micro-batches again (`max_train_st
 gradient_accumulation_steps`), a name that says only `epochs` counts epochs, and the bound of the
 training loop counts that loop's iterations. The stepping's unit comes from the loop's shape: every
 batch, every N-th micro-batch, once per epoch (also from some epoch on, `if epoch >= warmup_epochs:`),
-or, inside `with accelerator.accumulate(model):`, once per optimizer step for a scheduler handed to
-`accelerator.prepare` (Accelerate 0.16 and later step it only when the optimizer steps). It is
+or, in a loop that enters `with accelerator.accumulate(model):`, once per optimizer step for a
+scheduler handed to `accelerator.prepare` wherever the loop steps it (Accelerate 0.16 and later step
+it only when the optimizer steps, unless `step_scheduler_with_optimizer=False`). It is
 silent where the file does not settle both: a scheduler or horizon built in another module, a
 `scheduler.step(...)` with arguments, a step under a configuration flag, and an accumulation count
 that is 1 as the file ships it (a batch is then an optimizer step).
@@ -41,7 +42,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import Event, FileModel, Kind, Loop, Role, Style, TrainingLoop
-from loopcheck.model.accelerate import accumulation_setting
+from loopcheck.model.accelerate import accumulation_setting, scheduler_gated
 from loopcheck.model.guards import GuardKind
 from loopcheck.model.horizon import Unit, horizon_expr, unit_of
 from loopcheck.model.syntax import func_name, last_part, names_in, positional, same, source
@@ -237,17 +238,19 @@ def _under_flag(training: TrainingLoop, scheduler: Event) -> bool:
                for c in scheduler.conds)
 
 
-_ONE = {Unit.BATCHES: "batch", Unit.UPDATES: "optimizer step", Unit.EPOCHS: "epoch"}
+_ONE = {Unit.BATCHES: "batch", Unit.UPDATES: "optimizer step", Unit.EPOCHS: "epoch", None: "batch or optimizer step"}
 
 
-def _stepping_units(training: TrainingLoop, model: FileModel) -> Iterator[tuple[Event, Unit]]:
-    """Each scheduler step of the nest with the unit it advances in."""
+def _stepping_units(training: TrainingLoop, model: FileModel) -> Iterator[tuple[Event, Unit | None]]:
+    """Each scheduler step of the nest with the unit it advances in (None: a batch or an optimizer
+    step, whichever Accelerate makes it where the file does not show whether it prepared it)."""
     if training.style is Style.ACCELERATE:
         # a scheduler handed to `accelerator.prepare` steps only when `accumulate()` lets the optimizer
         # step (accelerate's AcceleratedScheduler checks sync_gradients); an unprepared one every call
         for scheduler in training.events(Kind.SCHEDULER_STEP):
-            if training.guard(scheduler).always and scheduler.in_context("accumulate"):
-                yield scheduler, Unit.UPDATES if model.roles.is_prepared(scheduler.receiver) else Unit.BATCHES
+            if training.guard(scheduler).always:
+                gated = scheduler_gated(model, scheduler.receiver)
+                yield scheduler, None if gated is None else Unit.UPDATES if gated else Unit.BATCHES
         return
     if training.style is Style.MICRO_LOOP:
         for scheduler in training.step_loop.events(Kind.SCHEDULER_STEP):
@@ -290,7 +293,9 @@ def _counts_from(test: cst.BaseExpression | None, counter: str) -> bool:
     return isinstance(counted, cst.Name) and counted.value == counter and counter not in names_in(start)
 
 
-def _mismatch(horizon: Unit, stepped: Unit, accumulates: bool) -> bool:
+def _mismatch(horizon: Unit, stepped: Unit | None, accumulates: bool) -> bool:
+    if stepped is None:
+        return all(_mismatch(horizon, unit, accumulates) for unit in (Unit.BATCHES, Unit.UPDATES))
     if horizon is stepped:
         return False
     if not accumulates and {horizon, stepped} == {Unit.BATCHES, Unit.UPDATES}:

@@ -5,8 +5,10 @@ gradient-accumulation loop.
 ## Why is this bad?
 The schedule is meant to advance once per optimizer update. Stepped per micro-batch it runs N
 times too fast: warmup ends after 1/N of its length and a cosine or linear decay reaches its
-minimum after 1/N of training. Not flagged: Accelerate's prepared scheduler inside
-`accelerator.accumulate()` (it gates itself), a schedule whose horizon is visibly counted in
+minimum after 1/N of training. Not flagged: Accelerate's prepared scheduler in a loop that
+enters `accelerator.accumulate()` (it gates itself, unless the Accelerator is built with
+`step_scheduler_with_optimizer=False`), an Accelerate loop whose Accelerator is given no
+accumulation count, a schedule whose horizon is visibly counted in
 micro-batches (`total_steps=epochs * len(loader)`) or cannot be read, and a scheduler built
 nowhere in the file (a parameter, a factory's list) where no scheduler the file builds shows a
 horizon in optimizer steps: stepping per micro-batch is right when the horizon counts
@@ -25,15 +27,11 @@ import libcst as cst
 
 from loopcheck.fixes import move_to_step
 from loopcheck.model import FileModel, Kind, Role, Style
+from loopcheck.model.accelerate import accumulation_setting, scheduler_gated
 from loopcheck.model.horizon import Unit, horizon_expr, unit_of
 from loopcheck.model.roles import role_of_constructor
 from loopcheck.model.syntax import func_name
 from loopcheck.rules._base import Rule, Violation
-
-
-def _unprepared(model: FileModel, name: str | None) -> bool:
-    """The file prepares its objects with Accelerate, but not this scheduler: nothing gates it."""
-    return bool(model.roles.prepared) and not model.roles.is_prepared(name)
 
 
 def _built_in_file(model: FileModel) -> list[cst.Call]:
@@ -92,6 +90,7 @@ for i, (x, y) in enumerate(loader):
     scheduler.step()  # LC301
 """,
         """
+accelerator = Accelerator(gradient_accumulation_steps=gradient_accumulation_steps)
 model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
 max_train_steps = epochs * math.ceil(len(loader) / gradient_accumulation_steps)
 lr_scheduler = get_cosine_schedule_with_warmup(optimizer, 100, max_train_steps)
@@ -123,8 +122,9 @@ for i, (x, y) in enumerate(loader):
             for scheduler in training.events(Kind.SCHEDULER_STEP):
                 if not training.guard(scheduler).always or scheduler.has_args:
                     continue  # `step(cur_epoch, cur_step=i)` sets the LR for a position: it does not tick
-                if training.style is Style.ACCELERATE and not _unprepared(model, scheduler.receiver):
-                    continue  # a prepared scheduler only steps when the optimizer does
+                if training.style is Style.ACCELERATE and (accumulation_setting(model) is None or
+                                                           scheduler_gated(model, scheduler.receiver) is not False):
+                    continue  # a prepared scheduler only steps when the optimizer does; without N both step each batch
                 own = model.roles.constructors(scheduler.receiver, Role.SCHEDULER)
                 calls = own or _built_in_file(model)
                 if not calls:
