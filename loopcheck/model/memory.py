@@ -1,9 +1,12 @@
 """Which values of a training loop carry an autograd graph, read off the training-loop model.
 
-Certain only for the loss that is back-propagated (the very binding handed to ``backward``) and
-for the outputs of the trained model called directly (``logits = model(x)``); anything passed
-through an unknown function is unknown, and ``.item()``, ``.detach()``, ``float()`` or a value
-computed under ``torch.no_grad()`` carry none.
+Certain only for the loss that is back-propagated (the very binding handed to ``backward``), for
+the outputs of the trained model called directly (``logits = model(x)``), for what torch's own
+differentiable functions compute from such a value (``F.l1_loss(out, y)``), and for what a function
+of the same file returns when it is built from them (read with what the call passes in: a helper
+returning ``loss_dict``, an element of ``loss, parts = compute_loss(out, y)``, the values of
+``for name, value in parts.items()``); anything passed through an unknown function is unknown, and
+``.item()``, ``.detach()``, ``float()`` or a value computed under ``torch.no_grad()`` carry none.
 
 >>> import libcst as cst
 >>> from loopcheck.model import build
@@ -23,7 +26,7 @@ from loopcheck.model.events import Assignment, Cond, Kind
 from loopcheck.model.guards import exclusive
 from loopcheck.model.optimizers import parameter_owners
 from loopcheck.model.roles import Role, role_of_constructor
-from loopcheck.model.syntax import dotted, func_name, method, names_in, source, target_names
+from loopcheck.model.syntax import dotted, func_name, method, names_in, own_call_name, positional, source, target_names, walk
 from loopcheck.model.training import TrainingLoop
 
 if TYPE_CHECKING:
@@ -35,6 +38,15 @@ _KEEPING = {"mean", "sum", "clone", "float", "double", "half", "bfloat16", "to",
             "squeeze", "unsqueeze", "contiguous", "flatten"}
 _PLAIN = {"float", "int", "bool", "round", "len", "str"}
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power)
+# torch functions whose result never holds a graph, whatever it is computed from (indices, masks,
+# fresh tensors of the same shape)
+_GRAPHLESS = {"argmax", "argmin", "argsort", "eq", "ne", "gt", "lt", "ge", "le", "isnan", "isinf", "isfinite",
+              "isclose", "nonzero", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
+              "randint_like", "numel", "count_nonzero", "equal", "allclose", "is_tensor", "is_floating_point",
+              "unique", "bucketize", "searchsorted", "one_hot", "tensor", "logical_and", "logical_or",
+              "logical_not", "all", "any", "bincount", "histc", "no_grad", "inference_mode"}
+_DEPTH = 40  # how deep a value is followed, through names, calls and same-file functions
+_TORCH_FUNCTIONAL = re.compile(r"^(?:torch\.(?:nn\.functional\.)?|F\.|nn\.functional\.)(\w+)$")
 
 
 def trained_modules(model: FileModel) -> set[str]:
@@ -115,6 +127,9 @@ class GraphReader:
         self.modules = trained_modules(model)
         self.project = model.project
         self.roles = model.roles
+        self.functions = model.index.functions
+        self.scans: dict[cst.FunctionDef, _Scan] = {}  # shared with the readers of same-file functions
+        self.memo: dict[object, bool | None] = {}
         # the bindings handed to backward: (name, the assignment live at the backward)
         self.backpropagated: list[tuple[str, Assignment | None]] = []
         for backward in training.backwards:
@@ -132,7 +147,7 @@ class GraphReader:
 
     def carries(self, expr: cst.BaseExpression, order: int, conds: tuple[Cond, ...], depth: int = 0) -> bool | None:
         """True: certainly a graph; False: certainly none; None: unknown."""
-        if depth > 6:
+        if depth > _DEPTH:
             return None
         if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)):
             return False
@@ -157,17 +172,24 @@ class GraphReader:
         return None
 
     def _call(self, call: cst.Call, order: int, conds: tuple[Cond, ...], depth: int) -> bool | None:
+        name = func_name(call)
+        functional = _TORCH_FUNCTIONAL.match(name or "")
+        if functional is not None and functional.group(1) not in _GRAPHLESS:
+            # `F.l1_loss(outputs, y)`, `torch.cat([a, b])`: differentiable in a graph-carrying argument
+            return True if any(self.carries(a.value, order, conds, depth + 1) is True for a in call.args) else None
         called = method(call)
         if called is not None:
             if called[1] in _DETACHING:
                 return False
             if called[1] in _KEEPING:
                 return self.carries(called[0], order, conds, depth + 1)
-        name = func_name(call)
         if name in _PLAIN:
             return False
         if name is not None and module_name(name) in self.modules:
             return True  # the trained model's own forward
+        returned = self._returned(call, order, conds, depth)
+        if returned is not None:
+            return returned
         imported = self.project.summary(call, self.roles) if self.project is not None else None
         if imported is not None and imported.facts.returns_graph and any(
                 self.carries(a.value, order, conds, depth + 1) or module_name(dotted(a.value) or "") in self.modules
@@ -182,16 +204,187 @@ class GraphReader:
             if isinstance(expr, cst.Attribute):  # `outputs.loss`: follow `outputs`
                 return self.carries(expr.value, order, conds, depth + 1)
             return None
-        if assignment.op == "for" or any(c.kind == "no_grad" for c in assignment.contexts):
-            return False if assignment.op != "for" else None
+        key = (name, id(assignment))
+        if key not in self.memo:
+            self.memo[key] = None  # read again while being followed: unknown
+            self.memo[key] = self._bound(name, assignment, depth)
+        return self.memo[key]
+
+    def _bound(self, name: str, assignment: Assignment, depth: int) -> bool | None:
+        if assignment.op == "for":
+            return self._iterated(name, assignment, depth)
+        if any(c.kind == "no_grad" for c in assignment.contexts):
+            return False
         if any(n == name and a is assignment for n, a in self.backpropagated):
             return True
         if assignment.op != "=" or len(assignment.names) != 1:
-            # `logits, loss = model(x, y)`: each element of the model's output carries the graph
             if assignment.op == "=" and isinstance(assignment.value, cst.Call):
+                position = _position(assignment.node, name)
+                if position is not None and self._own_function(assignment.value) is not None:
+                    # `loss, parts = compute_loss(out, y)`: what that element of the helper's return holds
+                    return self._returned(assignment.value, assignment.order, assignment.conds, depth, position)
+                # `logits, loss = model(x, y)`: each element of the model's output carries the graph
                 return True if self._call(assignment.value, assignment.order, assignment.conds, depth) else None
             return None
         return self.carries(assignment.value, assignment.order, assignment.conds, depth + 1)
+
+    def _iterated(self, name: str, assignment: Assignment, depth: int) -> bool | None:
+        """``for key, value in parts.items()`` / ``for value in parts.values()``: the values carry a
+        graph where the container holds graph-carrying tensors."""
+        iterated = assignment.value
+        called = method(iterated) if isinstance(iterated, cst.Call) and not iterated.args else None
+        if called is None or not (called[1] == "items" and assignment.names[1:] == (name,) and len(assignment.names) == 2
+                                  or called[1] == "values" and assignment.names == (name,)):
+            return None
+        return True if self.carries(called[0], assignment.order, assignment.conds, depth + 1) is True else None
+
+    def _own_function(self, call: cst.Call) -> cst.FunctionDef | None:
+        """The one function of this file that ``fn(...)`` / ``self.fn(...)`` calls."""
+        name = own_call_name(call)
+        candidates = self.functions.get(name, []) if name is not None else []
+        if len(candidates) != 1:
+            return None
+        params = candidates[0].params.params
+        is_method = bool(params) and params[0].name.value == "self"
+        return candidates[0] if is_method == isinstance(call.func, cst.Attribute) else None
+
+    def _returned(self, call: cst.Call, order: int, conds: tuple[Cond, ...], depth: int,
+                  position: int | None = None) -> bool | None:
+        """Whether what a same-file function returns (or element ``position`` of it) holds a graph."""
+        function = self._own_function(call)
+        if function is None or depth > _DEPTH:
+            return None
+        return _Callee(self, function, call, order, conds).returns(position, depth + 1)
+
+
+class _Callee(GraphReader):
+    """A function of the same file, read with what one call passes in: its names are its own
+    bindings, its parameters are the caller's arguments."""
+
+    def __init__(self, caller: GraphReader, function: cst.FunctionDef, call: cst.Call, order: int,
+                 conds: tuple[Cond, ...]) -> None:
+        self.__dict__.update(caller.__dict__)
+        self.caller, self.order, self.conds = caller, order, conds
+        self.backpropagated = []
+        params = [p.name.value for p in function.params.params if p.name.value != "self"]
+        self.arguments = dict(zip(params, positional(call)))
+        self.arguments.update({a.keyword.value: a.value for a in call.args
+                               if a.keyword is not None and a.keyword.value in params})
+        scan = self.scans.get(function)
+        if scan is None:
+            scan = self.scans[function] = _Scan(function)
+        self.bound, self.results, self.opaque = scan.bound, scan.results, scan.opaque
+        self.memo = {}
+
+    def returns(self, position: int | None, depth: int) -> bool | None:
+        """True when every ``return`` hands back a graph (in element ``position`` of a tuple)."""
+        if self.opaque or not self.results:
+            return None
+        found = [self._element(r, position, depth) if r is not None else False for r in self.results]
+        return True if all(f is True for f in found) else None
+
+    def _element(self, value: cst.BaseExpression, position: int | None, depth: int) -> bool | None:
+        if position is None:
+            return self.carries(value, self.order, self.conds, depth + 1)
+        if isinstance(value, cst.Tuple):
+            elements = value.elements
+            if position < len(elements) and not isinstance(elements[position], cst.StarredElement):
+                return self.carries(elements[position].value, self.order, self.conds, depth + 1)
+            return None
+        if isinstance(value, cst.Call) and self._own_function(value) is not None:
+            return self._returned(value, self.order, self.conds, depth, position)
+        if isinstance(value, cst.Call):
+            return True if self._call(value, self.order, self.conds, depth) else None
+        return None
+
+    def _name(self, name: str, expr: cst.BaseExpression, order: int, conds: tuple[Cond, ...],
+              depth: int) -> bool | None:
+        if name in self.memo:
+            return self.memo[name]
+        self.memo[name] = None  # a name read again while it is being followed (`x = x.to(device)`): unknown
+        self.memo[name] = found = self._followed(name, expr, order, conds, depth)
+        return found
+
+    def _followed(self, name: str, expr: cst.BaseExpression, order: int, conds: tuple[Cond, ...],
+                  depth: int) -> bool | None:
+        bindings = self.bound.get(name)
+        if bindings is None:
+            if name in self.arguments:
+                return self.caller.carries(self.arguments[name], self.order, self.conds, depth + 1)
+            if isinstance(expr, cst.Attribute):
+                return self.carries(expr.value, order, conds, depth + 1)
+            return None
+        found = [None if value is None else self._element(value, position, depth + 1)
+                 for value, position, augmented in bindings if not augmented]
+        if any(augmented and value is not None and self.carries(value, order, conds, depth + 1) is True
+               for value, _, augmented in bindings):
+            return True  # `loss += F.l1_loss(out, y)`
+        return True if found and all(f is True for f in found) else None
+
+    def _call(self, call: cst.Call, order: int, conds: tuple[Cond, ...], depth: int) -> bool | None:
+        called = call.func.value if isinstance(call.func, cst.Name) else None
+        if called in self.arguments and called not in self.bound:
+            handed = dotted(self.arguments[called])  # `model(x)` with the trained model passed in
+            if handed is not None and module_name(handed) in self.modules:
+                return True
+        return super()._call(call, order, conds, depth)
+
+
+class _Scan:
+    """What a function binds and returns, read once per file."""
+
+    def __init__(self, function: cst.FunctionDef) -> None:
+        # name -> (value, element of a tuple target or None, augmented `+=`)
+        self.bound: dict[str, list[tuple[cst.BaseExpression | None, int | None, bool]]] = {}
+        self.results: list[cst.BaseExpression | None] = []
+        self.opaque = any(_NO_GRAD.search(source(d.decorator)) for d in function.decorators)
+        for node in walk(function.body):
+            if isinstance(node, cst.With):
+                self.opaque |= any(_NO_GRAD.search(source(item.item)) for item in node.items)
+                for item in node.items:
+                    if item.asname is not None:
+                        self._unknown(item.asname.name)
+            elif isinstance(node, cst.Assign):
+                for target in node.targets:
+                    self._bind(target.target, node.value)
+            elif isinstance(node, cst.AnnAssign) and node.value is not None:
+                self._bind(node.target, node.value)
+            elif isinstance(node, cst.AugAssign) and dotted(node.target):
+                self.bound.setdefault(dotted(node.target), []).append(  # type: ignore[arg-type]
+                    (node.value, None, True) if isinstance(node.operator, cst.AddAssign) else (None, None, False))
+            elif isinstance(node, (cst.For, cst.CompFor)):
+                self._unknown(node.target)
+            elif isinstance(node, cst.Return):
+                self.results.append(node.value)
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for position, element in enumerate(target.elements):
+                name = dotted(element.value)
+                if name is None or isinstance(element, cst.StarredElement):
+                    self._unknown(element.value)
+                else:
+                    self.bound.setdefault(name, []).append((value, position, False))
+        elif dotted(target):
+            self.bound.setdefault(dotted(target), []).append((value, None, False))  # type: ignore[arg-type]
+
+    def _unknown(self, target: cst.BaseExpression) -> None:
+        for name in target_names(target):
+            self.bound.setdefault(name, []).append((None, None, False))
+
+
+_NO_GRAD = re.compile(r"\b(no_grad|inference_mode)\b")
+
+
+def _position(node: cst.CSTNode, name: str) -> int | None:
+    """Where ``name`` sits in the flat tuple target of ``a, name = ...``."""
+    if not isinstance(node, cst.Assign) or len(node.targets) != 1:
+        return None
+    target = node.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)):
+        return None
+    names = [dotted(e.value) if not isinstance(e, cst.StarredElement) else None for e in target.elements]
+    return names.index(name) if name in names and names.count(name) == 1 else None
 
 
 def _loss_names(loss: cst.BaseExpression | None) -> list[str]:

@@ -1,7 +1,8 @@
 """## What it does
-Checks for a graph-carrying tensor of a training loop (the loss that is back-propagated, or the
-trained model's outputs) accumulated (`total_loss += loss`) or stored (`losses.append(loss)`)
-across iterations without `.item()` or `.detach()`.
+Checks for a graph-carrying tensor of a training loop (the loss that is back-propagated, the
+trained model's outputs, or what a helper of the same file computes from them, such as a dict of
+loss terms) accumulated (`total_loss += loss`, `totals[name] += value`) or stored
+(`losses.append(loss)`) across iterations without `.item()` or `.detach()`.
 
 ## Why is this bad?
 A tensor that requires grad keeps a reference to the autograd graph that produced it. Summing
@@ -119,6 +120,22 @@ for step in range(max_steps):
     optimizer.zero_grad()
 """,
         """
+def compute_loss(outputs, y):
+    box, cls = F.l1_loss(outputs[:, :4], y[:, :4]), F.cross_entropy(outputs[:, 4:], y[:, 4])
+    return box + cls, {"box": box, "cls": cls}
+
+totals = {}
+model.train()
+for x, y in loader:
+    optimizer.zero_grad()
+    loss, parts = compute_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+    for name, value in parts.items():
+        totals[name] = totals.get(name, 0) + value.item()
+        running[name] += value  # LC601
+""",
+        """
 for epoch in range(epochs):
     epoch_losses = []
     for x, y in loader:
@@ -167,7 +184,14 @@ def _kept(training: TrainingLoop) -> Iterator[tuple[object, str, cst.BaseExpress
                 and store.value is not None and dotted(call.func.value) and not store.in_context("no_grad")):
             yield store, dotted(call.func.value), store.value, store.node, store.stmt  # type: ignore[misc]
     for assignment in training.loop.assignments:
-        if len(assignment.names) != 1 or any(c.kind == "no_grad" for c in assignment.contexts):
+        if any(c.kind == "no_grad" for c in assignment.contexts):
+            continue
+        if not assignment.names and assignment.op == "AddAssign":
+            name = _keyed_container(assignment.node)  # `totals[name] += value`
+            if name is not None:
+                yield assignment, name, assignment.value, assignment.node, assignment.node
+            continue
+        if len(assignment.names) != 1:
             continue
         name, value = assignment.names[0], assignment.value
         if assignment.op == "AddAssign":
@@ -175,6 +199,13 @@ def _kept(training: TrainingLoop) -> Iterator[tuple[object, str, cst.BaseExpress
         elif (assignment.op == "=" and isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add)
               and dotted(value.left) == name):
             yield assignment, name, value.right, assignment.node, assignment.node
+
+
+def _keyed_container(node: cst.CSTNode) -> str | None:
+    """``totals`` for ``totals[key] += value`` (a dict or list of running sums)."""
+    if isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Subscript):
+        return dotted(node.target.value)
+    return None
 
 
 def _window_local(training: TrainingLoop, container: str) -> bool:
