@@ -7,7 +7,8 @@ The horizon's unit is read from what the file shows: `len(train_loader)` and nam
 `steps_per_epoch` or `epoch_length` count batches, a division by the accumulation count makes
 optimizer steps, a multiplication by it makes micro-batches again (`max_train_steps *
 gradient_accumulation_steps`), a name that says only `epochs` counts epochs, and the bound of the
-training loop counts that loop's iterations. The stepping's unit comes from the loop's shape: every
+training loop counts that loop's iterations (`for it in range(max_iters)`, or `while step < max_steps:`
+whose body adds 1 to `step` on every iteration). The stepping's unit comes from the loop's shape: every
 batch, every N-th micro-batch, once per epoch (also from some epoch on, `if epoch >= warmup_epochs:`),
 or, in a loop that enters `with accelerator.accumulate(model):`, once per optimizer step for a
 scheduler handed to `accelerator.prepare` wherever the loop steps it (Accelerate 0.16 and later step
@@ -45,7 +46,7 @@ from loopcheck.model import Event, FileModel, Kind, Loop, Role, Style, TrainingL
 from loopcheck.model.accelerate import accumulation_setting, scheduler_gated
 from loopcheck.model.guards import GuardKind
 from loopcheck.model.horizon import Unit, horizon_expr, unit_of
-from loopcheck.model.syntax import func_name, last_part, names_in, positional, same, source
+from loopcheck.model.syntax import dotted, func_name, int_value, last_part, names_in, positional, same, source, walk
 from loopcheck.model.training import is_data_loop
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.rules._base import Rule, Violation
@@ -224,7 +225,25 @@ def _range_bound(loop: Loop) -> cst.BaseExpression | None:
     if isinstance(it, cst.Call) and last_part(func_name(it) or "") in ("range", "trange"):
         args = positional(it)
         return args[0] if len(args) == 1 else args[1] if len(args) >= 2 else None
-    return None
+    return _while_bound(loop.node) if isinstance(loop.node, cst.While) else None
+
+
+def _while_bound(node: cst.While) -> cst.BaseExpression | None:
+    """``while step < max_steps:`` whose body adds 1 to ``step`` on every iteration, and writes it
+    nowhere else: the loop runs ``max_steps`` times (fewer when resumed, the schedule with it)."""
+    test = node.test
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1 or \
+            not isinstance(test.comparisons[0].operator, cst.LessThan):
+        return None
+    counter, bound = dotted(test.left), test.comparisons[0].comparator
+    if counter is None or counter in names_in(bound):
+        return None
+    writes = [n for n in walk(node.body) if isinstance(n, (cst.AugAssign, cst.AssignTarget, cst.AnnAssign))
+              and dotted(n.target) == counter]
+    every_iteration = [small for stmt in node.body.body if isinstance(stmt, cst.SimpleStatementLine)
+                       for small in stmt.body if isinstance(small, cst.AugAssign) and small in writes
+                       and isinstance(small.operator, cst.AddAssign) and int_value(small.value) == 1]
+    return bound if len(writes) == 1 and len(every_iteration) == 1 else None
 
 
 def _under_flag(training: TrainingLoop, scheduler: Event) -> bool:
