@@ -12,7 +12,9 @@ whose body adds 1 to `step` on every iteration). The stepping's unit comes from 
 batch, every N-th micro-batch, once per epoch (also from some epoch on, `if epoch >= warmup_epochs:`),
 or, in a loop that enters `with accelerator.accumulate(model):`, once per optimizer step for a
 scheduler handed to `accelerator.prepare` wherever the loop steps it (Accelerate 0.16 and later step
-it only when the optimizer steps, unless `step_scheduler_with_optimizer=False`). It is
+it only when the optimizer steps, unless `step_scheduler_with_optimizer=False`; earlier versions
+stepped it on every call, so a project pinned to one, e.g. `accelerate==0.15.0`, is right to count
+that horizon in micro-batches: loopcheck does not read the pin, suppress the finding there). It is
 silent where the file does not settle both: a scheduler or horizon built in another module, a
 `scheduler.step(...)` with arguments, a step under a configuration flag, and an accumulation count
 that is 1 as the file ships it (a batch is then an optimizer step).
