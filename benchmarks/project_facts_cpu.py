@@ -1,7 +1,8 @@
 """CPU seconds of checking a corpus in one process (no cache, default rules, no profiler), and the
 part spent on project facts: inside ``loopcheck.project.for_file``, ``Imported.summary`` / ``events``
 / ``backward_names`` / ``backward_name_candidates`` / ``digest`` or ``LazyProject.imports_own_module``,
-counted once where they nest. Run it from two checkouts side by side to compare them:
+counted once where they nest. Garbage is collected as a worker does (between jobs). Run it from two
+checkouts side by side to compare them:
 
     PYTHONPATH=/work/main python benchmarks/project_facts_cpu.py /work/corpus/broad
     python benchmarks/project_facts_cpu.py /work/corpus/broad
@@ -10,6 +11,7 @@ counted once where they nest. Run it from two checkouts side by side to compare 
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import sys
 import time
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import loopcheck.engine as engine
 import loopcheck.project as project
-from loopcheck import checker
+from loopcheck import checker, workers
 from loopcheck.config import Config
 from loopcheck.discovery import discover
 from loopcheck.selection import resolve
@@ -56,8 +58,13 @@ def main(argv: list[str] | None = None) -> int:
     import loopcheck.positions  # noqa: F401
 
     _, todo, _ = checker._read(files, codes, config, None, engine.text_tests(codes), None)
+    workers._collect_between_jobs()  # as a worker does: the default collector would walk the trees jobs hold
     start = time.process_time()
-    findings = sum(len(checker._check_job(job)[0]) for job in todo)
+    findings = 0
+    for job in todo:
+        findings += len(checker._check_job(job)[0])
+        if gc.get_count()[0] > workers._GARBAGE_MARK:
+            gc.collect()
     print(f"{len(todo)} files checked, {findings} findings; checking {time.process_time() - start:.2f} CPU s, "
           f"of which project facts {_spent[0]:.2f}")
     return 0

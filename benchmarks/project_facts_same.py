@@ -27,7 +27,7 @@ from types import ModuleType
 from loopcheck.project import facts as new
 
 ROOT = Path(__file__).resolve().parents[1]
-_EMPTY = {"backward": None, "steps": (), "zeroes": False, "evals": (), "wraps_ddp": False, "controls_sync": False,
+_EMPTY = {"backward": None, "steps": (), "scaler_steps": (), "zeroes": False, "evals": (), "wraps_ddp": False, "controls_sync": False,
           "returns_graph": False}
 
 
@@ -65,20 +65,42 @@ def differences(old: object, found: new.ModuleFacts) -> list[str]:
 
 def by_name(source: str, path: str, whole: new.ModuleFacts) -> list[str]:
     """Differences between reading the module a name at a time (a function, a class's method: what
-    a lookup reads) and all at once."""
+    a lookup reads) and all at once: from the whole module's tree, and from the blocks of text that
+    define the name (a function without effect may then be left out)."""
     reader = new.ModuleReader(source, path)
     outline = reader.outline()
+    blocks = new.ModuleReader(source, path)  # never parsed whole unless its text cannot be cut
+    nothing = new.ModuleFacts(path, complete=False, outlined=False)
     out = []
     for name in sorted(whole.functions):
         one = reader.read(outline, [name])
         if one.functions != {name: whole.functions[name]} or any(one.classes.values()):
             out.append(f"{name}: read alone {one.functions}")
+        one = blocks.read(nothing, [name])
+        if _effective(one.functions) != _effective({name: whole.functions[name]}) or any(one.classes.values()):
+            out.append(f"{name}: read from its block {one.functions}")
     for cls, methods in sorted(whole.classes.items()):
         for name in sorted(methods):
             one = reader.read(outline, [f"{cls}.{name}"])
             if one.classes.get(cls) != {name: methods[name]} or one.functions:
                 out.append(f"{cls}.{name}: read alone {one.classes.get(cls)}")
+            one = blocks.read(nothing, [f"{cls}.{name}"])
+            if _effective(one.classes.get(cls, {})) != _effective({name: methods[name]}) or one.functions:
+                out.append(f"{cls}.{name}: read from its block {one.classes.get(cls)}")
+    for name in sorted({n for methods in whole.classes.values() for n in methods}):
+        one = blocks.read(nothing, [f"*.{name}"])  # the method of every class
+        expected = {c: m for c, ms in whole.classes.items() if (m := _effective({k: v for k, v in ms.items() if k == name}))}
+        if {c: m for c, ms in one.classes.items() if (m := _effective(ms))} != expected or one.functions:
+            out.append(f"*.{name}: read from blocks {one.classes}")
+    _counts["cut" if not blocks._parsed else "whole"] += 1
     return out
+
+
+_counts = {"cut": 0, "whole": 0}
+
+
+def _effective(functions: dict[str, new.FunctionFacts]) -> dict[str, new.FunctionFacts]:
+    return {name: f for name, f in functions.items() if any(getattr(f, k) != v for k, v in _EMPTY.items())}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
                 different += 1
                 print(f"{path}: {line}")
     print(f"{files} files: {different} differences; functions read {functions_old} -> {functions_new}; "
-          f"extract CPU {cpu_old:.1f} s -> {cpu_new:.1f} s")
+          f"extract CPU {cpu_old:.1f} s -> {cpu_new:.1f} s; read block by block: {_counts['cut']} files, "
+          f"whole after a doubt: {_counts['whole']}")
     return 1 if different else 0
 
 

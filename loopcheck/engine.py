@@ -19,7 +19,7 @@ from loopcheck.catalog import CODES, NOT_ANALYSED, SYNTAX_ERROR
 from loopcheck.config import Options
 from loopcheck.excerpt import excerpt
 from loopcheck.findings import Finding
-from loopcheck.screen import TRAINING_LOOP_TEXT, Verdict, may_train_with, screen
+from loopcheck.screen import TRAINING_LOOP_TEXT, Verdict, called_among, may_train_with, screen
 from loopcheck.selection import resolve
 from loopcheck.suppression import is_suppressed
 
@@ -129,9 +129,10 @@ def analyse(source: str, filename: str, codes: frozenset[str], options: Options 
             screened.verdict is Verdict.NO_TRAINING_LOOP and project.imports_own_module(screened.imports())) \
             else None
     if project is not None and screened.verdict is Verdict.NO_TRAINING_LOOP and screened.tree is not None and \
-            may_train_with(screened.tree, source, project.backward_name_candidates()):
-        # the imported modules are parsed only where a function of theirs can make a training loop
-        screened = screened.rescreen(source, project.backward_names())
+            may_train_with(screened.tree, source, candidates := project.backward_name_candidates()):
+        # the imported modules are read only where a function of theirs can make a training loop, and
+        # only for the names the file calls
+        screened = screened.rescreen(source, project.backward_names(called_among(source, candidates)))
     if screened.verdict is Verdict.TOO_DEEP:  # libcst would hang or crash where CPython gives up
         return None, [(not_analysed(filename, f"too deeply nested for Python's own parser ({screened.reason})"),
                        None)]

@@ -105,14 +105,20 @@ def may_train_with(tree: ast.Module, source: str, names: Collection[str]) -> boo
     ``names``: each name's calls are found on their own, so their lines are a superset of those
     of any one pattern of several names (whose matches cannot overlap). Cheap: only names that
     end some called word are searched."""
-    called = {word[i:] for word in set(_CALLED.findall(source)) for i in range(len(word))}
-    searched = [re.compile(re.escape(name) + r"\s*\(") for name in names if name in called]
+    searched = [re.compile(re.escape(name) + r"\s*\(") for name in called_among(source, names)]
     if not searched:
         return False  # the triggers add no line to those that gave the verdict
     return _trains(tree, source, lambda: (m for pattern in (_TRIGGER, *searched) for m in pattern.finditer(source)))
 
 
 _CALLED = re.compile(r"(\w+)\s*\(")
+
+
+def called_among(source: str, names: Collection[str]) -> list[str]:
+    """Those of ``names`` that end a word called in ``source`` (``f(``, ``x.f (``): the others
+    cannot match a trigger pattern ``name\\s*\\(`` anywhere in it."""
+    called = {word[i:] for word in set(_CALLED.findall(source)) for i in range(len(word))}
+    return [name for name in names if name in called]
 
 
 def _trains(tree: ast.Module, source: str, matches: Callable[[], Iterable[re.Match[str]]]) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from loopcheck.project import for_file, forget
-from loopcheck.project.facts import extract
+from loopcheck.project.facts import ModuleFacts, extract
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -573,3 +573,84 @@ def test_a_step_through_a_scaler_of_another_module_steps_the_optimizer_not_the_s
     found = _codes(run_cli, "train.py")  # the helper bypasses the scaler for real
     assert len(found) == 1 and found[0].startswith("train.py:15:") and " LC203 " in found[0]
     assert "`optimizer.step()` (in amp_util.py:36)" in found[0] and "[*]" not in found[0]  # no rewrite of the call
+
+
+BLOCKS = '''
+import torch
+
+
+class Trainer:
+    """A trainer.
+
+Text at column 0 inside a docstring does not end the class.
+"""
+
+    def optimize(self, opt):
+        self._step(opt)
+
+    def _step(self, opt):
+        opt.step()
+
+
+def train_step(model, loss):
+    helper(loss)
+
+
+def helper(loss):
+    loss.backward()
+
+
+def log(value):
+    print(value)
+'''
+
+
+def test_a_lookup_parses_only_the_blocks_it_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ast
+
+    from loopcheck.project.facts import ModuleFacts, ModuleReader
+
+    parsed: list[str] = []
+    real = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda text, *a, **k: parsed.append(text.strip().split("\n")[0]) or real(text, *a, **k))
+    whole = extract(BLOCKS, "m.py")
+    parsed.clear()
+    reader = ModuleReader(BLOCKS, "m.py")
+    nothing = ModuleFacts("m.py", complete=False, outlined=False)
+    one = reader.read(nothing, ["train_step"])
+    assert one.functions == {"train_step": whole.functions["train_step"]} and one.functions["train_step"].backward == 1
+    assert parsed == ["def train_step(model, loss):", "def helper(loss):"]  # and the function it calls
+    two = reader.read(nothing, ["Trainer.optimize", "log"])  # log has no effect: left out
+    assert two.classes == {"Trainer": {"optimize": whole.classes["Trainer"]["optimize"]}} and two.functions == {}
+    assert two.classes["Trainer"]["optimize"].steps == (0,) and two.classes["Trainer"]["optimize"].line == 11
+    three = reader.read(nothing, ["*._step"])  # the method of any class
+    assert three.classes == {"Trainer": {"_step": whole.classes["Trainer"]["_step"]}}
+    # the class block grew past the two lines at column 0 in its docstring; each block parsed once
+    assert parsed == ["def train_step(model, loss):", "def helper(loss):", *3 * ["class Trainer:"], "def log(value):"]
+
+
+@pytest.mark.parametrize("source", [
+    'x = """\ndef train_step(model, loss):\n    loss.backward()\n"""\n',  # a definition inside a string
+    "def train_step(model, loss):\n    pass\n\n\ndef train_step(model, loss):\n    loss.backward()\n",  # twice
+])
+def test_a_module_whose_text_cannot_be_cut_is_read_whole(source: str) -> None:
+    from loopcheck.project.facts import ModuleFacts, ModuleReader
+
+    reader = ModuleReader(source, "m.py")
+    found = reader.read(ModuleFacts("m.py", complete=False, outlined=False), ["train_step"])
+    assert reader._parsed and found.functions == extract(source, "m.py").functions
+
+
+def test_a_module_read_by_name_gets_its_imports_when_checked_itself(tmp_path: Path) -> None:
+    from loopcheck.project.index import ProjectIndex
+
+    _write(tmp_path, {"helpers.py": "from utils import smart_ddp\n" + BLOCKS})
+    path = tmp_path / "helpers.py"
+    index = ProjectIndex(tmp_path.resolve(), None)
+    some = index.facts(path, names=["train_step"])
+    assert some is not None and not some.outlined and some.imports == {}
+    own = index.facts(path, functions=False)
+    assert own is not None and own.outlined and own.imports["smart_ddp"] == ("utils", "smart_ddp", 0)
+    assert own.functions == some.functions  # what was read is kept
+    index.entries = {k: [*v[:2], ModuleFacts.from_json(v[2]).to_json()] for k, v in index.entries.items()}
+    assert index.facts(path, functions=False) == own  # through the cache's JSON

@@ -168,7 +168,8 @@ def test_backward_names_are_parsed_only_where_a_loop_may_call_one(project: Path,
     (project / "logs.py").write_text("def log(x):\n    print(x)\n")  # says nothing of backward
     asked: list[str] = []
     real = Imported.backward_names
-    monkeypatch.setattr(Imported, "backward_names", lambda self: asked.append(self.path.name) or real(self))
+    monkeypatch.setattr(Imported, "backward_names",
+                        lambda self, among=None: asked.append(self.path.name) or real(self, among))
     files = {"logged.py": "from logs import log\nfor b in loader:\n    log(b)\n",
              "runs_once.py": "from helpers import run\nfor b in loader:\n    evaluate(b)\nrun(b)\n",
              "runs.py": "from helpers import run\nfor b in loader:\n    run(b)\n",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -153,21 +153,29 @@ class Imported:
             if found is not None:
                 yield call, found
 
-    def backward_names(self) -> frozenset[str]:
+    def backward_names(self, among: Collection[str] | None = None) -> frozenset[str]:
         """The names under which this file can call an imported function or method that back-propagates
         (``train_step``, ``misc.train_step``, ``trainer.optimize``): ``loopcheck.screen`` counts a loop
-        that calls one as a training loop."""
+        that calls one as a training loop. ``among``: only these names are looked up (those the file
+        calls), and only their functions are read."""
         names: set[str] = set()
-        for local in self.own.imports:
+        for local in self.own.imports if among is None else [n for n in self.own.imports if n in among]:
             found = self._function(local)
             if found is not None and found.facts.backward is not None:
                 names.add(local)
         for path in dict.fromkeys(self._import_paths()):
             # a module whose text never says "backward" has no function that back-propagates
-            module = self.index.facts(path) if self.index.mentions(path, "backward") else None
+            if not self.index.mentions(path, "backward"):
+                continue
+            if among is None:
+                module = self.index.facts(path)
+            else:  # a top-level function of that name, or a method of any class
+                defined = sorted(n for n in among if self.index.may_define(path, n))
+                module = self.index.facts(path, names=[*defined, *(f"*.{n}" for n in defined)]) if defined else None
             if module is not None:
-                names |= {n for n, f in module.functions.items() if f.backward is not None}
-                names |= {n for methods in module.classes.values() for n, f in methods.items() if f.backward is not None}
+                found_names = {n for n, f in module.functions.items() if f.backward is not None}
+                found_names |= {n for ms in module.classes.values() for n, f in ms.items() if f.backward is not None}
+                names |= found_names if among is None else found_names & set(among)
         return frozenset(names)
 
     def backward_name_candidates(self) -> frozenset[str]:

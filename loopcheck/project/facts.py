@@ -15,6 +15,7 @@ True
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from collections import deque
 from collections.abc import Collection
@@ -65,11 +66,20 @@ class ModuleFacts:
     # it builds (a runner calling `self.task.train_epoch(model=self.model)`, `model` a property returning it)
     passes_ddp: tuple[tuple[str, str], ...] = ()
     complete: bool = True  # every function read (else only those of ``names``: a checked file's own view has none)
-    names: tuple[str, ...] = ()  # when not complete: the top-level functions and classes read
+    # when not complete: the top-level functions and methods read (``Trainer.step``; ``*.step``: of every class)
+    names: tuple[str, ...] = ()
+    # imports and DDP wraps read (facts of a few names, read block by block, leave them out: a module
+    # checked later as a file of its own must not take its imports for none)
+    outlined: bool = True
 
     def knows(self, names: Collection[str] | None) -> bool:
         """Whether the facts of ``names`` (None: of every function) have been read."""
         return self.complete or names is not None and set(names) <= set(self.names)
+
+    def with_outline(self, outline: ModuleFacts) -> ModuleFacts:
+        """These facts with the imports and DDP wraps of ``outline``."""
+        return replace(self, imports=outline.imports, ddp_lines=outline.ddp_lines, called=outline.called,
+                       passes_ddp=outline.passes_ddp, outlined=True)
 
     def to_json(self) -> dict[str, object]:
         """Plain data for ``json`` (what ``asdict`` gives, without its deep copies)."""
@@ -77,7 +87,7 @@ class ModuleFacts:
                 "classes": {c: {k: dict(vars(f)) for k, f in ms.items()} for c, ms in self.classes.items()},
                 "imports": dict(self.imports), "ddp_lines": self.ddp_lines, "called": self.called,
                 "passes_ddp": self.passes_ddp,
-                "complete": self.complete, "names": self.names}
+                "complete": self.complete, "names": self.names, "outlined": self.outlined}
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> ModuleFacts:
@@ -94,6 +104,7 @@ class ModuleFacts:
             passes_ddp=tuple(tuple(p) for p in data.get("passes_ddp", ())),  # type: ignore[union-attr, misc]
             complete=bool(data.get("complete", True)),
             names=tuple(data.get("names", ())),  # type: ignore[arg-type]
+            outlined=bool(data.get("outlined", True)),
         )
 
 
@@ -112,18 +123,33 @@ def extract(source: str, path: str, functions: bool = True, tree: ast.Module | N
 
 class ModuleReader:
     """One module's facts, read a name at a time where only some names are asked for (a module
-    defines many functions; a loop calls a few): the same facts as ``extract`` for those names."""
+    defines many functions; a loop calls a few): the same facts as ``extract`` for those names,
+    less those with no effect. Until the whole module is needed (its imports, every function), only
+    the top-level blocks that a lookup names, and the functions they call, are parsed."""
 
     def __init__(self, source: str, path: str, tree: ast.Module | None = None) -> None:
         self.source, self.path = source, path
-        if tree is None:
-            try:
-                tree = ast.parse(source)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                tree = None
-        self.tree = tree
+        self._tree, self._parsed = tree, tree is not None
         self._wanted: set[ast.AST] | None = None
         self._reader: _Reader | None = None
+        self._blocks: _Blocks | None = None
+        self._block_reader: _Reader | None = None
+
+    @property
+    def tree(self) -> ast.Module | None:
+        """The whole module's ``ast`` (None when it does not parse)."""
+        if not self._parsed:
+            try:
+                self._tree = ast.parse(self.source)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._tree = None
+            self._parsed = True
+        return self._tree
+
+    def adopt(self, tree: ast.Module | None) -> None:
+        """Take ``tree`` (the module's ``ast``, parsed elsewhere) as the whole module's."""
+        if tree is not None and not self._parsed:
+            self._tree, self._parsed = tree, True
 
     def outline(self) -> ModuleFacts:
         """Imports and DDP wraps, no function read yet."""
@@ -140,9 +166,11 @@ class ModuleReader:
                 for alias in node.names:
                     if alias.name != "*":
                         facts.imports[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
-        if _DDP_CALL.search(self.source):  # an entry script, maybe
+        if ("DDP" in self.source or "DistributedDataParallel" in self.source) and _DDP_CALL.search(self.source):
+            # an entry script, maybe (the substring tests rule out most modules faster than the pattern)
             ddp_lines, called = [], set()
-            for node in ast.walk(tree):
+            nodes = list(ast.walk(tree))  # walked once, for each fact below
+            for node in nodes:
                 if isinstance(node, ast.Call):
                     if _last(node.func) in _DDP:
                         ddp_lines.append(node.lineno)
@@ -150,7 +178,7 @@ class ModuleReader:
                         called.add(node.func.id)
             facts.ddp_lines, facts.called = tuple(sorted(ddp_lines)), tuple(sorted(called))
             if ddp_lines:
-                facts.passes_ddp = _passes_ddp(tree, facts.imports)
+                facts.passes_ddp = _passes_ddp(nodes, facts.imports)
         return facts
 
     def read(self, facts: ModuleFacts, names: Collection[str] | None) -> ModuleFacts:
@@ -160,7 +188,19 @@ class ModuleReader:
         found = replace(facts, functions=dict(facts.functions), classes=dict(facts.classes),
                         complete=facts.complete or names is None,
                         names=() if names is None else tuple(sorted({*facts.names, *names})))
-        if self.tree is None or facts.complete:
+        if facts.complete:
+            return found
+        if names is not None and not self._parsed:
+            try:
+                functions, classes = self._read_blocks(set(names) - set(facts.names))
+            except _Whole:
+                pass
+            else:
+                found.functions.update(functions)
+                for name, methods in classes.items():
+                    found.classes[name] = {**found.classes.get(name, {}), **methods}
+                return found
+        if self.tree is None:
             return found
         if self._reader is None:
             self._reader = _Reader(self.tree)
@@ -182,12 +222,161 @@ class ModuleReader:
                                                 if m in wanted}
                     continue
                 prefix = f"{node.name}."
-                some = {n[len(prefix):] for n in asked if n.startswith(prefix)}
+                some = {n[len(prefix):] for n in asked if n.startswith(prefix)} | {
+                    n[2:] for n in asked if n.startswith("*.")}
                 if some:
                     read = {name: reader.function(methods[name], methods) for name in some
                             if name in methods and methods[name] in wanted}
                     found.classes[node.name] = {**found.classes.get(node.name, {}), **read}
         return found
+
+    def _read_blocks(self, asked: set[str]) -> tuple[dict[str, FunctionFacts], dict[str, dict[str, FunctionFacts]]]:
+        """The facts of ``asked`` with an effect, from their own blocks of text (raises ``_Whole``
+        where the text cannot be cut into blocks with certainty)."""
+        if self._blocks is None:
+            self._blocks = _Blocks(self.source)
+            self._block_reader = _Reader(self._blocks)
+        blocks, reader = self._blocks, self._block_reader
+        assert reader is not None
+        functions: dict[str, FunctionFacts] = {}
+        classes: dict[str, dict[str, FunctionFacts]] = {}
+        for name in sorted(asked):
+            owner, _, method = name.rpartition(".")
+            if not owner:
+                node = blocks.function(name)
+                if node is not None and _effective(facts := reader.function(node, None)):
+                    functions[name] = facts
+                continue
+            for cls in blocks.classes_defining(method) if owner == "*" else [blocks.cls(owner)]:
+                if cls is None:
+                    continue
+                methods = {m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                if method in methods and _effective(facts := reader.function(methods[method], methods)):
+                    classes.setdefault(cls.name, {})[method] = facts
+        return functions, classes
+
+
+def _effective(facts: FunctionFacts) -> bool:
+    """Whether a loop calling the function can see an effect (else its facts are left out, as a
+    lookup that finds nothing)."""
+    return (facts.backward is not None or bool(facts.steps or facts.scaler_steps or facts.evals)
+            or facts.zeroes or facts.wraps_ddp or facts.controls_sync or facts.returns_graph)
+
+
+class _Whole(Exception):
+    """The module's text cannot be cut into top-level blocks with certainty: parse it whole."""
+
+
+# A top-level `def`/`class` line, and its name
+_DEFINITION = re.compile(r"(?:async\s+def|def|class)\s+(\w+)")
+_MAX_GROWTH = 8  # blocks whose parse is retried with the next block added (column-0 text in a docstring)
+
+
+class _Blocks:
+    """The top-level functions and classes of a module, each parsed from its own lines. A block
+    runs from a line at column 0 (decorators joined to what they decorate) to the next; blank,
+    comment and closing-bracket lines never start one. A cut inside a string or a bracket leaves an
+    unterminated block, which does not parse: the block grows by the next one and is parsed again.
+    A definition that may sit inside a string (an odd number of triple quotes before it, or a
+    backslash ending the line above), or a name defined twice, is left to the whole module's
+    reading, and so is a block that does not parse as one definition of the name looked for."""
+
+    def __init__(self, source: str) -> None:
+        if source.count("\r") != source.count("\r\n") or "\x0c" in source or source.startswith("\ufeff"):
+            raise _Whole  # line ends or a top-level indentation the cut below would not see as the parser does
+        self.source, self.lines = source, source.split("\n")
+        lines = self.lines
+        starts = [i for i, line in enumerate(lines) if line and line[0] not in " \t#)]}\r" and not line.isspace()]
+        self.ends = dict(zip(starts, [*starts[1:], len(lines)]))
+        # name -> (first line of its decorators, its definition's line, whether it surely is code)
+        self.defined: dict[str, list[tuple[int, int, bool]]] = {}
+        self.kinds: dict[str, str] = {}
+        self.definitions: list[tuple[int, str]] = []  # (line, name) of each definition, in order
+        first, quotes, counted = None, 0, 0
+        for start in starts:
+            quotes += sum(line.count('"""') + line.count("'''") for line in lines[counted:start])
+            counted = start
+            line = lines[start]
+            sure = quotes % 2 == 0 and not (start and lines[start - 1].rstrip().endswith("\\"))
+            if line.startswith("@"):
+                first = (start, sure) if first is None else (first[0], first[1] and sure)
+                continue
+            match = _DEFINITION.match(line)
+            if match is not None:
+                name = match.group(1)
+                top, sure = (start, sure) if first is None else (first[0], first[1] and sure)
+                self.defined.setdefault(name, []).append((top, start, sure))
+                self.kinds[name] = "class" if line.startswith("class") else "def"
+                self.definitions.append((start, name))
+            first = None
+        self._parsed: dict[str, ast.stmt | None] = {}
+
+    def function(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        if self.kinds.get(name, "def") != "def" and len(self.defined[name]) == 1:
+            return None  # a class, not parsed for that
+        node = self._node(name)
+        return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+    def get(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:  # as a dict of the functions
+        return self.function(name)
+
+    def cls(self, name: str) -> ast.ClassDef | None:
+        if self.kinds.get(name, "class") != "class" and len(self.defined[name]) == 1:
+            return None
+        node = self._node(name)
+        return node if isinstance(node, ast.ClassDef) else None
+
+    def classes_defining(self, method: str) -> list[ast.ClassDef]:
+        """The classes that may define ``method``: those an indented ``def method`` follows, with no
+        other top-level definition in between."""
+        starts = [line for line, _ in self.definitions]
+        owners: dict[str, None] = {}
+        pattern = re.compile(r"def\s+%s\b" % re.escape(method))  # a literal start: searched fast
+        text = self.source
+        line, offset = 0, 0
+        for match in pattern.finditer(text):
+            # an indented `def method` or `async def method`
+            indent = text[text.rfind("\n", 0, match.start()) + 1:match.start()]
+            if not (indent[:1] in (" ", "\t") and indent[-1] in (" ", "\t") and (
+                    indent.isspace() or indent.split() == ["async"])):
+                continue
+            line += text.count("\n", offset, match.start())
+            offset = match.start()
+            at = bisect.bisect_right(starts, line) - 1
+            if at >= 0:
+                owner = self.definitions[at][1]
+                if not all(sure for _, _, sure in self.defined[owner]):
+                    raise _Whole
+                if self.kinds[owner] == "class":
+                    owners[owner] = None
+        return [cls for owner in owners if (cls := self.cls(owner)) is not None]
+
+    def _node(self, name: str) -> ast.stmt | None:
+        if name not in self._parsed:
+            places = self.defined.get(name, [])
+            if len(places) > 1 or places and not places[0][2]:
+                raise _Whole  # defined twice (which one counts is the whole module's to say), or maybe in a string
+            self._parsed[name] = self._parse(name, *places[0][:2]) if places else None
+        return self._parsed[name]
+
+    def _parse(self, name: str, first: int, definition: int) -> ast.stmt:
+        end = self.ends[definition]
+        for _ in range(_MAX_GROWTH):
+            text = "\n" * first + "\n".join(self.lines[first:end])  # the blank lines keep line numbers
+            try:
+                tree = ast.parse(text)
+            except SyntaxError:
+                if end >= len(self.lines):
+                    break
+                end = self.ends[end]
+                continue
+            except (ValueError, RecursionError, MemoryError):
+                break
+            if len(tree.body) == 1 and getattr(tree.body[0], "name", None) == name and isinstance(
+                    tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                return tree.body[0]
+            break
+        raise _Whole
 
 
 _CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
@@ -201,25 +390,32 @@ def _statements(tree: ast.Module) -> list[ast.AST]:
     while todo:
         node = todo.popleft()
         found.append(node)
-        for name in node._fields:
+        for name in _BLOCK_FIELDS.get(type(node), ()):  # a simple statement holds no statements
             block = getattr(node, name, None)
             if isinstance(block, list):
                 todo.extend(b for b in block if isinstance(b, (ast.stmt, ast.excepthandler, ast.match_case)))
     return found
 
 
-def _passes_ddp(tree: ast.Module, imports: dict[str, tuple[str, str, int]]) -> tuple[tuple[str, str], ...]:
+# The fields that may hold statements, of each node type that has some, in the node's field order.
+_BLOCK_FIELDS = {kind: tuple(f for f in kind._fields if f in ("body", "orelse", "finalbody", "handlers", "cases"))
+                 for kind in (getattr(ast, name) for name in dir(ast)) if isinstance(kind, type)
+                 and issubclass(kind, ast.AST) and {"body", "orelse", "finalbody", "handlers", "cases"} & set(kind._fields)}
+
+
+def _passes_ddp(nodes: list[ast.AST], imports: dict[str, tuple[str, str, int]]) -> tuple[tuple[str, str], ...]:
     """(method, keyword or position) of each ``obj.method(...)`` call handed the DDP wrapper the module
     builds: a name or attribute bound to ``DDP(...)``, or a property returning one (``self.model``).
     Calls on ``self``/``cls`` (the module's own methods) and on imported names (``torch.save``) are
-    left out: they do not run another project file's code through an object."""
+    left out: they do not run another project file's code through an object. ``nodes``: those of the
+    module, in ``ast.walk``'s order."""
     wrapped: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _last(node.value.func) in _DDP:
             wrapped.update(name for t in node.targets if (name := ast_dotted(t)) is not None)
     if not wrapped:
         return ()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.ClassDef):
             for member in node.body:
                 if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
@@ -228,7 +424,7 @@ def _passes_ddp(tree: ast.Module, imports: dict[str, tuple[str, str, int]]) -> t
                         for r in _own_nodes(member)):
                     wrapped.add(f"self.{member.name}")
     found: set[tuple[str, str]] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             continue
         owner = ast_dotted(node.func.value)
@@ -296,8 +492,9 @@ def _names(expr: ast.AST) -> set[str]:
 
 
 class _Reader:
-    def __init__(self, tree: ast.Module) -> None:
-        self.module_functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    def __init__(self, tree: ast.Module | _Blocks) -> None:
+        self.module_functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | _Blocks = tree if isinstance(
+            tree, _Blocks) else {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         # A function is read once per depth: helpers call each other, and reading a callee again at
         # every call site multiplied the work (the facts are the same each time).
         self._read: dict[tuple[int, bool, int], FunctionFacts] = {}

@@ -30,9 +30,12 @@ _MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _SKIP_DIRS = {".git", ".hg", ".tox", ".nox", ".venv", "venv", "env", "node_modules", "__pycache__", "site-packages",
               "build", "dist", ".eggs"}
 _DDP_CALL = re.compile(rb"(DistributedDataParallel|DDP)\s*\(")  # a wrap being built, not an isinstance() test
-_DEFINES = re.compile(rb"\b(?:def|class)\s+(?=(\w+))")
+# The words after `def`/`class` (the lookahead lets `class def x` yield both words); each pattern
+# starts with its keyword, which the engine searches for fast (a leading `\b` would test every byte).
+_DEFINES = (re.compile(rb"def(?<!\wdef)\s+(?=(\w+))"), re.compile(rb"class(?<!\wclass)\s+(?=(\w+))"))
+_DEFS = re.compile(rb"def(?<!\wdef)\s+(\w+)")
 _MAX_BYTES = 2_000_000
-_FORMAT = 7
+_FORMAT = 8
 _KEEP_TEXTS = 64
 # Parsed modules kept for more of their names (a loop calls one imported function, then another;
 # the next file imports others), up to this much source text (their trees take ~35 bytes a character).
@@ -67,6 +70,8 @@ class ProjectIndex:
         self.fresh: dict[str, list[object]] = {}  # entries read since ``take_fresh``
         self._ddp_files: list[ModuleFacts] | None = None
         self._resolved: dict[tuple[str, str, int], Path | None] = {}
+        self._resolved_from: dict[tuple[Path, str, int], Path | None] = {}  # the same, by importer
+        self._relatives: dict[Path, str] = {}
         self._directories: dict[str, Path] = {}  # an importer -> its real directory
         self._listings: dict[str, frozenset[str]] = {}
         self._texts: dict[Path, bytes] = {}
@@ -83,7 +88,7 @@ class ProjectIndex:
         and classes; ``tree``: its ``ast``, if already parsed."""
         try:
             st = path.stat()
-            rel = path.resolve().relative_to(self.root).as_posix()
+            rel = self._relative(path)
         except (OSError, ValueError):
             return None
         if not stat.S_ISREG(st.st_mode):
@@ -100,7 +105,7 @@ class ProjectIndex:
                     self._decoded[rel] = (entry[2], cached)
                 except (KeyError, TypeError, ValueError):
                     pass
-            if cached is not None and (not functions or cached.knows(names)):
+            if cached is not None and (cached.knows(names) if functions else cached.outlined):
                 return cached
         if st.st_size > _MAX_BYTES:
             return None
@@ -112,16 +117,29 @@ class ProjectIndex:
             except OSError:
                 return None
             reader = ModuleReader(source, rel, tree)
+        reader.adopt(tree)
         _READERS[key] = reader  # the most recent last
-        while len(_READERS) > 1 and sum(len(r.source) for r in _READERS.values()) > _KEEP_CHARS:
-            del _READERS[next(iter(_READERS))]
-        found = cached if cached is not None else reader.outline()
+        kept = sum(len(r.source) for r in _READERS.values())
+        while len(_READERS) > 1 and kept > _KEEP_CHARS:
+            kept -= len(_READERS.pop(next(iter(_READERS))).source)
+        if cached is None:
+            # a lookup of some names reads only their blocks: the imports wait until asked for
+            cached = ModuleFacts(rel, complete=False, outlined=False) if functions and names is not None \
+                else reader.outline()
+        found = cached if cached.outlined or functions else cached.with_outline(reader.outline())
         if functions:
             found = reader.read(found, names)
         entry = [st.st_size, st.st_mtime_ns, found.to_json()]
         self._put(rel, entry)
         self._decoded[rel] = (entry[2], found)
         return found
+
+    def _relative(self, path: Path) -> str:
+        """``path`` relative to the root, links resolved (a resolve costs a system call per part)."""
+        rel = self._relatives.get(path)
+        if rel is None:
+            rel = self._relatives[path] = path.resolve().relative_to(self.root).as_posix()
+        return rel
 
     def may_define(self, path: Path, name: str) -> bool:
         """Whether the text of ``path`` holds ``def name`` or ``class name``: a module that does not
@@ -130,13 +148,13 @@ class ProjectIndex:
             return re.search(rb"\b(?:def|class)\s+" + re.escape(name.encode()) + rb"\b", self._text(path)) is not None
         names = self._defines.get(path)
         if names is None:
-            # every word after a `def`/`class` (the lookahead lets `class def x` yield both words)
-            names = self._defines[path] = frozenset(_DEFINES.findall(self._text(path)))
+            text = self._text(path)
+            names = self._defines[path] = frozenset(_DEFINES[0].findall(text)) | frozenset(_DEFINES[1].findall(text))
         return name.encode() in names
 
     def defined(self, path: Path) -> set[str]:
         """The names the ``def`` statements in the text of ``path`` define (at any depth)."""
-        return {name.decode() for name in re.findall(rb"\bdef\s+(\w+)", self._text(path))}
+        return {name.decode() for name in _DEFS.findall(self._text(path))}
 
     def mentions(self, path: Path, text: str) -> bool:
         return text.encode() in self._text(path)
@@ -155,10 +173,13 @@ class ProjectIndex:
 
     def resolve(self, importer: Path, module: str, level: int) -> Path | None:
         """The project file ``from <module> import ...`` (or ``import <module>``) names in ``importer``."""
-        key = (str(importer.parent), module, level)
-        if key not in self._resolved:
-            self._resolved[key] = self._resolve(importer, module, level)
-        return self._resolved[key]
+        asked = (importer, module, level)
+        if asked not in self._resolved_from:
+            key = (str(importer.parent), module, level)  # the files of one directory share it
+            if key not in self._resolved:
+                self._resolved[key] = self._resolve(importer, module, level)
+            self._resolved_from[asked] = self._resolved[key]
+        return self._resolved_from[asked]
 
     def _resolve(self, importer: Path, module: str, level: int) -> Path | None:
         parts = [p for p in module.split(".") if p]
@@ -226,7 +247,8 @@ class ProjectIndex:
                         text = path.read_bytes() if st.st_size <= _MAX_BYTES else b""
                     except OSError:
                         continue
-                    if not _DDP_CALL.search(text):
+                    # two substring tests rule out most files faster than the pattern can
+                    if not (b"DDP" in text or b"DistributedDataParallel" in text) or not _DDP_CALL.search(text):
                         self._put(rel, [st.st_size, st.st_mtime_ns, None])
                         continue
                 found = self.facts(path, functions=False)
@@ -253,7 +275,7 @@ class ProjectIndex:
 
     def merge(self, entries: dict[str, list[object]]) -> None:
         """Entries another process read. For the same version of a file, facts beat a "no DDP"
-        mark and all of a module's facts beat its imports alone."""
+        mark, all of a module's facts beat some, and facts with its imports beat those without."""
         for rel, entry in entries.items():
             old = self.entries.get(rel)
             if old is not None and old[:2] == entry[:2] and _richness(old) >= _richness(entry):
@@ -290,7 +312,9 @@ class ProjectIndex:
 
 def _richness(entry: list[object]) -> int:
     facts = entry[2]
-    return 0 if facts is None else 2 if isinstance(facts, dict) and facts.get("complete", True) else 1
+    if not isinstance(facts, dict):
+        return 0
+    return 1 + 2 * bool(facts.get("complete", True)) + bool(facts.get("outlined", True))
 
 
 @cache  # a few per repository; a worker checks files of every project in turn
