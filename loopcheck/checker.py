@@ -233,9 +233,10 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config, jobs: 
         findings, todo, keys = _read(files, codes, config, cache, tests, known, start)
         if todo:
             progress = Progress(len(todo))
-            # Biggest files first, so no worker is left with a big file at the end.
+            # Biggest files first, so no worker is left with a big file at the end; a worker keeps
+            # to one project while it has files to check, reading the project's facts once.
             order = sorted(range(len(todo)), key=lambda i: -len(todo[i][0]))
-            for i, result in pools[0].run(todo, order):
+            for i, result in pools[0].run(todo, order, _projects(todo) if len(pools[0].workers) > 1 else None):
                 progress.tick()
                 if isinstance(result, workers.Failure):
                     findings.append(not_analysed(todo[i][1], result.reason))  # not cached: may pass next time
@@ -252,6 +253,13 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config, jobs: 
     if cache is not None and "loopcheck.project" in sys.modules:
         sys.modules["loopcheck.project"].save()  # what this process and the workers read, for the next run
     return sorted(findings)  # the same order whatever the processes did
+
+
+def _projects(todo: list[_Job]) -> list[Path]:
+    """The project root of each job's file."""
+    from loopcheck.project.index import find_root
+
+    return [find_root(Path(job[4])) for job in todo]
 
 
 def _warm(codes: frozenset[str]) -> None:

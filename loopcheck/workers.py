@@ -17,7 +17,7 @@ import multiprocessing
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Generic, TypeVar
@@ -106,6 +106,7 @@ class _Worker:
     conn: Connection
     job: int | None = None
     started: float = 0.0
+    job_group: Hashable | None = None  # the group of the job it ran last
 
 
 class Pool(Generic[J, R]):
@@ -133,8 +134,11 @@ class Pool(Generic[J, R]):
         if self.isolated and len(self.workers) < self.size:
             self._start()
 
-    def run(self, jobs: Sequence[J], order: Sequence[int] | None = None) -> Iterator[tuple[int, R | Failure]]:
-        """Each job's index and ``fn(job)`` or a ``Failure``, as they finish, started in ``order``."""
+    def run(self, jobs: Sequence[J], order: Sequence[int] | None = None,
+            groups: Sequence[Hashable] | None = None) -> Iterator[tuple[int, R | Failure]]:
+        """Each job's index and ``fn(job)`` or a ``Failure``, as they finish, started in ``order``;
+        with ``groups`` (one per job), a worker takes the next job of the group it last ran while
+        there is one (jobs of one group share what a worker reads for the first of them)."""
         order = list(range(len(jobs))) if order is None else list(order)
         if not self.isolated:
             for i in order:
@@ -145,7 +149,9 @@ class Pool(Generic[J, R]):
             idle = [w for w in self.workers if w.job is None]
             while pending and (idle or len(self.workers) < self.size):
                 worker = idle.pop() if idle else self._start()
-                worker.job, worker.started = pending.pop(), time.monotonic()
+                held = {w.job_group for w in self.workers if w.job is not None}
+                worker.job, worker.started = _next(pending, groups, worker.job_group, held), time.monotonic()
+                worker.job_group = groups[worker.job] if groups is not None else None
                 worker.conn.send((worker.job, jobs[worker.job]))
             busy = [w for w in self.workers if w.job is not None]
             deadline = min(w.started for w in busy) + self.time_limit_s
@@ -203,6 +209,19 @@ class Pool(Generic[J, R]):
                 name = f"signal {-code}"
             return Failure(f"the checking process crashed ({name})")
         return Failure(f"the checking process exited with status {code}")
+
+
+def _next(pending: list[int], groups: Sequence[Hashable] | None, group: Hashable | None,
+          held: set[Hashable | None]) -> int:
+    """Take the next job of ``pending`` (in reverse order) for a worker that last ran a job of
+    ``group``: the first of that group if there is one, else the first of a group no other worker
+    is running (``held``), else the first."""
+    if groups is not None:
+        for wanted in (lambda g: g == group, lambda g: g not in held):
+            for i in range(len(pending) - 1, -1, -1):
+                if wanted(groups[pending[i]]):
+                    return pending.pop(i)
+    return pending.pop()
 
 
 def run(fn: Callable[[J], R], jobs: Sequence[J], workers: int, time_limit_s: float,

@@ -173,3 +173,20 @@ def test_a_worker_frees_the_garbage_of_its_jobs() -> None:
     """Garbage cycles left by jobs are collected between jobs once enough has built up."""
     freed = dict(workers.run(_cycles, [workers._GARBAGE_MARK + 1, 1], workers=1, time_limit_s=30.0))
     assert freed == {0: False, 1: True}
+
+
+def test_a_worker_keeps_to_the_group_it_ran_last() -> None:
+    pending = list(reversed([0, 1, 2, 3, 4]))  # taken from the end: job 0 first
+    groups = ["a", "b", "a", "c", "b"]
+    assert workers._next(pending, groups, "b", held={"a"}) == 1  # its own group's first job
+    assert workers._next(pending, groups, "c", held={"a"}) == 3
+    assert workers._next(pending, groups, "c", held={"a"}) == 4  # none of its own left: one nobody runs
+    assert workers._next(pending, groups, None, held={"a", "b"}) == 0  # every group held: the first
+    assert workers._next(pending, None, "a", held=set()) == 2
+
+
+@needs_fork
+def test_jobs_in_groups_all_finish() -> None:
+    with workers.Pool(_job, 2, 30.0) as pool:
+        results = dict(pool.run([0, 4, 5, 6], groups=["x", "y", "x", "y"]))
+    assert results == {0: 0, 1: 40, 2: 50, 3: 60}
