@@ -7,8 +7,10 @@ The horizon's unit is read from what the file shows: `len(train_loader)` and nam
 `steps_per_epoch` or `epoch_length` count batches, a division by the accumulation count makes
 optimizer steps, a multiplication by it makes micro-batches again (`max_train_steps *
 gradient_accumulation_steps`), a name that says only `epochs` counts epochs, and the bound of the
-training loop counts that loop's iterations (`for it in range(max_iters)`, or `while step < max_steps:`
-whose body adds 1 to `step` on every iteration). The stepping's unit comes from the loop's shape: every
+training loop counts that loop's iterations (`for it in range(max_iters)`, `while step < max_steps:`
+whose body adds 1 to `step` on every iteration, or `if global_step >= max_steps: break` where the
+loop adds 1 to `global_step` on every iteration: micro-batches, not the updates a counter advanced
+only in the step branch counts). The stepping's unit comes from the loop's shape: every
 batch, every N-th micro-batch, once per epoch (also from some epoch on, `if epoch >= warmup_epochs:`),
 or, in a loop that enters `with accelerator.accumulate(model):`, once per optimizer step for a
 scheduler handed to `accelerator.prepare` wherever the loop steps it (Accelerate 0.16 and later step
@@ -214,8 +216,8 @@ for epoch in range(args.num_train_epochs):
 def _loop_unit(horizon: cst.BaseExpression, training: TrainingLoop) -> Unit | None:
     """A horizon that is the bound of the loop itself: ``for it in range(max_iters)`` counts
     iterations of that loop (micro-batches of the batch loop, optimizer steps of a micro-step loop's
-    parent)."""
-    if same(horizon, _range_bound(training.loop)):
+    parent); so does the bound of a stop on a counter the batch loop adds 1 to on every iteration."""
+    if same(horizon, _range_bound(training.loop)) or same(horizon, _stop_bound(training.loop)):
         return Unit.BATCHES
     if training.style is Style.MICRO_LOOP and same(horizon, _range_bound(training.step_loop)):
         return Unit.UPDATES
@@ -230,6 +232,57 @@ def _range_bound(loop: Loop) -> cst.BaseExpression | None:
     return _while_bound(loop.node) if isinstance(loop.node, cst.While) else None
 
 
+def _stop_bound(loop: Loop) -> cst.BaseExpression | None:
+    """``if global_step >= max_steps: break`` in the loop's own body, where the body adds 1 to
+    ``global_step`` on every iteration and nothing else in the loop nest writes it: the loop stops
+    after ``max_steps`` iterations over all epochs."""
+    node, outer = loop.node, loop.parent
+    if not isinstance(node, (cst.For, cst.While)):
+        return None
+    for stmt in node.body.body:
+        if not (isinstance(stmt, cst.If) and stmt.orelse is None and _only_break(stmt.body)):
+            continue
+        for test in _conjuncts(stmt.test):
+            if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and \
+                    isinstance(test.comparisons[0].operator, cst.GreaterThanEqual):
+                counter, bound = dotted(test.left), test.comparisons[0].comparator
+                nest = outer.node if outer is not None and outer.is_loop else node
+                if counter is not None and counter not in names_in(bound) and \
+                        _counted_every_iteration(node, counter) and len(_writes(nest, counter)) == 1:
+                    return bound
+    return None
+
+
+def _only_break(body: cst.BaseSuite) -> bool:
+    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    if not all(isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) for stmt in statements):
+        return False
+    smalls = [small for stmt in statements for small in stmt.body]  # type: ignore[union-attr]
+    return len(smalls) == 1 and isinstance(smalls[0], cst.Break)
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """``a and b and c`` -> [a, b, c]: each must hold for the branch to run."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return [*_conjuncts(test.left), *_conjuncts(test.right)]
+    return [test]
+
+
+def _writes(node: cst.CSTNode, name: str) -> list[cst.CSTNode]:
+    return [n for n in walk(node) if isinstance(n, (cst.AugAssign, cst.AssignTarget, cst.AnnAssign))
+            and dotted(n.target) == name]
+
+
+def _counted_every_iteration(node: cst.For | cst.While, counter: str) -> bool:
+    """The loop body adds 1 to ``counter`` in a statement of its own top level, and writes it nowhere
+    else in the loop."""
+    writes = _writes(node.body, counter)
+    increments = [small for stmt in node.body.body if isinstance(stmt, cst.SimpleStatementLine)
+                  for small in stmt.body if isinstance(small, cst.AugAssign) and small in writes
+                  and isinstance(small.operator, cst.AddAssign) and int_value(small.value) == 1]
+    return len(writes) == 1 and len(increments) == 1
+
+
 def _while_bound(node: cst.While) -> cst.BaseExpression | None:
     """``while step < max_steps:`` whose body adds 1 to ``step`` on every iteration, and writes it
     nowhere else: the loop runs ``max_steps`` times (fewer when resumed, the schedule with it)."""
@@ -240,12 +293,7 @@ def _while_bound(node: cst.While) -> cst.BaseExpression | None:
     counter, bound = dotted(test.left), test.comparisons[0].comparator
     if counter is None or counter in names_in(bound):
         return None
-    writes = [n for n in walk(node.body) if isinstance(n, (cst.AugAssign, cst.AssignTarget, cst.AnnAssign))
-              and dotted(n.target) == counter]
-    every_iteration = [small for stmt in node.body.body if isinstance(stmt, cst.SimpleStatementLine)
-                       for small in stmt.body if isinstance(small, cst.AugAssign) and small in writes
-                       and isinstance(small.operator, cst.AddAssign) and int_value(small.value) == 1]
-    return bound if len(writes) == 1 and len(every_iteration) == 1 else None
+    return bound if _counted_every_iteration(node, counter) else None
 
 
 def _under_flag(training: TrainingLoop, scheduler: Event) -> bool:
