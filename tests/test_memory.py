@@ -1,0 +1,55 @@
+"""Which values of a training loop carry an autograd graph (loopcheck.model.memory)."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from loopcheck.model import build
+from loopcheck.model.memory import GraphReader
+
+LOOP = '''
+import torch
+import torch.nn.functional as F
+
+
+def terms(outputs, y):
+    box = F.l1_loss(outputs[:, :4], y[:, :4])
+    cls = F.cross_entropy(outputs[:, 4:], y[:, 4])
+    return box + cls, {"box": box, "cls": cls}, {"box": box.item()}
+
+
+model.train()
+for x, y in loader:
+    optimizer.zero_grad()
+    outputs = model(x)
+    loss, parts, numbers = terms(outputs, y)
+    loss.backward()
+    optimizer.step()
+    picked = torch.argmax(outputs, dim=1)
+    joined = torch.cat([outputs, outputs])
+    for name, value in parts.items():
+        pass
+    for name, number in numbers.items():
+        pass
+    PROBE
+'''
+
+
+def _carries(expr: str) -> bool | None:
+    model = build(cst.parse_module(LOOP.replace("PROBE", "probe = 0")))
+    training = model.training_loops[0]
+    probe = next(a for a in training.loop.assignments if a.names == ("probe",))
+    return GraphReader(model, training).carries(cst.parse_expression(expr), probe.order, probe.conds)
+
+
+@pytest.mark.parametrize(("expr", "expected"), [
+    ("parts", True),  # element 1 of the same-file helper's return
+    ("value", True),  # the values of `parts.items()`
+    ("number", None),  # `.item()` inside the helper: a helper is read only for a graph, never for its absence
+    ("joined", True),  # torch's own differentiable function of the model's outputs
+    ("picked", False),  # argmax: indices, certainly no graph
+    ("name", None),  # the keys
+])
+def test_values_followed_through_same_file_helpers_and_torch_functions(expr: str, expected: bool | None) -> None:
+    assert _carries(expr) is expected
