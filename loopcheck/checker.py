@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from loopcheck import baseline
 from loopcheck.catalog import FILE_CODES, INVALID_SUPPRESSION, NOT_ANALYSED, SYNTAX_ERROR
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from loopcheck.cache import Cache
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+T = TypeVar("T")
 # Longer than any real file takes (the longest of 10,000 files of 46 ML repositories: a few
 # seconds): only a parser that hangs reaches it.
 FILE_TIME_LIMIT_S = 60.0
@@ -217,7 +218,7 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config, jobs: 
     size = 1 if len(files) < 2 else jobs or min(_cores(), 8)
     # Computing the pre-filter imports every rule (and libcst): done here, before any worker is
     # forked, the workers inherit them instead of importing them again.
-    tests = cache.text_tests(codes, lambda: text_tests(codes)) if cache else text_tests(codes)
+    tests = cache.text_tests(codes, lambda: _imported(text_tests)(codes)) if cache else _imported(text_tests)(codes)
     pools: list[workers.Pool] = []
 
     def start() -> None:
@@ -262,12 +263,25 @@ def _projects(todo: list[_Job]) -> list[Path]:
     return [find_root(Path(job[4])) for job in todo]
 
 
+def _imported(then: Callable[[frozenset[str]], T]) -> Callable[[frozenset[str]], T]:
+    """``then``, called once the rules, the model and libcst are imported (the code of their
+    dataclasses' methods read from ``loopcheck.dataclass_code``'s file, not compiled again)."""
+    def call(codes: frozenset[str]) -> T:
+        if "loopcheck.positions" not in sys.modules:
+            from loopcheck import dataclass_code
+            from loopcheck.cache import default_directory
+
+            with dataclass_code.cached(default_directory()):
+                import loopcheck.positions  # noqa: F401
+                import loopcheck.rules  # noqa: F401
+        return then(codes)
+
+    return call
+
+
 def _warm(codes: frozenset[str]) -> None:
     """In a worker before its first file: import what checking needs."""
-    import loopcheck.model  # noqa: F401
-    import loopcheck.positions  # noqa: F401
-
-    text_tests(codes)  # the rules
+    _imported(text_tests)(codes)  # the rules, the model, libcst
 
 
 def _merge_facts(facts: object) -> None:
