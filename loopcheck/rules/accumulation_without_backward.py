@@ -50,6 +50,15 @@ for i, (x, y) in enumerate(loader):
         total = 0
 """,
         """
+for x, y in loader:
+    total_loss = torch.zeros(1)
+    for a, b in pairs:
+        total_loss = total_loss + criterion(model(x[a]), y[a]) + criterion(model(x[b]), y[b])
+    optimizer.zero_grad()
+    total_loss.backward()
+    optimizer.step()
+""",
+        """
 def validate(model, data):
     model.eval()
     for k in range(eval_iters):
@@ -115,7 +124,7 @@ while True:
                 continue
             assigned = backward.loop.assignments_before(name, backward.order)
             if assigned and assigned[-1].op == "=" and isinstance(assigned[-1].in_loop, cst.For) and not \
-                    is_data_iterable(assigned[-1].in_loop.iter):
+                    is_data_iterable(assigned[-1].in_loop.iter) and name not in names_in(assigned[-1].value):
                 yield self.at(backward, f"`{name}` is overwritten on every micro-step of the loop above and "
                                         "back-propagated once after it: only the last micro-batch trains the model")
 
