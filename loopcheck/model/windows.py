@@ -6,7 +6,9 @@ into the next epoch's first step (that window then sums more than N micro-batche
 wiped by a zeroing before the next window (``optimizer.zero_grad()`` at the start of each epoch,
 or at the window start ``if i % N == 0``). A counter that runs on across epochs (a global step,
 ``ni = i + nb * epoch``) lets windows span two epochs with exactly N micro-batches each, which is
-right, unless an epoch-start zeroing wipes the first part of the spanning window.
+right, unless an epoch-start zeroing wipes the first part of the spanning window. A 0-based
+``if i % N == 0: step`` steps the tail together with the next epoch's first micro-batch (at most N
+in that window: the wrong phase is the off-by-one's finding), unless an epoch-start zeroing wipes it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from loopcheck.model.events import Event, Kind, Loop
-from loopcheck.model.guards import GuardKind, Phase
+from loopcheck.model.guards import GuardKind, Phase, exclusive
 from loopcheck.model.syntax import func_name, last_part, same, walk
 from loopcheck.model.training import Style, TrainingLoop, is_data_loop
 
@@ -57,6 +59,8 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
     if any(s.order > loop.order for s in parent.events(Kind.STEP)):
         return None  # the leftover window is stepped after the loop
     zeroing = _zeroing_between_passes(training)
+    if guard.phase is Phase.START and zeroing is None:
+        return None  # `i % N == 0` steps the tail with the next pass's first micro-batch: at most N in it
     if guard.restarts:
         return PartialWindow(Tail.DROPPED if zeroing is not None else Tail.CARRIED, zeroing, False)
     return PartialWindow(Tail.DROPPED, zeroing, True) if zeroing is not None else None
@@ -76,7 +80,7 @@ def _zeroing_between_passes(training: TrainingLoop) -> Event | None:
     for zero in training.loop.events(Kind.ZERO_GRAD):
         zguard = training.guard(zero)
         if zguard.kind is GuardKind.PERIODIC and zguard.phase is Phase.START and same(zguard.modulus, guard.modulus) \
-                and any(b.order > zero.order for b in training.backwards):
+                and any(b.order > zero.order and not exclusive(b.conds, zero.conds) for b in training.backwards):
             return zero
     return None
 

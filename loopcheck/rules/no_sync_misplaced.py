@@ -38,7 +38,8 @@ from loopcheck.model.distributed import (
     micro_of,
     no_sync_receiver,
 )
-from loopcheck.model.syntax import dotted, positional, source, walk
+from loopcheck.model.guards import GuardKind
+from loopcheck.model.syntax import dotted, positional, same, source, walk
 from loopcheck.model.training import TrainingLoop
 from loopcheck.rules._base import Rule, Violation
 
@@ -220,7 +221,7 @@ for batch in loader:
             if literal is None:
                 always = training.reader.guard(flag.conds, flag.order).always
                 micro = micro_of(value, training, flag.order) if always else None
-                if micro is not None and not micro.includes_last:
+                if micro is not None and not micro.includes_last and not _with_the_step(training, value, flag.order):
                     yield self.at(flag, f"`{flag.receiver}.require_backward_grad_sync` is true on {micro.value} of "
                                         "each window, so the last micro-batch is not all-reduced and the ranks "
                                         "step with different gradients")
@@ -287,6 +288,18 @@ for batch in loader:
                 yield self.at(backward, f"this backward runs under `{modules[0]}.no_sync()` on {micro.value} of "
                                         "each window: the last micro-batch is not all-reduced and the ranks "
                                         "step with different gradients")
+
+
+def _with_the_step(training: TrainingLoop, value: cst.BaseExpression, order: int) -> bool:
+    """The flag is the step's own periodic test (``itr % N == 0`` for both): it syncs the micro-batch
+    the optimizer steps on, the last of each window as the loop really runs; a step on the wrong
+    micro-batch is the off-by-one's finding, not a misplaced sync."""
+    step = training.step_guard
+    if step is None or step.kind is not GuardKind.PERIODIC or step.partial:
+        return False
+    flag = training.reader.atom(value, False, order, 0)
+    return flag.kind is GuardKind.PERIODIC and flag.phase is step.phase and flag.index == step.index \
+        and same(flag.modulus, step.modulus)
 
 
 def _branch_micro(conds: tuple[Cond, ...], training: TrainingLoop, order: int) -> Micro | None:
