@@ -90,6 +90,18 @@ def is_data_loop(loop: Loop) -> bool:
     return is_data_iterable(loop.iter) or any(is_data_iterable(e) for e in loop.iter_sources)
 
 
+def _splits_the_batch(loop: Loop, parent: Loop) -> bool:
+    """``for chunk_x, chunk_y in zip(*split(data, targets)):`` inside ``for data, targets in loader:``:
+    the inner loop goes over pieces of the outer loop's batch (a subdivided batch, one step per
+    loader batch), not over the data; only names bound to the batch make it look like a data loop."""
+    if not parent.is_loop or not is_data_loop(parent) or parent.target is None or is_data_iterable(loop.node.iter):
+        return False
+    batch = {n.split(".", 1)[0] for n in names_in(parent.target)}
+    iterated = {n.split(".", 1)[0] for n in names_in(loop.node.iter)}
+    bound = [a for a in parent.assignments if a.op != "for" and a.order < loop.order and set(a.names) & iterated]
+    return bool(bound) and all({n.split(".", 1)[0] for n in names_in(a.value)} & batch for a in bound)
+
+
 def micro_count(loop: Loop) -> cst.BaseExpression | None:
     """N of ``for micro_step in range(N)``."""
     it = loop.iter
@@ -149,7 +161,7 @@ def analyse(loop: Loop, int_inits: dict[str, set[int | None]]) -> TrainingLoop |
     if parent is not None:
         after = [e for e in parent.events(Kind.STEP) if e.order > loop.order]
         if after:
-            if is_data_loop(loop):
+            if is_data_loop(loop) and not _splits_the_batch(loop, parent):
                 return make(Style.STEP_OUTSIDE, after)
             return make(Style.MICRO_LOOP, after, modulus=micro_count(loop))
     return make(Style.NO_STEP, [])
