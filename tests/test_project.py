@@ -492,6 +492,32 @@ def test_a_selective_gradient_clearing_is_no_zeroing() -> None:
     assert facts["zero_grad"].zeroes and facts["clear"].zeroes
 
 
+def test_a_module_clearing_its_own_sub_module_gradients_is_no_zeroing() -> None:
+    classes = """
+        import torch.nn as nn
+
+
+        class ProjectionHead(nn.Module):
+            def cancel_last_layer_gradients(self, current_epoch):
+                if current_epoch >= self.freeze_last_layer:
+                    return
+                for param in self.last_layer.parameters():
+                    param.grad = None
+
+            def forward(self, x):
+                return self.last_layer(self.layers(x))
+
+
+        class Trainer:
+            def clear(self):
+                for param in self.model.parameters():
+                    param.grad = None
+    """
+    facts = extract(textwrap.dedent(classes), "heads.py").classes
+    assert not facts["ProjectionHead"]["cancel_last_layer_gradients"].zeroes  # freezes its last layer (lightly's DINO head)
+    assert facts["Trainer"]["clear"].zeroes  # a trainer's model is the whole model
+
+
 AMP_UTIL = """
     import torch
 

@@ -532,7 +532,7 @@ class _Reader:
             elif isinstance(sub, ast.Assign) and any(
                     isinstance(t, ast.Attribute) and t.attr == "grad" for t in sub.targets) and isinstance(
                     sub.value, ast.Constant) and sub.value.value is None:
-                zeroes = zeroes or not _selective(nodes, sub)
+                zeroes = zeroes or not _selective(nodes, sub, methods)
             if not isinstance(sub, ast.Call):
                 continue
             func = sub.func
@@ -558,7 +558,7 @@ class _Reader:
             elif "zero_grad" in name:
                 zeroes = True
             elif name == "zero_" and isinstance(receiver, ast.Attribute) and receiver.attr == "grad":
-                zeroes = zeroes or not _selective(nodes, sub)
+                zeroes = zeroes or not _selective(nodes, sub, methods)
             elif name in ("eval", "train") and recv in index and recv not in copied:
                 off = name == "eval" or bool(sub.args) and isinstance(sub.args[0], ast.Constant) \
                     and sub.args[0].value is False
@@ -608,17 +608,37 @@ def _scaler_step(receiver: ast.expr, call: ast.Call) -> bool:
     return len(call.args) == 1 and not call.keywords and "scaler" in (ast_dotted(receiver) or "").lower()
 
 
-def _selective(nodes: list[ast.AST], clearing: ast.AST) -> bool:
+def _selective(nodes: list[ast.AST], clearing: ast.AST,
+               methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None = None) -> bool:
     """``clearing`` (``p.grad = None``, ``p.grad.zero_()``) sits under an ``if`` that tests something
     other than a gradient: ``if "last_layer" in name:`` clears some parameters only (DINO's
     ``cancel_gradients_last_layer`` freezes a layer), which is not the zeroing of a step.
-    ``if p.grad is not None:`` and ``if p.requires_grad:`` still clear every gradient."""
+    ``if p.grad is not None:`` and ``if p.requires_grad:`` still clear every gradient. So does a
+    module method that clears one of its own sub-modules (``for p in self.last_layer.parameters():``
+    in a class with ``forward``: lightly's ``cancel_last_layer_gradients``); a trainer's
+    ``self.model.parameters()`` is the whole model and still counts."""
+    if methods is not None and "forward" in methods and any(_clears_sub_module(node, clearing) for node in nodes):
+        return True
     for node in nodes:
         if isinstance(node, ast.If) and not any(isinstance(n, ast.Attribute) and n.attr in ("grad", "requires_grad")
                                                 for n in ast.walk(node.test)) \
                 and any(n is clearing for n in ast.walk(node)):
             return True
     return False
+
+
+def _clears_sub_module(node: ast.AST, clearing: ast.AST) -> bool:
+    """``node`` is ``for p in self.<sub>.parameters():`` around ``clearing`` of ``p.grad``."""
+    if not isinstance(node, ast.For) or not isinstance(node.target, ast.Name):
+        return False
+    it = node.iter
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "parameters"):
+        return False
+    owner = ast_dotted(it.func.value) or ""
+    if not owner.startswith("self.") or not any(n is clearing for n in ast.walk(node)):
+        return False
+    grads = [n for n in ast.walk(clearing) if isinstance(n, ast.Attribute) and n.attr == "grad"]
+    return any(isinstance(g.value, ast.Name) and g.value.id == node.target.id for g in grads)
 
 
 def _own_nodes(node: ast.AST) -> list[ast.AST]:
