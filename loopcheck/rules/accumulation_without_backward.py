@@ -124,7 +124,7 @@ while True:
                 continue
             assigned = backward.loop.assignments_before(name, backward.order)
             if assigned and assigned[-1].op == "=" and isinstance(assigned[-1].in_loop, cst.For) and not \
-                    is_data_iterable(assigned[-1].in_loop.iter) and name not in names_in(assigned[-1].value):
+                    is_data_iterable(assigned[-1].in_loop.iter) and not _adds_to_itself(name, assigned[-1].value):
                 yield self.at(backward, f"`{name}` is overwritten on every micro-step of the loop above and "
                                         "back-propagated once after it: only the last micro-batch trains the model")
 
@@ -136,3 +136,15 @@ def _overwritten_every_iteration(loop: Loop, backward: Event) -> bool:
         return False
     before = loop.assignments_before(name, backward.order)
     return bool(before) and before[-1].op == "=" and not before[-1].conds and name not in names_in(before[-1].value)
+
+
+def _adds_to_itself(name: str, value: cst.BaseExpression) -> bool:
+    """``total = total + a + b``: a sum over the inner loop (``loss = loss / N`` still overwrites)."""
+    terms = [value]
+    while terms:
+        term = terms.pop()
+        if isinstance(term, cst.BinaryOperation) and isinstance(term.operator, cst.Add):
+            terms += [term.left, term.right]
+        elif dotted(term) == name:
+            return True
+    return False

@@ -2,7 +2,9 @@
 Checks gradient-accumulation loops over a data loader whose step condition never fires for the
 last, partial window of an epoch: `(i + 1) % N == 0`, `i % N == 0`, a counter that restarts each
 epoch, a threshold such as `n >= N` reset after the step, or a global counter whose windows are
-cut by a zeroing at each epoch start.
+cut by a zeroing at each epoch start. A 0-based `i % N == 0` step leaves no window partial unless
+a zeroing at each epoch start wipes the tail: without one, the tail is stepped together with the
+next epoch's first micro-batch (its wrong phase is LC106's finding).
 
 ## Why is this bad?
 When the number of batches is not a multiple of N, the gradients of the last few batches of
@@ -143,6 +145,7 @@ for epoch in range(epochs):
 """,
         """
 for epoch in range(epochs):
+    optimizer.zero_grad()
     for i, (x, y) in enumerate(loader):
         loss = criterion(model(x), y) / accum
         loss.backward()
