@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from loopcheck.model.events import Event, Kind, Loop
-from loopcheck.model.guards import GuardKind, Phase, exclusive
+from loopcheck.model.guards import GuardKind, Phase, enumerate_start, exclusive
 from loopcheck.model.syntax import func_name, last_part, same, walk
 from loopcheck.model.training import Style, TrainingLoop, is_data_loop
 
@@ -59,11 +59,19 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
     if any(s.order > loop.order for s in parent.events(Kind.STEP)):
         return None  # the leftover window is stepped after the loop
     zeroing = _zeroing_between_passes(training)
-    if guard.phase is Phase.START and zeroing is None:
+    if guard.phase is Phase.START and zeroing is None and _starts_at_zero(loop, guard.index):
         return None  # `i % N == 0` steps the tail with the next pass's first micro-batch: at most N in it
     if guard.restarts:
         return PartialWindow(Tail.DROPPED if zeroing is not None else Tail.CARRIED, zeroing, False)
     return PartialWindow(Tail.DROPPED, zeroing, True) if zeroing is not None else None
+
+
+def _starts_at_zero(loop: Loop, index: str | None) -> bool:
+    """Each pass counts ``index`` from 0 (``enumerate(loader)``); a resumed ``start=ckpt_step`` can
+    put the next pass's first step several micro-batches in, after the carried tail."""
+    target = loop.assignments[0] if loop.assignments else None
+    return index is not None and target is not None and target.op == "for" and \
+        enumerate_start(target, index) == 0
 
 
 def _zeroing_between_passes(training: TrainingLoop) -> Event | None:
