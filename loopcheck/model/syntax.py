@@ -20,11 +20,14 @@ _SKIP_FIELD = ("whitespace", "lpar", "rpar", "comma", "semicolon", "colon", "new
                "trailing_whitespace")
 # Fields typed as text or flags (``Name.value``, ``Arg.star``): never a node.
 _NEVER_NODES = (str, bool)
-# per node type: a function returning the values of its fields that may hold nodes, as a tuple
-_GETTERS: dict[type, Callable[[cst.CSTNode], tuple[object, ...]]] = {}
 # libcst node classes are ABCs, and isinstance() against an ABC is slow; the walkers below run
-# over every node of a file, so they test `type(x)` against this cache instead.
+# over every node of a file, so they test `type(x)` against these tables instead (type -> whether a
+# value of that type is returned), filled on first sight of each type.
 _IS_NODE: dict[type, bool] = {}
+_IS_INNER: dict[type, bool] = {}  # a node with children left to visit (see _LEAVES)
+# per node type: its children, or its inner nodes (a function generated for that type's fields)
+_CHILDREN: dict[type, Callable[[cst.CSTNode], list[cst.CSTNode]]] = {}
+_INNER: dict[type, Callable[[cst.CSTNode], list[cst.CSTNode]]] = {}
 
 
 def is_node(value: object) -> bool:
@@ -35,30 +38,42 @@ def is_node(value: object) -> bool:
     return known
 
 
-def _getter(node_type: type) -> Callable[[cst.CSTNode], tuple[object, ...]]:
+def _learn(table: dict[type, bool], kind: type) -> bool:
+    found = table[kind] = issubclass(kind, cst.CSTNode) and (table is _IS_NODE or kind not in _LEAVES)
+    return found
+
+
+def _lister(node_type: type, table: dict[type, bool]) -> Callable[[cst.CSTNode], list[cst.CSTNode]]:
+    """A function listing the values of ``node_type``'s fields (sequences flattened, in field order)
+    whose type ``table`` accepts: generated per type, one attribute read per field, since the walks
+    call it for every node of a file."""
     names = [f.name for f in dataclasses.fields(node_type)
              if not f.name.startswith(_SKIP_FIELD) and f.type not in _NEVER_NODES
              and typing.get_origin(f.type) is not typing.Literal]
-    if not names:
-        getter: Callable[[cst.CSTNode], tuple[object, ...]] = lambda node: ()  # noqa: E731
-    elif len(names) == 1:
-        one = operator.attrgetter(names[0])
-        getter = lambda node: (one(node),)  # noqa: E731
-    else:
-        getter = operator.attrgetter(*names)
-    _GETTERS[node_type] = getter
-    return getter
+    lines = ["def listed(node):", "    found = []"]
+    for name in names:
+        lines += [f"    value = node.{name}",
+                  "    kind = type(value)",
+                  "    if kind is tuple or kind is list:",
+                  "        for item in value:",
+                  "            ok = table.get(type(item))",
+                  "            if ok or ok is None and learn(table, type(item)):",
+                  "                found.append(item)",
+                  "    else:",
+                  "        ok = table.get(kind)",
+                  "        if ok or ok is None and learn(table, kind):",
+                  "            found.append(value)"]
+    lines.append("    return found")
+    scope = {"table": table, "learn": _learn}
+    exec("\n".join(lines), scope)  # noqa: S102  (the code above, from dataclass field names)
+    return scope["listed"]  # type: ignore[no-any-return]
 
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    found: list[cst.CSTNode] = []
-    for value in (_GETTERS.get(type(node)) or _getter(type(node)))(node):
-        kind = type(value)
-        if kind is tuple or kind is list:
-            found.extend([item for item in value if _IS_NODE.get(type(item)) or is_node(item)])  # type: ignore[attr-defined]
-        elif _IS_NODE.get(kind) or is_node(value):
-            found.append(value)  # type: ignore[arg-type]
-    return found
+    listed = _CHILDREN.get(type(node))
+    if listed is None:
+        listed = _CHILDREN[type(node)] = _lister(type(node), _IS_NODE)
+    return listed(node)
 
 
 _SCOPES = (cst.Lambda, cst.FunctionDef, cst.ClassDef)
@@ -83,7 +98,10 @@ _LEAVES = frozenset({cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.Simple
 
 def inner_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
     """``children(node)`` less the leaves."""
-    return [child for child in children(node) if type(child) not in _LEAVES]
+    listed = _INNER.get(type(node))
+    if listed is None:
+        listed = _INNER[type(node)] = _lister(type(node), _IS_INNER)
+    return listed(node)
 
 
 def calls(node: cst.CSTNode) -> list[cst.Call]:
