@@ -244,14 +244,16 @@ class ModuleReader:
             owner, _, method = name.rpartition(".")
             if not owner:
                 node = blocks.function(name)
-                if node is not None and _effective(facts := reader.function(node, None)):
+                if node is not None and blocks.may_have_effect(node, ()) and _effective(
+                        facts := reader.function(node, None)):
                     functions[name] = facts
                 continue
             for cls in blocks.classes_defining(method) if owner == "*" else [blocks.cls(owner)]:
                 if cls is None:
                     continue
                 methods = {m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
-                if method in methods and _effective(facts := reader.function(methods[method], methods)):
+                if method in methods and blocks.may_have_effect(methods[method], methods) and _effective(
+                        facts := reader.function(methods[method], methods)):
                     classes.setdefault(cls.name, {})[method] = facts
         return functions, classes
 
@@ -310,6 +312,16 @@ class _Blocks:
                 self.definitions.append((start, name))
             first = None
         self._parsed: dict[str, ast.stmt | None] = {}
+
+    def may_have_effect(self, node: ast.FunctionDef | ast.AsyncFunctionDef, methods: Collection[str]) -> bool:
+        """Whether a function (a method of a class with ``methods``) may have facts: its text shows an
+        effect or a call of an argument, or it calls a function of the module or of its class
+        (``_with_effects``' test, with the callees' own texts left unread)."""
+        text = "\n".join(self.lines[node.lineno - 1:node.end_lineno or node.lineno])
+        called = set(_CALLED.findall(text))
+        params = {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}
+        return bool(_EFFECT.search(text) or params & called and _calls_argument(text, params & called)
+                    or not called.isdisjoint(self.defined) or not called.isdisjoint(methods))
 
     def function(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         if self.kinds.get(name, "def") != "def" and len(self.defined[name]) == 1:

@@ -230,11 +230,10 @@ class ProjectIndex:
         """Facts of every project file that builds a DistributedDataParallel wrapper itself."""
         if self._ddp_files is None:
             self._ddp_files = []
-            for path in self._python_files():
+            for name, rel in self._python_files():
                 try:
-                    st = path.stat()
-                    rel = path.relative_to(self.root).as_posix()
-                except (OSError, ValueError):
+                    st = os.stat(name)
+                except OSError:
                     continue
                 if not stat.S_ISREG(st.st_mode):
                     continue  # a FIFO, socket or device: reading it could block
@@ -244,23 +243,28 @@ class ProjectIndex:
                     continue  # known not to mention DDP
                 if not fresh:
                     try:
-                        text = path.read_bytes() if st.st_size <= _MAX_BYTES else b""
+                        with open(name, "rb") as file:
+                            text = file.read() if st.st_size <= _MAX_BYTES else b""
                     except OSError:
                         continue
                     # two substring tests rule out most files faster than the pattern can
                     if not (b"DDP" in text or b"DistributedDataParallel" in text) or not _DDP_CALL.search(text):
                         self._put(rel, [st.st_size, st.st_mtime_ns, None])
                         continue
-                found = self.facts(path, functions=False)
+                found = self.facts(Path(name), functions=False)
                 if found is not None and found.ddp_lines:
                     self._ddp_files.append(found)
         return self._ddp_files
 
-    def _python_files(self) -> list[Path]:
+    def _python_files(self) -> list[tuple[str, str]]:
+        """(path, path relative to the root with "/") of each Python file of the project."""
         found = []
-        for directory, subdirs, files in os.walk(self.root):
+        root = str(self.root)
+        for directory, subdirs, files in os.walk(root):
             subdirs[:] = sorted(d for d in subdirs if d not in _SKIP_DIRS and not d.startswith("."))
-            found.extend(Path(directory) / f for f in sorted(files) if f.endswith(".py"))
+            rel = os.path.relpath(directory, root).replace(os.sep, "/")
+            prefix = "" if rel == "." else f"{rel}/"
+            found.extend((os.path.join(directory, f), f"{prefix}{f}") for f in sorted(files) if f.endswith(".py"))
         return found
 
     # -- disk cache --------------------------------------------------------------------------
