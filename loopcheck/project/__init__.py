@@ -59,6 +59,7 @@ class Imported:
     ddp_importers: list[str] = field(default_factory=list)
     _modules: dict[str, ModuleFacts | None] = field(default_factory=dict)
     _where: dict[int, str] = field(default_factory=dict)
+    _methods: dict[tuple[str, str], Summary | None] = field(default_factory=dict)
     # id(call), id(roles) -> (call, roles, summary): the builder, the rules and the memory model ask
     # about the same calls, and most calls name nothing of the project (the call and roles are kept
     # so that an id is never reused while its entry lives)
@@ -268,6 +269,12 @@ class Imported:
     def _method(self, constructor: str, method: str) -> Summary | None:
         """``method`` of the class ``constructor`` names (``Trainer``, ``engine.Trainer``), if a
         project module defines it with an effect."""
+        key = (constructor, method)  # every call on an object built by an imported class asks
+        if key not in self._methods:
+            self._methods[key] = self._read_method(constructor, method)
+        return self._methods[key]
+
+    def _read_method(self, constructor: str, method: str) -> Summary | None:
         if "." in constructor:
             module, name = constructor.rsplit(".", 1)
             facts = self._module_of(module, name, f"{name}.{method}") if "." not in module else None
