@@ -406,6 +406,30 @@ def test_a_warm_run_starts_no_worker_and_rechecks_only_what_changed(project: Pat
     assert _codes(run_cli, ".") == first[:1] and started == [True, True]
 
 
+def test_a_warm_run_parses_no_module_that_was_read_by_name_only(project: Path, run_cli,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import loopcheck.project.index as index_module
+
+    losses = """
+        import torch.nn.functional as F
+
+
+        def compute_loss(model, x, y):
+            return F.cross_entropy(model(x), y)
+    """
+    loop = ACCUMULATING.replace("from utils import smart_ddp", "from utils import smart_ddp\n    from losses import compute_loss")
+    loop = loop.replace("torch.nn.functional.cross_entropy(model(x), y)", "compute_loss(model, x, y)")
+    _write(project, {"train.py": loop, "utils.py": SMART_DDP, "losses.py": losses})
+    first = _codes(run_cli, ".")
+    assert len(first) == 1 and " LC501 " in first[0]
+
+    def parse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a module without a DDP wrap parsed again for the warm run's DDP scan")
+
+    monkeypatch.setattr(index_module, "ModuleReader", parse)
+    assert _codes(run_cli, ".") == first
+
+
 def test_a_lookup_reads_only_the_functions_and_methods_it_names(tmp_path: Path) -> None:
     from loopcheck.project.index import ProjectIndex
 

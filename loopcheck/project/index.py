@@ -241,7 +241,9 @@ class ProjectIndex:
                 fresh = entry is not None and entry[0] == st.st_size and entry[1] == st.st_mtime_ns
                 if fresh and entry[2] is None:
                     continue  # known not to mention DDP
-                if not fresh:
+                # facts read by name only (another file's lookup) say nothing of the module's DDP
+                # wraps: test its text before reading its outline, as for a file not read at all
+                if not fresh or not (isinstance(entry[2], dict) and entry[2].get("outlined", True)):
                     try:
                         with open(name, "rb") as file:
                             text = file.read() if st.st_size <= _MAX_BYTES else b""
@@ -249,7 +251,8 @@ class ProjectIndex:
                         continue
                     # two substring tests rule out most files faster than the pattern can
                     if not (b"DDP" in text or b"DistributedDataParallel" in text) or not _DDP_CALL.search(text):
-                        self._put(rel, [st.st_size, st.st_mtime_ns, None])
+                        if not fresh:
+                            self._put(rel, [st.st_size, st.st_mtime_ns, None])
                         continue
                 found = self.facts(Path(name), functions=False)
                 if found is not None and found.ddp_lines:
