@@ -238,6 +238,24 @@ def test_step_counters_as_real_code_writes_them(loop: str, phase: Phase, restart
     assert (guard.phase, guard.restarts) == (phase, restarts)
 
 
+@pytest.mark.parametrize("extra, periodic", [
+    ("", True),
+    ("        if loss.item() > 10:\n            losses.pop()\n", False),  # the list does not grow every iteration
+])
+def test_the_length_of_a_list_appended_once_per_iteration_counts_micro_batches(extra: str, periodic: bool) -> None:
+    guard = _step_guard(f"""
+    losses = []
+    for x, y in loader:
+        loss = criterion(model(x), y) / N
+        losses.append(loss.item())
+{extra}        loss.backward()
+        if len(losses) % N == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+    """)
+    assert (guard is not None and guard.kind is GuardKind.PERIODIC) is periodic
+
+
 def test_a_loop_top_skip_does_not_hide_the_step_condition() -> None:
     model = _model("""
         for epoch in range(epochs):

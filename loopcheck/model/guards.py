@@ -432,6 +432,9 @@ class GuardReader:
                         return replace(inner, first=inner.first if grows else None, restarts=False)
                     return replace(inner, first=None)
             return Count(self._variant_name(expr))
+        appended = self._appended_once(expr)
+        if appended is not None:
+            return Count(f"len({appended})")
         name = dotted(expr)
         if name is not None and not self.varies(name) and name in self.loop.per_call:
             return Count(name)  # a step function's call counter: its start is not visible here
@@ -454,6 +457,25 @@ class GuardReader:
         before = order is not None and increments[0].order < order
         first = init + 1 if init is not None and before else init
         return Count(name, first, self._set_per_pass(name))
+
+    def _appended_once(self, expr: cst.BaseExpression) -> str | None:
+        """``len(losses)`` where the loop body appends to ``losses`` in one statement of its own top
+        level and changes it nowhere else in the loop: it grows by one every iteration, a counter of
+        unknown start (its value on a fresh run is not read)."""
+        if not (isinstance(expr, cst.Call) and func_name(expr) == "len" and len(expr.args) == 1):
+            return None
+        listed = dotted(expr.args[0].value)
+        node = self.loop.node
+        if listed is None or self.varies(listed) or not isinstance(node, (cst.For, cst.While)) or \
+                any(listed in a.names for a in _all_assignments(self.loop)):
+            return None
+        top = [small for stmt in node.body.body if isinstance(stmt, cst.SimpleStatementLine)
+               for small in stmt.body if isinstance(small, cst.Expr)]
+        appends = [small.value for small in top if isinstance(small.value, cst.Call)
+                   and func_name(small.value) == f"{listed}.append"]
+        changes = [call for call in walk(node.body) if isinstance(call, cst.Call)
+                   and func_name(call) in {f"{listed}.{m}" for m in _LIST_CHANGES}]
+        return listed if len(appends) == 1 and len(changes) == 1 else None
 
     def _enumerate_first(self, assignment: Assignment, index: str) -> int | None:
         start = enumerate_start_expr(assignment, index)
@@ -627,6 +649,10 @@ class GuardReader:
             name = func_name(node)
             return name in _PURE_CALLS or last_part(name or "") in _RUN_CONSTANT_CALLS
         return False
+
+
+# list methods that change its length
+_LIST_CHANGES = ("append", "extend", "insert", "pop", "remove", "clear")
 
 
 @dataclass(frozen=True)
