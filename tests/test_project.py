@@ -78,6 +78,30 @@ def test_entry_script_that_wraps_and_calls_the_loop(project: Path, run_cli) -> N
     assert len(found) == 1 and " LC501 " in found[0] and "by main.py:6" in found[0]
 
 
+@pytest.mark.parametrize(("directory", "found"), [("mae_st", 1), ("other_name", 0)])
+def test_a_repository_that_imports_itself_as_the_package_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               run_cli, directory: str, found: int) -> None:
+    # run from the directory above the checkout, whose name is the package's: only that name resolves
+    engine = ACCUMULATING.replace("from utils import smart_ddp\n", "").replace("        model = smart_ddp(model)\n", "")
+    main = """
+        import torch
+        from torch.nn.parallel import DistributedDataParallel
+        from mae_st.engine import train
+
+        model = DistributedDataParallel(torch.nn.Linear(4, 2))
+        train(model, [])
+    """
+    root = tmp_path / directory
+    root.mkdir()
+    monkeypatch.chdir(root)
+    _write(root, {"engine.py": engine, "main.py": main})
+    codes = _codes(run_cli, "engine.py")
+    assert len(codes) == found and all(" LC501 " in c and "by main.py:6" in c for c in codes)
+    if found:  # the entry script stops wrapping: the cached result is not reused
+        _write(root, {"main.py": main.replace("DistributedDataParallel(torch", "(torch")})
+        assert _codes(run_cli, "engine.py") == []
+
+
 TASK = """
     import torch
 

@@ -201,6 +201,10 @@ class ProjectIndex:
             for candidate in (target.with_suffix(".py") if parts else None, target / "__init__.py"):
                 if candidate is not None and candidate.is_file() and self._inside(candidate):
                     return candidate
+        if not level and len(parts) > 1 and parts[0] == self.root.name:
+            # a repository that is itself the package, run from the directory above it
+            # (`from mae_st.engine_pretrain import ...` inside the checkout `mae_st/`)
+            return self._resolve(self.root / "__init__.py", ".".join(parts[1:]), 1)
         return None
 
     def _directory(self, importer: Path) -> Path:
