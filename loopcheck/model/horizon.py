@@ -74,11 +74,12 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0) -> Unit | None:
         # factor counts optimizer steps, whether or not the file shows where it comes from
         return Unit.BATCHES if unit_of(scaled, index, depth) in (Unit.UPDATES, None) else None
     found: set[Unit] = set()
-    divided_by_accum = False
+    divided_by_accum = ambiguous = False
     for node in walk(expr):
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Divide, cst.FloorDivide)):
-            if any(ACCUMULATION_NAME.search(n) for n in names_in(node.right)):
-                divided_by_accum = True
+            carried = _carries_accumulation(node.right, index)
+            divided_by_accum = divided_by_accum or carried is True
+            ambiguous = ambiguous or carried is None
         if isinstance(node, cst.Call) and func_name(node) == "len":
             args = positional(node)
             if args and any(_DATA.search(last_part(n)) for n in names_in(args[0])):
@@ -91,6 +92,8 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0) -> Unit | None:
             found.add(Unit.BATCHES)
         elif depth < 3 and (sub := _assigned_unit(name, index, depth)) is not None:
             found.add(sub)
+    if ambiguous and not divided_by_accum:
+        return None
     if divided_by_accum and Unit.BATCHES in found:
         found.discard(Unit.BATCHES)
         found.add(Unit.UPDATES)
@@ -99,6 +102,24 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0) -> Unit | None:
     if len(found) == 1:
         return found.pop()
     return None
+
+
+def _carries_accumulation(divisor: cst.BaseExpression, index: Index) -> bool | None:
+    """Whether a divisor includes the accumulation count: by name (``// gradient_accumulation_steps``)
+    or through what the file assigns to a name in it (``batch_size = per_gpu * gradient_accumulation_steps
+    * world_size``; then ``len(dataset) // batch_size`` counts optimizer steps). None where some of the
+    name's values carry it and others do not."""
+    names = names_in(divisor)
+    if any(ACCUMULATION_NAME.search(n) for n in names):
+        return True
+    verdict: bool | None = False
+    for name in names:
+        carried = [any(ACCUMULATION_NAME.search(n) for n in names_in(v)) for v in index.values.get(last_part(name), [])]
+        if carried and all(carried):
+            return True
+        if any(carried):
+            verdict = None
+    return verdict
 
 
 def _assigned_unit(name: str, index: Index, depth: int) -> Unit | None:
