@@ -8,6 +8,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from loopcheck import positions
 from loopcheck.model.syntax import walk
 from loopcheck.positions import locate
 
@@ -45,5 +46,42 @@ def test_text_search_agrees_with_the_provider(source: str) -> None:
     module = cst.parse_module(source)
     nodes = [n for n in walk(module, into_functions=True) if isinstance(n, (cst.Call, cst.SimpleStatementLine))]
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    found = locate(module, source, nodes)
+    assert {id(n): found[n] for n in nodes} == {id(n): expected[n] for n in nodes}
+
+
+NESTED = [
+    # the same texts in several blocks: found by regenerating the innermost statement of a block
+    "def main():\n    for b in loader:\n        if a:\n            opt.step()\n        elif c:\n            opt.step()\n"
+    "        else:\n            if d:\n                opt.step()\n    while x:\n        opt.step()\n    else:\n"
+    "        opt.step()\n",
+    # tabs and odd indentation; comments and blank lines above statements and at a block's end
+    "class T:\n\tdef f(self):\n\t\t# c\n\n\t\tfor b in l:\n\t\t\t  opt.step()\n\t\t\t  opt.step()\n\t\t# end\n\n"
+    "\tdef g(self):\n\t\topt.step(); opt.step()\n",
+    # try/except/else/finally, with, async, decorators (a comment between them), a one-line suite, del
+    "async def main():\n    try:\n        opt.step()\n    except E as e:\n        opt.step()\n    else:\n"
+    "        del x\n        opt.step()\n    finally:\n        opt.step()\n    async with a as b:\n"
+    "        async for c in d:\n            if e: opt.step(); opt.step()\n    # c\n    @dec\n    # c2\n"
+    "    @dec(\n        2)\n    def inner():\n        opt.step()\n        opt.step()\n    return inner\n",
+    # a call over several lines inside a block, continuation lines indented or not; non-ASCII names
+    "def main():\n    for b in loader:\n        loss = f(a,\n                 b)\n        loss = f(a,\nb)\n"
+    "        é = ß(1)\n        é = ß(1)\n",
+    # match statements
+    "def main(x):\n    match x:\n        case 1:\n            opt.step()\n        case _:\n            opt.step()\n",
+]
+
+
+@pytest.mark.parametrize("source", [*NESTED, *(s.replace("\n", "\r\n") for s in NESTED)])
+def test_statements_of_blocks_regenerated_alone_agree_with_the_provider(
+        source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    module = cst.parse_module(source)
+    nodes = [n for n in walk(module, into_functions=True) if n not in module.body
+             and isinstance(n, (cst.Call, cst.BaseStatement, cst.BaseSmallStatement))]
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+    def whole(module: cst.Module) -> None:
+        raise AssertionError("a whole top-level statement regenerated")
+
+    monkeypatch.setattr(positions, "_provided", whole)
     found = locate(module, source, nodes)
     assert {id(n): found[n] for n in nodes} == {id(n): expected[n] for n in nodes}
