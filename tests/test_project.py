@@ -385,6 +385,93 @@ def test_loss_function_of_another_module_keeps_the_graph(project: Path, run_cli)
     assert len(found) == 1 and " LC601 " in found[0]
 
 
+LOSS_CLASS = """
+    import torch.nn.functional as F
+
+
+    class DualLoss:
+        def __init__(self, weight):
+            self.weight = weight
+
+        def __call__(self, out, y):
+            parts = {"l1": F.l1_loss(out, y), "mse": self.weight * F.mse_loss(out, y)}
+            loss_sum = sum(list(parts.values())) / len(parts)
+            return loss_sum, parts
+
+
+    def create_loss(weight):
+        loss_fn = DualLoss(weight)
+        return loss_fn
+"""
+
+LOSS_DICT_LOOP = """
+    import torch
+    from collections import defaultdict
+    from losses import create_loss
+
+
+    class Trainer:
+        def __init__(self, model):
+            self.model = model
+            self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            self.loss_fn = create_loss(0.5)
+            self.scaler = torch.amp.GradScaler()
+
+        def train_one_batch(self, x, y):
+            self.optimizer.zero_grad()
+            loss, parts = self.loss_fn(self.model(x), y)
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            return parts
+
+        def train_one_epoch(self, loader):
+            totals = defaultdict(float)
+            for x, y in loader:
+                parts = self.train_one_batch(x, y)
+                for name, value in parts.items():
+                    totals[name] += value
+            return totals
+"""
+
+
+@pytest.mark.parametrize("loop", [
+    LOSS_DICT_LOOP,
+    LOSS_DICT_LOOP.replace("from losses import create_loss", "from losses import DualLoss").replace(
+        "create_loss(0.5)", "DualLoss(0.5)"),
+])
+def test_a_loss_class_of_another_module_whose_dict_the_backpropagated_sum_is_built_from(
+        project: Path, run_cli, loop: str) -> None:
+    _write(project, {"train.py": loop, "losses.py": LOSS_CLASS})
+    found = _codes(run_cli, "train.py")
+    assert len(found) == 1 and found[0].startswith("train.py:27:") and " LC601 " in found[0]
+    assert "(returned by losses.py:9)" in found[0]
+
+
+@pytest.mark.parametrize("returned", [
+    "return loss_sum, {k: v.detach() for k, v in parts.items()}",  # detached copies
+    "return self.weight * loss_sum, parts",  # the back-propagated element reads more than the dict
+])
+def test_a_loss_class_of_another_module_returning_no_graph_in_its_dict(project: Path, run_cli, returned: str) -> None:
+    _write(project, {"train.py": LOSS_DICT_LOOP, "losses.py": LOSS_CLASS.replace("return loss_sum, parts", returned)})
+    assert _codes(run_cli, "train.py") == []
+
+
+def test_a_loss_dict_kept_only_where_the_sum_is_back_propagated(project: Path, run_cli) -> None:
+    # the sum is never back-propagated here: nothing says the dict holds a graph
+    loop = LOSS_DICT_LOOP.replace("self.scaler.scale(loss).backward()", "self.scaler.scale(other).backward()")
+    _write(project, {"train.py": loop, "losses.py": LOSS_CLASS})
+    assert _codes(run_cli, "train.py") == []
+
+
+def test_a_loss_class_that_starts_detaching_invalidates_the_cached_result(project: Path, run_cli) -> None:
+    _write(project, {"train.py": LOSS_DICT_LOOP, "losses.py": LOSS_CLASS})
+    assert len(_codes(run_cli, "train.py")) == 1
+    detached = LOSS_CLASS.replace("return loss_sum, parts", "return loss_sum, {k: v.item() for k, v in parts.items()}")
+    _write(project, {"losses.py": detached})
+    assert _codes(run_cli, "train.py") == []
+
+
 def test_a_changed_fact_invalidates_the_cached_result(project: Path, run_cli) -> None:
     _write(project, {"train.py": ACCUMULATING, "utils.py": SMART_DDP})
     assert len(_codes(run_cli, "train.py")) == 1

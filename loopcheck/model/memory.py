@@ -18,6 +18,7 @@ False
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -130,6 +131,7 @@ class GraphReader:
         self.functions = model.index.functions
         self.scans: dict[cst.FunctionDef, _Scan] = {}  # shared with the readers of same-file functions
         self.memo: dict[object, bool | None] = {}
+        self.sources: list[str] = []  # `path:line` of other modules' functions a True answer relied on
         # the bindings handed to backward: (name, the assignment live at the backward)
         self.backpropagated: list[tuple[str, Assignment | None]] = []
         for backward in training.backwards:
@@ -194,7 +196,20 @@ class GraphReader:
         if imported is not None and imported.facts.returns_graph and any(
                 self.carries(a.value, order, conds, depth + 1) or module_name(dotted(a.value) or "") in self.modules
                 for a in call.args):
+            self.sources.append(imported.where)
             return True  # a loss function of another module, handed the model or its outputs
+        return None
+
+    def _derived(self, call: cst.Call, position: int, backpropagated: Callable[[int], bool]) -> bool | None:
+        """Element ``position`` of what another module's function returns holds a graph where the
+        element computed from it alone is back-propagated (``loss, parts = loss_fn(out, y)`` with
+        ``loss = sum(parts.values())`` there and ``loss.backward()`` here)."""
+        imported = self.project.summary(call, self.roles) if self.project is not None else None
+        if imported is None:
+            return None
+        if any(b == position and backpropagated(a) for a, b in imported.facts.derived):
+            self.sources.append(imported.where)
+            return True
         return None
 
     def _name(self, name: str, expr: cst.BaseExpression, order: int, conds: tuple[Cond, ...],
@@ -223,6 +238,9 @@ class GraphReader:
                 if position is not None and self._own_function(assignment.value) is not None:
                     # `loss, parts = compute_loss(out, y)`: what that element of the helper's return holds
                     return self._returned(assignment.value, assignment.order, assignment.conds, depth, position)
+                if position is not None and self._derived(assignment.value, position, lambda a: any(
+                        a == _position(assignment.node, n) and b is assignment for n, b in self.backpropagated)):
+                    return True
                 # `logits, loss = model(x, y)`: each element of the model's output carries the graph
                 return True if self._call(assignment.value, assignment.order, assignment.conds, depth) else None
             return None
@@ -274,6 +292,7 @@ class _Callee(GraphReader):
         if scan is None:
             scan = self.scans[function] = _Scan(function)
         self.bound, self.results, self.opaque = scan.bound, scan.results, scan.opaque
+        self.backpropagated_names = scan.backpropagated
         self.memo = {}
 
     def returns(self, position: int | None, depth: int) -> bool | None:
@@ -293,9 +312,18 @@ class _Callee(GraphReader):
             return None
         if isinstance(value, cst.Call) and self._own_function(value) is not None:
             return self._returned(value, self.order, self.conds, depth, position)
+        if isinstance(value, cst.Call) and self._derived(value, position, lambda a: self._backpropagated(value, a)):
+            return True
         if isinstance(value, cst.Call):
             return True if self._call(value, self.order, self.conds, depth) else None
         return None
+
+    def _backpropagated(self, value: cst.BaseExpression, position: int) -> bool:
+        """The name bound to element ``position`` of ``value`` (and bound nowhere else in the
+        function) is back-propagated there."""
+        names = [n for n, bindings in self.bound.items()
+                 if any(v is value and p == position for v, p, _ in bindings)]
+        return len(names) == 1 and len(self.bound[names[0]]) == 1 and names[0] in self.backpropagated_names
 
     def _name(self, name: str, expr: cst.BaseExpression, order: int, conds: tuple[Cond, ...],
               depth: int) -> bool | None:
@@ -337,6 +365,7 @@ class _Scan:
         # name -> (value, element of a tuple target or None, augmented `+=`)
         self.bound: dict[str, list[tuple[cst.BaseExpression | None, int | None, bool]]] = {}
         self.results: list[cst.BaseExpression | None] = []
+        self.backpropagated: set[str] = set()  # names `.backward()` runs on (`scaler.scale(loss).backward()`)
         self.opaque = any(_NO_GRAD.search(source(d.decorator)) for d in function.decorators)
         for node in walk(function.body):
             if isinstance(node, cst.With):
@@ -356,6 +385,12 @@ class _Scan:
                 self._unknown(node.target)
             elif isinstance(node, cst.Return):
                 self.results.append(node.value)
+            elif isinstance(node, cst.Call) and (called := method(node)) is not None and called[1] == "backward":
+                loss = called[0]
+                scaled = method(loss) if isinstance(loss, cst.Call) else None
+                if scaled is not None and scaled[1] == "scale" and len(loss.args) == 1:  # type: ignore[attr-defined]
+                    loss = loss.args[0].value  # type: ignore[attr-defined]
+                self.backpropagated.update(_loss_names(loss))
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):

@@ -98,6 +98,16 @@ class Imported:
                 found = self._method(constructor_name, func.attr.value)  # type: ignore[attr-defined]
                 if found is not None:
                     return found
+        if roles is not None and name is not None:
+            # `self.loss_fn(out, y)`: calling an object built by an imported class (or factory) runs
+            # its `__call__` (a module's `forward`)
+            for constructor in roles.constructed.get(last_part(name), []):
+                constructor_name = func_name(constructor) or ""
+                if constructor_name.split(".", 1)[0] in imports and "." not in constructor_name:
+                    for method in ("__call__", "forward"):
+                        found = self._method(constructor_name, method)
+                        if found is not None:
+                            return found
         return None
 
     def events(self, call: cst.Call, roles: Roles) -> list[tuple[Kind, str | None, dict[str, object]]]:
@@ -275,6 +285,10 @@ class Imported:
         return self._methods[key]
 
     def _read_method(self, constructor: str, method: str) -> Summary | None:
+        if "." not in constructor:
+            built = self._function(constructor)  # a factory of its module: `create_loss_function(cfg)`
+            if built is not None and built.facts.builds:
+                return self._class_method(constructor, built.facts.builds, method)
         if "." in constructor:
             module, name = constructor.rsplit(".", 1)
             facts = self._module_of(module, name, f"{name}.{method}") if "." not in module else None
@@ -282,6 +296,19 @@ class Imported:
             found = self._from_module(constructor, method)
             facts, name = found if found is not None else (None, "")
         methods = facts.classes.get(name, {}) if facts is not None else {}
+        return Summary(methods[method], method, facts.path) if facts is not None and method in methods else None
+
+
+    def _class_method(self, local: str, cls: str, method: str) -> Summary | None:
+        """``method`` of class ``cls`` of the module ``local`` is imported from."""
+        module, _, level = self.own.imports[local]
+        key = f"class:{module}:{level}:{cls}.{method}"
+        if key not in self._modules:
+            path = self.index.resolve(self.path, module, level)
+            self._modules[key] = self.index.facts(path, names=[f"{cls}.{method}"]) \
+                if path is not None and self.index.may_define(path, cls) else None
+        facts = self._modules[key]
+        methods = facts.classes.get(cls, {}) if facts is not None else {}
         return Summary(methods[method], method, facts.path) if facts is not None and method in methods else None
 
 

@@ -51,6 +51,11 @@ class FunctionFacts:
     wraps_ddp: bool = False  # returns DistributedDataParallel(<argument>)
     controls_sync: bool = False  # enters no_sync() / sets require_backward_grad_sync
     returns_graph: bool = False  # returns what calling an argument (a model) computed, undetached
+    # (a, b): every return is a tuple whose element a is computed from element b alone (`return
+    # loss_sum, loss_dict` with `loss_sum = sum(loss_dict.values())`): where the caller back-propagates
+    # element a, element b holds the graph
+    derived: tuple[tuple[int, int], ...] = ()
+    builds: str = ""  # the class of its own module whose new instance it returns (a factory)
 
 
 @dataclass
@@ -262,7 +267,8 @@ def _effective(facts: FunctionFacts) -> bool:
     """Whether a loop calling the function can see an effect (else its facts are left out, as a
     lookup that finds nothing)."""
     return (facts.backward is not None or bool(facts.steps or facts.scaler_steps or facts.evals)
-            or facts.zeroes or facts.wraps_ddp or facts.controls_sync or facts.returns_graph)
+            or facts.zeroes or facts.wraps_ddp or facts.controls_sync or facts.returns_graph
+            or bool(facts.derived or facts.builds))
 
 
 class _Whole(Exception):
@@ -321,7 +327,8 @@ class _Blocks:
         called = set(_CALLED.findall(text))
         params = {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}
         return bool(_EFFECT.search(text) or params & called and _calls_argument(text, params & called)
-                    or not called.isdisjoint(self.defined) or not called.isdisjoint(methods))
+                    or not called.isdisjoint(self.defined) or not called.isdisjoint(methods)
+                    or _may_derive(text))
 
     def function(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         if self.kinds.get(name, "def") != "def" and len(self.defined[name]) == 1:
@@ -454,6 +461,8 @@ def _with_effects(tree: ast.Module, source: str) -> set[ast.AST]:
     lines = source.splitlines()
     functions: list[tuple[ast.AST, str, set[str]]] = []
     wanted: set[ast.AST] = set()
+    local: set[ast.AST] = set()  # read for facts that do not pass to their callers (derived, builds)
+    classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
     for node in tree.body:
         members = node.body if isinstance(node, ast.ClassDef) else [node]
         for member in members:
@@ -463,6 +472,8 @@ def _with_effects(tree: ast.Module, source: str) -> set[ast.AST]:
                 params = {a.arg for a in [*member.args.posonlyargs, *member.args.args, *member.args.kwonlyargs]}
                 if _EFFECT.search(text) or params & called and _calls_argument(text, params & called):
                     wanted.add(member)
+                elif _may_derive(text) or called & classes and _may_build(text, classes):
+                    local.add(member)
                 functions.append((member, member.name, called))
     names = {name for node, name, _ in functions if node in wanted}
     grown = True
@@ -473,7 +484,7 @@ def _with_effects(tree: ast.Module, source: str) -> set[ast.AST]:
                 wanted.add(node)
                 names.add(name)
                 grown = True
-    return wanted
+    return wanted | local
 
 
 def _calls_argument(text: str, names: set[str]) -> bool:
@@ -601,6 +612,7 @@ class _Reader:
             evals=tuple(sorted(i for i, train in modes.items() if not train)),
             wraps_ddp=_wraps_ddp(nodes, index), controls_sync=controls_sync,
             returns_graph=_returns_graph(node, nodes, index),
+            derived=_derived(nodes), builds=_builds(nodes, self.module_functions),
         )
 
     def _callee(self, call: ast.Call, methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None
@@ -728,3 +740,87 @@ def _carries(expr: ast.expr, index: dict[str, int], carried: set[str]) -> bool:
             if base is not None and base.id in index:
                 return True  # `model(x)`: the forward of a module handed in
     return False
+
+
+# `return a, b`: a tuple return of names
+_RETURNS_NAMES = re.compile(r"\breturn\s+\(?\s*(\w+(?:\s*,\s*\w+)+)")
+# `return Loss(cfg)` or `loss = Loss(cfg)`: a new instance of a capitalised class
+_BUILT = re.compile(r"\breturn\s+([A-Z]\w*)\s*\(|\b\w+\s*=\s*([A-Z]\w*)\s*\(")
+
+
+def _may_derive(text: str) -> bool:
+    """The text returns a tuple of names, one of them assigned on one line that names another
+    (``loss_sum = sum(loss_dict.values())`` ... ``return loss_sum, loss_dict``): ``_derived``'s
+    candidates, found without parsing."""
+    for match in _RETURNS_NAMES.finditer(text):
+        names = {n.strip() for n in match.group(1).split(",")}
+        for a in names:
+            if re.search(r"\b%s\s*=[^=\n][^\n]*\b(?:%s)\b" % (a, "|".join(sorted(names - {a}))), text):
+                return True
+    return False
+
+
+def _may_build(text: str, classes: set[str]) -> bool:
+    """The text builds an instance of one of ``classes`` where ``_builds`` may find it returned."""
+    return any((m.group(1) or m.group(2)) in classes for m in _BUILT.finditer(text))
+# builtins that compute a value from their argument alone (`sum(list(d.values())) / len(d)`)
+_PURE = {"sum", "list", "tuple", "len", "abs", "min", "max"}
+
+
+def _derived(nodes: list[ast.AST]) -> tuple[tuple[int, int], ...]:
+    """(a, b) for each pair of elements of a tuple return, the same in every ``return``, where
+    element a is a name bound once, to an expression that reads no name but element b's (and
+    builtins such as ``sum`` and ``len``): a graph element a holds can only come from element b."""
+    assigned: dict[str, list[ast.expr]] = {}
+    returns: list[ast.expr | None] = []
+    for sub in nodes:
+        if isinstance(sub, ast.Assign):
+            for target in sub.targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        assigned.setdefault(name.id, []).append(sub.value if target is name else None)
+        elif isinstance(sub, (ast.AugAssign, ast.AnnAssign)) and isinstance(sub.target, ast.Name):
+            assigned.setdefault(sub.target.id, []).append(None)
+        elif isinstance(sub, (ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr, ast.withitem)):
+            target = sub.optional_vars if isinstance(sub, ast.withitem) else sub.target
+            for name in ast.walk(target) if target is not None else ():
+                if isinstance(name, ast.Name):
+                    assigned.setdefault(name.id, []).append(None)
+        elif isinstance(sub, ast.Return):
+            returns.append(sub.value)
+    found: set[tuple[int, int]] | None = None
+    for value in returns:
+        if not isinstance(value, ast.Tuple) or not all(isinstance(e, ast.Name) for e in value.elts):
+            return ()
+        names = [e.id for e in value.elts]  # type: ignore[attr-defined]
+        pairs = set()
+        for a, name in enumerate(names):
+            bound = assigned.get(name, [])
+            if len(bound) != 1 or bound[0] is None:
+                continue
+            read = {n.id for n in ast.walk(bound[0]) if isinstance(n, ast.Name)} - _PURE
+            if len(read) == 1 and (source := read.pop()) in names and source != name and names.count(source) == 1:
+                pairs.add((a, names.index(source)))
+        found = pairs if found is None else found & pairs
+    return tuple(sorted(found or ()))
+
+
+def _builds(nodes: list[ast.AST], functions: object) -> str:
+    """The class a factory returns a new instance of: ``return Loss(cfg)``, or ``loss = Loss(cfg)``
+    ... ``return loss`` (the class is a capitalised name: one of its own module's, resolved there)."""
+    built: dict[str, str] = {}
+    returned: set[str] = set()
+    for sub in nodes:
+        if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
+            name = sub.targets[0].id
+            built[name] = sub.value.func.id if isinstance(sub.value, ast.Call) and isinstance(
+                sub.value.func, ast.Name) and sub.value.func.id[:1].isupper() and name not in built else ""
+        elif isinstance(sub, ast.Return):
+            value = sub.value
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id[:1].isupper():
+                returned.add(value.func.id)
+            elif isinstance(value, ast.Name) and built.get(value.id):
+                returned.add(built[value.id])
+            else:
+                return ""
+    return returned.pop() if len(returned) == 1 else ""

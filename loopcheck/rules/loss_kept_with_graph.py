@@ -161,9 +161,12 @@ for epoch in range(epochs):
                 reader = reader or GraphReader(model, training)
                 if _short_fixed_run(training) and _backpropagated_binding(reader, value, holder):
                     continue
+                known = len(reader.sources)
                 if reader.carries(value, holder.order, holder.conds) is True:
                     verb = "accumulated into" if isinstance(holder, Assignment) else "stored in"
-                    yield Violation(node, stmt, f"`{source(value)}` still carries its autograd graph and is {verb} "
+                    # the other module's function the graph was read through
+                    via = f" (returned by {reader.sources[known]})" if len(reader.sources) > known else ""
+                    yield Violation(node, stmt, f"`{source(value)}` still carries its autograd graph{via} and is {verb} "
                                                 f"`{container}` across iterations: memory grows every step; keep "
                                                 "`.item()` or `.detach()` instead", _detach(value))
 
