@@ -229,6 +229,11 @@ class Builder:
                 self._event(st, Kind.ZERO_GRAD, call, stmt, name, target="param")
             return
         recv_expr, name = called
+        if name in ("next", "__next__") and isinstance(recv_expr, cst.Call) and func_name(recv_expr) == "iter":
+            # `iter(loader).next()`: the method spelling of `next(iter(loader))` (old DataLoader iterators)
+            inner = positional(recv_expr)
+            self._event(st, Kind.LOADER_RESTART, call, stmt, receiver(inner[0]) if inner else None)
+            return
         recv = receiver(recv_expr)
         role = self.roles.of(recv)
         if name == "backward":

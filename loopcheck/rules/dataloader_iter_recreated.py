@@ -30,7 +30,7 @@ from loopcheck.rules._base import Rule, Violation
 class DataloaderIterRecreated(Rule):
     code = "LC604"
     message = "next(iter(loader)) inside the training loop restarts the loader on every step"
-    requires_all = ("next(iter(",)  # inside a training loop (the default `requires`)
+    requires_all = ("iter(",)  # `next(iter(` or `iter(...).next()`, inside a training loop (the default `requires`)
 
     VALID = [
         """
@@ -92,7 +92,12 @@ for step in range(max_steps):
 
 
 def _iterated(call: cst.CSTNode) -> cst.BaseExpression | None:
-    """``loader`` in ``next(iter(loader))``."""
-    inner = positional(call)[0] if isinstance(call, cst.Call) and positional(call) else None
+    """``loader`` in ``next(iter(loader))`` or ``iter(loader).next()``."""
+    if not isinstance(call, cst.Call):
+        return None
+    if isinstance(call.func, cst.Attribute):
+        inner: cst.BaseExpression | None = call.func.value
+    else:
+        inner = positional(call)[0] if positional(call) else None
     args = positional(inner) if isinstance(inner, cst.Call) else []
     return args[0] if args else None
