@@ -6,7 +6,8 @@
   micro-batches; outside it ``sync_gradients`` stays True, so prepared optimizers, schedulers and
   ``zero_grad()`` act on every call and every backward all-reduces.
 - a scheduler handed to ``prepare`` becomes an ``AcceleratedScheduler`` whose ``step()`` does nothing
-  while ``sync_gradients`` is False (Accelerate 0.16 and later), unless the Accelerator is built with
+  while ``sync_gradients`` is False (Accelerate 0.16 and later: before, it stepped on every call, so a
+  project pinning an older version gets no gate), unless the Accelerator is built with
   ``step_scheduler_with_optimizer=False``; ``sync_gradients`` keeps the value the last ``accumulate()``
   set, so the gate holds wherever in the loop the scheduler steps.
 - ``accelerator.clip_grad_norm_`` is not gated: it clips whatever ``.grad`` holds when it is called.
@@ -48,9 +49,11 @@ def accumulation_setting(model: FileModel) -> tuple[cst.Arg, cst.Call] | None:
 def scheduler_gated(model: FileModel, name: str | None) -> bool | None:
     """Whether Accelerate advances the scheduler ``name`` only when the optimizer steps: True for one the
     file hands to ``accelerator.prepare``, False for one it leaves out while preparing other objects (a
-    plain torch scheduler, stepped on every call) or for any under
-    ``Accelerator(step_scheduler_with_optimizer=False)``, None where the file prepares nothing (its
-    objects come prepared from elsewhere, or not at all)."""
+    plain torch scheduler, stepped on every call), for any under
+    ``Accelerator(step_scheduler_with_optimizer=False)`` or in a project pinning Accelerate < 0.16,
+    None where the file prepares nothing (its objects come prepared from elsewhere, or not at all)."""
+    if model.project is not None and model.project.pins.below("accelerate", "0.16"):
+        return False  # the gate came with accelerate 55a5284 (0.16); before it every scheduler steps per call
     for call in accelerator_calls(model):
         for arg in call.args:
             if arg.keyword is not None and arg.keyword.value == "step_scheduler_with_optimizer":

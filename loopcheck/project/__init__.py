@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from loopcheck.project.facts import FunctionFacts, ModuleFacts
 from loopcheck.project import index as _index
 from loopcheck.project.index import ProjectIndex, find_root, project_index
+from loopcheck.project import pins as _pins
 
 if TYPE_CHECKING:
     import ast
@@ -203,11 +204,17 @@ class Imported:
                 names |= self.index.defined(path)
         return frozenset(names)
 
+    @property
+    def pins(self) -> _pins.Pins:
+        """The dependency versions the project pins (``loopcheck.project.pins``)."""
+        return _pins.pins_of(self.index.root)
+
     def digest(self) -> str:
         """Changes whenever a project module this file imports changes (its size or modification
-        time: the facts are read only when the model asks), or the entry scripts that wrap it do."""
+        time: the facts are read only when the model asks), the entry scripts that wrap it do, or a
+        file pinning the project's dependencies does (a pinned version changes what a library does)."""
         stamps = []
-        for path in sorted({str(p) for p in self._import_paths()}):
+        for path in [*sorted({str(p) for p in self._import_paths()}), *map(str, _pins.pin_files(self.index.root))]:
             try:
                 st = os.stat(path)
             except OSError:
@@ -444,6 +451,7 @@ def merge(found: list[tuple[Path, Path, dict[str, list[object]]]]) -> None:
 def forget() -> None:
     """Drop the indexes read so far in this process (a new run reads the files again)."""
     _index.forget()
+    _pins.forget()
     _OPEN.clear()
 
 

@@ -1,0 +1,239 @@
+"""The versions a project pins its dependencies to, read from its pin files at the project root.
+
+Where a library changed behaviour between versions, code written for a pinned older version gets the
+older behaviour: Accelerate before 0.16 steps a prepared scheduler on every call (no gradient
+accumulation gate), torch before 1.1 wanted ``scheduler.step()`` before ``optimizer.step()``.
+
+Read: ``requirements*.txt`` and ``requirements/*.txt`` (with the files they include by ``-r``),
+``setup.py`` / ``setup.cfg`` ``install_requires``, ``pyproject.toml`` ``[project].dependencies`` and
+``environment.yml`` / ``environment.yaml`` (conda and ``pip:`` entries). Only a requirement that
+bounds the version from above decides (``==``, ``<``, ``<=``, ``~=``, conda's ``=``): a lower bound
+or no pin may install today's release, so the current behaviour holds.
+
+>>> pins = Pins({"accelerate": [(0, 16)]})
+>>> pins.below("accelerate", "0.16"), pins.below("torch", "1.1")
+(True, False)
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+_FILES = ("setup.py", "setup.cfg", "pyproject.toml", "environment.yml", "environment.yaml")
+_REQUIREMENTS = re.compile(r"requirements.*\.txt$", re.IGNORECASE)
+_MAX_BYTES = 200_000
+_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(.*)$")  # name, [extras], clauses
+_CLAUSE = re.compile(r"^(===|==|~=|<=|<|=)\s*v?([0-9][0-9a-zA-Z.*+]*)")  # only the bounds from above
+_CONDA_NAMES = {"pytorch": "torch"}
+
+Version = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Pins:
+    """Each pinned package's exclusive upper bounds (``==0.15.0`` gives 0.15.0.1: nothing newer)."""
+
+    bounds: dict[str, list[Version]]
+
+    def below(self, package: str, version: str) -> bool:
+        """Whether the project pins ``package`` below ``version``: every version a pin allows is older."""
+        limit = _trim(_version(version))
+        return any(bound <= limit for bound in self.bounds.get(_normal(package), ()))
+
+
+def pin_files(root: Path) -> list[Path]:
+    """The files at ``root`` that may pin dependencies (their size and time go into the cache digest)."""
+    return list(_pin_files(root))
+
+
+def pins_of(root: Path) -> Pins:
+    """The pins of the project at ``root`` (read once per run)."""
+    return _pins_of(root)
+
+
+def forget() -> None:
+    _pin_files.cache_clear()
+    _pins_of.cache_clear()
+
+
+@lru_cache(maxsize=64)
+def _pin_files(root: Path) -> tuple[Path, ...]:
+    found = []
+    for directory in (root, root / "requirements"):
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            continue
+        for name in names:
+            if (directory == root and name in _FILES) or (_REQUIREMENTS.match(name) if directory == root
+                                                          else name.endswith(".txt")):
+                found.append(directory / name)
+    return tuple(found)
+
+
+@lru_cache(maxsize=64)
+def _pins_of(root: Path) -> Pins:
+    bounds: dict[str, list[Version]] = {}
+    seen: set[Path] = set()
+    for path in _pin_files(root):
+        for spec, conda in _requirements(path, seen):
+            parsed = _bound(spec, conda)
+            if parsed is not None:
+                bounds.setdefault(parsed[0], []).append(parsed[1])
+    return Pins(bounds)
+
+
+def _requirements(path: Path, seen: set[Path]) -> list[tuple[str, bool]]:
+    """The requirement strings of one pin file, each with whether it is a conda spec."""
+    if path in seen:
+        return []
+    seen.add(path)
+    try:
+        if path.stat().st_size > _MAX_BYTES:
+            return []
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    name = path.name
+    if name == "setup.py":
+        return [(s, False) for s in _setup_py(text)]
+    if name == "setup.cfg":
+        return [(s, False) for s in _setup_cfg(text)]
+    if name == "pyproject.toml":
+        return [(s, False) for s in _pyproject(text)]
+    if name.startswith("environment."):
+        return _environment(text, path, seen)
+    return _requirements_txt(text, path, seen)
+
+
+def _requirements_txt(text: str, path: Path, seen: set[Path]) -> list[tuple[str, bool]]:
+    found: list[tuple[str, bool]] = []
+    for line in text.splitlines():
+        line = line.split(" #")[0].strip()
+        if line.startswith(("-r ", "--requirement ")):
+            found += _requirements(path.parent / line.split(None, 1)[1].strip(), seen)
+        elif line and not line.startswith(("#", "-")):
+            found.append((line, False))
+    return found
+
+
+def _environment(text: str, path: Path, seen: set[Path]) -> list[tuple[str, bool]]:
+    """conda's ``dependencies:`` list, read by line (no YAML parser needed for ``- name=version``);
+    entries indented under ``- pip:`` are pip requirements."""
+    found: list[tuple[str, bool]] = []
+    pip_indent = None
+    for line in text.splitlines():
+        item = re.match(r"^(\s*)-\s+(.*?)\s*(#.*)?$", line)
+        if item is None:
+            continue
+        indent, value = len(item.group(1)), item.group(2).strip("'\"")
+        if pip_indent is not None and indent <= pip_indent:
+            pip_indent = None
+        if value == "pip:":
+            pip_indent = indent
+        elif value.startswith(("-r ", "--requirement ")):
+            found += _requirements(path.parent / value.split(None, 1)[1].strip(), seen)
+        else:
+            found.append((value, pip_indent is None))
+    return found
+
+
+def _setup_py(text: str) -> list[str]:
+    """``install_requires=[...]`` of string literals, or a module-level name bound to such a list."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    lists: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            lists[node.targets[0].id] = node.value
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "install_requires":
+            value = lists.get(node.value.id, node.value) if isinstance(node.value, ast.Name) else node.value
+            if isinstance(value, (ast.List, ast.Tuple)):
+                found += [e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return found
+
+
+def _setup_cfg(text: str) -> list[str]:
+    parser = configparser.ConfigParser()
+    try:
+        parser.read_string(text)
+        value = parser.get("options", "install_requires", fallback="")
+    except configparser.Error:
+        return []
+    return [line.strip() for line in value.splitlines() if line.strip()]
+
+
+def _pyproject(text: str) -> list[str]:
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        return []
+    try:
+        dependencies = tomllib.loads(text).get("project", {}).get("dependencies", [])
+    except (tomllib.TOMLDecodeError, AttributeError):
+        return []
+    return [d for d in dependencies if isinstance(d, str)] if isinstance(dependencies, list) else []
+
+
+def _bound(spec: str, conda: bool) -> tuple[str, Version] | None:
+    """(package, exclusive upper bound) of a requirement that bounds its version from above; None for
+    a lower bound only, no version, an environment marker (the pin may not apply) or a URL."""
+    named = _NAME.match(spec.strip())
+    if named is None or ";" in spec or "://" in spec:
+        return None
+    name = _CONDA_NAMES.get(named.group(1).lower(), named.group(1)) if conda else named.group(1)
+    bounds = []
+    for clause in named.group(2).split(","):
+        match = _CLAUSE.match(clause.strip())
+        if match is not None and (match.group(1) != "=" or conda):
+            bounds.append(_upper(match.group(1), match.group(2).split("+")[0]))
+    return (_normal(name), min(bounds)) if bounds else None
+
+
+def _upper(op: str, version: str) -> Version:
+    wildcard = version.endswith(".*")
+    parts = _version(version[:-2] if wildcard else version)
+    if not parts:
+        return (1 << 30,)
+    if op == "<":
+        return _trim(parts)
+    if op == "~=" and len(parts) > 1:
+        return _trim((*parts[:-2], parts[-2] + 1))  # ~=0.15.0 allows 0.15.x
+    if op == "=" or wildcard:
+        return _trim((*parts[:-1], parts[-1] + 1))  # conda's `=0.15` and `==0.15.*` allow 0.15.x
+    return (*_trim(parts), 1)  # == or <=: that version and nothing newer (0.15.0 < 0.15.0.1)
+
+
+def _version(text: str) -> Version:
+    """The leading numeric release parts (``1.8.5.post0`` -> (1, 8, 5); a pre-release counts as its
+    release)."""
+    parts = []
+    for part in text.split("."):
+        digits = re.match(r"\d+", part)
+        if digits is None:
+            break
+        parts.append(int(digits.group()))
+        if digits.group() != part:
+            break
+    return tuple(parts)
+
+
+def _trim(parts: Version) -> Version:
+    """Without trailing zeros, so that 0.16 and 0.16.0 compare equal."""
+    while parts and parts[-1] == 0:
+        parts = parts[:-1]
+    return parts
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()

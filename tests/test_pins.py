@@ -1,0 +1,97 @@
+"""Dependency pins as a project fact: a project that pins an older library gets that library's
+behaviour (Accelerate < 0.16 steps a prepared scheduler on every call; torch < 1.1 wanted the
+scheduler stepped before the optimizer), read from the project root, and a changed pin file
+invalidates the cached result."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from loopcheck.project.pins import forget, pins_of
+
+# StableTuner's loop in small: a prepared scheduler stepped inside accumulate(), its horizon
+# multiplied by the accumulation count (right for accelerate 0.15, a quarter of the run for >= 0.16)
+ACCELERATE_LOOP = """
+    import torch
+    from accelerate import Accelerator
+    from transformers import get_scheduler
+
+
+    def main(model, loader, max_train_steps=500, gradient_accumulation_steps=4):
+        accelerator = Accelerator(gradient_accumulation_steps=gradient_accumulation_steps)
+        optimizer = torch.optim.AdamW(model.parameters())
+        lr_scheduler = get_scheduler("cosine", optimizer=optimizer, num_warmup_steps=0,
+                                     num_training_steps=max_train_steps * gradient_accumulation_steps)
+        model, optimizer, loader, lr_scheduler = accelerator.prepare(model, optimizer, loader, lr_scheduler)
+        for epoch in range(10):
+            for x, y in loader:
+                with accelerator.accumulate(model):
+                    accelerator.backward(torch.nn.functional.mse_loss(model(x), y))
+                    optimizer.step()
+                    lr_scheduler.step()
+                    optimizer.zero_grad()
+"""
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+def _codes(run_cli, *paths: str) -> list[str]:
+    _, out, _ = run_cli("check", "-q", "--no-show-source", *paths)
+    return [line.split(" ")[1] for line in out.splitlines() if ": LC" in line]
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> None:
+    forget()
+
+
+@pytest.mark.parametrize(("name", "text", "package", "version", "expected"), [
+    ("requirements.txt", "accelerate==0.15.0\ntransformers>=4.25.1\n", "accelerate", "0.16", True),
+    ("requirements.txt", "accelerate==0.16.0\n", "accelerate", "0.16", False),
+    ("requirements.txt", "accelerate>=0.12\n", "accelerate", "0.16", False),  # may install today's
+    ("requirements.txt", "accelerate\n", "accelerate", "0.16", False),
+    ("requirements.txt", "accelerate>=0.12,<0.16\n", "accelerate", "0.16", True),
+    ("requirements.txt", "accelerate~=0.15.0\n", "accelerate", "0.16", True),
+    ("requirements.txt", "accelerate~=0.15\n", "accelerate", "0.16", False),  # ~=0.15 allows 0.16
+    ("requirements.txt", "accelerate<=0.16\n", "accelerate", "0.16", False),
+    ("requirements.txt", "accelerate==0.15.0; python_version < '3.8'\n", "accelerate", "0.16", False),
+    ("requirements.txt", "-r requirements/base.txt\n", "torch", "1.1", True),
+    ("requirements-gpu.txt", "torch==0.4.1+cu92\n", "torch", "1.1", True),
+    ("setup.py", "from setuptools import setup\nREQS = ['torch==1.0.1']\nsetup(name='x', install_requires=REQS)\n",
+     "torch", "1.1", True),
+    ("setup.cfg", "[options]\ninstall_requires =\n    numpy\n    torch<1.1\n", "torch", "1.1", True),
+    ("environment.yml", "dependencies:\n  - pytorch=1.0\n  - pip\n", "torch", "1.1", True),
+    ("environment.yml", "dependencies:\n  - pip:\n    - torch==1.0.0\n  - numpy=1.16\n", "torch", "1.1", True),
+    ("environment.yml", "dependencies:\n  - pip:\n    - -r requirements/base.txt\n", "torch", "1.1", True),
+    ("environment.yml", "dependencies:\n  - pytorch>=1.0\n", "torch", "1.1", False),
+])
+def test_pins_read_from_each_kind_of_file(tmp_path: Path, name: str, text: str, package: str, version: str,
+                                          expected: bool) -> None:
+    _write(tmp_path, {name: text})
+    if "-r " in text:
+        _write(tmp_path, {"requirements/base.txt": "torch==1.0.1\n"})
+    assert pins_of(tmp_path).below(package, version) is expected
+
+
+def test_pyproject_dependencies(tmp_path: Path) -> None:
+    pytest.importorskip("tomllib")
+    _write(tmp_path, {"pyproject.toml": "[project]\nname = 'x'\ndependencies = ['accelerate==0.14.0', 'torch>=2']\n"})
+    pins = pins_of(tmp_path)
+    assert pins.below("accelerate", "0.16") and not pins.below("torch", "1.1")
+
+
+def test_accelerate_before_0_16_steps_a_prepared_scheduler_on_every_call(project: Path, run_cli) -> None:
+    (project / ".git").mkdir()
+    _write(project, {"scripts/__init__.py": "", "scripts/trainer.py": ACCELERATE_LOOP})
+    assert _codes(run_cli, "scripts/trainer.py") == ["LC303"]  # current Accelerate: a quarter of the run
+    _write(project, {"requirements.txt": "accelerate==0.15.0\ntransformers>=4.25.1\n"})
+    assert _codes(run_cli, "scripts/trainer.py") == []  # the cached result is not reused: the pin changed
+    _write(project, {"requirements.txt": "accelerate>=0.16.0\ntransformers>=4.25.1\n"})
+    assert _codes(run_cli, "scripts/trainer.py") == ["LC303"]
