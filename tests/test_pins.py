@@ -35,6 +35,21 @@ ACCELERATE_LOOP = """
                     optimizer.zero_grad()
 """
 
+# pytorch-semseg's order: the scheduler first, as torch 0.4 documented it
+SCHEDULER_FIRST = """
+    import torch
+
+
+    def train(model, loader, optimizer, scheduler):
+        for epoch in range(10):
+            for x, y in loader:
+                scheduler.step()
+                optimizer.zero_grad()
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+                optimizer.step()
+"""
+
+
 def _write(root: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
         path = root / name
@@ -95,3 +110,12 @@ def test_accelerate_before_0_16_steps_a_prepared_scheduler_on_every_call(project
     assert _codes(run_cli, "scripts/trainer.py") == []  # the cached result is not reused: the pin changed
     _write(project, {"requirements.txt": "accelerate>=0.16.0\ntransformers>=4.25.1\n"})
     assert _codes(run_cli, "scripts/trainer.py") == ["LC303"]
+
+
+def test_torch_before_1_1_stepped_the_scheduler_first(project: Path, run_cli) -> None:
+    _write(project, {"train.py": SCHEDULER_FIRST})
+    assert _codes(run_cli, "train.py") == ["LC302"]
+    _write(project, {"requirements.txt": "numpy==1.12.1\ntorch==0.4.1\ntorchvision==0.2.0\n"})
+    assert _codes(run_cli, "train.py") == []
+    _write(project, {"requirements.txt": "numpy==1.12.1\ntorch>=1.1\n"})
+    assert _codes(run_cli, "train.py") == ["LC302"]

@@ -6,6 +6,8 @@ the start of the epoch loop.
 Since PyTorch 1.1 `scheduler.step()` must follow `optimizer.step()`. Stepping it first skips the
 first value of the schedule (the initial learning rate is never used, a warmup starts one step
 late, a step decay comes one epoch early). PyTorch warns once, which is easy to miss in logs.
+Before 1.1 the scheduler was stepped first, so a project that pins `torch` below 1.1 (in its
+requirements, setup.py, pyproject.toml or environment.yml) is not flagged.
 
 With several optimizers, a scheduler is compared with the optimizer it was built on
 (`LambdaLR(opt_g, ...)` follows `opt_g.step()`, whatever other optimizers step later).
@@ -93,6 +95,8 @@ for epoch in range(epochs):
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
+        if model.project is not None and model.project.pins.below("torch", "1.1"):
+            return  # the order torch < 1.1 documented (its schedulers counted from the first step() call)
         for training in model.training_loops:
             steps = [s for s in training.steps if s.framework in (Framework.TORCH, Framework.LOSS_SCALER)]
             if training.style in (Style.FRAMEWORK, Style.NO_STEP) or not steps:
