@@ -211,16 +211,16 @@ class Imported:
 
     def digest(self) -> str:
         """Changes whenever a project module this file imports changes (its size or modification
-        time: the facts are read only when the model asks), the entry scripts that wrap it do, or a
-        file pinning the project's dependencies does (a pinned version changes what a library does)."""
+        time: the facts are read only when the model asks), the entry scripts that wrap it do, or the
+        project's dependency pins do (a pinned version changes what a library does)."""
         stamps = []
-        for path in [*sorted({str(p) for p in self._import_paths()}), *map(str, _pins.pin_files(self.index.root))]:
+        for path in sorted({str(p) for p in self._import_paths()}):
             try:
                 st = os.stat(path)
             except OSError:
                 continue
             stamps.append(f"{path}:{st.st_size}:{st.st_mtime_ns}")
-        text = "\n".join([*stamps, "<ddp importers>", *self.ddp_importers])
+        text = "\n".join([*stamps, "<ddp importers>", *self.ddp_importers, "<pins>", repr(self.pins)])
         return hashlib.sha256(text.encode()).hexdigest()
 
     # -- resolution ------------------------------------------------------------------------

@@ -37,7 +37,8 @@ Version = tuple[int, ...]
 
 @dataclass(frozen=True)
 class Pins:
-    """Each pinned package's exclusive upper bounds (``==0.15.0`` gives 0.15.0.1: nothing newer)."""
+    """Each pinned package's exclusive upper bounds (``==0.15.0`` gives 0.15.0.1: nothing newer); its
+    ``repr`` goes into the cache digest, so a changed pin invalidates cached results."""
 
     bounds: dict[str, list[Version]]
 
@@ -45,11 +46,6 @@ class Pins:
         """Whether the project pins ``package`` below ``version``: every version a pin allows is older."""
         limit = _trim(_version(version))
         return any(bound <= limit for bound in self.bounds.get(_normal(package), ()))
-
-
-def pin_files(root: Path) -> list[Path]:
-    """The files at ``root`` that may pin dependencies (their size and time go into the cache digest)."""
-    return list(_pin_files(root))
 
 
 def pins_of(root: Path) -> Pins:
