@@ -159,7 +159,7 @@ class Builder:
                     Assignment(names, small.value, op, small, st.conds, self._next(), contexts=st.contexts))
                 if not isinstance(target, cst.Attribute):
                     continue
-                if target.attr.value == "grad" and isinstance(small.value, cst.Name) and small.value.value == "None":
+                if target.attr.value == "grad" and _clears(small.value):
                     self._event(st, Kind.ZERO_GRAD, small, stmt, receiver(target.value), target="param")
                 elif target.attr.value == "require_backward_grad_sync":
                     self._event(st, Kind.GRAD_SYNC_FLAG, small, stmt, receiver(target.value), value=small.value)
@@ -523,3 +523,20 @@ def _lift_loops_without_backward(loop: Loop) -> None:
                 continue
         items.append(item)
     loop.items = items
+
+
+def _clears(value: cst.BaseExpression) -> bool:
+    """What assigned to ``p.grad`` clears it: ``None``, or a tensor of zeros (``torch.zeros_like(p)``,
+    ``Variable(p.grad.data.new().resize_as_(p.grad.data).zero_())``)."""
+    if isinstance(value, cst.Name):
+        return value.value == "None"
+    if not isinstance(value, cst.Call):
+        return False
+    name = last_part(func_name(value) or "")
+    if name == "Variable" and value.args:
+        return _clears(value.args[0].value)
+    if name in ("zeros_like", "zeros"):
+        return True
+    called = method(value)
+    return called is not None and called[1] == "zero_"
+

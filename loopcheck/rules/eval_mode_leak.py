@@ -11,7 +11,7 @@ an RNN without dropout) trains the same in both modes; so does a diffusers
 checkpoint, a torchvision constructor, a module passed in) counts as one that has such layers.
 It also ignores `eval()` on a `deepcopy` of the model, and backward passes that train nothing (a
 Grad-CAM backward that no optimizer step follows, a shared epoch helper's backward under
-`if mode == "train":` called with `"val"`). On by default since it was precise on real code:
+`if mode == "train":` called with `"val"`, or under `if optimizer:` called with `None`). On by default since it was precise on real code:
 1 true of 1 finding on the broad 46-repository corpus, none on the real-world dev split, and the
 leaks fixed by real commits found before and not after the fix (benchmarks/results/lc605-real.md);
 earlier versions, 2 true of 10, were opt-in.
@@ -291,37 +291,63 @@ def _evaluated_again(leak: Event, name: str, evals: list[Event], updates: list[i
 
 
 def _dead(event: Event, loop: Loop) -> bool:
-    """Whether a condition of ``event`` compares a helper parameter bound to a literal at the call
-    (``_run_epoch("val")``) with a literal it does not equal: that call never runs the event."""
+    """Whether a condition of ``event`` reads a helper parameter bound to a literal at the call
+    (``_run_epoch("val")``, ``run_epoch(model, loader, None)``) so that it never holds there:
+    ``if mode == "train" or mode == "train+log":`` called with ``"eval"``, ``if optimizer:`` with ``None``."""
     for cond in event.conds:
-        test = cond.test
-        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-            continue
-        target = test.comparisons[0]
-        if not isinstance(target.operator, (cst.Equal, cst.NotEqual)):
-            continue
-        name, literal = dotted(test.left), _constant(target.comparator)
-        if name is None or literal is None:
-            continue
-        bound = []
-        scope: Loop | None = event.loop or loop
-        while scope is not None:  # the binding sits in the loop that calls the helper
-            bound += [a for a in scope.assignments if a.names == (name,) and a.op == "=" and a.order < event.order]
-            scope = scope.parent
-        value = _constant(max(bound, key=lambda a: a.order).value) if bound else None
-        if value is None:
-            continue
-        holds = (value == literal) == isinstance(target.operator, cst.Equal)
-        if holds == cond.negated:
+        holds = _truth(cond.test, event, loop)
+        if holds is not None and holds == cond.negated:
             return True
     return False
 
 
+_UNKNOWN = object()
+
+
+def _truth(test: cst.BaseExpression, event: Event, loop: Loop) -> bool | None:
+    """The value of ``test`` where the literals bound to the names it reads decide it, else None."""
+    if isinstance(test, cst.BooleanOperation):
+        left, right = _truth(test.left, event, loop), _truth(test.right, event, loop)
+        if isinstance(test.operator, cst.Or):
+            return True if True in (left, right) else (False if left is False and right is False else None)
+        return False if False in (left, right) else (True if left is True and right is True else None)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _truth(test.expression, event, loop)
+        return None if inner is None else not inner
+    if isinstance(test, cst.Comparison):
+        if len(test.comparisons) != 1 or not isinstance(test.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
+            return None
+        target = test.comparisons[0]
+        literal = _constant(target.comparator)
+        value = _bound(test.left, event, loop)
+        if literal is _UNKNOWN or value is _UNKNOWN:
+            return None
+        return (value == literal) == isinstance(target.operator, cst.Equal)
+    # `if optimizer:` called with None; a flag bound to True/False may be rebound by a later
+    # iteration (`first = False` after the test), so only None decides
+    return False if _bound(test, event, loop) is None else None
+
+
+def _bound(expr: cst.BaseExpression, event: Event, loop: Loop) -> object:
+    """The literal last bound to the name ``expr`` before ``event`` (a helper's parameter at the call)."""
+    name = dotted(expr)
+    if name is None:
+        return _UNKNOWN
+    bound = []
+    scope: Loop | None = event.loop or loop
+    while scope is not None:  # the binding sits in the loop that calls the helper
+        bound += [a for a in scope.assignments if a.names == (name,) and a.op == "=" and a.order < event.order]
+        scope = scope.parent
+    return _constant(max(bound, key=lambda a: a.order).value) if bound else _UNKNOWN
+
+
 def _constant(expr: cst.BaseExpression) -> object:
-    """The value of a string or number literal, else None."""
+    """The value of a string or number literal or of ``None``/``True``/``False``, else _UNKNOWN."""
     if isinstance(expr, (cst.SimpleString, cst.Integer, cst.Float)):
         return expr.evaluated_value
-    return None
+    if isinstance(expr, cst.Name) and expr.value in ("None", "True", "False"):
+        return {"None": None, "True": True, "False": False}[expr.value]
+    return _UNKNOWN
 
 
 def _train_first(loop: Loop, name: str) -> Fix | None:

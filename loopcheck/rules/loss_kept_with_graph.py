@@ -12,8 +12,9 @@ memory, often hours in. `.item()`, `.detach()`, `float(...)` and values computed
 `torch.no_grad()` hold no graph and are not flagged; neither is a running sum that is itself
 back-propagated (a loss summed over micro-batches on purpose). Neither is a list made fresh for
 one optimizer step (`losses = []` before `for _ in range(gradient_accumulation_steps):`), nor a
-back-propagated loss kept by a short fixed run such as a test's `for _ in range(5):`: backward has
-freed their activations and what stays is bounded.
+back-propagated loss kept by a short fixed run such as a test's `for _ in range(5):`, or summed into
+a total that a periodic logging branch resets (`if i % log_interval == 0: ...; total = 0`): backward
+has freed their activations and what stays is bounded.
 
 ## Fix
 Keep a number, not the tensor: `total_loss += loss.item()` (or `loss.detach()` to stay on
@@ -159,7 +160,8 @@ for epoch in range(epochs):
                 if container in backpropagated:
                     continue  # kept on purpose: a backward later runs through it
                 reader = reader or GraphReader(model, training)
-                if _short_fixed_run(training) and _backpropagated_binding(reader, value, holder):
+                if (_short_fixed_run(training) or _reset_periodically(training, container)) \
+                        and _backpropagated_binding(reader, value, holder):
                     continue
                 known = len(reader.sources)
                 if reader.carries(value, holder.order, holder.conds) is True:
@@ -261,6 +263,12 @@ def _backpropagated_binding(reader: GraphReader, value: cst.BaseExpression, hold
         return False
     binding = reader.binding(name, holder.order, holder.conds)  # type: ignore[attr-defined]
     return any(n == name and a is binding for n, a in reader.backpropagated)
+
+
+def _reset_periodically(training: TrainingLoop, container: str) -> bool:
+    """``if i % log_interval == 0: ...; total = 0`` in the loop: the total holds one logging window."""
+    return any(container in a.names and a.op == "=" and _empty(a.value)
+               and training.reader.guard(a.conds, a.order).periodic for a in training.loop.assignments)
 
 
 def _reset_every_iteration(training: TrainingLoop, container: str) -> bool:
