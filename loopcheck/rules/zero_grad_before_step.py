@@ -7,7 +7,9 @@ The step then sees zero (or `None`) gradients: the optimizer does nothing, or on
 weight decay and momentum. The loss curve stays flat and nothing errors. A zeroing between two
 backward passes that feed one step (`loss_a.backward(); opt.zero_grad(); loss_b.backward();
 opt.step()`) throws away the first loss: only the second one trains the model. Copying the first
-gradients out before the zeroing and combining them by hand (gradient surgery) is not flagged.
+gradients out before the zeroing and combining them by hand (gradient surgery) is not flagged,
+nor is clearing one submodule of the stepped model between the passes (`model.codebook.zero_grad()`:
+VQ-VAE trains its codebook by the VQ loss alone).
 
 ## Fix
 Zero the gradients before `backward()` or after `optimizer.step()`, never between them.
@@ -22,7 +24,7 @@ import libcst as cst
 from loopcheck.model import Event, FileModel, Framework, Kind, Loop, Style, TrainingLoop
 from loopcheck.model.guards import exclusive
 from loopcheck.model.optimizers import Zeroing
-from loopcheck.model.syntax import names_in, source
+from loopcheck.model.syntax import last_part, names_in, source
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -100,7 +102,7 @@ for real, _ in loader:
                     if _between(zero, max(feeding), step):
                         yield self.at(zero, f"`{zero.receiver}.zero_grad()` clears the gradients after backward and "
                                             f"before `{step.receiver}` steps: the step uses no gradients")
-                    elif (wiped := _wiped(training, zero, step)) is not None:
+                    elif not _partial(zeroing, zero, step) and (wiped := _wiped(training, zero, step)) is not None:
                         yield self.at(zero, f"`{zero.receiver}.zero_grad()` runs between `{source(wiped.node)}` and "
                                             f"the later backward that `{step.receiver}` steps on: the first "
                                             "backward's gradients are cleared before any step uses them")
@@ -133,6 +135,19 @@ def _wiped(training: TrainingLoop, zero: Event, step: Event) -> Event | None:
             return None  # an auxiliary first pass: the later loss is rebuilt from the first loss's terms
         return backward
     return None
+
+
+def _partial(zeroing: Zeroing, zero: Event, step: Event) -> bool:
+    """``model.codebook.zero_grad()`` where the optimizer steps all of ``model``: one part's gradients
+    cleared on purpose (VQ-VAE trains its codebook by the VQ loss alone); the rest keep theirs."""
+    from loopcheck.model.memory import module_name
+
+    if zero.target != "model" or not zero.receiver or not step.optimizer:
+        return False
+    module = module_name(zero.receiver)
+    if module.endswith(".module"):
+        return False  # `model.module`: the whole model inside its DDP wrapper
+    return any(module.startswith(owner + ".") for owner in zeroing.owners.get(last_part(step.optimizer), ()))
 
 
 def _retains_graph(backward: Event) -> bool:
