@@ -61,7 +61,8 @@ def locate(module: cst.Module, source: str, nodes: Sequence[cst.CSTNode],
         if all(where is not None for where in searched.values()):
             continue
         left = {key for key, where in searched.items() if where is None}
-        nested = _nested(module, statement, top_trees[i], left)
+        # an excerpt (never of a text with "\r") blanks statements its ast still holds
+        nested = _nested(module, statement, top_trees[i], left, None if "\r" in source else lines)
         if nested is not None:
             found.update(nested)
             continue
@@ -74,15 +75,15 @@ def locate(module: cst.Module, source: str, nodes: Sequence[cst.CSTNode],
     return found
 
 
-def _nested(module: cst.Module, statement: cst.BaseStatement, tree: ast.stmt,
-            keys: set[int]) -> dict[cst.CSTNode, CodeRange] | None:
+def _nested(module: cst.Module, statement: cst.BaseStatement, tree: ast.stmt, keys: set[int],
+            lines: list[str] | None) -> dict[cst.CSTNode, CodeRange] | None:
     """The ranges of the nodes of ``keys`` (ids) in ``statement`` (top-level, ``tree`` in ``ast``),
     from regenerating only the innermost statement of a block that holds each: that statement's
     line comes from ``ast``, and the indentation of the blocks around it is handed to the
     generator, so it is written as in the file. None where the two trees do not line up (the
     whole statement is regenerated then)."""
     units, owner = _statements(module, statement, keys)
-    trees = _tree_statements(tree)
+    trees = _tree_statements(tree, lines)
     if len(units) != len(trees) or any(kind != _kind(t) for (kind, _, _), t in zip(units, trees)):
         return None
     if not keys <= owner.keys() or 0 in owner.values():
@@ -142,13 +143,17 @@ def _statements(module: cst.Module, statement: cst.BaseStatement,
     return units, owner
 
 
-def _tree_statements(tree: ast.stmt) -> list[ast.stmt]:
-    """The statements of ``tree`` (itself first) in pre-order."""
+def _tree_statements(tree: ast.stmt, lines: list[str] | None) -> list[ast.stmt]:
+    """The statements of ``tree`` (itself first) in pre-order, less those whose first line is blank
+    in ``lines`` (when given): statements an excerpt (``loopcheck.excerpt``) blanked out of the text
+    libcst parsed, which its ``ast`` still holds inside the kept functions and classes."""
     found = []
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
         if isinstance(node, ast.stmt):
+            if lines is not None and not lines[node.lineno - 1].strip():
+                continue
             found.append(node)
         stack.extend(reversed([child for child in ast.iter_child_nodes(node)
                                if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case))]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import libcst as cst
@@ -9,6 +10,7 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from loopcheck import positions
+from loopcheck.excerpt import excerpt
 from loopcheck.model.syntax import walk
 from loopcheck.positions import locate
 
@@ -84,4 +86,24 @@ def test_statements_of_blocks_regenerated_alone_agree_with_the_provider(
 
     monkeypatch.setattr(positions, "_provided", whole)
     found = locate(module, source, nodes)
+    assert {id(n): found[n] for n in nodes} == {id(n): expected[n] for n in nodes}
+
+
+def test_statements_of_an_excerpt_regenerated_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the excerpt blanks statements that its ast still holds inside the kept class
+    source = ("import torch\n\nclass Trainer:\n    def setup(self):\n        self.x = f(1)\n        self.x = f(1)\n"
+              "    def step(self):\n        with torch.cuda.amp.autocast():\n            y = f(1)\n"
+              "        with torch.cuda.amp.autocast():\n            y = f(1)\n    def other(self):\n        pass\n")
+    text, tree = excerpt(source, ast.parse(source), ["amp"])
+    assert text != source
+    module = cst.parse_module(text)
+    nodes = [n for n in walk(module, into_functions=True) if n not in module.body
+             and isinstance(n, (cst.Call, cst.BaseStatement, cst.BaseSmallStatement))]
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+    def whole(module: cst.Module) -> None:
+        raise AssertionError("a whole top-level statement regenerated")
+
+    monkeypatch.setattr(positions, "_provided", whole)
+    found = locate(module, text, nodes, tree)
     assert {id(n): found[n] for n in nodes} == {id(n): expected[n] for n in nodes}
