@@ -472,6 +472,70 @@ def test_a_loss_class_that_starts_detaching_invalidates_the_cached_result(projec
     assert _codes(run_cli, "train.py") == []
 
 
+MEASURES = """
+    def alignment_score(alignments):
+        return alignments.max(dim=1)[0].mean(dim=1).mean(dim=0)
+"""
+
+AVERAGES = """
+    class KeepAverage:
+        def __init__(self):
+            self.values, self.iters = {}, {}
+
+        def update_value(self, name, value):
+            self.values[name] = self.values.get(name, 0) * self.iters.get(name, 0) + value
+            self.iters[name] = self.iters.get(name, 0) + 1
+            self.values[name] /= self.iters[name]
+"""
+
+KEEPING_LOOP = """
+    from measures import alignment_score
+    from averages import KeepAverage
+
+
+    def train(model, loader, optimizer, criterion):
+        keep_avg = KeepAverage()
+        model.train()
+        for x, y in loader:
+            optimizer.zero_grad()
+            out, alignments = model(x)
+            loss = criterion(out, y)
+            loss.backward()
+            optimizer.step()
+            score = alignment_score(alignments)
+            keep_avg.update_value("score", score)
+"""
+
+
+def test_a_graph_kept_by_a_method_of_another_module(project: Path, run_cli) -> None:
+    _write(project, {"train.py": KEEPING_LOOP, "measures.py": MEASURES, "averages.py": AVERAGES})
+    found = _codes(run_cli, "train.py")
+    assert len(found) == 1 and found[0].startswith("train.py:16:") and " LC601 " in found[0]
+    assert "(returned by measures.py:2)" in found[0] and "(kept by averages.py:6)" in found[0]
+
+
+@pytest.mark.parametrize(("module", "old", "new"), [
+    ("measures.py", ".mean(dim=0)", ".mean(dim=0).item()"),  # a number comes back
+    ("measures.py", "[0].mean(dim=1)", "[1].float().mean(dim=1)"),  # the indices: no graph
+    ("averages.py", "+ value", "+ float(value)"),  # the method keeps a number
+    ("averages.py", "self.values[name] = self.values.get(name, 0) * self.iters.get(name, 0) + value",
+     "print(name, value)"),  # the method does not keep its argument
+])
+def test_no_graph_kept_through_other_modules(project: Path, run_cli, module: str, old: str, new: str) -> None:
+    files = {"train.py": KEEPING_LOOP, "measures.py": MEASURES, "averages.py": AVERAGES}
+    assert old in files[module]
+    files[module] = files[module].replace(old, new)
+    _write(project, files)
+    assert _codes(run_cli, "train.py") == []
+
+
+def test_a_function_that_starts_detaching_invalidates_the_cached_result(project: Path, run_cli) -> None:
+    _write(project, {"train.py": KEEPING_LOOP, "measures.py": MEASURES, "averages.py": AVERAGES})
+    assert len(_codes(run_cli, "train.py")) == 1
+    _write(project, {"measures.py": MEASURES.replace(".mean(dim=0)", ".mean(dim=0).item()")})
+    assert _codes(run_cli, "train.py") == []
+
+
 def test_a_changed_fact_invalidates_the_cached_result(project: Path, run_cli) -> None:
     _write(project, {"train.py": ACCUMULATING, "utils.py": SMART_DDP})
     assert len(_codes(run_cli, "train.py")) == 1

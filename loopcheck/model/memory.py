@@ -198,6 +198,14 @@ class GraphReader:
                 for a in call.args):
             self.sources.append(imported.where)
             return True  # a loss function of another module, handed the model or its outputs
+        if imported is not None and imported.facts.graph_from:
+            from loopcheck.project import arguments
+
+            passed = arguments(call, imported.facts)
+            position = imported.facts.graph_from[0]
+            if position in passed and self.carries(passed[position], order, conds, depth + 1) is True:
+                self.sources.append(imported.where)
+                return True  # another module's function computing differentiably from a graph-carrying argument
         return None
 
     def _derived(self, call: cst.Call, position: int, backpropagated: Callable[[int], bool]) -> bool | None:

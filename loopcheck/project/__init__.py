@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,13 +117,13 @@ class Imported:
         use: zeroing before a backward (or after a step), backward, steps, eval mode (the order
         inside the wrapper is not modelled)."""
         from loopcheck.model.events import Framework, Kind
-        from loopcheck.model.syntax import receiver, source
+        from loopcheck.model.syntax import method, receiver, source
 
         found = self.summary(call, roles)
         if found is None:
             return []
         facts = found.facts
-        args = _arguments(call, facts)
+        args = arguments(call, facts)
         specs: list[tuple[Kind, str | None, dict[str, object]]] = []
         zero = (Kind.ZERO_GRAD, source(call.func), {"target": "param"})
         if facts.zeroes and not facts.steps:
@@ -151,6 +152,12 @@ class Imported:
         for position in facts.evals:
             if position in args:
                 specs.append((Kind.EVAL_MODE, receiver(args[position]), {}))
+        called = method(call)
+        if not specs and called is not None and not _CLASSIFIED.search(called[1]):
+            # `keep_avg.update_value("loss", loss)`: the object keeps what is handed in, across calls
+            for position in facts.keeps:
+                if position in args:
+                    specs.append((Kind.STORE, source(called[0]), {"value": args[position]}))
         if specs:
             self._where[id(call)] = found.where
         return specs
@@ -319,6 +326,10 @@ class Imported:
         return Summary(methods[method], method, facts.path) if facts is not None and method in methods else None
 
 
+# Method names the model reads by themselves (a keeping method named so stays theirs)
+_CLASSIFIED = re.compile(r"^(?:append|extend|update|step|backward|zero_grad|zero_|eval|train|unscale_)$|ema")
+
+
 def _scaler_name(call: cst.Call, scaler: int | str, args: dict[int, cst.BaseExpression]) -> str | None:
     """The scaler a wrapper steps through, as the caller would write it: the argument passed, or the
     wrapper's own attribute seen from the caller (``self.scaler`` of ``trainer.optimize(opt)``:
@@ -333,7 +344,7 @@ def _scaler_name(call: cst.Call, scaler: int | str, args: dict[int, cst.BaseExpr
     return f"{owner}{scaler[4:]}" if owner and scaler.startswith("self.") else scaler
 
 
-def _arguments(call: cst.Call, facts: FunctionFacts) -> dict[int, cst.BaseExpression]:
+def arguments(call: cst.Call, facts: FunctionFacts) -> dict[int, cst.BaseExpression]:
     """The call's arguments by the callee's parameter positions."""
     args: dict[int, cst.BaseExpression] = {}
     position = 0

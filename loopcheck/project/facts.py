@@ -21,6 +21,8 @@ from collections import deque
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
+from loopcheck.project.flow import graph_from, keeps, may_flow
+
 _DDP = {"DistributedDataParallel", "DDP"}
 # Where a module may call one of them: the name, then only blanks, comments, line continuations or
 # closing parentheses before the call's (walking every node of a module that merely mentions DDP costs).
@@ -56,6 +58,8 @@ class FunctionFacts:
     # element a, element b holds the graph
     derived: tuple[tuple[int, int], ...] = ()
     builds: str = ""  # the class of its own module whose new instance it returns (a factory)
+    graph_from: tuple[int, ...] = ()  # the argument its return is computed from, differentiably (flow.graph_from)
+    keeps: tuple[int, ...] = ()  # arguments a method stores in its object (flow.keeps)
 
 
 @dataclass
@@ -268,7 +272,7 @@ def _effective(facts: FunctionFacts) -> bool:
     lookup that finds nothing)."""
     return (facts.backward is not None or bool(facts.steps or facts.scaler_steps or facts.evals)
             or facts.zeroes or facts.wraps_ddp or facts.controls_sync or facts.returns_graph
-            or bool(facts.derived or facts.builds))
+            or bool(facts.derived or facts.builds or facts.graph_from or facts.keeps))
 
 
 class _Whole(Exception):
@@ -328,7 +332,7 @@ class _Blocks:
         params = {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}
         return bool(_EFFECT.search(text) or params & called and _calls_argument(text, params & called)
                     or not called.isdisjoint(self.defined) or not called.isdisjoint(methods)
-                    or _may_derive(text))
+                    or _may_derive(text) or not node.name.startswith("__") and may_flow(text, params))
 
     def function(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         if self.kinds.get(name, "def") != "def" and len(self.defined[name]) == 1:
@@ -472,7 +476,8 @@ def _with_effects(tree: ast.Module, source: str) -> set[ast.AST]:
                 params = {a.arg for a in [*member.args.posonlyargs, *member.args.args, *member.args.kwonlyargs]}
                 if _EFFECT.search(text) or params & called and _calls_argument(text, params & called):
                     wanted.add(member)
-                elif _may_derive(text) or called & classes and _may_build(text, classes):
+                elif _may_derive(text) or called & classes and _may_build(text, classes) \
+                        or not member.name.startswith("__") and may_flow(text, params):
                     local.add(member)
                 functions.append((member, member.name, called))
     names = {name for node, name, _ in functions if node in wanted}
@@ -613,6 +618,9 @@ class _Reader:
             wraps_ddp=_wraps_ddp(nodes, index), controls_sync=controls_sync,
             returns_graph=_returns_graph(node, nodes, index),
             derived=_derived(nodes), builds=_builds(nodes, self.module_functions),
+            graph_from=graph_from(node, nodes, index),
+            keeps=keeps(node, nodes, index) if methods is not None and node.args.args[:1] and node.args.args[0].arg == "self"
+            and not node.name.startswith("__") else (),  # a constructor keeping its arguments is any object
         )
 
     def _callee(self, call: ast.Call, methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None

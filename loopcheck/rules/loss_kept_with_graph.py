@@ -168,8 +168,10 @@ for epoch in range(epochs):
                     verb = "accumulated into" if isinstance(holder, Assignment) else "stored in"
                     # the other module's function the graph was read through
                     via = f" (returned by {reader.sources[known]})" if len(reader.sources) > known else ""
+                    keeper = model.project.where(node) if model.project is not None and verb == "stored in" else None
+                    kept = f" (kept by {keeper})" if keeper else ""
                     yield Violation(node, stmt, f"`{source(value)}` still carries its autograd graph{via} and is {verb} "
-                                                f"`{container}` across iterations: memory grows every step; keep "
+                                                f"`{container}`{kept} across iterations: memory grows every step; keep "
                                                 "`.item()` or `.detach()` instead", _detach(value))
 
 
@@ -185,7 +187,8 @@ def _kept(training: TrainingLoop) -> Iterator[tuple[object, str, cst.BaseExpress
     """(holder, container, value kept, node, statement) for `c += v`, `c = c + v`, `c.append(v)`."""
     for store in training.loop.events(Kind.STORE):
         call = store.node
-        if (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "append"
+        # `c.append(v)`, or a method of another module's class that keeps its argument (`avg.update_value(k, v)`)
+        if (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value != "extend"
                 and store.value is not None and dotted(call.func.value) and not store.in_context("no_grad")):
             yield store, dotted(call.func.value), store.value, store.node, store.stmt  # type: ignore[misc]
     for assignment in training.loop.assignments:
