@@ -40,6 +40,26 @@ _EPOCHS = re.compile(r"epoch", re.I)
 _DATA = re.compile(r"load|(^|_)dl($|_)|dataset", re.I)
 
 
+# Warmup length of the schedules that take one: (keyword, position among all arguments).
+_WARMUP_ARGS = {
+    "get_linear_schedule_with_warmup": ("num_warmup_steps", 1),
+    "get_cosine_schedule_with_warmup": ("num_warmup_steps", 1),
+    "get_polynomial_decay_schedule_with_warmup": ("num_warmup_steps", 1),
+    "get_constant_schedule_with_warmup": ("num_warmup_steps", 1), "get_scheduler": ("num_warmup_steps", 2),
+}
+
+
+def warmup_expr(call: cst.Call) -> cst.BaseExpression | None:
+    """The expression that sets a schedule's warmup length (``num_warmup_steps``), where it has one."""
+    spec = _WARMUP_ARGS.get(last_part(func_name(call) or ""))
+    if spec is None:
+        return None
+    key, pos = spec
+    value = keyword(call, key)
+    args = positional(call)
+    return value if value is not None else args[pos] if len(args) > pos else None
+
+
 def horizon_expr(call: cst.Call, index: Index) -> cst.CSTNode | None:
     """The expression (or, for ``LambdaLR``, the function body) that sets the schedule's length."""
     name = last_part(func_name(call) or "")

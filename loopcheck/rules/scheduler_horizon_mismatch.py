@@ -19,7 +19,9 @@ stepped it on every call, so a project pinned to one, e.g. `accelerate==0.15.0`,
 that horizon in micro-batches: loopcheck does not read the pin, suppress the finding there). It is
 silent where the file does not settle both: a scheduler or horizon built in another module, a
 `scheduler.step(...)` with arguments, a step under a configuration flag, and an accumulation count
-that is 1 as the file ships it (a batch is then an optimizer step).
+that is 1 as the file ships it (a batch is then an optimizer step). The warmup length
+(`num_warmup_steps` of the `transformers` schedules) is read the same way: `warmup_steps *
+gradient_accumulation_steps` for a scheduler stepped once per update stretches the ramp N times.
 
 ## Why is this bad?
 A cosine schedule with `T_max=epochs` stepped every batch completes a full cycle every few
@@ -49,7 +51,7 @@ import libcst as cst
 from loopcheck.model import Event, FileModel, Kind, Loop, Role, Style, TrainingLoop
 from loopcheck.model.accelerate import accumulation_setting, scheduler_gated
 from loopcheck.model.guards import GuardKind
-from loopcheck.model.horizon import Unit, horizon_expr, unit_of
+from loopcheck.model.horizon import Unit, horizon_expr, unit_of, warmup_expr
 from loopcheck.model.syntax import dotted, func_name, int_value, last_part, names_in, positional, same, source, walk
 from loopcheck.model.training import is_data_loop
 from loopcheck.model.values import accumulation_gates_nothing
@@ -211,6 +213,14 @@ for epoch in range(args.num_train_epochs):
                 if units and all(u is not None and _mismatch(u, stepped, accumulates) for u in units):
                     yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
                                              f"but its horizon `{source(horizons[0])}` counts {units[0].value}")
+                    continue
+                # a warmup counted in other units than the stepping (`warmup_steps * gradient_accumulation_steps`
+                # for a scheduler stepped once per update): the ramp lasts N times longer or shorter
+                warmups = [warmup_expr(call) for call in calls]
+                wunits = [unit_of(w, model.index) if w is not None else None for w in warmups]
+                if wunits and all(u is not None and _mismatch(u, stepped, accumulates) for u in wunits):
+                    yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
+                                             f"but its warmup `{source(warmups[0])}` counts {wunits[0].value}")
 
 
 def _loop_unit(horizon: cst.BaseExpression, training: TrainingLoop) -> Unit | None:
