@@ -144,6 +144,11 @@ class _Module:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             tree = ast.Module(body=[], type_ignores=[])
         self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+        self.builders: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}  # methods, by name
+        for cls in self.classes.values():
+            for method in cls.body:
+                if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    self.builders.setdefault(method.name, []).append(method)
         self.verdicts: dict[str, bool] = {}
 
     def expression(self, node: ast.expr, imported: object = None) -> bool:
@@ -169,6 +174,8 @@ class _Module:
             return True
         if "." not in called and short in self.classes:
             return self.mode_free(short)
+        if constructor and called == f"self.{short}" and short in self.builders and short not in methods:
+            return self._returns_mode_free(short, imported)  # `self.model = self.build_graph()`
         if constructor and callable(imported) and called.count(".") <= 1:
             found = imported(called)
             if found is not None:
@@ -176,6 +183,17 @@ class _Module:
         if called.startswith("self.") and short in methods:
             return True  # `self._make_layer(...)`: its body is read with the class
         return not constructor and not short[:1].isupper() or short in _BUILDS_NOTHING
+
+    def _returns_mode_free(self, method: str, imported: object) -> bool:
+        """Whether every method of that name in the file returns only mode-free modules (a builder
+        method such as ``def build_graph(self): return nn.Sequential(...)``)."""
+        key = f"self.{method}"
+        if key not in self.verdicts:
+            self.verdicts[key] = False  # a builder calling itself is not read twice
+            returns = [r.value for m in self.builders[method] for r in ast.walk(m) if isinstance(r, ast.Return)]
+            self.verdicts[key] = bool(returns) and all(
+                isinstance(value, ast.Call) and self.expression(value, imported) for value in returns)
+        return self.verdicts[key]
 
     def mode_free(self, name: str) -> bool:
         if name not in self.verdicts:

@@ -1,0 +1,28 @@
+"""Whether eval mode matters for a model built by a method of the estimator's own class."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loopcheck.engine import check_source
+
+FIXTURES = Path(__file__).parent / "fixtures" / "must_not_flag"
+
+
+@pytest.mark.parametrize("name", ["eval_mode_inert_built_by_method.py", "eval_mode_inert_sequential_built_by_method.py"])
+def test_a_builder_method_with_a_mode_dependent_layer_still_leaks(name: str) -> None:
+    source = (FIXTURES / name).read_text()
+    assert [f.code for f in check_source(source, select=["LC605"])] == []
+    with_dropout = source.replace("nn.Tanh(),", "nn.Dropout(0.5),").replace(
+        "batch_first=True)", "batch_first=True, num_layers=2, dropout=0.2)")
+    assert with_dropout != source
+    assert [f.code for f in check_source(with_dropout, select=["LC605"])] == ["LC605"]
+
+
+def test_a_builder_method_that_returns_an_unknown_module_still_leaks() -> None:
+    source = (FIXTURES / "eval_mode_inert_built_by_method.py").read_text().replace(
+        "return RNNModel(self.vocab_size, self.embed_dim, self.hidden_dim, self.n_classes_)",
+        "return torch.hub.load('repo', 'model')")
+    assert [f.code for f in check_source(source, select=["LC605"])] == ["LC605"]
