@@ -86,8 +86,36 @@ def is_data_iterable(iterable: cst.BaseExpression | None) -> bool:
 
 def is_data_loop(loop: Loop) -> bool:
     """The loop goes over a data loader, itself or through names bound to one before the loop
-    (``epoch_iterator = tqdm(train_loader)``; ``for step, batch in enumerate(epoch_iterator)``)."""
-    return is_data_iterable(loop.iter) or any(is_data_iterable(e) for e in loop.iter_sources)
+    (``epoch_iterator = tqdm(train_loader)``; ``for step, batch in enumerate(epoch_iterator)``), or
+    over the batches of a collection by number (``for step in range(len(samples) // batch_size):``)."""
+    return is_data_iterable(loop.iter) or any(is_data_iterable(e) for e in loop.iter_sources) \
+        or _batch_numbers(loop.iter)
+
+
+def _batch_numbers(iterable: cst.BaseExpression | None) -> bool:
+    """``range(len(xs) // bs)``, ``range(math.ceil(len(xs) / bs))``, ``range(0, len(xs), bs)``: one
+    batch of a collection per iteration, its count derived from the collection's length."""
+    if iterable is not None and isinstance(iterable, cst.Call) and func_name(iterable) == "enumerate":
+        iterable = positional(iterable)[0] if positional(iterable) else None
+    if not (isinstance(iterable, cst.Call) and func_name(iterable) == "range"):
+        return False
+    args = positional(iterable)
+    if len(args) == 3:
+        return _is_len(args[1]) and not isinstance(args[2], cst.Integer)
+    if len(args) != 1:
+        return False
+    bound = args[0]
+    if isinstance(bound, cst.Call) and last_part(func_name(bound) or "") in ("ceil", "int") and positional(bound):
+        bound = positional(bound)[0]
+    while isinstance(bound, cst.BinaryOperation) and isinstance(bound.operator, (cst.Add, cst.Subtract)) \
+            and isinstance(bound.right, cst.Integer):
+        bound = bound.left  # `len(xs) // bs + 1`
+    return isinstance(bound, cst.BinaryOperation) and isinstance(bound.operator, (cst.FloorDivide, cst.Divide)) \
+        and _is_len(bound.left) and not isinstance(bound.right, cst.Integer)
+
+
+def _is_len(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and func_name(expr) == "len"
 
 
 def _splits_the_batch(loop: Loop, parent: Loop) -> bool:

@@ -263,6 +263,8 @@ def _truth_position(parent: cst.CSTNode, child: cst.CSTNode) -> bool:
 def _last_batch_test(iterable: cst.BaseExpression, index: str, start: int | None) -> str | None:
     """``(i + 1) == len(loader)`` for ``for i, batch in enumerate(loader)``."""
     iterable = unwrap_iterable(iterable)
+    if isinstance(iterable, cst.Call) and func_name(iterable) == "range" and len(positional(iterable)) == 1:
+        return f"({index} + 1) == {source(positional(iterable)[0])}"  # `for step in range(len(xs) // bs)`
     if not isinstance(iterable, cst.Call) or func_name(iterable) != "enumerate" or start not in (0, 1):
         return None
     args = positional(iterable)
