@@ -106,12 +106,14 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0) -> Unit | None:
                 found.add(Unit.BATCHES)
     for name in names_in(expr):
         short = last_part(name)
-        if _UPDATES.search(short):
+        # what the file assigns outweighs the name: `num_update_steps_per_epoch = len(train_dataloader)`
+        # counts batches whatever it is called
+        if depth < 3 and (sub := _assigned_unit(name, index, depth)) is not None:
+            found.add(sub)
+        elif _UPDATES.search(short):
             found.add(Unit.UPDATES)
         elif _BATCHES.search(short):
             found.add(Unit.BATCHES)
-        elif depth < 3 and (sub := _assigned_unit(name, index, depth)) is not None:
-            found.add(sub)
     if ambiguous and not divided_by_accum:
         return None
     if divided_by_accum and Unit.BATCHES in found:
@@ -143,12 +145,9 @@ def _carries_accumulation(divisor: cst.BaseExpression, index: Index) -> bool | N
 
 
 def _assigned_unit(name: str, index: Index, depth: int) -> Unit | None:
-    """The unit of what the file assigns to ``name``: its one value, or for an attribute
-    (``args.max_train_steps = epochs * num_update_steps_per_epoch``, assigned once per branch) the
-    unit every value it is given agrees on."""
+    """The unit every value the file assigns to ``name`` agrees on (``args.max_train_steps = epochs *
+    num_update_steps_per_epoch``, assigned once per branch; a name set alike in two functions)."""
     values = index.values.get(last_part(name), [])
-    if "." not in name:
-        return unit_of(values[0], index, depth + 1) if len(values) == 1 else None
     units = {unit_of(v, index, depth + 1) for v in values}
     return units.pop() if len(units) == 1 else None
 
