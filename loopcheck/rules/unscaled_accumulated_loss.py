@@ -14,6 +14,10 @@ nothing. Dividing by a running count (`k += 1; loss / k`) weighs the k-th micro-
 replay the loader's own batch (chunks of one batch, GradCache-style re-forwarding) are left alone:
 whether their sum is right depends on the loss's reduction. Dividing the gradients instead of the
 loss before the step (`for p in model.parameters(): p.grad /= N`) is the same normalisation.
+Not flagged either: a loop whose optimizers are all built in the file as Adam, AdamW, Adamax or
+NAdam (with no coupled `weight_decay` outside AdamW) and that clips nothing. Their update divides
+the gradient's running mean by the root of its running square, so N times the gradient gives the
+same step: the missing division is inert there.
 
 ## Fix
 Divide where the loss is back-propagated: `(loss / accum_steps).backward()` or
@@ -27,10 +31,10 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.fixes import Fix, called_once, replace
-from loopcheck.model import Event, FileModel, Framework, Style, TrainingLoop
+from loopcheck.model import Event, FileModel, Framework, Kind, Role, Style, TrainingLoop
 from loopcheck.model.accelerate import accelerator_calls, accumulation_setting
 from loopcheck.model.loss import Scaling, loss_scaling
-from loopcheck.model.syntax import dotted, method, names_in, same, source, walk
+from loopcheck.model.syntax import dotted, func_name, keyword, last_part, method, names_in, same, source, walk
 from loopcheck.model.training import is_data_loop
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.rules._base import Rule, Violation
@@ -183,6 +187,8 @@ for step, batch in enumerate(train_dataloader):
                 continue
             if _grads_divided(model, training):
                 continue  # `for p in model.parameters(): p.grad /= N` after the window normalises instead
+            if _scale_free(model, training):
+                continue
             n = training.modulus
             accumulation_names = {name.rsplit(".", 1)[-1] for name in names_in(n)} if n is not None else set()
             for backward in training.backwards:
@@ -244,6 +250,38 @@ def _scaled_in_place(backward: Event, scope: cst.CSTNode) -> bool:
 
 
 _ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)
+
+
+# Optimizers whose update is m / (sqrt(v) + eps): a constant factor on every gradient cancels.
+_SCALE_FREE = {"Adam", "AdamW", "Adamax", "NAdam"}
+
+
+def _scale_free(model: FileModel, training: TrainingLoop) -> bool:
+    """Every optimizer the loop steps is built in this file as an Adam-like optimizer whose step
+    ignores the gradient's scale, and the file clips nothing (a norm threshold sees the N-fold sum).
+    Adam's own `weight_decay` adds `wd * param` to the gradient before the ratio, so there it counts."""
+    outer = training.loop
+    while outer.parent is not None:
+        outer = outer.parent
+    if outer.events(Kind.CLIP, deep=True) or "clip_grad" in model.source:
+        return False  # also clipping in a helper the model does not follow
+    names = {step.receiver for step in training.steps}
+    if not names or None in names:
+        return False
+    for name in names:
+        calls = model.roles.constructors(name, Role.OPTIMIZER)
+        if not calls:
+            return False
+        for call in calls:
+            kind = last_part(func_name(call) or "")
+            decay = keyword(call, "weight_decay")
+            if kind not in _SCALE_FREE or (kind != "AdamW" and decay is not None and not _zero(decay)):
+                return False
+    return True
+
+
+def _zero(value: cst.BaseExpression) -> bool:
+    return isinstance(value, (cst.Integer, cst.Float)) and float(value.value) == 0
 
 
 def _divide_at_backward(model: FileModel, training: TrainingLoop, backward: Event,
