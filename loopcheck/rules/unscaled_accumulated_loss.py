@@ -14,10 +14,11 @@ nothing. Dividing by a running count (`k += 1; loss / k`) weighs the k-th micro-
 replay the loader's own batch (chunks of one batch, GradCache-style re-forwarding) are left alone:
 whether their sum is right depends on the loss's reduction. Dividing the gradients instead of the
 loss before the step (`for p in model.parameters(): p.grad /= N`) is the same normalisation.
-Not flagged either: a loop whose optimizers are all built in the file as Adam, AdamW, Adamax or
-NAdam (with no coupled `weight_decay` outside AdamW) and that clips nothing. Their update divides
-the gradient's running mean by the root of its running square, so N times the gradient gives the
-same step: the missing division is inert there.
+A loss not divided at all is not flagged where every optimizer the loop steps is built in the file
+as Adam, AdamW, Adamax or NAdam (with no coupled `weight_decay` outside AdamW) and the file clips
+nothing: their update divides the gradient's running mean by the root of its running square, so N
+times the gradient gives the same step. A running count still is: it weighs the micro-batches
+unequally, which no optimizer undoes.
 
 ## Fix
 Divide where the loss is back-propagated: `(loss / accum_steps).backward()` or
@@ -187,8 +188,6 @@ for step, batch in enumerate(train_dataloader):
                 continue
             if _grads_divided(model, training):
                 continue  # `for p in model.parameters(): p.grad /= N` after the window normalises instead
-            if _scale_free(model, training):
-                continue
             n = training.modulus
             accumulation_names = {name.rsplit(".", 1)[-1] for name in names_in(n)} if n is not None else set()
             for backward in training.backwards:
@@ -211,7 +210,7 @@ for step, batch in enumerate(train_dataloader):
                     yield self.at(backward, "the loss is divided by a running count of micro-batches, so the k-th "
                                             "micro-batch of a window weighs 1/k: divide every micro-batch by the "
                                             f"same {count}")
-                elif scaling is Scaling.RAW:
+                elif scaling is Scaling.RAW and not _scale_free(model, training):
                     fix = _divide_at_backward(model, training, backward, n) if n is not None else None
                     yield self.at(backward, f"the loss is back-propagated on every micro-batch without being divided "
                                             f"by {count}: each optimizer step is {count} times too large", fix)
