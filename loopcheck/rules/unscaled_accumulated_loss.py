@@ -265,8 +265,8 @@ def _scale_free(model: FileModel, training: TrainingLoop) -> bool:
     if outer.events(Kind.CLIP, deep=True) or "clip_grad" in model.source:
         return False  # also clipping in a helper the model does not follow
     names = {step.receiver for step in training.steps}
-    if not names or None in names:
-        return False
+    if not names or None in names or not all(_direct_step(step.node) for step in training.steps):
+        return False  # a wrapper's step (`trainer.optimize(opt)`) may clip or rescale where this file cannot see
     for name in names:
         calls = model.roles.constructors(name, Role.OPTIMIZER)
         if not calls:
@@ -277,6 +277,12 @@ def _scale_free(model: FileModel, training: TrainingLoop) -> bool:
             if kind not in _SCALE_FREE or (kind != "AdamW" and decay is not None and not _zero(decay)):
                 return False
     return True
+
+
+def _direct_step(node: cst.CSTNode) -> bool:
+    """``optimizer.step()`` or ``scaler.step(optimizer)``: torch's own step, nothing in between."""
+    found = method(node) if isinstance(node, cst.Call) else None
+    return found is not None and found[1] == "step"
 
 
 def _zero(value: cst.BaseExpression) -> bool:
