@@ -274,8 +274,9 @@ def _scale_free(model: FileModel, training: TrainingLoop) -> bool:
         for call in calls:
             kind = last_part(func_name(call) or "")
             decay = keyword(call, "weight_decay")
-            if kind not in _SCALE_FREE or (kind != "AdamW" and decay is not None and not _zero(decay)):
-                return False
+            if kind not in _SCALE_FREE or sum(a.keyword is None for a in call.args) > 2 \
+                    or (kind != "AdamW" and decay is not None and not _zero(decay)):
+                return False  # beyond (params, lr) a positional argument may be the weight decay
     return True
 
 
@@ -286,7 +287,7 @@ def _direct_step(node: cst.CSTNode) -> bool:
 
 
 def _zero(value: cst.BaseExpression) -> bool:
-    return isinstance(value, (cst.Integer, cst.Float)) and float(value.value) == 0
+    return isinstance(value, (cst.Integer, cst.Float)) and value.evaluated_value == 0
 
 
 def _divide_at_backward(model: FileModel, training: TrainingLoop, backward: Event,
