@@ -32,10 +32,10 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.fixes import Fix, called_once, replace
-from loopcheck.model import Event, FileModel, Framework, Kind, Role, Style, TrainingLoop
+from loopcheck.model import Event, FileModel, Framework, Role, Style, TrainingLoop
 from loopcheck.model.accelerate import accelerator_calls, accumulation_setting
 from loopcheck.model.loss import Scaling, loss_scaling
-from loopcheck.model.syntax import dotted, func_name, keyword, last_part, method, names_in, same, source, walk
+from loopcheck.model.syntax import dotted, func_name, is_zero, keyword, last_part, method, names_in, same, source, walk
 from loopcheck.model.training import is_data_loop
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.rules._base import Rule, Violation
@@ -259,11 +259,8 @@ def _scale_free(model: FileModel, training: TrainingLoop) -> bool:
     """Every optimizer the loop steps is built in this file as an Adam-like optimizer whose step
     ignores the gradient's scale, and the file clips nothing (a norm threshold sees the N-fold sum).
     Adam's own `weight_decay` adds `wd * param` to the gradient before the ratio, so there it counts."""
-    outer = training.loop
-    while outer.parent is not None:
-        outer = outer.parent
-    if outer.events(Kind.CLIP, deep=True) or "clip_grad" in model.source:
-        return False  # also clipping in a helper the model does not follow
+    if "clip_grad" in model.source:
+        return False  # every clipping call the model knows names it, and so does a helper it does not follow
     names = {step.receiver for step in training.steps}
     if not names or None in names or not all(_direct_step(step.node) for step in training.steps):
         return False  # a wrapper's step (`trainer.optimize(opt)`) may clip or rescale where this file cannot see
@@ -275,7 +272,7 @@ def _scale_free(model: FileModel, training: TrainingLoop) -> bool:
             kind = last_part(func_name(call) or "")
             decay = keyword(call, "weight_decay")
             if kind not in _SCALE_FREE or sum(a.keyword is None for a in call.args) > 2 \
-                    or (kind != "AdamW" and decay is not None and not _zero(decay)):
+                    or (kind != "AdamW" and decay is not None and not is_zero(decay)):
                 return False  # beyond (params, lr) a positional argument may be the weight decay
     return True
 
@@ -284,10 +281,6 @@ def _direct_step(node: cst.CSTNode) -> bool:
     """``optimizer.step()`` or ``scaler.step(optimizer)``: torch's own step, nothing in between."""
     found = method(node) if isinstance(node, cst.Call) else None
     return found is not None and found[1] == "step"
-
-
-def _zero(value: cst.BaseExpression) -> bool:
-    return isinstance(value, (cst.Integer, cst.Float)) and value.evaluated_value == 0
 
 
 def _divide_at_backward(model: FileModel, training: TrainingLoop, backward: Event,
