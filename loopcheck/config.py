@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from types import ModuleType
 
 
-def _toml() -> ModuleType:
+def toml_parser() -> ModuleType:
     """The TOML parser, imported only where a ``pyproject.toml`` is read (a run's start-up time)."""
     if sys.version_info >= (3, 11):
         import tomllib
@@ -82,7 +82,7 @@ def find_pyproject(start: Path) -> Path | None:
                 text = candidate.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 continue
-            tomllib = _toml()
+            tomllib = toml_parser()
             try:
                 if "loopcheck" in tomllib.loads(text).get("tool", {}):
                     return candidate
@@ -96,7 +96,7 @@ def find_pyproject(start: Path) -> Path | None:
 def load(path: Path | None, default_root: Path) -> Config:
     if path is None:
         return Config(root=default_root)
-    tomllib = _toml()
+    tomllib = toml_parser()
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -96,10 +96,37 @@ def test_pins_read_from_each_kind_of_file(tmp_path: Path, name: str, text: str, 
 
 
 def test_pyproject_dependencies(tmp_path: Path) -> None:
-    pytest.importorskip("tomllib")
     _write(tmp_path, {"pyproject.toml": "[project]\nname = 'x'\ndependencies = ['accelerate==0.14.0', 'torch>=2']\n"})
     pins = pins_of(tmp_path)
     assert pins.below("accelerate", "0.16") and not pins.below("torch", "1.1")
+
+
+@pytest.mark.parametrize(("constraint", "expected"), [
+    ('"^0.15.0"', True),  # caret on 0.x allows 0.15.x only
+    ('"^0.15"', True),
+    ('"^0"', False),  # < 1.0
+    ('"~0.15.2"', True),
+    ('"0.15.0"', True),  # a bare version is exact
+    ('"0.15.*"', True),
+    ('">=0.12,<0.16"', True),
+    ('">= 0.12 < 0.16"', True),
+    ('">=0.12"', False),
+    ('"*"', False),
+    ('"^0.14 || ^1.0"', False),  # an alternative leaves the top open
+    ('{version = "^0.15", optional = true}', True),
+    ('{version = "^0.15", markers = "sys_platform == \'linux\'"}', False),  # may not apply
+    ('[{version = "^0.15", python = "<3.8"}, {version = "^1.0", python = ">=3.8"}]', False),
+])
+def test_poetry_dependencies(tmp_path: Path, constraint: str, expected: bool) -> None:
+    _write(tmp_path, {"pyproject.toml": f"[tool.poetry.dependencies]\npython = \"^3.8\"\naccelerate = {constraint}\n"})
+    assert pins_of(tmp_path).below("accelerate", "0.16") is expected
+
+
+def test_poetry_dependency_groups(tmp_path: Path) -> None:
+    _write(tmp_path, {"pyproject.toml": "[tool.poetry.group.train.dependencies]\ntorch = \"1.0.1\"\n"
+                                        "[tool.poetry.dev-dependencies]\naccelerate = \"^0.15\"\n"})
+    pins = pins_of(tmp_path)
+    assert pins.below("torch", "1.1") and pins.below("accelerate", "0.16")
 
 
 def test_accelerate_before_0_16_steps_a_prepared_scheduler_on_every_call(project: Path, run_cli) -> None:

@@ -5,7 +5,7 @@ older behaviour: Accelerate before 0.16 steps a prepared scheduler on every call
 accumulation gate), torch before 1.1 wanted ``scheduler.step()`` before ``optimizer.step()``.
 
 Read: ``requirements*.txt`` and ``requirements/*.txt`` (with the files they include by ``-r``),
-``setup.py`` / ``setup.cfg`` ``install_requires``, ``pyproject.toml`` ``[project].dependencies`` and
+``setup.py`` / ``setup.cfg`` ``install_requires``, ``pyproject.toml`` ``[project].dependencies`` and Poetry's ``[tool.poetry]`` tables, and
 ``environment.yml`` / ``environment.yaml`` (conda and ``pip:`` entries). Only a requirement that
 bounds the version from above decides (``==``, ``<``, ``<=``, ``~=``, conda's ``=``): a lower bound
 or no pin may install today's release, so the current behaviour holds.
@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from loopcheck.config import toml_parser
 
 _FILES = ("setup.py", "setup.cfg", "pyproject.toml", "environment.yml", "environment.yaml")
 _REQUIREMENTS = re.compile(r"requirements.*\.txt$", re.IGNORECASE)
@@ -170,15 +172,52 @@ def _setup_cfg(text: str) -> list[str]:
 
 
 def _pyproject(text: str) -> list[str]:
+    """``[project].dependencies``, and Poetry's dependency tables with their constraints written as
+    the requirement strings they mean."""
+    tomllib = toml_parser()
     try:
-        import tomllib
-    except ImportError:  # Python < 3.11
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
         return []
-    try:
-        dependencies = tomllib.loads(text).get("project", {}).get("dependencies", [])
-    except (tomllib.TOMLDecodeError, AttributeError):
-        return []
-    return [d for d in dependencies if isinstance(d, str)] if isinstance(dependencies, list) else []
+    dependencies = _get(data, "project", "dependencies")
+    found = [d for d in dependencies if isinstance(d, str)] if isinstance(dependencies, list) else []
+    poetry = _get(data, "tool", "poetry")
+    tables = [poetry.get("dependencies"), poetry.get("dev-dependencies")]
+    groups = poetry.get("group")
+    tables += [_get(g, "dependencies") for g in groups.values()] if isinstance(groups, dict) else []
+    for table in tables:
+        for name, constraint in table.items() if isinstance(table, dict) else ():
+            if isinstance(constraint, dict):
+                constraint = constraint.get("version") if not {"markers", "python", "platform"} & constraint.keys() else None
+            clauses = _poetry_clauses(constraint) if isinstance(constraint, str) else None
+            if clauses:
+                found.append(f"{name} {','.join(clauses)}")
+    return found
+
+
+def _get(data: object, *keys: str) -> dict:
+    for key in keys:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data if isinstance(data, (dict, list)) else {}
+
+
+def _poetry_clauses(constraint: str) -> list[str] | None:
+    """Poetry's ``^0.15.0``, ``~0.15``, ``0.15.0``, ``>=1,<2`` as PEP 440 clauses; None where a
+    ``||`` alternative leaves the top open to judgement."""
+    if "||" in constraint:
+        return None
+    clauses = []
+    for clause in re.findall(r"[\^~<>=!]*\s*[0-9][0-9a-zA-Z.*+]*", constraint):
+        clause = clause.replace(" ", "")
+        op, version = re.match(r"([\^~<>=!]*)(.*)", clause).groups()
+        parts = _version(version)
+        if op in ("^", "~") and parts:
+            bump = next((i for i, part in enumerate(parts) if part), len(parts) - 1) if op == "^" \
+                else min(1, len(parts) - 1)
+            clauses.append("<" + ".".join(map(str, (*parts[:bump], parts[bump] + 1))))
+        else:
+            clauses.append(clause if op else "==" + clause)
+    return clauses
 
 
 def _bound(spec: str, conda: bool) -> tuple[str, Version] | None:
