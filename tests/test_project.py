@@ -283,6 +283,54 @@ def test_eval_callback_of_another_module(project: Path, run_cli) -> None:
     assert _codes(run_cli, "--extend-select", "LC605", "train.py") == []
 
 
+def test_eval_mid_epoch_by_another_module_restored_by_the_step_method(project: Path, run_cli) -> None:
+    # joeynmt's shape: validation every N updates (mid-epoch) through a function of another module that
+    # leaves the model in eval mode; the per-batch step method switches training back on
+    prediction = """
+        import torch
+
+
+        def validate_on_data(model, loader):
+            model.eval()
+            with torch.no_grad():
+                return sum(float(model(x).sum()) for x, _ in loader)
+    """
+    training = """
+        import torch
+        from prediction import validate_on_data
+
+
+        class TrainManager:
+            def __init__(self, model, validation_freq=100):
+                self.model = model
+                self.optimizer = torch.optim.Adam(model.parameters())
+                self.validation_freq = validation_freq
+                self.steps = 0
+
+            def train_and_validate(self, train_loader, valid_loader, epochs):
+                for epoch in range(epochs):
+                    self.model.train()
+                    for x, y in train_loader:
+                        self._train_step(x, y)
+                        self.optimizer.step()
+                        self.optimizer.zero_grad()
+                        self.steps += 1
+                        if self.steps % self.validation_freq == 0:
+                            validate_on_data(self.model, valid_loader)
+
+            def _train_step(self, x, y):
+                self.model.train()
+                loss = torch.nn.functional.cross_entropy(self.model(x), y)
+                loss.backward()
+    """
+    _write(project, {"training.py": training, "prediction.py": prediction})
+    assert _codes(run_cli, "--extend-select", "LC605", "training.py") == []
+    # without the step method's train(), the rest of the epoch trains in eval mode
+    _write(project, {"training.py": training.replace("                self.model.train()\n                loss", "                loss")})
+    found = _codes(run_cli, "--extend-select", "LC605", "training.py")
+    assert len(found) == 1 and found[0].startswith("training.py:22:") and "prediction.py:5" in found[0]
+
+
 def test_eval_mode_of_a_model_class_of_another_module(project: Path, run_cli) -> None:
     models = """
         from torch import nn
