@@ -41,7 +41,7 @@ from dataclasses import replace
 import libcst as cst
 
 from loopcheck.fixes import Fix, insert_before
-from loopcheck.model import Event, FileModel, Kind, Loop
+from loopcheck.model import Assignment, Event, FileModel, Kind, Loop
 from loopcheck.model.guards import exclusive
 from loopcheck.model.memory import frozen_modules, module_name, trained_modules
 from loopcheck.model.modes import mode_matters
@@ -179,6 +179,21 @@ for real in loader:
 """,
     ]
     INVALID = [
+        """
+def run_epoch(loader, validate=False):
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        if not validate:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+model.train()
+for epoch in range(epochs):
+    run_epoch(train_loader)
+    model.eval()  # LC605
+    run_epoch(val_loader, validate=True)
+""",
         """
 opt_d = torch.optim.Adam(discriminator.parameters())
 opt_g = torch.optim.Adam(generator.parameters())
@@ -323,22 +338,45 @@ def _truth(test: cst.BaseExpression, event: Event, loop: Loop) -> bool | None:
         if literal is _UNKNOWN or value is _UNKNOWN:
             return None
         return (value == literal) == isinstance(target.operator, cst.Equal)
-    # `if optimizer:` called with None; a flag bound to True/False may be rebound by a later
-    # iteration (`first = False` after the test), so only None decides
-    return False if _bound(test, event, loop) is None else None
+    # `if optimizer:` called with None; a flag assigned True/False in a loop may be rebound by a
+    # later iteration (`first = False` after the test), so there only None decides; a helper's flag
+    # bound at its call (`_run_one_epoch(epoch, cross_valid=True)`) that nothing rebinds decides too
+    binding = _binding(test, event, loop)
+    value = _UNKNOWN if binding is None else _constant(binding.value)
+    if value is None:
+        return False
+    if isinstance(value, bool) and isinstance(binding.node, cst.Call) and not _rebound(binding, event, loop):
+        return value
+    return None
+
+
+def _scopes(event: Event, loop: Loop) -> Iterator[Loop]:
+    scope: Loop | None = event.loop or loop
+    while scope is not None:  # the binding sits in the loop that calls the helper
+        yield scope
+        scope = scope.parent
+
+
+def _binding(expr: cst.BaseExpression, event: Event, loop: Loop) -> Assignment | None:
+    """The last plain assignment of the name ``expr`` before ``event`` (a helper's parameter at the call)."""
+    name = dotted(expr)
+    if name is None:
+        return None
+    bound = [a for scope in _scopes(event, loop) for a in scope.assignments
+             if a.names == (name,) and a.op == "=" and a.order < event.order]
+    return max(bound, key=lambda a: a.order) if bound else None
+
+
+def _rebound(binding: Assignment, event: Event, loop: Loop) -> bool:
+    """Whether anything else assigns the bound name after the binding, before or after ``event``."""
+    return any(a is not binding and binding.names[0] in a.names and a.order > binding.order
+               for scope in _scopes(event, loop) for a in scope.assignments)
 
 
 def _bound(expr: cst.BaseExpression, event: Event, loop: Loop) -> object:
     """The literal last bound to the name ``expr`` before ``event`` (a helper's parameter at the call)."""
-    name = dotted(expr)
-    if name is None:
-        return _UNKNOWN
-    bound = []
-    scope: Loop | None = event.loop or loop
-    while scope is not None:  # the binding sits in the loop that calls the helper
-        bound += [a for a in scope.assignments if a.names == (name,) and a.op == "=" and a.order < event.order]
-        scope = scope.parent
-    return _constant(max(bound, key=lambda a: a.order).value) if bound else _UNKNOWN
+    binding = _binding(expr, event, loop)
+    return _UNKNOWN if binding is None else _constant(binding.value)
 
 
 def _constant(expr: cst.BaseExpression) -> object:

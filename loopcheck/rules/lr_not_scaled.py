@@ -25,8 +25,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import FileModel
-from loopcheck.model.syntax import keyword, last_part, names_in, source, walk
-from loopcheck.model.values import expanded_names, numeric, optimizer_lr_expressions, optimizer_lrs
+from loopcheck.model.syntax import children, func_name, keyword, last_part, names_in, source, walk
+from loopcheck.model.values import numeric, optimizer_lr_expressions, optimizer_lrs
 from loopcheck.rules._base import Rule, Violation
 
 _LR = re.compile(r"(^|_)(lr|learning_rate)$", re.I)
@@ -100,7 +100,7 @@ for i, (x, y) in enumerate(loader):
         accumulation = _accumulation_names(model)
         data_parallel = any(word in model.source for word in _DATA_PARALLEL)
         for name, value in _learning_rates(model):
-            used = expanded_names(value, model.index)
+            used = _factors(value, model)
             if not any(_BATCH.search(last_part(n)) for n in used) or not _scales(value):
                 continue
             missing = []
@@ -146,6 +146,39 @@ def _learning_rates(model: FileModel) -> Iterator[tuple[str, cst.BaseExpression]
     for lr, _ in optimizer_lr_expressions(model.index):
         if not isinstance(lr, (cst.Name, cst.Attribute)):
             yield "lr", _returned(lr, model)
+
+
+# Calls whose arguments are the numbers they compute with; any other call's arguments (a
+# DataLoader's batch_size=, the loader in len(loader)) are not factors of the LR
+_NUMERIC = frozenset({"int", "float", "round", "sqrt", "min", "max", "abs", "pow", "ceil", "floor"})
+_MAX_DEPTH = 4
+
+
+def _factors(expr: cst.BaseExpression, model: FileModel, depth: int = 0) -> set[str]:
+    """The names ``expr`` computes with, following names the file assigns exactly once: a burn-in
+    ``lr = opt.lr * (i / burnin) ** 4`` with ``burnin = min(1000, len(dataloader))`` does not scale
+    by the ``batch_size=`` that built ``dataloader``."""
+    found: set[str] = set()
+    for name in _operands(expr):
+        found.add(name)
+        values = model.index.values.get(last_part(name), [])
+        if depth < _MAX_DEPTH and len(values) == 1:
+            found |= _factors(values[0], model, depth + 1)
+    return found
+
+
+def _operands(node: cst.CSTNode) -> set[str]:
+    if isinstance(node, cst.Call):
+        name = func_name(node) or ""
+        if last_part(name) in _NUMERIC:
+            return {n for arg in node.args for n in _operands(arg.value)}
+        return {name} if name else set()  # `misc.get_world_size()` counts by its name
+    if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
+        return names_in(node)
+    found: set[str] = set()
+    for child in children(node):
+        found |= _operands(child)
+    return found
 
 
 def _returned(value: cst.BaseExpression, model: FileModel) -> cst.BaseExpression:
