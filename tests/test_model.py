@@ -329,3 +329,34 @@ def test_a_step_function_that_steps_on_a_call_counter_is_a_training_loop_over_it
 def test_a_step_function_without_a_call_counter_is_no_training_loop(body: str) -> None:
     code = "class Trainer:\n    def train_step(self, loss):\n" + textwrap.indent(body, " " * 8) + "\n"
     assert _model(code).training_loops == []
+
+
+_SYNCED_LOOP = """
+from accelerate import Accelerator
+def train(model, loader, optimizer, max_train_steps, epochs):
+    accelerator = Accelerator(gradient_accumulation_steps=4)
+    done = 0
+    for epoch in range(epochs):
+        for batch in loader:
+            with accelerator.accumulate(model):
+                accelerator.backward(model(batch))
+                optimizer.step()
+                optimizer.zero_grad()
+            if accelerator.sync_gradients:
+                done += 1
+            {extra}
+            if done >= max_train_steps:
+                break
+"""
+
+
+@pytest.mark.parametrize(("extra", "counts_updates"), [
+    ("pass", True),
+    ("done += 1", False),  # also counted on every micro-batch: not a count of updates
+])
+def test_updates_bound_reads_counter_moved_only_on_synced_micro_batches(extra, counts_updates):
+    from loopcheck.model.accelerate import updates_bound
+    from loopcheck.model.syntax import source
+    model = _model(_SYNCED_LOOP.format(extra=extra))
+    bound = updates_bound(model.training_loops[0].loop)
+    assert (bound is not None and source(bound) == "max_train_steps") is counts_updates

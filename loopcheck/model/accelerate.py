@@ -13,6 +13,8 @@
 - ``accelerator.clip_grad_norm_`` is not gated: it clips whatever ``.grad`` holds when it is called.
 - ``accelerator.prepare(model)`` wraps the model in ``DistributedDataParallel`` under a
   multi-process launch.
+- ``sync_gradients`` is True exactly on the micro-batch whose optimizer step is real, so a counter
+  the loop adds 1 to only under ``if accelerator.sync_gradients:`` counts optimizer updates.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from loopcheck.model.roles import Role
-from loopcheck.model.syntax import dotted, func_name, int_value, last_part, method, positional
+from loopcheck.model.syntax import dotted, func_name, int_value, last_part, method, names_in, positional, walk
 
 if TYPE_CHECKING:
-    from loopcheck.model import FileModel
+    from loopcheck.model import FileModel, Loop
 
 _SETTINGS = ("gradient_accumulation_steps", "gradient_accumulation_plugin")
 _NOT_DDP = ("fsdp_plugin", "deepspeed_plugin", "megatron_lm_plugin")
@@ -95,3 +97,43 @@ def _wraps(model: FileModel, name: str | None, trained: set[str]) -> bool:
     return any(isinstance(value, cst.Call) and last_part(func_name(value) or "") != "prepare"
                and any(last_part(dotted(arg.value) or "") in shorts for arg in value.args)
                for value in model.index.values.get(last_part(name), ()))
+
+
+def updates_bound(loop: Loop) -> cst.BaseExpression | None:
+    """The bound a loop nest stops at on a counter of optimizer updates: ``while done < max_steps:``
+    (the loop itself) or ``if done >= max_steps: break`` (in its body), where the only write of
+    ``done`` in the nest is ``done += 1`` under a top-level ``if accelerator.sync_gradients:``."""
+    node = loop.node
+    nest = loop.parent.node if loop.parent is not None and loop.parent.is_loop else node
+    tests = [node.test] if isinstance(node, cst.While) else []
+    tests += [stmt.test for stmt in node.body.body if isinstance(stmt, cst.If) and stmt.orelse is None
+              and _only_break(stmt.body)]
+    for test in tests:
+        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+            continue
+        op, bound = test.comparisons[0].operator, test.comparisons[0].comparator
+        if not isinstance(op, cst.LessThan if test is getattr(node, "test", None) else cst.GreaterThanEqual):
+            continue
+        counter = dotted(test.left)
+        if counter is not None and counter not in names_in(bound) and _synced_count(node, nest, counter):
+            return bound
+    return None
+
+
+def _synced_count(node: cst.For | cst.While, nest: cst.CSTNode, counter: str) -> bool:
+    writes = [n for n in walk(nest) if isinstance(n, (cst.AugAssign, cst.AssignTarget, cst.AnnAssign))
+              and dotted(n.target) == counter]
+    if len(writes) != 1 or not isinstance(writes[0], cst.AugAssign) or \
+            not isinstance(writes[0].operator, cst.AddAssign) or int_value(writes[0].value) != 1:
+        return False
+    return any(isinstance(stmt, cst.If) and stmt.orelse is None and isinstance(stmt.test, cst.Attribute)
+               and stmt.test.attr.value == "sync_gradients" and isinstance(stmt.body, cst.IndentedBlock)
+               and any(writes[0] in line.body for line in stmt.body.body if isinstance(line, cst.SimpleStatementLine))
+               for stmt in node.body.body)
+
+
+def _only_break(body: cst.BaseSuite) -> bool:
+    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    smalls = [small for stmt in statements if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite))
+              for small in stmt.body]  # type: ignore[union-attr]
+    return len(statements) == 1 and len(smalls) == 1 and isinstance(smalls[0], cst.Break)

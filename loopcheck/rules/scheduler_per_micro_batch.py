@@ -13,7 +13,9 @@ micro-batches (`total_steps=epochs * len(loader)`) or cannot be read, and a sche
 nowhere in the file (a parameter, a factory's list) where no scheduler the file builds shows a
 horizon in optimizer steps: stepping per micro-batch is right when the horizon counts
 micro-batches, and nothing shows which it counts. A scheduler that the file leaves out of
-`accelerator.prepare(...)` is not gated and is flagged.
+`accelerator.prepare(...)` is not gated and is flagged. A horizon that is the bound of an
+Accelerate loop on a count of updates (`while completed_steps < max_train_steps:` where
+`completed_steps += 1` runs only under `if accelerator.sync_gradients:`) counts optimizer steps.
 
 ## Fix
 Move `scheduler.step()` into the step branch, right after `optimizer.step()`.
@@ -27,10 +29,10 @@ import libcst as cst
 
 from loopcheck.fixes import move_to_step
 from loopcheck.model import FileModel, Kind, Role, Style
-from loopcheck.model.accelerate import accumulation_setting, scheduler_gated
+from loopcheck.model.accelerate import accumulation_setting, scheduler_gated, updates_bound
 from loopcheck.model.horizon import Unit, horizon_expr, unit_of
 from loopcheck.model.roles import role_of_constructor
-from loopcheck.model.syntax import func_name
+from loopcheck.model.syntax import func_name, same
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -131,8 +133,11 @@ for i, (x, y) in enumerate(loader):
                     continue  # built elsewhere (a factory, a caller in another file): nothing shows its unit
                 # a literal horizon (`T_max=100`) is a number of scheduler steps fixed by hand, not a count
                 # of micro-batches derived from the data: stepping it N times per update ends it N times early
+                # or the bound the loop stops at on a count of Accelerate's real optimizer steps
+                counted = updates_bound(training.loop) if training.style is Style.ACCELERATE else None
                 per_update = [isinstance(h, cst.Integer) or (h is not None and unit_of(h, model.index) in
                                                              (Unit.UPDATES, Unit.EPOCHS))
+                              or (counted is not None and h is not None and same(h, counted))
                               for h in (horizon_expr(c, model.index) for c in calls)]
                 if not (any(per_update) if own else all(per_update)):
                     continue  # a horizon in micro-batches, or one we cannot read: no guess
