@@ -28,6 +28,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from loopcheck import __version__
+from loopcheck.cache_directory import default_directory  # noqa: F401  (re-exported: callers import it from here)
 from loopcheck.config import Options
 from loopcheck.engine import TextTest
 from loopcheck.findings import Finding
@@ -37,13 +38,6 @@ FORMAT_VERSION = 2
 _KEEP_BUILDS = 4  # entry directories of other builds/options kept when a new one is made
 _PRUNE_AFTER_S = 600
 _FIELDS = frozenset(f.name for f in fields(Finding)) - {"filename"}
-
-
-def default_directory() -> Path:
-    if os.environ.get("LOOPCHECK_CACHE_DIR"):
-        return Path(os.environ["LOOPCHECK_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "loopcheck"
 
 
 def package_fingerprint() -> str:

@@ -228,7 +228,7 @@ def _rules(fmt: str = "text") -> int:
 def entry() -> None:
     """Console-script entry point."""
     from loopcheck import module_code
-    from loopcheck.cache import default_directory
+    from loopcheck.cache_directory import default_directory
 
     module_code.install(default_directory())  # where Python keeps no bytecode of loopcheck's modules
     try:
