@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from loopcheck.fixes import Fix
+    from loopcheck.model import FileModel
     from loopcheck.project import Imported
     from loopcheck.rules import Rule, Violation
 
@@ -205,7 +206,20 @@ def _check(module: cst.Module, source: str, filename: str, rules: list[object], 
             if key not in seen:
                 seen.add(key)
                 violations.append((rule, violation))
+    violations = [(rule, _with_setting(model, rule, v)) for rule, v in violations]
     return _findings(module, source, filename, violations, tree) if violations else []
+
+
+def _with_setting(model: FileModel, rule: Rule, violation: Violation) -> Violation:
+    """The violation, its message naming the configuration value it holds under, if any."""
+    from dataclasses import replace
+
+    from loopcheck.latent import condition
+
+    said = condition(model, rule.code, violation.node)
+    if said is None:
+        return violation
+    return replace(violation, message=(violation.message or rule.message) + said)
 
 
 def _findings(module: cst.Module, source: str, filename: str, violations: list[tuple[Rule, Violation]],

@@ -1,0 +1,118 @@
+"""The setting a finding depends on, said in its message.
+
+An accumulation rule's finding (a partial window carried, a clip or scheduler step per micro-batch,
+DDP all-reducing every micro-batch, ...) describes a loop that steps every N micro-batches. Where
+N is a configuration value (``if (step + 1) % args.gradient_accumulation_steps == 0:``), nothing
+goes wrong at N = 1, which is often the default: a user reading the finding on a script run with
+the default takes it for a false alarm. The message then names the setting as the code writes it
+and, where the file shows it, its default: ``(only when `args.gradient_accumulation_steps` > 1;
+its default is 1)``. Nothing is added where N is a literal, where the default accumulates already,
+or where one of the loop's variants that holds the flagged statement steps another way.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from loopcheck.model import FileModel
+from loopcheck.model.syntax import dotted, int_value, last_part, method
+from loopcheck.model.training import Style, TrainingLoop
+
+# Rules whose findings need the loop to accumulate (N > 1): at N = 1 every micro-batch is a step.
+ACCUMULATION_RULES = frozenset({"LC101", "LC102", "LC105", "LC106", "LC107", "LC204", "LC301", "LC401", "LC501"})
+
+
+def condition(model: FileModel, code: str, node: cst.CSTNode) -> str | None:
+    """`` (only when `X` > 1; its default is 1)`` for a finding of ``code`` at ``node``, or None."""
+    if code not in ACCUMULATION_RULES:
+        return None
+    holding = [t for t in model.training_loops if node in _event_nodes(t)]
+    counts = {_setting(model, t) for t in holding}
+    if len(counts) != 1:
+        return None
+    setting = counts.pop()
+    if setting is None:
+        return None
+    default = _default(model, last_part(setting))
+    if default is None:
+        return f" (only when `{setting}` > 1)"
+    return f" (only when `{setting}` > 1; its default is 1)" if default == 1 else None
+
+
+def _event_nodes(training: TrainingLoop) -> set[cst.CSTNode]:
+    loop = training.loop
+    events = [*loop.events(deep=True), *training.steps, *training.backwards,
+              *(loop.parent.events() if loop.parent is not None else [])]
+    nodes: set[cst.CSTNode] = {e.node for e in events}
+    nodes.add(loop.node)
+    if training.step_guard is not None and training.step_guard.test is not None:
+        nodes.add(training.step_guard.test)  # a finding on the step condition itself
+    return nodes
+
+
+def _setting(model: FileModel, training: TrainingLoop) -> str | None:
+    """The configuration value the variant's step condition counts to (``args.accum_iter``, or the
+    attribute every assignment of a local name binds: ``accum_iter = args.accum_iter``), None where the
+    variant does not step under such a condition."""
+    if training.style is not Style.GUARDED or training.modulus is None:
+        return None
+    name = dotted(training.modulus)
+    if name is None:
+        return None
+    if "." in name:
+        return name
+    bound = {dotted(v) if isinstance(v, cst.Attribute) else None for v in model.index.values.get(name, [])}
+    if len(bound) == 1 and None not in bound:
+        return bound.pop()
+    # a plain name is a setting where the file gives it a default (a parameter, an option)
+    return name if _defaults(model, name) else None
+
+
+def _default(model: FileModel, name: str) -> int | None:
+    found = _defaults(model, name)
+    return found.pop() if len(found) == 1 and None not in found else None
+
+
+def _defaults(model: FileModel, name: str) -> set[int | None]:
+    """The defaults the file gives the setting ``name``: an argparse option's ``default=``, a config
+    class's field (``gradient_accumulation_steps: int = 1``), a function parameter's default."""
+    found: set[int | None] = set()
+    for call in model.index.calls:
+        called = method(call)
+        if called is None or called[1] != "add_argument":
+            continue
+        dest = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "dest"), None)
+        flags = [a.value.value.strip("'\"") for a in call.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+        option = dest.value.strip("'\"") if isinstance(dest, cst.SimpleString) else next(
+            (f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")), None)
+        if option == name:
+            default = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "default"), None)
+            found.add(int_value(default))
+    for stmt in _class_statements(model.module):
+        if isinstance(stmt, cst.AnnAssign) and isinstance(stmt.target, cst.Name) and stmt.target.value == name \
+                and stmt.value is not None:
+            found.add(int_value(stmt.value))
+        elif isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Name) \
+                and stmt.targets[0].target.value == name:
+            found.add(int_value(stmt.value))
+    for fns in model.index.functions.values():
+        for fn in fns:
+            for param in [*fn.params.params, *fn.params.kwonly_params]:
+                if param.name.value == name and param.default is not None:
+                    found.add(int_value(param.default))
+    return found
+
+
+def _class_statements(module: cst.Module) -> list[cst.BaseSmallStatement]:
+    out: list[cst.BaseSmallStatement] = []
+    stack = [s for s in module.body if isinstance(s, cst.ClassDef)]
+    while stack:
+        cls = stack.pop()
+        if not isinstance(cls.body, cst.IndentedBlock):
+            continue
+        for stmt in cls.body.body:
+            if isinstance(stmt, cst.ClassDef):
+                stack.append(stmt)
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                out.extend(stmt.body)
+    return out
