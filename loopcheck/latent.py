@@ -89,11 +89,13 @@ def _defaults(model: FileModel, name: str) -> set[int | None]:
             default = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "default"), None)
             found.add(int_value(default))
     for stmt in _class_statements(model.module):
-        if isinstance(stmt, cst.AnnAssign) and isinstance(stmt.target, cst.Name) and stmt.target.value == name \
-                and stmt.value is not None:
-            found.add(int_value(stmt.value))
-        elif isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Name) \
-                and stmt.targets[0].target.value == name:
+        if isinstance(stmt, cst.AnnAssign) and stmt.value is not None:
+            target: cst.BaseExpression = stmt.target
+        elif isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
+            target = stmt.targets[0].target
+        else:
+            continue
+        if isinstance(target, cst.Name) and target.value == name:
             found.add(int_value(stmt.value))
     for fns in model.index.functions.values():
         for fn in fns:
