@@ -32,7 +32,7 @@ from loopcheck.model import FileModel, Kind, Role, Style
 from loopcheck.model.accelerate import accumulation_setting, scheduler_gated, updates_bound
 from loopcheck.model.horizon import Unit, horizon_expr, unit_of
 from loopcheck.model.roles import role_of_constructor
-from loopcheck.model.syntax import func_name, same
+from loopcheck.model.syntax import dotted, func_name, same
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -41,6 +41,21 @@ def _built_in_file(model: FileModel) -> list[cst.Call]:
     loop over a list of schedulers): all of them must show a horizon in optimizer steps to flag it."""
     return [call for calls in model.roles.constructed.values() for call in calls
             if role_of_constructor(func_name(call) or "") is Role.SCHEDULER]
+
+
+def _same_setting(a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
+    """The same expression, or the same configuration field read through two names for one object:
+    ``cfg.trainer.max_train_steps`` where the scheduler is built and ``self.config.trainer.max_train_steps``
+    in the trainer that stored ``cfg`` (the path after the root object agrees)."""
+    if same(a, b):
+        return True
+    tails = []
+    for expr in (a, b):
+        name = dotted(expr) if isinstance(expr, cst.Attribute) else None
+        parts = (name or "").split(".")
+        parts = parts[1:] if parts[0] == "self" else parts
+        tails.append(parts[1:])
+    return bool(tails[0]) and tails[0] == tails[1]
 
 
 class SchedulerPerMicroBatch(Rule):
@@ -137,7 +152,7 @@ for i, (x, y) in enumerate(loader):
                 counted = updates_bound(training.loop) if training.style is Style.ACCELERATE else None
                 per_update = [isinstance(h, cst.Integer) or (h is not None and unit_of(h, model.index) in
                                                              (Unit.UPDATES, Unit.EPOCHS))
-                              or (counted is not None and h is not None and same(h, counted))
+                              or (counted is not None and h is not None and _same_setting(h, counted))
                               for h in (horizon_expr(c, model.index) for c in calls)]
                 if not (any(per_update) if own else all(per_update)):
                     continue  # a horizon in micro-batches, or one we cannot read: no guess
