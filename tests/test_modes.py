@@ -26,3 +26,16 @@ def test_a_builder_method_that_returns_an_unknown_module_still_leaks() -> None:
         "return RNNModel(self.vocab_size, self.embed_dim, self.hidden_dim, self.n_classes_)",
         "return torch.hub.load('repo', 'model')")
     assert [f.code for f in check_source(source, select=["LC605"])] == ["LC605"]
+
+
+def test_a_model_the_file_only_moves_is_unknown() -> None:
+    # `model = model.to(device)` is no construction: the module came from elsewhere (a helper's
+    # tuple, an argument) and may hold dropout
+    moved = "import torch\n\ndef fit(model, loader):\n    model = model.to('cpu')\n" \
+            "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n    model.train()\n" \
+            "    for i, (x, y) in enumerate(loader):\n        opt.zero_grad()\n        loss = model(x).sum()\n" \
+            "        loss.backward()\n        opt.step()\n        if i % 10 == 0:\n            model.eval()\n"
+    assert [f.code for f in check_source(moved, select=["LC605"])] == ["LC605"]
+    built = moved.replace("model = model.to('cpu')", "model = torch.nn.Linear(4, 1).to('cpu')")
+    assert built != moved
+    assert [f.code for f in check_source(built, select=["LC605"])] == []

@@ -70,12 +70,14 @@ def mode_matters(model: FileModel, name: str) -> bool:
     if not calls:
         return True
     checker: _Checker | None = None
+    built = False  # whether the file shows any call that builds the module itself
     for call in calls:
         call = _unmoved(call)
         called = func_name(call) or ""
         if last_part(called) in _WRAPPERS or isinstance(call.func, cst.Attribute) \
                 and call.func.attr.value in _MOVES and dotted(call.func.value) is not None:
             continue  # DDP(model), get_peft_model(unet, config), model.to(device): the module inside decides
+        built = True
         if called.endswith(".from_pretrained") and called.split(".")[-2] in _KNOWN_MODE_FREE:
             if _adds_dropout(model):
                 return True
@@ -83,7 +85,9 @@ def mode_matters(model: FileModel, name: str) -> bool:
         checker = checker or _Checker(model)
         if not checker.call(call):
             return True
-    return False
+    # only moves and wrappers (`self.model = self.model.to(device)` of a model passed in or returned
+    # by a helper): the module inside is unknown
+    return not built
 
 
 def _unmoved(call: cst.Call) -> cst.Call:
