@@ -3,10 +3,11 @@
 Where ``__pycache__`` cannot be written (``PYTHONDONTWRITEBYTECODE``, a read-only install), every
 ``loopcheck check`` compiled each of its ~100 modules from source again: ~0.15 CPU s, a third of
 checking one training script. ``install()`` (called by the command line, before it imports the
-rest) has those modules' code looked up in one file beside the result cache (like
-``loopcheck.dataclass_code``: bytecode, not results, so it is used with ``--no-cache`` too), by the
-module's source text, so an edited module is compiled again and never run stale. Where Python
-writes ``__pycache__`` itself, or the file cannot be read or written, nothing changes.
+rest) has those modules' code looked up in a file beside the result cache, one per copy of
+loopcheck (like ``loopcheck.dataclass_code``: bytecode, not results, so it is used with
+``--no-cache`` too), by the module's source text, so an edited module is compiled again and never
+run stale. Where Python writes ``__pycache__`` itself, or the file cannot be read or written,
+nothing changes.
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ _PACKAGE = __name__.partition(".")[0]
 
 
 def path(directory: Path) -> Path:
-    """The file, per Python bytecode version (marshalled code is read by that version only)."""
-    return directory / f"module-code-{importlib.util.MAGIC_NUMBER.hex()}.marshal"
+    """The file, per Python bytecode version (marshalled code is read by that version only) and per
+    copy of loopcheck (each run reads the whole file: the code of other copies would only cost)."""
+    copy = hashlib.sha1(os.path.dirname(os.path.abspath(__file__)).encode()).hexdigest()[:16]
+    return directory / f"module-code-{importlib.util.MAGIC_NUMBER.hex()}-{copy}.marshal"
 
 
 def install(directory: Path) -> None:
