@@ -27,9 +27,11 @@ from loopcheck import model as model_package
 from loopcheck.config import Config
 from loopcheck.discovery import discover
 from loopcheck.engine import text_tests
-from loopcheck.screen import _TRIGGER
+from loopcheck.screen import _TRIGGER, Verdict, screen
 from loopcheck.selection import resolve
 
+KEEP_STORED = os.environ.get("REGION_KEEP_STORED") == "1"  # also keep a def assigning a name kept code mentions
+CONTROL = os.environ.get("REGION_CONTROL") == "1"
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -41,33 +43,52 @@ def _candidates(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef
             found.append(statement)
         elif isinstance(statement, ast.ClassDef):
             found += [s for s in statement.body if isinstance(s, _DEFS)]
-    return [d for d in found if d.body[0].lineno > d.lineno]
+    return [d for d in found if _start(d.body[0]) > d.lineno]
+
+
+def _start(statement: ast.stmt) -> int:
+    """The first line of ``statement``, its decorators included."""
+    return min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
+
+
+def _stored(definition: ast.AST) -> set[str]:
+    """Last name parts ``definition`` assigns (``x =``, ``self.x +=``, ``for x in``, ``as x``)."""
+    found = set()
+    for node in ast.walk(definition):
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Store):
+            found.add(node.id if isinstance(node, ast.Name) else node.attr)
+    return found
 
 
 def blank(source: str) -> str:
     """``source`` with the unreachable defs' bodies blanked (the same text where nothing is cut)."""
     if "\r" in source or re.search(r"^ *\t", source, re.M):
         return source
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    screened = screen(source)
+    if CONTROL:  # the same work, nothing cut: what the second pass gains from warm caches alone
         return source
+    if screened.verdict is not Verdict.TRAINING_LOOP or screened.tree is None:
+        return source  # other files are checked only by rules reading every statement (LC206)
+    tree = screened.tree
     lines = source.split("\n")
     defs = _candidates(tree)
     if not defs:
         return source
-    body = {id(d): "\n".join(lines[d.body[0].lineno - 1:d.end_lineno]) for d in defs}
+    body = {id(d): "\n".join(lines[_start(d.body[0]) - 1:d.end_lineno]) for d in defs}
     kept = {id(d) for d in defs if any(isinstance(n, _LOOPS) for n in ast.walk(d)) or _TRIGGER.search(body[id(d)])}
     # text outside every candidate's body
     outside = lines[:]
     for d in defs:
-        outside[d.body[0].lineno - 1:d.end_lineno] = [""] * (d.end_lineno - d.body[0].lineno + 1)  # type: ignore[operator]
+        outside[_start(d.body[0]) - 1:d.end_lineno] = [""] * (d.end_lineno - _start(d.body[0]) + 1)  # type: ignore[operator]
     reached = "\n".join(outside) + "\n" + "\n".join(body[i] for i in kept)
+    stored = {id(d): _stored(d) for d in defs}
     changed = True
     while changed:
         changed = False
+        words = set(re.findall(r"\w+", reached)) if KEEP_STORED else set()
         for d in defs:
-            if id(d) not in kept and re.search(rf"(?<!def )\b{re.escape(d.name)}\b", reached):
+            if id(d) not in kept and (re.search(rf"(?<!def )\b{re.escape(d.name)}\b", reached)
+                                      or stored[id(d)] & words):
                 kept.add(id(d))
                 reached += "\n" + body[id(d)]
                 changed = True
@@ -76,9 +97,9 @@ def blank(source: str) -> str:
             continue
         first = d.body[0]
         indent = " " * first.col_offset
-        if lines[first.lineno - 1][:first.col_offset].strip():
+        if lines[_start(first) - 1][:first.col_offset].strip():
             continue
-        lines[first.lineno - 1:d.end_lineno] = [indent + "pass"] + [""] * (d.end_lineno - first.lineno)  # type: ignore[operator]
+        lines[_start(first) - 1:d.end_lineno] = [indent + "pass"] + [""] * (d.end_lineno - _start(first))  # type: ignore[operator]
     return "\n".join(lines)
 
 
