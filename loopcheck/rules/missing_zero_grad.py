@@ -6,6 +6,10 @@ Checks for training loops that step an optimizer but never clear the gradients.
 `p.grad = None`) every step uses the sum of all gradients since training started: the updates
 grow without bound and training diverges or stalls, silently.
 
+Not flagged: a loop that trains a module its function builds and then throws away, reading nothing
+it computes but the loss it back-propagates (a timing or memory benchmark): how it trains changes
+nothing anyone sees.
+
 ## Fix
 Call `optimizer.zero_grad()` once per optimizer step, after `optimizer.step()`.
 """
@@ -17,6 +21,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import Event, FileModel, Framework, Kind, Loop, Style
+from loopcheck.model.discarded import result_discarded
 from loopcheck.model.syntax import own_call_name, walk
 from loopcheck.model.optimizers import Zeroing
 from loopcheck.rules._base import Rule, Violation
@@ -95,12 +100,35 @@ for t in timesteps:
     opt.step()
 """,
         """
+def time_layer(x, target):
+    layer = Attention(64)
+    optimizer = torch.optim.Adam(layer.parameters(), 1e-4)
+    start = time.time()
+    for i in range(1000):
+        out = layer(x)
+        loss = ((target - out) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+    print("average time", (time.time() - start) / 1000)
+""",
+        """
 # runs after every loss.backward() of the job
 for event in events:
     kinds.append(backward_scaler(event, model.roles))  # named like a scaler, not timm's loss_scaler
 """,
     ]
     INVALID = [
+        """
+def train_layer(x, target):
+    layer = Attention(64)
+    optimizer = torch.optim.Adam(layer.parameters(), 1e-4)
+    for i in range(1000):
+        out = layer(x)
+        loss = ((target - out) ** 2).mean()
+        loss.backward()
+        optimizer.step()  # LC103
+    return layer
+""",
         """
 optimizer.zero_grad()
 for epoch in range(epochs):
@@ -154,6 +182,8 @@ for real, _ in loader:
                     continue  # some zeroing may clear this optimizer's gradients
                 if any(_built_in(loop, step.optimizer) for loop in nest):
                     continue  # a fresh optimizer per iteration, often over fresh tensors: nothing to carry
+                if result_discarded(training, step.optimizer):
+                    continue  # a timing loop training a throw-away module: nobody sees how it trains
                 reported.add(key)
                 others = " (the loop zeroes only other optimizers' gradients)" if zeros else ""
                 yield self.at(step, f"`{step.receiver}` steps but its gradients are never cleared in this loop"
