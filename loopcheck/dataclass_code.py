@@ -15,12 +15,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib.util
-import marshal
-import os
-import tempfile
 import types
 from collections.abc import Iterator
 from pathlib import Path
+
+from loopcheck import marshal_file
 
 
 def path(directory: Path) -> Path:
@@ -58,24 +57,9 @@ def cached(directory: Path) -> Iterator[None]:
 
 
 def _load(file: Path) -> dict[str, types.CodeType]:
-    try:
-        with open(file, "rb") as stream:
-            pairs = marshal.load(stream)
-        return {text: code for text, code in pairs if isinstance(text, str) and isinstance(code, types.CodeType)}
-    except (OSError, EOFError, ValueError, TypeError):
-        return {}
+    return marshal_file.read(file, lambda pairs: {text: code for text, code in pairs if isinstance(text, str)
+                                                  and isinstance(code, types.CodeType)}, {})
 
 
 def _store(file: Path, used: dict[str, types.CodeType]) -> None:
-    try:
-        file.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".tmp-", suffix=".marshal")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                marshal.dump(list(used.items()), out)
-            os.replace(tmp, file)  # a concurrent run reads the old file or the new one, never half
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except (OSError, ValueError):
-        pass  # read-only or full: the next run compiles again
+    marshal_file.write(file, list(used.items()))

@@ -16,12 +16,12 @@ import atexit
 import hashlib
 import importlib.machinery
 import importlib.util
-import marshal
 import os
 import sys
-import tempfile
 import types
 from pathlib import Path
+
+from loopcheck import marshal_file
 
 _PACKAGE = __name__.partition(".")[0]
 
@@ -75,18 +75,7 @@ class _Finder:
             return
         merged = {**(self.known or _load(self.file)), **self.new}
         self.new = {}
-        try:
-            self.file.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.file.parent, prefix=".tmp-", suffix=".marshal")
-            try:
-                with os.fdopen(fd, "wb") as out:
-                    marshal.dump([(n, d, c) for n, (d, c) in merged.items()], out)
-                os.replace(tmp, self.file)  # a concurrent run reads the old file or the new one, never half
-            except BaseException:
-                os.unlink(tmp)
-                raise
-        except (OSError, ValueError):
-            pass  # read-only or full: the next run compiles again
+        marshal_file.write(self.file, [(n, d, c) for n, (d, c) in merged.items()])
 
 
 class _Loader(importlib.machinery.SourceFileLoader):
@@ -100,10 +89,6 @@ class _Loader(importlib.machinery.SourceFileLoader):
 
 
 def _load(file: Path) -> dict[str, tuple[bytes, types.CodeType]]:
-    try:
-        with open(file, "rb") as stream:
-            triples = marshal.load(stream)
-        return {name: (digest, code) for name, digest, code in triples
-                if isinstance(name, str) and isinstance(digest, bytes) and isinstance(code, types.CodeType)}
-    except (OSError, EOFError, ValueError, TypeError):
-        return {}
+    return marshal_file.read(file, lambda triples: {
+        name: (digest, code) for name, digest, code in triples
+        if isinstance(name, str) and isinstance(digest, bytes) and isinstance(code, types.CodeType)}, {})
