@@ -15,8 +15,9 @@ from __future__ import annotations
 import libcst as cst
 
 from loopcheck.model import FileModel
-from loopcheck.model.syntax import dotted, int_value, last_part, method
+from loopcheck.model.syntax import dotted, int_value, last_part
 from loopcheck.model.training import Style, TrainingLoop
+from loopcheck.model.values import option_defaults
 
 # Rules whose findings need the loop to accumulate (N > 1): at N = 1 every micro-batch is a step.
 ACCUMULATION_RULES = frozenset({"LC101", "LC102", "LC105", "LC106", "LC107", "LC204", "LC301", "LC401", "LC501"})
@@ -76,18 +77,7 @@ def _default(model: FileModel, name: str) -> int | None:
 def _defaults(model: FileModel, name: str) -> set[int | None]:
     """The defaults the file gives the setting ``name``: an argparse option's ``default=``, a config
     class's field (``gradient_accumulation_steps: int = 1``), a function parameter's default."""
-    found: set[int | None] = set()
-    for call in model.index.calls:
-        called = method(call)
-        if called is None or called[1] != "add_argument":
-            continue
-        dest = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "dest"), None)
-        flags = [a.value.value.strip("'\"") for a in call.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
-        option = dest.value.strip("'\"") if isinstance(dest, cst.SimpleString) else next(
-            (f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")), None)
-        if option == name:
-            default = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "default"), None)
-            found.add(int_value(default))
+    found: set[int | None] = {int_value(default) for option, default in option_defaults(model.index) if option == name}
     for stmt in _class_statements(model.module):
         if isinstance(stmt, cst.AnnAssign) and stmt.value is not None:
             target: cst.BaseExpression = stmt.target

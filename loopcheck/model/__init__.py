@@ -21,8 +21,9 @@ from loopcheck.model.events import Assignment, Cond, Context, Event, Framework, 
 from loopcheck.model.guards import Guard, GuardKind, Phase, forget_flag_keys
 from loopcheck.model.index import Index, index_module
 from loopcheck.model.roles import Role, Roles
-from loopcheck.model.syntax import int_value, method
+from loopcheck.model.syntax import int_value
 from loopcheck.model.training import Style, TrainingLoop
+from loopcheck.model.values import option_defaults
 from loopcheck.model.variants import training_loops
 
 if TYPE_CHECKING:
@@ -121,18 +122,8 @@ def _steps_beside(module: cst.Module, builder: Builder) -> Callable[[cst.Functio
 def _add_option_defaults(index: Index) -> None:
     """``parser.add_argument("--start-step", type=int, default=0)``: ``args.start_step`` starts at 0 on
     a fresh run, like a name set to 0 before a resume may change it."""
-    for call in index.calls:
-        called = method(call)
-        if called is None or called[1] != "add_argument":
-            continue
-        default = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "default"), None)
-        dest = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "dest"), None)
-        flags = [a.value.value.strip("'\"") for a in call.args
-                 if a.keyword is None and isinstance(a.value, cst.SimpleString)]
-        name = dest.value.strip("'\"") if isinstance(dest, cst.SimpleString) else next(
-            (f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")), None)
-        if name:
-            index.int_inits.setdefault(name, set()).add(int_value(default) if default is not None else None)
+    for name, default in option_defaults(index):
+        index.int_inits.setdefault(name, set()).add(int_value(default))
 
 
 def _add_call_arguments(index: Index) -> None:

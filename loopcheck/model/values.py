@@ -6,6 +6,7 @@ default=1e-3)``; anything the file does not pin down is ``None``, and rules stay
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -37,6 +38,23 @@ def argparse_defaults(index: Index) -> dict[str, cst.BaseExpression]:
         if isinstance(name, str):
             defaults[name.lstrip("-").replace("-", "_")] = default
     return defaults
+
+
+def option_defaults(index: Index) -> Iterator[tuple[str, cst.BaseExpression | None]]:
+    """Each ``add_argument`` option's name in the parsed namespace (``dest=``, else its first ``--long``
+    flag, as argparse names it) and its ``default=`` expression (None where it has none)."""
+    for call in index.calls:
+        called = method(call)
+        if called is None or called[1] != "add_argument":
+            continue
+        default = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "default"), None)
+        dest = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "dest"), None)
+        flags = [a.value.value.strip("'\"") for a in call.args
+                 if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+        name = dest.value.strip("'\"") if isinstance(dest, cst.SimpleString) else next(
+            (f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")), None)
+        if name:
+            yield name, default
 
 
 def definitions(name: str, index: Index, defaults: bool = True) -> list[cst.BaseExpression]:
