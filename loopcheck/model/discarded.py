@@ -29,10 +29,11 @@ def result_discarded(training: TrainingLoop, optimizer: str | None) -> bool:
     statements = list(fn.body.body)
     if training.loop.node not in statements:
         return False
-    module = _module_of(fn, optimizer)
+    values = _bindings(fn)
+    module = _module_of(fn, optimizer, values)
     if module is None:
         return False
-    derived = _derived(fn, module)
+    derived = _derived(values, module)
     after = statements[statements.index(training.loop.node) + 1:]
     names = {module, optimizer, *derived}
     if any(next(_uses(stmt, names), None) is not None for stmt in after):
@@ -53,11 +54,10 @@ def result_discarded(training: TrainingLoop, optimizer: str | None) -> bool:
     return parameters == 1
 
 
-def _module_of(fn: cst.FunctionDef, optimizer: str) -> str | None:
+def _module_of(fn: cst.FunctionDef, optimizer: str, values: dict[str, list[cst.BaseExpression]]) -> str | None:
     """``M`` of the one binding ``optimizer = torch.optim.X(M.parameters(), ...)`` in ``fn``, where ``M``
     is bound in ``fn`` only, each time by a call, and neither name is a parameter."""
     params = {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params, *fn.params.posonly_params)}
-    values = _bindings(fn)
     bound = values.get(optimizer, [])
     if len(bound) != 1 or optimizer in params or not isinstance(bound[0], cst.Call) or not bound[0].args:
         return None
@@ -89,9 +89,8 @@ def _bindings(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
     return found
 
 
-def _derived(fn: cst.FunctionDef, module: str) -> set[str]:
-    """Names ``fn`` assigns from the module's outputs, directly or through each other."""
-    values = _bindings(fn)
+def _derived(values: dict[str, list[cst.BaseExpression]], module: str) -> set[str]:
+    """Names assigned (``values``) from the module's outputs, directly or through each other."""
     derived: set[str] = set()
     changed = True
     while changed:
