@@ -39,3 +39,16 @@ def test_a_model_the_file_only_moves_is_unknown() -> None:
     built = moved.replace("model = model.to('cpu')", "model = torch.nn.Linear(4, 1).to('cpu')")
     assert built != moved
     assert [f.code for f in check_source(built, select=["LC605"])] == []
+
+
+@pytest.mark.parametrize("exit_statement", ["break", "continue"])
+def test_eval_before_an_exit_still_leaks_without_train_at_the_iteration_top(exit_statement: str) -> None:
+    # the steps after `if done: validate(); break` never follow its eval(); but with train() only
+    # before the loop, the periodic validation at the end of the iteration leaks into the next one
+    source = (FIXTURES / "validate_then_break_train_mode_at_iteration_top.py").read_text()
+    source = source.replace("                    break\n", f"                    {exit_statement}\n")
+    assert [f.code for f in check_source(source, select=["LC605"])] == []
+    moved = source.replace("                self.model.train()\n", "").replace(
+        "        flag = True\n", "        flag = True\n        self.model.train()\n")
+    assert moved.count("self.model.train()") == 1
+    assert [f.code for f in check_source(moved, select=["LC605"])] == ["LC605"]

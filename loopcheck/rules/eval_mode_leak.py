@@ -258,7 +258,7 @@ for step, (x, y) in enumerate(train_loader):
                     continue  # `if phase == "G": G.train(); D.eval() else: G.eval(); D.train()`
                 updates = [u for u in _updates_of(name, owners, events, loop, leak.order) if u in steps] \
                     or steps or backwards
-                if _evaluated_again(leak, name, evals, updates, loop):
+                if _evaluated_again(leak, name, evals, updates, loop, events):
                     continue  # one finding per leak: the last eval() before the next update reports it
                 if not self._undone(leak, name, events, updates, loop, trained) and mode_matters(model, name):
                     # `train()` first in the body helps only where no update follows the leak in the iteration
@@ -274,7 +274,7 @@ for step, (x, y) in enumerate(train_loader):
     def _undone(leak: Event, name: str, events: list[Event], updates: list[int], loop: Loop,
                 trained: set[str]) -> bool:
         """Whether ``name.train()`` runs between the leak and the next update that trains ``name``."""
-        later = [b for b in updates if b > leak.order]
+        later = _later(leak, updates, events)
         if later:
             def window(order: int) -> bool:
                 return leak.order < order < min(later)
@@ -298,9 +298,17 @@ def _updates_of(name: str, owners: dict[str, set[str]], events: list[Event], loo
     return [e.order for e in events if e.kind is Kind.STEP and e.optimizer and last_part(e.optimizer) in mine]
 
 
-def _evaluated_again(leak: Event, name: str, evals: list[Event], updates: list[int], loop: Loop) -> bool:
+def _later(leak: Event, updates: list[int], events: list[Event]) -> list[int]:
+    """The updates that can still run after ``leak`` in its iteration: not those an exit of the
+    leak's branch skips (``if done: validate(); break`` before the step) or an else branch holds."""
+    conds = {e.order: e.conds for e in events}
+    return [u for u in updates if u > leak.order and not exclusive(conds.get(u, ()), leak.conds)]
+
+
+def _evaluated_again(leak: Event, name: str, evals: list[Event], updates: list[int], loop: Loop,
+                     events: list[Event]) -> bool:
     """Whether another ``eval()`` of the same module runs after ``leak`` and before the next update."""
-    later = [u for u in updates if u > leak.order]
+    later = _later(leak, updates, events)
     return any(e is not leak and leak.order < e.order < min(later, default=e.order + 1)
                and _resolve(e.receiver, loop, e.order) == name for e in evals)
 
