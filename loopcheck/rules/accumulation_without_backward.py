@@ -120,8 +120,8 @@ while True:
                                             "other micro-batches in the window are computed and thrown away")
         for backward in model.events(Kind.BACKWARD):
             name = dotted(backward.loss) if backward.loss is not None else None
-            if name is None or backward.loop is None:
-                continue
+            if name is None or backward.loop is None or not backward.loop.events(Kind.STEP, deep=True):
+                continue  # no step trains on it: a module test repeating a forward for its statistics
             assigned = backward.loop.assignments_before(name, backward.order)
             if assigned and assigned[-1].op == "=" and isinstance(assigned[-1].in_loop, cst.For) and not \
                     is_data_iterable(assigned[-1].in_loop.iter) and not _adds_to_itself(name, assigned[-1].value):
