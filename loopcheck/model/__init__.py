@@ -127,9 +127,10 @@ def _add_option_defaults(index: Index) -> None:
 
 
 def _add_call_arguments(index: Index) -> None:
-    """``train(model, loader, start_step=1)``: the integer literals the file's calls pass to a parameter of
-    one of its functions, under ``"train(start_step)"`` (None for a call that passes something else), so
-    that ``enumerate(loader, start=start_step)`` starts where the callers say, not at the default."""
+    """``train(model, loader, start_step=1)``: what the file's calls pass to a parameter of one of its
+    functions, under ``"train(start_step)"``; the integer literals among them (None for a call that
+    passes something else) also go to ``int_inits``, so that ``enumerate(loader, start=start_step)``
+    starts where the callers say, not at the default."""
     for call in index.calls:
         func = call.func
         name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
@@ -144,6 +145,7 @@ def _add_call_arguments(index: Index) -> None:
                 break
             param = arg.keyword.value if arg.keyword is not None else params[position] if position < len(params) else None
             if param is not None:
+                index.arguments.setdefault(f"{name}({param})", []).append(arg.value)
                 index.int_inits.setdefault(f"{name}({param})", set()).add(int_value(arg.value))
 
 

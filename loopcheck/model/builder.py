@@ -141,7 +141,7 @@ class Builder:
         if isinstance(node, cst.For):
             resolved = _resolve_iterable(node.iter, st.loop)
             loop.iterable = resolved if resolved is not node.iter else None
-            loop.iter_sources = _bound_values(resolved, st.loop)
+            loop.iter_sources = _bound_values(resolved, st.loop) + self._passed_in(resolved, st)
             loop.assignments.append(
                 Assignment(tuple(target_names(node.target)), resolved, "for", node, (), loop.order))
         self._block(node.body.body, replace(st, loop=loop, conds=(), site=None), node)
@@ -314,6 +314,21 @@ class Builder:
         optimizer = receiver(args[1]) if len(args) > 1 else None
         self._event(gated, Kind.STEP, call, stmt, optimizer, optimizer=optimizer, scaler=name,
                     framework=Framework.LOSS_SCALER)
+
+    def _passed_in(self, iterable: cst.BaseExpression, st: _State) -> list[cst.BaseExpression]:
+        """What the file's calls of the function pass for the parameters an iterable of its own loop
+        reads (``for i in range(iters_per_epoch)`` in a method called as
+        ``self._inner_loop(iters_per_epoch=len(data_loader), ...)``). An inlined function's parameters
+        are bound at the call site instead."""
+        fn = st.function
+        if fn is None or st.inlining != (fn,):
+            return []
+        params = {p.name.value for p in [*fn.params.params, *fn.params.kwonly_params]}
+        found: list[cst.BaseExpression] = []
+        for name in sorted(names_in(iterable) & params):
+            if not any(name in a.names for a in st.loop.assignments):  # not rebound before the loop
+                found.extend(self.index.arguments.get(f"{fn.name.value}({name})", []))
+        return found
 
     # -- inlining -------------------------------------------------------------------------
     def _same_file_function(self, call: cst.Call, st: _State) -> cst.FunctionDef | None:

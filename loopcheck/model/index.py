@@ -33,6 +33,8 @@ class Index:
     # the file trains with another framework (PaddlePaddle, JAX, ...) and never imports torch
     foreign: bool = False
     incremented: set[str] = field(default_factory=set)  # short names of `x += ...` targets (`self.n_iter += 1`)
+    # "fn(param)" -> what the file's calls of its one function `fn` pass for `param`
+    arguments: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
 
 
 # Method and function names that can be training events (see Builder._classify).

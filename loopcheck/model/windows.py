@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from loopcheck.model.events import Event, Kind, Loop
-from loopcheck.model.guards import GuardKind, Phase, enumerate_start, exclusive
-from loopcheck.model.syntax import func_name, last_part, same, walk
+from loopcheck.model.guards import PROGRESS_WRAPPERS, GuardKind, Phase, enumerate_start, exclusive
+from loopcheck.model.syntax import func_name, last_part, positional, same, walk
 from loopcheck.model.training import Style, TrainingLoop, is_data_loop
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
     if guard.flush is not False or guard.restarts is None:
         return None  # `... or last batch` steps it (None: `or` something we cannot read)
     loop = training.loop
-    if not is_data_loop(loop) or _endless(model, loop) or any(_stops(skip) for skip in loop.skips):
+    if not is_data_loop(loop) or _endless(model, loop) or any(_stops(skip, loop) for skip in loop.skips):
         return None
     parent = loop.parent
     if parent is None or not parent.is_loop and parent.function is None:
@@ -93,15 +93,36 @@ def _zeroing_between_passes(training: TrainingLoop) -> Event | None:
     return None
 
 
-def _stops(skip: cst.If) -> bool:
+def _stops(skip: cst.If, loop: Loop) -> bool:
     """A loop-top exit that can end the epoch early (``if step >= steps_per_epoch: break``, or the same
-    with ``continue``): the last window may then be whole. A resume skip (``if i < start: continue``)
-    or a skipped bad batch cannot."""
+    with ``continue``): the last window may then be whole. A resume skip (``if i < start: continue``),
+    a skipped bad batch, or a guard the index never reaches cannot."""
+    if _never_reached(skip.test, loop):
+        return False
     last = skip.body.body[-1]
     if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Break, cst.Return)):
         return True
     return any(isinstance(n, cst.ComparisonTarget) and isinstance(n.operator, (cst.GreaterThan, cst.GreaterThanEqual))
                for n in walk(skip.test))
+
+
+def _never_reached(test: cst.BaseExpression, loop: Loop) -> bool:
+    """``i >= iters`` in ``for i in range(iters)`` (also through a progress wrapper such as
+    ``metric_logger.log_every(range(iters), ...)``), where nothing else rebinds ``i``: always false."""
+    node = loop.node
+    if not (isinstance(node, cst.For) and isinstance(node.target, cst.Name) and isinstance(test, cst.Comparison)
+            and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.GreaterThanEqual)
+            and isinstance(test.left, cst.Name) and test.left.value == node.target.value):
+        return False
+    if any(node.target.value in a.names for a in loop.assignments if a.op != "for"):
+        return False
+    iterable = node.iter
+    while isinstance(iterable, cst.Call) and last_part(func_name(iterable) or "") in PROGRESS_WRAPPERS \
+            and positional(iterable):
+        iterable = positional(iterable)[0]
+    if not (isinstance(iterable, cst.Call) and func_name(iterable) == "range" and 1 <= len(positional(iterable)) <= 2):
+        return False
+    return same(positional(iterable)[-1], test.comparisons[0].comparator)
 
 
 def _endless(model: FileModel, loop: Loop) -> bool:
