@@ -38,6 +38,45 @@ def test_an_if_else_on_a_flag_gives_one_variant_per_side() -> None:
     assert styles == {(("args.deepspeed", True),): Style.FRAMEWORK, (("args.deepspeed", False),): Style.GUARDED}
 
 
+@pytest.mark.parametrize("test, key", [
+    ("self.args.get('use_deepspeed', False)", "self.args.get('use_deepspeed',False)"),
+    ("config.get(\"deepspeed\")", "config.get(\"deepspeed\")"),
+])
+def test_a_setting_read_from_a_config_mapping_is_a_flag(test: str, key: str) -> None:
+    model = _model(f"""
+        for i, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y)
+            if {test}:
+                engine.backward(loss)
+                engine.step()
+            else:
+                (loss / accum).backward()
+                if (i + 1) % accum == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+    """)
+    styles = {tuple(t.assumptions.items()): t.style for t in model.training_loops}
+    assert styles == {((key, True),): Style.FRAMEWORK, ((key, False),): Style.GUARDED}
+
+
+@pytest.mark.parametrize("test", ["batch.get('deepspeed', False)", "self.args.get(name, False)",
+                                  "self.args.get('deepspeed', default())"])
+def test_a_lookup_that_may_vary_is_no_flag(test: str) -> None:
+    model = _model(f"""
+        for i, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y)
+            if {test}:
+                engine.backward(loss)
+                engine.step()
+            else:
+                (loss / accum).backward()
+                if (i + 1) % accum == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+    """)
+    assert [t.style for t in model.training_loops] == [Style.FRAMEWORK]
+
+
 def test_variants_share_syntax_nodes_and_find_every_variant_of_a_loop() -> None:
     model = _model("""
         for i, (x, y) in enumerate(loader):

@@ -85,6 +85,7 @@ _RUN_CONSTANT_CALLS = {"get_rank", "get_world_size", "get_local_rank", "is_initi
                        "is_distributed", "get_global_rank", "is_local_main_process"}
 _CONFIG_ROOTS = ("args", "cfg", "config", "opt", "opts", "hparams", "flags", "FLAGS", "training_args", "conf",
                  "self.args", "self.cfg", "self.config", "self.hparams", "self.opt", "train_config")
+_CONFIG_ROOT_NAMES = {root.rsplit(".", 1)[-1] for root in _CONFIG_ROOTS}
 # `self.global_step > warmup` changes over the run even where the loop never assigns it (a method
 # the model cannot see may): such attributes are never read as flags.
 _COUNTER_LIKE = re.compile(r"(^|_)(steps?|iters?|iterations?|epochs?|count|counter|idx|index|updates|samples|"
@@ -647,8 +648,19 @@ class GuardReader:
     def _constant_call(self, node: cst.CSTNode) -> bool:
         if isinstance(node, cst.Call):
             name = func_name(node)
-            return name in _PURE_CALLS or last_part(name or "") in _RUN_CONSTANT_CALLS
+            return name in _PURE_CALLS or last_part(name or "") in _RUN_CONSTANT_CALLS or _setting_lookup(node)
         return False
+
+
+def _setting_lookup(call: cst.Call) -> bool:
+    """``self.args.get('use_deepspeed', False)``: a setting read by a literal key from a configuration
+    mapping, as invariant as ``self.args.use_deepspeed``."""
+    func = call.func
+    owner = dotted(func.value) if isinstance(func, cst.Attribute) and func.attr.value == "get" else None
+    args = positional(call)
+    return owner is not None and owner.rsplit(".", 1)[-1] in _CONFIG_ROOT_NAMES \
+        and 1 <= len(args) <= 2 and len(call.args) == len(args) and isinstance(args[0], cst.SimpleString) \
+        and all(_literal(a) is not None or isinstance(a, cst.SimpleString) for a in args[1:])
 
 
 # list methods that change its length
