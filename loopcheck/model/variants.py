@@ -24,7 +24,7 @@ import libcst as cst
 from loopcheck.model.events import Assignment, Cond, Event, Framework, Kind, Loop
 from loopcheck.model.guards import GuardReader, flag_key
 from loopcheck.model.index import Index
-from loopcheck.model.syntax import walk
+from loopcheck.model.syntax import children, walk
 from loopcheck.model.training import Style, TrainingLoop, analyse, is_data_loop
 
 MAX_FLAGS = 4
@@ -348,3 +348,31 @@ def _signature(training: TrainingLoop) -> tuple[object, ...]:
 
 
 __all__ = ["MAX_FLAGS", "collect_flags", "flag_key", "training_loops", "variants"]
+
+
+def dead_in(node: cst.CSTNode, function: cst.FunctionDef | None, assumptions: dict[str, bool]) -> bool:
+    """Whether ``node``, a statement-level call of ``function`` outside its loops' variants (a
+    wrap before the loop), sits on a branch the variant's flags rule out: ``if model_is_distributed:
+    ... else: model = accelerator.prepare(model)`` is dead where the loop assumes ``model_is_distributed``."""
+    if function is None or not assumptions:
+        return False
+    path = _branches_to(function.body, node)
+    return path is not None and any(_flag_value(test, negated, assumptions) is False for test, negated in path)
+
+
+def _branches_to(start: cst.CSTNode, node: cst.CSTNode) -> list[tuple[cst.BaseExpression, bool]] | None:
+    """The ``if`` tests (and whether ``node`` is on their else side) from ``start`` down to ``node``."""
+    stack: list[tuple[cst.CSTNode, list[tuple[cst.BaseExpression, bool]]]] = [(start, [])]
+    while stack:
+        current, path = stack.pop()
+        if current is node:
+            return path
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and current is not start:
+            continue
+        if isinstance(current, cst.If):
+            stack.append((current.body, [*path, (current.test, False)]))
+            if current.orelse is not None:
+                stack.append((current.orelse, [*path, (current.test, True)]))
+            continue
+        stack.extend((child, path) for child in children(current))
+    return None

@@ -31,6 +31,7 @@ from loopcheck.model.accelerate import prepared_modules
 from loopcheck.model.distributed import DDP_WRAPPERS, FSDP_WRAPPERS, controls_sync, imported_ddp_wraps, wrap_calls
 from loopcheck.model.memory import trained_modules
 from loopcheck.model.values import accumulation_gates_nothing
+from loopcheck.model.variants import dead_in
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -170,6 +171,9 @@ for step, batch in enumerate(train_dataloader):
                 continue  # Accelerate's accumulate() and engines decide the sync themselves
             if accumulation_gates_nothing(training, model.index):
                 continue
+            if not (elsewhere or any(not dead_in(c, training.loop.function, training.assumptions)
+                                     for c in ddp or prepared)):
+                continue  # the wrap is on the other branch of a flag this variant fixes
             # every micro-batch back-propagates (itself, or with a twin in the other branch of the
             # boundary test); engines own the sync
             backwards = [b for b in training.backwards if b.framework in _OWN_SYNC and training.every_iteration(b)]
