@@ -22,3 +22,21 @@ def test_lc604_names_the_restart_cost_not_a_first_batch() -> None:
     # a shuffling loader yields a random batch each time: the cost is the restart, not a repeated batch
     assert "worker processes" in finding.message and "new permutation" in finding.message
     assert "yields its first batch" not in finding.message
+
+
+GRADS_SET_TO_NONE_BEFORE_STEP = """
+import torch
+
+for x, y in loader:
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    for p in model.parameters():
+        p.grad = None
+    optimizer.step()
+"""
+
+
+def test_lc104_names_the_zeroing_as_written() -> None:
+    (finding,) = check_source(GRADS_SET_TO_NONE_BEFORE_STEP, select=["LC104"])
+    # the loop sets the gradients to None: there is no `p.zero_grad()` call to point at
+    assert finding.message.startswith("`p.grad = None` clears the gradients after backward")

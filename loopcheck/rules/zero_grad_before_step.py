@@ -100,10 +100,10 @@ for real, _ in loader:
                     if not _clears(zeroing, zero, step, optimizers):
                         continue
                     if _between(zero, max(feeding), step):
-                        yield self.at(zero, f"`{zero.receiver}.zero_grad()` clears the gradients after backward and "
+                        yield self.at(zero, f"`{source(zero.node)}` clears the gradients after backward and "
                                             f"before `{step.receiver}` steps: the step uses no gradients")
                     elif not _partial(zeroing, zero, step) and (wiped := _wiped(training, zero, step)) is not None:
-                        yield self.at(zero, f"`{zero.receiver}.zero_grad()` runs between `{source(wiped.node)}` and "
+                        yield self.at(zero, f"`{source(zero.node)}` runs between `{source(wiped.node)}` and "
                                             f"the later backward that `{step.receiver}` steps on: the first "
                                             "backward's gradients are cleared before any step uses them")
 
