@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 from loopcheck.model import FileModel, Framework, Style
 from loopcheck.model.accelerate import accumulation_setting
+from loopcheck.model.syntax import source
 from loopcheck.rules._base import Rule, Violation
 
 class AccumulationConfigIgnored(Rule):
@@ -82,7 +83,8 @@ for batch in loader:
             return  # accumulated by hand: it does accumulate (and accelerator.backward divides by N)
         setting = accumulation_setting(model)
         if setting is not None:
-            arg, call = setting
-            yield Violation(arg, call, f"`{arg.keyword.value}` is set but no loop enters "  # type: ignore[union-attr]
+            arg, name, call = setting
+            through = f" (in `{source(arg.value)}`)" if arg.star else ""
+            yield Violation(arg, call, f"`{name}` is set{through} but no loop enters "
                                        "`accelerator.accumulate(model)`: every batch steps, with the loss "
                                        "still divided by N")
