@@ -56,6 +56,8 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
     parent = loop.parent
     if parent is None or not parent.is_loop and parent.function is None:
         return None  # a single pass at module level: nothing comes after its tail
+    if not parent.is_loop and _runs_once(model, parent.function):
+        return None  # the same in `main()` called once from `if __name__ == "__main__":`
     if any(s.order > loop.order for s in parent.events(Kind.STEP)):
         return None  # the leftover window is stepped after the loop
     zeroing = _zeroing_between_passes(training)
@@ -64,6 +66,22 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
     if guard.restarts:
         return PartialWindow(Tail.DROPPED if zeroing is not None else Tail.CARRIED, zeroing, False)
     return PartialWindow(Tail.DROPPED, zeroing, True) if zeroing is not None else None
+
+
+def _runs_once(model: FileModel, function: cst.FunctionDef | None) -> bool:
+    """A top-level function the file calls, and only from module-level statements outside loops,
+    and never hands to anything else (a ``train_one_epoch`` called per epoch from another module
+    has no call here, and is not this)."""
+    if function is None or function not in model.module.body:
+        return False
+    name = function.name.value
+    if name in model.index.passed:
+        return False
+    calls = [c for c in model.index.calls if func_name(c) == name]
+    top = {id(n) for stmt in model.module.body if not isinstance(stmt, (cst.For, cst.While, cst.FunctionDef,
+                                                                          cst.ClassDef))
+           for n in walk(stmt) if isinstance(n, cst.Call)}
+    return bool(calls) and all(id(c) in top for c in calls)
 
 
 def _starts_at_zero(loop: Loop, index: str | None) -> bool:
