@@ -399,3 +399,32 @@ def test_updates_bound_reads_counter_moved_only_on_synced_micro_batches(extra, c
     model = _model(_SYNCED_LOOP.format(extra=extra))
     bound = updates_bound(model.training_loops[0].loop)
     assert (bound is not None and source(bound) == "max_train_steps") is counts_updates
+
+
+_TOP_BREAK = """
+    def train(model, optimizer, it, n, N):
+        for epoch in range(10):
+            for i in range(n):
+                if i >= n:
+                    break
+                x, y = next(it)
+                {rebind}
+                loss = criterion(model(x), y) / N
+                loss.backward()
+                if (i + 1) % N == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+
+    train(model, optimizer, iter(train_loader), len(train_loader), 4)
+"""
+
+
+@pytest.mark.parametrize(("rebind", "stops"), [("pass", False), ("n -= 1", True), ("i += 1", True)])
+def test_a_loop_top_break_the_range_never_reaches_does_not_end_the_epoch(rebind: str, stops: bool) -> None:
+    from loopcheck.model.windows import partial_window
+
+    model = _model(_TOP_BREAK.format(rebind=rebind))
+    [training] = model.training_loops
+    # `if i >= n: break` in `range(n)` never fires, so the epoch's tail is left; once the loop changes
+    # `n` or `i`, it may fire and end the epoch on a whole window
+    assert (partial_window(model, training) is None) is stops

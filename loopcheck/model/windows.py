@@ -22,7 +22,7 @@ import libcst as cst
 
 from loopcheck.model.events import Event, Kind, Loop
 from loopcheck.model.guards import PROGRESS_WRAPPERS, GuardKind, Phase, enumerate_start, exclusive
-from loopcheck.model.syntax import func_name, last_part, positional, same, walk
+from loopcheck.model.syntax import func_name, last_part, names_in, positional, same, walk
 from loopcheck.model.training import Style, TrainingLoop, is_data_loop
 
 if TYPE_CHECKING:
@@ -126,13 +126,15 @@ def _stops(skip: cst.If, loop: Loop) -> bool:
 
 def _never_reached(test: cst.BaseExpression, loop: Loop) -> bool:
     """``i >= iters`` in ``for i in range(iters)`` (also through a progress wrapper such as
-    ``metric_logger.log_every(range(iters), ...)``), where nothing else rebinds ``i``: always false."""
+    ``metric_logger.log_every(range(iters), ...)``), where the loop rebinds neither ``i`` nor ``iters``: always false."""
     node = loop.node
     if not (isinstance(node, cst.For) and isinstance(node.target, cst.Name) and isinstance(test, cst.Comparison)
             and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.GreaterThanEqual)
             and isinstance(test.left, cst.Name) and test.left.value == node.target.value):
         return False
-    if any(node.target.value in a.names for a in loop.assignments if a.op != "for"):
+    bound = test.comparisons[0].comparator
+    rebound = {node.target.value} | names_in(bound)  # `i` or the bound changed in the loop: it may fire
+    if any(rebound & set(a.names) for a in loop.assignments if a.op != "for"):
         return False
     iterable = node.iter
     while isinstance(iterable, cst.Call) and last_part(func_name(iterable) or "") in PROGRESS_WRAPPERS \
@@ -140,7 +142,7 @@ def _never_reached(test: cst.BaseExpression, loop: Loop) -> bool:
         iterable = positional(iterable)[0]
     if not (isinstance(iterable, cst.Call) and func_name(iterable) == "range" and 1 <= len(positional(iterable)) <= 2):
         return False
-    return same(positional(iterable)[-1], test.comparisons[0].comparator)
+    return same(positional(iterable)[-1], bound)
 
 
 def _endless(model: FileModel, loop: Loop) -> bool:
