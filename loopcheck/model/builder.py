@@ -324,10 +324,14 @@ class Builder:
         if fn is None or st.inlining != (fn,):
             return []
         params = {p.name.value for p in [*fn.params.params, *fn.params.kwonly_params]}
+        rebound: set[str] = set()  # bound again before the loop, in the function or an enclosing loop
+        outer: Loop | None = st.loop
+        while outer is not None:
+            rebound.update(n for a in outer.assignments for n in a.names)
+            outer = outer.parent
         found: list[cst.BaseExpression] = []
-        for name in sorted(names_in(iterable) & params):
-            if not any(name in a.names for a in st.loop.assignments):  # not rebound before the loop
-                found.extend(self.index.arguments.get(f"{fn.name.value}({name})", []))
+        for name in sorted(names_in(iterable) & params - rebound):
+            found.extend(self.index.arguments.get(f"{fn.name.value}({name})", []))
         return found
 
     # -- inlining -------------------------------------------------------------------------
