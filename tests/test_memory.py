@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import libcst as cst
 import pytest
 
+from loopcheck.engine import check_source
 from loopcheck.model import build
 from loopcheck.model.memory import GraphReader
 
@@ -53,3 +56,12 @@ def _carries(expr: str) -> bool | None:
 ])
 def test_values_followed_through_same_file_helpers_and_torch_functions(expr: str, expected: bool | None) -> None:
     assert _carries(expr) is expected
+
+
+def test_a_validation_helper_without_no_grad_still_keeps_the_graph() -> None:
+    path = Path(__file__).parent / "fixtures" / "must_not_flag" / "no_grad_decorated_validation_keeps_outputs.py"
+    source = path.read_text()
+    assert [f.code for f in check_source(source, select=["LC601"])] == []
+    plain = source.replace("@torch.no_grad()\ndef validate", "def validate")
+    assert plain != source
+    assert "LC601" in [f.code for f in check_source(plain, select=["LC601"])]
