@@ -49,11 +49,28 @@ _WARMUP_ARGS = {
 }
 
 
+# Keywords that name the length or the warmup of a scheduler class outside the tables above:
+# pytorch-transformers 1.x `WarmupLinearSchedule(optimizer, warmup_steps=..., t_total=...)`, a project's
+# own `WarmupCosineLR(optimizer, warmup_iters=..., max_iters=...)`. A keyword says what its value is;
+# a position does not (copies of one class name take their arguments in different orders).
+_HORIZON_KEYWORDS = ("t_total", "T_max", "total_steps", "num_training_steps", "total_iters", "max_iters")
+_WARMUP_KEYWORDS = ("num_warmup_steps", "warmup_steps", "warmup_iters")
+
+
+def _class_keyword(call: cst.Call, name: str, keys: tuple[str, ...]) -> cst.BaseExpression | None:
+    """The value of the first of ``keys`` given to a class constructor (``CamelCase``; a factory
+    function's keyword may mean anything its body makes of it)."""
+    if not name[:1].isupper():
+        return None
+    return next((value for key in keys if (value := keyword(call, key)) is not None), None)
+
+
 def warmup_expr(call: cst.Call) -> cst.BaseExpression | None:
     """The expression that sets a schedule's warmup length (``num_warmup_steps``), where it has one."""
-    spec = _WARMUP_ARGS.get(last_part(func_name(call) or ""))
+    name = last_part(func_name(call) or "")
+    spec = _WARMUP_ARGS.get(name)
     if spec is None:
-        return None
+        return _class_keyword(call, name, _WARMUP_KEYWORDS) if name not in _HORIZON_ARGS else None
     key, pos = spec
     value = keyword(call, key)
     args = positional(call)
@@ -76,7 +93,9 @@ def horizon_expr(call: cst.Call, index: Index) -> cst.CSTNode | None:
             return cst.BinaryOperation(epochs, cst.Multiply(), per_epoch)
         return None
     spec = _HORIZON_ARGS.get(name)
-    if spec is None or spec[0] is None:
+    if spec is None:
+        return _class_keyword(call, name, _HORIZON_KEYWORDS)
+    if spec[0] is None:
         return None
     key, pos = spec
     value = keyword(call, key)
@@ -104,22 +123,31 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0) -> Unit | None:
             args = positional(node)
             if args and any(_DATA.search(last_part(n)) for n in names_in(args[0])):
                 found.add(Unit.BATCHES)
-    for name in names_in(expr):
+    epoch_counts = 0
+    names = names_in(expr)
+    for name in names:
         short = last_part(name)
         # what the file assigns outweighs the name: `num_update_steps_per_epoch = len(train_dataloader)`
         # counts batches whatever it is called
         if depth < 3 and (sub := _assigned_unit(name, index, depth)) is not None:
-            found.add(sub)
+            if sub is Unit.EPOCHS:
+                epoch_counts += 1  # a number of epochs, however it is named: `n_epochs = args.epochs`
+            else:
+                found.add(sub)
         elif _UPDATES.search(short):
             found.add(Unit.UPDATES)
         elif _BATCHES.search(short):
             found.add(Unit.BATCHES)
+        elif _EPOCHS.search(short):
+            epoch_counts += 1
     if ambiguous and not divided_by_accum:
         return None
     if divided_by_accum and Unit.BATCHES in found:
         found.discard(Unit.BATCHES)
         found.add(Unit.UPDATES)
-    if not found and all(_EPOCHS.search(last_part(n)) for n in names_in(expr)) and names_in(expr):
+    # epochs alone count epochs; epochs times something else (`epochs * len(loader)`, `full_len / stride
+    # * epochs / batch_size`) count whatever that is
+    if not found and names and epoch_counts == len(names):
         return Unit.EPOCHS
     if len(found) == 1:
         return found.pop()

@@ -1,0 +1,51 @@
+"""What unit a scheduler's horizon counts in (model/horizon.py), read from the file alone."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from loopcheck.model import build
+from loopcheck.model.horizon import Unit, horizon_expr, unit_of, warmup_expr
+from loopcheck.model.syntax import source
+
+
+def _unit(setup: str, expr: str) -> Unit | None:
+    model = build(cst.parse_module(textwrap.dedent(setup)))
+    return unit_of(cst.parse_expression(expr), model.index)
+
+
+@pytest.mark.parametrize("setup, expr, unit", [
+    ("n_epochs = args.epochs\n", "n_epochs", Unit.EPOCHS),
+    ("n_epochs = args.epochs\n", "n_epochs - args.warmup_epochs", Unit.EPOCHS),
+    ("n_epochs = args.epochs\n", "n_epochs * len(train_loader)", Unit.BATCHES),
+    # epochs times counts of unknown unit: GPT2-Chinese's horizon, in optimizer steps
+    ("epochs = args.epochs\nstride = args.stride\n", "int(full_len / stride * epochs / batch_size / accum)", None),
+    ("", "args.epochs * len(train_loader)", Unit.BATCHES),
+    # a value the file does not show (`self.num_train_steps = num_train_steps`, a parameter) in one branch
+    ("if steps is None:\n    total = len(dataset) // batch_size * epochs\nelse:\n    total = steps\n", "total", None),
+])
+def test_unit_of(setup: str, expr: str, unit: Unit | None) -> None:
+    assert _unit(setup, expr) is unit
+
+
+@pytest.mark.parametrize("call, horizon, warmup", [
+    ("WarmupLinearSchedule(optimizer, warmup_steps=args.warmup_steps, t_total=t_total)", "t_total",
+     "args.warmup_steps"),
+    ("WarmupCosineLR(optimizer, warmup_iters=500, max_iters=max_iter)", "max_iter", "500"),
+    # by position, a class outside the tables says nothing: copies of one name order arguments differently
+    ("WarmupCosineSchedule(optimizer, 100, t_total)", None, None),
+    # a factory's keyword means what its body makes of it
+    ("build_scheduler(optimizer, total_steps=n, warmup_steps=w)", None, None),
+    ("CosineAnnealingLR(optimizer, T_max=args.epochs)", "args.epochs", None),
+])
+def test_a_scheduler_class_outside_the_tables_is_read_by_keyword(call: str, horizon: str | None,
+                                                                  warmup: str | None) -> None:
+    node = cst.parse_expression(call)
+    assert isinstance(node, cst.Call)
+    model = build(cst.parse_module(""))
+    found, ramp = horizon_expr(node, model.index), warmup_expr(node)
+    assert (source(found) if found is not None else None) == horizon
+    assert (source(ramp) if ramp is not None else None) == warmup
