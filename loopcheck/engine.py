@@ -149,6 +149,10 @@ def analyse(source: str, filename: str, codes: frozenset[str], options: Options 
     text, tree = source, screened.tree
     if not whole and tree is not None and all(r.reads_statements_with for r in rules):  # type: ignore[attr-defined]
         text, tree = excerpt(source, tree, [w for r in rules for w in r.reads_statements_with])  # type: ignore[attr-defined]
+    elif not whole and tree is not None:
+        found = _check_built(tree, source, filename, rules, options, project)
+        if found is not None:
+            return None, found
     try:
         module = parse_module(text)
     except cst.ParserSyntaxError as error:
@@ -167,6 +171,26 @@ def analyse(source: str, filename: str, codes: frozenset[str], options: Options 
         return module, _check(module, text, filename, rules, options, project, tree)
     except RecursionError:  # deep nesting that libcst parsed but its own passes cannot walk
         return module, [(not_analysed(filename, "RecursionError while analysing: nested too deeply"), None)]
+
+
+def _check_built(tree: ast.Module, source: str, filename: str, rules: list[object], options: Options,
+                 project: Imported | None) -> list[tuple[Finding, Fix | None]] | None:
+    """The findings of the model built on the libcst nodes ``loopcheck.model.from_ast`` makes from
+    ``tree`` (several times cheaper than libcst's parse), or None where that tree cannot tell: a
+    construct it does not build, a field it lacks (fixes that rebuild nodes), a flagged node in
+    brackets of its own. libcst's tree decides then."""
+    import threading
+
+    from loopcheck.model import from_ast
+
+    if threading.active_count() > 1:  # the built tree's text is kept per process
+        return None
+    try:
+        return _check(from_ast.module(tree, source), source, filename, rules, options, project, tree, built=True)
+    except Exception:  # noqa: BLE001  (whatever the built tree cannot answer, libcst's can)
+        return None
+    finally:
+        from_ast.forget()
 
 
 def parse_module(source: str) -> cst.Module:
@@ -194,7 +218,8 @@ def _no_validation(node: object) -> None:
 
 
 def _check(module: cst.Module, source: str, filename: str, rules: list[object], options: Options,
-           project: Imported | None, tree: ast.Module | None = None) -> list[tuple[Finding, Fix | None]]:
+           project: Imported | None, tree: ast.Module | None = None,
+           built: bool = False) -> list[tuple[Finding, Fix | None]]:
     from loopcheck.model import build
 
     model = build(module, source, options, project)
@@ -207,7 +232,7 @@ def _check(module: cst.Module, source: str, filename: str, rules: list[object], 
                 seen.add(key)
                 violations.append((rule, violation))
     violations = [(rule, _with_setting(model, rule, v)) for rule, v in violations]
-    return _findings(module, source, filename, violations, tree) if violations else []
+    return _findings(module, source, filename, violations, tree, built) if violations else []
 
 
 def _with_setting(model: FileModel, rule: Rule, violation: Violation) -> Violation:
@@ -223,11 +248,14 @@ def _with_setting(model: FileModel, rule: Rule, violation: Violation) -> Violati
 
 
 def _findings(module: cst.Module, source: str, filename: str, violations: list[tuple[Rule, Violation]],
-              tree: ast.Module | None = None) -> list[tuple[Finding, Fix | None]]:
-    """Positioned, unsuppressed findings for the rules' violations, in file order."""
-    from loopcheck.positions import locate
+              tree: ast.Module | None = None, built: bool = False) -> list[tuple[Finding, Fix | None]]:
+    """Positioned, unsuppressed findings for the rules' violations, in file order; ``built``: the
+    module is ``loopcheck.model.from_ast``'s (positions and texts from the source)."""
+    from loopcheck.positions import locate, locate_built
 
-    positions = locate(module, source, [n for _, v in violations for n in (v.node, v.stmt)], tree)
+    nodes = [n for _, v in violations for n in (v.node, v.stmt)]
+    positions = locate_built(nodes) if built else locate(module, source, nodes, tree)
+    code_for_node = _built_text if built else module.code_for_node
     lines = source.splitlines()
     results = []
     for rule, violation in violations:
@@ -241,10 +269,18 @@ def _findings(module: cst.Module, source: str, filename: str, violations: list[t
             message=violation.message or rule.message, severity=info.level.value, end_line=where.end.line,
             end_col=where.end.column + 1,
             source_line=lines[where.start.line - 1] if where.start.line <= len(lines) else "",
-            fingerprint=_fingerprint(rule.code, module.code_for_node(violation.node)),
+            fingerprint=_fingerprint(rule.code, code_for_node(violation.node)),
             fix_message=fix.message if fix else None, fix_safe=fix.safe if fix else True,
         ), fix))
     return sorted(results, key=lambda pair: pair[0])
+
+
+def _built_text(node: cst.CSTNode) -> str:
+    from loopcheck.model.from_ast import text
+
+    found = text(node)
+    assert found is not None  # locate_built placed every flagged node
+    return found
 
 
 def _fingerprint(code: str, statement: str) -> str:

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from loopcheck.catalog import SYNTAX_ERROR
+from loopcheck.catalog import NOT_ANALYSED, SYNTAX_ERROR
 from loopcheck.config import Config, Options
-from loopcheck.engine import analyse, read_source_and_encoding, text_tests, wanted
+from loopcheck.engine import analyse, check_text, read_source_and_encoding, text_tests, wanted
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -58,6 +58,8 @@ def fix_text(source: str, filename: str, codes: frozenset[str], unsafe: bool = F
     every = _every_code()
     module, results = analyse(source, filename, every, options)
     out = Fixed(source)
+    if module is None and any(f.code == NOT_ANALYSED.code for f, _ in results):
+        return _unfixable(source, filename, every, codes, unsafe, options, results[0][0])
     # Every accepted batch lowers the number of findings, and a fix that failed is not tried again
     # for the same finding (identical findings, by code and fingerprint, are counted).
     failed: Counter[tuple[str, str]] = Counter()
@@ -86,6 +88,19 @@ def fix_text(source: str, filename: str, codes: frozenset[str], unsafe: bool = F
         out.applied += sum(len(g) for g in groups)
     out.findings = [f for f, _ in results]
     return out
+
+
+def _unfixable(source: str, filename: str, every: frozenset[str], codes: frozenset[str], unsafe: bool,
+               options: Options, notice: Finding) -> Fixed:
+    """A file the check analyses (from Python's ``ast``) but libcst, which makes the fixes, cannot
+    parse: its findings, each fix not applied and why."""
+    findings = check_text(source, filename, every, options)
+    if any(f.code == NOT_ANALYSED.code for f in findings):
+        return Fixed(source, findings=[notice])
+    reason = notice.message.removeprefix("not analysed: ")
+    return Fixed(source, findings=findings,
+                 not_applied=[NotApplied(f, reason) for f in findings if f.fixable and (f.fix_safe or unsafe)
+                              and f.code in codes])
 
 
 def _key(finding: Finding) -> tuple[str, str]:
@@ -235,7 +250,8 @@ def fix_files(files: list[Path], codes: frozenset[str], config: Config, write: b
         name = _display(file)
         report.not_applied += result.not_applied
         if write or not result.applied:  # the findings are those of the text on disk
-            findings = [f for f in result.findings if f.code in file_codes or f.code == SYNTAX_ERROR.code]
+            findings = [f for f in result.findings if f.code in file_codes or f.code in (SYNTAX_ERROR.code,
+                                                                                         NOT_ANALYSED.code)]
             report.known[name] = (result.source, findings)
             if cache is not None:
                 cache.put(cache.key(name, file_codes, result.source), findings)

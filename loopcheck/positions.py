@@ -75,6 +75,27 @@ def locate(module: cst.Module, source: str, nodes: Sequence[cst.CSTNode],
     return found
 
 
+def locate_built(nodes: Sequence[cst.CSTNode | None]) -> dict[cst.CSTNode, CodeRange]:
+    """``locate`` for the nodes of the tree ``loopcheck.model.from_ast`` built last: their ranges
+    come from ``ast``. Raises ``LookupError`` for a node of ``nodes`` that tree cannot place as
+    libcst would (one in brackets of its own); a statement (every second node) needs only its line."""
+    from loopcheck.model.from_ast import line_column, position, start
+
+    found: dict[cst.CSTNode, CodeRange] = {}
+    for index, node in enumerate(nodes):
+        if node is None or node in found:
+            continue
+        where = position(node)
+        if where is None and index % 2:
+            at = start(node)
+            if at is not None:
+                where = (*line_column(at), 0, 0)
+        if where is None:
+            raise LookupError(f"no position for a {type(node).__name__}")
+        found[node] = CodeRange(CodePosition(where[0], where[1]), CodePosition(where[2], where[3]))
+    return found
+
+
 def _nested(module: cst.Module, statement: cst.BaseStatement, tree: ast.stmt, keys: set[int],
             lines: list[str] | None) -> dict[cst.CSTNode, CodeRange] | None:
     """The ranges of the nodes of ``keys`` (ids) in ``statement`` (top-level, ``tree`` in ``ast``),

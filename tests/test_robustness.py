@@ -44,16 +44,35 @@ def test_pathological_files_from_real_bug_reports(project: Path, run_cli) -> Non
     assert lines[-2] == "Found 2 problems in 5 files checked; 3 not analysed (LC001)."
 
 
-def test_valid_python_that_libcst_cannot_parse_is_not_analysed_not_a_syntax_error(project: Path, run_cli) -> None:
+MIXED_INDENTATION = ("def train(loader):\n\t for x in loader:\n\t\t loss = model(x)\n\t\t loss.backward()\n"
+                     "\t\t optimizer.step()\n")
+
+
+def test_valid_python_that_libcst_cannot_parse_is_checked_from_pythons_own_tree(project: Path, run_cli) -> None:
     # one tab and one space, then two tabs and one space: valid Python (LibCST issue 829)
-    (project / "mixed.py").write_text("def train(loader):\n\t for x in loader:\n\t\t loss = model(x)\n"
-                                      "\t\t loss.backward()\n")
-    code, out, _ = run_cli("check", "--no-show-source", "mixed.py")
-    assert code == 0  # a notice about loopcheck, not a problem in the file
+    (project / "mixed.py").write_text(MIXED_INDENTATION)
+    code, out, _ = run_cli("check", "--no-show-source", "--no-cache", "mixed.py")
+    assert code == 1
     assert out.splitlines() == [
-        "mixed.py:1:1: LC001 not analysed: libcst cannot parse it although Python can "
-        "(tokenizer error: no matching outer block for dedent)",
-        "No problems found (1 file checked; 1 not analysed (LC001))"]
+        "mixed.py:5:4: LC103 `optimizer` steps but its gradients are never cleared in this loop: each step adds up "
+        "the gradients of all previous ones",
+        "Found 1 problem in 1 file checked."]
+
+
+def test_fix_of_a_file_libcst_cannot_parse_keeps_its_findings_and_says_why_it_is_not_fixed(
+        project: Path, run_cli) -> None:
+    source = "import torch\n" + MIXED_INDENTATION.replace("\t\t loss = model(x)\n",
+                                                           "\t\t with torch.cuda.amp.autocast():\n\t\t\t loss = model(x)\n")
+    (project / "mixed.py").write_text(source)
+    code, out, err = run_cli("check", "--no-show-source", "--fix", "mixed.py")
+    assert code == 1
+    assert (project / "mixed.py").read_text() == source
+    assert [line.split(" ", 2)[:2] for line in out.splitlines()[:3]] == [
+        ["mixed.py:4:9:", "LC205"], ["mixed.py:4:9:", "LC206"], ["mixed.py:7:4:", "LC103"]]
+    assert err.splitlines()[0] == ("mixed.py:4:9: LC206 fix not applied: libcst cannot parse it although Python can "
+                                   "(tokenizer error: no matching outer block for dedent)")
+    # the cache keeps what the fix run found, not a clean file
+    assert run_cli("check", "--no-show-source", "mixed.py")[1] == out
 
 
 def test_recursion_in_the_analysis_is_contained_in_process() -> None:

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 
+from loopcheck.model.from_ast import text as built_text
+
 # Fields that hold only whitespace, brackets or punctuation: never a call or a name.
 _SKIP_FIELD = ("whitespace", "lpar", "rpar", "comma", "semicolon", "colon", "newline", "leading_lines",
                "header", "footer", "lines_after_decorators", "equal", "star", "dot", "lbracket",
@@ -182,8 +184,30 @@ _EMPTY = cst.Module(body=[])
 
 
 def source(node: cst.CSTNode) -> str:
-    """The code of one node, whitespace normalised by libcst's generator."""
-    return _EMPTY.code_for_node(node)
+    """The code of one node: its text in the file for a tree built from ``ast``, else libcst's."""
+    text = built_text(node)
+    if text is not None:
+        return text
+    try:
+        return _EMPTY.code_for_node(node)
+    except AttributeError:  # a node the model composed around nodes of a built tree
+        return _composed(node)
+
+
+def _composed(node: cst.CSTNode) -> str:
+    """The code libcst writes for a new ``len(x)`` or ``a * b`` (no whitespace of their own) whose
+    parts come from a tree built from ``ast`` (which libcst cannot write)."""
+    kind = type(node)
+    if kind is cst.Call:
+        return f"{source(node.func)}({', '.join(_argument(a) for a in node.args)})"  # type: ignore[attr-defined]
+    if kind is cst.BinaryOperation:
+        return f"{source(node.left)} {node.operator._get_token()} {source(node.right)}"  # type: ignore[attr-defined]
+    raise TypeError(f"no code for a composed {kind.__name__}")
+
+
+def _argument(arg: cst.Arg) -> str:
+    keyword = f"{arg.keyword.value}=" if arg.keyword is not None else ""
+    return f"{keyword}{arg.star if isinstance(arg.star, str) else ''}{source(arg.value)}"
 
 
 def receiver(expr: cst.BaseExpression) -> str:
