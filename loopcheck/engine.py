@@ -2,8 +2,10 @@
 
 Costs are paid only where needed. A file whose text cannot hold what any selected rule looks for
 is never parsed; one whose ``ast`` shows no loop that back-propagates (``loopcheck.screen``) is
-parsed by libcst only for the rules that read the whole file; positions (a libcst metadata pass)
-are resolved only for files that have findings.
+parsed by libcst only for the rules that read a few of its statements. The others are modelled on
+libcst nodes built from that ``ast`` (``loopcheck.model.from_ast``), whose positions and text come
+from the source; libcst's own parse (and its positions, a metadata pass) is for fixes and for what
+the built tree cannot tell.
 """
 
 from __future__ import annotations
