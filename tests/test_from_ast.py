@@ -43,7 +43,7 @@ w = (
         second,
     )
 )
-s = "a" "b" 'c' + f"{x!r:>{width}}" "plain" + rb"\\d" + f"{y=}"
+s = "a" "b" 'c' + f"{x!r:>{width}}" "plain" + rb"\\d" + f"{y=}" + f"{'max', 'min'} {x[0].item():.3f}"
 q = ("one"
      # between the pieces
      "two")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import bisect
 import dataclasses
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -154,6 +155,7 @@ _COMPARE = {ast.Eq: cst.Equal(), ast.NotEq: cst.NotEqual(), ast.Lt: cst.LessThan
             ast.Gt: cst.GreaterThan(), ast.GtE: cst.GreaterThanEqual(), ast.Is: cst.Is(), ast.IsNot: cst.IsNot(),
             ast.In: cst.In(), ast.NotIn: cst.NotIn()}
 _KEYWORDS = {True: "True", False: "False", None: "None"}
+_OLD_FSTRINGS = sys.version_info < (3, 12)
 
 
 class _Unclear(Unsupported):
@@ -182,6 +184,7 @@ class _Builder:
         self.indent = ""
         self.default_indent: str | None = None
         self.in_fstring = 0
+        self.unplaced: set[int] = set()  # ids of nodes whose columns ``ast`` may get wrong
         self.expr: dict[type, Callable[[Any], cst.BaseExpression]] = {
             ast.Name: self.name, ast.Attribute: self.attribute, ast.Call: self.call, ast.Constant: self.constant,
             ast.Subscript: self.subscript, ast.BinOp: self.binop, ast.BoolOp: self.boolop,
@@ -502,7 +505,11 @@ class _Builder:
         if make is None:
             raise Unsupported(type(node).__name__)
         built = make(node)
-        if built is not _ELLIPSIS and not self.in_fstring:
+        if built is not _ELLIPSIS:
+            if self.in_fstring and _OLD_FSTRINGS:
+                self.unplaced.add(id(built))
+                if type(node) is ast.Tuple:
+                    return built
             self.spans[id(built)] = (built, node, node, self.indent)
         return built
 
@@ -596,7 +603,9 @@ class _Builder:
 
     def formatted(self, values: list[ast.expr]) -> cst.FormattedString:
         # Before Python 3.12, ``ast`` places the expressions of an f-string by parsing them again
-        # on their own, which can get their columns wrong: they get no text here.
+        # on their own and finding their text in the line, which can get their columns wrong (the
+        # same text earlier on the line) and counts a bare tuple's braces in: no positions for
+        # findings there, and no text for such tuples.
         self.in_fstring += 1
         try:
             return self._formatted(values)
@@ -881,7 +890,7 @@ def position(node: cst.CSTNode) -> tuple[int, int, int, int] | None:
     them, for a node of the tree built last that has no brackets of its own (whose positions
     loopcheck.positions finds either way), else None."""
     found = extent(node)
-    if found is None or found[:2] != found[2:]:
+    if found is None or found[:2] != found[2:] or id(node) in _last.unplaced:  # type: ignore[union-attr]
         return None
     return (*_last.line_column(found[0]), *_last.line_column(found[1]))  # type: ignore[union-attr]
 
@@ -892,11 +901,11 @@ def forget() -> None:
     _last = None
 
 
-def differences(built: object, parsed: object, where: str = "module", texts: bool = True) -> Iterator[str]:
+def differences(built: object, parsed: object, where: str = "module") -> Iterator[str]:
     """Where ``built`` (from ``module``) and ``parsed`` (libcst's parse of the same source) differ
     in a field the model reads, or in the text of a node: what the tests and
-    ``benchmarks/from_ast_same.py`` check. Inside f-strings only the expressions are compared, not
-    their text (see ``_Builder.formatted``) nor the literal parts."""
+    ``benchmarks/from_ast_same.py`` check. Of an f-string, only the expressions are compared (the
+    built tree keeps the value of the literal parts, libcst their code)."""
     from loopcheck.model.syntax import _SKIP_FIELD
 
     if isinstance(parsed, (tuple, list)):
@@ -904,7 +913,7 @@ def differences(built: object, parsed: object, where: str = "module", texts: boo
             yield f"{where}: {len(parsed)} items, built {_shown(built)}"
             return
         for index, (a, b) in enumerate(zip(built, parsed)):
-            yield from differences(a, b, f"{where}[{index}]", texts)
+            yield from differences(a, b, f"{where}[{index}]")
         return
     if not isinstance(parsed, cst.CSTNode):
         if built != parsed and not isinstance(parsed, cst.MaybeSentinel):
@@ -913,11 +922,9 @@ def differences(built: object, parsed: object, where: str = "module", texts: boo
     if type(built) is not type(parsed):
         yield f"{where}: {type(parsed).__name__} built {type(built).__name__}"
         return
-    if isinstance(parsed, cst.FormattedString):
-        texts = False
-    if texts and isinstance(parsed, cst.BaseExpression) and not isinstance(parsed, cst.StarredElement):
+    if isinstance(parsed, cst.BaseExpression) and not isinstance(parsed, cst.StarredElement):
         code = cst.Module(body=[]).code_for_node(parsed)
-        if text(built) != code:  # type: ignore[arg-type]
+        if text(built) != code and not (type(parsed) is cst.Tuple and id(built) in _last.unplaced):  # type: ignore[union-attr]  # type: ignore[arg-type]
             yield f"{where}: text {code!r:.60} built {text(built)!r:.60}"  # type: ignore[arg-type]
     if isinstance(parsed, (cst.FormattedStringText, cst.BaseAugOp, cst.BaseBinaryOp, cst.BaseBooleanOp,
                            cst.BaseCompOp, cst.BaseUnaryOp, cst.Asynchronous, cst.Colon)):
@@ -932,9 +939,9 @@ def differences(built: object, parsed: object, where: str = "module", texts: boo
         if isinstance(parsed, cst.FormattedString) and name == "parts":
             expressions = [p for p in parsed.parts if isinstance(p, cst.FormattedStringExpression)]
             yield from differences([p for p in built.parts if isinstance(p, cst.FormattedStringExpression)],
-                                   expressions, f"{where}.parts", texts)
+                                   expressions, f"{where}.parts")
             continue
-        yield from differences(getattr(built, name), getattr(parsed, name), f"{where}.{name}", texts)
+        yield from differences(getattr(built, name), getattr(parsed, name), f"{where}.{name}")
 
 
 def _shown(value: object) -> str:
