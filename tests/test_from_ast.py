@@ -94,6 +94,28 @@ brackets""", x,
 ) + backslash \\
     + continued
 é = "naïve"; print(é, f(é))
+raise ValueError(
+    (
+        "one " "piece"
+    ),
+)
+y = f((a),), f(b), g
+class A((B),): pass
+class C((D)): pass
+with (
+    a.b(c)
+):
+    pass
+with (a) as b, (c):
+    pass
+with (a as b, (d)):
+    pass
+prompt = (
+    "a "
+    f'"""{d}"""\\n'
+    "Segment (c) "
+    "the end"
+)
 '''
 
 

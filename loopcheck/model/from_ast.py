@@ -434,6 +434,8 @@ class _Builder:
         items = tuple(_WithItem(self.e(i.context_expr),
                                 None if i.optional_vars is None else _AsName(self.e(i.optional_vars)))
                       for i in node.items)
+        if len(items) == 1 and items[0].asname is None:  # `with (x):` is libcst's bracketed item list
+            self.sole.add(id(items[0].item))
         built = _With(items, self.suite(node.body), _ASYNC if type(node) is ast.AsyncWith else None)
         self.keep(built, node)
         return built
@@ -475,7 +477,8 @@ class _Builder:
         self.set_indent(node)
         decorators = tuple(_Decorator(self.e(d)) for d in node.decorator_list)
         bases = tuple(self.arg(b) for b in node.bases)
-        if len(bases) == 1 and not node.keywords and type(node.bases[0]) is not ast.Starred:
+        if len(bases) == 1 and not node.keywords and type(node.bases[0]) is not ast.Starred and \
+                not self.trailing_comma(node.bases[0], len(self.source)):
             self.sole.add(id(bases[0].value))
         keywords = tuple(self.keyword_arg(k) for k in node.keywords)
         built = _ClassDef(_Name(node.name), self.suite(node.body), bases, keywords, decorators)
@@ -532,11 +535,22 @@ class _Builder:
                 args = [made for _, made in sorted(pairs, key=lambda pair: pair[0])]
             else:
                 args += [self.keyword_arg(k) for k in node.keywords]
-        if len(args) == 1 and not node.keywords and type(node.args[0]) is not ast.Starred:
+        if len(args) == 1 and not node.keywords and type(node.args[0]) is not ast.Starred and \
+                not self.trailing_comma(node.args[0], self.offset(node.end_lineno, node.end_col_offset) - 1):  # type: ignore[arg-type]
             self.sole.add(id(args[0].value))
             if type(node.args[0]) is ast.GeneratorExp and self._bare(node.args[0]):
                 self.bare.add(id(args[0].value))
         return _Call(self.e(node.func), tuple(args))
+
+    def trailing_comma(self, node: ast.expr, stop: int) -> bool:
+        """Whether a comma follows ``node`` and the brackets that close after it, before ``stop``
+        (``f(x,)``: the brackets are then not around ``x`` alone)."""
+        at = self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[arg-type]
+        while True:
+            at = self.after(at)
+            if at >= stop or self.source[at] != ")":
+                return at < stop and self.source[at] == ","
+            at += 1
 
     def _bare(self, node: ast.GeneratorExp) -> bool:
         """Whether the brackets ``ast`` counts in the extent of ``node``, the only argument of a
@@ -746,10 +760,21 @@ class _Builder:
 
 
 def _comment(line: str) -> int:
-    """Where the comment of a line of code starts (-1: none). Raises ``_Unclear`` for a line with
-    triple quotes (it may end a string that began lines above)."""
+    """Where the comment of a line of code starts (-1: none). Raises ``_Unclear`` for a line that
+    may end a string begun lines above (an odd number of triple quotes, or not tokenizing alone)."""
     if "'''" in line or '"""' in line:
-        raise _Unclear
+        if (line.count("'''") + line.count('"""')) % 2:
+            raise _Unclear
+        import io
+        import tokenize
+
+        try:
+            for token in tokenize.generate_tokens(io.StringIO(line + "\n").readline):
+                if token.type == tokenize.COMMENT:
+                    return token.start[1]
+        except (tokenize.TokenError, SyntaxError):
+            raise _Unclear from None
+        return -1
     quote, at = "", 0
     while at < len(line):
         char = line[at]
