@@ -99,7 +99,8 @@ raise ValueError(
         "one " "piece"
     ),
 )
-y = f((a),), f(b), g
+y = f((a),), f(b), g, f(x for x in y  # a comment before the call's bracket
+)
 class A((B),): pass
 class C((D)): pass
 with (

@@ -164,7 +164,7 @@ class _Unclear(Unsupported):
 
 class _Builder:
     """One file's conversion; ``spans`` maps each built node's id to the node and the ``ast``
-    nodes whose extent is its text (see ``Tree.text``)."""
+    nodes whose extent is its text (see ``text``)."""
 
     def __init__(self, source: str) -> None:
         self.source = source
@@ -231,11 +231,8 @@ class _Builder:
         else:
             start = self.offset(first.lineno, first.col_offset)
             end = self.offset(last.end_lineno, last.end_col_offset)
-        source = self.source
         if id(node) in self.bare:  # f(x for x in y): ast counts the call's brackets in
-            start, end = self.after(start + 1), end - 1
-            while source[end - 1] in " \t\n\r\f\\":
-                end -= 1
+            start, end = self.after(start + 1), self.before(end - 1) + 1
         pairs = self.brackets(start, end)
         if pairs and id(node) in self.sole:
             pairs.pop()
@@ -293,7 +290,7 @@ class _Builder:
 
     # -- statements ----------------------------------------------------------------------------
 
-    def body(self, statements: Sequence[ast.stmt], block: bool = True) -> tuple[cst.BaseStatement, ...]:
+    def body(self, statements: Sequence[ast.stmt]) -> tuple[cst.BaseStatement, ...]:
         """Statements as libcst groups them: small statements of one line (``a; b``) in one
         ``SimpleStatementLine``."""
         out: list[cst.BaseStatement] = []
@@ -844,8 +841,11 @@ def extent(node: cst.CSTNode) -> tuple[int, int, int, int] | None:
 
 
 def text(node: cst.CSTNode) -> str | None:
-    """The code of ``node`` as libcst writes it (its own brackets included) when it is a node of
-    the tree ``module`` built last, else None."""
+    """The code of expression ``node`` as libcst writes it (its own brackets included) when it is a
+    node of the tree ``module`` built last, else None (statements too: libcst writes them with the
+    comments above them)."""
+    if _last is None or not isinstance(node, cst.BaseExpression):
+        return None
     found = extent(node)
     if found is None:  # a name the tree holds as text (``def f``, ``x.attr``, ``import a.b``)
         kind = type(node)
