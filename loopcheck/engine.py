@@ -281,7 +281,8 @@ def _built_text(node: cst.CSTNode) -> str:
     from loopcheck.model.from_ast import text
 
     found = text(node)
-    assert found is not None  # locate_built placed every flagged node
+    if found is None:  # a flagged statement: libcst writes it with the comments above it
+        raise LookupError(f"no text for a {type(node).__name__}")
     return found
 
 
