@@ -111,6 +111,12 @@ with (a) as b, (c):
     pass
 with (a as b, (d)):
     pass
+logger.info(
+    """stats  # not a comment
+       took: {} s.""".format(  # a comment (with brackets)
+        time.time() - start
+    )
+)
 prompt = (
     "a "
     f'"""{d}"""\\n'

@@ -757,11 +757,13 @@ class _Builder:
 
 
 def _comment(line: str) -> int:
-    """Where the comment of a line of code starts (-1: none). Raises ``_Unclear`` for a line that
-    may end a string begun lines above (an odd number of triple quotes, or not tokenizing alone)."""
+    """Where the comment of the line before a line of code starts (-1: none). Raises ``_Unclear``
+    where that cannot be told from the line alone."""
     if "'''" in line or '"""' in line:
-        if (line.count("'''") + line.count('"""')) % 2:
-            raise _Unclear
+        if (line.count("'''") + line.count('"""')) % 2:  # it ends a string begun lines above
+            end = max(line.rfind("'''"), line.rfind('"""')) + 3
+            found = _comment(line[end:]) if "'''" not in line[end:] and '"""' not in line[end:] else -1
+            return -1 if found < 0 else end + found
         import io
         import tokenize
 
