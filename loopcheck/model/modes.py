@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from loopcheck.model.syntax import dotted, func_name, is_zero, last_part
+from loopcheck.model.syntax import dotted, func_name, is_zero, last_part, source
 from loopcheck.project.facts import ast_dotted
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ class _Checker:
     def call(self, call: cst.Call) -> bool:
         """Whether the module this call builds is mode-free."""
         try:
-            node = ast.parse(cst.Module(body=[]).code_for_node(call), mode="eval").body
+            node = ast.parse(source(call), mode="eval").body
         except SyntaxError:
             return False
         return self.own.expression(node, self._imported)
