@@ -6,9 +6,10 @@ validating constructor. The model reads none of that. This module builds the sam
 from the ``ast`` the screen already holds, with only the fields the model reads (no whitespace,
 no brackets), so the model and the rules run on it unchanged.
 
-Such a tree is for analysis only: it cannot be written back as code, and its nodes have no
-positions libcst could compute. Their text comes from the source (``text``); findings, their
-positions and their fixes are made on libcst's own tree (``loopcheck.engine``).
+Such a tree is for analysis only: libcst cannot write it back as code nor compute positions on
+it. The text and positions of its nodes come from the source (``text``, ``position``), as libcst
+would give them; fixes are applied to libcst's own tree (``loopcheck.fixer``), and whatever this
+tree cannot answer sends the file there too (``loopcheck.engine``).
 """
 
 from __future__ import annotations
