@@ -65,3 +65,9 @@ def test_a_validation_helper_without_no_grad_still_keeps_the_graph() -> None:
     plain = source.replace("@torch.no_grad()\ndef validate", "def validate")
     assert plain != source
     assert "LC601" in [f.code for f in check_source(plain, select=["LC601"])]
+
+
+def test_a_helper_decorated_by_a_call_without_a_name_is_inlined() -> None:
+    source = ("def make():\n    return lambda f: f\n\n\n@make()()\ndef step(x):\n    loss = model(x)\n"
+              "    loss.backward()\n\n\nfor x in loader:\n    step(x)\n    optimizer.step()\n")
+    assert [(f.line, f.code) for f in check_source(source)] == [(13, "LC103")]

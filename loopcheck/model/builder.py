@@ -387,8 +387,8 @@ class Builder:
                 st.loop.assignments.append(Assignment((name,), value, "=", call, st.conds, order))
         # `@torch.no_grad()` on the helper: what it computes carries no graph, as under `with torch.no_grad():`
         contexts = st.contexts + tuple(Context("no_grad", d.decorator) for d in fn.decorators
-                                       if last_part(func_name(d.decorator) if isinstance(d.decorator, cst.Call)
-                                                    else dotted(d.decorator) or "") in ("no_grad", "inference_mode"))
+                                       if last_part((func_name(d.decorator) if isinstance(d.decorator, cst.Call)
+                                                     else dotted(d.decorator)) or "") in ("no_grad", "inference_mode"))
         if isinstance(fn.body, cst.IndentedBlock):
             self._block(fn.body.body, replace(st, inlining=st.inlining + (fn,), site=st.site or (call, stmt),
                                               contexts=contexts), fn)
