@@ -741,13 +741,14 @@ def _is_minus_one(expr: cst.BaseExpression, modulus: cst.BaseExpression) -> bool
             and int_value(expr.right) == 1 and same(expr.left, modulus))
 
 
-PROGRESS_WRAPPERS = ("tqdm", "track", "progress", "TQDM", "log_every", "Progbar")
+_PROGRESS_WRAPPERS = ("tqdm", "track", "progress", "TQDM", "log_every", "Progbar")
 
 
-def unwrap_iterable(iterable: cst.BaseExpression) -> cst.BaseExpression:
-    """``tqdm(enumerate(loader))`` -> ``enumerate(loader)``: progress bars yield what they wrap."""
-    while isinstance(iterable, cst.Call) and last_part(func_name(iterable) or "") in PROGRESS_WRAPPERS \
-            and positional(iterable) and last_part(func_name(iterable) or "") != "log_every":
+def unwrap_iterable(iterable: cst.BaseExpression, through_log_every: bool = False) -> cst.BaseExpression:
+    """``tqdm(enumerate(loader))`` -> ``enumerate(loader)``: progress bars yield what they wrap
+    (``metric_logger.log_every(...)`` too, where ``through_log_every``)."""
+    while isinstance(iterable, cst.Call) and (wrapper := last_part(func_name(iterable) or "")) in _PROGRESS_WRAPPERS \
+            and positional(iterable) and (through_log_every or wrapper != "log_every"):
         iterable = positional(iterable)[0]
     return iterable
 

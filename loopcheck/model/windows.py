@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from loopcheck.model.events import Event, Kind, Loop
-from loopcheck.model.guards import PROGRESS_WRAPPERS, GuardKind, Phase, enumerate_start, exclusive
+from loopcheck.model.guards import GuardKind, Phase, enumerate_start, exclusive, unwrap_iterable
 from loopcheck.model.syntax import func_name, last_part, names_in, positional, same, walk
 from loopcheck.model.training import Style, TrainingLoop, is_data_loop
 
@@ -136,10 +136,7 @@ def _never_reached(test: cst.BaseExpression, loop: Loop) -> bool:
     rebound = {node.target.value} | names_in(bound)  # `i` or the bound changed in the loop: it may fire
     if any(rebound & set(a.names) for a in loop.assignments if a.op != "for"):
         return False
-    iterable = node.iter
-    while isinstance(iterable, cst.Call) and last_part(func_name(iterable) or "") in PROGRESS_WRAPPERS \
-            and positional(iterable):
-        iterable = positional(iterable)[0]
+    iterable = unwrap_iterable(node.iter, through_log_every=True)
     if not (isinstance(iterable, cst.Call) and func_name(iterable) == "range" and 1 <= len(positional(iterable)) <= 2):
         return False
     return same(positional(iterable)[-1], bound)
