@@ -346,6 +346,7 @@ class _Builder:
         return node
 
     def orelse(self, statements: list[ast.stmt]) -> cst.If | cst.Else | None:
+        """An ``elif``, or the ``else:`` block of an ``if``, a loop or a ``try``."""
         if not statements:
             return None
         first = statements[0]
@@ -449,13 +450,10 @@ class _Builder:
                                   None if handler.name is None else _AsName(_Name(handler.name)))
             self.keep(made, handler)
             handlers.append(made)
-        built = _Try(body, tuple(handlers), self.orelse_block(node.orelse),
+        built = _Try(body, tuple(handlers), self.orelse(node.orelse),
                      _Finally(self.suite(node.finalbody)) if node.finalbody else None)
         self.keep(built, node)
         return built
-
-    def orelse_block(self, statements: list[ast.stmt]) -> cst.Else | None:
-        return _Else(self.suite(statements)) if statements else None
 
     def functiondef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> cst.FunctionDef:
         if getattr(node, "type_params", None):
