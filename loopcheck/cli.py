@@ -239,4 +239,20 @@ def entry() -> None:
     except BrokenPipeError:  # `loopcheck check | head`: the reader left; no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 128 + 13  # killed by SIGPIPE, as other command-line tools report it
+    if sys.argv[1:2] == ["check"]:
+        _exit_now(code)
     sys.exit(code)
+
+
+def _exit_now(code: int) -> None:
+    """Exit without Python's teardown, which frees every object one at a time: after a check
+    (libcst's classes, the files read) that took ~0.1 CPU s, a third of checking one script. A check
+    runs no user code and leaves nothing open; the exit handlers (``module_code``'s) still run."""
+    import atexit
+
+    try:
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):
+        pass
+    atexit._run_exitfuncs()
+    os._exit(code)

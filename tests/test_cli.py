@@ -163,6 +163,34 @@ def test_fifos_and_devices_are_skipped_not_read(project: Path) -> None:
         listener.close()
 
 
+_MANY_FINDINGS = "\n".join(["import torch", *(f"scaler{i} = torch.cuda.amp.GradScaler()" for i in range(600)),
+                              "for x in loader:", "    loss = model(x)", "    loss.backward()", "    opt.step()\n"])
+
+
+def test_the_command_exits_with_its_code_and_all_of_its_output(project: Path, run_cli) -> None:
+    # The command line skips Python's teardown after a check: what is written must still all come out.
+    (project / "train.py").write_text(BUGGY)
+    _, expected, _ = run_cli("check", "--no-cache", "--output-format", "json", "train.py")
+    buffered = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+    with open(project / "out.json", "w") as out:  # a file: a short report stays in stdout's buffer
+        done = subprocess.run([sys.executable, "-m", "loopcheck", "check", "--no-cache", "--output-format", "json",
+                               "train.py"], cwd=project, env=buffered, stdout=out, stderr=subprocess.PIPE, text=True,
+                              timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert json.loads((project / "out.json").read_text()) == json.loads(expected) != []
+
+
+def test_a_reader_that_leaves_early_ends_the_check_quietly(project: Path) -> None:
+    (project / "train.py").write_text(_MANY_FINDINGS)  # ~190 kB of report: more than a pipe holds
+    check = subprocess.Popen([sys.executable, "-m", "loopcheck", "check", "--no-cache", "train.py"], cwd=project,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert check.stdout is not None and check.stderr is not None
+    assert check.stdout.readline().startswith(b"train.py:2:")
+    check.stdout.close()  # `loopcheck check | head -1`
+    assert check.wait(timeout=120) == 128 + 13
+    assert check.stderr.read() == b""  # no traceback
+
+
 def test_syntax_error_is_reported_and_other_files_still_checked(project: Path, run_cli) -> None:
     (project / "broken.py").write_text("for x in loader\n    loss.backward()\n")
     (project / "train.py").write_text(BUGGY)
