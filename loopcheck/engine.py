@@ -98,7 +98,8 @@ class LazyProject:
         from loopcheck.project import for_file
 
         loaded = for_file(self.path, self.cache_dir, tree)
-        self.digest = loaded.digest() if loaded is not None else None
+        # the digest keys the result cache (where the facts are cached too): without it, no use
+        self.digest = loaded.digest() if loaded is not None and self.cache_dir is not None else None
         return loaded
 
     def imports_own_module(self, imports: Iterable[tuple[str, int]]) -> bool:
