@@ -8,7 +8,7 @@ import libcst as cst
 import pytest
 
 from loopcheck.model import build
-from loopcheck.model.horizon import Unit, horizon_expr, unit_of, warmup_expr
+from loopcheck.model.horizon import Unit, decay_expr, horizon_expr, unit_of, warmup_expr
 from loopcheck.model.syntax import source
 
 
@@ -49,3 +49,27 @@ def test_a_scheduler_class_outside_the_tables_is_read_by_keyword(call: str, hori
     found, ramp = horizon_expr(node, model.index), warmup_expr(node)
     assert (source(found) if found is not None else None) == horizon
     assert (source(ramp) if ramp is not None else None) == warmup
+
+
+@pytest.mark.parametrize("call, decay, unit", [
+    ("StepLR(optimizer, step_size=args.lr_decay_epochs, gamma=0.1)", "args.lr_decay_epochs", Unit.EPOCHS),
+    ("StepLR(optimizer, round(num_epochs / 3))", "num_epochs / 3", Unit.EPOCHS),
+    ("MultiStepLR(optimizer, milestones=[int(args.epochs * 0.5), int(args.epochs * 0.75)])",
+     "[int(args.epochs * 0.5), int(args.epochs * 0.75)]", Unit.EPOCHS),
+    ("MultiStepLR(optimizer, [e * len(train_loader) for e in args.lr_decay_epochs])",
+     "[e * len(train_loader) for e in args.lr_decay_epochs]", Unit.BATCHES),
+    # literals and names that say no unit are not compared
+    ("MultiStepLR(optimizer, milestones=[30, 60], gamma=0.1)", "[30, 60]", None),
+    ("StepLR(optimizer, step_size=args.step_size)", "args.step_size", None),
+    # milestones of two units: none
+    ("MultiStepLR(optimizer, [args.warmup_epochs, len(train_loader)])", "[args.warmup_epochs, len(train_loader)]",
+     None),
+    ("CosineAnnealingLR(optimizer, T_max=args.epochs)", None, None),
+])
+def test_step_schedules_decay_where_their_arguments_say(call: str, decay: str | None, unit: Unit | None) -> None:
+    node = cst.parse_expression(call)
+    assert isinstance(node, cst.Call)
+    model = build(cst.parse_module(""))
+    found = decay_expr(node)
+    assert (source(found) if found is not None else None) == decay
+    assert (unit_of(found, model.index) if found is not None else None) is unit

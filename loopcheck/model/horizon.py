@@ -57,6 +57,26 @@ _HORIZON_KEYWORDS = ("t_total", "T_max", "total_steps", "num_training_steps", "t
 _WARMUP_KEYWORDS = ("num_warmup_steps", "warmup_steps", "warmup_iters")
 
 
+# Where a step schedule decays: `StepLR(optimizer, step_size)` every `step_size` scheduler steps,
+# `MultiStepLR(optimizer, milestones)` at each milestone. Read by LC303 only: a literal step size is no
+# length a per-micro-batch step (LC301) cuts short.
+_DECAY_ARGS = {"StepLR": ("step_size", 1), "MultiStepLR": ("milestones", 1)}
+# Casts around one milestone (`int(args.epochs * 0.75)`) that keep its unit.
+_CASTS = ("int", "round", "ceil", "floor")
+
+
+def decay_expr(call: cst.Call) -> cst.BaseExpression | None:
+    """The step size of ``StepLR`` or the milestones of ``MultiStepLR``: when the schedule decays."""
+    spec = _DECAY_ARGS.get(last_part(func_name(call) or ""))
+    if spec is None:
+        return None
+    key, pos = spec
+    value = keyword(call, key)
+    args = positional(call)
+    value = value if value is not None else args[pos] if len(args) > pos else None
+    return _uncast(value) if value is not None else None
+
+
 def _class_keyword(call: cst.Call, name: str, keys: tuple[str, ...]) -> cst.BaseExpression | None:
     """The value of the first of ``keys`` given to a class constructor (``CamelCase``; a factory
     function's keyword may mean anything its body makes of it)."""
@@ -107,6 +127,11 @@ def horizon_expr(call: cst.Call, index: Index) -> cst.CSTNode | None:
 
 def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0) -> Unit | None:
     """The unit ``expr`` counts in, or None where the file does not make it certain."""
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        # milestones: each counts in the same unit, or the list has none
+        units = {unit_of(_uncast(e.value), index, depth) if isinstance(e, cst.Element) else None
+                 for e in expr.elements}
+        return units.pop() if len(units) == 1 else None
     scaled = _times_accumulation(expr)
     if scaled is not None:
         # a count times the accumulation count is micro-batches (`max_train_steps * grad_accum`): the
@@ -196,3 +221,10 @@ def _beyond_parameters(body: cst.CSTNode, params: cst.Parameters) -> cst.CSTNode
     epoch ** 0.65`` has no horizon, its ``epoch`` is the step count the scheduler passes in."""
     own = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
     return body if any(last_part(n) not in own and n.split(".")[0] not in own for n in names_in(body)) else None
+
+
+def _uncast(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``int(x)``, ``round(x)``, ``math.ceil(x)`` -> ``x``: the cast keeps what ``x`` counts."""
+    while isinstance(expr, cst.Call) and last_part(func_name(expr) or "") in _CASTS and len(expr.args) == 1:
+        expr = expr.args[0].value
+    return expr

@@ -22,10 +22,14 @@ silent where the file does not settle both: a scheduler or horizon built in anot
 that is 1 as the file ships it (a batch is then an optimizer step). The warmup length
 (`num_warmup_steps` of the `transformers` schedules) is read the same way: `warmup_steps *
 gradient_accumulation_steps` for a scheduler stepped once per update stretches the ramp N times.
+So are the step size of `StepLR` and the milestones of `MultiStepLR`: `step_size=args.lr_decay_epochs`
+or `milestones=[int(args.epochs * 0.5), int(args.epochs * 0.75)]` count epochs, `[e * len(train_loader)
+for e in args.lr_decay_epochs]` counts batches; literal milestones (`[30, 60]`) say no unit.
 
 ## Why is this bad?
 A cosine schedule with `T_max=epochs` stepped every batch completes a full cycle every few
-hundred batches; one with `T_max=epochs * len(loader)` stepped once per epoch barely moves. Under
+hundred batches; one with `T_max=epochs * len(loader)` stepped once per epoch barely moves. Epoch
+milestones stepped every batch cut the learning rate within the first epoch. Under
 accumulation, a horizon of `len(loader) * epochs` stepped once per optimizer update reaches only
 1/N of its schedule; so does a prepared Accelerate scheduler given `max_train_steps *
 gradient_accumulation_steps`, or `len(train_dataloader) * epochs`, under `accumulate()`. The job runs
@@ -51,7 +55,7 @@ import libcst as cst
 from loopcheck.model import Event, FileModel, Kind, Loop, Role, Style, TrainingLoop
 from loopcheck.model.accelerate import accumulation_setting, scheduler_gated
 from loopcheck.model.guards import GuardKind
-from loopcheck.model.horizon import Unit, horizon_expr, unit_of, warmup_expr
+from loopcheck.model.horizon import Unit, decay_expr, horizon_expr, unit_of, warmup_expr
 from loopcheck.model.syntax import dotted, func_name, int_value, last_part, names_in, positional, same, source, walk
 from loopcheck.model.training import is_data_loop
 from loopcheck.model.values import accumulation_gates_nothing
@@ -134,6 +138,15 @@ for epoch in range(args.num_train_epochs):
             lr_scheduler.step()
             optimizer.zero_grad()
 """,
+        """
+scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[int(args.epochs * 0.5), int(args.epochs * 0.75)])
+for epoch in range(args.epochs):
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+    scheduler.step()
+""",
     ]
     INVALID = [
         """
@@ -192,6 +205,15 @@ for epoch in range(args.num_train_epochs):
             lr_scheduler.step()  # LC303
             optimizer.zero_grad()
 """,
+        """
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=args.lr_decay_epochs, gamma=0.1)
+for epoch in range(args.epochs):
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+        scheduler.step()  # LC303
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -206,13 +228,14 @@ for epoch in range(args.num_train_epochs):
                 if scheduler.has_args or _under_flag(training, scheduler):
                     continue
                 calls = model.roles.constructors(scheduler.receiver, Role.SCHEDULER)
-                horizons = [horizon_expr(call, model.index) for call in calls]
+                horizons = [_length(call, model) for call in calls]
                 units = [(unit_of(h, model.index) or _loop_unit(h, training)) if h is not None else None
                          for h in horizons]
                 # every scheduler the name may hold must mismatch (`if per_batch: scheduler = OneCycleLR(...)`)
                 if units and all(u is not None and _mismatch(u, stepped, accumulates) for u in units):
+                    what = _DECAY_WORDS.get(last_part(func_name(calls[0]) or ""), "horizon")
                     yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
-                                             f"but its horizon `{source(horizons[0])}` counts {units[0].value}")
+                                             f"but its {what} `{source(horizons[0])}` counts {units[0].value}")
                     continue
                 # a warmup counted in other units than the stepping (`warmup_steps * gradient_accumulation_steps`
                 # for a scheduler stepped once per update): the ramp lasts N times longer or shorter
@@ -221,6 +244,16 @@ for epoch in range(args.num_train_epochs):
                 if wunits and all(u is not None and _mismatch(u, stepped, accumulates) for u in wunits):
                     yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
                                              f"but its warmup `{source(warmups[0])}` counts {wunits[0].value}")
+
+
+_DECAY_WORDS = {"StepLR": "step size", "MultiStepLR": "milestones"}
+
+
+def _length(call: cst.Call, model: FileModel) -> cst.BaseExpression | None:
+    """What sets how far the schedule goes: its horizon, or where a step schedule decays
+    (``StepLR(optimizer, step_size=args.lr_decay_epochs)`` counts epochs)."""
+    horizon = horizon_expr(call, model.index)
+    return horizon if horizon is not None else decay_expr(call)
 
 
 def _loop_unit(horizon: cst.BaseExpression, training: TrainingLoop) -> Unit | None:
