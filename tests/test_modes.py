@@ -52,3 +52,26 @@ def test_eval_before_an_exit_still_leaks_without_train_at_the_iteration_top(exit
         "        flag = True\n", "        flag = True\n        self.model.train()\n")
     assert moved.count("self.model.train()") == 1
     assert [f.code for f in check_source(moved, select=["LC605"])] == ["LC605"]
+
+
+def test_eval_between_forward_and_step_leaks_only_where_a_forward_follows_it() -> None:
+    # the step after the eval() back-propagates a loss computed before it: harmless while every
+    # iteration starts with train(); a leak once train() runs only before the loop, or once the
+    # loss is computed after the eval()
+    source = (FIXTURES / "eval_between_forward_and_step_train_mode_at_iteration_top.py").read_text()
+    assert [f.code for f in check_source(source, select=["LC605"])] == []
+    train_once = source.replace("    model.train()\n    optimizer.zero_grad()\n", "    optimizer.zero_grad()\n").replace(
+        "    modes = []", "    model.train()\n    modes = []")
+    assert train_once.count("    model.train()") == 1
+    assert [f.code for f in check_source(train_once, select=["LC605"])] == ["LC605"]
+    forward_after = source.replace("    loss = F.mse_loss(model(x), y)\n    if do_eval:\n        evaluate(model, x, y)\n",
+                                   "    if do_eval:\n        evaluate(model, x, y)\n    loss = F.mse_loss(model(x), y)\n")
+    assert forward_after != source
+    assert [f.code for f in check_source(forward_after, select=["LC605"])] == ["LC605"]
+    added_after = source.replace("    loss.backward()\n", "    loss = loss + 0.1 * model(x).pow(2).mean()\n"
+                                 "    loss.backward()\n")
+    assert added_after != source
+    assert [f.code for f in check_source(added_after, select=["LC605"])] == ["LC605"]
+    inline_forward = source.replace("    loss.backward()\n", "    F.mse_loss(model(x), y).backward()\n")
+    assert inline_forward != source
+    assert [f.code for f in check_source(inline_forward, select=["LC605"])] == ["LC605"]

@@ -274,7 +274,7 @@ for step, (x, y) in enumerate(train_loader):
     def _undone(leak: Event, name: str, events: list[Event], updates: list[int], loop: Loop,
                 trained: set[str]) -> bool:
         """Whether ``name.train()`` runs between the leak and the next update that trains ``name``."""
-        later = _later(leak, updates, events)
+        later = _later(leak, updates, events, loop)
         if later:
             def window(order: int) -> bool:
                 return leak.order < order < min(later)
@@ -298,17 +298,41 @@ def _updates_of(name: str, owners: dict[str, set[str]], events: list[Event], loo
     return [e.order for e in events if e.kind is Kind.STEP and e.optimizer and last_part(e.optimizer) in mine]
 
 
-def _later(leak: Event, updates: list[int], events: list[Event]) -> list[int]:
-    """The updates that can still run after ``leak`` in its iteration: not those an exit of the
-    leak's branch skips (``if done: validate(); break`` before the step) or an else branch holds."""
+def _later(leak: Event, updates: list[int], events: list[Event], loop: Loop) -> list[int]:
+    """The updates that can still run after ``leak`` in its iteration and back-propagate a forward
+    that runs after it: not those an exit of the leak's branch skips (``if done: validate(); break``
+    before the step) or an else branch holds, nor a step whose loss was computed before the
+    ``eval()`` (``loss = f(model(x)); evaluate(model); loss.backward(); opt.step()``: its gradients
+    come from the train-mode forward)."""
     conds = {e.order: e.conds for e in events}
-    return [u for u in updates if u > leak.order and not exclusive(conds.get(u, ()), leak.conds)]
+    return [u for u in updates if u > leak.order and not exclusive(conds.get(u, ()), leak.conds)
+            and not _fed_before(leak, u, events, loop)]
+
+
+def _fed_before(leak: Event, update: int, events: list[Event], loop: Loop) -> bool:
+    """Whether every backward the iteration may run between ``leak`` and ``update`` back-propagates a
+    loss name last bound before ``leak`` (and there is at least one such backward: with none, the
+    gradients of an earlier backward are stepped, which the caller's window already covers)."""
+    backwards = [e for e in events if e.kind is Kind.BACKWARD and leak.order < e.order < update
+                 and not exclusive(e.conds, leak.conds)]
+    return bool(backwards) and all(_bound_before(b, leak.order, loop) for b in backwards)
+
+
+def _bound_before(backward: Event, order: int, loop: Loop) -> bool:
+    """Whether the loss ``backward`` back-propagates is a name whose every binding that may reach it
+    comes before ``order`` (a forward written into the backward's own expression does not)."""
+    name = dotted(backward.loss) if backward.loss is not None else None
+    if name is None:
+        return False
+    bindings = [a for scope in _scopes(backward, loop) for a in scope.assignments
+                if name in a.names and a.order < backward.order]
+    return bool(bindings) and all(a.order < order for a in bindings)
 
 
 def _evaluated_again(leak: Event, name: str, evals: list[Event], updates: list[int], loop: Loop,
                      events: list[Event]) -> bool:
     """Whether another ``eval()`` of the same module runs after ``leak`` and before the next update."""
-    later = _later(leak, updates, events)
+    later = _later(leak, updates, events, loop)
     return any(e is not leak and leak.order < e.order < min(later, default=e.order + 1)
                and _resolve(e.receiver, loop, e.order) == name for e in evals)
 
