@@ -75,3 +75,33 @@ def test_eval_between_forward_and_step_leaks_only_where_a_forward_follows_it() -
     inline_forward = source.replace("    loss.backward()\n", "    F.mse_loss(model(x), y).backward()\n")
     assert inline_forward != source
     assert [f.code for f in check_source(inline_forward, select=["LC605"])] == ["LC605"]
+
+
+_NORM_CLASS = "eval_mode_inert_norm_class_through_constructors.py"
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # running statistics make an InstanceNorm mode-dependent
+    ("track_running_stats=False", "track_running_stats=True"),
+    # a dropout handed down as the activation
+    ("self.act = act = nn.ELU()", "self.act = act = nn.Dropout(0.1)"),
+    # the block keeps its BatchNorm default where a construction leaves the norm class out
+    ("ResidualBlock(features, num_classes, act=act, normalization=self.norm),",
+     "ResidualBlock(features, num_classes, act=act),"),
+    # the norm class the top model hands down is a BatchNorm one
+    ("        self.norm = ConditionalInstanceNorm2d\n", "        self.norm = ConditionalBatchNorm2d\n"),
+    # a default activation that reads the mode (RReLU), left to its default by the construction
+    ("normalizer, act=nn.ReLU()):", "normalizer, act=nn.RReLU()):"),
+    # a container filled with a module that comes from elsewhere
+    ("self.norms.append(normalizer(features, num_classes))", "self.norms.append(SHARED_NORM)"),
+    # a getattr that may reach a module passed in from outside
+    ("self.n_stages = n_stages\n", "self.n_stages = n_stages\n        self.extra_conv = extra\n"),
+])
+def test_a_mode_dependent_layer_handed_down_through_constructors_still_leaks(old: str, new: str) -> None:
+    source = (FIXTURES / _NORM_CLASS).read_text()
+    assert [f.code for f in check_source(source, select=["LC605"])] == []
+    changed = source.replace(old, new)
+    if "extra_conv" in new:
+        changed = changed.replace("normalizer, act=nn.ReLU()):", "normalizer, act=nn.ReLU(), extra=None):")
+    assert changed != source
+    assert [f.code for f in check_source(changed, select=["LC605"])] == ["LC605"]

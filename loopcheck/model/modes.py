@@ -2,10 +2,13 @@
 
 Eval mode changes only layers that read ``self.training``: dropout, BatchNorm, spectral norm and
 the like. A model whose every layer the checked file (or a project module it imports directly)
-builds from plain layers (``nn.Linear``, ``nn.Conv2d``, ``nn.LayerNorm``, ...) trains the same in
-both modes, so leaving it in eval mode is inert. Anything the code does not show (a hub
-checkpoint, a torchvision constructor, a module passed in, a class of a module imported further
-away) counts as mode-dependent. One library model is known: a diffusers
+builds from plain layers (``nn.Linear``, ``nn.Conv2d``, ``nn.LayerNorm``, an ``InstanceNorm`` without
+running statistics, ...) trains the same in both modes, so leaving it in eval mode is inert. A
+layer class or module handed down through constructor parameters counts as what every
+construction of the class the file shows passes for it (``ResBlock(c, normalization=self.norm)``
+with ``self.norm = CondInstanceNorm``), defaults included. Anything else the code does not show
+(a hub checkpoint, a torchvision constructor, a module passed in from outside, a class of a
+module imported further away) counts as mode-dependent. One library model is known: a diffusers
 ``UNet2DConditionModel.from_pretrained`` has neither dropout nor BatchNorm unless the file adds
 an adapter with dropout (any ``*dropout=`` keyword other than 0 counts).
 
@@ -55,7 +58,12 @@ _BUILDS_NOTHING = {"super", "__init__", "range", "len", "int", "float", "list", 
                    "randn", "rand", "empty", "tensor", "arange", "linspace", "full", "eye", "sqrt", "log", "exp",
                    "uniform_", "normal_", "zeros_", "ones_", "constant_", "xavier_uniform_", "xavier_normal_",
                    "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "trunc_normal_", "reset_parameters", "max",
-                   "min", "sum", "getattr", "hasattr", "format", "items", "keys", "values"}
+                   "min", "sum", "getattr", "hasattr", "format", "items", "keys", "values", "zero_", "fill_",
+                   "copy_", "setattr", "partial"}
+# InstanceNorm reads `self.training` only to choose between its running statistics and the batch's:
+# without `track_running_stats=True` (the default) it normalises by the batch in both modes
+_INSTANCE_NORMS = {"InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
+                   "LazyInstanceNorm3d"}
 _MODE_WORDS = re.compile(r"dropout|drop_?path|batch_?norm|instance_?norm|rrelu|stochastic_depth|spectral_norm", re.I)
 _MOVES = {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval", "requires_grad_", "type"}
 _WRAPPERS = {"DDP", "DistributedDataParallel", "DataParallel", "FSDP", "FullyShardedDataParallel", "compile",
@@ -148,36 +156,58 @@ class _Module:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             tree = ast.Module(body=[], type_ignores=[])
         self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+        # module-level builder functions (`def conv3x3(...): return nn.Conv2d(...)`)
+        self.functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
         self.builders: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}  # methods, by name
         for cls in self.classes.values():
             for method in cls.body:
                 if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     self.builders.setdefault(method.name, []).append(method)
-        self.verdicts: dict[str, bool] = {}
+        self.verdicts: dict[object, bool] = {}
+        self.values: dict[object, bool] = {}
 
     def expression(self, node: ast.expr, imported: object = None) -> bool:
         """Whether an expression building a module (``Net(4)``, ``nn.Sequential(...)``) is mode-free."""
+        return self._expression(node, imported, _Scope())
+
+    def _expression(self, node: ast.expr, imported: object, scope: _Scope) -> bool:
         for sub in ast.walk(node):
-            if isinstance(sub, ast.Call) and not self._call(sub, imported, constructor=True):
+            if isinstance(sub, ast.Call) and not self._call(sub, imported, True, scope=scope):
                 return False
             if isinstance(sub, ast.keyword) and not _keyword_ok(sub):
                 return False
         return True
 
-    def _call(self, call: ast.Call, imported: object, constructor: bool, methods: frozenset[str] = frozenset()
-              ) -> bool:
+    def _call(self, call: ast.Call, imported: object, constructor: bool, methods: frozenset[str] = frozenset(),
+              scope: _Scope | None = None) -> bool:
+        scope = scope or _Scope()
         called = ast_dotted(call.func)
         if called is None and isinstance(call.func, ast.Attribute):
             called = f"().{call.func.attr}"  # `super().__init__()`, `torch.zeros(n).to(device)`
         if called is None:
-            return False  # `getattr(nn, act)()`: any layer
+            # `getattr(self, name)(x)` outside the constructor calls one of the modules the class
+            # builds, each read where it is built (the caller rules out modules passed in)
+            return not constructor and (_self_getattr(call.func) or _self_item(call.func, scope))
         short = called.rsplit(".", 1)[-1]
+        if short in _INSTANCE_NORMS:
+            return not _tracks_stats(call)  # only running statistics make an InstanceNorm mode-dependent
+        if called == f"self.{short}" and scope.cls is not None and not constructor and _built_here(scope.cls, short):
+            return True  # `self.instance_norm(x)`: that module is read where the class builds it
         if _MODE_WORDS.search(short):
             return False
         if short in _MODE_FREE:
             return True
         if "." not in called and short in self.classes:
-            return self.mode_free(short)
+            return self.mode_free(short, self._bound(call, self.classes[short], scope))
+        if constructor and "." not in called and short in self.functions:
+            return self._returns_mode_free(short, imported, self.functions[short])  # `conv3x3(4, 8)`
+        if constructor and (called in scope.safe or "." not in called and _local(scope, called)
+                            or called == f"self.{short}" and scope.cls is not None and short not in methods):
+            # a class or module passed in by every construction the file shows (`normalizer(c, n)`),
+            # held in an attribute (`self.norm = ConditionalInstanceNorm2d`) or a local
+            # (`conv = partial(dilated_conv3x3, dilation=2)`)
+            if self._value(ast.Name(id=called) if "." not in called else call.func, scope):
+                return True
         if constructor and called == f"self.{short}" and short in self.builders and short not in methods:
             return self._returns_mode_free(short, imported)  # `self.model = self.build_graph()`
         if constructor and callable(imported) and called.count(".") <= 1:
@@ -188,24 +218,79 @@ class _Module:
             return True  # `self._make_layer(...)`: its body is read with the class
         return not constructor and not short[:1].isupper() or short in _BUILDS_NOTHING
 
-    def _returns_mode_free(self, method: str, imported: object) -> bool:
+    def _bound(self, call: ast.Call, cls: ast.ClassDef, scope: _Scope) -> frozenset[str]:
+        """The parameters of ``cls.__init__`` that this construction binds to mode-free classes or
+        modules, its own arguments or the defaults it leaves (read in the caller's scope)."""
+        init = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
+        if init is None or any(isinstance(a, ast.Starred) for a in call.args) \
+                or any(k.arg is None for k in call.keywords):
+            return frozenset()
+        params = [*init.args.posonlyargs, *init.args.args][1:]
+        defaults = dict(zip([p.arg for p in params][len(params) - len(init.args.defaults):], init.args.defaults))
+        defaults.update({p.arg: d for p, d in zip(init.args.kwonlyargs, init.args.kw_defaults) if d is not None})
+        given = {p.arg: (a, scope) for p, a in zip(params, call.args)}
+        given.update({k.arg: (k.value, scope) for k in call.keywords if k.arg is not None})
+        for name, default in defaults.items():
+            given.setdefault(name, (default, _Scope()))
+        return frozenset(name for name, (value, where) in given.items()
+                         if isinstance(value, (ast.Name, ast.Attribute, ast.Call)) and self._value(value, where))
+
+    def _value(self, value: ast.expr, scope: _Scope, depth: int = 0) -> bool:
+        """Whether ``value`` is a mode-free module, or a class or builder that makes only such
+        modules: what a parameter, attribute or local holding a layer to call may be."""
+        if depth > 8:
+            return False
+        if isinstance(value, ast.Call):
+            if ast_dotted(value.func) in ("partial", "functools.partial") and value.args:
+                return self._value(value.args[0], scope, depth + 1) and all(_keyword_ok(k) for k in value.keywords)
+            return self._expression(value, None, scope)
+        name = ast_dotted(value)
+        if name is None:
+            return False
+        if name in scope.safe:
+            return True
+        short = name.rsplit(".", 1)[-1]
+        if name == f"self.{short}" and scope.cls is not None:
+            held = _assigned(scope.cls, short)  # every value the class stores in that attribute
+            return bool(held) and all(self._value(v, _Scope(scope.cls, m, scope.safe if m.name == "__init__"
+                                                            else frozenset()), depth + 1) for v, m in held)
+        if "." in name:
+            return short in _MODE_FREE  # `nn.Conv2d` passed as the class to build
+        if scope.method is not None and _local(scope, name):
+            if name in _params(scope.method):
+                return False
+            held = [v for v in _locals(scope.method, name)]
+            return bool(held) and all(self._value(v, scope, depth + 1) for v in held)
+        if name in self.classes:
+            return self.mode_free(name)
+        if name in self.functions:
+            return self._returns_mode_free(name, None, self.functions[name])
+        return False
+
+    def _returns_mode_free(self, method: str, imported: object,
+                           function: ast.FunctionDef | None = None) -> bool:
         """Whether every method of that name in the file returns only mode-free modules (a builder
-        method such as ``def build_graph(self): return nn.Sequential(...)``)."""
-        key = f"self.{method}"
+        method such as ``def build_graph(self): return nn.Sequential(...)``), or the module-level
+        ``function`` does (``def conv3x3(i, o): return nn.Conv2d(i, o, 3)``)."""
+        key = f"self.{method}" if function is None else f"def {method}"
         if key not in self.verdicts:
             self.verdicts[key] = False  # a builder calling itself is not read twice
-            returns = [r.value for m in self.builders[method] for r in ast.walk(m) if isinstance(r, ast.Return)]
+            bodies = self.builders[method] if function is None else [function]
+            returns = [r.value for m in bodies for r in ast.walk(m) if isinstance(r, ast.Return)]
             self.verdicts[key] = bool(returns) and all(
                 isinstance(value, ast.Call) and self.expression(value, imported) for value in returns)
         return self.verdicts[key]
 
-    def mode_free(self, name: str) -> bool:
-        if name not in self.verdicts:
-            self.verdicts[name] = False  # a class that builds itself is not read twice
-            self.verdicts[name] = self._read(self.classes[name]) if name in self.classes else False
-        return self.verdicts[name]
+    def mode_free(self, name: str, safe: frozenset[str] = frozenset()) -> bool:
+        key = (name, safe)
+        if key not in self.verdicts:
+            self.verdicts[key] = False  # a class that builds itself is not read twice
+            self.verdicts[key] = self._read(self.classes[name], safe) if name in self.classes else False
+        return self.verdicts[key]
 
-    def _read(self, cls: ast.ClassDef) -> bool:
+    def _read(self, cls: ast.ClassDef, safe: frozenset[str] = frozenset()) -> bool:
+        """Whether ``cls`` is mode-free where its constructor's parameters named in ``safe`` hold
+        mode-free classes or modules."""
         for base in cls.bases:
             short = ast_dotted(base)
             if short is None or short.rsplit(".", 1)[-1] != "Module" and not (short in self.classes
@@ -217,14 +302,17 @@ class _Module:
             if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             building = method.name == "__init__"
-            params = {a.arg for a in [*method.args.args, *method.args.kwonlyargs]} - {"self"}
+            scope = _Scope(cls, method, safe if building else frozenset())
+            params = _params(method) - scope.safe
+            raised = {id(r.exc) for r in ast.walk(method) if isinstance(r, ast.Raise) and r.exc is not None}
             for sub in ast.walk(method):
                 if isinstance(sub, ast.Attribute) and sub.attr == "training" \
                         or isinstance(sub, ast.Name) and sub.id == "training":
                     return False
                 if isinstance(sub, ast.keyword) and not _keyword_ok(sub):
                     return False
-                if isinstance(sub, ast.Call) and not self._call(sub, None, building, methods):
+                if isinstance(sub, ast.Call) and id(sub) not in raised \
+                        and not self._call(sub, None, building, methods, scope):
                     return False
                 if building and isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Name) \
                         and sub.value.id in params:
@@ -232,9 +320,152 @@ class _Module:
                 if building and isinstance(sub, ast.Starred) and isinstance(sub.value, ast.Name) \
                         and sub.value.id in params:
                     return False  # `nn.Sequential(*layers)` of layers passed in
-        # a module passed in (called as `self.backbone(x)`) may have any layer
-        return not any(isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in passed_in
-                       and isinstance(sub.func.value, ast.Name) and sub.func.value.id == "self" for sub in ast.walk(cls))
+                if isinstance(sub, ast.Call) and ast_dotted(sub.func) == "setattr" and len(sub.args) == 3 \
+                        and not isinstance(sub.args[2], (ast.Call, ast.Constant)) and not (
+                            isinstance(sub.args[2], ast.Name) and sub.args[2].id in scope.safe):
+                    return False  # `setattr(self, name, block)` of a module passed in or held elsewhere
+        # a module passed in (called as `self.backbone(x)`, or through `getattr(self, name)(x)`) may have any layer
+        return not any(isinstance(sub, ast.Call) and (
+            isinstance(sub.func, ast.Attribute) and sub.func.attr in passed_in
+            and isinstance(sub.func.value, ast.Name) and sub.func.value.id == "self"
+            or _self_getattr(sub.func) and _may_name(sub.func, passed_in)) for sub in ast.walk(cls))
+
+
+class _Scope:
+    """Where a name is read: the class and method holding it and the constructor parameters that
+    hold mode-free classes or modules there."""
+
+    def __init__(self, cls: ast.ClassDef | None = None, method: ast.FunctionDef | ast.AsyncFunctionDef | None = None,
+                 safe: frozenset[str] = frozenset()) -> None:
+        self.cls, self.method, self.safe = cls, method, safe
+
+
+def _params(method: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    args = method.args
+    return {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} - {"self"} \
+        | {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+
+
+def _local(scope: _Scope, name: str) -> bool:
+    """Whether ``name`` is a parameter or assigned local of the scope's method."""
+    return scope.method is not None and (name in _params(scope.method) or bool(_locals(scope.method, name)))
+
+
+def _locals(method: ast.AST, name: str) -> list[ast.expr]:
+    """Every value assigned to the local ``name`` (``act = nn.ELU()``, ``self.act = act = nn.ELU()``);
+    a loop, ``with`` or augmented binding of it gives an unknown value (an ``ast.Constant``)."""
+    held: list[ast.expr] = []
+    for sub in ast.walk(method):
+        if isinstance(sub, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in sub.targets):
+            held.append(sub.value)
+        elif isinstance(sub, (ast.AnnAssign, ast.AugAssign, ast.For, ast.comprehension, ast.withitem,
+                              ast.NamedExpr)) and any(isinstance(t, ast.Name) and t.id == name
+                                                      for t in ast.walk(getattr(sub, "target", None)
+                                                                        or getattr(sub, "optional_vars", None)
+                                                                        or ast.Pass())):
+            held.append(ast.Constant(value=None))
+        elif isinstance(sub, ast.Assign) and any(isinstance(t, (ast.Tuple, ast.List)) and any(
+                isinstance(e, ast.Name) and e.id == name for e in ast.walk(t)) for t in sub.targets):
+            held.append(ast.Constant(value=None))
+    return held
+
+
+def _assigned(cls: ast.ClassDef, attr: str) -> list[tuple[ast.expr, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Every value a method of ``cls`` stores in ``self.<attr>``, with that method; a store through
+    tuple unpacking, ``setattr`` or an augmented assignment gives an unknown value."""
+    held = []
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for sub in ast.walk(method):
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] if isinstance(
+                sub, (ast.AnnAssign, ast.AugAssign)) else []
+            for target in targets:
+                for t in ast.walk(target):
+                    if isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) \
+                            and t.value.id == "self":
+                        direct = target is t and isinstance(sub, ast.Assign)
+                        held.append((sub.value if direct else ast.Constant(value=None), method))
+    return held
+
+
+def _built_here(cls: ast.ClassDef, attr: str) -> bool:
+    """Whether every store in ``self.<attr>`` is a call in the constructor (read there as a
+    construction) rather than a module or class that comes from elsewhere."""
+    held = _assigned(cls, attr)
+    return bool(held) and all(isinstance(v, ast.Call) and m.name == "__init__" for v, m in held)
+
+
+_CONTAINERS = {"ModuleList", "ModuleDict", "Sequential"}
+
+
+def _self_item(func: ast.expr, scope: _Scope) -> bool:
+    """``self.convs[i](x)`` of a container the constructor builds and fills only with calls (each
+    read as a construction there): ``nn.ModuleList()`` then ``self.convs.append(conv3x3(c, c))``."""
+    if not (isinstance(func, ast.Subscript) and isinstance(func.value, ast.Attribute) and scope.cls is not None
+            and isinstance(func.value.value, ast.Name) and func.value.value.id == "self"):
+        return False
+    attr = func.value.attr
+    held = _assigned(scope.cls, attr)
+    if not held or not all(isinstance(v, ast.Call) and m.name == "__init__" and (ast_dotted(v.func) or "").rsplit(
+            ".", 1)[-1] in _CONTAINERS and not v.keywords and all(_calls_only(a) for a in v.args) for v, m in held):
+        return False
+    for sub in ast.walk(scope.cls):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and ast_dotted(
+                sub.func.value) == f"self.{attr}":
+            if sub.func.attr in ("append", "add_module", "insert"):
+                if not sub.args or not isinstance(sub.args[-1], ast.Call) or sub.keywords:
+                    return False
+            elif sub.func.attr == "extend":
+                if len(sub.args) != 1 or not _calls_only(sub.args[0]):
+                    return False
+            elif sub.func.attr not in ("parameters", "named_parameters", "children", "modules", "__len__"):
+                return False
+        if isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            if any(isinstance(t, ast.Subscript) and ast_dotted(t.value) == f"self.{attr}"
+                   for target in targets for t in ast.walk(target)) and not isinstance(sub.value, ast.Call):
+                return False
+    return True
+
+
+def _calls_only(node: ast.expr) -> bool:
+    """A list, tuple or comprehension of calls (``[conv3x3(c, c) for _ in range(n)]``)."""
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(isinstance(e, ast.Call) for e in node.elts)
+    return isinstance(node, (ast.ListComp, ast.GeneratorExp)) and isinstance(node.elt, ast.Call)
+
+
+def _self_getattr(func: ast.expr) -> bool:
+    return isinstance(func, ast.Call) and ast_dotted(func.func) == "getattr" and bool(func.args) \
+        and isinstance(func.args[0], ast.Name) and func.args[0].id == "self"
+
+
+def _may_name(getattr_call: ast.Call, attrs: set[str]) -> bool:
+    """Whether ``getattr(self, name)`` may fetch one of ``attrs``: a name written as a literal,
+    ``'{}_{}_norm'.format(i, j)`` or an f-string reaches only the attributes its fixed parts spell."""
+    if not attrs:
+        return False
+    name = getattr_call.args[1] if len(getattr_call.args) > 1 else None
+    if isinstance(name, ast.Call) and isinstance(name.func, ast.Attribute) and name.func.attr == "format" \
+            and isinstance(name.func.value, ast.Constant) and isinstance(name.func.value.value, str):
+        pattern = ".*".join(re.escape(part) for part in re.split(r"\{[^{}]*\}", name.func.value.value))
+    elif isinstance(name, ast.JoinedStr):
+        pattern = "".join(re.escape(v.value) if isinstance(v, ast.Constant) else ".*" for v in name.values)
+    elif isinstance(name, ast.Constant) and isinstance(name.value, str):
+        pattern = re.escape(name.value)
+    else:
+        return True
+    return any(re.fullmatch(pattern, attr) for attr in attrs)
+
+
+def _tracks_stats(call: ast.Call) -> bool:
+    """Whether an ``InstanceNorm*d(...)`` keeps running statistics (``track_running_stats=True``,
+    the fifth positional argument): then eval mode normalises with them."""
+    values = [k.value for k in call.keywords if k.arg == "track_running_stats"] + call.args[4:5]
+    if any(k.arg is None for k in call.keywords):
+        return True
+    return any(not (isinstance(v, ast.Constant) and v.value in (False, None, 0)) for v in values)
 
 
 def _keyword_ok(keyword: ast.keyword) -> bool:

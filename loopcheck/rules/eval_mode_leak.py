@@ -6,11 +6,14 @@ before the loop's next training step.
 It stays silent where eval mode changes nothing: eval mode only affects layers that read
 `self.training` (dropout, BatchNorm, spectral norm, ...), so a model whose every layer the file,
 or a project module it imports, shows to be mode-free (`nn.Linear`, `nn.Conv2d`, `nn.LayerNorm`,
-an RNN without dropout) trains the same in both modes; so does a diffusers
+an RNN without dropout, an `InstanceNorm2d` without `track_running_stats=True`, also where the
+norm class is handed down through constructor parameters) trains the same in both modes; so does a diffusers
 `UNet2DConditionModel` unless the file adds an adapter with dropout. A model it cannot see (a hub
 checkpoint, a torchvision constructor, a module passed in) counts as one that has such layers.
 It also ignores `eval()` on a `deepcopy` of the model, and backward passes that train nothing (a
-Grad-CAM backward that no optimizer step follows, a shared epoch helper's backward under
+Grad-CAM backward that no optimizer step follows, a step whose loss was computed before the
+`eval()` (the evaluation runs between the forward and the step, and the next iteration calls
+`model.train()` before its forward), a shared epoch helper's backward under
 `if mode == "train":` called with `"val"`, or under `if optimizer:` called with `None`). On by default since it was precise on real code:
 1 true of 1 finding on the broad 46-repository corpus, none on the real-world dev split, and the
 leaks fixed by real commits found before and not after the fix (benchmarks/results/lc605-real.md);
