@@ -94,6 +94,10 @@ _NORM_CLASS = "eval_mode_inert_norm_class_through_constructors.py"
     ("normalizer, act=nn.ReLU()):", "normalizer, act=nn.RReLU()):"),
     # a container filled with a module that comes from elsewhere
     ("self.norms.append(normalizer(features, num_classes))", "self.norms.append(SHARED_NORM)"),
+    # a module-level builder that unpacks a layer list holding a dropout
+    ("    return nn.Conv2d(in_planes, out_planes, kernel_size=3, padding=1)\n",
+     "    layers = [nn.Conv2d(in_planes, out_planes, kernel_size=3, padding=1)]\n"
+     "    layers.append(nn.Dropout2d(0.1))\n    return nn.Sequential(*layers)\n"),
     # a getattr that may reach a module passed in from outside
     ("self.n_stages = n_stages\n", "self.n_stages = n_stages\n        self.extra_conv = extra\n"),
 ])

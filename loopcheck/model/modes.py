@@ -278,8 +278,23 @@ class _Module:
             bodies = self.builders[method] if function is None else [function]
             returns = [r.value for m in bodies for r in ast.walk(m) if isinstance(r, ast.Return)]
             self.verdicts[key] = bool(returns) and all(
-                isinstance(value, ast.Call) and self.expression(value, imported) for value in returns)
+                isinstance(value, ast.Call) and self.expression(value, imported) for value in returns) and (
+                function is None or self._builds_only_mode_free(function, imported))
         return self.verdicts[key]
+
+    def _builds_only_mode_free(self, function: ast.FunctionDef, imported: object) -> bool:
+        """Whether every call in a module-level builder is a mode-free construction (read like a
+        constructor) and no layer list is unpacked (``layers.append(nn.Dropout(p))`` then
+        ``return nn.Sequential(*layers)``)."""
+        scope = _Scope(None, function)
+        raised = {id(r.exc) for r in ast.walk(function) if isinstance(r, ast.Raise) and r.exc is not None}
+        for sub in ast.walk(function):
+            if isinstance(sub, ast.Starred) or isinstance(sub, ast.keyword) and not _keyword_ok(sub):
+                return False
+            if isinstance(sub, ast.Call) and id(sub) not in raised and not self._call(sub, imported, True,
+                                                                                       scope=scope):
+                return False
+        return True
 
     def mode_free(self, name: str, safe: frozenset[str] = frozenset()) -> bool:
         key = (name, safe)
