@@ -73,3 +73,17 @@ def test_step_schedules_decay_where_their_arguments_say(call: str, decay: str | 
     found = decay_expr(node)
     assert (source(found) if found is not None else None) == decay
     assert (unit_of(found, model.index) if found is not None else None) is unit
+
+
+@pytest.mark.parametrize("call, unit", [
+    ("SequentialLR(optimizer, [warmup, cosine], milestones=[args.warmup_epochs])", Unit.EPOCHS),
+    ("SequentialLR(optimizer, [warmup, cosine], [args.warmup_epochs * len(train_loader)])", Unit.BATCHES),
+    # a warmup length named for no unit
+    ("SequentialLR(optimizer, schedulers=[warmup, cosine], milestones=[warmup_steps])", None),
+])
+def test_a_sequential_schedule_hands_over_at_its_milestones(call: str, unit: Unit | None) -> None:
+    node = cst.parse_expression(call)
+    assert isinstance(node, cst.Call)
+    found = decay_expr(node)
+    assert found is not None
+    assert unit_of(found, build(cst.parse_module("")).index) is unit

@@ -58,15 +58,17 @@ _WARMUP_KEYWORDS = ("num_warmup_steps", "warmup_steps", "warmup_iters")
 
 
 # Where a step schedule decays: `StepLR(optimizer, step_size)` every `step_size` scheduler steps,
-# `MultiStepLR(optimizer, milestones)` at each milestone. Read by LC303 only: a literal step size is no
-# length a per-micro-batch step (LC301) cuts short.
-_DECAY_ARGS = {"StepLR": ("step_size", 1), "MultiStepLR": ("milestones", 1)}
+# `MultiStepLR(optimizer, milestones)` at each milestone; where `SequentialLR(optimizer, schedulers,
+# milestones)` hands over to its next schedule (a warmup's end). Read by LC303 only: a literal step size
+# is no length a per-micro-batch step (LC301) cuts short.
+_DECAY_ARGS = {"StepLR": ("step_size", 1), "MultiStepLR": ("milestones", 1), "SequentialLR": ("milestones", 2)}
 # Casts around one milestone (`int(args.epochs * 0.75)`) that keep its unit.
 _CASTS = ("int", "round", "ceil", "floor")
 
 
 def decay_expr(call: cst.Call) -> cst.BaseExpression | None:
-    """The step size of ``StepLR`` or the milestones of ``MultiStepLR``: when the schedule decays."""
+    """The step size of ``StepLR`` or the milestones of ``MultiStepLR`` and ``SequentialLR``: when the
+    schedule decays or moves on to its next part."""
     spec = _DECAY_ARGS.get(last_part(func_name(call) or ""))
     if spec is None:
         return None

@@ -22,9 +22,10 @@ silent where the file does not settle both: a scheduler or horizon built in anot
 that is 1 as the file ships it (a batch is then an optimizer step). The warmup length
 (`num_warmup_steps` of the `transformers` schedules) is read the same way: `warmup_steps *
 gradient_accumulation_steps` for a scheduler stepped once per update stretches the ramp N times.
-So are the step size of `StepLR` and the milestones of `MultiStepLR`: `step_size=args.lr_decay_epochs`
-or `milestones=[int(args.epochs * 0.5), int(args.epochs * 0.75)]` count epochs, `[e * len(train_loader)
-for e in args.lr_decay_epochs]` counts batches; literal milestones (`[30, 60]`) say no unit.
+So are the step size of `StepLR` and the milestones of `MultiStepLR` and `SequentialLR`:
+`step_size=args.lr_decay_epochs`, `milestones=[int(args.epochs * 0.5), int(args.epochs * 0.75)]` or a
+warmup's end `milestones=[args.warmup_epochs]` count epochs, `[e * len(train_loader) for e in
+args.lr_decay_epochs]` counts batches; literal milestones (`[30, 60]`) say no unit.
 
 ## Why is this bad?
 A cosine schedule with `T_max=epochs` stepped every batch completes a full cycle every few
@@ -234,8 +235,9 @@ for epoch in range(args.epochs):
                 # every scheduler the name may hold must mismatch (`if per_batch: scheduler = OneCycleLR(...)`)
                 if units and all(u is not None and _mismatch(u, stepped, accumulates) for u in units):
                     what = _DECAY_WORDS.get(last_part(func_name(calls[0]) or ""), "horizon")
+                    counts = "count" if what == "milestones" else "counts"
                     yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
-                                             f"but its {what} `{source(horizons[0])}` counts {units[0].value}")
+                                             f"but its {what} `{source(horizons[0])}` {counts} {units[0].value}")
                     continue
                 # a warmup counted in other units than the stepping (`warmup_steps * gradient_accumulation_steps`
                 # for a scheduler stepped once per update): the ramp lasts N times longer or shorter
@@ -246,7 +248,7 @@ for epoch in range(args.epochs):
                                              f"but its warmup `{source(warmups[0])}` counts {wunits[0].value}")
 
 
-_DECAY_WORDS = {"StepLR": "step size", "MultiStepLR": "milestones"}
+_DECAY_WORDS = {"StepLR": "step size", "MultiStepLR": "milestones", "SequentialLR": "milestones"}
 
 
 def _length(call: cst.Call, model: FileModel) -> cst.BaseExpression | None:
