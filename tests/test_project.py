@@ -927,3 +927,43 @@ def test_a_module_read_by_name_gets_its_imports_when_checked_itself(tmp_path: Pa
     assert own.functions == some.functions  # what was read is kept
     index.entries = {k: [*v[:2], ModuleFacts.from_json(v[2]).to_json()] for k, v in index.entries.items()}
     assert index.facts(path, functions=False) == own  # through the cache's JSON
+
+
+def test_the_project_is_scanned_for_ddp_wraps_only_when_they_are_asked_for(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopcheck.project.index import ProjectIndex
+
+    engine = ACCUMULATING.replace("from utils import smart_ddp\n", "").replace("        model = smart_ddp(model)\n", "")
+    main = "from torch.nn.parallel import DistributedDataParallel\nfrom engine import train\n\n" \
+           "model = DistributedDataParallel(net)\ntrain(model, [])\n"
+    _write(tmp_path, {"engine.py": engine, "main.py": main, "data.py": "def load():\n    return []\n"})
+    scans: list[Path] = []
+    real = ProjectIndex._python_files
+    monkeypatch.setattr(ProjectIndex, "_python_files", lambda index: scans.append(index.root) or real(index))
+    forget()
+    found = for_file(tmp_path / "engine.py")
+    assert found is not None and scans == []  # the imports' facts need no scan
+    assert found.ddp_importers == ["main.py:4"] and found.ddp_importers == ["main.py:4"] and len(scans) == 1
+    other = for_file(tmp_path / "data.py")
+    assert other is not None and other.ddp_importers == [] and len(scans) == 1  # one scan per project
+
+
+@pytest.mark.parametrize("call, wraps", [
+    ("model = DDP(model)", True),
+    ("model = nn.parallel.DistributedDataParallel(model)", True),
+    ("model = smart_DDP(model)", False),  # another name that ends in DDP
+    ("model = NativeDDP (model)", False),
+    ("model = MyDistributedDataParallel(model)", False),
+])
+def test_only_a_call_of_ddp_itself_makes_a_module_walked_for_its_wraps(call: str, wraps: bool,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import ast
+
+    from loopcheck.project.facts import ModuleReader
+
+    source = f"from x import DDP, NativeDDP, smart_DDP\nfrom torch import nn\n\n\ndef main(model):\n    {call}\n"
+    walked: list[object] = []
+    real = ast.walk
+    monkeypatch.setattr(ast, "walk", lambda node: walked.append(node) or real(node))
+    outline = ModuleReader(source, "m.py").outline()
+    assert outline.ddp_lines == ((6,) if wraps else ()) and bool(walked) is wraps

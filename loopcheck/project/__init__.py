@@ -57,8 +57,8 @@ class Imported:
     path: Path
     index: ProjectIndex
     own: ModuleFacts
-    # entry scripts that import this file, call into it and build a DDP wrapper: "path:line"
-    ddp_importers: list[str] = field(default_factory=list)
+    _tree: ast.Module | None = None  # the file's ``ast``, if parsed (for ``ddp_importers``)
+    _ddp_importers: list[str] | None = None
     _modules: dict[str, ModuleFacts | None] = field(default_factory=dict)
     _where: dict[int, str] = field(default_factory=dict)
     _methods: dict[tuple[str, str], Summary | None] = field(default_factory=dict)
@@ -66,6 +66,15 @@ class Imported:
     # about the same calls, and most calls name nothing of the project (the call and roles are kept
     # so that an id is never reused while its entry lives)
     _summaries: dict[tuple[int, int], tuple[cst.Call, Roles | None, Summary | None]] = field(default_factory=dict)
+
+    @property
+    def ddp_importers(self) -> list[str]:
+        """``path:line`` of each entry script that imports this file, calls into it and builds a DDP
+        wrapper, or hands one to a method of this file. Read when first asked: finding them scans
+        every file of the project for DDP wraps, which only some rules and the cache digest need."""
+        if self._ddp_importers is None:
+            self._ddp_importers = _ddp_importers(self)
+        return self._ddp_importers
 
     # -- lookups ---------------------------------------------------------------------------
     def summary(self, call: cst.Call, roles: Roles | None = None) -> Summary | None:
@@ -370,16 +379,19 @@ def for_file(path: str | Path, cache_dir: Path | None = None, tree: ast.Module |
     own = index.facts(file, functions=False, tree=tree)
     if own is None:
         return None
-    imported = Imported(file.resolve(), index, own)
-    imported.ddp_importers = [where for where, target in _ddp_imports(index)
-                              if target == imported.path and not where.startswith(f"{own.path}:")]
+    return Imported(file.resolve(), index, own, tree)
+
+
+def _ddp_importers(imported: Imported) -> list[str]:
+    index, own = imported.index, imported.own
+    found = [where for where, target in _ddp_imports(index)
+             if target == imported.path and not where.startswith(f"{own.path}:")]
     passes = [(where, method, param) for where, method, param in _ddp_passes(index)
               if not where.startswith(f"{own.path}:") and index.may_define(imported.path, method)]
     if passes:
-        taking = _methods_taking(file, tree, {(method, param) for _, method, param in passes})
-        imported.ddp_importers += [where for where, method, param in passes
-                                   if (method, param) in taking and where not in imported.ddp_importers]
-    return imported
+        taking = _methods_taking(imported.path, imported._tree, {(method, param) for _, method, param in passes})
+        found += [where for where, method, param in passes if (method, param) in taking and where not in found]
+    return found
 
 
 def _methods_taking(file: Path, tree: ast.Module | None, wanted: set[tuple[str, str]]) -> set[tuple[str, str]]:

@@ -24,9 +24,11 @@ from dataclasses import dataclass, field, replace
 from loopcheck.project.flow import graph_from, keeps, may_flow
 
 _DDP = {"DistributedDataParallel", "DDP"}
-# Where a module may call one of them: the name, then only blanks, comments, line continuations or
-# closing parentheses before the call's (walking every node of a module that merely mentions DDP costs).
-_DDP_CALL = re.compile(r"(?:DistributedDataParallel|DDP)(?:\s|\\|\)|#[^\n]*)*\(")
+# Where a module may call one of them: the name (not the end of a longer one, `smart_DDP`), then only
+# blanks, comments, line continuations or closing parentheses before the call's (walking every node
+# of a module that merely mentions DDP costs).
+_DDP_CALL = re.compile(r"(?:DistributedDataParallel(?<!\wDistributedDataParallel)|DDP(?<!\wDDP))"
+                       r"(?:\s|\\|\)|#[^\n]*)*\(")  # the look-behinds after the names: searched fast
 _SYNC = {"no_sync", "require_backward_grad_sync", "no_backward_sync", "set_requires_gradient_sync"}
 _DETACH = {"item", "detach", "tolist", "numpy", "cpu_item"}
 _NO_GRAD = {"no_grad", "inference_mode"}

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 _MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _SKIP_DIRS = {".git", ".hg", ".tox", ".nox", ".venv", "venv", "env", "node_modules", "__pycache__", "site-packages",
               "build", "dist", ".eggs"}
-_DDP_CALL = re.compile(rb"(DistributedDataParallel|DDP)\s*\(")  # a wrap being built, not an isinstance() test
+# a wrap being built, not an isinstance() test (nor `smart_DDP(`: a name ending in DDP is another name)
+_DDP_CALL = re.compile(rb"(DistributedDataParallel(?<!\wDistributedDataParallel)|DDP(?<!\wDDP))\s*\(")
 # The words after `def`/`class` (the lookahead lets `class def x` yield both words); each pattern
 # starts with its keyword, which the engine searches for fast (a leading `\b` would test every byte).
 _DEFINES = (re.compile(rb"def(?<!\wdef)\s+(?=(\w+))"), re.compile(rb"class(?<!\wclass)\s+(?=(\w+))"))
