@@ -109,3 +109,14 @@ def test_a_mode_dependent_layer_handed_down_through_constructors_still_leaks(old
         changed = changed.replace("normalizer, act=nn.ReLU()):", "normalizer, act=nn.ReLU(), extra=None):")
     assert changed != source
     assert [f.code for f in check_source(changed, select=["LC605"])] == ["LC605"]
+
+
+def test_a_layer_class_handed_to_a_builder_method_is_read() -> None:
+    # `self._make_layer(Block, ...)` builds Block in the helper: its dropout makes the model mode-dependent;
+    # with a mode-free block the same model is inert
+    source = (Path(__file__).parents[1] / "rules" / "fixtures" / "LC605" /
+              "layer_class_handed_to_a_builder_method.py").read_text()
+    assert [f.code for f in check_source(source, select=["LC605"])] == ["LC605"]
+    inert = source.replace("self.drop = nn.Dropout(0.5)", "self.drop = nn.Identity()")
+    assert inert != source
+    assert [f.code for f in check_source(inert, select=["LC605"])] == []

@@ -226,8 +226,7 @@ class _Module:
                 or any(k.arg is None for k in call.keywords):
             return frozenset()
         params = [*init.args.posonlyargs, *init.args.args][1:]
-        defaults = dict(zip([p.arg for p in params][len(params) - len(init.args.defaults):], init.args.defaults))
-        defaults.update({p.arg: d for p, d in zip(init.args.kwonlyargs, init.args.kw_defaults) if d is not None})
+        defaults = dict(_defaults(init))
         given = {p.arg: (a, scope) for p, a in zip(params, call.args)}
         given.update({k.arg: (k.value, scope) for k in call.keywords if k.arg is not None})
         for name, default in defaults.items():
@@ -320,7 +319,13 @@ class _Module:
             scope = _Scope(cls, method, safe if building else frozenset())
             params = _params(method) - scope.safe
             raised = {id(r.exc) for r in ast.walk(method) if isinstance(r, ast.Raise) and r.exc is not None}
+            # defaults of parameters that every construction binds to mode-free values are never used
+            unused = {id(n) for p, d in _defaults(method) if p in scope.safe for n in ast.walk(d)}
+            unused |= {id(c.func) for c in ast.walk(method) if isinstance(c, ast.Call)}  # read with its call
             for sub in ast.walk(method):
+                if isinstance(sub, ast.Name) and sub.id in self.classes and id(sub) not in unused \
+                        and sub.id != cls.name and not self.mode_free(sub.id):
+                    return False  # a layer class handed to a helper (`self._make_layer(Block, 64)`) is built there
                 if isinstance(sub, ast.Attribute) and sub.attr == "training" \
                         or isinstance(sub, ast.Name) and sub.id == "training":
                     return False
@@ -359,6 +364,14 @@ def _params(method: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     args = method.args
     return {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} - {"self"} \
         | {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+
+
+def _defaults(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[str, ast.expr]]:
+    """Each parameter with a default, and the default."""
+    args = method.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = [(p.arg, d) for p, d in zip(positional[len(positional) - len(args.defaults):], args.defaults)]
+    return pairs + [(p.arg, d) for p, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
 
 
 def _local(scope: _Scope, name: str) -> bool:
