@@ -957,13 +957,12 @@ def test_the_project_is_scanned_for_ddp_wraps_only_when_they_are_asked_for(tmp_p
 ])
 def test_only_a_call_of_ddp_itself_makes_a_module_walked_for_its_wraps(call: str, wraps: bool,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    import ast
-
+    import loopcheck.project.facts as facts_module
     from loopcheck.project.facts import ModuleReader
 
     source = f"from x import DDP, NativeDDP, smart_DDP\nfrom torch import nn\n\n\ndef main(model):\n    {call}\n"
     walked: list[object] = []
-    real = ast.walk
-    monkeypatch.setattr(ast, "walk", lambda node: walked.append(node) or real(node))
+    real = facts_module.walk
+    monkeypatch.setattr(facts_module, "walk", lambda node: walked.append(node) or real(node))
     outline = ModuleReader(source, "m.py").outline()
     assert outline.ddp_lines == ((6,) if wraps else ()) and bool(walked) is wraps

@@ -16,6 +16,7 @@ import re
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from loopcheck.project.facts import FunctionFacts, ModuleFacts
@@ -66,6 +67,9 @@ class Imported:
     # about the same calls, and most calls name nothing of the project (the call and roles are kept
     # so that an id is never reused while its entry lives)
     _summaries: dict[tuple[int, int], tuple[cst.Call, Roles | None, Summary | None]] = field(default_factory=dict)
+    # (dotted name, attribute, id(roles)) -> (roles, summary): calls of one name run the same callee
+    _by_name: dict[tuple[str | None, str | None, int], tuple[Roles | None, Summary | None]] = field(
+        default_factory=dict)
 
     @property
     def ddp_importers(self) -> list[str]:
@@ -86,27 +90,38 @@ class Imported:
         return known[2]
 
     def _summary(self, call: cst.Call, roles: Roles | None) -> Summary | None:
-        import libcst as cst
-
-        from loopcheck.model.syntax import dotted, func_name, last_part
-
+        """``summary`` of a call not asked about before: that of the first call of the same name (a
+        loop calls `optimizer.step()` and `print()` in many places; the roles are complete by then)."""
+        cst, syntax = _libcst()
         func = call.func
-        name = func_name(call)
+        name = syntax.dotted(func)
+        attr = func.attr.value if isinstance(func, cst.Attribute) else None  # type: ignore[attr-defined]
+        key = (name, attr, id(roles))
+        known = self._by_name.get(key)
+        if known is None or known[0] is not roles:
+            known = self._by_name[key] = (roles, self._lookup(name, attr, roles))
+        return known[1]
+
+    def _lookup(self, name: str | None, attr: str | None, roles: Roles | None) -> Summary | None:
+        """The summary of a call of ``name`` (the dotted name called, if it is one) whose callee is
+        an attribute ``attr`` (None: not an attribute)."""
+        syntax = _libcst()[1]
+        last_part, func_name = syntax.last_part, syntax.func_name
         imports = self.own.imports
         if name is not None and "." not in name:
             return self._function(name) if name in imports else None
         if name is not None and name.count(".") == 1 and name.split(".", 1)[0] in imports:
-            module, attr = name.split(".")  # `misc.ddp_sync(...)`: a module imported whole
-            found = self._module_of(module, attr)
-            if found is not None and attr in found.functions:
-                return Summary(found.functions[attr], attr, found.path)
-        if roles is not None and isinstance(func, cst.Attribute):
-            receiver = dotted(func.value)
+            module, function = name.split(".")  # `misc.ddp_sync(...)`: a module imported whole
+            found = self._module_of(module, function)
+            if found is not None and function in found.functions:
+                return Summary(found.functions[function], function, found.path)
+        if roles is not None and attr is not None:
+            receiver = name.rsplit(".", 1)[0] if name is not None else None  # what `attr` is read from
             for constructor in roles.constructed.get(last_part(receiver or ""), []):
                 constructor_name = func_name(constructor) or ""
                 if constructor_name.split(".", 1)[0] not in imports:
                     continue  # built from a class of this file or of a library
-                found = self._method(constructor_name, func.attr.value)  # type: ignore[attr-defined]
+                found = self._method(constructor_name, attr)
                 if found is not None:
                     return found
         if roles is not None and name is not None:
@@ -125,12 +140,12 @@ class Imported:
         """The training events an imported wrapper stands for at ``call``, in the order such helpers
         use: zeroing before a backward (or after a step), backward, steps, eval mode (the order
         inside the wrapper is not modelled)."""
-        from loopcheck.model.events import Framework, Kind
-        from loopcheck.model.syntax import method, receiver, source
-
         found = self.summary(call, roles)
         if found is None:
             return []
+        from loopcheck.model.events import Framework, Kind
+        from loopcheck.model.syntax import method, receiver, source
+
         facts = found.facts
         args = arguments(call, facts)
         specs: list[tuple[Kind, str | None, dict[str, object]]] = []
@@ -333,6 +348,22 @@ class Imported:
         facts = self._modules[key]
         methods = facts.classes.get(cls, {}) if facts is not None else {}
         return Summary(methods[method], method, facts.path) if facts is not None and method in methods else None
+
+
+_LIBCST: tuple[ModuleType, ModuleType] | None = None
+
+
+def _libcst() -> tuple[ModuleType, ModuleType]:
+    """``libcst`` and ``loopcheck.model.syntax``, imported when a model first asks (a run that only
+    reads cached results imports neither)."""
+    global _LIBCST
+    if _LIBCST is None:
+        import libcst
+
+        from loopcheck.model import syntax
+
+        _LIBCST = libcst, syntax
+    return _LIBCST
 
 
 # Method names the model reads by themselves (a keeping method named so stays theirs)

@@ -22,6 +22,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 from loopcheck.project.flow import graph_from, keeps, may_flow
+from loopcheck.project.walk import children, walk
 
 _DDP = {"DistributedDataParallel", "DDP"}
 # Where a module may call one of them: the name (not the end of a longer one, `smart_DDP`), then only
@@ -180,7 +181,7 @@ class ModuleReader:
         if ("DDP" in self.source or "DistributedDataParallel" in self.source) and _DDP_CALL.search(self.source):
             # an entry script, maybe (the substring tests rule out most modules faster than the pattern)
             ddp_lines, called = [], set()
-            nodes = list(ast.walk(tree))  # walked once, for each fact below
+            nodes = walk(tree)  # walked once, for each fact below
             for node in nodes:
                 if isinstance(node, ast.Call):
                     if _last(node.func) in _DDP:
@@ -518,7 +519,7 @@ def ast_dotted(expr: ast.expr) -> str | None:
 
 
 def _names(expr: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+    return {n.id for n in walk(expr) if isinstance(n, ast.Name)}
 
 
 class _Reader:
@@ -655,8 +656,8 @@ def _selective(nodes: list[ast.AST], clearing: ast.AST,
         return True
     for node in nodes:
         if isinstance(node, ast.If) and not any(isinstance(n, ast.Attribute) and n.attr in ("grad", "requires_grad")
-                                                for n in ast.walk(node.test)) \
-                and any(n is clearing for n in ast.walk(node)):
+                                                for n in walk(node.test)) \
+                and any(n is clearing for n in walk(node)):
             return True
     return False
 
@@ -669,9 +670,9 @@ def _clears_sub_module(node: ast.AST, clearing: ast.AST) -> bool:
     if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "parameters"):
         return False
     owner = ast_dotted(it.func.value) or ""
-    if not owner.startswith("self.") or not any(n is clearing for n in ast.walk(node)):
+    if not owner.startswith("self.") or not any(n is clearing for n in walk(node)):
         return False
-    grads = [n for n in ast.walk(clearing) if isinstance(n, ast.Attribute) and n.attr == "grad"]
+    grads = [n for n in walk(clearing) if isinstance(n, ast.Attribute) and n.attr == "grad"]
     return any(isinstance(g.value, ast.Name) and g.value.id == node.target.id for g in grads)
 
 
@@ -684,7 +685,7 @@ def _own_nodes(node: ast.AST) -> list[ast.AST]:
         found.append(current)
         if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
-        stack.extend(reversed(list(ast.iter_child_nodes(current))))
+        stack.extend(reversed(children(current)))
     return found
 
 
@@ -732,17 +733,17 @@ def _returns_graph(node: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast
             return False
         if isinstance(sub, ast.Assign) and _carries(sub.value, index, carried):
             for target in sub.targets:
-                carried.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+                carried.update(n.id for n in walk(target) if isinstance(n, ast.Name))
         elif isinstance(sub, ast.Return):
             returns.append(sub.value)
     return bool(returns) and all(v is not None and _carries(v, index, carried) for v in returns)
 
 
 def _carries(expr: ast.expr, index: dict[str, int], carried: set[str]) -> bool:
-    for sub in ast.walk(expr):
+    for sub in walk(expr):
         if isinstance(sub, ast.Call) and _last(sub.func) in _DETACH | {"float", "int", "len", "str"}:
             return False
-    for sub in ast.walk(expr):
+    for sub in walk(expr):
         if isinstance(sub, ast.Name) and sub.id in carried:
             return True
         if isinstance(sub, ast.Call) and isinstance(sub.func, (ast.Name, ast.Attribute)):
@@ -786,14 +787,14 @@ def _derived(nodes: list[ast.AST]) -> tuple[tuple[int, int], ...]:
     for sub in nodes:
         if isinstance(sub, ast.Assign):
             for target in sub.targets:
-                for name in ast.walk(target):
+                for name in walk(target):
                     if isinstance(name, ast.Name):
                         assigned.setdefault(name.id, []).append(sub.value if target is name else None)
         elif isinstance(sub, (ast.AugAssign, ast.AnnAssign)) and isinstance(sub.target, ast.Name):
             assigned.setdefault(sub.target.id, []).append(None)
         elif isinstance(sub, (ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr, ast.withitem)):
             target = sub.optional_vars if isinstance(sub, ast.withitem) else sub.target
-            for name in ast.walk(target) if target is not None else ():
+            for name in walk(target) if target is not None else ():
                 if isinstance(name, ast.Name):
                     assigned.setdefault(name.id, []).append(None)
         elif isinstance(sub, ast.Return):
@@ -808,7 +809,7 @@ def _derived(nodes: list[ast.AST]) -> tuple[tuple[int, int], ...]:
             bound = assigned.get(name, [])
             if len(bound) != 1 or bound[0] is None:
                 continue
-            read = {n.id for n in ast.walk(bound[0]) if isinstance(n, ast.Name)} - _PURE
+            read = {n.id for n in walk(bound[0]) if isinstance(n, ast.Name)} - _PURE
             if len(read) == 1 and (source := read.pop()) in names and source != name and names.count(source) == 1:
                 pairs.add((a, names.index(source)))
         found = pairs if found is None else found & pairs

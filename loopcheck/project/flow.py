@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 import re
 
+from loopcheck.project.walk import walk
+
 # Tensor methods whose result stays attached to the graph of their receiver
 _DIFFERENTIABLE = {
     "abs", "add", "bmm", "clamp", "contiguous", "cpu", "cuda", "cumsum", "diagonal", "div", "double", "exp",
@@ -54,7 +56,7 @@ def keeps(node: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST],
         return ()
     rebound = {n.id for sub in nodes if isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For))
                for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target])
-               for n in ast.walk(t) if isinstance(n, ast.Name)}
+               for n in walk(t) if isinstance(n, ast.Name)}
     kept: set[int] = set()
     for sub in nodes:
         value = None
@@ -84,7 +86,7 @@ def _bound_once(nodes: list[ast.AST]) -> dict[str, ast.expr | None]:
         targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] if isinstance(
             sub, (ast.AugAssign, ast.AnnAssign, ast.For, ast.comprehension)) else []
         for target in targets:
-            for name in ast.walk(target):
+            for name in walk(target):
                 if isinstance(name, ast.Name):
                     single = isinstance(sub, ast.Assign) and target is name and name.id not in bound
                     bound[name.id] = sub.value if single else None  # type: ignore[union-attr]
