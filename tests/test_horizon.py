@@ -87,3 +87,15 @@ def test_a_sequential_schedule_hands_over_at_its_milestones(call: str, unit: Uni
     found = decay_expr(node)
     assert found is not None
     assert unit_of(found, build(cst.parse_module("")).index) is unit
+
+
+@pytest.mark.parametrize("setup, expr, unit", [
+    # iterations divided by the batches of an epoch are epochs, never batches (ESRGAN-PyTorch's trainer)
+    ("", "math.ceil(args.iters / len(self.train_dataloader))", None),
+    ("iters = i + epoch * len(dataloader)\n", "args.iters / len(dataloader)", None),
+    # the name then says what the value is
+    ("epochs = math.ceil(args.iters / len(train_dataloader))\n", "epochs // 2", Unit.EPOCHS),
+    ("", "len(train_dataloader) * args.epochs // args.gradient_accumulation_steps", Unit.UPDATES),
+])
+def test_a_length_in_a_divisor_counts_no_batches(setup: str, expr: str, unit: Unit | None) -> None:
+    assert _unit(setup, expr) is unit

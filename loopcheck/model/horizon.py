@@ -143,13 +143,15 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0) -> Unit | None:
     divided_by_accum = ambiguous = False
     for node in walk(expr):
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Divide, cst.FloorDivide)):
+            if _counts_data(node.right):
+                # `args.iters / len(train_dataloader)`: iterations over the batches of an epoch are epochs,
+                # or whatever the numerator makes of them; no batches
+                return None
             carried = _carries_accumulation(node.right, index)
             divided_by_accum = divided_by_accum or carried is True
             ambiguous = ambiguous or carried is None
-        if isinstance(node, cst.Call) and func_name(node) == "len":
-            args = positional(node)
-            if args and any(_DATA.search(last_part(n)) for n in names_in(args[0])):
-                found.add(Unit.BATCHES)
+        if isinstance(node, cst.Call) and func_name(node) == "len" and _counts_data(node):
+            found.add(Unit.BATCHES)
     epoch_counts = 0
     names = names_in(expr)
     for name in names:
@@ -179,6 +181,16 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0) -> Unit | None:
     if len(found) == 1:
         return found.pop()
     return None
+
+
+def _counts_data(expr: cst.BaseExpression) -> bool:
+    """``len(train_loader)``, ``len(dataset)``: a count of the data, whole or as a divisor's factor."""
+    for node in walk(expr):
+        if isinstance(node, cst.Call) and func_name(node) == "len":
+            args = positional(node)
+            if args and any(_DATA.search(last_part(n)) for n in names_in(args[0])):
+                return True
+    return False
 
 
 def _carries_accumulation(divisor: cst.BaseExpression, index: Index) -> bool | None:

@@ -4,7 +4,8 @@ the same unit as its stepping, where both are visible in the file: epochs agains
 stepping, batches against per-epoch stepping, micro-batches against per-update stepping.
 
 The horizon's unit is read from what the file shows: `len(train_loader)` and names such as
-`steps_per_epoch` or `epoch_length` count batches, a division by the accumulation count makes
+`steps_per_epoch` or `epoch_length` count batches (a division by `len(train_loader)`, as in
+`epochs = args.iters // len(train_loader)`, counts none: the name then says what it is), a division by the accumulation count makes
 optimizer steps, a multiplication by it makes micro-batches again (`max_train_steps *
 gradient_accumulation_steps`), a name that says only `epochs` counts epochs, and the bound of the
 training loop counts that loop's iterations (`for it in range(max_iters)`, `while step < max_steps:`
