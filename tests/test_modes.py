@@ -120,3 +120,17 @@ def test_a_layer_class_handed_to_a_builder_method_is_read() -> None:
     inert = source.replace("self.drop = nn.Dropout(0.5)", "self.drop = nn.Identity()")
     assert inert != source
     assert [f.code for f in check_source(inert, select=["LC605"])] == []
+
+
+def test_a_layer_list_built_by_a_builder_method_is_read() -> None:
+    # `layers.append(nn.Dropout(p))` then `nn.Sequential(*layers)` in the estimator's own builder method:
+    # mode-dependent; the same list of plain layers is inert
+    source = (Path(__file__).parents[1] / "rules" / "fixtures" / "LC605" /
+              "layer_list_built_by_a_builder_method.py").read_text()
+    assert [f.code for f in check_source(source, select=["LC605"])] == ["LC605"]
+    inert = source.replace("layers.append(nn.Dropout(self.dropout))", "layers.append(nn.Identity())")
+    assert inert != source
+    assert [f.code for f in check_source(inert, select=["LC605"])] == []
+    unknown = inert.replace("layers.append(nn.Identity())", "layers.extend(self.extra_layers)")
+    assert unknown != inert
+    assert [f.code for f in check_source(unknown, select=["LC605"])] == ["LC605"]

@@ -277,18 +277,19 @@ class _Module:
             bodies = self.builders[method] if function is None else [function]
             returns = [r.value for m in bodies for r in ast.walk(m) if isinstance(r, ast.Return)]
             self.verdicts[key] = bool(returns) and all(
-                isinstance(value, ast.Call) and self.expression(value, imported) for value in returns) and (
-                function is None or self._builds_only_mode_free(function, imported))
+                isinstance(value, ast.Call) and self.expression(value, imported) for value in returns) and all(
+                self._builds_only_mode_free(body, imported) for body in bodies)
         return self.verdicts[key]
 
-    def _builds_only_mode_free(self, function: ast.FunctionDef, imported: object) -> bool:
-        """Whether every call in a module-level builder is a mode-free construction (read like a
-        constructor) and no layer list is unpacked (``layers.append(nn.Dropout(p))`` then
-        ``return nn.Sequential(*layers)``)."""
+    def _builds_only_mode_free(self, function: ast.FunctionDef | ast.AsyncFunctionDef, imported: object) -> bool:
+        """Whether every call in a builder (a module-level function or a method) is a mode-free
+        construction, read like a constructor, and every list it unpacks holds only such calls
+        (``layers.append(nn.Dropout(p))`` then ``return nn.Sequential(*layers)`` is read)."""
         scope = _Scope(None, function)
         raised = {id(r.exc) for r in ast.walk(function) if isinstance(r, ast.Raise) and r.exc is not None}
         for sub in ast.walk(function):
-            if isinstance(sub, ast.Starred) or isinstance(sub, ast.keyword) and not _keyword_ok(sub):
+            if isinstance(sub, ast.Starred) and not _list_of_calls(function, sub.value) \
+                    or isinstance(sub, ast.keyword) and not _keyword_ok(sub):
                 return False
             if isinstance(sub, ast.Call) and id(sub) not in raised and not self._call(sub, imported, True,
                                                                                        scope=scope):
@@ -455,6 +456,41 @@ def _self_item(func: ast.expr, scope: _Scope) -> bool:
                    for target in targets for t in ast.walk(target)) and not isinstance(sub.value, ast.Call):
                 return False
     return True
+
+
+def _list_of_calls(function: ast.AST, value: ast.expr) -> bool:
+    """Whether ``value`` is a local list the function fills only with calls (each read as a
+    construction): ``layers = [nn.Linear(4, 8)]``, ``layers.append(nn.ReLU())``, ``layers += [...]``."""
+    if not isinstance(value, ast.Name):
+        return False
+    name = value.id
+    bound = False
+    for sub in ast.walk(function):
+        if isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            if any(isinstance(t, ast.Name) and t.id == name for target in targets for t in ast.walk(target)):
+                if not (len(targets) == 1 and isinstance(targets[0], ast.Name) and sub.value is not None
+                        and _calls_only(sub.value)):
+                    return False
+                bound = True
+        elif isinstance(sub, (ast.For, ast.comprehension, ast.withitem, ast.NamedExpr)) and any(
+                isinstance(t, ast.Name) and t.id == name for t in ast.walk(
+                    getattr(sub, "target", None) or getattr(sub, "optional_vars", None) or ast.Pass())):
+            return False
+        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) \
+                and isinstance(sub.func.value, ast.Name) and sub.func.value.id == name:
+            if sub.func.attr in ("append", "insert"):
+                if not sub.args or not isinstance(sub.args[-1], ast.Call) or sub.keywords:
+                    return False
+            elif sub.func.attr == "extend":
+                if len(sub.args) != 1 or not _calls_only(sub.args[0]):
+                    return False
+            else:
+                return False
+        elif isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name) and sub.value.id == name \
+                and isinstance(sub.ctx, ast.Store):
+            return False
+    return bound
 
 
 def _calls_only(node: ast.expr) -> bool:
