@@ -72,6 +72,15 @@ def test_eval_between_forward_and_step_leaks_only_where_a_forward_follows_it() -
                                  "    loss.backward()\n")
     assert added_after != source
     assert [f.code for f in check_source(added_after, select=["LC605"])] == ["LC605"]
+    # the eval() between the backward and the step: the step's gradients predate it too
+    after_backward = source.replace("    if do_eval:\n        evaluate(model, x, y)\n    loss.backward()\n",
+                                    "    loss.backward()\n    if do_eval:\n        evaluate(model, x, y)\n")
+    assert after_backward != source
+    assert [f.code for f in check_source(after_backward, select=["LC605"])] == []
+    after_backward_train_once = after_backward.replace(
+        "    model.train()\n    optimizer.zero_grad()\n", "    optimizer.zero_grad()\n")
+    assert after_backward_train_once != after_backward
+    assert [f.code for f in check_source(after_backward_train_once, select=["LC605"])] == ["LC605"]
     inline_forward = source.replace("    loss.backward()\n", "    F.mse_loss(model(x), y).backward()\n")
     assert inline_forward != source
     assert [f.code for f in check_source(inline_forward, select=["LC605"])] == ["LC605"]

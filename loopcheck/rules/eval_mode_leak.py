@@ -314,11 +314,11 @@ def _later(leak: Event, updates: list[int], events: list[Event], loop: Loop) -> 
 
 def _fed_before(leak: Event, update: int, events: list[Event], loop: Loop) -> bool:
     """Whether every backward the iteration may run between ``leak`` and ``update`` back-propagates a
-    loss name last bound before ``leak`` (and there is at least one such backward: with none, the
-    gradients of an earlier backward are stepped, which the caller's window already covers)."""
+    loss name last bound before ``leak``; with none, the step uses the gradients of backward passes
+    that ran before the ``eval()`` (``loss.backward(); evaluate(model); opt.step()``)."""
     backwards = [e for e in events if e.kind is Kind.BACKWARD and leak.order < e.order < update
                  and not exclusive(e.conds, leak.conds)]
-    return bool(backwards) and all(_bound_before(b, leak.order, loop) for b in backwards)
+    return all(_bound_before(b, leak.order, loop) for b in backwards)
 
 
 def _bound_before(backward: Event, order: int, loop: Loop) -> bool:
