@@ -12,7 +12,7 @@ training loop counts that loop's iterations (`for it in range(max_iters)`, `whil
 whose body adds 1 to `step` on every iteration, or `if global_step >= max_steps: break` where the
 loop adds 1 to `global_step` on every iteration: micro-batches, not the updates a counter advanced
 only in the step branch counts). The stepping's unit comes from the loop's shape: every
-batch, every N-th micro-batch, once per epoch (also from some epoch on, `if epoch >= warmup_epochs:`),
+batch (also after a stop `if iters == total_iters: break`, which only ends the loop), every N-th micro-batch, once per epoch (also from some epoch on, `if epoch >= warmup_epochs:`),
 or, in a loop that enters `with accelerator.accumulate(model):`, once per optimizer step for a
 scheduler handed to `accelerator.prepare` wherever the loop steps it (Accelerate 0.16 and later step
 it only when the optimizer steps, unless `step_scheduler_with_optimizer=False`; earlier versions
@@ -374,7 +374,7 @@ def _stepping_units(training: TrainingLoop, model: FileModel) -> Iterator[tuple[
         return
     for scheduler in training.events(Kind.SCHEDULER_STEP):
         guard = training.guard(scheduler)
-        if guard.always:
+        if guard.always or _until_break(scheduler):
             yield scheduler, Unit.BATCHES
         elif guard.periodic and training.style is Style.GUARDED:
             yield scheduler, Unit.UPDATES
@@ -384,6 +384,14 @@ def _stepping_units(training: TrainingLoop, model: FileModel) -> Iterator[tuple[
             if scheduler.order > training.loop.order and (training.guard(scheduler).always
                                                           or _from_epoch_on(scheduler, outer)):
                 yield scheduler, Unit.EPOCHS
+
+
+def _until_break(scheduler: Event) -> bool:
+    """Stepped after ``if iters == total_iters: break`` (and nothing else): on every batch until the
+    loop stops. A ``continue`` or ``return`` before it could skip batches; a ``break`` only ends them."""
+    return bool(scheduler.conds) and all(
+        c.branch == "after-exit" and isinstance(c.owner, cst.If) and _only_break(c.owner.body)
+        for c in scheduler.conds)
 
 
 def _from_epoch_on(scheduler: Event, outer: Loop) -> bool:
