@@ -44,9 +44,15 @@ class TextTest:
     all_of: tuple[str, ...] = ()
     training_loop: bool = True  # also the text of a training loop (``backward(``, ``loss_scaler(``)
 
-    def passes(self, source: str) -> bool:
-        return (any(text in source for text in self.any_of) and all(text in source for text in self.all_of)
-                and (not self.training_loop or any(text in source for text in TRAINING_LOOP_TEXT)))
+    def passes(self, source: str, trains: bool | None = None) -> bool:
+        """``trains``: whether ``source`` holds a training loop's text (``has_training_text``), if known."""
+        if self.training_loop and not (has_training_text(source) if trains is None else trains):
+            return False
+        return any(text in source for text in self.any_of) and all(text in source for text in self.all_of)
+
+
+def has_training_text(source: str) -> bool:
+    return any(text in source for text in TRAINING_LOOP_TEXT)
 
 
 @lru_cache(maxsize=None)
@@ -68,7 +74,8 @@ def text_tests(codes: frozenset[str]) -> tuple[TextTest, ...]:
 
 def wanted(source: str, tests: Iterable[TextTest]) -> bool:
     """Whether any rule can find something in ``source`` (a substring test: microseconds)."""
-    return any(test.passes(source) for test in tests)
+    trains = has_training_text(source)  # searched once, not once per test: most files have none
+    return any(test.passes(source, trains) for test in tests)
 
 
 def required_texts(codes: frozenset[str]) -> frozenset[str]:
@@ -124,7 +131,8 @@ def analyse(source: str, filename: str, codes: frozenset[str], options: Options 
     a ``LazyProject`` that reads them only where they can matter. Without ``whole`` (findings only,
     no module to apply fixes to), a file that only rules reading a few statements look at is parsed
     without the other statements."""
-    rules = [r for r in _rules(codes) if _text_test(r).passes(source)]
+    trains = has_training_text(source)
+    rules = [r for r in _rules(codes) if _text_test(r).passes(source, trains)]
     if not rules:
         return None, []
     screened = screen(source, filename)

@@ -126,7 +126,7 @@ class Loop:
     @property
     def is_loop(self) -> bool:
         """False for the pseudo-loop that stands for a whole function or module."""
-        return isinstance(self.node, (cst.For, cst.While))
+        return type(self.node) in (cst.For, cst.While)
 
     @property
     def target(self) -> cst.BaseAssignTargetExpression | None:

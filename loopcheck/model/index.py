@@ -52,47 +52,7 @@ def _may_be_event(call: cst.Call) -> bool:
 def index_module(module: cst.Module) -> Index:
     index = Index()
     calls_by_fn: dict[cst.FunctionDef, set[str]] = {}
-    # two parallel stacks (node, the function or module it belongs to); leaves hold nothing to index
-    stack: list[cst.CSTNode] = [module]
-    scopes: list[cst.FunctionDef | cst.Module] = [module]
-    while stack:
-        node, scope = stack.pop(), scopes.pop()
-        kind = type(node)  # exact types: isinstance() on libcst's ABCs dominates this loop otherwise
-        if kind is cst.FunctionDef:
-            index.functions.setdefault(node.name.value, []).append(node)
-            calls_by_fn[node] = set()
-            if node is not scope:
-                found = inner_nodes(node)
-                stack.extend(found)
-                scopes.extend([node] * len(found))  # type: ignore[list-item]
-                continue
-        elif kind is cst.For or kind is cst.While:
-            index.with_loops.add(scope)
-        elif (kind is cst.Assign or kind is cst.AnnAssign) and node.value is not None:  # type: ignore[attr-defined]
-            _index_assignment(index, node)  # type: ignore[arg-type]
-        elif kind is cst.Attribute:
-            index.attributes.add(node.attr.value)  # type: ignore[attr-defined]
-        elif kind is cst.AugAssign:
-            target = dotted(node.target)  # type: ignore[attr-defined]
-            if target:
-                index.incremented.add(last_part(target))
-        elif kind is cst.Import or kind is cst.ImportFrom:
-            index.imports.append(node)  # type: ignore[arg-type]
-        elif kind is cst.Call:
-            _index_call(index, node)
-            if isinstance(scope, cst.FunctionDef):
-                called = method(node)
-                base = dotted(called[0]) if called is not None else None
-                if base is not None:
-                    index.methods_in.setdefault(scope, {}).setdefault(base, set()).add(called[1])  # type: ignore[index]
-                if _may_be_event(node):
-                    index.eventful.add(scope)
-                callee = node.func.attr.value if isinstance(node.func, cst.Attribute) else dotted(node.func)
-                if callee:
-                    calls_by_fn[scope].add(callee)
-        found = inner_nodes(node)
-        stack.extend(found)
-        scopes.extend([scope] * len(found))
+    _index_scope(index, module, [module], calls_by_fn)
     roots = _import_roots(index.imports)
     if roots & FOREIGN_FRAMEWORKS and "torch" not in roots:
         index.foreign = True
@@ -111,6 +71,47 @@ def index_module(module: cst.Module) -> Index:
                 index.eventful.add(fn)
                 todo.append(fn.name.value)
     return index
+
+
+def _index_scope(index: Index, scope: cst.FunctionDef | cst.Module, stack: list[cst.CSTNode],
+                 calls_by_fn: dict[cst.FunctionDef, set[str]]) -> None:
+    """Index the nodes on ``stack`` and below, which belong to ``scope`` (the module or a function).
+    A nested function's nodes are indexed, as its scope's, where the walk meets it: the nodes come
+    in the order of one walk of the module. Leaves hold nothing to index."""
+    in_function = type(scope) is cst.FunctionDef
+    while stack:
+        node = stack.pop()
+        kind = type(node)  # exact types: isinstance() on libcst's ABCs dominates this loop otherwise
+        if kind is cst.FunctionDef:
+            index.functions.setdefault(node.name.value, []).append(node)  # type: ignore[attr-defined]
+            calls_by_fn[node] = set()  # type: ignore[index]
+            _index_scope(index, node, inner_nodes(node), calls_by_fn)  # type: ignore[arg-type]
+            continue
+        elif kind is cst.For or kind is cst.While:
+            index.with_loops.add(scope)
+        elif (kind is cst.Assign or kind is cst.AnnAssign) and node.value is not None:  # type: ignore[attr-defined]
+            _index_assignment(index, node)  # type: ignore[arg-type]
+        elif kind is cst.Attribute:
+            index.attributes.add(node.attr.value)  # type: ignore[attr-defined]
+        elif kind is cst.AugAssign:
+            target = dotted(node.target)  # type: ignore[attr-defined]
+            if target:
+                index.incremented.add(last_part(target))
+        elif kind is cst.Import or kind is cst.ImportFrom:
+            index.imports.append(node)  # type: ignore[arg-type]
+        elif kind is cst.Call:
+            _index_call(index, node)
+            if in_function:
+                called = method(node)
+                base = dotted(called[0]) if called is not None else None
+                if base is not None:
+                    index.methods_in.setdefault(scope, {}).setdefault(base, set()).add(called[1])  # type: ignore[index]
+                if _may_be_event(node):
+                    index.eventful.add(scope)
+                callee = node.func.attr.value if isinstance(node.func, cst.Attribute) else dotted(node.func)
+                if callee:
+                    calls_by_fn[scope].add(callee)
+        stack.extend(inner_nodes(node))
 
 
 def _index_assignment(index: Index, node: cst.Assign | cst.AnnAssign) -> None:
