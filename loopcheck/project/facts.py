@@ -2,9 +2,9 @@
 
 Only facts a training loop in another file can depend on: which functions (and methods) back-
 propagate, step or zero an argument, leave an argument in eval mode, wrap a module in
-``DistributedDataParallel``, control DDP's gradient sync, or return a value still attached to the
-autograd graph; what the module imports; and where it builds a DDP wrapper itself (an entry
-script). Parsing with ``ast`` costs a tenth of a libcst parse, and the facts are plain data that
+``DistributedDataParallel``, control DDP's gradient sync, return a value still attached to the
+autograd graph, or return a scheduler (``schedules``: as the caller would build it); what the
+module imports; and where it builds a DDP wrapper itself (an entry script). Parsing with ``ast`` costs a tenth of a libcst parse, and the facts are plain data that
 cache as JSON.
 
 >>> facts = extract("def smart_ddp(model):\\n    return DDP(model, device_ids=[0])\\n", "utils.py")
@@ -22,6 +22,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 from loopcheck.project.flow import graph_from, keeps, may_flow
+from loopcheck.project.schedules import SCHEDULE_TEXT, returned
 from loopcheck.project.walk import children, walk
 
 _DDP = {"DistributedDataParallel", "DDP"}
@@ -63,6 +64,8 @@ class FunctionFacts:
     builds: str = ""  # the class of its own module whose new instance it returns (a factory)
     graph_from: tuple[int, ...] = ()  # the argument its return is computed from, differentiably (flow.graph_from)
     keeps: tuple[int, ...] = ()  # arguments a method stores in its object (flow.keeps)
+    # the scheduler constructor each return hands back, as the caller would write it (schedules.returned)
+    schedules: tuple[str, ...] = ()
 
 
 @dataclass
@@ -275,7 +278,7 @@ def _effective(facts: FunctionFacts) -> bool:
     lookup that finds nothing)."""
     return (facts.backward is not None or bool(facts.steps or facts.scaler_steps or facts.evals)
             or facts.zeroes or facts.wraps_ddp or facts.controls_sync or facts.returns_graph
-            or bool(facts.derived or facts.builds or facts.graph_from or facts.keeps))
+            or bool(facts.derived or facts.builds or facts.graph_from or facts.keeps or facts.schedules))
 
 
 class _Whole(Exception):
@@ -335,7 +338,8 @@ class _Blocks:
         params = {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}
         return bool(_EFFECT.search(text) or params & called and _calls_argument(text, params & called)
                     or not called.isdisjoint(self.defined) or not called.isdisjoint(methods)
-                    or _may_derive(text) or not node.name.startswith("__") and may_flow(text, params))
+                    or _may_derive(text) or not node.name.startswith("__") and may_flow(text, params)
+                    or not methods and SCHEDULE_TEXT.search(text) is not None)
 
     def function(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         if self.kinds.get(name, "def") != "def" and len(self.defined[name]) == 1:
@@ -480,7 +484,8 @@ def _with_effects(tree: ast.Module, source: str) -> set[ast.AST]:
                 if _EFFECT.search(text) or params & called and _calls_argument(text, params & called):
                     wanted.add(member)
                 elif _may_derive(text) or called & classes and _may_build(text, classes) \
-                        or not member.name.startswith("__") and may_flow(text, params):
+                        or not member.name.startswith("__") and may_flow(text, params) \
+                        or member is node and SCHEDULE_TEXT.search(text):
                     local.add(member)
                 functions.append((member, member.name, called))
     names = {name for node, name, _ in functions if node in wanted}
@@ -624,6 +629,8 @@ class _Reader:
             graph_from=graph_from(node, nodes, index),
             keeps=keeps(node, nodes, index) if methods is not None and node.args.args[:1] and node.args.args[0].arg == "self"
             and not node.name.startswith("__") else (),  # a constructor keeping its arguments is any object
+            # a `*args` parameter takes the positions after it, which the caller's mapping does not know
+            schedules=returned(nodes, index) if methods is None and depth == 0 and node.args.vararg is None else (),
         )
 
     def _callee(self, call: ast.Call, methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None

@@ -17,8 +17,12 @@ or, in a loop that enters `with accelerator.accumulate(model):`, once per optimi
 scheduler handed to `accelerator.prepare` wherever the loop steps it (Accelerate 0.16 and later step
 it only when the optimizer steps, unless `step_scheduler_with_optimizer=False`; earlier versions
 stepped it on every call, so a project pinned to one, e.g. `accelerate==0.15.0`, is right to count
-that horizon in micro-batches: loopcheck does not read the pin, suppress the finding there). It is
-silent where the file does not settle both: a scheduler or horizon built in another module, a
+that horizon in micro-batches: loopcheck does not read the pin, suppress the finding there). A
+scheduler built by a function of another project module (`scheduler = build_scheduler(optimizer,
+args)` with `return CosineAnnealingLR(optimizer, T_max=args.epochs)` there) is read as that
+function builds it, with the call's arguments in place of its parameters. It is silent where the
+file does not settle both: a horizon that names what the call does not pass (another module's
+constant or default), a scheduler built in another module by a class or an object, a
 `scheduler.step(...)` with arguments, a step under a configuration flag, and an accumulation count
 that is 1 as the file ships it (a batch is then an optimizer step). The warmup length
 (`num_warmup_steps` of the `transformers` schedules) is read the same way: `warmup_steps *
@@ -61,6 +65,8 @@ from loopcheck.model.horizon import Unit, decay_expr, horizon_expr, unit_of, war
 from loopcheck.model.syntax import dotted, func_name, int_value, last_part, names_in, positional, same, source, walk
 from loopcheck.model.training import is_data_loop
 from loopcheck.model.values import accumulation_gates_nothing
+from loopcheck.project import arguments
+from loopcheck.project.schedules import as_called
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -229,7 +235,8 @@ for epoch in range(args.epochs):
             for scheduler, stepped in _stepping_units(training, model):
                 if scheduler.has_args or _under_flag(training, scheduler):
                     continue
-                calls = model.roles.constructors(scheduler.receiver, Role.SCHEDULER)
+                calls = [c for call in model.roles.constructors(scheduler.receiver, Role.SCHEDULER)
+                         for c in _as_built(call, model)]
                 horizons = [_length(call, model) for call in calls]
                 units = [(unit_of(h, model.index) or _loop_unit(h, training)) if h is not None else None
                          for h in horizons]
@@ -238,7 +245,8 @@ for epoch in range(args.epochs):
                     what = _DECAY_WORDS.get(last_part(func_name(calls[0]) or ""), "horizon")
                     counts = "count" if what == "milestones" else "counts"
                     yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
-                                             f"but its {what} `{source(horizons[0])}` {counts} {units[0].value}")
+                                             f"but its {what} `{source(horizons[0])}` {counts} {units[0].value}"
+                                             f"{_built_by(scheduler, model)}")
                     continue
                 # a warmup counted in other units than the stepping (`warmup_steps * gradient_accumulation_steps`
                 # for a scheduler stepped once per update): the ramp lasts N times longer or shorter
@@ -246,7 +254,45 @@ for epoch in range(args.epochs):
                 wunits = [unit_of(w, model.index) if w is not None else None for w in warmups]
                 if wunits and all(u is not None and _mismatch(u, stepped, accumulates) for u in wunits):
                     yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
-                                             f"but its warmup `{source(warmups[0])}` counts {wunits[0].value}")
+                                             f"but its warmup `{source(warmups[0])}` counts {wunits[0].value}"
+                                             f"{_built_by(scheduler, model)}")
+
+
+def _as_built(call: cst.Call, model: FileModel) -> list[cst.Call]:
+    """The scheduler constructors ``call`` stands for: itself, or, for a project function that
+    returns a scheduler (``build_scheduler(optimizer, args)`` in another module), each constructor
+    it returns with the call's arguments in place of its parameters (``CosineAnnealingLR(optimizer,
+    T_max=args.epochs)``), read as if this file had written it. Where a parameter is not passed
+    (its default is the other module's), the call stays as it is: no horizon known."""
+    if model.project is None or _length(call, model) is not None or warmup_expr(call) is not None:
+        return [call]  # read as written (`get_linear_schedule_with_warmup` vendored into the project)
+    found = model.project.summary(call, model.roles)
+    if found is None or not found.facts.schedules or any(a.star for a in call.args):
+        return [call]
+    args = {i: source(a) for i, a in arguments(call, found.facts).items()}
+    built = []
+    for marked in found.facts.schedules:
+        text = as_called(marked, args)
+        if text is None:
+            return [call]
+        try:
+            parsed = cst.parse_expression(text)
+        except cst.ParserSyntaxError:
+            return [call]
+        if not isinstance(parsed, cst.Call):
+            return [call]
+        built.append(parsed)
+    return built
+
+
+def _built_by(scheduler: Event, model: FileModel) -> str:
+    """`` (built by `build_scheduler`, utils.py:4)`` where a project function of another module built it."""
+    for call in model.roles.constructors(scheduler.receiver, Role.SCHEDULER):
+        if model.project is not None and _as_built(call, model) != [call]:
+            found = model.project.summary(call, model.roles)
+            if found is not None:
+                return f" (built by `{found.name}`, {found.where})"
+    return ""
 
 
 _DECAY_WORDS = {"StepLR": "step size", "MultiStepLR": "milestones", "SequentialLR": "milestones"}

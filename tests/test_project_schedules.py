@@ -1,0 +1,144 @@
+"""LC303 on a scheduler built by a function of another project module: the horizon that function
+passes to the scheduler, with the caller's arguments in place of its parameters, is read as if the
+training file had built the scheduler itself. Anything the caller cannot see keeps it silent."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from loopcheck.project.schedules import as_called, returned
+from loopcheck.project.facts import extract
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    for name, text in files.items():
+        (root / name).write_text(textwrap.dedent(text))
+
+
+def _codes(run_cli, *paths: str) -> list[str]:
+    _, out, _ = run_cli("check", "-q", "--no-show-source", *paths)
+    return [line for line in out.splitlines() if ": LC" in line]
+
+
+# the loop steps the scheduler once per batch (STEP_PER_BATCH) or once per epoch (STEP_PER_EPOCH)
+TRAIN = """
+    import argparse
+
+    import torch
+
+    from utils import build_scheduler
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=10)
+    args = parser.parse_args()
+    model = torch.nn.Linear(4, 1)
+    train_loader = torch.utils.data.DataLoader(torch.randn(64, 4), batch_size=8)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scheduler = BUILT
+    for epoch in range(args.epochs):
+        for x in train_loader:
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+            STEP_PER_BATCH
+        STEP_PER_EPOCH
+"""
+
+EPOCHS = """
+    import torch
+
+
+    def build_scheduler(optimizer, args):
+        return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
+"""
+
+BATCHES = """
+    from torch.optim.lr_scheduler import CosineAnnealingLR
+
+
+    def build_scheduler(optimizer, epochs, steps_per_epoch):
+        total = epochs * steps_per_epoch
+        scheduler = CosineAnnealingLR(optimizer, T_max=total)
+        return scheduler
+"""
+
+
+def _train(built: str, per_batch: bool) -> str:
+    step = "scheduler.step()"
+    return TRAIN.replace("BUILT", built).replace("STEP_PER_BATCH", step if per_batch else "pass").replace(
+        "STEP_PER_EPOCH", "pass" if per_batch else step)
+
+
+def test_epoch_horizon_built_in_another_module_stepped_per_batch(project: Path, run_cli) -> None:
+    _write(project, {"train.py": _train("build_scheduler(optimizer, args)", per_batch=True), "utils.py": EPOCHS})
+    found = _codes(run_cli, "train.py")
+    assert len(found) == 1 and found[0].startswith("train.py:20:") and " LC303 " in found[0]
+    assert "horizon `args.epochs` counts epochs" in found[0] and "`build_scheduler`, utils.py:5" in found[0]
+
+
+def test_batch_horizon_built_in_another_module_stepped_per_epoch(project: Path, run_cli) -> None:
+    built = "build_scheduler(optimizer, args.epochs, steps_per_epoch=len(train_loader))"
+    _write(project, {"train.py": _train(built, per_batch=False), "utils.py": BATCHES})
+    found = _codes(run_cli, "train.py")
+    assert len(found) == 1 and found[0].startswith("train.py:21:") and " LC303 " in found[0]
+    assert "`args.epochs * len(train_loader)` counts batches" in found[0]
+
+
+@pytest.mark.parametrize(("built", "module", "per_batch"), [
+    ("build_scheduler(optimizer, args)", EPOCHS, False),  # an epoch horizon stepped per epoch
+    ("build_scheduler(optimizer, args.epochs, len(train_loader))", BATCHES, True),  # batches per batch
+    # the horizon is the other module's default or constant: the caller does not show it
+    ("build_scheduler(optimizer)", EPOCHS.replace("args)", "args=None)").replace("args.epochs", "100"), True),
+    ("build_scheduler(optimizer)", "import torch\nEPOCHS = 100\n\n\ndef build_scheduler(optimizer):\n"
+     "    return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=EPOCHS)\n", True),
+    ("build_scheduler(optimizer)", "import torch\n\n\ndef build_scheduler(optimizer, epochs=100):\n"
+     "    return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs)\n", True),
+    # one branch builds a schedule whose horizon has no unit the file shows
+    ("build_scheduler(optimizer, args)", EPOCHS.replace(
+        "    return torch", "    if args.sched == 'onecycle':\n        return torch.optim.lr_scheduler.OneCycleLR("
+        "optimizer, 0.1, total_steps=args.total_steps)\n    return torch"), True),
+    # positions after `*args` are not known
+    ("build_scheduler(optimizer, args)", EPOCHS.replace("(optimizer, args)", "(optimizer, *rest, args=None)"), True),
+])
+def test_schedulers_built_elsewhere_in_their_own_unit_or_unknown(project: Path, run_cli, built: str, module: str,
+                                                                  per_batch: bool) -> None:
+    _write(project, {"train.py": _train(built, per_batch), "utils.py": module})
+    assert _codes(run_cli, "train.py") == []
+
+
+def test_a_factory_that_changes_its_horizon_invalidates_the_cached_result(project: Path, run_cli) -> None:
+    _write(project, {"train.py": _train("build_scheduler(optimizer, args)", per_batch=True), "utils.py": EPOCHS})
+    assert len(_codes(run_cli, "train.py")) == 1
+    _write(project, {"utils.py": EPOCHS.replace("T_max=args.epochs", "T_max=args.epochs * args.steps_per_epoch")})
+    assert _codes(run_cli, "train.py") == []
+
+
+def test_returned_marks_parameters_and_follows_locals() -> None:
+    facts = extract(textwrap.dedent(BATCHES), "utils.py")
+    assert facts.functions["build_scheduler"].schedules == ("CosineAnnealingLR(\x000\x00, T_max=\x001\x00 * \x002\x00)",)
+    assert as_called(facts.functions["build_scheduler"].schedules[0], {0: "opt", 1: "args.epochs", 2: "len(dl)"}) \
+        == "CosineAnnealingLR(opt, T_max=args.epochs * len(dl))"
+    assert as_called("f(T_max=\x001\x00)", {1: "a * b"}) == "f(T_max=a * b)"  # a whole argument needs no parentheses
+    assert as_called("f(\x001\x00 * 2)", {1: "a + b"}) == "f((a + b) * 2)"
+    assert as_called("f(x == \x001\x00)", {1: "a or b"}) == "f(x == (a or b))"
+    assert as_called("f(\x000\x00, \x001\x00)", {0: "opt"}) is None  # a parameter not passed
+
+
+@pytest.mark.parametrize("body", [
+    "    return CosineAnnealingLR(optimizer, T_max=EPOCHS)",  # a module constant
+    "    total = args.epochs\n    total += 1\n    return CosineAnnealingLR(optimizer, T_max=total)",  # assigned twice
+    "    return LambdaLR(optimizer, lambda step: step / args.epochs)",  # names bound inside the call
+    "    return CosineAnnealingLR(optimizer, **args.sched_kwargs)",
+    "    if args.none:\n        return None\n    return CosineAnnealingLR(optimizer, T_max=args.epochs)",
+    "    return make(optimizer, args)",  # not a scheduler constructor
+])
+def test_returned_keeps_nothing_the_caller_cannot_see(body: str) -> None:
+    import ast
+
+    tree = ast.parse(f"def build_scheduler(optimizer, args):\n{body}\n")
+    function = tree.body[0]
+    assert returned(list(ast.walk(function))[1:], {"optimizer": 0, "args": 1}) == ()
