@@ -103,6 +103,10 @@ def test_batch_horizon_built_in_another_module_stepped_per_epoch(project: Path, 
         "optimizer, 0.1, total_steps=args.total_steps)\n    return torch"), True),
     # positions after `*args` are not known
     ("build_scheduler(optimizer, args)", EPOCHS.replace("(optimizer, args)", "(optimizer, *rest, args=None)"), True),
+    # the factory turns the epoch count it is given into batches
+    ("build_scheduler(optimizer, args.epochs, len(train_loader))", BATCHES.replace(
+        "    total = epochs * steps_per_epoch\n", "    epochs *= steps_per_epoch\n").replace("T_max=total", "T_max=epochs"),
+     True),
 ])
 def test_schedulers_built_elsewhere_in_their_own_unit_or_unknown(project: Path, run_cli, built: str, module: str,
                                                                   per_batch: bool) -> None:
@@ -135,6 +139,9 @@ def test_returned_marks_parameters_and_follows_locals() -> None:
     "    return CosineAnnealingLR(optimizer, **args.sched_kwargs)",
     "    if args.none:\n        return None\n    return CosineAnnealingLR(optimizer, T_max=args.epochs)",
     "    return make(optimizer, args)",  # not a scheduler constructor
+    # a parameter rebound before it reaches the scheduler: the caller's `args.epochs` is not its horizon
+    "    args.epochs = args.epochs * args.steps_per_epoch\n    return CosineAnnealingLR(optimizer, T_max=args.epochs)",
+    "    optimizer = wrap(optimizer)\n    return CosineAnnealingLR(optimizer, T_max=args.epochs)",
 ])
 def test_returned_keeps_nothing_the_caller_cannot_see(body: str) -> None:
     import ast

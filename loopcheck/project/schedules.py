@@ -34,7 +34,7 @@ def returned(nodes: list[ast.AST], index: Mapping[str, int]) -> tuple[str, ...]:
     for sub in nodes:
         if isinstance(sub, ast.Assign):
             for target in sub.targets:
-                for name in ast.walk(target):
+                for name in ast.walk(target):  # `args.epochs = ...` rebinds a part of `args`
                     if isinstance(name, ast.Name):
                         assigned.setdefault(name.id, []).append(sub.value if target is name else None)
         elif isinstance(sub, (ast.AugAssign, ast.AnnAssign)):
@@ -46,6 +46,10 @@ def returned(nodes: list[ast.AST], index: Mapping[str, int]) -> tuple[str, ...]:
             return ()  # other bindings: not followed
         elif isinstance(sub, ast.Return):
             returns.append(sub.value)
+    if not assigned.keys().isdisjoint(index):
+        # `epochs = epochs * steps_per_epoch`, `args.epochs *= len(loader)`: the scheduler is given
+        # something else than what the caller passed
+        return ()
     found = []
     for value in returns:
         if isinstance(value, ast.Name) and len(assigned.get(value.id, [])) == 1 and value.id not in index:
