@@ -246,7 +246,7 @@ def entry() -> None:
 
 def _exit_now(code: int) -> None:
     """Exit without Python's teardown, which frees every object one at a time: after a check
-    (libcst's classes, the files read) that took ~0.1 CPU s, a third of checking one script. A check
+    (libcst's classes, the files read) that took ~0.1 CPU s, a quarter of checking one script. A check
     runs no user code and leaves nothing open; the exit handlers (``module_code``'s) still run."""
     import atexit
 
