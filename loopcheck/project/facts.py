@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from loopcheck.project.flow import graph_from, keeps, may_flow
 from loopcheck.project.schedules import SCHEDULE_TEXT, returned
-from loopcheck.project.walk import children, walk
+from loopcheck.project.walk import children, last_name, walk
 
 _DDP = {"DistributedDataParallel", "DDP"}
 # Where a module may call one of them: the name (not the end of a longer one, `smart_DDP`), then only
@@ -187,7 +187,7 @@ class ModuleReader:
             nodes = walk(tree)  # walked once, for each fact below
             for node in nodes:
                 if isinstance(node, ast.Call):
-                    if _last(node.func) in _DDP:
+                    if last_name(node.func) in _DDP:
                         ddp_lines.append(node.lineno)
                     if isinstance(node.func, ast.Name):
                         called.add(node.func.id)
@@ -441,7 +441,7 @@ def _passes_ddp(nodes: list[ast.AST], imports: dict[str, tuple[str, str, int]]) 
     module, in ``ast.walk``'s order."""
     wrapped: set[str] = set()
     for node in nodes:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _last(node.value.func) in _DDP:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and last_name(node.value.func) in _DDP:
             wrapped.update(name for t in node.targets if (name := ast_dotted(t)) is not None)
     if not wrapped:
         return ()
@@ -449,7 +449,7 @@ def _passes_ddp(nodes: list[ast.AST], imports: dict[str, tuple[str, str, int]]) 
         if isinstance(node, ast.ClassDef):
             for member in node.body:
                 if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                        _last(d) == "property" for d in member.decorator_list) and any(
+                        last_name(d) == "property" for d in member.decorator_list) and any(
                         isinstance(r, ast.Return) and r.value is not None and ast_dotted(r.value) in wrapped
                         for r in _own_nodes(member)):
                     wrapped.add(f"self.{member.name}")
@@ -505,14 +505,6 @@ def _calls_argument(text: str, names: set[str]) -> bool:
     return re.search(r"(?<![\w.])(?:%s)\s*\(" % "|".join(sorted(names)), text) is not None
 
 
-def _last(expr: ast.expr) -> str:
-    if isinstance(expr, ast.Name):
-        return expr.id
-    if isinstance(expr, ast.Attribute):
-        return expr.attr
-    return ""
-
-
 def ast_dotted(expr: ast.expr) -> str | None:
     """``self.scaler`` for an Attribute chain of Names, ``None`` for anything else."""
     if isinstance(expr, ast.Name):
@@ -561,7 +553,7 @@ class _Reader:
             nodes = self._nodes[id(node)] = _own_nodes(node)
         # `model = deepcopy(model)`: the mode switches that follow act on a copy
         copied = {t.id for sub in nodes if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call)
-                  and _last(sub.value.func) in ("deepcopy", "copy") for t in sub.targets if isinstance(t, ast.Name)}
+                  and last_name(sub.value.func) in ("deepcopy", "copy") for t in sub.targets if isinstance(t, ast.Name)}
         for sub in nodes:
             if isinstance(sub, ast.Attribute) and sub.attr in _SYNC:
                 controls_sync = True
@@ -572,7 +564,7 @@ class _Reader:
             if not isinstance(sub, ast.Call):
                 continue
             func = sub.func
-            name = _last(func)
+            name = last_name(func)
             receiver = func.value if isinstance(func, ast.Attribute) else None
             recv = receiver.id if isinstance(receiver, ast.Name) else None
             if name == "backward" and receiver is not None and backward is None:
@@ -722,20 +714,20 @@ def _wraps_ddp(nodes: list[ast.AST], index: dict[str, int]) -> bool:
 
 
 def _is_ddp_of_argument(expr: ast.expr, index: dict[str, int]) -> bool:
-    return (isinstance(expr, ast.Call) and _last(expr.func) in _DDP and bool(expr.args)
+    return (isinstance(expr, ast.Call) and last_name(expr.func) in _DDP and bool(expr.args)
             and bool(_names(expr.args[0]) & set(index)))
 
 
 def _returns_graph(node: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST], index: dict[str, int]) -> bool:
     """Every ``return`` hands back what calling an argument computed (``model(x)``, a criterion of
     it), not detached, and nothing runs under ``no_grad``: a loss or outputs still holding the graph."""
-    if any(_last(d.func if isinstance(d, ast.Call) else d) in _NO_GRAD for d in node.decorator_list):
+    if any(last_name(d.func if isinstance(d, ast.Call) else d) in _NO_GRAD for d in node.decorator_list):
         return False
     carried: set[str] = set()  # local names bound to graph-carrying values
     returns = []
     for sub in nodes:
         if isinstance(sub, ast.With) and any(
-                _last(i.context_expr.func if isinstance(i.context_expr, ast.Call) else i.context_expr) in _NO_GRAD
+                last_name(i.context_expr.func if isinstance(i.context_expr, ast.Call) else i.context_expr) in _NO_GRAD
                 for i in sub.items):
             return False
         if isinstance(sub, ast.Assign) and _carries(sub.value, index, carried):
@@ -748,7 +740,7 @@ def _returns_graph(node: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast
 
 def _carries(expr: ast.expr, index: dict[str, int], carried: set[str]) -> bool:
     for sub in walk(expr):
-        if isinstance(sub, ast.Call) and _last(sub.func) in _DETACH | {"float", "int", "len", "str"}:
+        if isinstance(sub, ast.Call) and last_name(sub.func) in _DETACH | {"float", "int", "len", "str"}:
             return False
     for sub in walk(expr):
         if isinstance(sub, ast.Name) and sub.id in carried:

@@ -42,7 +42,7 @@ def graph_from(node: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST
     ``no_grad``: what the function returns carries the graph its argument p carries."""
     if _blocked(node, nodes):
         return ()
-    bound = _bound_once(nodes)
+    bound = bound_once(nodes)
     found = {_chain(r.value, index, bound, 0) for r in nodes if isinstance(r, ast.Return)}
     return (found.pop(),) if len(found) == 1 and None not in found else ()  # type: ignore[return-value]
 
@@ -79,7 +79,7 @@ def _blocked(node: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST])
                for sub in nodes)
 
 
-def _bound_once(nodes: list[ast.AST]) -> dict[str, ast.expr | None]:
+def bound_once(nodes: list[ast.AST]) -> dict[str, ast.expr | None]:
     """Local name -> its value where it is assigned exactly once by ``name = value`` (else None)."""
     bound: dict[str, ast.expr | None] = {}
     for sub in nodes:

@@ -16,6 +16,9 @@ import copy
 import re
 from collections.abc import Mapping
 
+from loopcheck.project.flow import bound_once
+from loopcheck.project.walk import last_name
+
 # Constructors of a learning-rate schedule, by the last part of the name called
 # (`torch.optim.lr_scheduler.CosineAnnealingLR`, `get_linear_schedule_with_warmup`, a project's `WarmupCosineLR`)
 SCHEDULE = re.compile(r"(?:LR|Scheduler|Schedule|_schedule_with_warmup)$|^get_scheduler$")
@@ -29,32 +32,24 @@ def returned(nodes: list[ast.AST], index: Mapping[str, int]) -> tuple[str, ...]:
     """The scheduler constructor each ``return`` of a function hands back, as marked text (see the
     module's doc); () where some return is anything else or names what the caller cannot see.
     ``nodes``: the function's own nodes; ``index``: its parameters' positions."""
-    assigned: dict[str, list[ast.expr | None]] = {}
     returns: list[ast.expr | None] = []
     for sub in nodes:
-        if isinstance(sub, ast.Assign):
-            for target in sub.targets:
-                for name in ast.walk(target):  # `args.epochs = ...` rebinds a part of `args`
-                    if isinstance(name, ast.Name):
-                        assigned.setdefault(name.id, []).append(sub.value if target is name else None)
-        elif isinstance(sub, (ast.AugAssign, ast.AnnAssign)):
-            for name in ast.walk(sub.target):
-                if isinstance(name, ast.Name):
-                    assigned.setdefault(name.id, []).append(None)
-        elif isinstance(sub, (ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr, ast.withitem,
-                              ast.ExceptHandler, ast.Global, ast.Nonlocal, ast.Delete)):
+        if isinstance(sub, (ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr, ast.withitem,
+                            ast.ExceptHandler, ast.Global, ast.Nonlocal, ast.Delete)):
             return ()  # other bindings: not followed
-        elif isinstance(sub, ast.Return):
+        if isinstance(sub, ast.Return):
             returns.append(sub.value)
+    # name -> its value where `name = value` is its only binding; `args.epochs = ...` rebinds `args`
+    assigned = bound_once(nodes)
     if not assigned.keys().isdisjoint(index):
         # `epochs = epochs * steps_per_epoch`, `args.epochs *= len(loader)`: the scheduler is given
         # something else than what the caller passed
         return ()
     found = []
     for value in returns:
-        if isinstance(value, ast.Name) and len(assigned.get(value.id, [])) == 1 and value.id not in index:
-            value = assigned[value.id][0]  # `scheduler = CosineAnnealingLR(...)` ... `return scheduler`
-        if not (isinstance(value, ast.Call) and SCHEDULE.search(_last(value.func))):
+        if isinstance(value, ast.Name) and value.id not in index:
+            value = assigned.get(value.id)  # `scheduler = CosineAnnealingLR(...)` ... `return scheduler`
+        if not (isinstance(value, ast.Call) and SCHEDULE.search(last_name(value.func))):
             return ()
         written = _written(value, index, assigned, 0)
         if written is None:
@@ -63,7 +58,7 @@ def returned(nodes: list[ast.AST], index: Mapping[str, int]) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _written(call: ast.Call, index: Mapping[str, int], assigned: dict[str, list[ast.expr | None]],
+def _written(call: ast.Call, index: Mapping[str, int], assigned: Mapping[str, ast.expr | None],
              depth: int) -> ast.expr | None:
     """A copy of ``call`` with parameters marked and locals replaced by their values, or None."""
     class Marker(ast.NodeTransformer):
@@ -80,9 +75,9 @@ def _written(call: ast.Call, index: Mapping[str, int], assigned: dict[str, list[
         def visit_Name(self, node: ast.Name) -> ast.AST:
             if node.id in index:
                 return ast.Name(id=f"\x00{index[node.id]}\x00", ctx=ast.Load())
-            values = assigned.get(node.id, [])
-            if depth < _MAX_DEPTH and len(values) == 1 and values[0] is not None:
-                inner = _written(values[0], index, assigned, depth + 1)  # type: ignore[arg-type]
+            value = assigned.get(node.id)
+            if depth < _MAX_DEPTH and value is not None:
+                inner = _written(value, index, assigned, depth + 1)  # type: ignore[arg-type]
                 if inner is not None:
                     return inner
             self.failed = True
@@ -138,10 +133,3 @@ def _root(expr: ast.expr) -> str:
         expr = expr.value
     return expr.id if isinstance(expr, ast.Name) else ""
 
-
-def _last(expr: ast.expr) -> str:
-    if isinstance(expr, ast.Name):
-        return expr.id
-    if isinstance(expr, ast.Attribute):
-        return expr.attr
-    return ""

@@ -1,4 +1,5 @@
-"""``ast.walk`` and ``ast.iter_child_nodes`` without the expression contexts, in their order.
+"""``ast.walk`` and ``ast.iter_child_nodes`` without the expression contexts, in their order, and
+the last part of a name (``last_name``).
 
 The stdlib's versions go through a generator per node and yield every ``Load()``/``Store()``
 singleton too: walking a module's nodes for facts spent most of its time there. No fact reads a
@@ -35,3 +36,12 @@ def walk(node: ast.AST) -> list[ast.AST]:
     for current in found:  # grows while read: each node's children queue after those met before
         found.extend(children(current))
     return found
+
+
+def last_name(expr: ast.expr) -> str:
+    """``DDP`` for ``DDP`` or ``nn.parallel.DDP``; "" for anything else."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    return ""
