@@ -18,6 +18,7 @@ import libcst as cst
 from loopcheck.model.events import CLIP_FUNCTIONS, Assignment, Cond, Context, Event, Framework, Kind, Loop
 from loopcheck.model.guards import unwrap_iterable
 from loopcheck.model.index import Index
+from loopcheck.model.iterators import first_batch_of, iterated, taken_from
 from loopcheck.model.roles import Role
 from loopcheck.model.syntax import (
     calls,
@@ -214,9 +215,8 @@ class Builder:
         if called is None:
             name = func_name(call) or ""
             short = last_part(name)
-            if name == "next" and args and isinstance(args[0], cst.Call) and func_name(args[0]) == "iter":
-                self._event(st, Kind.LOADER_RESTART, call, stmt, receiver(positional(args[0])[0])
-                            if positional(args[0]) else None)
+            if name == "next" and args:
+                self._next_batch(call, stmt, st)
             elif short in CLIP_FUNCTIONS:
                 self._event(st, Kind.CLIP, call, stmt, name)
             elif name.endswith("autograd.backward") and args:
@@ -229,10 +229,9 @@ class Builder:
                 self._event(st, Kind.ZERO_GRAD, call, stmt, name, target="param")
             return
         recv_expr, name = called
-        if name in ("next", "__next__") and isinstance(recv_expr, cst.Call) and func_name(recv_expr) == "iter":
-            # `iter(loader).next()`: the method spelling of `next(iter(loader))` (old DataLoader iterators)
-            inner = positional(recv_expr)
-            self._event(st, Kind.LOADER_RESTART, call, stmt, receiver(inner[0]) if inner else None)
+        if name in ("next", "__next__") and not call.args:
+            # `iter(loader).next()`, `loader.__iter__().__next__()`: method spellings of `next(iter(loader))`
+            self._next_batch(call, stmt, st)
             return
         recv = receiver(recv_expr)
         role = self.roles.of(recv)
@@ -271,6 +270,24 @@ class Builder:
             self._event(st, Kind.EVAL_MODE if off else Kind.TRAIN_MODE, call, stmt, recv)
         elif name in ("append", "extend") and len(args) == 1:
             self._event(st, Kind.STORE, call, stmt, recv, value=args[0])
+
+    def _next_batch(self, call: cst.Call, stmt: cst.CSTNode, st: _State) -> None:
+        """A batch taken from an iterator made on the spot (``next(iter(loader))``), or from one bound
+        in this loop's own iteration (``it = iter(loader)`` then ``next(it)``, the binding running
+        whenever the ``next`` does): either way a new pass over the loader."""
+        source = first_batch_of(call)
+        if source is not None:
+            self._event(st, Kind.LOADER_RESTART, call, stmt, receiver(source), value=source)
+            return
+        it = taken_from(call)
+        if not isinstance(it, cst.Name):
+            return
+        bound = next((a for a in reversed(st.loop.assignments) if a.names == (it.value,)), None)
+        if bound is None or bound.op != "=" or st.conds[: len(bound.conds)] != bound.conds:
+            return  # bound before the loop, under a test of its own (a refresh), or not bound to an iterator
+        source = iterated(bound.value)
+        if source is not None:
+            self._event(st, Kind.LOADER_RESTART, call, stmt, receiver(source), value=source)
 
     def _backward(self, call: cst.Call, recv_expr: cst.BaseExpression, recv: str, role: Role,
                   stmt: cst.CSTNode, st: _State) -> None:

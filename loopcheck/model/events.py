@@ -75,7 +75,8 @@ class Event:
     closure: bool = False  # STEP(closure): LBFGS style, the closure owns zero_grad+backward
     has_args: bool = False  # SCHEDULER_STEP(epoch) / (metric)
     target: str = ""  # ZERO_GRAD: "optimizer", "model" or "param"
-    value: cst.BaseExpression | None = None  # STORE: what is kept; GRAD_SYNC_FLAG: the flag's value
+    # STORE: what is kept; GRAD_SYNC_FLAG: the flag's value; LOADER_RESTART: what the new iterator goes over
+    value: cst.BaseExpression | None = None
     origin: cst.FunctionDef | None = None  # the function whose code holds it (None: module level)
     # Inlined from a function of the file: the call in the scope's own code that runs it, and its
     # statement (a finding about the loop as a whole points there, not into a helper shared by loops)

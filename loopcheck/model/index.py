@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from loopcheck.model.events import CLIP_FUNCTIONS
+from loopcheck.model.iterators import first_batch_of
 from loopcheck.model.roles import FOREIGN_FRAMEWORKS, Roles
 from loopcheck.model.syntax import dotted, func_name, inner_nodes, last_part, method, target_names
 
@@ -46,7 +47,8 @@ def _may_be_event(call: cst.Call) -> bool:
     called = method(call)
     name = called[1] if called else last_part(func_name(call) or "")
     low = name.lower()
-    return name in _EVENT_METHODS or any(w in low for w in ("backward", "zero_grad", "scaler", "ema"))
+    return name in _EVENT_METHODS or any(w in low for w in ("backward", "zero_grad", "scaler", "ema")) \
+        or name in ("next", "__next__") and first_batch_of(call) is not None  # `def get_batch(): return next(iter(dl))`
 
 
 def index_module(module: cst.Module) -> Index:

@@ -13,6 +13,7 @@ as far as the file shows it, and for any optimizer where the file does not say.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -53,11 +54,13 @@ class Zeroing:
     def __init__(self, model: FileModel, stepped: set[str]) -> None:
         self.owners = {k: v for k, v in optimizer_modules(model).items() if v}
         self.stepped = {last_part(s) for s in stepped}  # the optimizers the loop steps
+        self.roles = model.index.roles
 
     def clears(self, zero: Event, optimizer: str | None) -> bool | None:
         """True: certainly; False: it certainly clears another optimizer's gradients only; None: unknown."""
         from loopcheck.model.memory import module_name
 
+        zero = self.as_called(zero)
         if not zero.receiver or not optimizer:
             return None
         mine = last_part(optimizer)
@@ -75,6 +78,29 @@ class Zeroing:
         if mine in self.owners and any(_overlaps(module, mods) for mods in others):
             return False  # `netG.zero_grad()` clears the generator's optimizer, not the discriminator's
         return None
+
+
+    def as_called(self, zero: Event) -> Event:
+        """A zeroing in a same-file helper on one of its parameters (``def reset_grad(opt): opt.zero_grad()``),
+        as its caller wrote it (``reset_grad(optimizer_d)``): the receiver is the argument the call bound."""
+        fn = zero.origin
+        if fn is None or not zero.receiver or zero.target not in ("optimizer", "model"):
+            return zero
+        head, _, rest = zero.receiver.partition(".")
+        if head not in {p.name.value for p in [*fn.params.params, *fn.params.kwonly_params]} or head == "self":
+            return zero
+        loop = zero.loop
+        while loop is not None:
+            bound = [a for a in loop.assignments_before(head, zero.order) if isinstance(a.node, cst.Call)]
+            if bound:
+                argument = dotted(bound[-1].value)
+                if argument is None:
+                    return zero
+                name = f"{argument}.{rest}" if rest else argument
+                target = "optimizer" if self.roles.of(name) in (Role.OPTIMIZER, Role.ENGINE) else "model"
+                return replace(zero, receiver=name, target=target)
+            loop = loop.parent
+        return zero
 
 
 def _overlaps(module: str, modules: set[str]) -> bool:

@@ -1,6 +1,8 @@
 """## What it does
 Checks for `next(iter(loader))` inside a training loop: a fresh iterator over a DataLoader (or
-dataset) is created on every step to take one batch from it.
+dataset) is created on every step to take one batch from it. Also spelled
+`loader.__iter__().__next__()`, `it = iter(loader)` bound again in the loop body before
+`next(it)`, or inside a same-file helper the loop calls on every step (`self.get_batch()`).
 
 ## Why is this bad?
 Every `iter(loader)` starts a new epoch of the loader: its worker processes are started again
@@ -8,7 +10,9 @@ Every `iter(loader)` starts a new epoch of the loader: its worker processes are 
 every time, so the model trains on one batch over and over. With shuffling it silently samples
 with replacement and ignores epoch boundaries. Taking one batch outside the loop (to get shapes
 or a fixed visualisation batch), under a condition, or in an `except StopIteration` handler is
-not flagged.
+not flagged, nor is an iterator bound once per epoch in an outer loop and advanced in the inner
+one, nor `next(iter(x))` where the file binds `x` to an iterator or generator (`iter()` returns it,
+advanced), a tensor or list, or a loader over one of its `IterableDataset` classes (a stream).
 
 ## Fix
 Create the iterator once and advance it: `it = iter(loader)` before the loop, `batch = next(it)`
@@ -21,8 +25,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.model import FileModel, Kind
-from loopcheck.model.syntax import positional, source
+from loopcheck.model import Event, FileModel, Kind, Loop
+from loopcheck.model.iterators import first_batch_of, iterated
+from loopcheck.model.syntax import dotted, func_name, keyword, last_part, positional, source, walk
 from loopcheck.model.training import is_data_iterable
 from loopcheck.rules._base import Rule, Violation
 
@@ -30,7 +35,7 @@ from loopcheck.rules._base import Rule, Violation
 class DataloaderIterRecreated(Rule):
     code = "LC604"
     message = "next(iter(loader)) inside the training loop restarts the loader on every step"
-    requires_all = ("iter(",)  # `next(iter(` or `iter(...).next()`, inside a training loop (the default `requires`)
+    requires_all = ("iter",)  # `iter(loader)` or `loader.__iter__()`, inside a training loop (the default `requires`)
 
     VALID = [
         """
@@ -62,6 +67,16 @@ def test_sync_with_repeated_batch(ddp_model, dataloader):
         with ddp_model.no_sync():
             ddp_model(x).sum().backward()
 """,
+        """
+for epoch in range(epochs):
+    train_iter = iter(train_loader)
+    for step in range(steps_per_epoch):
+        x, y = next(train_iter)
+        loss = criterion(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
     ]
     INVALID = [
         """
@@ -72,6 +87,28 @@ for step in range(max_steps):
     loss.backward()
     optimizer.step()
 """,
+        """
+for step in range(max_steps):
+    train_iter = iter(train_loader)
+    x, y = next(train_iter)  # LC604
+    loss = criterion(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+""",
+        """
+class Trainer:
+    def get_batch(self):
+        return self.loader.__iter__().__next__()  # LC604
+
+    def train(self, steps):
+        for step in range(steps):
+            x, y = self.get_batch()
+            loss = self.criterion(self.model(x), y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -79,25 +116,94 @@ for step in range(max_steps):
             if training.loop.function is not None and training.loop.function.name.value.startswith("test"):
                 continue  # a test re-reads a fixed first batch on purpose
             for restart in training.loop.events(Kind.LOADER_RESTART):
-                if not is_data_iterable(_iterated(restart.node)):
+                loader = _passed(training.loop, restart)
+                if not is_data_iterable(loader):
                     continue  # `next(iter(model.parameters()))` and the like take no data
+                if _no_pass_to_restart(model, loader):
+                    continue  # `iter()` of it starts no new pass over a loader
                 if any(c.test is None for c in restart.conds) or not training.reader.guard(restart.conds, restart.order).always:
                     continue  # once per epoch, in an except handler, or every N steps
-                if restart.receiver in training.loop.assigned_names():
+                if _rebuilt(training.loop, restart.receiver):
                     continue  # the loader itself is rebuilt in the loop: its first pass, not a restart
-                yield self.at(restart, f"`{source(restart.node)}` creates a new iterator over `{restart.receiver}` "
-                                       "on every step: the loader starts over each time (its worker processes "
-                                       "too, and its sampler: a shuffling loader draws from a new permutation, "
-                                       "one without shuffling yields the same first batch every step)")
+                yield self.at(restart, f"{_how(restart, loader)}: the loader starts over each time (its worker "
+                                       "processes too, and its sampler: a shuffling loader draws from a new "
+                                       "permutation, one without shuffling yields the same first batch every step)")
 
 
-def _iterated(call: cst.CSTNode) -> cst.BaseExpression | None:
-    """``loader`` in ``next(iter(loader))`` or ``iter(loader).next()``."""
-    if not isinstance(call, cst.Call):
-        return None
-    if isinstance(call.func, cst.Attribute):
-        inner: cst.BaseExpression | None = call.func.value
-    else:
-        inner = positional(call)[0] if positional(call) else None
-    args = positional(inner) if isinstance(inner, cst.Call) else []
-    return args[0] if args else None
+def _passed(loop: Loop, restart: Event) -> cst.BaseExpression | None:
+    """What the restart iterates, followed through a same-file helper's parameter to the caller's
+    argument (``def get_batch(loader): return next(iter(loader))`` called as ``get_batch(train_dl)``)."""
+    loader = restart.value
+    if restart.origin is None or not isinstance(loader, cst.Name):
+        return loader
+    params = {p.name.value for p in [*restart.origin.params.params, *restart.origin.params.kwonly_params]}
+    if loader.value not in params:
+        return loader
+    bindings = [a for a in loop.assignments_before(loader.value, restart.order) if isinstance(a.node, cst.Call)]
+    return bindings[-1].value if bindings else None  # no argument visible: say nothing
+
+
+# Calls that return an iterator (or a generator), never a fresh pass: `iter()` of one is itself.
+_ITERATORS = {"iter", "cycle", "islice", "chain", "repeat", "tee", "zip_longest", "map", "filter"}
+_TENSORS = {"tensor", "as_tensor", "from_numpy", "randn", "rand", "randint", "zeros", "ones", "arange", "linspace",
+            "empty", "full", "stack", "cat"}
+
+
+def _no_pass_to_restart(model: FileModel, loader: cst.BaseExpression) -> bool:
+    """What the file binds the name to is already an iterator (``data_iter = iter(loader)``, a
+    generator, ``itertools.cycle(loader)``: ``iter()`` of it returns it, advanced), a list or tensor
+    (nothing to restart), or a loader over an ``IterableDataset`` class of the file (a stream: what a
+    new pass yields is up to its ``__iter__``, often fresh random samples). Any such binding is enough."""
+    name = dotted(loader)
+    if name is None:
+        return False
+    values = list(model.index.values.get(last_part(name), ()))
+    for value in values:
+        if isinstance(value, (cst.GeneratorExp, cst.List, cst.ListComp, cst.Tuple)):
+            return True
+        if not isinstance(value, cst.Call):
+            continue
+        called = func_name(value) or ""
+        if iterated(value) is not None or last_part(called) in _ITERATORS or _generator(model, called) \
+                or called.startswith("torch.") and last_part(called) in _TENSORS:
+            return True
+        dataset = (positional(value) or [keyword(value, "dataset")])[0]
+        if last_part(called) == "DataLoader" and dataset is not None and _streams(model, dataset):
+            return True
+    return False
+
+
+def _generator(model: FileModel, called: str) -> bool:
+    """``called`` is a generator function of this file (its body yields)."""
+    return any(isinstance(node, (cst.Yield,)) for fn in model.index.functions.get(last_part(called), ())
+               for node in walk(fn))
+
+
+def _streams(model: FileModel, dataset: cst.BaseExpression) -> bool:
+    """``dataset`` is (or names) an instance of a class of this file derived from ``IterableDataset``."""
+    values = [dataset]
+    if dotted(dataset):
+        values += model.index.values.get(last_part(dotted(dataset) or ""), [])
+    built = {last_part(func_name(v) or "") for v in values if isinstance(v, cst.Call)}
+    return bool(built) and any(
+        isinstance(node, cst.ClassDef) and node.name.value in built
+        and any("IterableDataset" in (dotted(b.value) or "") for b in node.bases)
+        for node in model.module.body)
+
+
+def _rebuilt(loop: Loop, name: str | None) -> bool:
+    """``name`` is assigned in the loop (or a loop inside it) by a statement, not by binding a helper's
+    parameter to the caller's argument."""
+    return any(name in a.names and not isinstance(a.node, cst.Call) for a in loop.assignments) \
+        or any(_rebuilt(sub, name) for sub in loop.loops)
+
+
+def _how(restart: Event, loader: cst.BaseExpression) -> str:
+    """What makes the new iterator, as the message names it."""
+    taken = f"`{source(restart.node)}`"
+    if restart.site is not None:
+        taken += f" (run through `{source(restart.site[0])}`)"
+    if first_batch_of(restart.node) is None:  # type: ignore[arg-type]
+        return f"{taken} reads an iterator that the loop binds again on every step " \
+               f"(a new iterator over `{source(loader)}`)"
+    return f"{taken} creates a new iterator over `{source(loader)}` on every step"

@@ -11,6 +11,9 @@ gradients out before the zeroing and combining them by hand (gradient surgery) i
 nor is clearing one submodule of the stepped model between the passes (`model.codebook.zero_grad()`:
 VQ-VAE trains its codebook by the VQ loss alone).
 
+A same-file helper that zeroes the optimizer it is passed (`reset_grad(optimizer)`) is read at
+its call.
+
 ## Fix
 Zero the gradients before `backward()` or after `optimizer.step()`, never between them.
 """
@@ -51,6 +54,21 @@ for x, y in loader:
     errG.backward()
     optimizerG.step()
 """,
+        """
+def reset_grad(opt):
+    opt.zero_grad()
+
+for real, _ in loader:
+    errD = criterion(netD(real), ones) + criterion(netD(netG(noise()).detach()), zeros)
+    errD.backward()
+    optimizerD.step()
+    reset_grad(optimizerD)
+    errG = criterion(netD(netG(noise())), ones)
+    errG.backward()
+    reset_grad(optimizerD)
+    optimizerG.step()
+    reset_grad(optimizerG)
+""",
     ]
     INVALID = [
         """
@@ -58,6 +76,16 @@ for x, y in loader:
     loss = criterion(model(x), y)
     loss.backward()
     optimizer.zero_grad()  # LC104
+    optimizer.step()
+""",
+        """
+def reset_grad(opt):
+    opt.zero_grad()
+
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    reset_grad(optimizer)  # LC104
     optimizer.step()
 """,
         """
@@ -100,12 +128,20 @@ for real, _ in loader:
                     if not _clears(zeroing, zero, step, optimizers):
                         continue
                     if _between(zero, max(feeding), step):
-                        yield self.at(zero, f"`{source(zero.node)}` clears the gradients after backward and "
-                                            f"before `{step.receiver}` steps: the step uses no gradients")
+                        yield self._at(zeroing, zero, "clears the gradients after backward and before "
+                                                      f"`{step.receiver}` steps: the step uses no gradients")
                     elif not _partial(zeroing, zero, step) and (wiped := _wiped(training, zero, step)) is not None:
-                        yield self.at(zero, f"`{source(zero.node)}` runs between `{source(wiped.node)}` and "
-                                            f"the later backward that `{step.receiver}` steps on: the first "
-                                            "backward's gradients are cleared before any step uses them")
+                        yield self._at(zeroing, zero, f"runs between `{source(wiped.node)}` and the later backward "
+                                                      f"that `{step.receiver}` steps on: the first backward's "
+                                                      "gradients are cleared before any step uses them")
+
+    def _at(self, zeroing: Zeroing, zero: Event, says: str) -> Violation:
+        """At the zeroing, or at the helper call that zeroes the optimizer it is passed
+        (``reset_grad(optimizer_d)``): there the helper is misplaced, not wrong."""
+        if zero.site is not None and zeroing.as_called(zero) is not zero:
+            call, stmt = zero.site
+            return Violation(call, stmt, f"`{source(call)}` (through `{source(zero.node)}`) {says}")
+        return self.at(zero, f"`{source(zero.node)}` {says}")
 
 
 def _wiped(training: TrainingLoop, zero: Event, step: Event) -> Event | None:
