@@ -266,7 +266,9 @@ class Builder:
         elif name == "eval" and not call.args:
             self._event(st, Kind.EVAL_MODE, call, stmt, recv)
         elif name == "train" and len(call.args) <= 1 and role is Role.UNKNOWN:
-            off = bool(args) and isinstance(args[0], cst.Name) and args[0].value == "False"
+            mode = args[0] if args else next((a.value for a in call.args if a.keyword and a.keyword.value == "mode"),
+                                             None)  # `model.train(mode=False)`
+            off = isinstance(mode, cst.Name) and mode.value == "False"
             self._event(st, Kind.EVAL_MODE if off else Kind.TRAIN_MODE, call, stmt, recv)
         elif name in ("append", "extend") and len(args) == 1:
             self._event(st, Kind.STORE, call, stmt, recv, value=args[0])

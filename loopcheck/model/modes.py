@@ -6,7 +6,9 @@ builds from plain layers (``nn.Linear``, ``nn.Conv2d``, ``nn.LayerNorm``, an ``I
 running statistics, ...) trains the same in both modes, so leaving it in eval mode is inert. A
 layer class or module handed down through constructor parameters counts as what every
 construction of the class the file shows passes for it (``ResBlock(c, normalization=self.norm)``
-with ``self.norm = CondInstanceNorm``), defaults included. Anything else the code does not show
+with ``self.norm = CondInstanceNorm``), defaults included; a parameter named as an activation
+(``hidden_activation``, ``act_layer``) that a construction fills with a value from elsewhere (an
+estimator's public argument) counts as an activation. Anything else the code does not show
 (a hub checkpoint, a torchvision constructor, a module passed in from outside, a class of a
 module imported further away) counts as mode-dependent. One library model is known: a diffusers
 ``UNet2DConditionModel.from_pretrained`` has neither dropout nor BatchNorm unless the file adds
@@ -70,6 +72,10 @@ _WRAPPERS = {"DDP", "DistributedDataParallel", "DataParallel", "FSDP", "FullySha
              "get_peft_model", "prepare", "unwrap_model"}
 # library models known to hold no mode-dependent layer: only the file can add one (an adapter's dropout)
 _KNOWN_MODE_FREE = {"UNet2DConditionModel"}
+# A constructor parameter named as an activation (`hidden_activation`, `act_layer`, `nonlinearity`)
+# holds an activation function: handed on from elsewhere (an estimator's public argument, default
+# `nn.Tanh()`), it counts as one; a call written into the construction (`act=nn.Dropout(0.1)`) is read
+_ACTIVATION_SLOT = re.compile(r"(?:^|_)(?:act|activation|nonlinearity|non_linearity)(?:_fn|_func|_layer)?$")
 
 
 def mode_matters(model: FileModel, name: str) -> bool:
@@ -232,7 +238,9 @@ class _Module:
         for name, default in defaults.items():
             given.setdefault(name, (default, _Scope()))
         return frozenset(name for name, (value, where) in given.items()
-                         if isinstance(value, (ast.Name, ast.Attribute, ast.Call)) and self._value(value, where))
+                         if isinstance(value, (ast.Name, ast.Attribute, ast.Call)) and (
+                             self._value(value, where)
+                             or _ACTIVATION_SLOT.search(name) is not None and not isinstance(value, ast.Call)))
 
     def _value(self, value: ast.expr, scope: _Scope, depth: int = 0) -> bool:
         """Whether ``value`` is a mode-free module, or a class or builder that makes only such

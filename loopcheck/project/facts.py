@@ -588,8 +588,8 @@ class _Reader:
             elif name == "zero_" and isinstance(receiver, ast.Attribute) and receiver.attr == "grad":
                 zeroes = zeroes or not _selective(nodes, sub, methods)
             elif name in ("eval", "train") and recv in index and recv not in copied:
-                off = name == "eval" or bool(sub.args) and isinstance(sub.args[0], ast.Constant) \
-                    and sub.args[0].value is False
+                mode = sub.args[0] if sub.args else next((k.value for k in sub.keywords if k.arg == "mode"), None)
+                off = name == "eval" or isinstance(mode, ast.Constant) and mode.value is False
                 modes[index[recv]] = not off
             if depth < _MAX_DEPTH:
                 callee = self._callee(sub, methods)

@@ -1,7 +1,7 @@
 """## What it does
-Checks for `model.eval()` (or `model.train(False)`) inside a training loop, directly or in an
-evaluation helper of the same file that the loop calls, that is not undone by `model.train()`
-before the loop's next training step.
+Checks for `model.eval()` (or `model.train(False)`, `model.train(mode=False)`) inside a training
+loop, directly or in an evaluation helper of the same file that the loop calls, that is not undone
+by `model.train()` before the loop's next training step.
 
 It stays silent where eval mode changes nothing: eval mode only affects layers that read
 `self.training` (dropout, BatchNorm, spectral norm, ...), so a model whose every layer the file,
@@ -10,7 +10,11 @@ an RNN without dropout, an `InstanceNorm2d` without `track_running_stats=True`, 
 norm class is handed down through constructor parameters) trains the same in both modes; so does a diffusers
 `UNet2DConditionModel` unless the file adds an adapter with dropout. A model it cannot see (a hub
 checkpoint, a torchvision constructor, a module passed in) counts as one that has such layers.
-It also ignores `eval()` on a `deepcopy` of the model, and backward passes that train nothing (a
+It also ignores `eval()` on a `deepcopy` of the model or on a network an evaluation helper builds
+for itself (`net = Net(cfg); net.load_state_dict(weights); net.eval()`, even where the trained
+model is also called `net`), `eval()` written at the top of every training iteration right before
+that module's own forward, backward and step with no evaluation in between (a backbone trained with
+its pretrained BatchNorm statistics on purpose), and backward passes that train nothing (a
 Grad-CAM backward that no optimizer step follows, a step whose loss was computed before the
 `eval()` (the evaluation runs between the forward and the step, and the next iteration calls
 `model.train()` before its forward), a shared epoch helper's backward under
@@ -248,14 +252,14 @@ for step, (x, y) in enumerate(train_loader):
             # one behind `if mode == "train":` in a helper called with `"val"`
             backwards = [e.order for e in events if e.kind is Kind.BACKWARD and not e.in_context("no_grad")
                          and not _dead(e, loop)]
-            if not backwards:
-                continue
             # the steps are the training; a backward that no step follows (a Grad-CAM in the
             # evaluation helper) trains nothing
             steps = [e.order for e in events if e.kind is Kind.STEP and not _dead(e, loop)]
+            if not backwards:
+                continue
             for leak in evals:
                 name = _resolve(leak.receiver, loop, leak.order)
-                if name not in trained:
+                if name not in trained or _built_in_helper(leak, loop):
                     continue  # a frozen teacher, an EMA copy, a submodule: may stay in eval mode
                 if _alternating(leak, name, events, loop):
                     continue  # `if phase == "G": G.train(); D.eval() else: G.eval(); D.train()`
@@ -263,12 +267,14 @@ for step, (x, y) in enumerate(train_loader):
                     or steps or backwards
                 if _evaluated_again(leak, name, evals, updates, loop, events):
                     continue  # one finding per leak: the last eval() before the next update reports it
+                if _trains_in_eval_mode(leak, name, owners, steps, loop, events):
+                    continue  # `for x in loader: model.eval(); loss = f(model(x)); ...; opt.step()`: on purpose
                 if not self._undone(leak, name, events, updates, loop, trained) and mode_matters(model, name):
                     # `train()` first in the body helps only where no update follows the leak in the iteration
                     fix = _train_first(loop, name) if not any(u > leak.order for u in updates) else None
                     elsewhere = model.project.where(leak.node) if model.project is not None else None
                     what = (f"`{source(leak.node.func)}(...)` ({elsewhere}) leaves `{leak.receiver}` in eval mode"
-                            if elsewhere and isinstance(leak.node, cst.Call) else f"`{leak.receiver}.eval()` runs")
+                            if elsewhere and isinstance(leak.node, cst.Call) else f"`{source(leak.node)}` runs")
                     yield self.at(leak, f"{what} inside the training loop and nothing calls `{name}.train()` before "
                                         "the next training step: from then on it trains in eval mode (dropout off, "
                                         "BatchNorm frozen)", fix if not elsewhere else None)
@@ -299,6 +305,99 @@ def _updates_of(name: str, owners: dict[str, set[str]], events: list[Event], loo
     generator update does not train the discriminator put in eval mode for it); empty when unknown."""
     mine = {opt for opt, modules in owners.items() if any(_resolve(m, loop, order) == name for m in modules)}
     return [e.order for e in events if e.kind is Kind.STEP and e.optimizer and last_part(e.optimizer) in mine]
+
+
+def _built_in_helper(leak: Event, loop: Loop) -> bool:
+    """Whether ``leak`` (inlined from a helper) switches a local the helper binds to a module it
+    builds itself (``net = Net(cfg); net.load_state_dict(...); net.eval()``): a new object that only
+    shares its name with the model the loop trains."""
+    origin = leak.origin
+    if leak.site is None or origin is None or origin is loop.function or not leak.receiver \
+            or "." in leak.receiver or leak.receiver in {p.name.value for p in origin.params.params}:
+        return False
+    bindings = [a for scope in _scopes(leak, loop) for a in scope.assignments
+                if a.names == (leak.receiver,) and a.order < leak.order]
+    if not bindings:
+        return False
+    last = max(bindings, key=lambda a: a.order)
+    return isinstance(last.value, cst.Call) and _wrapped(last.value) is None and not _copies(last.value) \
+        and _inside(last.node, origin.body)
+
+
+def _inside(node: cst.CSTNode, outer: cst.CSTNode) -> bool:
+    """Whether ``node`` is ``outer`` or one of its descendants."""
+    found = False
+
+    class _Find(cst.CSTVisitor):
+        def on_visit(self, visited: cst.CSTNode) -> bool:
+            nonlocal found
+            found = found or visited is node
+            return not found
+
+    outer.visit(_Find())
+    return found
+
+
+def _trains_in_eval_mode(leak: Event, name: str, owners: dict[str, set[str]], steps: list[int], loop: Loop,
+                         events: list[Event]) -> bool:
+    """Whether ``leak`` is written at the top of the iteration that trains ``name``, so that every
+    training step of the loop runs in eval mode by design (a re-ID backbone whose pretrained BatchNorm
+    statistics are kept: ``model.eval()`` then the forward, backward and step): unconditional, in the
+    loop's own code, with no evaluation (a ``no_grad`` block, an inner loop) before the first update
+    after it, and that update is ``name``'s own (not a GAN generator's step that the discriminator's
+    ``eval()`` was meant for)."""
+    if leak.conds or leak.site is not None or leak.loop is not loop or not (
+            isinstance(leak.node, cst.Call) and isinstance(leak.node.func, cst.Attribute)
+            and leak.node.func.attr.value in ("eval", "train")):
+        return False  # a helper that switches modes (an attack on the model, an evaluation) is no choice of mode
+    later = _later(leak, steps, events, loop)
+    if not later:
+        return False
+    first = min(later)  # the first step of any optimizer
+    step = next((e for e in events if e.order == first), None)
+    if step is None or step.loop is not loop:
+        return False
+    mine = _updates_of(name, owners, events, loop, leak.order)
+    stepped = {e.optimizer or e.receiver for e in events if e.kind is Kind.STEP}
+    if first not in mine if mine else len(stepped) != 1:
+        return False  # another module's update first, or several optimizers none of which is known to be name's
+    body = loop.node.body.body if isinstance(loop.node.body, cst.IndentedBlock) else ()
+    at = next((i for i, stmt in enumerate(body) if stmt is leak.stmt), None)
+    if at is None:
+        return False
+    for stmt in body[at + 1:]:
+        if _inside(step.stmt, stmt):
+            return True
+        if _evaluates(stmt):
+            return False
+    return False
+
+
+class _Evaluation(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_For(self, node: cst.For) -> bool:
+        self.found = True
+        return False
+
+    def visit_While(self, node: cst.While) -> bool:
+        self.found = True
+        return False
+
+    def visit_WithItem(self, node: cst.WithItem) -> bool:
+        item = node.item
+        name = func_name(item) if isinstance(item, cst.Call) else dotted(item)
+        self.found = self.found or last_part(name or "") in ("no_grad", "inference_mode")
+        return False
+
+
+def _evaluates(stmt: cst.CSTNode) -> bool:
+    """Whether ``stmt`` holds what an evaluation looks like: a loop (over validation data) or a
+    ``no_grad`` / ``inference_mode`` block."""
+    visitor = _Evaluation()
+    stmt.visit(visitor)
+    return visitor.found
 
 
 def _later(leak: Event, updates: list[int], events: list[Event], loop: Loop) -> list[int]:
