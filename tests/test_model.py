@@ -428,3 +428,34 @@ def test_a_loop_top_break_the_range_never_reaches_does_not_end_the_epoch(rebind:
     # `if i >= n: break` in `range(n)` never fires, so the epoch's tail is left; once the loop changes
     # `n` or `i`, it may fire and end the epoch on a whole window
     assert (partial_window(model, training) is None) is stops
+
+
+_TOP_SKIP = """
+    def train(model, optimizer, loader, skipped, N):
+        for epoch in range(10):
+            for i, (x, y) in enumerate(loader):
+                if {test}:
+                    {body}
+                    continue
+                loss = criterion(model(x), y) / N
+                loss.backward()
+                if (i + 1) % N == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+"""
+
+
+@pytest.mark.parametrize(("test", "body", "stops"), [
+    ("skipped > 0", "skipped -= 1", False),  # counts down the batches done before a resume: a prefix
+    ("skipped != 0", "skipped -= 1", False),
+    ("skipped > 0", "pass", True),  # nothing counts down: it may skip the rest of the pass
+    ("skipped > 0", "other -= 1", True),
+    ("skipped > 0", "skipped -= 2", True),
+    ("i > skipped", "skipped -= 1", True),  # skips the batches after a point: the tail
+])
+def test_a_loop_top_skip_that_counts_down_a_prefix_does_not_end_the_epoch(test: str, body: str, stops: bool) -> None:
+    from loopcheck.model.windows import partial_window
+
+    model = _model(_TOP_SKIP.format(test=test, body=body))
+    [training] = model.training_loops
+    assert (partial_window(model, training) is None) is stops

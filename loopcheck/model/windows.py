@@ -22,7 +22,7 @@ import libcst as cst
 
 from loopcheck.model.events import Event, Kind, Loop
 from loopcheck.model.guards import GuardKind, Phase, enumerate_start, exclusive, unwrap_iterable
-from loopcheck.model.syntax import func_name, last_part, names_in, positional, same, walk
+from loopcheck.model.syntax import dotted, func_name, last_part, names_in, positional, same, walk
 from loopcheck.model.training import Style, TrainingLoop, is_data_loop
 
 if TYPE_CHECKING:
@@ -115,13 +115,33 @@ def _stops(skip: cst.If, loop: Loop) -> bool:
     """A loop-top exit that can end the epoch early (``if step >= steps_per_epoch: break``, or the same
     with ``continue``): the last window may then be whole. A resume skip (``if i < start: continue``),
     a skipped bad batch, or a guard the index never reaches cannot."""
-    if _never_reached(skip.test, loop):
+    if _never_reached(skip.test, loop) or _counts_down_a_prefix(skip):
         return False
     last = skip.body.body[-1]
     if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Break, cst.Return)):
         return True
     return any(isinstance(n, cst.ComparisonTarget) and isinstance(n.operator, (cst.GreaterThan, cst.GreaterThanEqual))
                for n in walk(skip.test))
+
+
+def _counts_down_a_prefix(skip: cst.If) -> bool:
+    """``if steps_trained_in_current_epoch > 0: steps_trained_in_current_epoch -= 1; continue`` (the
+    resume skip of the Hugging Face example scripts): it skips the first batches of a pass, counting
+    them down, and lets every batch after them through, so the pass still ends on its last batch."""
+    test = skip.test
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, (cst.GreaterThan, cst.NotEqual))
+            and isinstance(test.comparisons[0].comparator, cst.Integer) and test.comparisons[0].comparator.value == "0"):
+        return False
+    counter = dotted(test.left)
+    body = skip.body.body
+    last = body[-1] if body else None
+    if counter is None or not (isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Continue)):
+        return False
+    return any(isinstance(small, cst.AugAssign) and isinstance(small.operator, cst.SubtractAssign)
+               and dotted(small.target) == counter and isinstance(small.value, cst.Integer)
+               and small.value.value == "1"
+               for stmt in body if isinstance(stmt, cst.SimpleStatementLine) for small in stmt.body)
 
 
 def _never_reached(test: cst.BaseExpression, loop: Loop) -> bool:
