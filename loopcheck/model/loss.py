@@ -9,6 +9,7 @@ manual mixed precision, not a normalisation: the scaling of the other operand de
 from __future__ import annotations
 
 import enum
+import re
 
 import libcst as cst
 
@@ -104,8 +105,9 @@ class _Reader:
             if dotted(called[0]) is not None or isinstance(called[0], (cst.Subscript, cst.Attribute, cst.Call)):
                 return self.scaling(called[0], order, depth + 1)
         name = func_name(expr) or ""
-        if name.split(".", 1)[0] in self.known_functions or name.startswith("self."):
-            return Scaling.UNKNOWN  # a helper of this file, which may normalise inside
+        if name.split(".", 1)[0] in self.known_functions or name.startswith("self.") and not _criterion_attribute(
+                name, self.known_functions):
+            return Scaling.UNKNOWN  # a helper of this file (or of a base class), which may normalise inside
         if not name:
             return Scaling.UNKNOWN  # `f(x)(y)`, `self.losses[k](...)`: nothing to read
         if any(n in self.accumulation_names or n.split(".")[-1] in self.accumulation_names
@@ -122,6 +124,18 @@ class _Reader:
                 last_part(n) in self.accumulation_names for n in names):
             return Scaling.RUNNING
         return Scaling.DIVIDED
+
+
+# `self.criterion(out, y)`, `self.loss_fn(...)`, `self.loss(...)`: a loss module the object holds
+_CRITERION = re.compile(r"^(criterion|loss|loss_fn|loss_func|loss_function|lossfn)$|_criterion$|^criterion_", re.I)
+
+
+def _criterion_attribute(name: str, known_functions: set[str]) -> bool:
+    """``self.criterion(...)`` where ``criterion`` is no function of this file: a loss module held by
+    the object, which computes one micro-batch's loss and is not told N (a method of the class, which
+    may normalise, is a function of the file or of a base class, and is not named so)."""
+    parts = name.split(".")
+    return len(parts) == 2 and parts[1] not in known_functions and bool(_CRITERION.search(parts[1]))
 
 
 def _is_loss_scale(expr: cst.BaseExpression) -> bool:

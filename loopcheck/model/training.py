@@ -153,6 +153,20 @@ def _computed_for_the_step(loop: Loop, reader: GuardReader, backward: Event, ste
     return under(backward.conds, backward.order) and bool(assigned) and under(assigned[-1].conds, assigned[-1].order)
 
 
+def is_manual_backward(backward: Event) -> bool:
+    """``self.manual_backward(loss)`` of a LightningModule under manual optimization."""
+    return backward.framework is Framework.LIGHTNING and isinstance(backward.node, cst.Call) \
+        and last_part(func_name(backward.node) or "") == "manual_backward"
+
+
+def manual_optimization(backwards: list[Event], steps: list[Event]) -> bool:
+    """A LightningModule that steps its optimizers itself (``automatic_optimization = False``):
+    ``manual_backward`` is a plain backward (plus the precision plugin's loss scaling), and zeroing,
+    stepping and any accumulation are the module's own code, which Lightning leaves as written.
+    Fabric's ``backward`` is not this: its loops are left to the framework."""
+    return bool(steps) and all(b.framework is not Framework.LIGHTNING or is_manual_backward(b) for b in backwards)
+
+
 def analyse(loop: Loop, int_inits: dict[str, set[int | None]]) -> TrainingLoop | None:
     backwards = loop.events(Kind.BACKWARD)
     if not backwards:
@@ -167,7 +181,7 @@ def analyse(loop: Loop, int_inits: dict[str, set[int | None]]) -> TrainingLoop |
         return TrainingLoop(loop, backwards, steps, style, reader, parent_reader=parent_reader,  # type: ignore[arg-type]
                             assumptions=loop.assumptions, **kw)
 
-    if frameworks & {Framework.ENGINE, Framework.LIGHTNING}:
+    if Framework.ENGINE in frameworks or Framework.LIGHTNING in frameworks and not manual_optimization(backwards, steps):
         return make(Style.FRAMEWORK, steps)
     if any(b.in_context("accumulate") for b in backwards):
         return make(Style.ACCELERATE, steps)

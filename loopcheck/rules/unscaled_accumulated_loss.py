@@ -36,7 +36,7 @@ from loopcheck.model import Event, FileModel, Framework, Role, Style, TrainingLo
 from loopcheck.model.accelerate import accelerator_calls, accumulation_setting
 from loopcheck.model.loss import Scaling, loss_scaling
 from loopcheck.model.syntax import dotted, func_name, is_zero, keyword, last_part, method, names_in, same, source, walk
-from loopcheck.model.training import is_data_loop
+from loopcheck.model.training import is_data_loop, is_manual_backward
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.rules._base import Rule, Violation
 
@@ -192,7 +192,7 @@ for step, batch in enumerate(train_dataloader):
             accumulation_names = {name.rsplit(".", 1)[-1] for name in names_in(n)} if n is not None else set()
             for backward in training.backwards:
                 if backward.framework not in (Framework.TORCH, Framework.LOSS_SCALER, Framework.ACCELERATE) \
-                        or backward.loss is None:
+                        and not is_manual_backward(backward) or backward.loss is None:
                     continue
                 if backward.framework is Framework.ACCELERATE and (
                         accumulation_setting(model) is not None or not accelerator_calls(model)):
