@@ -1,6 +1,8 @@
 """## What it does
 Checks that, under gradient accumulation, the loss handed to `backward()` is divided by the
-number of accumulated micro-batches (or normalised by a window-wide count).
+number of accumulated micro-batches (or normalised by a window-wide count); also
+`self.manual_backward(loss)` of a LightningModule that accumulates by hand under manual
+optimization, which does not divide either.
 
 ## Why is this bad?
 `backward()` sums gradients across the window. Without `loss / N` the optimizer step sees the

@@ -1,6 +1,8 @@
 """## What it does
 Checks for gradients being zeroed on every micro-batch of a gradient-accumulation loop: by the
-optimizer, the model, or `p.grad = None`.
+optimizer, the model, or `p.grad = None`. A LightningModule under manual optimization that
+accumulates by hand (`self.manual_backward(loss)`, `opt.step()` every N batches in
+`training_step`) is checked the same way: Lightning leaves its zeroing and stepping as written.
 
 ## Why is this bad?
 Under accumulation the optimizer steps only every N micro-batches and relies on `backward()`
