@@ -99,3 +99,42 @@ def test_a_sequential_schedule_hands_over_at_its_milestones(call: str, unit: Uni
 ])
 def test_a_length_in_a_divisor_counts_no_batches(setup: str, expr: str, unit: Unit | None) -> None:
     assert _unit(setup, expr) is unit
+
+
+@pytest.mark.parametrize("call, horizon, unit", [
+    ("LambdaLR(optimizer, partial(warmup_cosine, warmup=args.warmup_epochs, total=args.epochs))",
+     "[args.warmup_epochs, args.epochs]", Unit.EPOCHS),
+    ("LambdaLR(optimizer, functools.partial(cosine, 0, args.epochs * len(train_loader)))",
+     "args.epochs * len(train_loader)", Unit.BATCHES),
+    ("LambdaLR(optimizer, lambda s: warmup_cosine(s, args.warmup_epochs, args.epochs))",
+     "[args.warmup_epochs, args.epochs]", Unit.EPOCHS),
+    ("LambdaLR(optimizer, lr_lambda=lambda step: linear(step, total=args.epochs * steps_per_epoch))",
+     "args.epochs * steps_per_epoch", Unit.BATCHES),
+    # lengths of two units, or one named for none: no unit
+    ("LambdaLR(optimizer, partial(warmup_cosine, warmup=warmup_steps, total=args.epochs))",
+     "[warmup_steps, args.epochs]", None),
+    ("LambdaLR(optimizer, partial(warmup_cosine, base_lr=args.lr, total=args.epochs))", "[args.lr, args.epochs]", None),
+    # nothing handed over besides the step count
+    ("LambdaLR(optimizer, lambda epoch: 0.95 ** epoch)", None, None),
+    ("LambdaLR(optimizer, partial(decay, *args.lengths))", None, None),
+])
+def test_a_lambda_schedule_counts_in_the_lengths_it_is_handed(call: str, horizon: str | None, unit: Unit | None) -> None:
+    node = cst.parse_expression(call)
+    assert isinstance(node, cst.Call)
+    model = build(cst.parse_module(""))
+    found = horizon_expr(node, model.index)
+    assert (source(found) if found is not None else None) == horizon
+    assert (unit_of(found, model.index) if found is not None else None) is unit
+
+
+@pytest.mark.parametrize("call, decay, unit", [
+    ("CyclicLR(optimizer, base_lr=1e-4, max_lr=0.1, step_size_up=args.epochs // 2)", "args.epochs // 2", Unit.EPOCHS),
+    ("lrs.CyclicLR(optimizer, 1e-4, 0.1, 2 * len(train_loader))", "2 * len(train_loader)", Unit.BATCHES),
+    ("CyclicLR(optimizer, base_lr=1e-4, max_lr=0.1)", None, None),  # its default, 2000 steps
+])
+def test_a_cyclic_schedule_climbs_for_its_step_size_up(call: str, decay: str | None, unit: Unit | None) -> None:
+    node = cst.parse_expression(call)
+    assert isinstance(node, cst.Call)
+    found = decay_expr(node)
+    assert (source(found) if found is not None else None) == decay
+    assert (unit_of(found, build(cst.parse_module("")).index) if found is not None else None) is unit

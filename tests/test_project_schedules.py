@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from loopcheck.project.schedules import as_called, returned
+from loopcheck.project.schedules import as_called, own_factory, returned
 from loopcheck.project.facts import extract
 
 
@@ -137,7 +137,8 @@ def test_returned_marks_parameters_and_follows_locals() -> None:
     "    total = args.epochs\n    total += 1\n    return CosineAnnealingLR(optimizer, T_max=total)",  # assigned twice
     "    return LambdaLR(optimizer, lambda step: step / args.epochs)",  # names bound inside the call
     "    return CosineAnnealingLR(optimizer, **args.sched_kwargs)",
-    "    if args.none:\n        return None\n    return CosineAnnealingLR(optimizer, T_max=args.epochs)",
+    "    return None",  # no scheduler at all
+    "    scheduler = None\n    scheduler, extra = make(optimizer)\n    return scheduler",  # bound otherwise too
     "    return make(optimizer, args)",  # not a scheduler constructor
     # a parameter rebound before it reaches the scheduler: the caller's `args.epochs` is not its horizon
     "    args.epochs = args.epochs * args.steps_per_epoch\n    return CosineAnnealingLR(optimizer, T_max=args.epochs)",
@@ -149,3 +150,84 @@ def test_returned_keeps_nothing_the_caller_cannot_see(body: str) -> None:
     tree = ast.parse(f"def build_scheduler(optimizer, args):\n{body}\n")
     function = tree.body[0]
     assert returned(list(ast.walk(function))[1:], {"optimizer": 0, "args": 1}) == ()
+
+
+def test_returned_skips_the_configurations_without_a_scheduler() -> None:
+    import ast
+
+    body = ("    scheduler = None\n    if args.sched == 'cosine':\n"
+            "        scheduler = CosineAnnealingLR(optimizer, T_max=args.epochs)\n"
+            "    elif args.sched == 'step':\n        scheduler = StepLR(optimizer, step_size=args.lr_decay_epochs)\n"
+            "    if args.none:\n        return None\n    return scheduler")
+    function = ast.parse(f"def build_scheduler(optimizer, args):\n{body}\n").body[0]
+    assert returned(list(ast.walk(function))[1:], {"optimizer": 0, "args": 1}) == (
+        "CosineAnnealingLR(\x000\x00, T_max=\x001\x00.epochs)", "StepLR(\x000\x00, step_size=\x001\x00.lr_decay_epochs)")
+
+
+def test_own_factory_keeps_the_module_names_the_caller_shares() -> None:
+    method = textwrap.dedent("""\
+        def _get_scheduler(self, steps):
+            total = self.args.epochs * steps
+            return LambdaLR(self.optimizer, partial(warmup_cosine, total=total))
+    """)
+    assert own_factory(method, True) == (
+        ("steps",), ("LambdaLR(self.optimizer, partial(warmup_cosine, total=self.args.epochs * \x000\x00))",))
+    # called as a plain function, a method is not what runs (nor is a function called through `self.`)
+    assert own_factory(method, False) == ((), ())
+    function = "def build(optimizer):\n    return CosineAnnealingLR(optimizer, T_max=EPOCHS)\n"
+    assert own_factory(function, False) == (("optimizer",), ("CosineAnnealingLR(\x000\x00, T_max=EPOCHS)",))
+    assert own_factory(function, True) == ((), ())
+
+
+@pytest.mark.parametrize("text", [
+    # a schedule function defined inside reads the factory's own locals
+    "def build(optimizer, epochs):\n    def f(step):\n        return step / epochs\n    return LambdaLR(optimizer, f)\n",
+    "def build(optimizer):\n    import math\n    return CosineAnnealingLR(optimizer, T_max=math.pi)\n",
+    "def build(optimizer, *rest):\n    return CosineAnnealingLR(optimizer, T_max=EPOCHS)\n",
+    "def build(optimizer):\n    return optimizer\n",
+])
+def test_own_factory_reads_nothing_bound_inside_it(text: str) -> None:
+    assert own_factory(text, False)[1] == ()
+
+
+TRAIN_FACTORY = """
+    import torch
+
+
+    def build_scheduler(optimizer, args):
+        if args.sched == "step":
+            return torch.optim.lr_scheduler.StepLR(optimizer, step_size=args.lr_decay_epochs)
+        return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
+
+
+    def train(args, model, train_loader):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        scheduler = BUILT
+        for epoch in range(args.epochs):
+            for x in train_loader:
+                optimizer.zero_grad()
+                model(x).sum().backward()
+                optimizer.step()
+                scheduler.step()
+"""
+
+
+def test_epoch_horizon_built_in_the_same_file_stepped_per_batch(project: Path, run_cli) -> None:
+    _write(project, {"train.py": TRAIN_FACTORY.replace("BUILT", "build_scheduler(optimizer, args)")})
+    found = _codes(run_cli, "train.py")
+    assert len(found) == 1 and found[0].startswith("train.py:19:") and " LC303 " in found[0]
+    assert "(built by `build_scheduler`)" in found[0]
+
+
+@pytest.mark.parametrize("old, new, built", [
+    # one branch counts batches
+    ("T_max=args.epochs", "T_max=args.epochs * len(train_loader)", "build_scheduler(optimizer, args)"),
+    ("(optimizer, args):", "(optimizer, args=None):", "build_scheduler(optimizer)"),  # a parameter not passed
+    ("", "", "self.build_scheduler(optimizer, args)"),  # not a method of this file
+    # two functions of that name
+    ("    def train(", "    def build_scheduler(optimizer):\n        return None\n\n\n    def train(",
+     "build_scheduler(optimizer, args)"),
+])
+def test_schedulers_built_in_the_same_file_but_unread(project: Path, run_cli, old: str, new: str, built: str) -> None:
+    _write(project, {"train.py": TRAIN_FACTORY.replace(old, new, 1).replace("BUILT", built)})
+    assert _codes(run_cli, "train.py") == []

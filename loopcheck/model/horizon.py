@@ -59,9 +59,11 @@ _WARMUP_KEYWORDS = ("num_warmup_steps", "warmup_steps", "warmup_iters")
 
 # Where a step schedule decays: `StepLR(optimizer, step_size)` every `step_size` scheduler steps,
 # `MultiStepLR(optimizer, milestones)` at each milestone; where `SequentialLR(optimizer, schedulers,
-# milestones)` hands over to its next schedule (a warmup's end). Read by LC303 only: a literal step size
+# milestones)` hands over to its next schedule (a warmup's end); how many steps `CyclicLR(optimizer,
+# base_lr, max_lr, step_size_up)` climbs for. Read by LC303 only: a literal step size
 # is no length a per-micro-batch step (LC301) cuts short.
-_DECAY_ARGS = {"StepLR": ("step_size", 1), "MultiStepLR": ("milestones", 1), "SequentialLR": ("milestones", 2)}
+_DECAY_ARGS = {"StepLR": ("step_size", 1), "MultiStepLR": ("milestones", 1), "SequentialLR": ("milestones", 2),
+               "CyclicLR": ("step_size_up", 3)}
 # Casts around one milestone (`int(args.epochs * 0.75)`) that keep its unit.
 _CASTS = ("int", "round", "ceil", "floor")
 
@@ -105,6 +107,9 @@ def horizon_expr(call: cst.Call, index: Index) -> cst.CSTNode | None:
     if name in ("LambdaLR", "MultiplicativeLR"):
         args = positional(call)
         fn = args[1] if len(args) > 1 else keyword(call, "lr_lambda")
+        given = _given_lengths(fn)
+        if given is not None:
+            return given
         if isinstance(fn, cst.Lambda):
             return _beyond_parameters(fn.body, fn.params)
         defs = index.functions.get(fn.value, []) if isinstance(fn, cst.Name) else []
@@ -228,6 +233,26 @@ def _times_accumulation(expr: cst.CSTNode) -> cst.BaseExpression | None:
         if names and all(ACCUMULATION_NAME.search(last_part(n)) for n in names):
             return other
     return None
+
+
+def _given_lengths(fn: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    """What a schedule function is given besides the step count, where it is handed over whole:
+    ``partial(warmup_cosine, warmup=args.warmup_epochs, total=args.epochs)`` or ``lambda s:
+    warmup_cosine(s, args.warmup_epochs, args.epochs)``: those arguments (one, or a list that has a
+    unit only where each has the same), literals left out; None where nothing else is passed."""
+    if isinstance(fn, cst.Call) and last_part(func_name(fn) or "") == "partial":
+        given = [a.value for a in fn.args[1:]]
+        star = any(a.star for a in fn.args)
+    elif isinstance(fn, cst.Lambda) and isinstance(fn.body, cst.Call) and func_name(fn.body) is not None:
+        own = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+        given = [a.value for a in fn.body.args if not own & {n.split(".")[0] for n in names_in(a.value)}]
+        star = any(a.star for a in fn.body.args)
+    else:
+        return None
+    given = [g for g in given if names_in(g)]
+    if star or not given:
+        return None
+    return given[0] if len(given) == 1 else cst.List([cst.Element(g) for g in given])
 
 
 def _beyond_parameters(body: cst.CSTNode, params: cst.Parameters) -> cst.CSTNode | None:

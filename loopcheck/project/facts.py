@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from loopcheck.project.flow import graph_from, keeps, may_flow
 from loopcheck.project.schedules import SCHEDULE_TEXT, returned
-from loopcheck.project.walk import children, last_name, walk
+from loopcheck.project.walk import children, last_name, own_nodes, walk
 
 _DDP = {"DistributedDataParallel", "DDP"}
 # Where a module may call one of them: the name (not the end of a longer one, `smart_DDP`), then only
@@ -451,7 +451,7 @@ def _passes_ddp(nodes: list[ast.AST], imports: dict[str, tuple[str, str, int]]) 
                 if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
                         last_name(d) == "property" for d in member.decorator_list) and any(
                         isinstance(r, ast.Return) and r.value is not None and ast_dotted(r.value) in wrapped
-                        for r in _own_nodes(member)):
+                        for r in own_nodes(member)):
                     wrapped.add(f"self.{member.name}")
     found: set[tuple[str, str]] = set()
     for node in nodes:
@@ -550,7 +550,7 @@ class _Reader:
         modes: dict[int, bool] = {}  # argument -> in train mode after its last mode switch
         nodes = self._nodes.get(id(node))
         if nodes is None:
-            nodes = self._nodes[id(node)] = _own_nodes(node)
+            nodes = self._nodes[id(node)] = own_nodes(node)
         # `model = deepcopy(model)`: the mode switches that follow act on a copy
         copied = {t.id for sub in nodes if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call)
                   and last_name(sub.value.func) in ("deepcopy", "copy") for t in sub.targets if isinstance(t, ast.Name)}
@@ -673,19 +673,6 @@ def _clears_sub_module(node: ast.AST, clearing: ast.AST) -> bool:
         return False
     grads = [n for n in walk(clearing) if isinstance(n, ast.Attribute) and n.attr == "grad"]
     return any(isinstance(g.value, ast.Name) and g.value.id == node.target.id for g in grads)
-
-
-def _own_nodes(node: ast.AST) -> list[ast.AST]:
-    """The nodes of a function body in source order, nested functions and classes left out."""
-    found: list[ast.AST] = []
-    stack = list(reversed(getattr(node, "body", [])))
-    while stack:
-        current = stack.pop()
-        found.append(current)
-        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        stack.extend(reversed(children(current)))
-    return found
 
 
 def _bind(inner: FunctionFacts, call: ast.Call, index: dict[str, int]) -> dict[int, int]:

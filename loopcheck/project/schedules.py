@@ -7,6 +7,10 @@ position (``CosineAnnealingLR(\\x000\\x00, T_max=\\x001\\x00.epochs)``); ``as_ca
 caller's arguments in their places, so that the caller's file reads the horizon as if it had built
 the scheduler itself. Where the text names anything else the caller cannot see (a module constant,
 a local assigned twice, a parameter's default), no text is kept: the horizon stays unknown.
+
+``own_factory`` reads a function (or method) of the checked file itself the same way: there the
+module's names are the caller's too (``T_max=EPOCHS``, ``self.args.epochs`` in a method that the
+same object calls), so they stay as written.
 """
 
 from __future__ import annotations
@@ -14,10 +18,12 @@ from __future__ import annotations
 import ast
 import copy
 import re
-from collections.abc import Mapping
+import textwrap
+from collections.abc import Collection, Mapping
+from functools import lru_cache
 
 from loopcheck.project.flow import bound_once
-from loopcheck.project.walk import last_name
+from loopcheck.project.walk import last_name, own_nodes, walk
 
 # Constructors of a learning-rate schedule, by the last part of the name called
 # (`torch.optim.lr_scheduler.CosineAnnealingLR`, `get_linear_schedule_with_warmup`, a project's `WarmupCosineLR`)
@@ -28,10 +34,11 @@ _MARK = re.compile("\x00([0-9]+)\x00")
 _MAX_DEPTH = 3  # locals followed through their single assignment
 
 
-def returned(nodes: list[ast.AST], index: Mapping[str, int]) -> tuple[str, ...]:
+def returned(nodes: list[ast.AST], index: Mapping[str, int], kept: Collection[str] = ()) -> tuple[str, ...]:
     """The scheduler constructor each ``return`` of a function hands back, as marked text (see the
     module's doc); () where some return is anything else or names what the caller cannot see.
-    ``nodes``: the function's own nodes; ``index``: its parameters' positions."""
+    ``nodes``: the function's own nodes; ``index``: its parameters' positions; ``kept``: names the
+    caller sees as they are (none for a function of another module)."""
     returns: list[ast.expr | None] = []
     for sub in nodes:
         if isinstance(sub, (ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr, ast.withitem,
@@ -46,20 +53,43 @@ def returned(nodes: list[ast.AST], index: Mapping[str, int]) -> tuple[str, ...]:
         # something else than what the caller passed
         return ()
     found = []
-    for value in returns:
-        if isinstance(value, ast.Name) and value.id not in index:
-            value = assigned.get(value.id)  # `scheduler = CosineAnnealingLR(...)` ... `return scheduler`
+    for value in [v for r in returns for v in _values(r, index, nodes)]:
+        if _none(value):
+            continue  # no scheduler in that configuration: nothing to step there
         if not (isinstance(value, ast.Call) and SCHEDULE.search(last_name(value.func))):
             return ()
-        written = _written(value, index, assigned, 0)
+        written = _written(value, index, assigned, 0, kept)
         if written is None:
             return ()
         found.append(ast.unparse(written))
     return tuple(found)
 
 
+def _values(returned: ast.expr | None, index: Mapping[str, int], nodes: list[ast.AST]) -> list[ast.expr | None]:
+    """What a ``return`` may hand back: its value, or each value a local it returns is given
+    (``scheduler = None`` / ``if ...: scheduler = CosineAnnealingLR(...)`` ... ``return scheduler``);
+    [None] where the local is bound otherwise too (``scheduler, x = ...``, ``+=``)."""
+    if not isinstance(returned, ast.Name) or returned.id in index:
+        return [returned]
+    name = returned.id
+    values: list[ast.expr | None] = []
+    for sub in nodes:
+        targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] if isinstance(
+            sub, (ast.AugAssign, ast.AnnAssign)) else []
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id == name and isinstance(sub, ast.Assign):
+                values.append(sub.value)
+            elif any(isinstance(n, ast.Name) and n.id == name for n in walk(target)):
+                return [returned]  # not a plain `name = value`: what it holds is not read
+    return values or [returned]
+
+
+def _none(value: ast.expr | None) -> bool:
+    return value is None or isinstance(value, ast.Constant) and value.value is None
+
+
 def _written(call: ast.Call, index: Mapping[str, int], assigned: Mapping[str, ast.expr | None],
-             depth: int) -> ast.expr | None:
+             depth: int, kept: Collection[str] = ()) -> ast.expr | None:
     """A copy of ``call`` with parameters marked and locals replaced by their values, or None."""
     class Marker(ast.NodeTransformer):
         failed = False
@@ -75,9 +105,11 @@ def _written(call: ast.Call, index: Mapping[str, int], assigned: Mapping[str, as
         def visit_Name(self, node: ast.Name) -> ast.AST:
             if node.id in index:
                 return ast.Name(id=f"\x00{index[node.id]}\x00", ctx=ast.Load())
+            if node.id in kept:
+                return node
             value = assigned.get(node.id)
             if depth < _MAX_DEPTH and value is not None:
-                inner = _written(value, index, assigned, depth + 1)  # type: ignore[arg-type]
+                inner = _written(value, index, assigned, depth + 1, kept)  # type: ignore[arg-type]
                 if inner is not None:
                     return inner
             self.failed = True
@@ -95,6 +127,37 @@ def _written(call: ast.Call, index: Mapping[str, int], assigned: Mapping[str, as
         return None  # `**kwargs`: the horizon may be in it
     written = marker.visit(copy.deepcopy(call))
     return None if marker.failed else written
+
+
+@lru_cache(maxsize=256)
+def own_factory(text: str, method: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The parameters (a method's without ``self``) and the returned schedulers (as ``returned``
+    marks them) of a function of the checked file, given its text; ((), ()) where it returns none.
+    A name the function neither takes nor binds is the module's, which the caller sees alike; so is
+    a method's ``self`` where the same object calls it (``self.scheduler = self.build_scheduler()``)."""
+    try:
+        tree = ast.parse(textwrap.dedent(text))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return (), ()
+    node = tree.body[0] if len(tree.body) == 1 else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.args.vararg is not None:
+        return (), ()  # a `*args` parameter takes the positions after it, which the caller's mapping does not know
+    params = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
+    if method != (params[:1] == ["self"]):
+        return (), ()  # `fn(...)` of a method, `self.fn(...)` of a static one: not read
+    params = params[1:] if method else params
+    index = {name: i for i, name in enumerate(params)}
+    nodes = own_nodes(node)
+    bound = set(bound_once(nodes))
+    for sub in nodes:
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(sub.name)  # a schedule function defined inside reads the factory's locals
+        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in sub.names)
+    kept = {n.id for n in nodes if isinstance(n, ast.Name) and n.id not in index and n.id not in bound}
+    if method:
+        kept.add("self")
+    return tuple(params), returned(nodes, index, kept)
 
 
 def as_called(marked: str, args: Mapping[int, str]) -> str | None:

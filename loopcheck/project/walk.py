@@ -1,5 +1,5 @@
 """``ast.walk`` and ``ast.iter_child_nodes`` without the expression contexts, in their order, and
-the last part of a name (``last_name``).
+the last part of a name (``last_name``), a function body's own nodes (``own_nodes``).
 
 The stdlib's versions go through a generator per node and yield every ``Load()``/``Store()``
 singleton too: walking a module's nodes for facts spent most of its time there. No fact reads a
@@ -45,3 +45,16 @@ def last_name(expr: ast.expr) -> str:
     if isinstance(expr, ast.Attribute):
         return expr.attr
     return ""
+
+
+def own_nodes(node: ast.AST) -> list[ast.AST]:
+    """The nodes of a function body in source order, nested functions and classes left out."""
+    found: list[ast.AST] = []
+    stack = list(reversed(getattr(node, "body", [])))
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        stack.extend(reversed(children(current)))
+    return found

@@ -18,16 +18,21 @@ scheduler handed to `accelerator.prepare` wherever the loop steps it (Accelerate
 it only when the optimizer steps, unless `step_scheduler_with_optimizer=False`; earlier versions
 stepped it on every call, so a project pinned to one, e.g. `accelerate==0.15.0`, is right to count
 that horizon in micro-batches: loopcheck does not read the pin, suppress the finding there). A
-scheduler built by a function of another project module (`scheduler = build_scheduler(optimizer,
-args)` with `return CosineAnnealingLR(optimizer, T_max=args.epochs)` there) is read as that
-function builds it, with the call's arguments in place of its parameters. It is silent where the
-file does not settle both: a horizon that names what the call does not pass (another module's
-constant or default), a scheduler built in another module by a class or an object, a
+scheduler built by a function of the same file or of another project module (`scheduler =
+build_scheduler(optimizer, args)` with `return CosineAnnealingLR(optimizer, T_max=args.epochs)`,
+also in one of several `if args.sched == ...:` branches), or by a method of the same class
+(`self.scheduler = self._make_scheduler()`), is read as that function builds it, with the call's
+arguments in place of its parameters. A `LambdaLR` whose schedule function is handed its lengths
+(`partial(warmup_cosine, warmup=args.warmup_epochs, total=args.epochs)`, `lambda s:
+warmup_cosine(s, args.warmup_epochs, args.epochs)`) counts in the unit all of them share.
+It is silent where the
+file does not settle both: a horizon that names what the call does not pass (a parameter's default,
+another module's constant), a scheduler built in another module by a class or an object, a
 `scheduler.step(...)` with arguments, a step under a configuration flag, and an accumulation count
 that is 1 as the file ships it (a batch is then an optimizer step). The warmup length
 (`num_warmup_steps` of the `transformers` schedules) is read the same way: `warmup_steps *
 gradient_accumulation_steps` for a scheduler stepped once per update stretches the ramp N times.
-So are the step size of `StepLR` and the milestones of `MultiStepLR` and `SequentialLR`:
+So are the step size of `StepLR`, the half cycle of `CyclicLR` (`step_size_up`) and the milestones of `MultiStepLR` and `SequentialLR`:
 `step_size=args.lr_decay_epochs`, `milestones=[int(args.epochs * 0.5), int(args.epochs * 0.75)]` or a
 warmup's end `milestones=[args.warmup_epochs]` count epochs, `[e * len(train_loader) for e in
 args.lr_decay_epochs]` counts batches; literal milestones (`[30, 60]`) say no unit.
@@ -62,11 +67,13 @@ from loopcheck.model import Event, FileModel, Kind, Loop, Role, Style, TrainingL
 from loopcheck.model.accelerate import accumulation_setting, scheduler_gated
 from loopcheck.model.guards import GuardKind
 from loopcheck.model.horizon import Unit, decay_expr, horizon_expr, unit_of, warmup_expr
-from loopcheck.model.syntax import dotted, func_name, int_value, last_part, names_in, positional, same, source, walk
+from loopcheck.model.syntax import (dotted, func_name, int_value, last_part, names_in, own_call_name, positional, same,
+                                    source, walk)
 from loopcheck.model.training import is_data_loop
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.project import arguments
-from loopcheck.project.schedules import as_called
+from loopcheck.project.facts import FunctionFacts
+from loopcheck.project.schedules import SCHEDULE_TEXT, as_called, own_factory
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -155,6 +162,22 @@ for epoch in range(args.epochs):
         optimizer.step()
     scheduler.step()
 """,
+        """
+def build_scheduler(optimizer, args):
+    if args.sched == "step":
+        return torch.optim.lr_scheduler.StepLR(optimizer, step_size=args.lr_decay_epochs)
+    return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
+
+
+def train(args, model, train_loader, optimizer):
+    scheduler = build_scheduler(optimizer, args)
+    for epoch in range(args.epochs):
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            criterion(model(x), y).backward()
+            optimizer.step()
+        scheduler.step()
+""",
     ]
     INVALID = [
         """
@@ -222,6 +245,31 @@ for epoch in range(args.epochs):
         optimizer.step()
         scheduler.step()  # LC303
 """,
+        """
+def build_scheduler(optimizer, args):
+    if args.sched == "step":
+        return torch.optim.lr_scheduler.StepLR(optimizer, step_size=args.lr_decay_epochs)
+    return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
+
+
+def train(args, model, train_loader, optimizer):
+    scheduler = build_scheduler(optimizer, args)
+    for epoch in range(args.epochs):
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            criterion(model(x), y).backward()
+            optimizer.step()
+            scheduler.step()  # LC303
+""",
+        """
+scheduler = LambdaLR(optimizer, partial(warmup_cosine, warmup=args.warmup_epochs, total=args.epochs))
+for epoch in range(args.epochs):
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+        scheduler.step()  # LC303
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -235,8 +283,7 @@ for epoch in range(args.epochs):
             for scheduler, stepped in _stepping_units(training, model):
                 if scheduler.has_args or _under_flag(training, scheduler):
                     continue
-                calls = [c for call in model.roles.constructors(scheduler.receiver, Role.SCHEDULER)
-                         for c in _as_built(call, model)]
+                calls = [c for call in _constructors(scheduler.receiver, model) for c in _as_built(call, model)]
                 horizons = [_length(call, model) for call in calls]
                 units = [(unit_of(h, model.index) or _loop_unit(h, training)) if h is not None else None
                          for h in horizons]
@@ -258,20 +305,48 @@ for epoch in range(args.epochs):
                                              f"{_built_by(scheduler, model)}")
 
 
+def _constructors(name: str | None, model: FileModel) -> list[cst.Call]:
+    """The calls that build scheduler ``name``: scheduler constructors, and calls of a function or
+    method of this file that returns one, whatever it is called (``self._make_sched()``)."""
+    found = model.roles.constructors(name, Role.SCHEDULER)
+    if name:
+        found += [c for c in model.roles.constructed.get(last_part(name), [])
+                  if c not in found and _own_factory(c, model) is not None]
+    return found
+
+
+def _own_factory(call: cst.Call, model: FileModel) -> tuple[str, FunctionFacts] | None:
+    """The function or method of this file that ``call`` runs (``build_scheduler(optimizer, args)``,
+    ``self.build_scheduler()``), where it returns a scheduler: its name and what it returns."""
+    name = own_call_name(call)
+    defs = model.index.functions.get(name, []) if name is not None else []
+    if len(defs) != 1:
+        return None
+    text = source(defs[0])
+    if SCHEDULE_TEXT.search(text) is None:
+        return None
+    params, schedules = own_factory(text, isinstance(call.func, cst.Attribute))
+    return (name, FunctionFacts(line=0, params=params, schedules=schedules)) if schedules else None
+
+
 def _as_built(call: cst.Call, model: FileModel) -> list[cst.Call]:
-    """The scheduler constructors ``call`` stands for: itself, or, for a project function that
-    returns a scheduler (``build_scheduler(optimizer, args)`` in another module), each constructor
-    it returns with the call's arguments in place of its parameters (``CosineAnnealingLR(optimizer,
-    T_max=args.epochs)``), read as if this file had written it. Where a parameter is not passed
-    (its default is the other module's), the call stays as it is: no horizon known."""
-    if model.project is None or _length(call, model) is not None or warmup_expr(call) is not None:
+    """The scheduler constructors ``call`` stands for: itself, or, for a function that returns a
+    scheduler (``build_scheduler(optimizer, args)``, in this file or another module of the project),
+    each constructor it returns with the call's arguments in place of its parameters
+    (``CosineAnnealingLR(optimizer, T_max=args.epochs)``), read as if this file had written it. Where
+    a parameter is not passed (its default is the function's), the call stays as it is: no horizon known."""
+    if _length(call, model) is not None or warmup_expr(call) is not None:
         return [call]  # read as written (`get_linear_schedule_with_warmup` vendored into the project)
-    found = model.project.summary(call, model.roles)
-    if found is None or not found.facts.schedules or any(a.star for a in call.args):
+    own = _own_factory(call, model)
+    facts = own[1] if own is not None else None
+    if facts is None and model.project is not None:
+        found = model.project.summary(call, model.roles)
+        facts = found.facts if found is not None else None
+    if facts is None or not facts.schedules or any(a.star for a in call.args):
         return [call]
-    args = {i: source(a) for i, a in arguments(call, found.facts).items()}
+    args = {i: source(a) for i, a in arguments(call, facts).items()}
     built = []
-    for marked in found.facts.schedules:
+    for marked in facts.schedules:
         text = as_called(marked, args)
         if text is None:
             return [call]
@@ -286,16 +361,22 @@ def _as_built(call: cst.Call, model: FileModel) -> list[cst.Call]:
 
 
 def _built_by(scheduler: Event, model: FileModel) -> str:
-    """`` (built by `build_scheduler`, utils.py:4)`` where a project function of another module built it."""
-    for call in model.roles.constructors(scheduler.receiver, Role.SCHEDULER):
-        if model.project is not None and _as_built(call, model) != [call]:
-            found = model.project.summary(call, model.roles)
-            if found is not None:
-                return f" (built by `{found.name}`, {found.where})"
+    """`` (built by `build_scheduler`, utils.py:4)`` where a function of another module built it,
+    `` (built by `build_scheduler`)`` where one of this file did."""
+    for call in _constructors(scheduler.receiver, model):
+        if _as_built(call, model) == [call]:
+            continue
+        own = _own_factory(call, model)
+        if own is not None:
+            return f" (built by `{own[0]}`)"
+        found = model.project.summary(call, model.roles) if model.project is not None else None
+        if found is not None:
+            return f" (built by `{found.name}`, {found.where})"
     return ""
 
 
-_DECAY_WORDS = {"StepLR": "step size", "MultiStepLR": "milestones", "SequentialLR": "milestones"}
+_DECAY_WORDS = {"StepLR": "step size", "MultiStepLR": "milestones", "SequentialLR": "milestones",
+                "CyclicLR": "half cycle"}
 
 
 def _length(call: cst.Call, model: FileModel) -> cst.BaseExpression | None:
