@@ -114,6 +114,10 @@ def test_a_length_in_a_divisor_counts_no_batches(setup: str, expr: str, unit: Un
     ("LambdaLR(optimizer, partial(warmup_cosine, warmup=warmup_steps, total=args.epochs))",
      "[warmup_steps, args.epochs]", None),
     ("LambdaLR(optimizer, partial(warmup_cosine, base_lr=args.lr, total=args.epochs))", "[args.lr, args.epochs]", None),
+    # the function is given the epoch the step falls in, not the step: its lengths may count epochs
+    # (read whole, as any other lambda body: no unit)
+    ("LambdaLR(optimizer, lambda step: cosine(step // len(train_loader), args.epochs))",
+     "cosine(step // len(train_loader), args.epochs)", None),
     # nothing handed over besides the step count
     ("LambdaLR(optimizer, lambda epoch: 0.95 ** epoch)", None, None),
     ("LambdaLR(optimizer, partial(decay, *args.lengths))", None, None),

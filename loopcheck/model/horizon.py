@@ -245,7 +245,10 @@ def _given_lengths(fn: cst.BaseExpression | None) -> cst.BaseExpression | None:
         star = any(a.star for a in fn.args)
     elif isinstance(fn, cst.Lambda) and isinstance(fn.body, cst.Call) and func_name(fn.body) is not None:
         own = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
-        given = [a.value for a in fn.body.args if not own & {n.split(".")[0] for n in names_in(a.value)}]
+        reads = [(a.value, own & {n.split(".")[0] for n in names_in(a.value)}) for a in fn.body.args]
+        if any(read and not (isinstance(v, cst.Name) and v.value in own) for v, read in reads):
+            return None  # `f(step // steps_per_epoch, args.epochs)`: the function is given something else than the step
+        given = [v for v, read in reads if not read]
         star = any(a.star for a in fn.body.args)
     else:
         return None
