@@ -231,3 +231,42 @@ def test_epoch_horizon_built_in_the_same_file_stepped_per_batch(project: Path, r
 def test_schedulers_built_in_the_same_file_but_unread(project: Path, run_cli, old: str, new: str, built: str) -> None:
     _write(project, {"train.py": TRAIN_FACTORY.replace(old, new, 1).replace("BUILT", built)})
     assert _codes(run_cli, "train.py") == []
+
+
+OPTIONAL = """
+    import torch
+
+
+    def build_scheduler(optimizer, args, steps):
+        if args.sched == "none":
+            return None
+        return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=HORIZON)
+
+
+    def train(args, model, train_loader):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        scheduler = build_scheduler(optimizer, args, len(train_loader))
+        for epoch in range(args.epochs):
+            for x in train_loader:
+                optimizer.zero_grad()
+                model(x).sum().backward()
+                optimizer.step()
+STEP
+"""
+
+
+@pytest.mark.parametrize("step, horizon, found", [
+    # a factory with a `None` configuration is stepped where it built a scheduler: still once per batch
+    ("            if scheduler is not None:\n                scheduler.step()", "args.epochs", "once per batch"),
+    ("            if scheduler:\n                scheduler.step()", "args.epochs", "once per batch"),
+    # once per epoch, where it exists
+    ("        if scheduler is not None:\n            scheduler.step()", "args.epochs * steps", "once per epoch"),
+    ("        if scheduler is not None:\n            scheduler.step()", "args.epochs", None),
+])
+def test_a_step_under_a_test_that_the_scheduler_exists(project: Path, run_cli, step: str, horizon: str,
+                                                       found: str | None) -> None:
+    # `_write` dedents by the template's four spaces: the steps are written four deeper
+    text = OPTIONAL.replace("HORIZON", horizon).replace("STEP", textwrap.indent(step, "    "))
+    _write(project, {"train.py": text})
+    codes = _codes(run_cli, "train.py")
+    assert (codes[0].split("stepped ", 1)[1].split(" but")[0] if codes else None) == found, codes
