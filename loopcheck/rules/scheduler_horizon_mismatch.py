@@ -24,17 +24,16 @@ also in one of several `if args.sched == ...:` branches), or by a method of the 
 (`self.scheduler = self._make_scheduler()`), is read as that function builds it, with the call's
 arguments in place of its parameters. A `LambdaLR` whose schedule function is handed its lengths
 (`partial(warmup_cosine, warmup=args.warmup_epochs, total=args.epochs)`, `lambda s:
-warmup_cosine(s, args.warmup_epochs, args.epochs)`) counts in the unit all of them share.
-It is silent where the
-file does not settle both: a horizon that names what the call does not pass (a parameter's default,
-another module's constant), a scheduler built in another module by a class or an object, a
-`scheduler.step(...)` with arguments, a step under a configuration flag, and an accumulation count
+warmup_cosine(s, args.warmup_epochs, args.epochs)`) counts in the unit all of them share. It is
+silent where the file does not settle both: a horizon that names what the call does not pass (a
+parameter's default, another module's constant), a scheduler built in another module by a class or
+an object, a `scheduler.step(...)` with arguments, a step under a configuration flag, and an accumulation count
 that is 1 as the file ships it (a batch is then an optimizer step). The warmup length
 (`num_warmup_steps` of the `transformers` schedules) is read the same way: `warmup_steps *
 gradient_accumulation_steps` for a scheduler stepped once per update stretches the ramp N times.
-So are the step size of `StepLR`, the half cycle of `CyclicLR` (`step_size_up`) and the milestones of `MultiStepLR` and `SequentialLR`:
-`step_size=args.lr_decay_epochs`, `milestones=[int(args.epochs * 0.5), int(args.epochs * 0.75)]` or a
-warmup's end `milestones=[args.warmup_epochs]` count epochs, `[e * len(train_loader) for e in
+So are the step size of `StepLR`, the half cycle of `CyclicLR` (`step_size_up`) and the milestones
+of `MultiStepLR` and `SequentialLR`: `step_size=args.lr_decay_epochs`, `milestones=[int(args.epochs
+* 0.5), int(args.epochs * 0.75)]` or a warmup's end `milestones=[args.warmup_epochs]` count epochs, `[e * len(train_loader) for e in
 args.lr_decay_epochs]` counts batches; literal milestones (`[30, 60]`) say no unit.
 
 ## Why is this bad?
