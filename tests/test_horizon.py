@@ -122,7 +122,8 @@ def test_a_length_in_a_divisor_counts_no_batches(setup: str, expr: str, unit: Un
     ("LambdaLR(optimizer, lambda epoch: 0.95 ** epoch)", None, None),
     ("LambdaLR(optimizer, partial(decay, *args.lengths))", None, None),
 ])
-def test_a_lambda_schedule_counts_in_the_lengths_it_is_handed(call: str, horizon: str | None, unit: Unit | None) -> None:
+def test_a_lambda_schedule_counts_in_the_lengths_it_is_handed(call: str, horizon: str | None,
+                                                              unit: Unit | None) -> None:
     node = cst.parse_expression(call)
     assert isinstance(node, cst.Call)
     model = build(cst.parse_module(""))

@@ -161,7 +161,8 @@ def test_returned_skips_the_configurations_without_a_scheduler() -> None:
             "    if args.none:\n        return None\n    return scheduler")
     function = ast.parse(f"def build_scheduler(optimizer, args):\n{body}\n").body[0]
     assert returned(list(ast.walk(function))[1:], {"optimizer": 0, "args": 1}) == (
-        "CosineAnnealingLR(\x000\x00, T_max=\x001\x00.epochs)", "StepLR(\x000\x00, step_size=\x001\x00.lr_decay_epochs)")
+        "CosineAnnealingLR(\x000\x00, T_max=\x001\x00.epochs)",
+        "StepLR(\x000\x00, step_size=\x001\x00.lr_decay_epochs)")
 
 
 def test_own_factory_keeps_the_module_names_the_caller_shares() -> None:
@@ -181,7 +182,8 @@ def test_own_factory_keeps_the_module_names_the_caller_shares() -> None:
 
 @pytest.mark.parametrize("text", [
     # a schedule function defined inside reads the factory's own locals
-    "def build(optimizer, epochs):\n    def f(step):\n        return step / epochs\n    return LambdaLR(optimizer, f)\n",
+    "def build(optimizer, epochs):\n    def f(step):\n        return step / epochs\n"
+    "    return LambdaLR(optimizer, f)\n",
     "def build(optimizer):\n    import math\n    return CosineAnnealingLR(optimizer, T_max=math.pi)\n",
     "def build(optimizer, *rest):\n    return CosineAnnealingLR(optimizer, T_max=EPOCHS)\n",
     "def build(optimizer):\n    return optimizer\n",

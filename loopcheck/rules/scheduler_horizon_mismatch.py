@@ -32,8 +32,9 @@ that is 1 as the file ships it (a batch is then an optimizer step). The warmup l
 (`num_warmup_steps` of the `transformers` schedules) is read the same way: `warmup_steps *
 gradient_accumulation_steps` for a scheduler stepped once per update stretches the ramp N times.
 So are the step size of `StepLR`, the half cycle of `CyclicLR` (`step_size_up`) and the milestones
-of `MultiStepLR` and `SequentialLR`: `step_size=args.lr_decay_epochs`, `milestones=[int(args.epochs
-* 0.5), int(args.epochs * 0.75)]` or a warmup's end `milestones=[args.warmup_epochs]` count epochs, `[e * len(train_loader) for e in
+of `MultiStepLR` and `SequentialLR`: `step_size=args.lr_decay_epochs`,
+`milestones=[int(args.epochs * 0.5), int(args.epochs * 0.75)]` or a warmup's end
+`milestones=[args.warmup_epochs]` count epochs, `[e * len(train_loader) for e in
 args.lr_decay_epochs]` counts batches; literal milestones (`[30, 60]`) say no unit.
 
 ## Why is this bad?
