@@ -185,6 +185,28 @@ def test_the_check_does_not_parse_with_libcst(monkeypatch: pytest.MonkeyPatch) -
     assert check_text(source, "train.py", resolve()) == expected
 
 
+@pytest.mark.parametrize("path", _fixtures(), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_rules_read_the_built_tree_of_every_fixture(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rule that asks a built node for what only libcst's nodes have (a visitor, a statement's
+    code) sends the file to libcst's parse, several times the cost, and no finding shows it. The one
+    documented reason to go there is a fix that needs the text or position of a node the built
+    tree cannot place (a LookupError)."""
+    check = engine._check
+    failed: list[BaseException] = []
+
+    def recorded(*args: object, **kwargs: object) -> object:
+        try:
+            return check(*args, **kwargs)  # type: ignore[arg-type]
+        except Exception as error:
+            if kwargs.get("built"):
+                failed.append(error)
+            raise
+
+    monkeypatch.setattr(engine, "_check", recorded)
+    check_text(path.read_text(), path.name, EVERY)
+    assert [e for e in failed if not isinstance(e, LookupError)] == []
+
+
 def test_a_file_it_does_not_build_is_checked_from_libcsts_tree() -> None:
     source = ("def train(loader, mode):\n    match mode:\n        case 'train':\n            pass\n"
               "    for x in loader:\n        loss = model(x)\n        loss.backward()\n        optimizer.step()\n")

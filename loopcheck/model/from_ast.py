@@ -898,6 +898,17 @@ def _as_written(code: str, indent: str, crlf: bool) -> str | None:
     return "".join(out)
 
 
+def statement_text(node: cst.CSTNode) -> str | None:
+    """The source of statement ``node`` from its keyword on (decorators and comments above it left
+    out), its first line indented as written, for a node of the tree built last; else None."""
+    if _last is None:
+        return None
+    span = _last.spans.get(id(node))
+    if span is None or span[0] is not node or not isinstance(span[1], ast.stmt):
+        return None
+    return ast.get_source_segment(_last.source, span[1], padded=True)
+
+
 def start(node: cst.CSTNode) -> int | None:
     """Where ``node``'s text starts in the source (its own brackets left out), for a node of the
     tree built last."""

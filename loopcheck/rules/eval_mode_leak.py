@@ -53,7 +53,7 @@ from loopcheck.model.guards import exclusive
 from loopcheck.model.memory import frozen_modules, module_name, trained_modules
 from loopcheck.model.modes import mode_matters
 from loopcheck.model.optimizers import optimizer_modules
-from loopcheck.model.syntax import dotted, func_name, last_part, positional, source
+from loopcheck.model.syntax import dotted, func_name, last_part, positional, source, walk
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -326,16 +326,7 @@ def _built_in_helper(leak: Event, loop: Loop) -> bool:
 
 def _inside(node: cst.CSTNode, outer: cst.CSTNode) -> bool:
     """Whether ``node`` is ``outer`` or one of its descendants."""
-    found = False
-
-    class _Find(cst.CSTVisitor):
-        def on_visit(self, visited: cst.CSTNode) -> bool:
-            nonlocal found
-            found = found or visited is node
-            return not found
-
-    outer.visit(_Find())
-    return found
+    return any(n is node for n in walk(outer, into_functions=True))
 
 
 def _trains_in_eval_mode(leak: Event, name: str, owners: dict[str, set[str]], steps: list[int], loop: Loop,
@@ -373,31 +364,18 @@ def _trains_in_eval_mode(leak: Event, name: str, owners: dict[str, set[str]], st
     return False
 
 
-class _Evaluation(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.found = False
-
-    def visit_For(self, node: cst.For) -> bool:
-        self.found = True
-        return False
-
-    def visit_While(self, node: cst.While) -> bool:
-        self.found = True
-        return False
-
-    def visit_WithItem(self, node: cst.WithItem) -> bool:
-        item = node.item
-        name = func_name(item) if isinstance(item, cst.Call) else dotted(item)
-        self.found = self.found or last_part(name or "") in ("no_grad", "inference_mode")
-        return False
-
-
 def _evaluates(stmt: cst.CSTNode) -> bool:
     """Whether ``stmt`` holds what an evaluation looks like: a loop (over validation data) or a
     ``no_grad`` / ``inference_mode`` block."""
-    visitor = _Evaluation()
-    stmt.visit(visitor)
-    return visitor.found
+    for node in walk(stmt, into_functions=True):
+        if isinstance(node, (cst.For, cst.While)):
+            return True
+        if isinstance(node, cst.WithItem):
+            item = node.item
+            name = func_name(item) if isinstance(item, cst.Call) else dotted(item)
+            if last_part(name or "") in ("no_grad", "inference_mode"):
+                return True
+    return False
 
 
 def _later(leak: Event, updates: list[int], events: list[Event], loop: Loop) -> list[int]:

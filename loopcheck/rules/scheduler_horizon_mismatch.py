@@ -65,6 +65,7 @@ import libcst as cst
 
 from loopcheck.model import Event, FileModel, Kind, Loop, Role, Style, TrainingLoop
 from loopcheck.model.accelerate import accumulation_setting, scheduler_gated
+from loopcheck.model.from_ast import statement_text
 from loopcheck.model.guards import GuardKind
 from loopcheck.model.horizon import Unit, decay_expr, horizon_expr, unit_of, warmup_expr
 from loopcheck.model.syntax import (dotted, func_name, int_value, last_part, names_in, own_call_name, positional, same,
@@ -322,7 +323,7 @@ def _own_factory(call: cst.Call, model: FileModel) -> tuple[str, FunctionFacts] 
     defs = model.index.functions.get(name, []) if name is not None else []
     if len(defs) != 1:
         return None
-    text = source(defs[0])
+    text = statement_text(defs[0]) or source(defs[0])  # a tree built from `ast` has no libcst code
     if SCHEDULE_TEXT.search(text) is None:
         return None
     params, schedules = own_factory(text, isinstance(call.func, cst.Attribute))
