@@ -899,14 +899,16 @@ def _as_written(code: str, indent: str, crlf: bool) -> str | None:
 
 
 def statement_text(node: cst.CSTNode) -> str | None:
-    """The source of statement ``node`` from its keyword on (decorators and comments above it left
-    out), its first line indented as written, for a node of the tree built last; else None."""
+    """The source of statement ``node`` from the start of its keyword's line (decorators and comments
+    above it left out, its indentation as written), for a node of the tree built last; else None."""
     if _last is None:
         return None
     span = _last.spans.get(id(node))
     if span is None or span[0] is not node or not isinstance(span[1], ast.stmt):
         return None
-    return ast.get_source_segment(_last.source, span[1], padded=True)
+    statement = span[1]
+    return _last.source[_last.offset(statement.lineno, 0):
+                        _last.offset(statement.end_lineno, statement.end_col_offset)]  # type: ignore[arg-type]
 
 
 def start(node: cst.CSTNode) -> int | None:
