@@ -1,0 +1,91 @@
+"""benchmarks/realworld/score.py: one table per split, held-out splits kept out of --details."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+SCORE = Path(__file__).resolve().parents[1] / "benchmarks" / "realworld" / "score.py"
+
+
+@pytest.fixture(scope="module")
+def score():
+    spec = importlib.util.spec_from_file_location("realworld_score", SCORE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve the module's string annotations through it
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules[spec.name]
+
+
+def write_manifest(path: Path, entries: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(entry) + "\n" for entry in entries))
+    return path
+
+
+def entry(loop_id: str, split: str, expected: list[str], repo: str = "owner/name") -> dict:
+    return {
+        "id": loop_id, "repo": repo, "commit": "0" * 40, "path": "train.py", "lines": [1, 50],
+        "expected": expected, "reasons": {code: "why" for code in expected}, "notes": "", "split": split,
+    }
+
+
+def found(code: str, row: int) -> dict:
+    return {"code": code, "message": f"{code} here", "location": {"row": row}, "filename": "train.py"}
+
+
+def test_each_split_gets_its_own_table_and_all_counts_every_loop(score, tmp_path: Path) -> None:
+    manifest = write_manifest(tmp_path / "m.jsonl", [
+        entry("rw1", "dev", ["LC101"]),
+        entry("rw2", "test", ["LC105"], repo="a/b"),
+        entry("rw3", "test2", ["LC501"], repo="c/d"),
+        entry("rw4", "test2", [], repo="e/f"),
+    ])
+    loops = score.load_manifest(manifest)
+    loops[0].reported["LC101"].append(found("LC101", 10))  # dev: TP
+    loops[2].reported["LC501"].append(found("LC501", 10))  # test2: TP
+    loops[3].reported["LC302"].append(found("LC302", 10))  # test2: FP
+    report, raw = score.tables(loops)
+    assert list(raw) == ["dev", "test", "test2", "all"]
+    assert raw["test2"]["overall"] == {"TP": 1, "FP": 1}
+    assert raw["test"]["overall"] == {"FN": 1}
+    assert raw["all"]["overall"] == {"TP": 2, "FN": 1, "FP": 1}
+    assert "### test2: 2 loops, 2 repositories, 1 expected findings" in report
+    assert "### all: 4 loops, 4 repositories, 3 expected findings" in report
+
+
+def test_details_list_only_the_requested_splits(score, tmp_path: Path) -> None:
+    manifest = write_manifest(tmp_path / "m.jsonl", [
+        entry("rw1", "dev", ["LC101"]),
+        entry("rw2", "test2", ["LC501"], repo="c/d"),
+    ])
+    loops = score.load_manifest(manifest)
+    dev_only = score.details(loops, [], [], {"dev"})
+    assert "rw1 LC101" in dev_only and "rw2" not in dev_only and "c/d" not in dev_only
+    both = score.details(loops, [], [], {"dev", "test2"})
+    assert "rw2 LC501" in both
+
+
+def test_details_default_to_the_dev_split_and_name_no_held_out_checkout(score, tmp_path: Path) -> None:
+    manifest = write_manifest(tmp_path / "m.jsonl", [
+        entry("rw1", "dev", ["LC101"]),
+        entry("rw2", "test2", ["LC501"], repo="held/out"),
+    ])
+    details = tmp_path / "details.md"
+    corpus = tmp_path / "corpus"  # empty: both checkouts are missing, so both are errors
+    corpus.mkdir()
+    code = score.main(["--corpus", str(corpus), "--manifest", str(manifest), "--details", str(details)])
+    text = details.read_text()
+    assert code == 2
+    assert "rw1 LC101" in text and "owner+name@" in text
+    assert "rw2" not in text and "held" not in text
+
+
+def test_a_split_outside_the_known_three_is_reported_after_them(score, tmp_path: Path) -> None:
+    manifest = write_manifest(tmp_path / "m.jsonl", [entry("rw1", "extra", []), entry("rw2", "dev", [])])
+    _, raw = score.tables(score.load_manifest(manifest))
+    assert list(raw) == ["dev", "extra", "all"]
