@@ -143,3 +143,22 @@ def test_a_layer_list_built_by_a_builder_method_is_read() -> None:
     unknown = inert.replace("layers.append(nn.Identity())", "layers.extend(self.extra_layers)")
     assert unknown != inert
     assert [f.code for f in check_source(unknown, select=["LC605"])] == ["LC605"]
+
+
+def test_a_component_left_in_eval_mode_leaks_once_its_own_update_follows() -> None:
+    # one helper trains each component with the optimizer handed to it: the world model's update
+    # after `tokenizer.eval()` does not train the tokenizer; its own next update does
+    source = (FIXTURES / "frozen_component_eval_between_component_updates.py").read_text()
+    assert [f.code for f in check_source(source, select=["LC605"])] == []
+    train_before_the_loop = source.replace("        self.agent.train()\n        self.agent.zero_grad()\n",
+                                           "        self.agent.zero_grad()\n").replace(
+        "        for epoch in range(1, self.epochs + 1):\n",
+        "        self.agent.train()\n        for epoch in range(1, self.epochs + 1):\n")
+    assert train_before_the_loop.count("        self.agent.train()\n") == 1
+    assert "tokenizer.eval()" in " ".join(f.message for f in check_source(train_before_the_loop, select=["LC605"]))
+    trained_again = source.replace(
+        "        self.agent.world_model.eval()\n",
+        "        self.agent.world_model.eval()\n"
+        "        self.train_component(self.agent.tokenizer, self.optimizer_tokenizer, steps_per_epoch=1, grad_acc_steps=1)\n")
+    assert trained_again != source
+    assert [f.code for f in check_source(trained_again, select=["LC605"])] == ["LC605"]

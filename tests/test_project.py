@@ -966,3 +966,57 @@ def test_only_a_call_of_ddp_itself_makes_a_module_walked_for_its_wraps(call: str
     monkeypatch.setattr(facts_module, "walk", lambda node: walked.append(node) or real(node))
     outline = ModuleReader(source, "m.py").outline()
     assert outline.ddp_lines == ((6,) if wraps else ()) and bool(walked) is wraps
+
+
+LOGGING_MODEL = """
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lm_head = nn.Linear(8, 4)
+
+        def forward(self, ids, labels):
+            dual_loss, align_loss, contras_loss = 0, 0, 0
+            lm_loss = F.cross_entropy(self.lm_head(ids), labels)
+            dual_loss = lm_loss.item()
+            return lm_loss, dual_loss, align_loss, contras_loss
+"""
+
+LOGGING_LOOP = """
+    import torch
+    from model import Model
+
+
+    def train(loader, max_steps):
+        model = Model()
+        optimizer = torch.optim.AdamW(model.parameters())
+        losses, contras_losses, align_losses, dual_losses, step = [], [], [], [], 0
+        while True:
+            ids, labels = next(loader)
+            model.train()
+            step += 1
+            loss, dual_loss, align_loss, contras_loss = model(ids, labels)
+            losses.append(loss.item())
+            if contras_loss != 0:
+                contras_losses.append(contras_loss)
+            if dual_loss != 0:
+                dual_losses.append(dual_loss)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            if step >= max_steps:
+                return losses, dual_losses, contras_losses
+"""
+
+
+def test_numbers_a_model_of_another_module_returns_beside_its_loss_hold_no_graph(project: Path, run_cli) -> None:
+    # CodeExecutor's pretraining: `dual_loss = lm_loss.item()`, the others 0; a `.detach()` there
+    # would raise AttributeError on the float
+    _write(project, {"train.py": LOGGING_LOOP, "model.py": LOGGING_MODEL})
+    assert _codes(run_cli, "train.py") == []
+    _write(project, {"model.py": LOGGING_MODEL.replace("dual_loss = lm_loss.item()", "dual_loss = 0.5 * lm_loss")})
+    found = _codes(run_cli, "train.py")
+    assert len(found) == 1 and found[0].startswith("train.py:19:") and " LC601 " in found[0] and "`dual_loss`" in found[0]

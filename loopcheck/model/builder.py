@@ -250,7 +250,8 @@ class Builder:
             self._event(st, Kind.ZERO_GRAD, call, stmt, recv, target=target)
         elif name == "update" and role is Role.SCALER:
             self._event(st, Kind.SCALER_UPDATE, call, stmt, recv)
-        elif name in ("update", "update_parameters", "update_model_average") and role is Role.EMA:
+        elif name in ("update", "update_parameters", "update_model_average") and role is Role.EMA \
+                and not _averages_a_number(args):
             self._event(st, Kind.EMA_UPDATE, call, stmt, recv)
         elif _EMA_UPDATE.search(name) and name not in self.index.functions:
             # `task.update_ema(step=n)` (timm's task wrapper), `trainer.ema_update()`: a method of
@@ -421,6 +422,22 @@ def _is_framework_backward(recv: str, role: Role, first: cst.BaseExpression) -> 
         return True
     loss_text = (dotted(first) or "").lower()
     return "loss" in loss_text and "loss" not in short.lower()
+
+
+def _averages_a_number(args: list[cst.BaseExpression]) -> bool:
+    """Whether an EMA's ``update`` averages a number, not weights: ``lecam_ema.update(d_out.mean().item(),
+    "D_real", step)`` (a loss statistic, a new value on every micro-batch) takes a scalar first or a
+    key naming which average to update; a weight EMA takes the model (``ema.update(model)``)."""
+    if not args:
+        return False
+    first = args[0]
+    if isinstance(first, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(first, cst.Call):
+        called = method(first)
+        if (called is not None and called[1] == "item") or func_name(first) in ("float", "int"):
+            return True
+    return any(isinstance(a, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)) for a in args)
 
 
 def _is_loss_scaler_call(call: cst.Call) -> bool:

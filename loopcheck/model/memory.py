@@ -249,6 +249,9 @@ class GraphReader:
                 if position is not None and self._derived(assignment.value, position, lambda a: any(
                         a == _position(assignment.node, n) and b is assignment for n, b in self.backpropagated)):
                     return True
+                if position is not None and self.project is not None and position in self.project.returned_numbers(
+                        assignment.value, self.roles):
+                    return False  # `loss, logged = model(x)` where the project's forward returns `loss.item()` there
                 # `logits, loss = model(x, y)`: each element of the model's output carries the graph
                 return True if self._call(assignment.value, assignment.order, assignment.conds, depth) else None
             return None

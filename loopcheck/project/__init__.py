@@ -136,6 +136,22 @@ class Imported:
                             return found
         return None
 
+    def returned_numbers(self, call: cst.Call, roles: Roles) -> tuple[int, ...]:
+        """The elements of the tuple ``call`` returns that are plain numbers, where it calls a model
+        built by a class of a project module (``model = Model(...)``, ``model(ids)`` runs its
+        ``forward``); ``summary`` reads a plain name as an imported function only."""
+        syntax = _libcst()[1]
+        name = syntax.dotted(call.func)
+        if name is None:
+            return ()
+        for constructor in roles.constructed.get(syntax.last_part(name), []):
+            constructor_name = syntax.func_name(constructor) or ""
+            if constructor_name.split(".", 1)[0] in self.own.imports and "." not in constructor_name:
+                found = self._method(constructor_name, "forward")
+                if found is not None:
+                    return found.facts.numbers
+        return ()
+
     def events(self, call: cst.Call, roles: Roles) -> list[tuple[Kind, str | None, dict[str, object]]]:
         """The training events an imported wrapper stands for at ``call``, in the order such helpers
         use: zeroing before a backward (or after a step), backward, steps, eval mode (the order

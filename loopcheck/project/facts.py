@@ -66,6 +66,9 @@ class FunctionFacts:
     keeps: tuple[int, ...] = ()  # arguments a method stores in its object (flow.keeps)
     # the scheduler constructor each return hands back, as the caller would write it (schedules.returned)
     schedules: tuple[str, ...] = ()
+    # elements of a tuple return that hold a plain number in every return (`dual_loss = lm_loss.item()`
+    # ... `return lm_loss, dual_loss, align_loss, contras_loss` with `align_loss = 0`): no graph there
+    numbers: tuple[int, ...] = ()
 
 
 @dataclass
@@ -278,7 +281,8 @@ def _effective(facts: FunctionFacts) -> bool:
     lookup that finds nothing)."""
     return (facts.backward is not None or bool(facts.steps or facts.scaler_steps or facts.evals)
             or facts.zeroes or facts.wraps_ddp or facts.controls_sync or facts.returns_graph
-            or bool(facts.derived or facts.builds or facts.graph_from or facts.keeps or facts.schedules))
+            or bool(facts.derived or facts.builds or facts.graph_from or facts.keeps or facts.schedules
+                    or facts.numbers))
 
 
 class _Whole(Exception):
@@ -338,7 +342,8 @@ class _Blocks:
         params = {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}
         return bool(_EFFECT.search(text) or params & called and _calls_argument(text, params & called)
                     or not called.isdisjoint(self.defined) or not called.isdisjoint(methods)
-                    or _may_derive(text) or not node.name.startswith("__") and may_flow(text, params)
+                    or _may_derive(text) or _NUMBER_RETURN.search(text) is not None and _RETURNS_NAMES.search(text) is not None
+                    or not node.name.startswith("__") and may_flow(text, params)
                     or not methods and SCHEDULE_TEXT.search(text) is not None)
 
     def function(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
@@ -483,7 +488,8 @@ def _with_effects(tree: ast.Module, source: str) -> set[ast.AST]:
                 params = {a.arg for a in [*member.args.posonlyargs, *member.args.args, *member.args.kwonlyargs]}
                 if _EFFECT.search(text) or params & called and _calls_argument(text, params & called):
                     wanted.add(member)
-                elif _may_derive(text) or called & classes and _may_build(text, classes) \
+                elif _may_derive(text) or _NUMBER_RETURN.search(text) and _RETURNS_NAMES.search(text) \
+                        or called & classes and _may_build(text, classes) \
                         or not member.name.startswith("__") and may_flow(text, params) \
                         or member is node and SCHEDULE_TEXT.search(text):
                     local.add(member)
@@ -617,7 +623,7 @@ class _Reader:
             evals=tuple(sorted(i for i, train in modes.items() if not train)),
             wraps_ddp=_wraps_ddp(nodes, index), controls_sync=controls_sync,
             returns_graph=_returns_graph(node, nodes, index),
-            derived=_derived(nodes), builds=_builds(nodes, self.module_functions),
+            derived=_derived(nodes), builds=_builds(nodes, self.module_functions), numbers=_numbers(nodes, args),
             graph_from=graph_from(node, nodes, index),
             keeps=keeps(node, nodes, index) if methods is not None and node.args.args[:1] and node.args.args[0].arg == "self"
             and not node.name.startswith("__") else (),  # a constructor keeping its arguments is any object
@@ -799,6 +805,62 @@ def _derived(nodes: list[ast.AST]) -> tuple[tuple[int, int], ...]:
             if len(read) == 1 and (source := read.pop()) in names and source != name and names.count(source) == 1:
                 pairs.add((a, names.index(source)))
         found = pairs if found is None else found & pairs
+    return tuple(sorted(found or ()))
+
+
+# `x = loss.item()`, `float(...)`: what a tuple return may hold as a plain number (`_numbers`' candidates)
+_NUMBER_RETURN = re.compile(r"\.item\(\)|\b(?:float|int)\(")
+_NUMBER_CALLS = {"float", "int", "len", "round"}
+
+
+def _is_number(expr: ast.expr | None) -> bool:
+    """A number literal, ``x.item()``, ``float(x)``, ``int(x)``, ``len(x)``, ``round(x)``."""
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, (int, float)) and not isinstance(expr.value, bool)
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        return (isinstance(func, ast.Attribute) and func.attr == "item" and not expr.args) or (
+            isinstance(func, ast.Name) and func.id in _NUMBER_CALLS)
+    return False
+
+
+def _numbers(nodes: list[ast.AST], params: list[str]) -> tuple[int, ...]:
+    """The elements of a tuple return, the same in every ``return``, that are a number, or a name
+    whose every binding in the function is one (``a, b = 0, 0`` binds each to its own element): a
+    model's forward handing back a logged value (``dual_loss = lm_loss.item()``) next to its loss."""
+    bound: dict[str, list[ast.expr | None]] = {name: [None] for name in params}
+    returns: list[ast.expr | None] = []
+    for sub in nodes:
+        if isinstance(sub, ast.Assign):
+            for target in sub.targets:
+                elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+                values = sub.value.elts if isinstance(sub.value, (ast.Tuple, ast.List)) and isinstance(
+                    target, (ast.Tuple, ast.List)) and len(sub.value.elts) == len(elements) else None
+                for i, element in enumerate(elements):
+                    value = sub.value if element is target else (values[i] if values is not None else None)
+                    for name in walk(element):
+                        if isinstance(name, ast.Name):
+                            bound.setdefault(name.id, []).append(value if name is element else None)
+        elif isinstance(sub, (ast.AugAssign, ast.AnnAssign)) and isinstance(sub.target, ast.Name):
+            bound.setdefault(sub.target.id, []).append(
+                sub.value if isinstance(sub, ast.AnnAssign) else None)
+        elif isinstance(sub, (ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr, ast.withitem)):
+            target = sub.optional_vars if isinstance(sub, ast.withitem) else sub.target
+            for name in walk(target) if target is not None else ():
+                if isinstance(name, ast.Name):
+                    bound.setdefault(name.id, []).append(None)
+        elif isinstance(sub, (ast.Global, ast.Nonlocal)):
+            for name in sub.names:
+                bound.setdefault(name, []).append(None)
+        elif isinstance(sub, ast.Return):
+            returns.append(sub.value)
+    found: set[int] | None = None
+    for value in returns:
+        if not isinstance(value, ast.Tuple):
+            return ()
+        numbers = {i for i, e in enumerate(value.elts) if _is_number(e) or isinstance(e, ast.Name) and bound.get(
+            e.id) and all(_is_number(v) for v in bound[e.id])}
+        found = numbers if found is None else found & numbers
     return tuple(sorted(found or ()))
 
 

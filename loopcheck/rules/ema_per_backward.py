@@ -1,7 +1,9 @@
 """## What it does
 Checks for an EMA / weight-averaging update (`ema.update(model)`,
 `AveragedModel.update_parameters`, timm `ModelEma*`) that runs on every micro-batch of a
-gradient-accumulation loop instead of once per optimizer step.
+gradient-accumulation loop instead of once per optimizer step. An EMA of numbers (a loss or
+output statistic, `lecam_ema.update(d_out.mean().item(), "D_real", step)`) is no weight EMA: each
+micro-batch brings a new value to average.
 
 ## Why is this bad?
 Between optimizer steps the weights do not change, so N-1 of N updates just pull the average

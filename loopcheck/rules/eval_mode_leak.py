@@ -31,7 +31,9 @@ them: the model trains as a different network than intended, usually worse, and 
 evaluation is correct and not flagged; so is `.eval()` on a model that is not trained here (a
 frozen teacher, an EMA copy) or that the code freezes (`requires_grad_(False)`), and a GAN's
 discriminator put in eval mode for the generator's update, as long as it is back in train mode
-(itself or through its DDP wrapper) before its own optimizer steps.
+(itself or through its DDP wrapper) before its own optimizer steps. The same holds for a component
+put in eval mode after its own updates while one training helper goes on to train the next
+component with the optimizer handed to it (a world model trained on a frozen tokenizer's codes).
 
 ## Fix
 Call `model.train()` after the evaluation (or at the start of every epoch / training helper).
@@ -304,7 +306,23 @@ def _updates_of(name: str, owners: dict[str, set[str]], events: list[Event], loo
     """Where ``name`` is trained: the steps of the optimizers built over its parameters (a GAN's
     generator update does not train the discriminator put in eval mode for it); empty when unknown."""
     mine = {opt for opt, modules in owners.items() if any(_resolve(m, loop, order) == name for m in modules)}
-    return [e.order for e in events if e.kind is Kind.STEP and e.optimizer and last_part(e.optimizer) in mine]
+    return [e.order for e in events if e.kind is Kind.STEP and e.optimizer and last_part(_stepped(e, loop)) in mine]
+
+
+def _stepped(step: Event, loop: Loop) -> str:
+    """The caller's name for the optimizer ``step`` steps: a helper's parameter is the argument bound
+    to it at the call (``train_component(self.agent.world_model, self.optimizer_world_model)``
+    steps ``self.optimizer_world_model`` as ``optimizer``), so that one helper shared by several
+    modules' updates does not make each of them an update of every module."""
+    name = step.optimizer or ""
+    for _ in range(4):
+        bound = [a for scope in _scopes(step, loop) for a in scope.assignments
+                 if a.names == (name,) and a.op == "=" and a.order < step.order]
+        value = dotted(max(bound, key=lambda a: a.order).value) if bound else None
+        if value is None or value == name:
+            break
+        name = value
+    return name
 
 
 def _built_in_helper(leak: Event, loop: Loop) -> bool:

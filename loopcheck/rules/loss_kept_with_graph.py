@@ -9,8 +9,9 @@ A tensor that requires grad keeps a reference to the autograd graph that produce
 or collecting it across iterations chains those graphs together, so memory grows with every
 step (and the outputs of the model stay on the GPU) until the job slows down or runs out of
 memory, often hours in. `.item()`, `.detach()`, `float(...)` and values computed under
-`torch.no_grad()` hold no graph and are not flagged; neither is a running sum that is itself
-back-propagated (a loss summed over micro-batches on purpose). Neither is a list made fresh for
+`torch.no_grad()` hold no graph and are not flagged, nor are the numbers a model of another
+module of the project returns beside its loss (`return lm_loss, lm_loss.item()` in its
+`forward`); neither is a running sum that is itself back-propagated (a loss summed over micro-batches on purpose). Neither is a list made fresh for
 one optimizer step (`losses = []` before `for _ in range(gradient_accumulation_steps):`), nor a
 back-propagated loss kept by a short fixed run such as a test's `for _ in range(5):`, or summed into
 a total that a periodic logging branch resets (`if i % log_interval == 0: ...; total = 0`): backward
