@@ -61,6 +61,14 @@ class Builder:
         self.order = 0
         self.inlined: set[cst.FunctionDef] = set()
         self.owners: dict[cst.CSTNode, cst.CSTNode] = {}  # statement -> the block statement holding it
+        # method -> the first base of its class, where that is a name (`Trainer(BaseTrainer)`)
+        self.bases: dict[cst.FunctionDef, str] = {}
+        if project is not None:
+            for stmt in module.body:
+                if isinstance(stmt, cst.ClassDef) and stmt.bases and isinstance(stmt.body, cst.IndentedBlock):
+                    first = dotted(stmt.bases[0].value) if stmt.bases[0].keyword is None else None
+                    if first is not None:
+                        self.bases.update((m, first) for m in stmt.body.body if isinstance(m, cst.FunctionDef))
 
     # -- scopes ---------------------------------------------------------------------------
     def scope(self, node: cst.Module | cst.FunctionDef) -> Loop:
@@ -189,6 +197,8 @@ class Builder:
             for kind, recv, fields in imported:
                 self._event(st, kind, call, stmt, recv, **fields)
             return
+        if self.bases and self._base_method(call, stmt, st):
+            return
         before = len(st.loop.items)
         self._classify(call, stmt, st)
         target = self._same_file_function(call, st)
@@ -201,6 +211,24 @@ class Builder:
         elif len(st.loop.items) == before and any(
                 self.roles.of(dotted(a.value)) is Role.OPTIMIZER for a in call.args if dotted(a.value)):
             st.loop.opaque_calls.append(call)
+
+    def _base_method(self, call: cst.Call, stmt: cst.CSTNode, st: _State) -> bool:
+        """``self.optimizer_step()`` where this file defines no such method and the class's first base
+        is a class of another project module that does: its events at this call (True), or the call
+        kept as one the model cannot see into where that method may do more than its facts say."""
+        name = own_call_name(call)
+        function = st.inlining[-1] if st.inlining else st.function
+        base = self.bases.get(function) if function is not None else None  # type: ignore[arg-type]
+        if base is None or name is None or not isinstance(call.func, cst.Attribute) or name in self.index.functions:
+            return False
+        assert self.project is not None
+        found = self.project.base_events(call, self.roles, base)
+        if found is None:
+            st.loop.opaque_calls.append(call)
+            return False
+        for kind, recv, fields in found:
+            self._event(st, kind, call, stmt, recv, **fields)
+        return bool(found)
 
     def _event(self, st: _State, kind: Kind, node: cst.CSTNode, stmt: cst.CSTNode, recv: str | None,
                **fields: object) -> None:

@@ -202,6 +202,48 @@ class Imported:
             self._where[id(call)] = found.where
         return specs
 
+    def base_events(self, call: cst.Call, roles: Roles, base: str
+                    ) -> list[tuple[Kind, str | None, dict[str, object]]] | None:
+        """The training events of ``self.method(...)`` where the file defines no ``method`` and its
+        class's first base ``base`` is a class of another project module that does (``class
+        Trainer(BaseTrainer)`` calling ``self.optimizer_step()``): what that method does to the
+        object's optimizers on every call, in order. None: the method may do more than its facts
+        say (an effect under a test, a zeroing of parameters): the caller treats the call as one it
+        cannot see into. An empty list: no such method, or one without effect."""
+        from loopcheck.model.events import Framework, Kind
+        from loopcheck.model.roles import Role
+        from loopcheck.model.syntax import positional
+
+        func = call.func
+        cst = _libcst()[0]
+        if not isinstance(func, cst.Attribute) or base.split(".", 1)[0] not in self.own.imports:
+            return []
+        found = self._method(base, func.attr.value)
+        if found is None or not (found.facts.own or found.facts.own_partial):
+            return []
+        if found.facts.own_partial:
+            return None
+        args = positional(call) if not any(a.star for a in call.args) else None
+        specs: list[tuple[Kind, str | None, dict[str, object]]] = []
+        for kind, what, scaler in found.facts.own:
+            if kind == "zero":
+                target = "optimizer" if roles.of(what) in (Role.OPTIMIZER, Role.ENGINE) or _optimizer_named(what) \
+                    else "model"
+                specs.append((Kind.ZERO_GRAD, what, {"target": target}))
+            elif kind == "step":
+                specs.append((Kind.STEP, what, {"optimizer": what, **({"scaler": scaler} if scaler else {})}))
+            elif kind == "update":
+                specs.append((Kind.SCALER_UPDATE, what, {}))
+            else:
+                loss = args[int(what)] if args is not None and int(what) < len(args) else None
+                if loss is None:
+                    return None  # handed by keyword or not at all: the loss is not read here
+                specs.append((Kind.BACKWARD, None, {"loss": loss, "framework": Framework.TORCH,
+                                                    **({"scaler": scaler} if scaler else {})}))
+        if specs:
+            self._where[id(call)] = found.where
+        return specs
+
     def where(self, node: cst.CSTNode) -> str | None:
         """``path:line`` of the imported definition behind events made at ``node``."""
         return self._where.get(id(node))
@@ -384,6 +426,12 @@ def _libcst() -> tuple[ModuleType, ModuleType]:
 
 # Method names the model reads by themselves (a keeping method named so stays theirs)
 _CLASSIFIED = re.compile(r"^(?:append|extend|update|step|backward|zero_grad|zero_|eval|train|unscale_)$|ema")
+
+
+def _optimizer_named(name: str) -> bool:
+    from loopcheck.project.facts import _OPTIMIZER_NAME
+
+    return _OPTIMIZER_NAME.search(name.rsplit(".", 1)[-1]) is not None
 
 
 def _scaler_name(call: cst.Call, scaler: int | str, args: dict[int, cst.BaseExpression]) -> str | None:

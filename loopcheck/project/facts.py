@@ -18,7 +18,7 @@ import ast
 import bisect
 import re
 from collections import deque
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 
 from loopcheck.project.flow import graph_from, keeps, may_flow
@@ -69,6 +69,11 @@ class FunctionFacts:
     # elements of a tuple return that hold a plain number in every return (`dual_loss = lm_loss.item()`
     # ... `return lm_loss, dual_loss, align_loss, contras_loss` with `align_loss = 0`): no graph there
     numbers: tuple[int, ...] = ()
+    # a method's effects on its object's optimizers, in the order every call runs them (``own_effects``):
+    # ("zero", "self.optimizer", ""), ("step", "self.optimizer", scaler or ""), ("update", "self.scaler", ""),
+    # ("backward", argument position, scaler or "")
+    own: tuple[tuple[str, str, str], ...] = ()
+    own_partial: bool = False  # an effect ``own`` leaves out (under a test, or on what it cannot name)
 
 
 @dataclass
@@ -282,7 +287,7 @@ def _effective(facts: FunctionFacts) -> bool:
     return (facts.backward is not None or bool(facts.steps or facts.scaler_steps or facts.evals)
             or facts.zeroes or facts.wraps_ddp or facts.controls_sync or facts.returns_graph
             or bool(facts.derived or facts.builds or facts.graph_from or facts.keeps or facts.schedules
-                    or facts.numbers))
+                    or facts.numbers or facts.own) or facts.own_partial)
 
 
 class _Whole(Exception):
@@ -629,7 +634,21 @@ class _Reader:
             and not node.name.startswith("__") else (),  # a constructor keeping its arguments is any object
             # a `*args` parameter takes the positions after it, which the caller's mapping does not know
             schedules=returned(nodes, index) if methods is None and depth == 0 and node.args.vararg is None else (),
+            **(dict(zip(("own", "own_partial"), self._own_effects(node, nodes, methods, index, depth)))
+               if methods is not None and node.args.args[:1] and node.args.args[0].arg == "self" else {}),
         )
+
+    def _own_effects(self, node: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST],
+                     methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], index: dict[str, int],
+                     depth: int) -> tuple[tuple[tuple[str, str, str], ...], bool]:
+        """``own_effects`` of a method (``self`` its first parameter)."""
+        def callee(call: ast.Call) -> FunctionFacts | None:
+            found = self._callee(call, methods) if depth < _MAX_DEPTH else None
+            if found is None or found is node or not isinstance(call.func, ast.Attribute):
+                return None
+            return self.function(found, methods, depth + 1)
+
+        return own_effects(node, nodes, index, callee)
 
     def _callee(self, call: ast.Call, methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None
                 ) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
@@ -640,6 +659,100 @@ class _Reader:
                 and func.value.id == "self":
             return methods.get(func.attr)
         return None
+
+
+# An attribute that holds an optimizer, by its name (`self.optimizer`, `self.opt_g`, `self.g_optim`)
+_OPTIMIZER_NAME = re.compile(r"optimi[sz]er|(?:^|_)optim?(?:$|_|\d)", re.I)
+# Calls that never zero or step what they are handed
+_INERT = {"print", "len", "isinstance", "getattr", "hasattr", "setattr", "str", "int", "float", "format",
+          "clip_grad_norm_", "clip_grad_value_", "unscale_", "info", "debug", "warning", "log", "state_dict", "param_groups"}
+
+
+def own_effects(node: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST], index: dict[str, int],
+                callee: Callable[[ast.Call], FunctionFacts | None]) -> tuple[tuple[tuple[str, str, str], ...], bool]:
+    """What a method does to its object's optimizers on every call, in order: zeroing
+    (``self.optimizer.zero_grad()``), stepping (``self.optimizer.step()``, ``self.scaler.step(self.optimizer)``),
+    updating a scaler, back-propagating an argument; each an expression statement of the body (or of a
+    ``with`` block in it), or the same effects of a method of the class it calls so. ``partial``: the
+    method may do more than that list says (an effect under a test or in a loop, a zeroing of
+    parameters, a call of an unknown method or function handed an optimizer), so a caller abstains.
+    ``callee(call)``: the facts of the class's method a call runs, if known."""
+    statements: list[ast.expr] = []
+    todo = list(node.body)
+    while todo:
+        stmt = todo.pop(0)
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            todo[:0] = stmt.body
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            statements.append(stmt.value)
+    every = {id(call) for call in statements}
+    found: list[tuple[str, str, str]] = []
+    partial = False
+    for sub in nodes:
+        if isinstance(sub, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in sub.targets):
+            partial = True  # `p.grad = None`: whose parameters, and when, is not read here
+            continue
+        if not isinstance(sub, ast.Call) or not isinstance(sub.func, ast.Attribute):
+            if isinstance(sub, ast.Call) and (any(_names_optimizer(a) for a in sub.args) and last_name(
+                    sub.func) not in _INERT or "zero_grad" in last_name(sub.func)):
+                partial = True  # `reset(self.optimizer)`, `zero_grad(params)`: a function that may zero
+            continue
+        name, owner = sub.func.attr, ast_dotted(sub.func.value)
+        mine = owner is not None and owner.startswith("self.")
+        effect: tuple[str, str, str] | None = None
+        if name == "zero_grad" and mine:
+            effect = ("zero", owner, "")  # type: ignore[assignment]
+        elif "zero_grad" in name or name == "zero_":
+            partial = True  # `opt.zero_grad()` of a loop variable, `p.grad.zero_()`, `self.zero_grad()`
+            continue
+        elif name == "step" and mine and "scaler" in owner.lower() and len(sub.args) == 1 and not sub.keywords:  # type: ignore[union-attr]
+            if not _names_optimizer(sub.args[0]):
+                continue  # a scaler stepping an optimizer the caller cannot name: not one of its steps
+            effect = ("step", ast_dotted(sub.args[0]), owner)  # type: ignore[assignment]
+        elif name == "step" and mine and _OPTIMIZER_NAME.search(owner.rsplit(".", 1)[1]):  # type: ignore[union-attr]
+            if sub.args or sub.keywords:
+                partial = True  # `step(closure)`: the closure back-propagates and zeroes
+                continue
+            effect = ("step", owner, "")  # type: ignore[assignment]
+        elif name == "update" and mine and "scaler" in owner.lower() and not sub.args:  # type: ignore[union-attr]
+            effect = ("update", owner, "")  # type: ignore[assignment]
+        elif name == "backward":
+            loss, scaler = sub.func.value, ""
+            if isinstance(loss, ast.Call) and isinstance(loss.func, ast.Attribute) and loss.func.attr == "scale" \
+                    and len(loss.args) == 1:
+                scaler, loss = ast_dotted(loss.func.value) or "", loss.args[0]
+            if not isinstance(loss, ast.Name) or loss.id not in index or scaler and not scaler.startswith("self."):
+                partial = True  # a loss the caller cannot name, or a backward of an engine
+                continue
+            effect = ("backward", str(index[loss.id]), scaler)
+        elif owner == "self":
+            inner = callee(sub)
+            if inner is None:
+                if re.search(r"zero|step|optim|backward|grad", name):
+                    partial = True  # a method of a base class (unread) that may zero
+                continue
+            if inner.own_partial or any(kind == "backward" for kind, _, _ in inner.own) \
+                    or inner.own and id(sub) not in every:
+                partial = True
+            else:
+                found.extend(inner.own)
+            continue
+        elif any(_names_optimizer(a) for a in sub.args) and name not in _INERT:
+            partial = True  # `reset(self.optimizer)`: a function that may zero it
+            continue
+        if effect is None:
+            continue
+        if id(sub) not in every:
+            partial = True  # under a test, in a loop, or inside an expression
+            continue
+        found.append(effect)
+    return tuple(found), partial
+
+
+def _names_optimizer(expr: ast.expr) -> bool:
+    """``self.optimizer`` (an attribute of the object named as an optimizer)."""
+    name = ast_dotted(expr)
+    return name is not None and name.startswith("self.") and _OPTIMIZER_NAME.search(name.rsplit(".", 1)[1]) is not None
 
 
 def _scaler_step(receiver: ast.expr, call: ast.Call) -> bool:

@@ -22,7 +22,7 @@ import libcst as cst
 
 from loopcheck.model import Event, FileModel, Framework, Kind, Loop, Style
 from loopcheck.model.discarded import result_discarded
-from loopcheck.model.syntax import own_call_name, walk
+from loopcheck.model.syntax import own_call_name, source, walk
 from loopcheck.model.optimizers import Zeroing
 from loopcheck.rules._base import Rule, Violation
 
@@ -186,5 +186,7 @@ for real, _ in loader:
                     continue  # a timing loop training a throw-away module: nobody sees how it trains
                 reported.add(key)
                 others = " (the loop zeroes only other optimizers' gradients)" if zeros else ""
-                yield self.at(step, f"`{step.receiver}` steps but its gradients are never cleared in this loop"
+                elsewhere = model.project.where(step.node) if model.project is not None else None
+                through = f" (in `{source(step.node)}`, {elsewhere})" if elsewhere else ""
+                yield self.at(step, f"`{step.receiver}` steps{through} but its gradients are never cleared in this loop"
                                     f"{others}: each step adds up the gradients of all previous ones")

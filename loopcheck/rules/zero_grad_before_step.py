@@ -129,15 +129,18 @@ for real, _ in loader:
                         continue
                     if _between(zero, max(feeding), step):
                         yield self._at(zeroing, zero, "clears the gradients after backward and before "
-                                                      f"`{step.receiver}` steps: the step uses no gradients")
+                                                      f"`{step.receiver}` steps: the step uses no gradients", model)
                     elif not _partial(zeroing, zero, step) and (wiped := _wiped(training, zero, step)) is not None:
                         yield self._at(zeroing, zero, f"runs between `{source(wiped.node)}` and the later backward "
                                                       f"that `{step.receiver}` steps on: the first backward's "
-                                                      "gradients are cleared before any step uses them")
+                                                      "gradients are cleared before any step uses them", model)
 
-    def _at(self, zeroing: Zeroing, zero: Event, says: str) -> Violation:
+    def _at(self, zeroing: Zeroing, zero: Event, says: str, model: FileModel | None = None) -> Violation:
         """At the zeroing, or at the helper call that zeroes the optimizer it is passed
         (``reset_grad(optimizer_d)``): there the helper is misplaced, not wrong."""
+        elsewhere = model.project.where(zero.node) if model is not None and model.project is not None else None
+        if elsewhere:  # a method of a base class in another module: the call is what is misplaced
+            return self.at(zero, f"`{source(zero.node)}` (zeroing `{zero.receiver}`, {elsewhere}) {says}")
         if zero.site is not None and zeroing.as_called(zero) is not zero:
             call, stmt = zero.site
             return Violation(call, stmt, f"`{source(call)}` (through `{source(zero.node)}`) {says}")

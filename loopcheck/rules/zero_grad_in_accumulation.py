@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 from loopcheck.fixes import move_to_step
 from loopcheck.model import FileModel, GuardKind, Kind, Style
+from loopcheck.model.syntax import source
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -117,8 +118,11 @@ for i, (x, y) in enumerate(loader):
                     continue  # the `else:` of the step condition zeroes every non-boundary micro-batch
                 if training.style is Style.ACCELERATE and zero.target == "optimizer":
                     continue  # Accelerate's prepared optimizer skips zero_grad on non-sync steps
+                # a method or function of another project module: the message names where it zeroes
+                elsewhere = model.project.where(zero.node) if model.project is not None else None
                 fix = move_to_step(model, training, zero, "move the zeroing after the optimizer step") \
                     if training.style is not Style.ACCELERATE else None
-                yield self.at(zero, f"`{zero.receiver}` gradients are zeroed on every micro-batch while the "
+                through = f" (by `{source(zero.node)}`, {elsewhere})" if elsewhere else ""
+                yield self.at(zero, f"`{zero.receiver}` gradients are zeroed{through} on every micro-batch while the "
                                     f"optimizer steps every N micro-batches ({training.style.value}): "
                                     "N-1 of N backward passes are thrown away", fix)
