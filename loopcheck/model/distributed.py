@@ -20,11 +20,23 @@ import libcst as cst
 
 from loopcheck.model.events import Assignment, Event, Kind
 from loopcheck.model.guards import Guard, GuardKind, Phase, exclusive
-from loopcheck.model.syntax import dotted, func_name, int_value, last_part, method, names_in, positional, same, walk
+from loopcheck.model.syntax import (
+    dotted,
+    func_name,
+    int_value,
+    last_part,
+    method,
+    names_in,
+    own_call_name,
+    positional,
+    same,
+    walk,
+)
 from loopcheck.model.training import Style, TrainingLoop, micro_count
 
 if TYPE_CHECKING:
     from loopcheck.model import FileModel
+    from loopcheck.model.index import Index
 
 DDP_WRAPPERS = frozenset({"DistributedDataParallel", "DDP"})
 DP_WRAPPERS = frozenset({"DataParallel"})
@@ -180,16 +192,41 @@ def _micro_loop_test(test: cst.BaseExpression, training: TrainingLoop) -> Micro 
             cst.LessThan: Micro.NOT_LAST}.get(type(op))
 
 
-def forwards(training: TrainingLoop, module: str, before: Event) -> list[Assignment]:
+def forwards(training: TrainingLoop, module: str, before: Event, index: Index | None = None) -> list[Assignment]:
     """Assignments of the training loop, before ``before`` and not on an exclusive branch, whose
-    value calls the DDP ``module`` itself (``logits = model(x)``, ``loss = crit(model(x), y)``)."""
+    value calls the DDP ``module`` itself (``logits = model(x)``, ``loss = crit(model(x), y)``), or,
+    given the file's ``index``, through a function of the file that runs it
+    (``loss = self._train_forward(batch)``)."""
     found = []
     for assignment in training.loop.assignments:
         if assignment.order >= before.order or assignment.op == "for" or exclusive(assignment.conds, before.conds):
             continue
-        if any(isinstance(n, cst.Call) and dotted(n.func) == module for n in walk(assignment.value)):
+        if any(isinstance(n, cst.Call) and (dotted(n.func) == module or index is not None
+                                            and _forward_helper(n, module, index)) for n in walk(assignment.value)):
             found.append(assignment)
     return found
+
+
+def _forward_helper(call: cst.Call, module: str, index: Index) -> bool:
+    """``self._train_forward(batch)`` where the file's one function of that name calls ``module(...)``
+    and leaves the sync alone (no ``no_sync()`` or sync flag of its own), with gradients on (no
+    ``no_grad`` / ``inference_mode`` anywhere in it)."""
+    name = own_call_name(call)
+    found = index.functions.get(name, []) if name is not None else []
+    if len(found) != 1 or any(last_part(_decorator_name(d.decorator)) in ("no_grad", "inference_mode")
+                              for d in found[0].decorators):
+        return False
+    nodes = list(walk(found[0]))
+    if any(isinstance(n, cst.Attribute) and n.attr.value in SYNC_CONTROLS
+           or isinstance(n, cst.Call) and last_part(func_name(n) or "") in ("no_grad", "inference_mode")
+           for n in nodes):
+        return False
+    return any(isinstance(n, cst.Call) and dotted(n.func) == module for n in nodes)
+
+
+def _decorator_name(decorator: cst.BaseExpression) -> str:
+    """``torch.no_grad`` for ``@torch.no_grad()`` and ``@torch.no_grad``."""
+    return (func_name(decorator) if isinstance(decorator, cst.Call) else dotted(decorator)) or ""
 
 
 def loss_sources(training: TrainingLoop, backward: Event) -> list[Assignment]:

@@ -3,7 +3,8 @@ Checks for DDP's `no_sync()` / `require_backward_grad_sync` applied to the wrong
 of an accumulation window: the sync flag true on a micro-batch that is not the last (or set
 after the forward pass it was meant for), a `no_sync() if cond else nullcontext()` whose
 condition is inverted so that the last micro-batch runs un-synced, and `no_sync()` wrapping
-only `backward()` while the forward pass ran outside it; the same with Accelerate, where the
+only `backward()` while the forward pass ran outside it (itself, or in a method of the file that
+runs it, `loss = self._train_forward(batch)`); the same with Accelerate, where the
 forward runs before `with accelerator.accumulate(model):` is entered (accumulate() enters
 `no_sync()` for the non-boundary micro-batches when `gradient_accumulation_steps` is set).
 
@@ -39,6 +40,7 @@ from loopcheck.model.distributed import (
     no_sync_receiver,
 )
 from loopcheck.model.guards import GuardKind
+from loopcheck.model.index import Index
 from loopcheck.model.syntax import dotted, positional, same, source, walk
 from loopcheck.model.training import TrainingLoop
 from loopcheck.rules._base import Rule, Violation
@@ -93,6 +95,21 @@ for batch in loader:
     optimizer.step()
     optimizer.zero_grad()
 """,
+        """
+class Trainer:
+    def _train_forward(self, batch):
+        return self.model(batch).mean()
+
+    def train(self, loader):
+        for i, batch in enumerate(loader):
+            last = (i + 1) % self.accum == 0
+            with contextlib.nullcontext() if last else self.model.no_sync():
+                loss = self._train_forward(batch)
+                (loss / self.accum).backward()
+            if last:
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+""",
     ]
     INVALID = [
         """
@@ -136,6 +153,23 @@ for i, (x, y) in enumerate(loader):
         optimizer.zero_grad()
 """,
         """
+class Trainer:
+    def _train_forward(self, batch):
+        return self.model(batch).mean()
+
+    def train(self, loader):
+        for i, batch in enumerate(loader):
+            last = (i + 1) % self.accum == 0
+            loss = self._train_forward(batch) / self.accum
+            if not last:
+                with self.model.no_sync():
+                    loss.backward()  # LC502
+            else:
+                loss.backward()
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+""",
+        """
 accelerator = Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps)
 model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
 for batch in loader:
@@ -172,7 +206,7 @@ for batch in loader:
     def check(self, model: FileModel) -> Iterator[Violation]:
         accumulating = accumulation_setting(model) is not None
         for training in model.training_loops:
-            yield from self._backward_only(training)
+            yield from self._backward_only(training, model.index)
             if accumulating and training.style is Style.ACCELERATE:
                 yield from self._forward_before_accumulate(training)
             if training.style in (Style.GUARDED, Style.MICRO_LOOP):
@@ -181,7 +215,7 @@ for batch in loader:
                 yield from self._branches(training)
 
     # -- no_sync() around backward while the forward ran outside ------------------------------
-    def _backward_only(self, training: TrainingLoop) -> Iterator[Violation]:
+    def _backward_only(self, training: TrainingLoop, index: Index) -> Iterator[Violation]:
         for backward in training.backwards:
             for context in backward.contexts:
                 if not context.kind.startswith("no_sync"):
@@ -189,7 +223,7 @@ for batch in loader:
                 module = no_sync_receiver(context.call) or (conditional_no_sync(context.call) or (0, 0, None))[2]
                 if module is None:
                     continue
-                found = forwards(training, module, backward)
+                found = forwards(training, module, backward, index)
                 if found and not any(in_no_sync(f.contexts, module) for f in found):
                     yield self.at(backward, f"`{module}.no_sync()` wraps only the backward pass, but the forward "
                                             f"`{module}(...)` ran outside it: DDP decides at forward time, so this "
