@@ -76,10 +76,58 @@ def wrap_calls(model: FileModel, wrappers: frozenset[str]) -> list[cst.Call]:
 def controls_sync(model: FileModel) -> bool:
     """Whether the file ever touches DDP's gradient sync (``no_sync()``, the sync flag), itself or
     through a helper of another project module (``with misc.ddp_sync(ddp, last_round):``)."""
-    if model.index.attributes & SYNC_CONTROLS:
-        return True
+    return bool(model.index.attributes & SYNC_CONTROLS) or helpers_control_sync(model)
+
+
+def helpers_control_sync(model: FileModel) -> bool:
+    """Whether the file calls a helper of another project module that touches the sync."""
     project = model.project
     return project is not None and any(s.facts.controls_sync for _, s in project.calls(model.index.calls))
+
+
+class SyncUnits:
+    """Where in the file the sync is touched, by top-level class or function ("unit"), so that one
+    trainer class's ``no_sync()`` does not vouch for another class's loop in the same file (audiolm's
+    SoundStreamTrainer syncs, its three transformer trainers did not). A unit that touches the sync
+    may reach a loop when it holds the loop, or when it and the loop's unit name one another (a
+    helper ``with ddp_sync(model, last):``, a base class, a ``main()`` that builds the trainer): a
+    method is reached from outside its class only through the class's name. Code outside any
+    top-level class or function that touches the sync may reach every loop."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.everywhere = False
+        self._units: list[tuple[set[int], bool, str, set[str]]] = []  # functions, syncs, name, names read
+        for stmt in module.body:
+            if not isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
+                self.everywhere = self.everywhere or any(_touches_sync(n) for n in walk(stmt, into_functions=True))
+                continue
+            functions: set[int] = set()
+            named: set[str] = set()
+            syncs = False
+            for node in walk(stmt, into_functions=True):
+                if isinstance(node, cst.FunctionDef):
+                    functions.add(id(node))
+                elif isinstance(node, cst.Name):
+                    named.add(node.value)
+                syncs = syncs or _touches_sync(node)
+            self._units.append((functions, syncs, stmt.name.value, named))
+
+    def may_sync(self, function: cst.FunctionDef | None) -> bool:
+        """Whether the file's own sync control may reach a loop of ``function``."""
+        if self.everywhere or function is None:
+            return True
+        mine = next((u for u in self._units if id(function) in u[0]), None)
+        if mine is None or mine[1]:
+            return True
+        return any(syncs and (name in mine[3] or mine[2] in named) for _, syncs, name, named in self._units)
+
+
+def _touches_sync(node: cst.CSTNode) -> bool:
+    if isinstance(node, cst.Attribute):
+        return node.attr.value in SYNC_CONTROLS
+    if isinstance(node, cst.SimpleString):  # getattr(model, "no_sync"), setattr(..., "require_backward_grad_sync", ...)
+        return any(name in node.value for name in SYNC_CONTROLS)
+    return False
 
 
 def imported_ddp_wraps(model: FileModel) -> list[str]:

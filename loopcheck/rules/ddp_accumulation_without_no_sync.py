@@ -2,7 +2,10 @@
 Checks for gradient accumulation under `DistributedDataParallel` (the file wraps the model in
 `DistributedDataParallel` / `DDP`, or another module of the project does: a helper such as
 `smart_DDP(model)`, or the entry script that imports the training loop) that never uses
-`model.no_sync()` or `model.require_backward_grad_sync` (itself or through a helper).
+`model.no_sync()` or `model.require_backward_grad_sync` (itself or through a helper). In a file
+that touches the sync, a loop is checked only when none of that code can reach it: the top-level
+class or function holding the loop touches no sync, names no class or function that does, and is
+named by none (one trainer class's `no_sync()` does not cover another trainer of the file).
 
 ## Why is this bad?
 DDP all-reduces the gradients in every backward pass. Under accumulation only the last
@@ -28,7 +31,15 @@ from collections.abc import Iterator
 
 from loopcheck.model import FileModel, Framework, Style
 from loopcheck.model.accelerate import prepared_modules
-from loopcheck.model.distributed import DDP_WRAPPERS, FSDP_WRAPPERS, controls_sync, imported_ddp_wraps, wrap_calls
+from loopcheck.model.distributed import (
+    DDP_WRAPPERS,
+    FSDP_WRAPPERS,
+    SYNC_CONTROLS,
+    SyncUnits,
+    helpers_control_sync,
+    imported_ddp_wraps,
+    wrap_calls,
+)
 from loopcheck.model.memory import trained_modules
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.model.variants import dead_in
@@ -102,6 +113,27 @@ for x, y in loader:
     optimizer.step()
     optimizer.zero_grad()
 """,
+        """
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class ReconstructionTrainer:
+    def __init__(self, model, rank):
+        self.model = DDP(model, device_ids=[rank])
+
+    def sync_unless_last(self, i):
+        return contextlib.nullcontext() if i == self.grad_accum - 1 else self.model.no_sync()
+
+
+class GenerativeTrainer(ReconstructionTrainer):
+    def train_step(self):
+        for i in range(self.grad_accum):
+            with self.sync_unless_last(i):
+                loss = self.model(next(self.batches)) / self.grad_accum
+                loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad()
+""",
     ]
     INVALID = [
         """
@@ -155,11 +187,42 @@ for step, batch in enumerate(train_dataloader):
         optimizer.step()
         optimizer.zero_grad()
 """,
+        """
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class ReconstructionTrainer:
+    def __init__(self, model, rank):
+        self.model = DDP(model, device_ids=[rank])
+
+    def train_step(self):
+        for i in range(self.grad_accum):
+            last = i == self.grad_accum - 1
+            with contextlib.nullcontext() if last else self.model.no_sync():
+                loss = self.model(next(self.batches)) / self.grad_accum
+                loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad()
+
+
+class SemanticTrainer:
+    def __init__(self, model, rank):
+        self.model = DDP(model, device_ids=[rank])
+
+    def train_step(self):
+        for i in range(self.grad_accum):
+            loss = self.model(next(self.batches)) / self.grad_accum
+            loss.backward()  # LC501
+        self.optimizer.step()
+        self.optimizer.zero_grad()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
-        if wrap_calls(model, FSDP_WRAPPERS) or controls_sync(model):
+        if wrap_calls(model, FSDP_WRAPPERS) or helpers_control_sync(model):
             return
+        # a file that touches the sync itself: only loops its sync code cannot reach
+        units = SyncUnits(model.module) if model.index.attributes & SYNC_CONTROLS else None
         ddp = wrap_calls(model, DDP_WRAPPERS)
         elsewhere = imported_ddp_wraps(model) if not ddp else []
         prepared = prepared_modules(model, trained_modules(model)) if not ddp and not elsewhere else []
@@ -170,6 +233,8 @@ for step, batch in enumerate(train_dataloader):
             if training.style not in (Style.GUARDED, Style.MICRO_LOOP) or id(training.loop.node) in done:
                 continue  # Accelerate's accumulate() and engines decide the sync themselves
             if accumulation_gates_nothing(training, model.index):
+                continue
+            if units is not None and units.may_sync(training.loop.function):
                 continue
             if not (elsewhere or any(not dead_in(c, training.loop.function, training.assumptions)
                                      for c in ddp or prepared)):

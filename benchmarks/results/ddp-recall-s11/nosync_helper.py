@@ -38,6 +38,9 @@ class Trainer:
             elif mode == "direct_outside":     # forward, then `with model.no_sync(): backward()`
                 loss = self.model(x).pow(2).mean()
                 self._backward_loss(loss, sync)
+            elif mode == "plain":              # audiolm b5ef1b6~1's transformer trainers: no sync control at all
+                loss = self._train_forward(x)
+                (loss / N).backward()
             elif mode == "helper_syncs":       # twin: the helper enters no_sync around its own forward
                 with (contextlib.nullcontext() if sync else self.model.no_sync()):
                     loss = self._train_forward(x)
@@ -63,7 +66,7 @@ def run(rank, world, mode, q):
 
 if __name__ == "__main__":
     ctx = mp.get_context("spawn")
-    for i, mode in enumerate(["direct_outside", "helper_outside", "helper_inside", "helper_syncs"]):
+    for i, mode in enumerate(["direct_outside", "helper_outside", "helper_inside", "helper_syncs", "plain"]):
         q = ctx.Queue()
         os.environ["PORT"] = str(29533 + i)
         mp.spawn(run, args=(2, mode, q), nprocs=2, join=True)
