@@ -1,6 +1,6 @@
 """What a file says about data parallelism, read off the training-loop model.
 
-Which calls wrap a model in ``DistributedDataParallel`` / ``DataParallel``, whether the file ever
+Which calls wrap a model in ``DistributedDataParallel`` / ``DataParallel``, where the file
 controls DDP's gradient sync (``no_sync()``, ``require_backward_grad_sync``), on which micro-batch
 of an accumulation window a sync condition holds, and where the forward pass of a DDP module ran.
 
@@ -73,22 +73,17 @@ def wrap_calls(model: FileModel, wrappers: frozenset[str]) -> list[cst.Call]:
             if (name := func_name(c)) is not None and last_part(name) in wrappers]
 
 
-def controls_sync(model: FileModel) -> bool:
-    """Whether the file ever touches DDP's gradient sync (``no_sync()``, the sync flag), itself or
-    through a helper of another project module (``with misc.ddp_sync(ddp, last_round):``)."""
-    return bool(model.index.attributes & SYNC_CONTROLS) or helpers_control_sync(model)
-
-
 def helpers_control_sync(model: FileModel) -> bool:
-    """Whether the file calls a helper of another project module that touches the sync."""
+    """Whether the file calls a helper of another project module that touches DDP's gradient sync
+    (``with misc.ddp_sync(ddp, last_round):``)."""
     project = model.project
     return project is not None and any(s.facts.controls_sync for _, s in project.calls(model.index.calls))
 
 
 class SyncUnits:
-    """Where in the file the sync is touched, by top-level class or function ("unit"), so that one
-    trainer class's ``no_sync()`` does not vouch for another class's loop in the same file (audiolm's
-    SoundStreamTrainer syncs, its three transformer trainers did not). A unit that touches the sync
+    """Where in the file the sync (``no_sync()``, the sync flag) is touched, by top-level class or
+    function ("unit"), so that one trainer class's ``no_sync()`` does not vouch for the loop of
+    another trainer class of the file that never syncs. A unit that touches the sync
     may reach a loop when it holds the loop, or when it and the loop's unit name one another (a
     helper ``with ddp_sync(model, last):``, a base class, a ``main()`` that builds the trainer): a
     method is reached from outside its class only through the class's name. Code outside any
