@@ -143,3 +143,31 @@ def test_a_cyclic_schedule_climbs_for_its_step_size_up(call: str, decay: str | N
     found = decay_expr(node)
     assert (source(found) if found is not None else None) == decay
     assert (unit_of(found, build(cst.parse_module("")).index) if found is not None else None) is unit
+
+
+@pytest.mark.parametrize("setup, expr, unit", [
+    # a settings dict says what a value counts by its key, as a namespace does by its attribute
+    ("", 'config["epochs"]', Unit.EPOCHS),
+    ("", "cfg['train']['num_epochs'] - cfg['train']['warmup_epochs']", Unit.EPOCHS),
+    ("", 'hparams.get("max_epochs", 100)', Unit.EPOCHS),
+    ("", 'config["epochs"] * len(train_loader)', Unit.BATCHES),
+    ("", 'len(train_loader) * config["epochs"] // config["gradient_accumulation_steps"]', Unit.UPDATES),
+    ("", 'config["total_steps"] * config["grad_accum"]', Unit.BATCHES),
+    ("", 'config["lr"]', None),
+    ("", "config[key]", None),  # a key that is not written out names nothing
+    ("", 'batch.get(0)', None),
+])
+def test_a_setting_is_read_by_its_key(setup: str, expr: str, unit: Unit | None) -> None:
+    assert _unit(setup, expr) is unit
+
+
+@pytest.mark.parametrize("expr, unit", [
+    ("max(1, args.epochs - max(0, args.warmup_epochs))", Unit.EPOCHS),
+    ("int(args.epochs * 0.9)", Unit.EPOCHS),
+    ("math.ceil(args.epochs / 2) * len(train_loader)", Unit.BATCHES),
+    ("min(args.epochs, 100)", Unit.EPOCHS),
+    # any other function may make of the epochs what it likes
+    ("compute_steps(args.epochs)", None),
+])
+def test_a_clamp_or_cast_counts_what_it_is_given(expr: str, unit: Unit | None) -> None:
+    assert _unit("", expr) is unit

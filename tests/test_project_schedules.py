@@ -132,11 +132,27 @@ def test_returned_marks_parameters_and_follows_locals() -> None:
     assert as_called("f(\x000\x00, \x001\x00)", {0: "opt"}) is None  # a parameter not passed
 
 
+@pytest.mark.parametrize(("body", "kept"), [
+    ("    return CosineAnnealingLR(optimizer, T_max=EPOCHS)", "CosineAnnealingLR(\x000\x00, T_max=None)"),  # a module constant
+    ("    total = args.epochs\n    total += 1\n    return CosineAnnealingLR(optimizer, T_max=total)",  # assigned twice
+     "CosineAnnealingLR(\x000\x00, T_max=None)"),
+    ("    return LambdaLR(optimizer, lambda step: step / args.epochs)", "LambdaLR(\x000\x00, None)"),  # bound inside
+    ("    return OneCycleLR(optimizer, max_lr=[g['lr'] for g in optimizer.param_groups], total_steps=args.steps)",
+     "OneCycleLR(\x000\x00, max_lr=None, total_steps=\x001\x00.steps)"),
+])
+def test_returned_gives_what_the_caller_cannot_see_as_none(body: str, kept: str) -> None:
+    """An argument naming what the caller cannot see is no length the caller could read: it is
+    handed over as `None` (no unit), the others as written."""
+    import ast
+
+    tree = ast.parse(f"def build_scheduler(optimizer, args):\n{body}\n")
+    function = tree.body[0]
+    assert returned(list(ast.walk(function))[1:], {"optimizer": 0, "args": 1}) == (kept,)
+
+
 @pytest.mark.parametrize("body", [
-    "    return CosineAnnealingLR(optimizer, T_max=EPOCHS)",  # a module constant
-    "    total = args.epochs\n    total += 1\n    return CosineAnnealingLR(optimizer, T_max=total)",  # assigned twice
-    "    return LambdaLR(optimizer, lambda step: step / args.epochs)",  # names bound inside the call
     "    return CosineAnnealingLR(optimizer, **args.sched_kwargs)",
+    "    return CosineAnnealingLR(*args.sched_args)",
     "    return None",  # no scheduler at all
     "    scheduler = None\n    scheduler, extra = make(optimizer)\n    return scheduler",  # bound otherwise too
     "    return make(optimizer, args)",  # not a scheduler constructor
@@ -180,16 +196,17 @@ def test_own_factory_keeps_the_module_names_the_caller_shares() -> None:
     assert own_factory(function, True) == ((), ())
 
 
-@pytest.mark.parametrize("text", [
-    # a schedule function defined inside reads the factory's own locals
-    "def build(optimizer, epochs):\n    def f(step):\n        return step / epochs\n"
-    "    return LambdaLR(optimizer, f)\n",
-    "def build(optimizer):\n    import math\n    return CosineAnnealingLR(optimizer, T_max=math.pi)\n",
-    "def build(optimizer, *rest):\n    return CosineAnnealingLR(optimizer, T_max=EPOCHS)\n",
-    "def build(optimizer):\n    return optimizer\n",
+@pytest.mark.parametrize(("text", "schedules"), [
+    # a schedule function defined inside reads the factory's own locals: that argument is not read
+    ("def build(optimizer, epochs):\n    def f(step):\n        return step / epochs\n"
+     "    return LambdaLR(optimizer, f)\n", ("LambdaLR(\x000\x00, None)",)),
+    ("def build(optimizer):\n    import math\n    return CosineAnnealingLR(optimizer, T_max=math.pi)\n",
+     ("CosineAnnealingLR(\x000\x00, T_max=None)",)),
+    ("def build(optimizer, *rest):\n    return CosineAnnealingLR(optimizer, T_max=EPOCHS)\n", ()),
+    ("def build(optimizer):\n    return optimizer\n", ()),
 ])
-def test_own_factory_reads_nothing_bound_inside_it(text: str) -> None:
-    assert own_factory(text, False)[1] == ()
+def test_own_factory_reads_nothing_bound_inside_it(text: str, schedules: tuple[str, ...]) -> None:
+    assert own_factory(text, False)[1] == schedules
 
 
 TRAIN_FACTORY = """

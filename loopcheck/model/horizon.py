@@ -13,7 +13,7 @@ import re
 import libcst as cst
 
 from loopcheck.model.index import Index
-from loopcheck.model.syntax import func_name, keyword, last_part, names_in, positional, walk
+from loopcheck.model.syntax import children, dotted, func_name, keyword, last_part, names_in, positional, walk
 
 
 class Unit(enum.Enum):
@@ -66,6 +66,8 @@ _DECAY_ARGS = {"StepLR": ("step_size", 1), "MultiStepLR": ("milestones", 1), "Se
                "CyclicLR": ("step_size_up", 3)}
 # Casts around one milestone (`int(args.epochs * 0.75)`) that keep its unit.
 _CASTS = ("int", "round", "ceil", "floor")
+# Calls whose value counts what their arguments count (`max(1, args.epochs - args.warmup_epochs)`)
+_SAME_UNIT_CALLS = frozenset({*_CASTS, "max", "min", "abs", "float"})
 
 
 def decay_expr(call: cst.Call) -> cst.BaseExpression | None:
@@ -158,7 +160,7 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0) -> Unit | None:
         if isinstance(node, cst.Call) and func_name(node) == "len" and _counts_data(node):
             found.add(Unit.BATCHES)
     epoch_counts = 0
-    names = names_in(expr)
+    names = keyed_names(expr)
     for name in names:
         short = last_part(name)
         # what the file assigns outweighs the name: `num_update_steps_per_epoch = len(train_dataloader)`
@@ -203,7 +205,7 @@ def _carries_accumulation(divisor: cst.BaseExpression, index: Index) -> bool | N
     or through what the file assigns to a name in it (``batch_size = per_gpu * gradient_accumulation_steps
     * world_size``; then ``len(dataset) // batch_size`` counts optimizer steps). None where some of the
     name's values carry it and others do not."""
-    names = names_in(divisor)
+    names = keyed_names(divisor)
     if any(ACCUMULATION_NAME.search(n) for n in names):
         return True
     verdict: bool | None = False
@@ -229,10 +231,53 @@ def _times_accumulation(expr: cst.CSTNode) -> cst.BaseExpression | None:
     if not isinstance(expr, cst.BinaryOperation) or not isinstance(expr.operator, cst.Multiply):
         return None
     for count, other in ((expr.right, expr.left), (expr.left, expr.right)):
-        names = names_in(count)
+        names = keyed_names(count)
         if names and all(ACCUMULATION_NAME.search(last_part(n)) for n in names):
             return other
     return None
+
+
+def keyed_names(expr: cst.CSTNode) -> set[str]:
+    """``names_in``, with a setting looked up by a literal key read as the attribute it names:
+    ``config["epochs"]``, ``cfg.get("epochs", 100)`` -> ``config.epochs``, ``cfg.epochs`` (a dict of
+    settings says what a value counts by its key as a namespace does by its attribute)."""
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        name = dotted(node) if kind is cst.Name or kind is cst.Attribute else _keyed(node) \
+            if kind is cst.Subscript or kind is cst.Call else None
+        if name is not None:
+            found.add(name)
+            continue
+        if kind is cst.Lambda or kind is cst.FunctionDef:
+            continue
+        if kind is cst.Call and last_part(func_name(node) or "") in _SAME_UNIT_CALLS:
+            stack.extend(a.value for a in node.args)  # `max(1, args.epochs - 5)`: what it is given counts
+            continue
+        stack.extend(children(node))
+    return found
+
+
+def _keyed(node: cst.CSTNode, depth: int = 0) -> str | None:
+    """``config.epochs`` for ``config["epochs"]`` / ``config.get("epochs", default)`` (also nested:
+    ``cfg["train"]["epochs"]``), None for any other subscript or call."""
+    if depth > 4:
+        return None
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        base, key = node.value, node.slice[0].slice.value
+    elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "get" \
+            and node.args and node.args[0].keyword is None and not node.args[0].star:
+        base, key = node.func.value, node.args[0].value
+    else:
+        return None
+    text = key.value if isinstance(key, cst.SimpleString) else ""
+    word = text[1:-1] if text[:1] in ("'", '"') and text[-1:] == text[:1] else ""
+    if not word.isidentifier():
+        return None
+    root = dotted(base) or _keyed(base, depth + 1)
+    return f"{root}.{word}" if root is not None else None
 
 
 def _given_lengths(fn: cst.BaseExpression | None) -> cst.BaseExpression | None:

@@ -26,10 +26,11 @@ from loopcheck.project.flow import bound_once
 from loopcheck.project.walk import last_name, own_nodes, walk
 
 # Constructors of a learning-rate schedule, by the last part of the name called
-# (`torch.optim.lr_scheduler.CosineAnnealingLR`, `get_linear_schedule_with_warmup`, a project's `WarmupCosineLR`)
-SCHEDULE = re.compile(r"(?:LR|Scheduler|Schedule|_schedule_with_warmup)$|^get_scheduler$")
+# (`torch.optim.lr_scheduler.CosineAnnealingLR`, `get_linear_schedule_with_warmup`, a project's
+# `WarmupCosineLR`, `CosineAnnealingWarmRestarts`, `ReduceLROnPlateau`: a factory may return any of them)
+SCHEDULE = re.compile(r"(?:LR|Scheduler|Schedule|_schedule_with_warmup|WarmRestarts|LROnPlateau)$|^get_scheduler$")
 # The same, in a function's text: whether it may return one (a superset: ``returned`` decides)
-SCHEDULE_TEXT = re.compile(r"(?:LR|Scheduler|Schedule|_schedule_with_warmup|get_scheduler)\s*\(")
+SCHEDULE_TEXT = re.compile(r"(?:LR|Scheduler|Schedule|_schedule_with_warmup|WarmRestarts|LROnPlateau|get_scheduler)\s*\(")
 _MARK = re.compile("\x00([0-9]+)\x00")
 _MAX_DEPTH = 3  # locals followed through their single assignment
 
@@ -41,9 +42,11 @@ def returned(nodes: list[ast.AST], index: Mapping[str, int], kept: Collection[st
     caller sees as they are (none for a function of another module)."""
     returns: list[ast.expr | None] = []
     for sub in nodes:
-        if isinstance(sub, (ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr, ast.withitem,
+        # other bindings: not followed (a comprehension's names are its own: `bound_once` keeps them
+        # unreadable, so a constructor argument that reads one is not read)
+        if isinstance(sub, (ast.For, ast.AsyncFor, ast.NamedExpr, ast.withitem,
                             ast.ExceptHandler, ast.Global, ast.Nonlocal, ast.Delete)):
-            return ()  # other bindings: not followed
+            return ()
         if isinstance(sub, ast.Return):
             returns.append(sub.value)
     # name -> its value where `name = value` is its only binding; `args.epochs = ...` rebinds `args`
@@ -58,7 +61,7 @@ def returned(nodes: list[ast.AST], index: Mapping[str, int], kept: Collection[st
             continue  # no scheduler in that configuration: nothing to step there
         if not (isinstance(value, ast.Call) and SCHEDULE.search(last_name(value.func))):
             return ()
-        written = _written(value, index, assigned, 0, kept)
+        written = _constructed(value, index, assigned, kept)
         if written is None:
             return ()
         found.append(ast.unparse(written))
@@ -86,6 +89,31 @@ def _values(returned: ast.expr | None, index: Mapping[str, int], nodes: list[ast
 
 def _none(value: ast.expr | None) -> bool:
     return value is None or isinstance(value, ast.Constant) and value.value is None
+
+
+def _constructed(call: ast.Call, index: Mapping[str, int], assigned: Mapping[str, ast.expr | None],
+                 kept: Collection[str]) -> ast.Call | None:
+    """The constructor as the caller would write it, an argument that names what the caller cannot
+    see given as ``None`` (``max_lr=[g["lr"] for g in optimizer.param_groups]``, ``schedulers=[warmup,
+    cosine]`` with ``warmup`` assigned in two branches): the rule reads only the lengths, and a length
+    that is ``None`` has no unit. None where the positions of the arguments are not known (``*args``,
+    ``**kwargs``)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    whole = _written(call, index, assigned, 0, kept)
+    if whole is not None:
+        return whole  # type: ignore[return-value]
+    head = _written(ast.Call(func=call.func, args=[], keywords=[]), index, assigned, 0, kept)
+    if not isinstance(head, ast.Call):
+        return None  # the class itself is not the caller's to name
+
+    def each(value: ast.expr) -> ast.expr:
+        written = _written(value, index, assigned, 0, kept)  # type: ignore[arg-type]
+        return written if written is not None else ast.Constant(value=None)  # type: ignore[return-value]
+
+    head.args = [each(a) for a in call.args]
+    head.keywords = [ast.keyword(arg=k.arg, value=each(k.value)) for k in call.keywords]
+    return head
 
 
 def _written(call: ast.Call, index: Mapping[str, int], assigned: Mapping[str, ast.expr | None],

@@ -7,7 +7,9 @@ The horizon's unit is read from what the file shows: `len(train_loader)` and nam
 `steps_per_epoch` or `epoch_length` count batches (a division by `len(train_loader)`, as in
 `epochs = args.iters // len(train_loader)`, counts none: the name then says what it is), a division by the accumulation count makes
 optimizer steps, a multiplication by it makes micro-batches again (`max_train_steps *
-gradient_accumulation_steps`), a name that says only `epochs` counts epochs, and the bound of the
+gradient_accumulation_steps`), a name that says only `epochs` counts epochs (so does a setting looked up
+by that key: `config["epochs"]`, `cfg.get("num_epochs", 100)`; a clamp or cast such as `max(1, args.epochs -
+args.warmup_epochs)` counts what it is given), and the bound of the
 training loop counts that loop's iterations (`for it in range(max_iters)`, `while step < max_steps:`
 whose body adds 1 to `step` on every iteration, or `if global_step >= max_steps: break` where the
 loop adds 1 to `global_step` on every iteration: micro-batches, not the updates a counter advanced
@@ -24,7 +26,11 @@ also in one of several `if args.sched == ...:` branches), or by a method of the 
 (`self.scheduler = self._make_scheduler()`), is read as that function builds it, with the call's
 arguments in place of its parameters. A `LambdaLR` whose schedule function is handed its lengths
 (`partial(warmup_cosine, warmup=args.warmup_epochs, total=args.epochs)`, `lambda s:
-warmup_cosine(s, args.warmup_epochs, args.epochs)`) counts in the unit all of them share. It is
+warmup_cosine(s, args.warmup_epochs, args.epochs)`) counts in the unit all of them share. A step
+under `isinstance` tests on the scheduler (`if isinstance(scheduler, OneCycleLR): scheduler.step()`,
+its `else` branch, `if not isinstance(scheduler, OneCycleLR):`) steps only the schedules of the classes
+the tests let through; a factory's argument that the caller cannot read (`max_lr=[g["lr"] for g in
+optimizer.param_groups]`) is no length and does not stop the others from being read. It is
 silent where the file does not settle both: a horizon that names what the call does not pass (a
 parameter's default, another module's constant), a scheduler built in another module by a class or
 an object, a `scheduler.step(...)` with arguments, a step under a configuration flag, and an accumulation count
@@ -63,11 +69,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.model import Event, FileModel, Kind, Loop, Role, Style, TrainingLoop
+from loopcheck.model import Cond, Event, FileModel, Kind, Loop, Role, Style, TrainingLoop
 from loopcheck.model.accelerate import accumulation_setting, scheduler_gated
 from loopcheck.model.from_ast import statement_text
 from loopcheck.model.guards import GuardKind
 from loopcheck.model.horizon import Unit, decay_expr, horizon_expr, unit_of, warmup_expr
+from loopcheck.model.narrowing import kind_tests, lets_through
 from loopcheck.model.syntax import (dotted, func_name, int_value, last_part, names_in, own_call_name, positional, same,
                                     source, walk)
 from loopcheck.model.training import is_data_loop
@@ -179,6 +186,21 @@ def train(args, model, train_loader, optimizer):
             optimizer.step()
         scheduler.step()
 """,
+        """
+if args.sched == "onecycle":
+    scheduler = OneCycleLR(optimizer, max_lr=args.lr, epochs=args.epochs, steps_per_epoch=len(train_loader))
+else:
+    scheduler = CosineAnnealingLR(optimizer, T_max=args.epochs)
+for epoch in range(args.epochs):
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+        if isinstance(scheduler, OneCycleLR):
+            scheduler.step()
+    if not isinstance(scheduler, OneCycleLR):
+        scheduler.step()
+""",
     ]
     INVALID = [
         """
@@ -271,6 +293,30 @@ for epoch in range(args.epochs):
         optimizer.step()
         scheduler.step()  # LC303
 """,
+        """
+if args.sched == "onecycle":
+    scheduler = OneCycleLR(optimizer, max_lr=args.lr, epochs=args.epochs, steps_per_epoch=len(train_loader))
+else:
+    scheduler = CosineAnnealingLR(optimizer, T_max=args.epochs)
+for epoch in range(args.epochs):
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+    if isinstance(scheduler, OneCycleLR):
+        scheduler.step()  # LC303
+    else:
+        scheduler.step()
+""",
+        """
+scheduler = CosineAnnealingLR(optimizer, T_max=config["epochs"])
+for epoch in range(config["epochs"]):
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+        scheduler.step()  # LC303
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -282,9 +328,12 @@ for epoch in range(args.epochs):
             accumulates = training.accumulates and not accumulation_gates_nothing(training, model.index) and (
                 training.style is not Style.ACCELERATE or accumulation_setting(model) is not None)
             for scheduler, stepped in _stepping_units(training, model):
-                if scheduler.has_args or _under_flag(training, scheduler):
+                # `if isinstance(scheduler, OneCycleLR): scheduler.step()` steps only what that class built
+                kinds, conds = kind_tests(scheduler.conds, scheduler.receiver)
+                if scheduler.has_args or _under_flag(training, scheduler, conds):
                     continue
-                calls = [c for call in _constructors(scheduler.receiver, model) for c in _as_built(call, model)]
+                calls = [c for call in _constructors(scheduler.receiver, model) for c in _as_built(call, model)
+                         if lets_through(kinds, last_part(func_name(c) or ""))]
                 horizons = [_length(call, model) for call in calls]
                 units = [(unit_of(h, model.index) or _loop_unit(h, training)) if h is not None else None
                          for h in horizons]
@@ -470,15 +519,16 @@ def _while_bound(node: cst.While) -> cst.BaseExpression | None:
     return bound if _counted_every_iteration(node, counter) else None
 
 
-def _under_flag(training: TrainingLoop, scheduler: Event) -> bool:
+def _under_flag(training: TrainingLoop, scheduler: Event, conds: tuple[Cond, ...]) -> bool:
     """A step under an ``if`` on a configuration flag (``if step_scheduler_batch:``, ``if False:``): it
-    runs only in the configuration the flag names, which the file does not tie to the scheduler's kind."""
+    runs only in the configuration the flag names, which the file does not tie to the scheduler's kind.
+    ``conds``: the step's conditions less the ``isinstance`` tests on the scheduler, which say its kind."""
     reader = training.reader if scheduler.loop is training.loop else training.parent_reader
     if reader is None or scheduler.loop not in (training.loop, training.loop.parent):
         return True
     return any(c.test is not None and c.branch != "after-exit"
                and reader.atom(c.test, c.negated, scheduler.order, 0).kind is GuardKind.INVARIANT
-               for c in scheduler.conds)
+               for c in conds)
 
 
 _ONE = {Unit.BATCHES: "batch", Unit.UPDATES: "optimizer step", Unit.EPOCHS: "epoch", None: "batch or optimizer step"}
