@@ -165,6 +165,8 @@ def _from_guard(guard: Guard) -> Micro | None:
     if guard.kind is GuardKind.NOT_SYNC:
         return Micro.NOT_LAST
     if guard.kind is GuardKind.LAST:
+        if guard.partial:
+            return None
         test = guard.test
         if isinstance(test, cst.Comparison) and not isinstance(test.comparisons[0].operator, cst.Equal):
             return None  # `i + 1 < len(loader)` is read as "last" by the guard reader: not certain

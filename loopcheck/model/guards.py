@@ -160,8 +160,10 @@ def either(a: Guard, b: Guard) -> Guard:
     if a.kind is b.kind and a.kind in (GuardKind.SYNC, GuardKind.NOT_SYNC, GuardKind.LAST):
         return a
     for x, y in ((a, b), (b, a)):
-        if x.kind is GuardKind.PERIODIC and not x.partial and y.kind is GuardKind.LAST:
+        if x.kind is GuardKind.PERIODIC and not x.partial and y.kind is GuardKind.LAST and not y.partial:
             return replace(x, flush=True)
+        if x.kind is GuardKind.PERIODIC and not x.partial and y.kind is GuardKind.LAST and same(x.modulus, y.modulus):
+            return x  # the last window is stepped in passes shorter than N only: the longer ones carry it
         if x.kind is GuardKind.PERIODIC and not x.partial:
             return replace(x, flush=None, phase=Phase.UNKNOWN)
     return _UNKNOWN
@@ -246,7 +248,7 @@ class GuardReader:
             left = self._positive(test.left, order, depth + 1)
             right = self._positive(test.right, order, depth + 1)
             if isinstance(test.operator, cst.And):
-                return both(left, right)
+                return self._short_pass_last(test, left, right) or both(left, right)
             guard = either(left, right)
             return replace(guard, test=test) if guard.kind in _PERIODIC_KINDS else guard
         literal = _literal(test)
@@ -274,6 +276,24 @@ class GuardReader:
         if self._invariant(test):
             return _INVARIANT
         return _UNKNOWN
+
+    def _short_pass_last(self, test: cst.BooleanOperation, left: Guard, right: Guard) -> Guard | None:
+        """``len(loader) <= N and (i + 1) == len(loader)`` (the old Hugging Face scripts and Trainer):
+        the last batch of a pass no longer than N. A partial LAST with N as its modulus: ``(i + 1) % N
+        == 0 or <it>`` steps the last window of such short passes only, not that of a longer pass."""
+        for last, guard, other in ((test.right, right, test.left), (test.left, left, test.right)):
+            if guard.kind is not GuardKind.LAST or not isinstance(last, cst.Comparison) \
+                    or not isinstance(other, cst.Comparison) or len(other.comparisons) != 1:
+                continue
+            op, length, window = other.comparisons[0].operator, other.left, other.comparisons[0].comparator
+            if isinstance(op, (cst.GreaterThanEqual, cst.GreaterThan)):
+                length, window = window, length
+            elif not isinstance(op, (cst.LessThanEqual, cst.LessThan)):
+                continue
+            sides = (last.left, last.comparisons[0].comparator)
+            if any(same(length, side) for side in sides) and self._invariant(window):
+                return Guard(GuardKind.LAST, modulus=window, test=test, partial=True)
+        return None
 
     # -- names set in the loop --------------------------------------------------------------
     def _name_value(self, name: str, order: int | None, depth: int) -> Guard | None:

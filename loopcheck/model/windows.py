@@ -16,6 +16,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -53,6 +54,8 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
     loop = training.loop
     if not is_data_loop(loop) or _endless(model, loop) or any(_stops(skip, loop) for skip in loop.skips):
         return None
+    if all(_once_per_pass(b, loop) for b in training.backwards):
+        return None  # `if step == 0: ... backward()`: no micro-batch of a window back-propagates
     parent = loop.parent
     if parent is None or not parent.is_loop and parent.function is None:
         return None  # a single pass at module level: nothing comes after its tail
@@ -66,6 +69,29 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
     if guard.restarts:
         return PartialWindow(Tail.DROPPED if zeroing is not None else Tail.CARRIED, zeroing, False)
     return PartialWindow(Tail.DROPPED, zeroing, True) if zeroing is not None else None
+
+
+def _once_per_pass(event: Event, loop: Loop) -> bool:
+    """``event`` runs under ``step == 0`` (alone or in an ``and``) with ``step`` a counter of ``loop``."""
+    counters = set(loop.assignments[0].names) if loop.assignments else set()
+    for cond in event.conds:
+        if cond.negated or cond.test is None:
+            continue
+        for part in _conjuncts(cond.test):
+            if isinstance(part, cst.Comparison) and len(part.comparisons) == 1 \
+                    and isinstance(part.comparisons[0].operator, cst.Equal):
+                sides = (part.left, part.comparisons[0].comparator)
+                if any(dotted(a) in counters and isinstance(b, cst.Integer) for a, b in (sides, sides[::-1])):
+                    return True
+    return False
+
+
+def _conjuncts(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        yield from _conjuncts(test.left)
+        yield from _conjuncts(test.right)
+    else:
+        yield test
 
 
 def _runs_once(model: FileModel, function: cst.FunctionDef | None) -> bool:

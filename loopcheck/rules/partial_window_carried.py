@@ -194,6 +194,8 @@ for epoch in range(epochs):
                 last = _last_batch_test(target.value, guard.index, enumerate_start(target, guard.index))
             fix = _also_last(training, guard, last) if last and not window.spans_epochs else None
             add = f"add `or {last or '(i + 1) == len(loader)'}` to the step condition"
+            if _short_pass_only(training, guard):
+                add = "its last-batch test holds only in an epoch of at most N batches; " + add
             zeroing = f"`{window.zeroing.receiver}.zero_grad()`" if window.zeroing is not None else "the zeroing"
             if window.spans_epochs:
                 message = (f"the accumulation window that spans two epochs loses its first part: {zeroing} at "
@@ -209,6 +211,19 @@ for epoch in range(epochs):
                            "the next step, so those batches never train the model; " + add)
             done.add(id(training.loop.node))
             yield Violation(guard.test, owner, message, fix)
+
+
+def _short_pass_only(training: TrainingLoop, guard: Guard) -> bool:
+    """The step condition has a last-batch test, but for an epoch no longer than N only
+    (``len(loader) <= N and (i + 1) == len(loader)``)."""
+    test = guard.test
+    if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or)):
+        return False
+    for part in (test.left, test.right):
+        atom = training.reader.atom(part, False, None, 0)
+        if atom.kind is GuardKind.LAST and atom.partial and same(atom.modulus, guard.modulus):
+            return True
+    return False
 
 
 def _also_last(training: TrainingLoop, guard: Guard, last: str) -> Fix | None:
