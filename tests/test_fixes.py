@@ -102,6 +102,28 @@ def test_partial_window_condition_is_extended() -> None:
 
 
 
+def test_partial_window_condition_over_several_lines_is_extended_in_brackets() -> None:
+    source = textwrap.dedent("""\
+        def train_one_epoch(model, data_loader, optimizer, loss_scaler, accum_iter):
+            optimizer.zero_grad()
+            for data_iter_step, (samples, targets) in enumerate(data_loader):
+                loss = model(samples, targets) / accum_iter
+                loss_scaler(loss, optimizer, parameters=model.parameters(),
+                            update_grad=(data_iter_step + 1)
+                            % accum_iter == 0)
+                if (data_iter_step + 1) % accum_iter == 0:
+                    optimizer.zero_grad()
+
+        for epoch in range(epochs):
+            train_one_epoch(model, data_loader, optimizer, loss_scaler, 4)
+    """)
+    assert [f.code for f in check_source(source, select=["LC105"])] == ["LC105"]
+    fixed = fix_text(source, "t.py", frozenset({"LC105"})).source
+    assert ("update_grad=((data_iter_step + 1)\n"
+            "                    % accum_iter == 0 or (data_iter_step + 1) == len(data_loader)))") in fixed
+    assert "        if (data_iter_step + 1) % accum_iter == 0 or (data_iter_step + 1) == len(data_loader):\n" in fixed
+
+
 def test_unscale_moves_before_the_clipping_of_the_step_branch() -> None:
     source = textwrap.dedent("""\
         for i, (x, y) in enumerate(loader):

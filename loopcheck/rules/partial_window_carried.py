@@ -242,9 +242,12 @@ def _also_last(training: TrainingLoop, guard: Guard, last: str) -> Fix | None:
         if atom.index != guard.index or atom.phase is not Phase.BOUNDARY:
             return None
         text = f"{source(test)} or {last}" if atom.kind is GuardKind.PERIODIC else f"{source(test)} and {negated}"
-        if isinstance(parent, (cst.BooleanOperation, cst.UnaryOperation)):
-            text = f"({text})"
-        edits.append(Edit(test, replacement=cst.parse_expression(text)))
+        if isinstance(parent, (cst.BooleanOperation, cst.UnaryOperation)) or "\n" in text:
+            text = f"({text})"  # a test written over several lines (a keyword argument) holds together in brackets
+        try:
+            edits.append(Edit(test, replacement=cst.parse_expression(text)))
+        except cst.ParserSyntaxError:
+            return None
     if not any(e.target is guard.test for e in edits):
         return None  # the step's test is not written in this loop (an alias, a helper)
     return Fix(f"also step when `{last}`", tuple(edits))
