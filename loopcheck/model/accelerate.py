@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from loopcheck.model.roles import Role
-from loopcheck.model.syntax import dotted, func_name, int_value, last_part, method, names_in, positional, walk
+from loopcheck.model.syntax import (dotted, func_name, int_value, last_part, lines, method, names_in, positional,
+                                    small_statements, walk)
 
 if TYPE_CHECKING:
     from loopcheck.model import FileModel, Loop
@@ -125,7 +126,7 @@ def updates_bound(loop: Loop) -> cst.BaseExpression | None:
     node = loop.node
     nest = loop.parent.node if loop.parent is not None and loop.parent.is_loop else node
     tests = [node.test] if isinstance(node, cst.While) else []
-    tests += [stmt.test for stmt in node.body.body if isinstance(stmt, cst.If) and stmt.orelse is None
+    tests += [stmt.test for stmt in lines(node.body) if isinstance(stmt, cst.If) and stmt.orelse is None
               and _only_break(stmt.body)]
     for test in tests:
         if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
@@ -146,9 +147,8 @@ def _synced_count(node: cst.For | cst.While, nest: cst.CSTNode, counter: str) ->
             not isinstance(writes[0].operator, cst.AddAssign) or int_value(writes[0].value) != 1:
         return False
     return any(isinstance(stmt, cst.If) and stmt.orelse is None and isinstance(stmt.test, cst.Attribute)
-               and stmt.test.attr.value == "sync_gradients" and isinstance(stmt.body, cst.IndentedBlock)
-               and any(writes[0] in line.body for line in stmt.body.body if isinstance(line, cst.SimpleStatementLine))
-               for stmt in node.body.body)
+               and stmt.test.attr.value == "sync_gradients" and writes[0] in small_statements(stmt.body)
+               for stmt in lines(node.body))
 
 
 def _only_break(body: cst.BaseSuite) -> bool:

@@ -17,7 +17,7 @@ import libcst as cst
 
 from loopcheck.model.events import Assignment, Cond, Event, Framework, Kind, Loop
 from loopcheck.model.roles import Role, Roles
-from loopcheck.model.syntax import dotted, func_name, keyword, last_part, names_in, positional, source, walk
+from loopcheck.model.syntax import dotted, func_name, keyword, last_part, lines, names_in, positional, source, walk
 
 FLOAT16 = "float16"
 BFLOAT16 = "bfloat16"
@@ -115,8 +115,8 @@ def is_skip_branch(cond: Cond, loop: Loop | None) -> bool:
     the loop, so nothing after it would have used the scaler."""
     if cond.branch != "after-exit" or not isinstance(cond.owner, cst.If):
         return False
-    last = cond.owner.body.body[-1] if cond.owner.body.body else None
-    if not isinstance(last, cst.SimpleStatementLine):
+    last = lines(cond.owner.body)[-1] if cond.owner.body.body else None
+    if type(last) not in (cst.SimpleStatementLine, cst.SimpleStatementSuite):
         return False
     exit_stmt = last.body[-1]
     if isinstance(exit_stmt, cst.Continue):

@@ -25,6 +25,7 @@ from loopcheck.model.syntax import (
     dotted,
     func_name,
     last_part,
+    lines,
     method,
     own_call_name,
     names_in,
@@ -75,9 +76,7 @@ class Builder:
         """Model one function (or the module's top level) as a pseudo-loop holding its loops."""
         fn = node if isinstance(node, cst.FunctionDef) else None
         scope = Loop(node=node, parent=None, conds=(), order=self._next(), function=fn)  # type: ignore[arg-type]
-        body = node.body.body if isinstance(node, cst.FunctionDef) else node.body
-        if isinstance(node, cst.FunctionDef) and not isinstance(node.body, cst.IndentedBlock):
-            body = ()
+        body = lines(node.body) if isinstance(node, cst.FunctionDef) else node.body
         if fn is not None:
             params = {p.name.value for p in [*fn.params.params, *fn.params.kwonly_params]} - {"self", "cls"}
             scope.per_call = frozenset(params | {f"self.{name}" for name in self.index.incremented})
@@ -109,7 +108,8 @@ class Builder:
                 conds = conds + (Cond(exit_test, True, stmt, "after-exit"),)
 
     def _statement(self, stmt: cst.CSTNode, st: _State) -> None:
-        if isinstance(stmt, cst.SimpleStatementLine):
+        if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            # a line of its own, or the body written after the colon (`if c: opt.step(); opt.zero_grad()`)
             for small in stmt.body:
                 self._small(small, stmt, st)
         elif isinstance(stmt, cst.If):
@@ -119,29 +119,29 @@ class Builder:
         elif isinstance(stmt, cst.With):
             contexts = st.contexts + tuple(c for item in stmt.items if (c := _context(item.item)))
             self._calls_in(stmt.items, stmt, st)
-            self._block(stmt.body.body, replace(st, contexts=contexts), stmt)
+            self._block(lines(stmt.body), replace(st, contexts=contexts), stmt)
         elif isinstance(stmt, cst.Try) or type(stmt).__name__ == "TryStar":
-            self._block(stmt.body.body, st, stmt)  # type: ignore[attr-defined]
+            self._block(lines(stmt.body), st, stmt)  # type: ignore[attr-defined]
             for handler in stmt.handlers:  # type: ignore[attr-defined]
-                self._block(handler.body.body, replace(st, conds=st.conds + (Cond(None, False, stmt, "except"),)),
+                self._block(lines(handler.body), replace(st, conds=st.conds + (Cond(None, False, stmt, "except"),)),
                             handler)
             if stmt.orelse is not None:  # type: ignore[attr-defined]
-                self._block(stmt.orelse.body.body, st, stmt.orelse)  # type: ignore[attr-defined]
+                self._block(lines(stmt.orelse.body), st, stmt.orelse)  # type: ignore[attr-defined]
             if stmt.finalbody is not None:  # type: ignore[attr-defined]
-                self._block(stmt.finalbody.body.body, st, stmt.finalbody)  # type: ignore[attr-defined]
+                self._block(lines(stmt.finalbody.body), st, stmt.finalbody)  # type: ignore[attr-defined]
         elif isinstance(stmt, cst.Match):
             for case in stmt.cases:
-                self._block(case.body.body, replace(st, conds=st.conds + (Cond(None, False, stmt, "case"),)), case)
+                self._block(lines(case.body), replace(st, conds=st.conds + (Cond(None, False, stmt, "case"),)), case)
         # FunctionDef / ClassDef: modelled where they are called, or as scopes of their own.
 
     def _if(self, node: cst.If, st: _State, owner: cst.If) -> None:
         self._calls_in([node.test], node, st)
-        self._block(node.body.body, replace(st, conds=st.conds + (Cond(node.test, False, owner, "body"),)), node)
+        self._block(lines(node.body), replace(st, conds=st.conds + (Cond(node.test, False, owner, "body"),)), node)
         negated = st.conds + (Cond(node.test, True, owner, "orelse"),)
         if isinstance(node.orelse, cst.If):
             self._if(node.orelse, replace(st, conds=negated), owner)
         elif isinstance(node.orelse, cst.Else):
-            self._block(node.orelse.body.body, replace(st, conds=negated), node.orelse)
+            self._block(lines(node.orelse.body), replace(st, conds=negated), node.orelse)
 
     def _loop(self, node: cst.For | cst.While, st: _State) -> None:
         self._calls_in([node.iter if isinstance(node, cst.For) else node.test], node, st)
@@ -153,9 +153,9 @@ class Builder:
             loop.iter_sources = _bound_values(resolved, st.loop) + self._passed_in(resolved, st)
             loop.assignments.append(
                 Assignment(tuple(target_names(node.target)), resolved, "for", node, (), loop.order))
-        self._block(node.body.body, replace(st, loop=loop, conds=(), site=None), node)
+        self._block(lines(node.body), replace(st, loop=loop, conds=(), site=None), node)
         if node.orelse is not None:
-            self._block(node.orelse.body.body, st, node.orelse)
+            self._block(lines(node.orelse.body), st, node.orelse)
 
     def _small(self, small: cst.BaseSmallStatement, stmt: cst.SimpleStatementLine, st: _State) -> None:
         if isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and small.value is not None:
@@ -437,9 +437,8 @@ class Builder:
         contexts = st.contexts + tuple(Context("no_grad", d.decorator) for d in fn.decorators
                                        if last_part((func_name(d.decorator) if isinstance(d.decorator, cst.Call)
                                                      else dotted(d.decorator)) or "") in ("no_grad", "inference_mode"))
-        if isinstance(fn.body, cst.IndentedBlock):
-            self._block(fn.body.body, replace(st, inlining=st.inlining + (fn,), site=st.site or (call, stmt),
-                                              contexts=contexts), fn)
+        self._block(lines(fn.body), replace(st, inlining=st.inlining + (fn,), site=st.site or (call, stmt),
+                                             contexts=contexts), fn)
 
 
 def _is_framework_backward(recv: str, role: Role, first: cst.BaseExpression) -> bool:
@@ -497,8 +496,9 @@ def _early_exit_test(stmt: cst.CSTNode) -> cst.BaseExpression | None:
     """``if <test>: ... continue`` (or return/break) with no else: what follows runs only when not test."""
     if not isinstance(stmt, cst.If) or stmt.orelse is not None:
         return None
-    last = stmt.body.body[-1] if stmt.body.body else None
-    if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Continue, cst.Return, cst.Break)):
+    last = lines(stmt.body)[-1] if stmt.body.body else None
+    if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) \
+            and isinstance(last.body[-1], (cst.Continue, cst.Return, cst.Break)):
         return stmt.test
     return None
 

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field, replace
 import libcst as cst
 
 from loopcheck.model.events import Assignment, Cond, Kind, Loop
-from loopcheck.model.syntax import dotted, func_name, int_value, last_part, names_in, positional, same, source, walk
+from loopcheck.model.syntax import (dotted, func_name, int_value, last_part, names_in, positional, same, small_statements,
+                                    source, walk)
 
 
 class GuardKind(enum.Enum):
@@ -499,8 +500,7 @@ class GuardReader:
         if listed is None or self.varies(listed) or not isinstance(node, (cst.For, cst.While)) or \
                 any(listed in a.names for a in _all_assignments(self.loop)):
             return None
-        top = [small for stmt in node.body.body if isinstance(stmt, cst.SimpleStatementLine)
-               for small in stmt.body if isinstance(small, cst.Expr)]
+        top = [small for small in small_statements(node.body) if isinstance(small, cst.Expr)]
         appends = [small.value for small in top if isinstance(small.value, cst.Call)
                    and func_name(small.value) == f"{listed}.append"]
         changes = [call for call in walk(node.body) if isinstance(call, cst.Call)

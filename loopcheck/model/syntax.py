@@ -305,3 +305,15 @@ def target_names(target: cst.BaseAssignTargetExpression | cst.BaseExpression) ->
         return target_names(target.value)
     name = dotted(target)
     return [name] if name else []
+
+
+def lines(suite: cst.BaseSuite) -> typing.Sequence[cst.BaseStatement]:
+    """The statements of a body: an indented block's, or the one line of small statements written
+    after the colon (``if c: opt.step(); opt.zero_grad()``), which counts as a line of its own."""
+    return suite.body if type(suite) is cst.IndentedBlock else (suite,)  # type: ignore[return-value]
+
+
+def small_statements(suite: cst.BaseSuite) -> list[cst.BaseSmallStatement]:
+    """The small statements of a body's lines, in order (compound statements left out)."""
+    return [small for line in lines(suite) if type(line) in (cst.SimpleStatementLine, cst.SimpleStatementSuite)
+            for small in line.body]  # type: ignore[attr-defined]

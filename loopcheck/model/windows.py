@@ -23,7 +23,7 @@ import libcst as cst
 
 from loopcheck.model.events import Event, Kind, Loop
 from loopcheck.model.guards import GuardKind, Phase, enumerate_start, exclusive, unwrap_iterable
-from loopcheck.model.syntax import dotted, func_name, last_part, names_in, positional, same, walk
+from loopcheck.model.syntax import dotted, func_name, last_part, lines, names_in, positional, same, small_statements, walk
 from loopcheck.model.training import Style, TrainingLoop, is_data_loop
 
 if TYPE_CHECKING:
@@ -143,8 +143,8 @@ def _stops(skip: cst.If, loop: Loop) -> bool:
     a skipped bad batch, or a guard the index never reaches cannot."""
     if _never_reached(skip.test, loop) or _counts_down_a_prefix(skip):
         return False
-    last = skip.body.body[-1]
-    if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Break, cst.Return)):
+    last = small_statements(skip.body)[-1:]
+    if last and isinstance(last[0], (cst.Break, cst.Return)):
         return True
     return any(isinstance(n, cst.ComparisonTarget) and isinstance(n.operator, (cst.GreaterThan, cst.GreaterThanEqual))
                for n in walk(skip.test))
@@ -160,14 +160,15 @@ def _counts_down_a_prefix(skip: cst.If) -> bool:
             and isinstance(test.comparisons[0].comparator, cst.Integer) and test.comparisons[0].comparator.value == "0"):
         return False
     counter = dotted(test.left)
-    body = skip.body.body
+    body = lines(skip.body)
     last = body[-1] if body else None
-    if counter is None or not (isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Continue)):
+    if counter is None or not (type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite)
+                               and isinstance(last.body[-1], cst.Continue)):  # type: ignore[union-attr]
         return False
     return any(isinstance(small, cst.AugAssign) and isinstance(small.operator, cst.SubtractAssign)
                and dotted(small.target) == counter and isinstance(small.value, cst.Integer)
                and small.value.value == "1"
-               for stmt in body if isinstance(stmt, cst.SimpleStatementLine) for small in stmt.body)
+               for small in small_statements(skip.body))
 
 
 def _never_reached(test: cst.BaseExpression, loop: Loop) -> bool:

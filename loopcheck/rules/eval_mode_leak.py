@@ -55,7 +55,7 @@ from loopcheck.model.guards import exclusive
 from loopcheck.model.memory import frozen_modules, module_name, trained_modules
 from loopcheck.model.modes import mode_matters
 from loopcheck.model.optimizers import optimizer_modules
-from loopcheck.model.syntax import dotted, func_name, last_part, positional, source, walk
+from loopcheck.model.syntax import dotted, func_name, last_part, lines, names_in, positional, source, walk
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -260,6 +260,8 @@ for step, (x, y) in enumerate(train_loader):
             if not backwards:
                 continue
             for leak in evals:
+                if _dead(leak, loop, at_call=True):
+                    continue  # `if mode == "eval": m.eval()` in a mode helper called with "train"
                 name = _resolve(leak.receiver, loop, leak.order)
                 if name not in trained or _built_in_helper(leak, loop):
                     continue  # a frozen teacher, an EMA copy, a submodule: may stay in eval mode
@@ -273,7 +275,8 @@ for step, (x, y) in enumerate(train_loader):
                     continue  # `for x in loader: model.eval(); loss = f(model(x)); ...; opt.step()`: on purpose
                 if not self._undone(leak, name, events, updates, loop, trained) and mode_matters(model, name):
                     # `train()` first in the body helps only where no update follows the leak in the iteration
-                    fix = _train_first(loop, name) if not any(u > leak.order for u in updates) else None
+                    fix = _train_first(loop, name) if not any(u > leak.order for u in updates) \
+                        and not _helper_local(name, leak, loop) else None
                     elsewhere = model.project.where(leak.node) if model.project is not None else None
                     what = (f"`{source(leak.node.func)}(...)` ({elsewhere}) leaves `{leak.receiver}` in eval mode"
                             if elsewhere and isinstance(leak.node, cst.Call) else f"`{source(leak.node)}` runs")
@@ -293,7 +296,7 @@ for step, (x, y) in enumerate(train_loader):
             def window(order: int) -> bool:  # wraps around to the next iteration
                 return order > leak.order or order < min(updates)
         for train in events:
-            if train.kind is Kind.TRAIN_MODE and window(train.order):
+            if train.kind is Kind.TRAIN_MODE and window(train.order) and not _dead(train, loop, at_call=True):
                 resolved = _resolve(train.receiver, loop, train.order)
                 if resolved is None or resolved == name or resolved not in trained:
                     return True  # the same model, or one we cannot tell apart from it
@@ -370,7 +373,7 @@ def _trains_in_eval_mode(leak: Event, name: str, owners: dict[str, set[str]], st
     stepped = {e.optimizer or e.receiver for e in events if e.kind is Kind.STEP}
     if first not in mine if mine else len(stepped) != 1:
         return False  # another module's update first, or several optimizers none of which is known to be name's
-    body = loop.node.body.body if isinstance(loop.node.body, cst.IndentedBlock) else ()
+    body = lines(loop.node.body)
     at = next((i for i, stmt in enumerate(body) if stmt is leak.stmt), None)
     if at is None:
         return False
@@ -435,12 +438,14 @@ def _evaluated_again(leak: Event, name: str, evals: list[Event], updates: list[i
                and _resolve(e.receiver, loop, e.order) == name for e in evals)
 
 
-def _dead(event: Event, loop: Loop) -> bool:
+def _dead(event: Event, loop: Loop, at_call: bool = False) -> bool:
     """Whether a condition of ``event`` reads a helper parameter bound to a literal at the call
     (``_run_epoch("val")``, ``run_epoch(model, loader, None)``) so that it never holds there:
-    ``if mode == "train" or mode == "train+log":`` called with ``"eval"``, ``if optimizer:`` with ``None``."""
+    ``if mode == "train" or mode == "train+log":`` called with ``"eval"``, ``if optimizer:`` with ``None``.
+    ``at_call``: comparisons count only where the literal is a parameter's at the call and nothing
+    but other calls binds that name (not ``batch = 0`` before a loop that runs ``batch += 1``)."""
     for cond in event.conds:
-        holds = _truth(cond.test, event, loop)
+        holds = _truth(cond.test, event, loop, at_call)
         if holds is not None and holds == cond.negated:
             return True
     return False
@@ -449,15 +454,15 @@ def _dead(event: Event, loop: Loop) -> bool:
 _UNKNOWN = object()
 
 
-def _truth(test: cst.BaseExpression, event: Event, loop: Loop) -> bool | None:
+def _truth(test: cst.BaseExpression, event: Event, loop: Loop, at_call: bool = False) -> bool | None:
     """The value of ``test`` where the literals bound to the names it reads decide it, else None."""
     if isinstance(test, cst.BooleanOperation):
-        left, right = _truth(test.left, event, loop), _truth(test.right, event, loop)
+        left, right = _truth(test.left, event, loop, at_call), _truth(test.right, event, loop, at_call)
         if isinstance(test.operator, cst.Or):
             return True if True in (left, right) else (False if left is False and right is False else None)
         return False if False in (left, right) else (True if left is True and right is True else None)
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = _truth(test.expression, event, loop)
+        inner = _truth(test.expression, event, loop, at_call)
         return None if inner is None else not inner
     if isinstance(test, cst.Comparison):
         if len(test.comparisons) != 1 or not isinstance(test.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
@@ -465,6 +470,12 @@ def _truth(test: cst.BaseExpression, event: Event, loop: Loop) -> bool | None:
         target = test.comparisons[0]
         literal = _constant(target.comparator)
         value = _bound(test.left, event, loop)
+        if at_call and value is not _UNKNOWN:
+            binding = _binding(test.left, event, loop)
+            if not isinstance(binding.node, cst.Call) or any(  # type: ignore[union-attr]
+                    a is not binding and binding.names[0] in a.names and not isinstance(a.node, cst.Call)
+                    for scope in _scopes(event, loop) for a in scope.assignments):  # type: ignore[union-attr]
+                return None
         if literal is _UNKNOWN or value is _UNKNOWN:
             return None
         return (value == literal) == isinstance(target.operator, cst.Equal)
@@ -516,6 +527,24 @@ def _constant(expr: cst.BaseExpression) -> object:
     if isinstance(expr, cst.Name) and expr.value in ("None", "True", "False"):
         return {"None": None, "True": True, "False": False}[expr.value]
     return _UNKNOWN
+
+
+def _helper_local(name: str, leak: Event, loop: Loop) -> bool:
+    """Whether ``name`` is a name of the helper the leak was inlined from (its parameter or a name it
+    binds, such as ``m`` of ``for m in models: m.eval()``) that the caller's name was not found for:
+    the loop's own code cannot call ``name.train()``."""
+    origin = leak.origin
+    if origin is None or origin is loop.function:
+        return False
+    root = name.split(".")[0]
+    mine = loop.function.params.params if loop.function is not None else ()
+    if root in ("self", "cls") and any(p.name.value == root for p in mine):
+        return False  # a method of the same object
+    if root in {p.name.value for p in [*origin.params.params, *origin.params.kwonly_params]}:
+        return True
+    return any(isinstance(node, (cst.For, cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and isinstance(
+        getattr(node, "target", None), (cst.Name, cst.Tuple, cst.List)) and root in names_in(node.target)
+        for node in walk(origin))
 
 
 def _train_first(loop: Loop, name: str) -> Fix | None:

@@ -75,8 +75,8 @@ from loopcheck.model.from_ast import statement_text
 from loopcheck.model.guards import GuardKind
 from loopcheck.model.horizon import Unit, decay_expr, horizon_expr, unit_of, warmup_expr
 from loopcheck.model.narrowing import kind_tests, lets_through
-from loopcheck.model.syntax import (dotted, func_name, int_value, last_part, names_in, own_call_name, positional, same,
-                                    source, walk)
+from loopcheck.model.syntax import (dotted, func_name, int_value, last_part, lines, names_in, own_call_name, positional,
+                                    same, small_statements, source, walk)
 from loopcheck.model.training import is_data_loop
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.project import arguments
@@ -462,7 +462,7 @@ def _stop_bound(loop: Loop) -> cst.BaseExpression | None:
     node, outer = loop.node, loop.parent
     if not isinstance(node, (cst.For, cst.While)):
         return None
-    for stmt in node.body.body:
+    for stmt in lines(node.body):
         if not (isinstance(stmt, cst.If) and stmt.orelse is None and _only_break(stmt.body)):
             continue
         for test in _conjuncts(stmt.test):
@@ -500,8 +500,7 @@ def _counted_every_iteration(node: cst.For | cst.While, counter: str) -> bool:
     """The loop body adds 1 to ``counter`` in a statement of its own top level, and writes it nowhere
     else in the loop."""
     writes = _writes(node.body, counter)
-    increments = [small for stmt in node.body.body if isinstance(stmt, cst.SimpleStatementLine)
-                  for small in stmt.body if isinstance(small, cst.AugAssign) and small in writes
+    increments = [small for small in small_statements(node.body) if isinstance(small, cst.AugAssign) and small in writes
                   and isinstance(small.operator, cst.AddAssign) and int_value(small.value) == 1]
     return len(writes) == 1 and len(increments) == 1
 
