@@ -107,3 +107,34 @@ def test_an_activation_handed_on_from_elsewhere_counts_as_an_activation() -> Non
     # a slot that is not an activation (a block handed on from elsewhere) may hold anything
     block = source.replace("hidden_activation", "block")
     assert _codes(block) == ["LC605"]
+
+
+def test_an_evaluation_method_that_takes_self_model_again_leaks_into_the_loop_on_its_alias() -> None:
+    # `model = self.model` in train() and again in evaluate(): one module under two names
+    source = (RULE_FIXTURES / "evaluate_method_reads_self_model.py").read_text()
+    assert _codes(source) == ["LC605"]
+    restored = (FIXTURES / "evaluate_method_reads_self_model_restored.py").read_text()
+    assert "model.train()\n" in restored.split("def eval_model")[0].split("print(global_step, results)")[1]
+    assert _codes(restored) == []
+    # an evaluation of another module (an EMA copy the class keeps) leaves the trained one alone
+    ema = source.replace("    def evaluate(self, eval_dataset):\n        model = self.model\n",
+                         "    def evaluate(self, eval_dataset):\n        model = self.ema_model\n")
+    assert "model = self.ema_model" in ema
+    assert _codes(ema) == []
+    # and so does the same method on a copy
+    copied = source.replace("    def evaluate(self, eval_dataset):\n        model = self.model\n",
+                            "    def evaluate(self, eval_dataset):\n        model = copy.deepcopy(self.model)\n")
+    assert "copy.deepcopy(self.model)" in copied
+    assert _codes(copied) == []
+
+
+def test_a_method_handed_the_model_as_an_argument_is_not_read_through_the_alias() -> None:
+    # a zeroth-order trainer's `zo_forward(model, inputs)` runs its forward in eval mode on purpose
+    # (MeZO): a module that reaches a helper as an argument is followed only to the caller's name
+    source = (RULE_FIXTURES / "evaluate_method_reads_self_model.py").read_text()
+    handed = source.replace("results = self.eval_model(eval_dataset)", "results = self.eval_model(model, eval_dataset)") \
+        .replace("def eval_model(self, eval_dataset):\n        result = self.evaluate(eval_dataset)",
+                 "def eval_model(self, model, eval_dataset):\n        result = self.evaluate(model, eval_dataset)") \
+        .replace("    def evaluate(self, eval_dataset):\n        model = self.model\n", "    def evaluate(self, model, eval_dataset):\n")
+    assert "def evaluate(self, model, eval_dataset):" in handed and "self.evaluate(model, eval_dataset)" in handed
+    assert _codes(handed) == []

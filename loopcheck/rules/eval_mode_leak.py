@@ -259,11 +259,14 @@ for step, (x, y) in enumerate(train_loader):
             steps = [e.order for e in events if e.kind is Kind.STEP and not _dead(e, loop)]
             if not backwards:
                 continue
+            # what the trained modules are called where the loop starts (`model = self.model`)
+            aliases = {r for t in trained if (r := _resolve(t, loop, loop.order)) is not None}
             for leak in evals:
                 if _dead(leak, loop, at_call=True):
                     continue  # `if mode == "eval": m.eval()` in a mode helper called with "train"
                 name = _resolve(leak.receiver, loop, leak.order)
-                if name not in trained or _built_in_helper(leak, loop):
+                if name not in trained and not (name in aliases and _takes_own_module(leak, loop)) \
+                        or _built_in_helper(leak, loop):
                     continue  # a frozen teacher, an EMA copy, a submodule: may stay in eval mode
                 if _alternating(leak, name, events, loop):
                     continue  # `if phase == "G": G.train(); D.eval() else: G.eval(); D.train()`
@@ -343,6 +346,24 @@ def _built_in_helper(leak: Event, loop: Loop) -> bool:
     last = max(bindings, key=lambda a: a.order)
     return isinstance(last.value, cst.Call) and _wrapped(last.value) is None and not _copies(last.value) \
         and _inside(last.node, origin.body)
+
+
+def _takes_own_module(leak: Event, loop: Loop) -> bool:
+    """Whether ``leak`` (inlined from a method) switches a local the method binds to an attribute of
+    its object (``model = self.model; model.eval()``), the module the loop trains under its own alias
+    (``model = self.model`` in ``train()``). A module handed to a helper as an argument is not read
+    this way: such a helper may be part of the training itself (a zeroth-order forward run in eval
+    mode on purpose)."""
+    origin = leak.origin
+    if leak.site is None or origin is None or origin is loop.function or not leak.receiver \
+            or "." in leak.receiver:
+        return False
+    mine = [a for scope in _scopes(leak, loop) for a in scope.assignments
+            if a.names == (leak.receiver,) and a.order < leak.order and _inside(a.node, origin.body)]
+    # `model = self.model`, maybe wrapped again there (`model = torch.nn.DataParallel(model)`)
+    return any((dotted(a.value) or "").startswith("self.") for a in mine) and all(
+        a.op == "=" and ((dotted(a.value) or "").startswith("self.") or _wrapped(a.value) == leak.receiver)
+        for a in mine)
 
 
 def _inside(node: cst.CSTNode, outer: cst.CSTNode) -> bool:
