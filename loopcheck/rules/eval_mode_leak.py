@@ -1,7 +1,10 @@
 """## What it does
 Checks for `model.eval()` (or `model.train(False)`, `model.train(mode=False)`) inside a training
 loop, directly or in an evaluation helper of the same file that the loop calls, that is not undone
-by `model.train()` before the loop's next training step.
+by `model.train()` before the loop's next training step. A mode helper's branch for another mode
+(`if mode == 'eval': m.eval()` in `set_mode('train', models)`) never runs; an evaluation method that
+takes the model from its own object (`model = self.model; model.eval()`) switches the module a
+`train()` method trains as `model = self.model`.
 
 It stays silent where eval mode changes nothing: eval mode only affects layers that read
 `self.training` (dropout, BatchNorm, spectral norm, ...), so a model whose every layer the file,
