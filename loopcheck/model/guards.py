@@ -91,6 +91,8 @@ _CONFIG_ROOT_NAMES = {root.rsplit(".", 1)[-1] for root in _CONFIG_ROOTS}
 # the model cannot see may): such attributes are never read as flags.
 _COUNTER_LIKE = re.compile(r"(^|_)(steps?|iters?|iterations?|epochs?|count|counter|idx|index|updates|samples|"
                            r"tokens|seen|done|loss|losses|time|t)$|^(n|num|cur|current|global|total|completed)_", re.I)
+# What a step function's caller counts its calls by (ignite's `engine.state.iteration`); not epochs.
+_CALL_COUNTER = re.compile(r"(^|_)(iterations?|iters?|steps?|count|counter)$", re.I)
 # Attributes a library changes on every iteration (Accelerate's sync flag).
 _PER_ITERATION = ("sync_gradients", "gradient_state", "is_accumulating", "training")
 _CONFIG_LIKE = re.compile(r"accum|max_|min_|warmup|freq|interval|every|period|_size$|^(is|use|has|do|with|enable|"
@@ -458,7 +460,7 @@ class GuardReader:
         if appended is not None:
             return Count(f"len({appended})")
         name = dotted(expr)
-        if name is not None and not self.varies(name) and name in self.loop.per_call:
+        if name is not None and not self.varies(name) and (name in self.loop.per_call or self._call_counter(name)):
             return Count(name)  # a step function's call counter: its start is not visible here
         if name is None or not self.varies(name):
             return Count(self._variant_name(expr))
@@ -479,6 +481,13 @@ class GuardReader:
         before = order is not None and increments[0].order < order
         first = init + 1 if init is not None and before else init
         return Count(name, first, self._set_per_pass(name))
+
+    def _call_counter(self, name: str) -> bool:
+        """``engine.state.iteration`` in ignite's ``def update(engine, batch)``: a counter the caller keeps
+        on an object it passes (not ``self``: a framework's ``self.global_step`` counts updates)."""
+        root, _, rest = name.partition(".")
+        return bool(rest) and root != "self" and root in self.loop.per_call and \
+            _CALL_COUNTER.search(last_part(name)) is not None
 
     def _appended_once(self, expr: cst.BaseExpression) -> str | None:
         """``len(losses)`` where the loop body appends to ``losses`` in one statement of its own top
