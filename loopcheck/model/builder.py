@@ -25,6 +25,7 @@ from loopcheck.model.syntax import (
     dotted,
     func_name,
     last_part,
+    last_small,
     lines,
     method,
     own_call_name,
@@ -496,9 +497,7 @@ def _early_exit_test(stmt: cst.CSTNode) -> cst.BaseExpression | None:
     """``if <test>: ... continue`` (or return/break) with no else: what follows runs only when not test."""
     if not isinstance(stmt, cst.If) or stmt.orelse is not None:
         return None
-    last = lines(stmt.body)[-1] if stmt.body.body else None
-    if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) \
-            and isinstance(last.body[-1], (cst.Continue, cst.Return, cst.Break)):
+    if isinstance(last_small(stmt.body), (cst.Continue, cst.Return, cst.Break)):
         return stmt.test
     return None
 

@@ -163,10 +163,11 @@ def either(a: Guard, b: Guard) -> Guard:
     if a.kind is b.kind and a.kind in (GuardKind.SYNC, GuardKind.NOT_SYNC, GuardKind.LAST):
         return a
     for x, y in ((a, b), (b, a)):
-        if x.kind is GuardKind.PERIODIC and not x.partial and y.kind is GuardKind.LAST and not y.partial:
-            return replace(x, flush=True)
-        if x.kind is GuardKind.PERIODIC and not x.partial and y.kind is GuardKind.LAST and same(x.modulus, y.modulus):
-            return x  # the last window is stepped in passes shorter than N only: the longer ones carry it
+        if x.kind is GuardKind.PERIODIC and not x.partial and y.kind is GuardKind.LAST:
+            if not y.partial:
+                return replace(x, flush=True)
+            if same(x.modulus, y.modulus):
+                return x  # the last window is stepped in passes shorter than N only: the longer ones carry it
         if x.kind is GuardKind.PERIODIC and not x.partial:
             return replace(x, flush=None, phase=Phase.UNKNOWN)
     return _UNKNOWN

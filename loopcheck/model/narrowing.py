@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 
 from loopcheck.model.events import Cond
-from loopcheck.model.syntax import dotted, func_name, last_part, positional
+from loopcheck.model.syntax import conjuncts, dotted, func_name, last_part, positional
 
 # torch's concrete schedulers: nothing in a project subclasses these under another name that the
 # file could build while the test names the base (`isinstance(s, ReduceLROnPlateau)`)
@@ -47,7 +47,7 @@ def kind_tests(conds: tuple[Cond, ...], receiver: str | None) -> tuple[list[Kind
         if cond.test is None or receiver is None:
             rest.append(cond)
             continue
-        parts = _conjuncts(cond.test) if not cond.negated else [cond.test]
+        parts = conjuncts(cond.test) if not cond.negated else [cond.test]
         read = [(part, _kind_test(part, receiver, not cond.negated)) for part in parts]
         if all(test is None for _, test in read):
             rest.append(cond)
@@ -77,9 +77,3 @@ def _kind_test(test: cst.BaseExpression, receiver: str, holds: bool) -> KindTest
     if not holds and not classes <= TORCH_SCHEDULERS:
         return None  # `not isinstance(s, BaseScheduler)` turns away subclasses the file names otherwise
     return KindTest(classes, holds)
-
-
-def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return [*_conjuncts(test.left), *_conjuncts(test.right)]
-    return [test]

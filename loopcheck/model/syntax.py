@@ -313,6 +313,19 @@ def lines(suite: cst.BaseSuite) -> typing.Sequence[cst.BaseStatement]:
     return suite.body if type(suite) is cst.IndentedBlock else (suite,)  # type: ignore[return-value]
 
 
+def last_small(suite: cst.BaseSuite) -> cst.BaseSmallStatement | None:
+    """The last small statement of a body whose last line is a simple one (``... continue``), else None."""
+    last = lines(suite)[-1] if suite.body else None
+    return last.body[-1] if type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite) else None  # type: ignore[union-attr]
+
+
+def conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """``a and b and c`` -> [a, b, c]: each must hold for the branch to run."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return [*conjuncts(test.left), *conjuncts(test.right)]
+    return [test]
+
+
 def small_statements(suite: cst.BaseSuite) -> list[cst.BaseSmallStatement]:
     """The small statements of a body's lines, in order (compound statements left out)."""
     return [small for line in lines(suite) if type(line) in (cst.SimpleStatementLine, cst.SimpleStatementSuite)

@@ -16,14 +16,13 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from loopcheck.model.events import Event, Kind, Loop
 from loopcheck.model.guards import GuardKind, Phase, enumerate_start, exclusive, unwrap_iterable
-from loopcheck.model.syntax import dotted, func_name, last_part, lines, names_in, positional, same, small_statements, walk
+from loopcheck.model.syntax import conjuncts, dotted, func_name, last_part, last_small, names_in, positional, same, small_statements, walk
 from loopcheck.model.training import Style, TrainingLoop, is_data_loop
 
 if TYPE_CHECKING:
@@ -77,21 +76,13 @@ def _once_per_pass(event: Event, loop: Loop) -> bool:
     for cond in event.conds:
         if cond.negated or cond.test is None:
             continue
-        for part in _conjuncts(cond.test):
+        for part in conjuncts(cond.test):
             if isinstance(part, cst.Comparison) and len(part.comparisons) == 1 \
                     and isinstance(part.comparisons[0].operator, cst.Equal):
                 sides = (part.left, part.comparisons[0].comparator)
                 if any(dotted(a) in counters and isinstance(b, cst.Integer) for a, b in (sides, sides[::-1])):
                     return True
     return False
-
-
-def _conjuncts(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        yield from _conjuncts(test.left)
-        yield from _conjuncts(test.right)
-    else:
-        yield test
 
 
 def _runs_once(model: FileModel, function: cst.FunctionDef | None) -> bool:
@@ -143,8 +134,7 @@ def _stops(skip: cst.If, loop: Loop) -> bool:
     a skipped bad batch, or a guard the index never reaches cannot."""
     if _never_reached(skip.test, loop) or _counts_down_a_prefix(skip):
         return False
-    last = small_statements(skip.body)[-1:]
-    if last and isinstance(last[0], (cst.Break, cst.Return)):
+    if isinstance(last_small(skip.body), (cst.Break, cst.Return)):
         return True
     return any(isinstance(n, cst.ComparisonTarget) and isinstance(n.operator, (cst.GreaterThan, cst.GreaterThanEqual))
                for n in walk(skip.test))
@@ -160,10 +150,7 @@ def _counts_down_a_prefix(skip: cst.If) -> bool:
             and isinstance(test.comparisons[0].comparator, cst.Integer) and test.comparisons[0].comparator.value == "0"):
         return False
     counter = dotted(test.left)
-    body = lines(skip.body)
-    last = body[-1] if body else None
-    if counter is None or not (type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite)
-                               and isinstance(last.body[-1], cst.Continue)):  # type: ignore[union-attr]
+    if counter is None or not isinstance(last_small(skip.body), cst.Continue):
         return False
     return any(isinstance(small, cst.AugAssign) and isinstance(small.operator, cst.SubtractAssign)
                and dotted(small.target) == counter and isinstance(small.value, cst.Integer)

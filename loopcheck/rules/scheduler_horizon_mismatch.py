@@ -75,7 +75,7 @@ from loopcheck.model.from_ast import statement_text
 from loopcheck.model.guards import GuardKind
 from loopcheck.model.horizon import Unit, decay_expr, horizon_expr, unit_of, warmup_expr
 from loopcheck.model.narrowing import kind_tests, lets_through
-from loopcheck.model.syntax import (dotted, func_name, int_value, last_part, lines, names_in, own_call_name, positional,
+from loopcheck.model.syntax import (conjuncts, dotted, func_name, int_value, last_part, lines, names_in, own_call_name, positional,
                                     same, small_statements, source, walk)
 from loopcheck.model.training import is_data_loop
 from loopcheck.model.values import accumulation_gates_nothing
@@ -465,7 +465,7 @@ def _stop_bound(loop: Loop) -> cst.BaseExpression | None:
     for stmt in lines(node.body):
         if not (isinstance(stmt, cst.If) and stmt.orelse is None and _only_break(stmt.body)):
             continue
-        for test in _conjuncts(stmt.test):
+        for test in conjuncts(stmt.test):
             if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and \
                     isinstance(test.comparisons[0].operator, cst.GreaterThanEqual):
                 counter, bound = dotted(test.left), test.comparisons[0].comparator
@@ -482,13 +482,6 @@ def _only_break(body: cst.BaseSuite) -> bool:
         return False
     smalls = [small for stmt in statements for small in stmt.body]  # type: ignore[union-attr]
     return len(smalls) == 1 and isinstance(smalls[0], cst.Break)
-
-
-def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """``a and b and c`` -> [a, b, c]: each must hold for the branch to run."""
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return [*_conjuncts(test.left), *_conjuncts(test.right)]
-    return [test]
 
 
 def _writes(node: cst.CSTNode, name: str) -> list[cst.CSTNode]:
