@@ -179,11 +179,15 @@ def _verify(candidate: str, filename: str, every: frozenset[str], options: Optio
         if new[code] > old[code] - count:
             return "the finding is still reported after the fix"
     old_keys = Counter(_key(f) for f, _ in before if f.code not in fixed)
+    old_lines = Counter((f.code, f.line) for f, _ in before if f.code not in fixed)
     for finding, _ in after:
         if finding.code in fixed:
             continue
         if old_keys[_key(finding)] > 0:
             old_keys[_key(finding)] -= 1
+            old_lines[finding.code, finding.line] -= 1
+        elif old_lines[finding.code, finding.line] > 0:
+            old_lines[finding.code, finding.line] -= 1  # the fix rewrote the statement it points at
         else:
             return f"it would introduce {finding.code} ({finding.name}) at line {finding.line}"
     return module, after

@@ -429,6 +429,25 @@ def test_every_copy_of_the_step_condition_is_extended() -> None:
     assert fixed.count("(i + 1) % accum == 0 or (i + 1) == len(loader)") == 2, fixed
 
 
+def test_a_finding_on_the_statement_the_fix_rewrites_is_not_new() -> None:
+    # LC501 points at the loss-scaler call whose `update_grad=` the LC105 fix extends
+    source = textwrap.dedent("""\
+        model = torch.nn.parallel.DistributedDataParallel(model)
+        for epoch in range(epochs):
+            optimizer.zero_grad()
+            for i, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y) / accum
+                loss_scaler(loss, optimizer, parameters=model.parameters(), update_grad=(i + 1) % accum == 0)
+                if (i + 1) % accum == 0:
+                    optimizer.zero_grad()
+    """)
+    assert [f.code for f in check_source(source)] == ["LC501", "LC105"]
+    result = fix_text(source, "t.py", frozenset({"LC105"}))
+    assert result.applied == 1 and not result.not_applied
+    assert "update_grad=(i + 1) % accum == 0 or (i + 1) == len(loader))" in result.source
+    assert [f.code for f in check_source(result.source)] == ["LC501"]
+
+
 class _Stubborn(Rule):
     """A rule whose fix inserts ``insert`` before each backward. With ``pass`` its finding stays
     (as LC605's once did, adding another ``model.train()`` on every run); a statement marked

@@ -362,6 +362,13 @@ class GuardReader:
         modulus = mod.right
         if int_value(modulus) == 1:
             return _UNKNOWN
+        if self._assumed_one(modulus):
+            # the `else:` of `if N > 1:` steps every micro-batch, even by `(i + 1) % N == 0`
+            target = int_value(compared)
+            if target is None and not _is_minus_one(compared, modulus):
+                return _UNKNOWN
+            holds = target in (0, None)  # x % 1 is 0, and so is N - 1
+            return ALWAYS if holds != negated else NEVER
         phase = Phase.UNKNOWN
         if count.first is not None:
             target = int_value(compared)
@@ -373,6 +380,16 @@ class GuardReader:
         guard = Guard(GuardKind.PERIODIC, modulus=modulus, index=count.index, phase=phase, test=test,
                       restarts=count.restarts)
         return negate(guard) if negated else guard
+
+    def _assumed_one(self, modulus: cst.BaseExpression) -> bool:
+        """Whether the variant's flags leave ``modulus`` no value but 1 (``N > 1`` assumed false;
+        at 0 the ``%`` would raise)."""
+        if not self.assumptions:
+            return False
+        n = source(modulus).replace(" ", "")
+        held = {f"{n}<=1", f"{n}<2", f"{n}==1", f"1>={n}", f"2>{n}", f"1=={n}"}
+        failed = {f"{n}>1", f"{n}>=2", f"{n}!=1", f"1<{n}", f"2<={n}", f"1!={n}"}
+        return any(self.assumptions.get(key) is (key in held) for key in held | failed)
 
     # -- n >= N (n reset in the step branch), ni - last_step >= N -------------------------
     def _threshold(self, test: cst.BaseExpression, order: int | None) -> Guard | None:
