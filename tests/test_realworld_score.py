@@ -44,18 +44,22 @@ def test_each_split_gets_its_own_table_and_all_counts_every_loop(score, tmp_path
         entry("rw2", "test", ["LC105"], repo="a/b"),
         entry("rw3", "test2", ["LC501"], repo="c/d"),
         entry("rw4", "test2", [], repo="e/f"),
+        entry("rw5", "test3", ["LC201"], repo="g/h"),
     ])
     loops = score.load_manifest(manifest)
     loops[0].reported["LC101"].append(found("LC101", 10))  # dev: TP
     loops[2].reported["LC501"].append(found("LC501", 10))  # test2: TP
     loops[3].reported["LC302"].append(found("LC302", 10))  # test2: FP
+    loops[4].reported["LC201"].append(found("LC201", 10))  # test3: TP
     report, raw = score.tables(loops)
-    assert list(raw) == ["dev", "test", "test2", "all"]
+    assert list(raw) == ["dev", "test", "test2", "test3", "all"]
     assert raw["test2"]["overall"] == {"TP": 1, "FP": 1}
+    assert raw["test3"]["overall"] == {"TP": 1}
     assert raw["test"]["overall"] == {"FN": 1}
-    assert raw["all"]["overall"] == {"TP": 2, "FN": 1, "FP": 1}
+    assert raw["all"]["overall"] == {"TP": 3, "FN": 1, "FP": 1}
     assert "### test2: 2 loops, 2 repositories, 1 expected findings" in report
-    assert "### all: 4 loops, 4 repositories, 3 expected findings" in report
+    assert "### test3: 1 loops, 1 repositories, 1 expected findings" in report
+    assert "### all: 5 loops, 5 repositories, 4 expected findings" in report
 
 
 def test_details_list_only_the_requested_splits(score, tmp_path: Path) -> None:
@@ -74,6 +78,7 @@ def test_details_default_to_the_dev_split_and_name_no_held_out_checkout(score, t
     manifest = write_manifest(tmp_path / "m.jsonl", [
         entry("rw1", "dev", ["LC101"]),
         entry("rw2", "test2", ["LC501"], repo="held/out"),
+        entry("rw3", "test3", ["LC105"], repo="third/split"),
     ])
     details = tmp_path / "details.md"
     corpus = tmp_path / "corpus"  # empty: both checkouts are missing, so both are errors
@@ -83,9 +88,12 @@ def test_details_default_to_the_dev_split_and_name_no_held_out_checkout(score, t
     assert code == 2
     assert "rw1 LC101" in text and "owner+name@" in text
     assert "rw2" not in text and "held" not in text
+    assert "rw3" not in text and "third" not in text
 
 
-def test_a_split_outside_the_known_three_is_reported_after_them(score, tmp_path: Path) -> None:
-    manifest = write_manifest(tmp_path / "m.jsonl", [entry("rw1", "extra", []), entry("rw2", "dev", [])])
+def test_a_split_outside_the_known_four_is_reported_after_them(score, tmp_path: Path) -> None:
+    manifest = write_manifest(tmp_path / "m.jsonl", [
+        entry("rw1", "extra", []), entry("rw2", "dev", []), entry("rw3", "test3", [], repo="a/b"),
+    ])
     _, raw = score.tables(score.load_manifest(manifest))
-    assert list(raw) == ["dev", "extra", "all"]
+    assert list(raw) == ["dev", "test3", "extra", "all"]

@@ -21,8 +21,8 @@ a reported debatable code is counted apart (neither TP nor FP). Several findings
 loop count once.
 
 The report gives recall and precision per rule and overall for each split (dev, then the held-out
-test and test2) and for all loops; ``--details`` writes every FN and FP with its location (of the
-dev split only unless ``--details-splits`` names others: test and test2 are held out, see
+test, test2 and test3) and for all loops; ``--details`` writes every FN and FP with its location (of
+the dev split only unless ``--details-splits`` names others: test, test2 and test3 are held out, see
 README.md), ``--json`` the raw numbers.
 """
 
@@ -39,7 +39,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 IGNORED_CODES = {"LC206"}
-SPLITS = ("dev", "test", "test2")
+SPLITS = ("dev", "test", "test2", "test3")
 
 
 @dataclass
@@ -155,7 +155,7 @@ def ratio(num: int, den: int) -> str:
 
 
 def report_splits(loops: list[Loop]) -> list[str]:
-    """The splits present, dev, test and test2 first (any other split after them by name), then "all"."""
+    """The splits present, dev, test, test2 and test3 first (any other split after them by name), then "all"."""
     present = {loop.split for loop in loops}
     return [s for s in SPLITS if s in present] + sorted(present - set(SPLITS)) + ["all"]
 
