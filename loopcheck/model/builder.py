@@ -291,6 +291,9 @@ class Builder:
                         optimizer=receiver(args[0]) if args else None)
         elif name in CLIP_FUNCTIONS:
             self._event(st, Kind.CLIP, call, stmt, recv)
+        elif name == "clamp_" and recv.endswith((".grad", ".grad.data")):
+            # `param.grad.data.clamp_(-c, c)` (a `clip_gradient(optimizer, c)` helper's loop): value clipping
+            self._event(st, Kind.CLIP, call, stmt, recv, target="param")
         elif name == "zero_" and (recv.endswith(".grad") or recv.endswith(".grad.data")):
             self._event(st, Kind.ZERO_GRAD, call, stmt, recv, target="param")
         elif name == "eval" and not call.args:
@@ -535,15 +538,33 @@ def _bound_values(expr: cst.BaseExpression, scope: Loop, depth: int = 0) -> list
     for name in names_in(expr):
         outer: Loop | None = scope
         while outer is not None:
-            values = [a.value for a in outer.assignments if name in a.names and a.op == "=" and a.in_loop is None]
-            if values:
-                found.extend(values)
+            bound = [a for a in outer.assignments if name in a.names and a.op == "=" and a.in_loop is None]
+            if bound:
+                found.extend(a.value for a in bound)
                 if depth < 1:
-                    for value in values:
-                        found.extend(_bound_values(value, scope, depth + 1))
+                    for assignment in bound:
+                        found.extend(_bound_values(_handed_back(assignment, name), scope, depth + 1))
                 break
             outer = outer.parent
     return found
+
+
+def _handed_back(assignment: Assignment, name: str) -> cst.BaseExpression:
+    """The argument ``name`` stands for in ``model, optimizer, loader = accelerator.prepare(model,
+    optimizer, loader)``: a call given one name per target hands back what it was given, in order, so
+    ``loader`` comes from the loader alone, not from the scheduler prepared beside it. Anything else:
+    the whole value."""
+    node, value = assignment.node, assignment.value
+    if not isinstance(node, cst.Assign) or len(node.targets) != 1 or not isinstance(value, cst.Call):
+        return value
+    target = node.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)):
+        return value
+    names = [dotted(e.value) if isinstance(e, cst.Element) else None for e in target.elements]
+    args = value.args
+    if len(args) != len(names) or any(a.keyword is not None or a.star or dotted(a.value) is None for a in args):
+        return value
+    return args[names.index(name)].value if name in names else value
 
 
 def _has_backward(loop: Loop) -> bool:

@@ -74,7 +74,9 @@ class Event:
     scaler: str | None = None  # STEP through a GradScaler or loss scaler
     closure: bool = False  # STEP(closure): LBFGS style, the closure owns zero_grad+backward
     has_args: bool = False  # SCHEDULER_STEP(epoch) / (metric)
-    target: str = ""  # ZERO_GRAD: "optimizer", "model" or "param"
+    # ZERO_GRAD: "optimizer", "model" or "param"; CLIP: "param" where code the model read clips the
+    # gradients themselves and unscales nothing (an in-place clamp, a helper of another module)
+    target: str = ""
     # STORE: what is kept; GRAD_SYNC_FLAG: the flag's value; LOADER_RESTART: what the new iterator goes over
     value: cst.BaseExpression | None = None
     origin: cst.FunctionDef | None = None  # the function whose code holds it (None: module level)

@@ -48,7 +48,9 @@ def _may_be_event(call: cst.Call) -> bool:
     name = called[1] if called else last_part(func_name(call) or "")
     low = name.lower()
     return name in _EVENT_METHODS or any(w in low for w in ("backward", "zero_grad", "scaler", "ema")) \
-        or name in ("next", "__next__") and first_batch_of(call) is not None  # `def get_batch(): return next(iter(dl))`
+        or name in ("next", "__next__") and first_batch_of(call) is not None \
+        or name == "clamp_" and called is not None and (dotted(called[0]) or "").endswith((".grad", ".grad.data"))
+    # `def get_batch(): return next(iter(dl))` takes a batch; `p.grad.data.clamp_(-c, c)` clips
 
 
 def index_module(module: cst.Module) -> Index:

@@ -171,6 +171,11 @@ class Imported:
         if facts.backward is not None and facts.backward in args:
             specs.append((Kind.BACKWARD, source(call.func), {"loss": args[facts.backward],
                                                               "framework": Framework.TORCH}))
+        called = method(call)
+        if facts.clips and (called is None or not _CLASSIFIED.search(called[1])):
+            # a helper that clips (`clip_gradient(optimizer, c)`), or back-propagates, clips and steps,
+            # clips before it steps; an optimizer's own `step()` that clips (BertAdam) stays a step
+            specs.append((Kind.CLIP, source(call.func), {"target": "param"}))
         for position in facts.steps:
             if position in args:
                 optimizer = receiver(args[position])
@@ -192,7 +197,6 @@ class Imported:
         for position in facts.evals:
             if position in args:
                 specs.append((Kind.EVAL_MODE, receiver(args[position]), {}))
-        called = method(call)
         if not specs and called is not None and not _CLASSIFIED.search(called[1]):
             # `keep_avg.update_value("loss", loss)`: the object keeps what is handed in, across calls
             for position in facts.keeps:

@@ -34,11 +34,14 @@ _DDP_CALL = re.compile(r"(?:DistributedDataParallel(?<!\wDistributedDataParallel
 _SYNC = {"no_sync", "require_backward_grad_sync", "no_backward_sync", "set_requires_gradient_sync"}
 _DETACH = {"item", "detach", "tolist", "numpy", "cpu_item"}
 _NO_GRAD = {"no_grad", "inference_mode"}
+# Clipping that unscales nothing itself: torch's and timm's (the model's CLIP_FUNCTIONS also names
+# Lightning's and Accelerate's, which unscale first; this module stays free of libcst)
+_CLIPS = {"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "dispatch_clip_grad", "adaptive_clip_grad"}
 _MAX_DEPTH = 3
 # A function whose text matches none of these (and that calls no function that does) has no effect
 # a loop can use: what ``_Reader`` looks for, as text (a superset: the reader decides).
 _EFFECT = re.compile("|".join([r"backward", r"zero_grad", r"\.grad\b", r"\.\s*(?:step|eval|train)\s*\(",
-                               *_DDP, *_SYNC]))
+                               r"clip_grad", *_DDP, *_SYNC]))
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,7 @@ class FunctionFacts:
     # function, e.g. "self.scaler"; the optimizer's position; whether the function also updates the scaler)
     scaler_steps: tuple[tuple[int | str, int, bool], ...] = ()
     zeroes: bool = False  # clears gradients (`zero_grad(...)`, `p.grad = None`)
+    clips: bool = False  # clips gradients (`clip_grad_norm_`, `p.grad.data.clamp_(-c, c)`) and unscales none
     evals: tuple[int, ...] = ()  # arguments left in eval mode when it returns
     wraps_ddp: bool = False  # returns DistributedDataParallel(<argument>)
     controls_sync: bool = False  # enters no_sync() / sets require_backward_grad_sync
@@ -281,11 +285,18 @@ class ModuleReader:
         return functions, classes
 
 
+def _is_grad(node: ast.expr | None) -> bool:
+    """``p.grad`` or ``p.grad.data``: what an in-place clamp clips."""
+    if isinstance(node, ast.Attribute) and node.attr == "data":
+        node = node.value
+    return isinstance(node, ast.Attribute) and node.attr == "grad"
+
+
 def _effective(facts: FunctionFacts) -> bool:
     """Whether a loop calling the function can see an effect (else its facts are left out, as a
     lookup that finds nothing)."""
     return (facts.backward is not None or bool(facts.steps or facts.scaler_steps or facts.evals)
-            or facts.zeroes or facts.wraps_ddp or facts.controls_sync or facts.returns_graph
+            or facts.zeroes or facts.clips or facts.wraps_ddp or facts.controls_sync or facts.returns_graph
             or bool(facts.derived or facts.builds or facts.graph_from or facts.keeps or facts.schedules
                     or facts.numbers or facts.own) or facts.own_partial)
 
@@ -557,7 +568,7 @@ class _Reader:
         # (scaler, optimizer argument) -> the scaler as written here ("": already updated by a callee)
         scaled: dict[tuple[int | str, int], str] = {}
         updated: set[str] = set()  # receivers of `.update()` (a scaler's, among others)
-        zeroes = controls_sync = False
+        zeroes = controls_sync = clips = unscales = False
         modes: dict[int, bool] = {}  # argument -> in train mode after its last mode switch
         nodes = self._nodes.get(id(node))
         if nodes is None:
@@ -598,6 +609,10 @@ class _Reader:
                 zeroes = True
             elif name == "zero_" and isinstance(receiver, ast.Attribute) and receiver.attr == "grad":
                 zeroes = zeroes or not _selective(nodes, sub, methods)
+            elif name in _CLIPS or name == "clamp_" and _is_grad(receiver):
+                clips = True
+            elif name == "unscale_":
+                unscales = True
             elif name in ("eval", "train") and recv in index and recv not in copied:
                 mode = sub.args[0] if sub.args else next((k.value for k in sub.keywords if k.arg == "mode"), None)
                 off = name == "eval" or isinstance(mode, ast.Constant) and mode.value is False
@@ -616,6 +631,7 @@ class _Reader:
                             written = args[outer] if isinstance(outer, int) else outer
                             scaled[(outer, i)] = "" if updates else written
                     zeroes = zeroes or inner.zeroes
+                    clips = clips or inner.clips
                     controls_sync = controls_sync or inner.controls_sync
                     for e in inner.evals:
                         if (i := mapping.get(e)) is not None:
@@ -624,7 +640,7 @@ class _Reader:
             line=node.lineno, params=tuple(args), backward=backward, steps=tuple(sorted(steps)),
             scaler_steps=tuple((scaler, opt, not written or written in updated)
                                for (scaler, opt), written in scaled.items()),
-            zeroes=zeroes,
+            zeroes=zeroes, clips=clips and not unscales,
             evals=tuple(sorted(i for i, train in modes.items() if not train)),
             wraps_ddp=_wraps_ddp(nodes, index), controls_sync=controls_sync,
             returns_graph=_returns_graph(node, nodes, index),

@@ -1,13 +1,15 @@
 """## What it does
-Checks for gradient clipping (`clip_grad_norm_`, `clip_grad_value_`) in a loop whose loss is
-back-propagated through a GradScaler (`scaler.scale(loss).backward()`) with no
-`scaler.unscale_(optimizer)` before the clip.
+Checks for gradient clipping (`clip_grad_norm_`, `clip_grad_value_`, or an in-place clamp of each
+gradient such as the `clip_gradient(optimizer, clip)` helper's `param.grad.data.clamp_(-clip, clip)`,
+in the file or in another module of the project) in a loop whose loss is back-propagated through a
+GradScaler (`scaler.scale(loss).backward()`) with no `scaler.unscale_(optimizer)` before the clip.
 
 ## Why is this bad?
 Until they are unscaled, the gradients are multiplied by the loss scale (65536 at the start, and
 changing as the scaler adapts). `clip_grad_norm_(params, 1.0)` then compares a norm thousands of
 times too large with the threshold and shrinks every step by a factor that follows the loss scale
-instead of the gradients, and `clip_grad_value_` clips almost everything.
+instead of the gradients, and `clip_grad_value_` (or a clamp) clips almost everything: every
+parameter then moves by about the same amount, whatever its gradient.
 
 ## Fix
 Call `scaler.unscale_(optimizer)` right before clipping; `scaler.step(optimizer)` then knows the
@@ -202,7 +204,7 @@ class Trainer:
         called = func_name(clip.node) if isinstance(clip.node, cst.Call) else None
         if "accelerator" in owner or "fabric" in owner or called == "self.clip_gradients":
             return False  # Accelerate/Fabric unscale before they clip
-        if isinstance(clip.node, cst.Call) and any(
+        if clip.target != "param" and isinstance(clip.node, cst.Call) and any(
                 roles.of(dotted(a.value)) in (Role.SCALER, Role.OPTIMIZER) for a in clip.node.args if dotted(a.value)):
             return False  # a helper told the scaler or optimizer may unscale before it clips
         if any(u.order < clip.order for u in unscales):
