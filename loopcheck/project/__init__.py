@@ -160,6 +160,7 @@ class Imported:
         if found is None:
             return []
         from loopcheck.model.events import Framework, Kind
+        from loopcheck.model.roles import Role
         from loopcheck.model.syntax import method, receiver, source
 
         facts = found.facts
@@ -197,8 +198,10 @@ class Imported:
         for position in facts.evals:
             if position in args:
                 specs.append((Kind.EVAL_MODE, receiver(args[position]), {}))
-        if not specs and called is not None and not _CLASSIFIED.search(called[1]):
-            # `keep_avg.update_value("loss", loss)`: the object keeps what is handed in, across calls
+        if not specs and called is not None and (not _CLASSIFIED.search(called[1]) or called[1] == "update"
+                                                 and roles.of(receiver(called[0])) is Role.UNKNOWN):
+            # `keep_avg.update_value("loss", loss)`, `losses.update(loss, n)` (an AverageMeter of the
+            # project, not a scaler or an EMA): the object keeps what is handed in, across calls
             for position in facts.keeps:
                 if position in args:
                     specs.append((Kind.STORE, source(called[0]), {"value": args[position]}))

@@ -2,7 +2,9 @@
 Checks for `next(iter(loader))` inside a training loop: a fresh iterator over a DataLoader (or
 dataset) is created on every step to take one batch from it. Also spelled
 `loader.__iter__().__next__()`, `it = iter(loader)` bound again in the loop body before
-`next(it)`, or inside a same-file helper the loop calls on every step (`self.get_batch()`).
+`next(it)`, or inside a same-file helper the loop calls on every step (`self.get_batch()`). A
+loader handed to the function that runs the loop (`def train(self, dataloader, num_steps)`) is what
+the file's calls pass for it, or, called from elsewhere, what its name says.
 
 ## Why is this bad?
 Every `iter(loader)` starts a new epoch of the loader: its worker processes are started again
@@ -116,7 +118,7 @@ class Trainer:
             if training.loop.function is not None and training.loop.function.name.value.startswith("test"):
                 continue  # a test re-reads a fixed first batch on purpose
             for restart in training.loop.events(Kind.LOADER_RESTART):
-                loader = _passed(training.loop, restart)
+                loader = _passed(model, training.loop, restart)
                 if not is_data_iterable(loader):
                     continue  # `next(iter(model.parameters()))` and the like take no data
                 if _no_pass_to_restart(model, loader):
@@ -130,9 +132,12 @@ class Trainer:
                                        "permutation, one without shuffling yields the same first batch every step)")
 
 
-def _passed(loop: Loop, restart: Event) -> cst.BaseExpression | None:
+def _passed(model: FileModel, loop: Loop, restart: Event) -> cst.BaseExpression | None:
     """What the restart iterates, followed through a same-file helper's parameter to the caller's
-    argument (``def get_batch(loader): return next(iter(loader))`` called as ``get_batch(train_dl)``)."""
+    argument (``def get_batch(loader): return next(iter(loader))`` called as ``get_batch(train_dl)``).
+    A parameter of the function that runs the loop itself (``def train(model, train_loader, steps)``)
+    is what the file's calls pass for it, where they all pass the same name, else the parameter (its
+    name says whether it is data, as a name bound nowhere in the file does)."""
     loader = restart.value
     if restart.origin is None or not isinstance(loader, cst.Name):
         return loader
@@ -140,7 +145,13 @@ def _passed(loop: Loop, restart: Event) -> cst.BaseExpression | None:
     if loader.value not in params:
         return loader
     bindings = [a for a in loop.assignments_before(loader.value, restart.order) if isinstance(a.node, cst.Call)]
-    return bindings[-1].value if bindings else None  # no argument visible: say nothing
+    if bindings:
+        return bindings[-1].value
+    if restart.origin is not loop.function:
+        return None  # a helper's parameter with no argument visible: say nothing
+    passed = model.index.arguments.get(f"{restart.origin.name.value}({loader.value})", [])
+    names = {dotted(p) for p in passed}
+    return passed[0] if len(names) == 1 and None not in names else None if passed else loader
 
 
 # Calls that return an iterator (or a generator), never a fresh pass: `iter()` of one is itself.

@@ -2,7 +2,8 @@
 Checks for a graph-carrying tensor of a training loop (the loss that is back-propagated, the
 trained model's outputs, or what a helper of the same file computes from them, such as a dict of
 loss terms) accumulated (`total_loss += loss`, `totals[name] += value`) or stored
-(`losses.append(loss)`) across iterations without `.item()` or `.detach()`.
+(`losses.append(loss)`, or handed to an object of another project module that keeps it, such as an
+`AverageMeter`'s `losses.update(loss, n)`) across iterations without `.item()` or `.detach()`.
 
 ## Why is this bad?
 A tensor that requires grad keeps a reference to the autograd graph that produced it. Summing
