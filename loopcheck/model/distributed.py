@@ -274,11 +274,27 @@ def _decorator_name(decorator: cst.BaseExpression) -> str:
     return (func_name(decorator) if isinstance(decorator, cst.Call) else dotted(decorator)) or ""
 
 
-def loss_sources(training: TrainingLoop, backward: Event) -> list[Assignment]:
+def sync_manager(call: cst.BaseExpression, index: Index) -> bool:
+    """``self.no_sync(not should_step)`` where the file's one function of that name is a context
+    manager that turns DDP's sync off itself: it sets ``require_backward_grad_sync`` on the modules
+    or enters their ``no_sync()`` (a switch of the trainer's own, over all its DDP modules)."""
+    name = own_call_name(call) if isinstance(call, cst.Call) else None
+    found = index.functions.get(name, []) if name is not None else []
+    if len(found) != 1 or not any(last_part(_decorator_name(d.decorator)) == "contextmanager"
+                                  for d in found[0].decorators):
+        return False
+    return any(isinstance(n, cst.Attribute) and n.attr.value == "require_backward_grad_sync"
+               or isinstance(n, cst.Call) and no_sync_receiver(n) is not None for n in walk(found[0]))
+
+
+def loss_sources(training: TrainingLoop, backward: Event, own: bool = True) -> list[Assignment]:
     """The assignments of the loop that the loss handed to ``backward`` is computed from, followed
-    back through the names each one reads."""
+    back through the names each one reads (without ``own``, not through the object's own
+    attributes: ``self.scaler.scale(loss / self.accum)`` is computed from ``loss``)."""
     found: list[Assignment] = []
     wanted = {n.split(".", 1)[0] for n in names_in(backward.loss)} if backward.loss is not None else set()
+    if not own:
+        wanted -= {"self"}
     todo, seen = list(wanted), set()
     while todo and len(seen) < 100:
         name = todo.pop()
@@ -289,7 +305,8 @@ def loss_sources(training: TrainingLoop, backward: Event) -> list[Assignment]:
             if assignment.order < backward.order and assignment.op != "for" and any(
                     n.split(".", 1)[0] == name for n in assignment.names):
                 found.append(assignment)
-                todo.extend(n.split(".", 1)[0] for n in names_in(assignment.value))
+                roots = {n.split(".", 1)[0] for n in names_in(assignment.value)}
+                todo.extend(roots if own else roots - {"self"})
     return found
 
 

@@ -10,7 +10,7 @@ import libcst as cst
 
 from loopcheck.model.events import Cond, Event, Framework, Kind, Loop
 from loopcheck.model.guards import Guard, GuardKind, GuardReader, either
-from loopcheck.model.syntax import dotted, func_name, last_part, names_in, positional
+from loopcheck.model.syntax import dotted, func_name, last_part, method, names_in, positional
 
 
 class Style(enum.Enum):
@@ -53,13 +53,14 @@ class TrainingLoop:
         return self.loop.parent if self.style in (Style.MICRO_LOOP, Style.STEP_OUTSIDE) and self.loop.parent \
             else self.loop
 
-    def guard(self, event: Event) -> Guard:
-        """The guard of ``event`` relative to the loop it belongs to."""
+    def guard(self, event: Event, conds: tuple[Cond, ...] | None = None) -> Guard:
+        """The guard of ``event`` (under ``conds`` instead of its own) relative to the loop it belongs to."""
+        conds = event.conds if conds is None else conds
         if event.loop is self.loop:
-            return self.reader.guard(event.conds, event.order)
+            return self.reader.guard(conds, event.order)
         if event.loop is self.loop.parent and self.parent_reader is not None:
-            return self.parent_reader.guard(event.conds, event.order)
-        return GuardReader(event.loop, self.reader.int_inits).guard(event.conds, event.order) \
+            return self.parent_reader.guard(conds, event.order)
+        return GuardReader(event.loop, self.reader.int_inits).guard(conds, event.order) \
             if event.loop is not None else Guard(GuardKind.UNKNOWN)
 
     def events(self, *kinds: Kind) -> list[Event]:
@@ -68,8 +69,12 @@ class TrainingLoop:
     def every_iteration(self, event: Event) -> bool:
         """``event`` runs on every micro-batch, itself or with a twin in the complementary branch of
         the boundary test (``if not boundary: with no_sync(): loss.backward()`` / ``else:
-        loss.backward()``): one of the two runs on each iteration."""
+        loss.backward()``): one of the two runs on each iteration. A skip of a micro-batch whose loss
+        is NaN or infinite (``if torch.isnan(loss).any(): ... else: loss.backward()``) is an accident,
+        not a schedule: the branch for a finite loss runs on every micro-batch."""
         guard = self.guard(event)
+        if not guard.always and any(_finite_side(c) for c in event.conds):
+            guard = self.guard(event, tuple(c for c in event.conds if not _finite_side(c)))
         if guard.always:
             return True
         if guard.kind not in (GuardKind.PERIODIC, GuardKind.NOT_PERIODIC, GuardKind.SYNC, GuardKind.NOT_SYNC) \
@@ -77,6 +82,34 @@ class TrainingLoop:
             return False
         return any(other is not event and either(guard, self.guard(other)).always
                    for other in self.loop.events(event.kind))
+
+
+# Tests of a value being finite (True) or NaN / infinite (False).
+_FINITE_TESTS = {"isfinite": True, "isnan": False, "isinf": False, "isneginf": False, "isposinf": False}
+
+
+def _finite_side(cond: Cond) -> bool:
+    """``cond`` is the branch on which a tested value is finite: the else of ``if torch.isnan(loss).any():``,
+    the body of ``if torch.isfinite(loss):``."""
+    finite = _holds_when_finite(cond.test) if cond.test is not None else None
+    return finite is not None and finite != cond.negated
+
+
+def _holds_when_finite(test: cst.BaseExpression) -> bool | None:
+    """Whether ``test`` holds when the value it tests is finite (True), when it is NaN or infinite
+    (False), or is no such test (None)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _holds_when_finite(test.expression)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):  # `isnan(x) or isinf(x)`, `isfinite(a) and isfinite(b)`
+        left, right = _holds_when_finite(test.left), _holds_when_finite(test.right)
+        return left if left is not None and left == right and left is isinstance(test.operator, cst.And) else None
+    if isinstance(test, cst.Call):
+        called = method(test)
+        if called is not None and called[1] in ("any", "all") and not test.args:  # torch.isnan(loss).any()
+            return _holds_when_finite(called[0])
+        return _FINITE_TESTS.get(last_part(func_name(test) or ""))
+    return None
 
 
 def is_data_iterable(iterable: cst.BaseExpression | None) -> bool:

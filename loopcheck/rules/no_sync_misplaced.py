@@ -4,7 +4,9 @@ of an accumulation window: the sync flag true on a micro-batch that is not the l
 after the forward pass it was meant for), a `no_sync() if cond else nullcontext()` whose
 condition is inverted so that the last micro-batch runs un-synced, and `no_sync()` wrapping
 only `backward()` while the forward pass ran outside it (itself, or in a method of the file that
-runs it, `loss = self._train_forward(batch)`); the same with Accelerate, where the
+runs it, `loss = self._train_forward(batch)`), or a trainer's own sync switch (a context manager
+of the file that sets `require_backward_grad_sync` on its DDP modules or enters their
+`no_sync()`) entered around the backward of a loss computed before it; the same with Accelerate, where the
 forward runs before `with accelerator.accumulate(model):` is entered (accumulate() enters
 `no_sync()` for the non-boundary micro-batches when `gradient_accumulation_steps` is set).
 
@@ -31,6 +33,7 @@ import libcst as cst
 from loopcheck.model import Cond, Event, FileModel, Kind, Style
 from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.model.distributed import (
+    SYNC_CONTROLS,
     Micro,
     conditional_no_sync,
     forwards,
@@ -38,10 +41,11 @@ from loopcheck.model.distributed import (
     loss_sources,
     micro_of,
     no_sync_receiver,
+    sync_manager,
 )
 from loopcheck.model.guards import GuardKind
 from loopcheck.model.index import Index
-from loopcheck.model.syntax import dotted, positional, same, source, walk
+from loopcheck.model.syntax import dotted, own_call_name, positional, same, source, walk
 from loopcheck.model.training import TrainingLoop
 from loopcheck.rules._base import Rule, Violation
 
@@ -107,6 +111,27 @@ class Trainer:
                 loss = self._train_forward(batch)
                 (loss / self.accum).backward()
             if last:
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+""",
+        """
+class Brain:
+    @contextmanager
+    def no_sync(self, use=True):
+        flags = [m.require_backward_grad_sync for m in self.modules.values()]
+        for m in self.modules.values():
+            m.require_backward_grad_sync = not use
+        yield
+        for m, flag in zip(self.modules.values(), flags):
+            m.require_backward_grad_sync = flag
+
+    def fit(self, loader):
+        for i, batch in enumerate(loader):
+            should_step = (i + 1) % self.accum == 0
+            with self.no_sync(not should_step):
+                loss = self.compute_objectives(self.compute_forward(batch), batch)
+                (loss / self.accum).backward()
+            if should_step:
                 self.optimizer.step()
                 self.optimizer.zero_grad()
 """,
@@ -201,6 +226,27 @@ for batch in loader:
     optimizer.step()
     optimizer.zero_grad()
 """,
+        """
+class Brain:
+    @contextmanager
+    def no_sync(self, use=True):
+        flags = [m.require_backward_grad_sync for m in self.modules.values()]
+        for m in self.modules.values():
+            m.require_backward_grad_sync = not use
+        yield
+        for m, flag in zip(self.modules.values(), flags):
+            m.require_backward_grad_sync = flag
+
+    def fit(self, loader):
+        for i, batch in enumerate(loader):
+            should_step = (i + 1) % self.accum == 0
+            loss = self.compute_objectives(self.compute_forward(batch), batch)
+            with self.no_sync(not should_step):
+                (loss / self.accum).backward()  # LC502
+            if should_step:
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -219,6 +265,13 @@ for batch in loader:
         for backward in training.backwards:
             for context in backward.contexts:
                 if not context.kind.startswith("no_sync"):
+                    continue
+                if sync_manager(context.call, index):  # the trainer's own switch over its DDP modules
+                    if _forward_outside(training, backward, index):
+                        yield self.at(backward, f"`{source(context.call)}` turns DDP's sync off only around the "
+                                                "backward pass, but the forward this loss comes from ran before it: "
+                                                "DDP decides at forward time, so this backward still all-reduces "
+                                                "(the no_sync has no effect)")
                     continue
                 module = no_sync_receiver(context.call) or (conditional_no_sync(context.call) or (0, 0, None))[2]
                 if module is None:
@@ -322,6 +375,26 @@ for batch in loader:
                 yield self.at(backward, f"this backward runs under `{modules[0]}.no_sync()` on {micro.value} of "
                                         "each window: the last micro-batch is not all-reduced and the ranks "
                                         "step with different gradients")
+
+
+def _forward_outside(training: TrainingLoop, backward: Event, index: Index) -> bool:
+    """The loss ``backward`` back-propagates was computed before it in this iteration, by calls
+    (``outputs = self.compute_forward(batch)``) none of which ran under a no_sync context or turns
+    the sync off itself, with gradients on."""
+    sources = loss_sources(training, backward, own=False)
+    calls = [s for s in sources if any(isinstance(n, cst.Call) for n in walk(s.value))]
+    return bool(calls) and not any(
+        any(c.kind.startswith(("no_sync", "no_grad")) for c in s.contexts)
+        or any(isinstance(n, cst.Call) and sync_manager(n, index) or _syncs_itself(n, index) for n in walk(s.value))
+        for s in sources)
+
+
+def _syncs_itself(node: cst.CSTNode, index: Index) -> bool:
+    """A call of a function of the file that touches DDP's sync (``loss = self.forward_step(batch)``
+    whose body enters ``no_sync()``)."""
+    name = own_call_name(node) if isinstance(node, cst.Call) else None
+    return name is not None and any(isinstance(n, cst.Attribute) and n.attr.value in SYNC_CONTROLS
+                                    for fn in index.functions.get(name, []) for n in walk(fn))
 
 
 def _with_the_step(training: TrainingLoop, value: cst.BaseExpression, order: int) -> bool:
