@@ -138,3 +138,49 @@ def test_a_backward_on_the_nan_branch_or_under_another_condition_is_not_every_mi
                      loss.backward()
                  """):
         assert _codes(_nan_skip(skip), "LC501") == [], skip
+
+
+_ACCELERATE = """
+import torch
+from accelerate import Accelerator
+
+accelerator = Accelerator({plugin})
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+
+
+def log_prob(batch, net):
+    return torch.log_softmax(net(batch["x"]), -1).sum()
+
+
+for step, batch in enumerate(loader):
+{body}
+    if (step + 1) % accum == 0:
+        accelerator.backward(loss)
+        optimizer.step()
+        optimizer.zero_grad()
+    else:
+        with accelerator.no_sync(model):
+            accelerator.backward(loss)
+"""
+
+
+def _accelerate(body: str, plugin: str = "") -> str:
+    return _ACCELERATE.replace("{plugin}", plugin).replace(
+        "{body}", textwrap.indent(textwrap.dedent(body).strip("\n"), "    "))
+
+
+def test_accelerate_no_sync_around_the_backward_only_is_reported() -> None:
+    for body in ("loss = model(**batch).loss / accum",
+                 "loss = -log_prob(batch, model) / accum",      # a function of the file handed the model
+                 "loss = -log_prob(batch, net=model) / accum"):
+        source = _accelerate(body)
+        line = next(n for n, text in enumerate(source.splitlines(), 1) if "no_sync(model)" in text) + 1
+        assert _codes(source, "LC502") == [(line, "LC502")], body
+
+
+def test_accelerate_no_sync_is_not_read_for_another_module_or_an_engine_plugin() -> None:
+    # the function is handed a frozen reference model, not the prepared one
+    assert _codes(_accelerate("loss = -log_prob(batch, ref_model) / accum"), "LC502") == []
+    # FSDP reads its no_sync at backward time; DeepSpeed's engine decides the sync itself
+    for plugin in ("fsdp_plugin=fsdp_plugin", "deepspeed_plugin=ds_plugin"):
+        assert _codes(_accelerate("loss = model(**batch).loss / accum", plugin), "LC502") == [], plugin

@@ -88,12 +88,18 @@ def scheduler_gated(model: FileModel, name: str | None) -> bool | None:
     return False if model.roles.prepared else None
 
 
+def accelerates_ddp(model: FileModel) -> bool:
+    """No ``Accelerator(...)`` of the file is built with an FSDP / DeepSpeed / Megatron plugin (their
+    engines decide the sync; a module they prepare is no DDP module)."""
+    return not any(a.keyword is not None and a.keyword.value in _NOT_DDP for c in accelerator_calls(model) for a in c.args)
+
+
 def prepared_modules(model: FileModel, trained: set[str]) -> list[cst.Call]:
     """``accelerator.prepare(model, ...)`` calls that prepare a module the file trains, or a wrapper
     module built around one (``self.wrapper = PretrainWrapper(model=model)``, then
     ``accelerator.prepare(self.wrapper)``): a DDP wrap whenever the script runs under a
     multi-process launch (``accelerate launch``)."""
-    if any(a.keyword is not None and a.keyword.value in _NOT_DDP for c in accelerator_calls(model) for a in c.args):
+    if not accelerates_ddp(model):
         return []  # FSDP / DeepSpeed / Megatron plugins: no DDP wrapper, the engine decides the sync
     found = []
     for call in model.index.calls:

@@ -20,6 +20,7 @@ import libcst as cst
 
 from loopcheck.model.events import Assignment, Event, Kind
 from loopcheck.model.guards import Guard, GuardKind, Phase, exclusive
+from loopcheck.model.roles import Role, Roles
 from loopcheck.model.syntax import (
     dotted,
     func_name,
@@ -266,7 +267,35 @@ def _forward_helper(call: cst.Call, module: str, index: Index) -> bool:
            or isinstance(n, cst.Call) and last_part(func_name(n) or "") in ("no_grad", "inference_mode")
            for n in nodes):
         return False
-    return any(isinstance(n, cst.Call) and dotted(n.func) == module for n in nodes)
+    called = {module} | _parameters_given(call, found[0], module)
+    return any(isinstance(n, cst.Call) and dotted(n.func) in called for n in nodes)
+
+
+def _parameters_given(call: cst.Call, function: cst.FunctionDef, module: str) -> set[str]:
+    """The parameters of ``function`` that ``call`` hands ``module`` to (``self._log_prob(x,
+    self.model)`` to ``def _log_prob(self, x, model)``: ``model``)."""
+    params = [p.name.value for p in function.params.params]
+    if isinstance(call.func, cst.Attribute) and params[:1] in (["self"], ["cls"]):
+        params = params[1:]
+    found = set()
+    for position, arg in enumerate(call.args):
+        if arg.star or dotted(arg.value) != module:
+            continue
+        if arg.keyword is not None:
+            found.add(arg.keyword.value)
+        elif position < len(params):
+            found.add(params[position])
+    return found
+
+
+def accelerator_no_sync(call: cst.BaseExpression, roles: Roles) -> str | None:
+    """``model`` for ``accelerator.no_sync(model)``: Accelerate enters the prepared module's own
+    ``no_sync()`` (DDP's under a multi-process launch)."""
+    called = method(call) if isinstance(call, cst.Call) else None
+    if called is None or called[1] != "no_sync" or len(call.args) != 1 or call.args[0].keyword or call.args[0].star \
+            or roles.of(dotted(called[0]) or "") is not Role.ACCELERATOR:
+        return None
+    return dotted(call.args[0].value)
 
 
 def _decorator_name(decorator: cst.BaseExpression) -> str:
@@ -315,8 +344,9 @@ def in_no_sync(contexts: tuple[object, ...], module: str) -> bool:
     for context in contexts:
         call = context.call
         if context.kind.startswith("no_sync") and (
-                no_sync_receiver(call) == module or (conditional_no_sync(call) or (None, None, None))[2] == module):
-            return True
+                no_sync_receiver(call) == module or (conditional_no_sync(call) or (None, None, None))[2] == module
+                or isinstance(call, cst.Call) and any(dotted(a.value) == module for a in call.args)):
+            return True  # `accelerator.no_sync(module)` too
     return False
 
 

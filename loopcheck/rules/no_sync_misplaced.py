@@ -2,12 +2,13 @@
 Checks for DDP's `no_sync()` / `require_backward_grad_sync` applied to the wrong micro-batches
 of an accumulation window: the sync flag true on a micro-batch that is not the last (or set
 after the forward pass it was meant for), a `no_sync() if cond else nullcontext()` whose
-condition is inverted so that the last micro-batch runs un-synced, and `no_sync()` wrapping
-only `backward()` while the forward pass ran outside it (itself, or in a method of the file that
-runs it, `loss = self._train_forward(batch)`), or a trainer's own sync switch (a context manager
+condition is inverted so that the last micro-batch runs un-synced, and `no_sync()` (or
+Accelerate's `accelerator.no_sync(model)`) wrapping only `backward()` while the forward pass ran
+outside it (itself, or in a function of the file that runs it, `loss = self._train_forward(batch)`,
+`lp = self._log_prob(batch, self.model)`), or a trainer's own sync switch (a context manager
 of the file that sets `require_backward_grad_sync` on its DDP modules or enters their
-`no_sync()`) entered around the backward of a loss computed before it; the same with Accelerate, where the
-forward runs before `with accelerator.accumulate(model):` is entered (accumulate() enters
+`no_sync()`) entered around the backward of a loss computed before it; and the forward run
+before `with accelerator.accumulate(model):` is entered (accumulate() enters
 `no_sync()` for the non-boundary micro-batches when `gradient_accumulation_steps` is set).
 
 ## Why is this bad?
@@ -31,10 +32,11 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import Cond, Event, FileModel, Kind, Style
-from loopcheck.model.accelerate import accumulation_setting
+from loopcheck.model.accelerate import accelerates_ddp, accumulation_setting
 from loopcheck.model.distributed import (
     SYNC_CONTROLS,
     Micro,
+    accelerator_no_sync,
     conditional_no_sync,
     forwards,
     in_no_sync,
@@ -252,7 +254,7 @@ class Brain:
     def check(self, model: FileModel) -> Iterator[Violation]:
         accumulating = accumulation_setting(model) is not None
         for training in model.training_loops:
-            yield from self._backward_only(training, model.index)
+            yield from self._backward_only(training, model)
             if accumulating and training.style is Style.ACCELERATE:
                 yield from self._forward_before_accumulate(training)
             if training.style in (Style.GUARDED, Style.MICRO_LOOP):
@@ -261,7 +263,8 @@ class Brain:
                 yield from self._branches(training)
 
     # -- no_sync() around backward while the forward ran outside ------------------------------
-    def _backward_only(self, training: TrainingLoop, index: Index) -> Iterator[Violation]:
+    def _backward_only(self, training: TrainingLoop, model: FileModel) -> Iterator[Violation]:
+        index = model.index
         for backward in training.backwards:
             for context in backward.contexts:
                 if not context.kind.startswith("no_sync"):
@@ -274,11 +277,15 @@ class Brain:
                                                 "(the no_sync has no effect)")
                     continue
                 module = no_sync_receiver(context.call) or (conditional_no_sync(context.call) or (0, 0, None))[2]
+                shown = f"{module}.no_sync()"
+                if module is None and accelerates_ddp(model):
+                    module = accelerator_no_sync(context.call, model.roles)
+                    shown = source(context.call)
                 if module is None:
                     continue
                 found = forwards(training, module, backward, index)
                 if found and not any(in_no_sync(f.contexts, module) for f in found):
-                    yield self.at(backward, f"`{module}.no_sync()` wraps only the backward pass, but the forward "
+                    yield self.at(backward, f"`{shown}` wraps only the backward pass, but the forward "
                                             f"`{module}(...)` ran outside it: DDP decides at forward time, so this "
                                             "backward still all-reduces (no_sync has no effect)")
 
