@@ -184,3 +184,19 @@ def test_accelerate_no_sync_is_not_read_for_another_module_or_an_engine_plugin()
     # FSDP reads its no_sync at backward time; DeepSpeed's engine decides the sync itself
     for plugin in ("fsdp_plugin=fsdp_plugin", "deepspeed_plugin=ds_plugin"):
         assert _codes(_accelerate("loss = model(**batch).loss / accum", plugin), "LC502") == [], plugin
+
+
+def test_no_sync_around_the_backward_only_is_reported_for_ddp_not_fsdp() -> None:
+    loop = """
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / accum
+    if (i + 1) % accum != 0:
+        with model.no_sync():
+            loss.backward()
+    else:
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+    assert [c for _, c in _codes("model = DDP(model, device_ids=[rank])\n" + loop, "LC502")] == ["LC502"]
+    assert _codes("model = FSDP(model, device_id=rank)\n" + loop, "LC502") == []

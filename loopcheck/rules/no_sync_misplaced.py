@@ -18,7 +18,8 @@ drift apart; the model that is saved is rank 0's. A `no_sync()` around backward 
 effect at all: every micro-batch still all-reduces. nanoGPT's
 `model.require_backward_grad_sync = (micro_step == N - 1)` before the forward, and `no_sync()`
 around the forward and backward (or the forward alone) of the non-last micro-batches, are
-correct and not flagged.
+correct and not flagged; so is FSDP's `no_sync()` around the backward alone (FSDP reads it when
+the gradients are reduced, after the backward).
 
 ## Fix
 Sync exactly on the last micro-batch: `no_sync()` when *not* at the boundary, the flag
@@ -34,6 +35,8 @@ import libcst as cst
 from loopcheck.model import Cond, Event, FileModel, Kind, Style
 from loopcheck.model.accelerate import accelerates_ddp, accumulation_setting
 from loopcheck.model.distributed import (
+    DDP_WRAPPERS,
+    FSDP_WRAPPERS,
     SYNC_CONTROLS,
     Micro,
     accelerator_no_sync,
@@ -44,6 +47,7 @@ from loopcheck.model.distributed import (
     micro_of,
     no_sync_receiver,
     sync_manager,
+    wrap_calls,
 )
 from loopcheck.model.guards import GuardKind
 from loopcheck.model.index import Index
@@ -265,6 +269,8 @@ class Brain:
     # -- no_sync() around backward while the forward ran outside ------------------------------
     def _backward_only(self, training: TrainingLoop, model: FileModel) -> Iterator[Violation]:
         index = model.index
+        if wrap_calls(model, FSDP_WRAPPERS) and not wrap_calls(model, DDP_WRAPPERS):
+            return  # FSDP reads its no_sync() when the gradients are reduced, after the backward: it works there
         for backward in training.backwards:
             for context in backward.contexts:
                 if not context.kind.startswith("no_sync"):
