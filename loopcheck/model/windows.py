@@ -22,7 +22,8 @@ import libcst as cst
 
 from loopcheck.model.events import Event, Kind, Loop
 from loopcheck.model.guards import GuardKind, Phase, enumerate_start, exclusive, unwrap_iterable
-from loopcheck.model.syntax import conjuncts, dotted, func_name, last_part, last_small, names_in, positional, same, small_statements, walk
+from loopcheck.model.syntax import (conjuncts, dotted, func_name, is_zero, last_part, last_small, names_in, positional, same,
+                                    small_statements, walk)
 from loopcheck.model.training import Style, TrainingLoop, is_data_loop
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
         return None
     if all(_once_per_pass(b, loop) for b in training.backwards):
         return None  # `if step == 0: ... backward()`: no micro-batch of a window back-propagates
+    if _zeroed_every_micro_batch(training):
+        return None  # no window outlives its micro-batch (the zeroing's own finding, LC101)
     parent = loop.parent
     if parent is None or not parent.is_loop and parent.function is None:
         return None  # a single pass at module level: nothing comes after its tail
@@ -65,9 +68,59 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
     zeroing = _zeroing_between_passes(training)
     if guard.phase is Phase.START and zeroing is None and _starts_at_zero(loop, guard.index):
         return None  # `i % N == 0` steps the tail with the next pass's first micro-batch: at most N in it
+    if not guard.restarts and zeroing is None or _batch_count_checked(model, loop, guard.modulus):
+        return None
     if guard.restarts:
         return PartialWindow(Tail.DROPPED if zeroing is not None else Tail.CARRIED, zeroing, False)
-    return PartialWindow(Tail.DROPPED, zeroing, True) if zeroing is not None else None
+    return PartialWindow(Tail.DROPPED, zeroing, True)
+
+
+def _zeroed_every_micro_batch(training: TrainingLoop) -> bool:
+    """A zeroing outside the step branch (or in its ``else:``) of a loop whose every micro-batch
+    back-propagates: each backward's gradients are wiped before the next one adds to them."""
+    return all(training.every_iteration(b) for b in training.backwards) and any(
+        training.guard(z).kind in (GuardKind.ALWAYS, GuardKind.NOT_PERIODIC) for z in training.events(Kind.ZERO_GRAD))
+
+
+def _batch_count_checked(model: FileModel, loop: Loop, modulus: cst.BaseExpression | None) -> bool:
+    """The code refuses a batch count that is not a multiple of N before training
+    (``if len(loader) % N != 0: raise ...``, ``assert n_batches % N == 0`` with ``n_batches = len(loader)``):
+    every window of a pass is whole."""
+    outer = loop
+    while outer.parent is not None and outer.parent.function is outer.function:
+        outer = outer.parent
+    scope: cst.CSTNode = outer.function if outer.function is not None else model.module
+    counts: set[str] = set()  # names bound to a length: `loader_batches = len(loader)`
+    checks: list[tuple[cst.BaseExpression, bool]] = []  # tests that must hold (False: must fail), or the code raises
+    for node in walk(scope):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and _has_len(node.value):
+            counts.add(dotted(node.targets[0].target) or "")
+        elif isinstance(node, cst.Assert):
+            checks.append((node.test, True))
+        elif isinstance(node, cst.If) and isinstance(last_small(node.body), cst.Raise):
+            checks.append((node.test, False))
+    return any(_multiple(test, not holds, counts, modulus) for test, holds in checks)
+
+
+def _multiple(test: cst.BaseExpression, negated: bool, counts: set[str], modulus: cst.BaseExpression | None) -> bool:
+    """``test`` holding (failing, where ``negated``) means ``count % N == 0``: ``x % N == 0``, ``not x % N``."""
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, negated = test.expression, not negated
+    zero = test
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+            and isinstance(test.comparisons[0].operator, (cst.Equal, cst.NotEqual)) and is_zero(test.comparisons[0].comparator):
+        zero, negated = test.left, negated ^ isinstance(test.comparisons[0].operator, cst.Equal)
+    if not (negated and isinstance(zero, cst.BinaryOperation) and isinstance(zero.operator, cst.Modulo)):
+        return False  # `x % N` alone is true when not a multiple: it must be negated once
+    count = zero.left
+    if not (_has_len(count) or (dotted(count) or "") in counts):
+        return False
+    right = dotted(zero.right)
+    return same(zero.right, modulus) or right is not None and right.split(".")[-1] == last_part(dotted(modulus) or "")
+
+
+def _has_len(expr: cst.BaseExpression) -> bool:
+    return any(isinstance(n, cst.Call) and func_name(n) == "len" for n in walk(expr))
 
 
 def _once_per_pass(event: Event, loop: Loop) -> bool:

@@ -21,7 +21,7 @@ import libcst as cst
 
 from loopcheck.model import FileModel, Kind, Role
 from loopcheck.model.roles import role_of_constructor
-from loopcheck.model.syntax import dotted, func_name, is_zero, keyword, last_part
+from loopcheck.model.syntax import dotted, func_name, is_zero, keyword, last_part, walk
 from loopcheck.rules._base import Rule, Violation
 
 _UPDATES = {"update", "update_parameters", "step", "update_model_average", "update_ema", "ema_update", "apply"}
@@ -44,6 +44,43 @@ def _only_read_by_helpers(model: FileModel, name: str) -> bool:
             if param is None or model.index.methods_in.get(fns[0], {}).get(param, set()) & _UPDATES:
                 return False
     return True
+
+
+_PLAIN_BASES = {"object", "Module", "LightningModule"}  # bases that never touch an attribute named like an EMA
+
+
+def _updated_elsewhere(model: FileModel, name: str, constructor: str) -> bool:
+    """Ways the EMA is updated that its method calls do not show: a ``LitEma`` is updated by calling
+    it (``self.model_ema(self.model)``); bound to another name or put in a container
+    (``emas["slow"] = ema``, ``update = ema.update``), it is updated under that name; bound to
+    ``self`` in a class whose base comes from elsewhere, the base's methods may update it."""
+    bound = model.roles.full_names.get(name, set()) | {name}
+    own = set(_UPDATES) | {"update"}
+    classes = {n.name.value for n in walk(model.module, into_functions=True) if isinstance(n, cst.ClassDef)}
+    created = {id(c) for c in model.roles.constructed.get(name, [])}
+    for node in walk(model.module, into_functions=True):
+        if isinstance(node, cst.Call) and last_part(constructor) == "LitEma" and dotted(node.func) in bound:
+            return True
+        if isinstance(node, cst.Assign) and not any(last_part(dotted(t.target) or "") == name for t in node.targets):
+            for value in _elements(node.value):
+                held = dotted(value) or ""
+                if held in bound or held.rpartition(".")[0] in bound and (
+                        held.rpartition(".")[2] in own or held.rpartition(".")[2].startswith("update")):
+                    return True  # another name for the EMA or its update method, or a container holding it
+        if isinstance(node, cst.ClassDef) and any(
+                last_part(dotted(base.value) or "") not in _PLAIN_BASES | classes for base in node.bases) and any(
+                id(n) in created for n in walk(node, into_functions=True)) and any(b.startswith("self.") for b in bound):
+            return True
+    return False
+
+
+def _elements(value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The value itself, or what a list, tuple, set or dict literal holds."""
+    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+        return [e.value for e in value.elements]
+    if isinstance(value, cst.Dict):
+        return [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+    return [value]
 
 
 def _copies_the_weights(call: cst.Call) -> bool:
@@ -135,5 +172,7 @@ class Trainer:
                 continue
             if name in model.index.passed and not _only_read_by_helpers(model, name):
                 continue  # handed to code that may update it
+            if _updated_elsewhere(model, name, func_name(ema) or ""):
+                continue
             yield Violation(ema, ema, f"`{name}` is created but never updated: it keeps the initial "
                                       "weights, and evaluating or saving it ships an untrained model")

@@ -1,0 +1,100 @@
+"""LC105 stays quiet where the code refuses a batch count that is not a multiple of N, and only then;
+LC402 sees an EMA updated under another name, by calling a LitEma, or by a base class of elsewhere."""
+from __future__ import annotations
+
+import pytest
+
+from loopcheck.engine import check_text
+from loopcheck.selection import resolve
+
+LOOP = """
+def train(loader, accum, bs):
+    {check}
+    for epoch in range(3):
+        for i, (x, y) in enumerate(loader):
+            (model(x).mean() / accum).backward()
+            if (i + 1) % accum == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+"""
+
+
+def codes(source: str, select: str) -> list[str]:
+    return [f.code for f in check_text(source, "train.py", resolve(select=[select]))]
+
+
+@pytest.mark.parametrize("check", [
+    "assert len(loader) % accum == 0",
+    "assert not len(loader) % accum",
+    "if len(loader) % accum != 0: raise ValueError('whole windows only')",
+    "if len(loader) % accum: raise ValueError('whole windows only')",
+    "n = len(loader)\n    if n % accum != 0: raise ValueError('whole windows only')",
+])
+def test_a_checked_batch_count_leaves_no_partial_window(check: str) -> None:
+    assert codes(LOOP.format(check=check), "LC105") == []
+
+
+@pytest.mark.parametrize("check", [
+    "pass",
+    "assert bs % accum == 0",  # the batch size, not the number of batches
+    "if len(loader) % accum == 0: raise ValueError('inverted')",
+    "assert len(loader) % other == 0",  # another modulus
+    "assert len(loader) % accum != 0",
+])
+def test_other_checks_leave_the_partial_window_flagged(check: str) -> None:
+    assert codes(LOOP.format(check=check), "LC105") == ["LC105"]
+
+
+EMA = """
+from timm.utils import ModelEmaV2
+ema = ModelEmaV2(model, decay=0.999)
+{bind}
+for x, y in loader:
+    optimizer.zero_grad()
+    criterion(model(x), y).backward()
+    optimizer.step()
+    {update}
+"""
+
+
+@pytest.mark.parametrize(("bind", "update"), [
+    ("other = ema", "other.update(model)"),
+    ("emas = [ema]", "[e.update(model) for e in emas]"),
+    ("update_ema = ema.update", "update_ema(model)"),
+])
+def test_an_ema_updated_under_another_name_is_not_flagged(bind: str, update: str) -> None:
+    assert codes(EMA.format(bind=bind, update=update), "LC402") == []
+
+
+@pytest.mark.parametrize(("bind", "update"), [
+    ("state = ema.state_dict()", "pass"),
+    ("net = ema.module", "pass"),
+    ("ema = ema", "pass"),
+])
+def test_reading_an_ema_is_not_updating_it(bind: str, update: str) -> None:
+    assert codes(EMA.format(bind=bind, update=update), "LC402") == ["LC402"]
+
+
+def test_a_called_averaged_model_is_evaluated_not_updated() -> None:
+    source = EMA.format(bind="", update="pass").replace("ModelEmaV2", "AveragedModel") + "print(ema(x))\n"
+    assert codes(source, "LC402") == ["LC402"]
+
+
+def test_a_class_on_plain_bases_keeps_its_never_updated_ema_flagged() -> None:
+    source = """
+import torch
+from timm.utils import ModelEmaV3
+class Trainer(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.ema = ModelEmaV3(model, decay=0.999)
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    def fit(self, loader):
+        for x, y in loader:
+            self.optimizer.zero_grad()
+            self.model(x).sum().backward()
+            self.optimizer.step()
+"""
+    assert codes(source, "LC402") == ["LC402"]
+    assert codes(source.replace("(torch.nn.Module)", "(BaseTrainer)"), "LC402") == []
