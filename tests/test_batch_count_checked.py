@@ -98,3 +98,34 @@ class Trainer(torch.nn.Module):
 """
     assert codes(source, "LC402") == ["LC402"]
     assert codes(source.replace("(torch.nn.Module)", "(BaseTrainer)"), "LC402") == []
+
+
+def test_an_own_ema_class_is_updated_only_by_a_method_that_changes_weights() -> None:
+    source = """
+import torch
+class EMA:
+    def __init__(self, model):
+        self.shadow = [p.detach().clone() for p in model.parameters()]
+    def {method}(self, model):
+        {body}
+ema = EMA(model)
+for x, y in loader:
+    optimizer.zero_grad()
+    criterion(model(x), y).backward()
+    optimizer.step()
+    ema.{method}(model)
+"""
+    updated = source.format(method="after_step", body="[s.lerp_(p, 0.001) for s, p in zip(self.shadow, model.parameters())]")
+    assert codes(updated, "LC402") == []
+    assert codes(source.format(method="report", body="print(len(self.shadow))"), "LC402") == ["LC402"]
+
+
+def test_a_helper_that_only_reads_the_ema_leaves_it_flagged() -> None:
+    source = EMA.format(bind="", update="pass") + """
+def evaluate(net, loader):
+    return sum(criterion(net(x), y).item() for x, y in loader)
+print(evaluate(ema, val_loader))
+"""
+    assert codes(source, "LC402") == ["LC402"]
+    assert codes(source.replace("return sum", "net.module.load_state_dict(model.state_dict())\n    return sum"),
+                 "LC402") == []

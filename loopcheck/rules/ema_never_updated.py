@@ -41,8 +41,9 @@ def _only_read_by_helpers(model: FileModel, name: str) -> bool:
             params = [p.name.value for p in fns[0].params.params]
             param = arg.keyword.value if arg.keyword is not None else (
                 params[position] if position < len(params) else None)
-            if param is None or model.index.methods_in.get(fns[0], {}).get(param, set()) & _UPDATES:
-                return False
+            if param is None or model.index.methods_in.get(fns[0], {}).get(param, set()) & _UPDATES \
+                    or _mutates(fns[0]):
+                return False  # `update_ema(ema, model)` that lerps its parameters in place
     return True
 
 
@@ -56,8 +57,14 @@ def _updated_elsewhere(model: FileModel, name: str, constructor: str) -> bool:
     ``self`` in a class whose base comes from elsewhere, the base's methods may update it."""
     bound = model.roles.full_names.get(name, set()) | {name}
     own = set(_UPDATES) | {"update"}
-    classes = {n.name.value for n in walk(model.module, into_functions=True) if isinstance(n, cst.ClassDef)}
+    defs = {n.name.value: n for n in walk(model.module, into_functions=True) if isinstance(n, cst.ClassDef)}
+    classes = set(defs)
     created = {id(c) for c in model.roles.constructed.get(name, [])}
+    own_class = defs.get(last_part(constructor))
+    if own_class is not None:  # the file's own EMA class: whichever of its methods is called may be the update
+        called = model.index.methods_called.get(name, set()) | {"forward", "__call__"}
+        if any(isinstance(n, cst.FunctionDef) and n.name.value in called and _mutates(n) for n in walk(own_class, into_functions=True)):
+            return True
     for node in walk(model.module, into_functions=True):
         if isinstance(node, cst.Call) and last_part(constructor) == "LitEma" and dotted(node.func) in bound:
             return True
@@ -71,6 +78,19 @@ def _updated_elsewhere(model: FileModel, name: str, constructor: str) -> bool:
                 last_part(dotted(base.value) or "") not in _PLAIN_BASES | classes for base in node.bases) and any(
                 id(n) in created for n in walk(node, into_functions=True)) and any(b.startswith("self.") for b in bound):
             return True
+    return False
+
+
+def _mutates(function: cst.FunctionDef) -> bool:
+    """The function changes tensors in place (``p.mul_(d).add_(q)``, ``torch._foreach_lerp_``,
+    ``load_state_dict``): an update of the weights it reads."""
+    for n in walk(function, into_functions=True):
+        if isinstance(n, cst.Call):
+            func = n.func
+            called = func.attr.value if isinstance(func, cst.Attribute) else last_part(func_name(n) or "")
+            if called == "load_state_dict" or called.startswith("_foreach_") or \
+                    called.endswith("_") and not called.startswith("_") and called[:-1].isidentifier():
+                return True
     return False
 
 
