@@ -129,3 +129,23 @@ print(evaluate(ema, val_loader))
     assert codes(source, "LC402") == ["LC402"]
     assert codes(source.replace("return sum", "net.module.load_state_dict(model.state_dict())\n    return sum"),
                  "LC402") == []
+
+
+def test_a_class_that_hands_itself_to_other_code_may_have_its_ema_updated_there() -> None:
+    source = """
+import torch
+from timm.utils import ModelEmaV2
+class Runner:
+    def __init__(self, model):
+        self.model = model
+        self.ema = ModelEmaV2(model, decay=0.999)
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    def run(self, loader, hooks):
+        for x, y in loader:
+            self.optimizer.zero_grad()
+            self.model(x).sum().backward()
+            self.optimizer.step()
+            {after}
+"""
+    assert codes(source.format(after="for h in hooks: h.after_iter(self)"), "LC402") == []
+    assert codes(source.format(after="print(self)"), "LC402") == ["LC402"]

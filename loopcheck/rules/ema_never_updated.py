@@ -74,11 +74,22 @@ def _updated_elsewhere(model: FileModel, name: str, constructor: str) -> bool:
                 if held in bound or held.rpartition(".")[0] in bound and (
                         held.rpartition(".")[2] in own or held.rpartition(".")[2].startswith("update")):
                     return True  # another name for the EMA or its update method, or a container holding it
-        if isinstance(node, cst.ClassDef) and any(
-                last_part(dotted(base.value) or "") not in _PLAIN_BASES | classes for base in node.bases) and any(
-                id(n) in created for n in walk(node, into_functions=True)) and any(b.startswith("self.") for b in bound):
+        if isinstance(node, cst.ClassDef) and any(b.startswith("self.") for b in bound) and any(
+                id(n) in created for n in walk(node, into_functions=True)) and (any(
+                last_part(dotted(base.value) or "") not in _PLAIN_BASES | classes for base in node.bases)
+                or _hands_self_out(node)):
             return True
     return False
+
+
+_READS_SELF = {"super", "isinstance", "getattr", "hasattr", "setattr", "type", "id", "print", "str", "repr"}
+
+
+def _hands_self_out(cls: cst.ClassDef) -> bool:
+    """A method passes ``self`` to other code (``hook.after_iter(self)``): that code may update the EMA it holds."""
+    return any(isinstance(n, cst.Call) and last_part(func_name(n) or "") not in _READS_SELF
+               and any(isinstance(a.value, cst.Name) and a.value.value == "self" for a in n.args)
+               for n in walk(cls, into_functions=True))
 
 
 def _mutates(function: cst.FunctionDef) -> bool:
