@@ -22,7 +22,7 @@ import libcst as cst
 
 from loopcheck.model.events import Event, Kind, Loop
 from loopcheck.model.guards import GuardKind, Phase, enumerate_start, exclusive, unwrap_iterable
-from loopcheck.model.syntax import (conjuncts, dotted, func_name, is_zero, last_part, last_small, names_in, positional, same,
+from loopcheck.model.syntax import (children, conjuncts, dotted, func_name, is_zero, last_part, last_small, names_in, positional, same,
                                     small_statements, walk)
 from loopcheck.model.training import Style, TrainingLoop, is_data_loop
 
@@ -54,6 +54,8 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
     loop = training.loop
     if not is_data_loop(loop) or _endless(model, loop) or any(_stops(skip, loop) for skip in loop.skips):
         return None
+    if _ends_at_a_count(loop, guard.index if guard.restarts else None) or _capped_at_windows(loop, guard.modulus):
+        return None  # the pass may end on a window boundary before the loader's last batch
     if all(_once_per_pass(b, loop) for b in training.backwards):
         return None  # `if step == 0: ... backward()`: no micro-batch of a window back-propagates
     if _zeroed_every_micro_batch(training):
@@ -191,6 +193,44 @@ def _stops(skip: cst.If, loop: Loop) -> bool:
         return True
     return any(isinstance(n, cst.ComparisonTarget) and isinstance(n.operator, (cst.GreaterThan, cst.GreaterThanEqual))
                for n in walk(skip.test))
+
+
+def _ends_at_a_count(loop: Loop, counter: str | None) -> bool:
+    """A ``break`` (or return) further down the body when a counter of this pass reaches a bound
+    (``if (i + 1) // N >= steps_per_epoch: break``): the pass may end after a whole window. A stop on
+    a counter that runs on across epochs (``global_step >= max_steps``) ends only the last one."""
+    counters = ({counter} if counter else set()) | (set(loop.assignments[0].names) if loop.assignments
+                                                     and loop.assignments[0].op == "for" else set())
+    if not counters or not isinstance(loop.node, cst.For):
+        return False
+    stack: list[cst.CSTNode] = [loop.node.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.For, cst.While)) or any(node is skip for skip in loop.skips):
+            continue  # a break there ends that inner loop only; loop-top exits are `_stops`'s
+        if isinstance(node, cst.If) and isinstance(last_small(node.body), (cst.Break, cst.Return)) and any(
+                isinstance(n, cst.ComparisonTarget) and isinstance(n.operator, (
+                    cst.GreaterThan, cst.GreaterThanEqual, cst.Equal)) for n in walk(node.test)) \
+                and names_in(node.test) & counters:
+            return True
+        stack.extend(children(node))
+    return False
+
+
+def _capped_at_windows(loop: Loop, modulus: cst.BaseExpression | None) -> bool:
+    """The pass takes at most a multiple of N batches (``islice(loader, steps * N)``,
+    ``zip(range(steps * N), loader)``): a loader at least that long ends each pass on a whole window."""
+    iterable = unwrap_iterable(loop.iter) if loop.iter is not None else None
+    if isinstance(iterable, cst.Call) and func_name(iterable) == "enumerate" and positional(iterable):
+        iterable = unwrap_iterable(positional(iterable)[0])
+    if not isinstance(iterable, cst.Call):
+        return False
+    name, args = last_part(func_name(iterable) or ""), positional(iterable)
+    bounds = args[1:2] if name == "islice" and len(args) == 2 else [
+        positional(a)[-1] for a in args if isinstance(a, cst.Call) and func_name(a) == "range" and positional(a)
+    ] if name == "zip" else []
+    return any(isinstance(b, cst.BinaryOperation) and isinstance(b.operator, cst.Multiply)
+               and (same(b.left, modulus) or same(b.right, modulus)) for b in bounds)
 
 
 def _counts_down_a_prefix(skip: cst.If) -> bool:
