@@ -160,6 +160,11 @@ def _apply(module: cst.Module, groups: list[Group]) -> str | None:
         return None
 
 
+# Findings a fix can reveal rather than introduce: once gradients are no longer zeroed on every
+# micro-batch (LC101), windows exist, and the last one of an epoch may be partial (LC105).
+_REVEALS = {"LC101": frozenset({"LC105"})}
+
+
 def _verify(candidate: str, filename: str, every: frozenset[str], options: Options,
             before: list[tuple[Finding, Fix | None]], groups: list[Group]
             ) -> str | tuple[cst.Module | None, list[tuple[Finding, Fix | None]]]:
@@ -188,6 +193,8 @@ def _verify(candidate: str, filename: str, every: frozenset[str], options: Optio
             old_lines[finding.code, finding.line] -= 1
         elif old_lines[finding.code, finding.line] > 0:
             old_lines[finding.code, finding.line] -= 1  # the fix rewrote the statement it points at
+        elif any(finding.code in _REVEALS.get(code, ()) for code in fixed):
+            continue  # the fixed finding hid it: the code had the pitfall already
         else:
             return f"it would introduce {finding.code} ({finding.name}) at line {finding.line}"
     return module, after

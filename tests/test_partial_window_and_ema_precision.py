@@ -149,3 +149,24 @@ class Runner:
 """
     assert codes(source.format(after="for h in hooks: h.after_iter(self)"), "LC402") == []
     assert codes(source.format(after="print(self)"), "LC402") == ["LC402"]
+
+
+ZEROED_EACH = """
+for epoch in range(epochs):
+    for i, (x, y) in enumerate(loader):
+        optimizer.zero_grad()
+        loss = criterion(model(x), y) / accum
+        loss.backward()
+        if (i + 1) % accum == 0:
+            optimizer.step()
+"""
+
+
+def test_a_zeroing_on_every_micro_batch_leaves_no_partial_window_until_it_is_fixed() -> None:
+    from loopcheck.fixer import fix_text
+
+    assert codes(ZEROED_EACH, "LC101") == ["LC101"]
+    assert codes(ZEROED_EACH, "LC105") == []
+    fixed = fix_text(ZEROED_EACH, "t.py", frozenset({"LC101"})).source
+    assert "            optimizer.step()\n            optimizer.zero_grad()\n" in fixed  # the fix is applied
+    assert codes(fixed, "LC105") == ["LC105"]  # and the window it creates is reported
