@@ -136,11 +136,14 @@ def analyse(source: str, filename: str, codes: frozenset[str], options: Options 
     if not rules:
         return None, []
     screened = screen(source, filename)
+    pins_only = False  # loaded only for a rule that reads the pins: no module of its own to read
     if isinstance(project, LazyProject):
-        project = project.load(screened.tree) if screened.verdict is Verdict.TRAINING_LOOP or (
-            screened.verdict is Verdict.NO_TRAINING_LOOP and project.imports_own_module(screened.imports())) \
-            else None
-    if project is not None and screened.verdict is Verdict.NO_TRAINING_LOOP and screened.tree is not None and \
+        own = screened.verdict is Verdict.TRAINING_LOOP or (
+            screened.verdict is Verdict.NO_TRAINING_LOOP and project.imports_own_module(screened.imports()))
+        pins_only = not own and screened.tree is not None and any(r.reads_pins for r in rules)  # type: ignore[attr-defined]
+        project = project.load(screened.tree) if own or pins_only else None
+    if project is not None and not pins_only and screened.verdict is Verdict.NO_TRAINING_LOOP and \
+            screened.tree is not None and \
             may_train_with(screened.tree, source, candidates := project.backward_name_candidates()):
         # the imported modules are read only where a function of theirs can make a training loop, and
         # only for the names the file calls

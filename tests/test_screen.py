@@ -110,6 +110,8 @@ def test_project_facts_are_read_only_where_they_can_matter(project: Path, monkey
                         read.append(Path(path).name) or real(path, cache, tree))
     (project / "helpers.py").write_text("def run(loss):\n    loss.backward()\n")
     files = {
+        "untrained.py": "import torch\nfor p in params:\n    p.grad = None\nprint('no backward() here')\n",
+        # LC206 reads the project's pins (a torch pinned below 2.4 has nothing deprecated), so it is read
         "amp_only.py": "import torch\nscaler = torch.cuda.amp.GradScaler()\nfor p in params:\n    p.grad = None\n",
         "imports_helper.py": "from helpers import run\nx = torch.cuda.amp.autocast()\nfor b in loader:\n    run(b)\n",
         "trains.py": "for b in loader:\n    model(b).sum().backward()\n    opt.step()\n",
@@ -117,11 +119,29 @@ def test_project_facts_are_read_only_where_they_can_matter(project: Path, monkey
     for name, source in files.items():
         (project / name).write_text(source)
         check_text(source, name, resolve(), project=LazyProject(str(project / name)))
-    assert read == ["imports_helper.py", "trains.py"]  # no loop that trains, no project import: not read
+    # no loop that trains, no project import, no rule that reads the pins: not read
+    assert read == ["amp_only.py", "imports_helper.py", "trains.py"]
 
 
 def test_a_cached_file_that_used_no_project_facts_does_not_read_them(project: Path, run_cli,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopcheck import checker
+
+    (project / "untrained.py").write_text("import torch\nfor p in params:\n    p.grad = None\nprint('backward()')\n")
+    first = run_cli("check")
+    assert first[0] == 0 and "1 file checked" in first[1]
+
+    def fail(*args: object) -> None:
+        raise AssertionError("project facts read for a file whose result did not use them")
+
+    monkeypatch.setattr(checker, "_project_digest", fail)
+    monkeypatch.setattr(checker, "_check_job", fail)  # and the file is not checked again
+    assert run_cli("check") == first
+
+
+def test_a_cached_deprecated_amp_result_follows_the_pins(project: Path, run_cli,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # LC206 read the project's pins: its cached result is reused while their digest holds
     from loopcheck import checker
 
     (project / "amp.py").write_text("import torch\nscaler = torch.cuda.amp.GradScaler()\n")
@@ -129,10 +149,9 @@ def test_a_cached_file_that_used_no_project_facts_does_not_read_them(project: Pa
     assert first[0] == 1 and "LC206" in first[1]
 
     def fail(*args: object) -> None:
-        raise AssertionError("project facts read for a file whose result did not use them")
+        raise AssertionError("a cached result whose project digest holds was checked again")
 
-    monkeypatch.setattr(checker, "_project_digest", fail)
-    monkeypatch.setattr(checker, "_check_job", fail)  # and the file is not checked again
+    monkeypatch.setattr(checker, "_check_job", fail)
     assert run_cli("check") == first
 
 

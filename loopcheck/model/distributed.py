@@ -42,9 +42,10 @@ if TYPE_CHECKING:
 DDP_WRAPPERS = frozenset({"DistributedDataParallel", "DDP"})
 DP_WRAPPERS = frozenset({"DataParallel"})
 FSDP_WRAPPERS = frozenset({"FullyShardedDataParallel", "FSDP", "fully_shard"})
-# Attributes through which a file controls when DDP all-reduces.
+# Attributes through which a file controls when DDP all-reduces (apex's DistributedDataParallel:
+# `disable_allreduce()` on the micro-batches before the boundary, `enable_allreduce()` on it).
 SYNC_CONTROLS = frozenset({"no_sync", "require_backward_grad_sync", "no_backward_sync",
-                           "set_requires_gradient_sync", "skip_gradient_sync"})
+                           "set_requires_gradient_sync", "skip_gradient_sync", "disable_allreduce"})
 _NO_SYNC_METHODS = frozenset({"no_sync", "no_backward_sync"})
 
 

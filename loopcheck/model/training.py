@@ -163,6 +163,23 @@ def _splits_the_batch(loop: Loop, parent: Loop) -> bool:
     return bool(bound) and all({n.split(".", 1)[0] for n in names_in(a.value)} & batch for a in bound)
 
 
+def zeroed_for_the_step(loop: Loop, reader: GuardReader, backward: Event) -> bool:
+    """The branch of a periodic test that back-propagates zeroes the gradients first
+    (``if step % policy_update_period == 0: opt.zero_grad(); loss.backward(); opt.step()``): an
+    update every N iterations (an RL update period) that keeps nothing of the iterations between
+    them, whose losses are computed for their statistics, not a window of micro-batches."""
+    if not reader.guard(backward.conds, backward.order).periodic:
+        return False
+    branch = _branch(backward.conds)
+    stepped = {s.receiver for s in loop.events(Kind.STEP) if _branch(s.conds) == branch}
+    return any(z.order < backward.order and _branch(z.conds) == branch and (z.target != "optimizer" or z.receiver in stepped)
+               for z in loop.events(Kind.ZERO_GRAD))
+
+
+def _branch(conds: tuple[Cond, ...]) -> list[tuple[int, str, bool]]:
+    return [(id(c.owner), c.branch, c.negated) for c in conds]
+
+
 def micro_count(loop: Loop) -> cst.BaseExpression | None:
     """N of ``for micro_step in range(N)``."""
     it = loop.iter
@@ -225,7 +242,8 @@ def analyse(loop: Loop, int_inits: dict[str, set[int | None]]) -> TrainingLoop |
     if steps:
         periodic = [g for g in guards if g.periodic]
         if periodic and all(g.periodic or g.kind is GuardKind.LAST for g in guards):
-            if all(_computed_for_the_step(loop, reader, b, periodic[0]) for b in backwards):
+            if all(_computed_for_the_step(loop, reader, b, periodic[0]) or zeroed_for_the_step(loop, reader, b)
+                   for b in backwards):
                 # `if step % train_frequency == 0: loss = ...; backward(); step()`: an update every N
                 # iterations from a loss computed for it; nothing is accumulated between them
                 return make(Style.PLAIN, steps)

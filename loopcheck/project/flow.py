@@ -22,6 +22,7 @@ _DIFFERENTIABLE = {
 # with a dimension, these return (values, indices): only element 0 carries the graph
 _PAIRED = {"max", "min"}
 _NO_GRAD = re.compile(r"no_grad|inference_mode")
+_PLAIN_TYPES = {"int", "float", "bool", "str"}
 _RETURNS_CHAIN = re.compile(r"\breturn\s+(\w+)\s*[.\[]")
 _SELF_STORE = re.compile(r"^\s*self\.\w+(?:\[[^\]\n]*\])?\s*(?:\+?=(?!=)|\.append\()(.*)$", re.M)
 
@@ -51,9 +52,14 @@ def keeps(node: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST],
           index: dict[str, int]) -> tuple[int, ...]:
     """Arguments (positions after ``self``) a method stores in its object as they are, or in plain
     arithmetic with what it already holds (``self.avg[k] = self.avg[k] * n + value``,
-    ``self.values.append(value)``), and never rebinds: what the caller hands in outlives the call."""
+    ``self.values.append(value)``), and never rebinds: what the caller hands in outlives the call.
+    A parameter annotated as a plain number or string (``used_tokens: int``) is declared to hold no
+    tensor, whatever the caller's expression looks like."""
     if _blocked(node, nodes):
         return ()
+    plain = {a.arg for a in [*node.args.args, *node.args.kwonlyargs]
+             if isinstance(a.annotation, ast.Name) and a.annotation.id in _PLAIN_TYPES}
+    index = {name: i for name, i in index.items() if name not in plain}
     rebound = {n.id for sub in nodes if isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For))
                for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target])
                for n in walk(t) if isinstance(n, ast.Name)}

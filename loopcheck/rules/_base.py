@@ -46,6 +46,9 @@ class Rule:
     # imports, and the names they bind to such things): where it runs alone, libcst parses only
     # those statements (loopcheck.excerpt). Empty: the rule reads the whole file.
     reads_statements_with: ClassVar[tuple[str, ...]] = ()
+    # Whether the rule reads the project's dependency pins (``model.project.pins``) in any file it
+    # runs on, also one without a training loop: the project is loaded for it there.
+    reads_pins: ClassVar[bool] = False
     # Whether the rule offers fixes (where it is certain enough); documented and tested per rule.
     fixable: ClassVar[bool] = False
     # The `[tool.loopcheck]` settings the VALID/INVALID examples are checked with.

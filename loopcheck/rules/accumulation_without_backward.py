@@ -9,7 +9,10 @@ effective batch is one micro-batch, and the loss divided by N makes each step N 
 
 Backward passes in complementary branches of the boundary test (`if not boundary: with
 model.no_sync(): ...backward()` / `else: ...backward(); optimizer.step()`) run once on every
-micro-batch: that is not this problem.
+micro-batch: that is not this problem. Nor is an update every N iterations whose branch zeroes the
+gradients of the optimizer it steps before its backward (`if step % policy_update_period == 0:
+opt.zero_grad(); loss.backward(); opt.step()`, an RL update period): nothing is accumulated
+between updates, and the losses of the other iterations feed statistics.
 
 ## Fix
 Call `backward()` on every micro-batch and keep only `optimizer.step()` in the step branch.
@@ -23,7 +26,7 @@ import libcst as cst
 
 from loopcheck.model import Event, FileModel, Kind, Loop, Style
 from loopcheck.model.syntax import dotted, names_in
-from loopcheck.model.training import is_data_iterable
+from loopcheck.model.training import is_data_iterable, zeroed_for_the_step
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -115,6 +118,8 @@ while True:
             for backward in training.backwards:
                 if training.every_iteration(backward):
                     continue  # the other micro-batches back-propagate in the complementary branch
+                if zeroed_for_the_step(training.loop, training.reader, backward):
+                    continue  # an update every N iterations that keeps nothing between them
                 if training.guard(backward).periodic and _overwritten_every_iteration(training.loop, backward):
                     yield self.at(backward, "backward runs only on the step's micro-batch: the losses of the "
                                             "other micro-batches in the window are computed and thrown away")

@@ -11,6 +11,10 @@ times too large with the threshold and shrinks every step by a factor that follo
 instead of the gradients, and `clip_grad_value_` (or a clamp) clips almost everything: every
 parameter then moves by about the same amount, whatever its gradient.
 
+A clip told the current loss scale (`clip_grad_norm_(params, max_norm * scaler.get_scale())`, a
+helper called with `scale=scaler.get_scale()`) compares scaled gradients with a threshold scaled
+alike: not flagged, and unscaling before it would make its threshold thousands of times too large.
+
 ## Fix
 Call `scaler.unscale_(optimizer)` right before clipping; `scaler.step(optimizer)` then knows the
 gradients are unscaled and does not unscale them again.
@@ -30,7 +34,7 @@ from loopcheck.fixes import Fix, insert_before, move_before, own_line
 from loopcheck.model import Event, FileModel, GuardKind, Kind, Role, Roles, Style, TrainingLoop
 from loopcheck.model.amp import backward_scaler, same_scaler, scaled_backwards, scaler_disabled
 from loopcheck.model.guards import exclusive
-from loopcheck.model.syntax import dotted, func_name, source
+from loopcheck.model.syntax import dotted, func_name, names_in, source
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -207,8 +211,16 @@ class Trainer:
         if clip.target != "param" and isinstance(clip.node, cst.Call) and any(
                 roles.of(dotted(a.value)) in (Role.SCALER, Role.OPTIMIZER) for a in clip.node.args if dotted(a.value)):
             return False  # a helper told the scaler or optimizer may unscale before it clips
+        if isinstance(clip.node, cst.Call) and any(_reads_scaler(a.value, roles) for a in clip.node.args):
+            return False  # `max_norm * scaler.get_scale()`, `scale=scaler.get_scale()`: a threshold in scaled units
         if any(u.order < clip.order for u in unscales):
             return False
         before = [b for b in scaled if b.order < clip.order and not exclusive(b.conds, clip.conds)]
         after = [s for s in training.steps if s.order > clip.order and not exclusive(s.conds, clip.conds)]
         return bool(before) and bool(after)
+
+
+def _reads_scaler(value: cst.BaseExpression, roles: Roles) -> bool:
+    """An argument computed from the GradScaler (``scaler.get_scale()``): the clip or its helper is
+    told the current loss scale, and compares scaled gradients with a threshold scaled alike."""
+    return any(roles.of(name.rsplit(".", 1)[0]) is Role.SCALER for name in names_in(value) if "." in name)

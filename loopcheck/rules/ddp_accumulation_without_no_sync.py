@@ -2,10 +2,10 @@
 Checks for gradient accumulation under `DistributedDataParallel` (the file wraps the model in
 `DistributedDataParallel` / `DDP`, or another module of the project does: a helper such as
 `smart_DDP(model)`, or the entry script that imports the training loop) that never uses
-`model.no_sync()` or `model.require_backward_grad_sync` (itself or through a helper). In a file
-that touches the sync, a loop is checked only when none of that code can reach it: the top-level
-class or function holding the loop touches no sync, names no class or function that does, and is
-named by none (one trainer class's `no_sync()` does not cover another trainer of the file).
+`model.no_sync()` or `model.require_backward_grad_sync` (itself or through a helper), nor apex's
+`model.disable_allreduce()`. In a file that touches the sync, a loop is checked only when none of
+that code can reach it: the top-level class or function holding the loop touches no sync, names no
+class or function that does, and is named by none (one trainer class's `no_sync()` does not cover another trainer of the file).
 
 ## Why is this bad?
 DDP all-reduces the gradients in every backward pass. Under accumulation only the last

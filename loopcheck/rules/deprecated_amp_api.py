@@ -14,8 +14,11 @@ also covers CPU, XPU and other backends with the same code.
 `@torch.amp.custom_fwd(device_type="cuda")` and `@torch.amp.custom_bwd(device_type="cuda")` (no
 automatic fix for the decorators). `--fix` rewrites spelled-out
 calls, and `from torch.cuda.amp import GradScaler, autocast` together with every call of the
-imported names (`GradScaler("cuda")`, `autocast("cuda", ...)`) when all of its uses are such calls. A file that already uses the
-new API for the same object (a fallback for old PyTorch versions) is not reported.
+imported names (`GradScaler("cuda")`, `autocast("cuda", ...)`) when all of its uses are such calls
+and no other import binds the same name (one per test method: no fix). A file that already uses the
+new API for the same object (a fallback for old PyTorch versions) is not reported, nor is a
+project whose pins allow only a PyTorch older than 2.4 (`torch==1.11.0` in its requirements): there
+the old spelling warns about nothing, and `torch.amp.GradScaler` does not exist before 2.3.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ class DeprecatedAmpApi(Rule):
     message = "`torch.cuda.amp.autocast`/`GradScaler`/`custom_fwd`/`custom_bwd` are deprecated: use `torch.amp`"
     requires = ("cuda.amp", "torch.cuda import")
     needs_training_loop = False  # a deprecated call anywhere in the file
+    reads_pins = True  # a project pinned to an older torch has no warning, nor the new API
     # every name it looks for (in `_DEPRECATED`, `_DECORATORS`, `_CURRENT`) holds one of these
     reads_statements_with = ("amp", "autocast", "GradScaler", "custom_fwd", "custom_bwd")
     fixable = True
@@ -111,6 +115,8 @@ class ScaledMatmul(torch.autograd.Function):
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
+        if model.project is not None and model.project.pins.below("torch", "2.4"):
+            return  # every torch the project allows predates the deprecation (and torch.amp.GradScaler)
         aliases = import_aliases(model.index.imports)
         found: list[tuple[cst.CSTNode, cst.Call, str]] = []
         current: set[str] = set()
@@ -154,12 +160,13 @@ def _decorators(model: FileModel, aliases: dict[str, set[str]]) -> Iterator[Viol
 
 
 def _import_of(model: FileModel, local: str) -> cst.ImportFrom | None:
-    """The ``from torch.cuda.amp import ...`` that binds ``local``."""
-    for node in model.index.imports:
-        if isinstance(node, cst.ImportFrom) and not node.relative and dotted(node.module) == "torch.cuda.amp" \
-                and not isinstance(node.names, cst.ImportStar) and local in _locals(node):
-            return node
-    return None
+    """The one ``from torch.cuda.amp import ...`` that binds ``local``: None where several do (one in
+    each test method), as rewriting one of them and every call of the name would hand ``"cuda"`` to
+    the old class where another still binds it."""
+    found = [node for node in model.index.imports
+             if isinstance(node, cst.ImportFrom) and not node.relative and dotted(node.module) == "torch.cuda.amp"
+             and not isinstance(node.names, cst.ImportStar) and local in _locals(node)]
+    return found[0] if len(found) == 1 else None
 
 
 def _locals(node: cst.ImportFrom) -> dict[str, str]:

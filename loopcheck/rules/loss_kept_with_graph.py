@@ -12,8 +12,9 @@ step (and the outputs of the model stay on the GPU) until the job slows down or 
 memory, often hours in. `.item()`, `.detach()`, `float(...)` and values computed under
 `torch.no_grad()` hold no graph and are not flagged, nor are the numbers a model of another
 module of the project returns beside its loss (`return lm_loss, lm_loss.item()` in its
-`forward`); neither is a running sum that is itself back-propagated (a loss summed over micro-batches on purpose). Neither is a list made fresh for
-one optimizer step (`losses = []` before `for _ in range(gradient_accumulation_steps):`), nor a
+`forward`); neither is a running sum that is itself back-propagated (a loss summed over micro-batches on purpose). Neither is a list or a total made fresh
+for one optimizer step (`losses = []` or `total = torch.zeros(n)` before `for _ in
+range(gradient_accumulation_steps):`, or before an inner loop over loss terms), nor a
 back-propagated loss kept by a short fixed run such as a test's `for _ in range(5):`, or summed into
 a total that a periodic logging branch resets (`if i % log_interval == 0: ...; total = 0`): backward
 has freed their activations and what stays is bounded.
@@ -235,12 +236,18 @@ def _window_local(training: TrainingLoop, container: str) -> bool:
 
 
 def _empty(value: cst.BaseExpression) -> bool:
-    """``[]``, ``{}``, ``0``, ``0.0``, ``list()``, ``defaultdict(list)``."""
+    """``[]``, ``{}``, ``0``, ``0.0``, ``list()``, ``defaultdict(list)``, and a tensor of zeros to sum
+    into (``torch.zeros(n, device=device)``, ``torch.zeros_like(x)``, ``torch.tensor(0.0)``)."""
     if isinstance(value, (cst.List, cst.Dict)):
         return not value.elements
     if isinstance(value, (cst.Integer, cst.Float)):
         return float(value.evaluated_value) == 0
-    return isinstance(value, cst.Call) and last_part(func_name(value) or "") in ("list", "dict", "defaultdict")
+    if not isinstance(value, cst.Call):
+        return False
+    called = last_part(func_name(value) or "")
+    if called == "tensor":
+        return bool(value.args) and _empty(value.args[0].value)
+    return called in ("list", "dict", "defaultdict", "zeros", "zeros_like")
 
 
 _SHORT_RUN = 100

@@ -8,7 +8,8 @@ One step per epoch accumulates the gradients of the whole epoch into a single up
 learning rate tuned for one batch): training is hundreds of times slower and the update
 enormous. A single backward after the loop back-propagates only the last batch's loss; every
 other batch's forward pass was wasted. An explicit full-batch intent (the loss divided by the
-number of batches) is not flagged.
+number of batches) is not flagged, nor is a loop over several loaders that draws one batch from
+each (`for dl in loaders: batch = next(dl)`): the step after it ends one round of micro-batches.
 
 ## Fix
 Indent `optimizer.step()` (and `zero_grad()`) into the batch loop, or move `backward()` there.
@@ -20,9 +21,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.model import FileModel, Kind, Style
+from loopcheck.model import FileModel, Kind, Loop, Style
 from loopcheck.model.loss import Scaling, loss_scaling
-from loopcheck.model.syntax import dotted
+from loopcheck.model.syntax import calls, dotted, func_name, target_names
 from loopcheck.model.training import is_data_iterable
 from loopcheck.rules._base import Rule, Violation
 
@@ -76,6 +77,8 @@ for epoch in range(epochs):
                 if backward.loss is not None and loss_scaling(backward.loss, training.loop, backward.order, helpers,
                                                               set()) is not Scaling.RAW:
                     continue  # divided by the number of batches: a deliberate full-batch step
+                if _draws_from_each(training.loop):
+                    continue  # one batch from each of several loaders, then one step: not an epoch
                 step = training.steps[0]
                 yield self.at(step, f"`{step.receiver}` steps once after the data loop while backward runs for "
                                     "every batch: one update per epoch from the summed gradients of all batches")
@@ -90,3 +93,13 @@ for epoch in range(epochs):
                 yield self.at(backward, f"`{name}` is overwritten on every batch of the loop above and "
                                         "back-propagated once after it: only the last batch trains the model")
 
+
+def _draws_from_each(loop: Loop) -> bool:
+    """``for data_loader in dataloaders: batch = next(data_loader)``: the loop goes over loaders (or
+    iterators), drawing one batch from each, so the step after it ends a round of micro-batches."""
+    target = loop.target
+    if target is None:
+        return False
+    drawn = set(target_names(target))
+    return any(func_name(call) == "next" and call.args and dotted(call.args[0].value) in drawn
+               for call in calls(loop.node.body))
