@@ -21,6 +21,12 @@ def _unit(setup: str, expr: str) -> Unit | None:
     ("n_epochs = args.epochs\n", "n_epochs", Unit.EPOCHS),
     ("n_epochs = args.epochs\n", "n_epochs - args.warmup_epochs", Unit.EPOCHS),
     ("n_epochs = args.epochs\n", "n_epochs * len(train_loader)", Unit.BATCHES),
+    # a list of examples over the batch size counts batches, as BERT-era scripts count them
+    ("", "int(len(train_examples) / args.train_batch_size) * args.num_train_epochs", Unit.BATCHES),
+    ("", "int(len(train_examples) / args.train_batch_size / args.gradient_accumulation_steps) * args.epochs",
+     Unit.UPDATES),
+    ("", "len(train_data) // args.batch_size * args.epochs", Unit.BATCHES),
+    ("", "len(batch_data) * args.epochs", None),  # one batch's samples: no count of the data
     # epochs times counts of unknown unit: GPT2-Chinese's horizon, in optimizer steps
     ("epochs = args.epochs\nstride = args.stride\n", "int(full_len / stride * epochs / batch_size / accum)", None),
     ("", "args.epochs * len(train_loader)", Unit.BATCHES),

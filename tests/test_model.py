@@ -277,6 +277,32 @@ def test_step_counters_as_real_code_writes_them(loop: str, phase: Phase, restart
     assert (guard.phase, guard.restarts) == (phase, restarts)
 
 
+@pytest.mark.parametrize(("start", "phase"), [
+    # optimizer steps done, in micro-batches: 0 on a fresh run whatever the factor
+    ("completed_steps * args.gradient_accumulation_steps", Phase.START),
+    ("args.gradient_accumulation_steps * completed_steps", Phase.START),
+    # a local computed once before the loop from that counter (`global_step % updates_per_epoch`)
+    ("done_in_epoch * N", Phase.START),
+    ("done_in_epoch * N + 1", Phase.BOUNDARY),  # 1-based: `step % N == 0` is right
+    # a factor whose fresh value is unknown, or a product of two such: no start known
+    ("args.first_step * N", Phase.UNKNOWN),
+    ("offset * N", Phase.UNKNOWN),
+])
+def test_a_resumed_start_is_read_at_its_fresh_run_value(start: str, phase: Phase) -> None:
+    guard = _step_guard(f"""
+    completed_steps = 0
+    if args.resume:
+        completed_steps = ckpt["completed_steps"]
+    done_in_epoch = completed_steps % (len(loader) // N)
+    offset = resume_offset(args)
+    for step, (x, y) in enumerate(loader, start={start}):
+        criterion(model(x), y).backward()
+        if step % N == 0:
+            optimizer.step()
+    """)
+    assert guard.kind is GuardKind.PERIODIC and guard.phase is phase
+
+
 @pytest.mark.parametrize("extra, periodic", [
     ("", True),
     ("        if loss.item() > 10:\n            losses.pop()\n", False),  # the list does not grow every iteration

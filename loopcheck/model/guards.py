@@ -529,18 +529,48 @@ class GuardReader:
         start = enumerate_start_expr(assignment, index)
         if start is None:
             return None
-        value = int_value(start)
+        # `enumerate(loader, start=start_step + 1)`: the value of a fresh run (no checkpoint loaded)
+        return self._fresh_start(start, 0)
+
+    def _fresh_start(self, expr: cst.BaseExpression, depth: int) -> int | None:
+        """The value of a resumed start on a fresh run: ``start_step + 1`` with ``start_step = 0``;
+        ``completed_steps * args.gradient_accumulation_steps`` (optimizer steps done, in micro-batches)
+        is 0 while ``completed_steps`` is, whatever the factor; so is ``done = global_step % per_epoch``,
+        a local computed once before the loop from a counter that is 0."""
+        value = int_value(expr)
         if value is not None:
             return value
-        # `enumerate(loader, start=start_step + 1)`: the value of a fresh run (no checkpoint loaded)
-        if isinstance(start, cst.BinaryOperation) and isinstance(start.operator, (cst.Add, cst.Subtract)):
-            k, base = int_value(start.right), dotted(start.left)
-            init = self._fresh_value(base) if base is not None else None
-            if k is not None and init is not None:
-                return init + k if isinstance(start.operator, cst.Add) else init - k
+        if isinstance(expr, cst.BinaryOperation):
+            left = self._fresh_start(expr.left, depth)
+            if isinstance(expr.operator, (cst.Multiply, cst.Modulo, cst.FloorDivide)) and left == 0:
+                return 0
+            right = self._fresh_start(expr.right, depth)
+            if isinstance(expr.operator, cst.Multiply) and right == 0:
+                return 0
+            if left is None or right is None:
+                return None
+            return left + right if isinstance(expr.operator, cst.Add) else \
+                left - right if isinstance(expr.operator, cst.Subtract) else \
+                left * right if isinstance(expr.operator, cst.Multiply) else None
+        name = dotted(expr)
+        if name is None:
             return None
-        name = dotted(start)
-        return self._fresh_value(name) if name is not None else None
+        value = self._fresh_value(name)
+        if value is None and depth < 2 and (computed := self._computed_once(name)) is not None:
+            value = self._fresh_start(computed, depth + 1)
+        return value
+
+    def _computed_once(self, name: str) -> cst.BaseExpression | None:
+        """The value of ``name``'s one plain assignment in the nearest scope that sets it before this
+        loop (``done = global_step % per_epoch``), where that scope sets it no other way."""
+        outer = self.loop.parent
+        while outer is not None:
+            found = [a for a in outer.assignments if name in a.names and a.order < self.loop.order]
+            if found:
+                value = _element(found[0], name) if len(found) == 1 and found[0].op == "=" else None
+                return value if isinstance(value, cst.BaseExpression) else None
+            outer = outer.parent
+        return None
 
     def _fresh_value(self, name: str) -> int | None:
         """The integer ``name`` holds when the loop starts on a fresh run: its one literal value set

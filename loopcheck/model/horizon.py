@@ -37,7 +37,9 @@ ACCUMULATION_NAME = re.compile(r"accum|gradient_accumulation|grad_acc", re.I)
 _BATCHES = re.compile(r"per_epoch|num_batches|len_loader|epoch_len|epoch_size|epoch_iters", re.I)
 _UPDATES = re.compile(r"update_steps|updates_per_epoch|num_update", re.I)
 _EPOCHS = re.compile(r"epoch", re.I)
-_DATA = re.compile(r"load|(^|_)dl($|_)|dataset", re.I)
+# the data a `len()` counts: a loader or a dataset, also a list of examples (`len(train_examples)
+# / args.train_batch_size`, as BERT-era scripts count their batches)
+_DATA = re.compile(r"load|(^|_)dl($|_)|dataset|(^|train_)(data|examples|features|samples)$", re.I)
 
 
 # Warmup length of the schedules that take one: (keyword, position among all arguments).

@@ -3,7 +3,8 @@ Checks that a scheduler's horizon (`T_max`, `total_steps`, `num_training_steps`)
 the same unit as its stepping, where both are visible in the file: epochs against per-batch
 stepping, batches against per-epoch stepping, micro-batches against per-update stepping.
 
-The horizon's unit is read from what the file shows: `len(train_loader)` and names such as
+The horizon's unit is read from what the file shows: `len(train_loader)` (also `len(train_examples) /
+args.train_batch_size`, as BERT-era scripts count batches) and names such as
 `steps_per_epoch` or `epoch_length` count batches (a division by `len(train_loader)`, as in
 `epochs = args.iters // len(train_loader)`, counts none: the name then says what it is), a division by the accumulation count makes
 optimizer steps, a multiplication by it makes micro-batches again (`max_train_steps *
