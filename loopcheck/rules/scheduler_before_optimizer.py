@@ -1,6 +1,7 @@
 """## What it does
 Checks for an LR scheduler stepped before the optimizer in an iteration, in the batch loop or at
-the start of the epoch loop.
+the start of the epoch loop (on every epoch, or in the branch that runs the batch loop: the `else:`
+of a warmup phase that trains another optimizer).
 
 ## Why is this bad?
 Since PyTorch 1.1 `scheduler.step()` must follow `optimizer.step()`. Stepping it first skips the
@@ -10,7 +11,9 @@ Before 1.1 the scheduler was stepped first, so a project that pins `torch` below
 requirements, setup.py, pyproject.toml or environment.yml) is not flagged.
 
 With several optimizers, a scheduler is compared with the optimizer it was built on
-(`LambdaLR(opt_g, ...)` follows `opt_g.step()`, whatever other optimizers step later).
+(`LambdaLR(opt_g, ...)` follows `opt_g.step()`, whatever other optimizers step later); where the
+batch loop is a function of the same file (`def train(model, loader, optimizer)` called as
+`train(model, loader, opt_joint)`), its optimizer is the one the call passes.
 
 ## Fix
 Call `scheduler.step()` after `optimizer.step()`.
@@ -25,7 +28,7 @@ import libcst as cst
 from loopcheck.fixes import move_after, own_line
 from loopcheck.model import Event, FileModel, Framework, Kind, Style
 from loopcheck.model.guards import GuardReader, exclusive
-from loopcheck.model.syntax import last_part
+from loopcheck.model.syntax import dotted, last_part
 from loopcheck.model.training import is_data_loop
 from loopcheck.rules._base import Rule, Violation
 
@@ -119,8 +122,10 @@ for epoch in range(epochs):
             for scheduler in outer.events(Kind.SCHEDULER_STEP):
                 if _first_step(model, scheduler, steps) is None:
                     continue
-                if not scheduler.has_args and scheduler.order < loop.order and reader.guard(
-                        scheduler.conds, scheduler.order).always:
+                # stepped on every epoch, or in the branch that runs the batch loop (`else:` of a warmup
+                # phase that trains another optimizer): each time before that loop's first step
+                if not scheduler.has_args and scheduler.order < loop.order and (reader.guard(
+                        scheduler.conds, scheduler.order).always or scheduler.conds and scheduler.conds == loop.conds):
                     yield self._report(model, scheduler, loop.node)
 
     def _report(self, model: FileModel, scheduler: Event, after: cst.CSTNode) -> Violation:
@@ -137,7 +142,26 @@ def _first_step(model: FileModel, scheduler: Event, steps: list[Event]) -> Event
     step here, or when several do and the file does not say which one the scheduler follows."""
     owners = model.roles.scheduler_optimizers(scheduler.receiver)
     if owners:
-        steps = [s for s in steps if s.optimizer and last_part(s.optimizer) in owners]
+        steps = [s for s in steps if s.optimizer and (last_part(s.optimizer) in owners
+                                                      or last_part(_passed_as(s) or "") in owners)]
     elif len({last_part(s.optimizer or "") for s in steps}) > 1:
         return None
     return min(steps, key=lambda s: s.order) if steps else None
+
+
+def _passed_as(step: Event) -> str | None:
+    """The optimizer a step's name stands for where the nest last binds that name to another before
+    the step (``def train(model, loader, optimizer)`` inlined for ``train(model, loader, opt_g)``: its
+    parameter is bound at the call site, after any other call's binding), None where it is bound
+    otherwise or not at all."""
+    name, conds, loop = step.optimizer, step.conds, step.loop
+    while loop is not None:
+        # a binding in another branch (`if warm: train(optimizer=warm_opt) else: ...`) never reaches the
+        # step; `conds`: where the step, or the loop holding it, sits in this loop
+        bound = [a for a in loop.assignments if a.names == (name,) and a.order < step.order
+                 and not exclusive(a.conds, conds)]
+        if bound:
+            last = max(bound, key=lambda a: a.order)
+            return dotted(last.value) if last.op == "=" else None
+        conds, loop = loop.conds, loop.parent
+    return None

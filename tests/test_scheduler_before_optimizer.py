@@ -1,0 +1,48 @@
+"""LC302 where the batch loop is a same-file function called from the epoch loop: its optimizer is
+read as what the call passes, and a step in the branch that runs the batch loop counts."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from loopcheck.engine import check_source
+
+_TRAIN = """
+import torch
+
+
+def train(model, loader, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+
+
+def main(model, loader, warm_epochs, epochs):
+    opt_warm = torch.optim.SGD(model.parameters(), lr=0.1)
+    opt_joint = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.StepLR(opt_joint, 1)
+    for epoch in range(epochs):
+"""
+
+
+@pytest.mark.parametrize(("epoch_body", "flagged"), [
+    # the parameter `optimizer` is bound to `opt_joint` at the call: stepped first, every epoch
+    ("        sched.step()\n        train(model, loader, opt_joint)\n", True),
+    ("        sched.step()\n        train(model=model, loader=loader, optimizer=opt_joint)\n", True),
+    # in the branch that trains `opt_joint`
+    ("        if epoch < warm_epochs:\n            train(model, loader, opt_warm)\n"
+     "        else:\n            sched.step()\n            train(model, loader, opt_joint)\n", True),
+    # after the training
+    ("        train(model, loader, opt_joint)\n        sched.step()\n", False),
+    # the function trains another optimizer in that branch; `opt_joint` in the other one only
+    ("        if epoch < warm_epochs:\n            train(model, loader, opt_joint)\n"
+     "        else:\n            sched.step()\n            train(model, loader, opt_warm)\n", False),
+    # a step under a test that is not the batch loop's
+    ("        if epoch % 2:\n            sched.step()\n        train(model, loader, opt_joint)\n", False),
+])
+def test_a_scheduler_stepped_before_an_inlined_training_function(epoch_body: str, flagged: bool) -> None:
+    source = textwrap.dedent(_TRAIN) + epoch_body
+    codes = [f.code for f in check_source(source, filename="train.py", select=["LC302"])]
+    assert codes == (["LC302"] if flagged else [])
