@@ -46,3 +46,4 @@ def test_a_scheduler_stepped_before_an_inlined_training_function(epoch_body: str
     source = textwrap.dedent(_TRAIN) + epoch_body
     codes = [f.code for f in check_source(source, filename="train.py", select=["LC302"])]
     assert codes == (["LC302"] if flagged else [])
+

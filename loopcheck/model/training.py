@@ -26,6 +26,7 @@ class Style(enum.Enum):
 
 # `batch_samples` / `micro_batches` lists are windows of one step, not the data: not data loops.
 _DATA_NAME = re.compile(r"load|(^|_)dl($|_)|dataset|data_iter|(^|_)data$", re.I)
+_DESERIALIZERS = frozenset({"load", "loads", "safe_load", "full_load"})
 
 
 @dataclass(eq=False)
@@ -113,8 +114,11 @@ def _holds_when_finite(test: cst.BaseExpression) -> bool | None:
 
 
 def is_data_iterable(iterable: cst.BaseExpression | None) -> bool:
-    """``loader`` / ``enumerate(tqdm(train_dl))``: one batch of data per iteration."""
-    return iterable is not None and any(_DATA_NAME.search(last_part(n)) for n in names_in(iterable))
+    """``loader`` / ``enumerate(tqdm(train_dl))``: one batch of data per iteration. A deserializer
+    (``torch.load``, ``json.load``) reads a file, not the data: ``range(start_epoch, epochs)`` with
+    ``start_epoch = checkpoint["epoch"]`` and ``checkpoint = torch.load(path)`` counts epochs."""
+    return iterable is not None and any(_DATA_NAME.search(short) and short not in _DESERIALIZERS
+                                        for n in names_in(iterable) if (short := last_part(n)))
 
 
 def is_data_loop(loop: Loop) -> bool:

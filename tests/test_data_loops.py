@@ -1,0 +1,30 @@
+"""Which loops go over the data: an epoch loop whose first epoch is read from a checkpoint does not."""
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from loopcheck.model import build
+from loopcheck.model.training import is_data_loop
+
+
+@pytest.mark.parametrize(("start", "data"), [
+    ('checkpoint["current_epoch"]', False),  # `checkpoint = torch.load(path)`: a file, not the data
+    ('json.load(open(path))["epoch"]', False),
+    ("len(train_loader)", True),  # a count of batches: iterating it goes over the data
+])
+def test_an_epoch_counter_read_from_a_checkpoint_is_not_the_data(start: str, data: bool) -> None:
+    source = textwrap.dedent(f"""
+    checkpoint = torch.load(path)
+    first = {start}
+    for epoch in range(first, 280):
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+    """)
+    model = build(cst.parse_module(source), source)
+    outer = model.training_loops[0].step_loop.parent
+    assert outer is not None and outer.is_loop and is_data_loop(outer) is data
