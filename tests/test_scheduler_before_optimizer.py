@@ -47,3 +47,29 @@ def test_a_scheduler_stepped_before_an_inlined_training_function(epoch_body: str
     codes = [f.code for f in check_source(source, filename="train.py", select=["LC302"])]
     assert codes == (["LC302"] if flagged else [])
 
+
+
+_PASSED = """
+def do_train(model, loader, optimizer, optimizer_center, scheduler, epochs):
+    for epoch in range(epochs):
+"""
+_BATCHES = """
+        for x, y in loader:
+            optimizer.zero_grad()
+            optimizer_center.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+{between}            optimizer_center.step()
+"""
+
+
+@pytest.mark.parametrize(("before", "between", "flagged"), [
+    # at the top of the epoch: before both optimizers, whichever it drives
+    ("        scheduler.step()\n", "", True),
+    # between the two steps: the file does not say which optimizer it follows
+    ("", "            scheduler.step()\n", False),
+])
+def test_a_scheduler_the_file_does_not_build_with_two_optimizers(before: str, between: str, flagged: bool) -> None:
+    source = textwrap.dedent(_PASSED) + before + _BATCHES.format(between=between)
+    codes = [f.code for f in check_source(source, filename="processor.py", select=["LC302"])]
+    assert codes == (["LC302"] if flagged else [])

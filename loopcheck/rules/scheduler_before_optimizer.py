@@ -11,7 +11,8 @@ Before 1.1 the scheduler was stepped first, so a project that pins `torch` below
 requirements, setup.py, pyproject.toml or environment.yml) is not flagged.
 
 With several optimizers, a scheduler is compared with the optimizer it was built on
-(`LambdaLR(opt_g, ...)` follows `opt_g.step()`, whatever other optimizers step later); where the
+(`LambdaLR(opt_g, ...)` follows `opt_g.step()`, whatever other optimizers step later); one the file
+does not build (a trainer's parameter), stepped at the top of the epoch loop, precedes them all; where the
 batch loop is a function of the same file (`def train(model, loader, optimizer)` called as
 `train(model, loader, opt_joint)`), its optimizer is the one the call passes.
 
@@ -120,7 +121,9 @@ for epoch in range(epochs):
                 continue  # `for _ in range(disc_updates)` inside the batch loop is not the batch loop
             reader = GuardReader(outer, model.index.int_inits)
             for scheduler in outer.events(Kind.SCHEDULER_STEP):
-                if _first_step(model, scheduler, steps) is None:
+                # before the batch loop it precedes every optimizer's step: which one it was built on
+                # matters only where the file says, and that one does not step here
+                if _first_step(model, scheduler, steps) is None and model.roles.scheduler_optimizers(scheduler.receiver):
                     continue
                 # stepped on every epoch, or in the branch that runs the batch loop (`else:` of a warmup
                 # phase that trains another optimizer): each time before that loop's first step
