@@ -28,3 +28,14 @@ def test_an_epoch_counter_read_from_a_checkpoint_is_not_the_data(start: str, dat
     model = build(cst.parse_module(source), source)
     outer = model.training_loops[0].step_loop.parent
     assert outer is not None and outer.is_loop and is_data_loop(outer) is data
+
+
+@pytest.mark.parametrize(("iterable", "data"), [
+    ("load(split)", True),  # a project's own loader factory named `load`
+    ("data.load(split)", True),
+    ("torch.load(path)", False),  # a checkpoint
+])
+def test_only_known_deserializers_are_left_out(iterable: str, data: bool) -> None:
+    from loopcheck.model.training import is_data_iterable
+
+    assert is_data_iterable(cst.parse_expression(iterable)) is data

@@ -26,7 +26,9 @@ class Style(enum.Enum):
 
 # `batch_samples` / `micro_batches` lists are windows of one step, not the data: not data loops.
 _DATA_NAME = re.compile(r"load|(^|_)dl($|_)|dataset|data_iter|(^|_)data$", re.I)
-_DESERIALIZERS = frozenset({"load", "loads", "safe_load", "full_load"})
+# what reads a file (a checkpoint, a config), by its full name: `torch.load(path)` is not a loader
+_DESERIALIZERS = frozenset({"torch.load", "json.load", "json.loads", "pickle.load", "pickle.loads", "np.load",
+                            "numpy.load", "yaml.load", "yaml.safe_load", "yaml.full_load", "joblib.load"})
 
 
 @dataclass(eq=False)
@@ -117,8 +119,8 @@ def is_data_iterable(iterable: cst.BaseExpression | None) -> bool:
     """``loader`` / ``enumerate(tqdm(train_dl))``: one batch of data per iteration. A deserializer
     (``torch.load``, ``json.load``) reads a file, not the data: ``range(start_epoch, epochs)`` with
     ``start_epoch = checkpoint["epoch"]`` and ``checkpoint = torch.load(path)`` counts epochs."""
-    return iterable is not None and any(_DATA_NAME.search(short) and short not in _DESERIALIZERS
-                                        for n in names_in(iterable) if (short := last_part(n)))
+    return iterable is not None and any(_DATA_NAME.search(last_part(n)) and n not in _DESERIALIZERS
+                                        for n in names_in(iterable))
 
 
 def is_data_loop(loop: Loop) -> bool:
