@@ -269,31 +269,29 @@ class Brain:
     # -- no_sync() around backward while the forward ran outside ------------------------------
     def _backward_only(self, training: TrainingLoop, model: FileModel) -> Iterator[Violation]:
         index = model.index
-        if wrap_calls(model, FSDP_WRAPPERS) and not wrap_calls(model, DDP_WRAPPERS):
+        wrapped = [(b, c) for b in training.backwards for c in b.contexts if c.kind.startswith("no_sync")]
+        if not wrapped or wrap_calls(model, FSDP_WRAPPERS) and not wrap_calls(model, DDP_WRAPPERS):
             return  # FSDP reads its no_sync() when the gradients are reduced, after the backward: it works there
-        for backward in training.backwards:
-            for context in backward.contexts:
-                if not context.kind.startswith("no_sync"):
-                    continue
-                if sync_manager(context.call, index):  # the trainer's own switch over its DDP modules
-                    if _forward_outside(training, backward, index):
-                        yield self.at(backward, f"`{source(context.call)}` turns DDP's sync off only around the "
-                                                "backward pass, but the forward this loss comes from ran before it: "
-                                                "DDP decides at forward time, so this backward still all-reduces "
-                                                "(the no_sync has no effect)")
-                    continue
-                module = no_sync_receiver(context.call) or (conditional_no_sync(context.call) or (0, 0, None))[2]
-                shown = f"{module}.no_sync()"
-                if module is None and accelerates_ddp(model):
-                    module = accelerator_no_sync(context.call, model.roles)
-                    shown = source(context.call)
-                if module is None:
-                    continue
-                found = forwards(training, module, backward, index)
-                if found and not any(in_no_sync(f.contexts, module) for f in found):
-                    yield self.at(backward, f"`{shown}` wraps only the backward pass, but the forward "
-                                            f"`{module}(...)` ran outside it: DDP decides at forward time, so this "
-                                            "backward still all-reduces (no_sync has no effect)")
+        for backward, context in wrapped:
+            if sync_manager(context.call, index):  # the trainer's own switch over its DDP modules
+                if _forward_outside(training, backward, index):
+                    yield self.at(backward, f"`{source(context.call)}` turns DDP's sync off only around the "
+                                            "backward pass, but the forward this loss comes from ran before it: "
+                                            "DDP decides at forward time, so this backward still all-reduces "
+                                            "(the no_sync has no effect)")
+                continue
+            module = no_sync_receiver(context.call) or (conditional_no_sync(context.call) or (0, 0, None))[2]
+            shown = f"{module}.no_sync()"
+            if module is None and accelerates_ddp(model):
+                module = accelerator_no_sync(context.call, model.roles)
+                shown = source(context.call)
+            if module is None:
+                continue
+            found = forwards(training, module, backward, index)
+            if found and not any(in_no_sync(f.contexts, module) for f in found):
+                yield self.at(backward, f"`{shown}` wraps only the backward pass, but the forward "
+                                        f"`{module}(...)` ran outside it: DDP decides at forward time, so this "
+                                        "backward still all-reduces (no_sync has no effect)")
 
     # -- forward; with accelerator.accumulate(model): backward -------------------------------
     def _forward_before_accumulate(self, training: TrainingLoop) -> Iterator[Violation]:
