@@ -74,9 +74,10 @@ def test_details_list_only_the_requested_splits(score, tmp_path: Path) -> None:
     assert "rw2 LC501" in both
 
 
-def test_details_default_to_the_dev_split_and_name_no_held_out_checkout(score, tmp_path: Path) -> None:
+def test_details_default_to_the_readable_splits_and_name_no_held_out_checkout(score, tmp_path: Path) -> None:
     manifest = write_manifest(tmp_path / "m.jsonl", [
         entry("rw1", "dev", ["LC101"]),
+        entry("rw4", "dev2", ["LC303"], repo="second/dev"),
         entry("rw2", "test2", ["LC501"], repo="held/out"),
         entry("rw3", "test3", ["LC105"], repo="third/split"),
     ])
@@ -87,11 +88,12 @@ def test_details_default_to_the_dev_split_and_name_no_held_out_checkout(score, t
     text = details.read_text()
     assert code == 2
     assert "rw1 LC101" in text and "owner+name@" in text
+    assert "rw4 LC303" in text and "second+dev@" in text
     assert "rw2" not in text and "held" not in text
     assert "rw3" not in text and "third" not in text
 
 
-def test_a_split_outside_the_known_four_is_reported_after_them(score, tmp_path: Path) -> None:
+def test_a_split_outside_the_known_ones_is_reported_after_them(score, tmp_path: Path) -> None:
     manifest = write_manifest(tmp_path / "m.jsonl", [
         entry("rw1", "extra", []), entry("rw2", "dev", []), entry("rw3", "test3", [], repo="a/b"),
     ])
