@@ -28,16 +28,33 @@ def condition(model: FileModel, code: str, node: cst.CSTNode) -> str | None:
     if code not in ACCUMULATION_RULES:
         return None
     holding = [t for t in model.training_loops if node in _event_nodes(t)]
-    counts = {_setting(model, t) for t in holding}
-    if len(counts) != 1:
+    settings = {_setting(model, t) for t in holding}
+    if len(settings) == 2 and None in settings:
+        # `if not N or (i + 1) % N == 0:` also has a variant where N is off (0, None) and every
+        # micro-batch steps: that variant is the setting's other side, not another way to step
+        setting = next(s for s in settings if s is not None)
+        if all(_setting(model, t) is not None or _turns_off(t, setting) for t in holding):
+            settings = {setting}
+    if len(settings) != 1:
         return None
-    setting = counts.pop()
+    setting = settings.pop()
     if setting is None:
         return None
     default = _default(model, last_part(setting))
     if default is None:
         return f" (only when `{setting}` > 1)"
-    return f" (only when `{setting}` > 1; its default is 1)" if default == 1 else None
+    return f" (only when `{setting}` > 1; its default is {default})" if default in (0, 1) else None
+
+
+def _turns_off(training: TrainingLoop, setting: str) -> bool:
+    """The variant assumes the setting off: ``N`` false, ``N <= 1`` true, ``N > 1`` false, ..."""
+    for key, value in training.loop.assumptions.items():
+        if key == setting and value is False:
+            return True
+        rest = key[len(setting):] if key.startswith(setting) else None
+        if rest in ("<=1", "<2", "==1", "==0") and value or rest in (">1", ">=2", "!=1") and not value:
+            return True
+    return False
 
 
 def _event_nodes(training: TrainingLoop) -> set[cst.CSTNode]:

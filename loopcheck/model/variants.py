@@ -107,7 +107,8 @@ def collect_flags(loop: Loop, int_inits: dict[str, set[int | None]]) -> tuple[li
     flags tested together with a per-iteration condition (``has_no_sync and not need_update``).
     A flag with the same events on both sides (``if naflex: train_step(a) else: train_step(b)``,
     one helper inlined twice) splits nothing. A flag with events on one side only is assumed on
-    that side."""
+    that side; one in an ``or`` with a per-iteration test (``if not N or (i + 1) % N == 0:``) has
+    the event on both sides."""
     reader = GuardReader(loop, int_inits)
     cache: dict[cst.BaseExpression, tuple[str, bool] | None] = {}
     weight: dict[str, int] = {}
@@ -120,17 +121,21 @@ def collect_flags(loop: Loop, int_inits: dict[str, set[int | None]]) -> tuple[li
                 continue
             atoms = list(_atoms(cond.test, cond.negated))
             flags = []
-            for atom, negated in atoms:
+            for atom, negated, required in atoms:
                 if atom not in cache:
                     cache[atom] = reader.flag(atom)
                 found = cache[atom]
                 if found is not None and found[0] not in loop.assumptions:
-                    flags.append((found[0], found[1] != negated))
-            for key, on in flags:
+                    flags.append((found[0], found[1] != negated, required))
+            per_iteration = len(flags) < len(atoms)
+            for key, on, required in flags:
                 weight[key] = max(weight.get(key, 0), 2 if core else 1)
                 if what is not None:
                     sides.setdefault((key, on), set()).add(what)
-                if len(flags) < len(atoms):
+                    if per_iteration and not required:
+                        # `if not N or (i + 1) % N == 0: step()` steps on both sides of N
+                        sides.setdefault((key, not on), set()).add(what)
+                if per_iteration:
                     mixed.add(key)
 
     visit(loop.conds, None, True)
@@ -180,14 +185,18 @@ def _bound_literal(loop: Loop, name: str) -> bool | None:
     return None
 
 
-def _atoms(test: cst.BaseExpression, negated: bool) -> Iterator[tuple[cst.BaseExpression, bool]]:
+def _atoms(test: cst.BaseExpression, negated: bool, required: bool = True
+           ) -> Iterator[tuple[cst.BaseExpression, bool, bool]]:
+    """The atoms of a condition: each with whether it is negated and whether the condition can hold
+    only where it does (an ``and`` of it; not so in an ``or``, where another atom may hold instead)."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        yield from _atoms(test.expression, not negated)
+        yield from _atoms(test.expression, not negated, required)
     elif isinstance(test, cst.BooleanOperation):
-        yield from _atoms(test.left, negated)
-        yield from _atoms(test.right, negated)
+        conjunction = isinstance(test.operator, cst.And) != negated
+        yield from _atoms(test.left, negated, required and conjunction)
+        yield from _atoms(test.right, negated, required and conjunction)
     else:
-        yield test, negated
+        yield test, negated, required
 
 
 def _tested_names(loop: Loop) -> set[str]:

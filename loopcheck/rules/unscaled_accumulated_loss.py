@@ -17,10 +17,11 @@ replay the loader's own batch (chunks of one batch, GradCache-style re-forwardin
 whether their sum is right depends on the loss's reduction. Dividing the gradients instead of the
 loss before the step (`for p in model.parameters(): p.grad /= N`) is the same normalisation.
 A loss not divided at all is not flagged where every optimizer the loop steps is built in the file
-as Adam, AdamW, Adamax or NAdam (with no coupled `weight_decay` outside AdamW) and the file clips
-nothing: their update divides the gradient's running mean by the root of its running square, so N
-times the gradient gives the same step. A running count still is: it weighs the micro-batches
-unequally, which no optimizer undoes.
+as Adam, AdamW, Adamax, NAdam, FusedAdam or Lion (with no coupled `weight_decay`) and the file clips
+nothing: their update divides the gradient's running mean by the root of its running square (or
+takes its sign), so N times the gradient gives the same step. Where such a file clips, the message
+says what changes: the clip threshold meets the N-fold sum. A running count is always flagged: it
+weighs the micro-batches unequally, which no optimizer undoes.
 
 ## Fix
 Divide where the loss is back-propagated: `(loss / accum_steps).backward()` or
@@ -37,7 +38,8 @@ from loopcheck.fixes import Fix, called_once, replace
 from loopcheck.model import Event, FileModel, Framework, Role, Style, TrainingLoop
 from loopcheck.model.accelerate import accelerator_calls, accumulation_setting
 from loopcheck.model.loss import Scaling, loss_scaling
-from loopcheck.model.syntax import dotted, func_name, is_zero, keyword, last_part, method, names_in, same, source, walk
+from loopcheck.model.syntax import (dotted, func_name, int_value, is_zero, keyword, last_part, method, names_in, same,
+                                    source, walk)
 from loopcheck.model.training import is_data_loop, is_manual_backward
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.rules._base import Rule, Violation
@@ -212,10 +214,16 @@ for step, batch in enumerate(train_dataloader):
                     yield self.at(backward, "the loss is divided by a running count of micro-batches, so the k-th "
                                             "micro-batch of a window weighs 1/k: divide every micro-batch by the "
                                             f"same {count}")
-                elif scaling is Scaling.RAW and not _scale_free(model, training):
+                elif scaling is Scaling.RAW:
+                    adam_like = _adam_like(model, training)
+                    if adam_like and "clip_grad" not in model.source:
+                        continue  # every clipping call the model knows names it, and so does a helper it does not follow
                     fix = _divide_at_backward(model, training, backward, n) if n is not None else None
+                    effect = (f"the step size of an Adam-like optimizer does not change, but the clip threshold meets "
+                              f"the sum of {count} micro-batch gradients, so it clips as if set {count} times lower"
+                              if adam_like else f"each optimizer step is {count} times too large")
                     yield self.at(backward, f"the loss is back-propagated on every micro-batch without being divided "
-                                            f"by {count}: each optimizer step is {count} times too large", fix)
+                                            f"by {count}: {effect}", fix)
 
 
 def _grads_divided(model: FileModel, training: TrainingLoop) -> bool:
@@ -253,16 +261,16 @@ def _scaled_in_place(backward: Event, scope: cst.CSTNode) -> bool:
 _ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)
 
 
-# Optimizers whose update is m / (sqrt(v) + eps): a constant factor on every gradient cancels.
-_SCALE_FREE = {"Adam", "AdamW", "Adamax", "NAdam"}
+# Optimizers whose update is m / (sqrt(v) + eps) (or its sign, for Lion): a constant factor on
+# every gradient cancels. Their weight decay is decoupled unless said (Adam's own `weight_decay`
+# adds `wd * param` to the gradient before the ratio; FusedAdam decouples unless `adam_w_mode=False`).
+_SCALE_FREE = {"Adam", "AdamW", "Adamax", "NAdam", "FusedAdam", "Lion"}
+_DECOUPLED = {"AdamW", "FusedAdam", "Lion"}
 
 
-def _scale_free(model: FileModel, training: TrainingLoop) -> bool:
+def _adam_like(model: FileModel, training: TrainingLoop) -> bool:
     """Every optimizer the loop steps is built in this file as an Adam-like optimizer whose step
-    ignores the gradient's scale, and the file clips nothing (a norm threshold sees the N-fold sum).
-    Adam's own `weight_decay` adds `wd * param` to the gradient before the ratio, so there it counts."""
-    if "clip_grad" in model.source:
-        return False  # every clipping call the model knows names it, and so does a helper it does not follow
+    ignores the gradient's scale: only a clip threshold (which sees the N-fold sum) notices it."""
     names = {step.receiver for step in training.steps}
     if not names or None in names or not all(_direct_step(step.node) for step in training.steps):
         return False  # a wrapper's step (`trainer.optimize(opt)`) may clip or rescale where this file cannot see
@@ -273,8 +281,11 @@ def _scale_free(model: FileModel, training: TrainingLoop) -> bool:
         for call in calls:
             kind = last_part(func_name(call) or "")
             decay = keyword(call, "weight_decay")
+            mode = keyword(call, "adam_w_mode")
+            coupled = kind not in _DECOUPLED or kind == "FusedAdam" and mode is not None and not (
+                isinstance(mode, cst.Name) and mode.value == "True")
             if kind not in _SCALE_FREE or sum(a.keyword is None for a in call.args) > 2 \
-                    or (kind != "AdamW" and decay is not None and not is_zero(decay)):
+                    or (coupled and decay is not None and not is_zero(decay)):
                 return False  # beyond (params, lr) a positional argument may be the weight decay
     return True
 
@@ -291,7 +302,7 @@ def _divide_at_backward(model: FileModel, training: TrainingLoop, backward: Even
     made, so a ``total += loss.item()`` elsewhere keeps logging the undivided loss. ``N`` must mean
     the same where the backward is: the loop's own function, or a helper's parameter bound to it."""
     loss = backward.loss
-    if loss is None:
+    if loss is None or _tested_off(training, n):
         return None
     count = source(n) if isinstance(n, _ATOMIC) else f"({source(n)})"
     function = training.loop.function
@@ -310,3 +321,23 @@ def _divide_at_backward(model: FileModel, training: TrainingLoop, backward: Even
     receiver = isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.value is loss
     return replace(loss, f"({text} / {count})" if receiver else f"{text} / {count}",
                    f"divide the loss by {count} where it is back-propagated")
+
+
+def _tested_off(training: TrainingLoop, n: cst.BaseExpression) -> bool:
+    """The loop tests ``N`` for a value that turns accumulation off (``not N or (i + 1) % N == 0``,
+    ``N is None``, ``N <= 1``): there ``N`` may be 0 or None, and ``loss / N`` would raise or give inf."""
+    for event in training.loop.events(deep=True):
+        for cond in event.conds:
+            for node in walk(cond.test) if cond.test is not None else ():
+                if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not) \
+                        and same(node.expression, n):
+                    return True
+                if isinstance(node, cst.Comparison) and same(node.left, n) and len(node.comparisons) == 1:
+                    comparison = node.comparisons[0]
+                    bound = int_value(comparison.comparator)
+                    if isinstance(comparison.comparator, cst.Name) and comparison.comparator.value == "None" \
+                            or isinstance(comparison.operator, (cst.Equal, cst.NotEqual)) and bound == 0 \
+                            or isinstance(comparison.operator, (cst.LessThanEqual, cst.GreaterThan)) and bound in (0, 1) \
+                            or isinstance(comparison.operator, (cst.LessThan, cst.GreaterThanEqual)) and bound in (1, 2):
+                        return True
+    return False
