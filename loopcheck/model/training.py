@@ -186,6 +186,21 @@ def _branch(conds: tuple[Cond, ...]) -> list[tuple[int, str, bool]]:
     return [(id(c.owner), c.branch, c.negated) for c in conds]
 
 
+def _fed_afresh(parent: Loop, loop: Loop, step: Event) -> bool:
+    """Between ``loop`` and ``step``, wherever the step runs, the gradients are zeroed (its optimizer's
+    or the model's) and then a backward of ``parent``'s own runs: the step is fed by that backward
+    and the loop's gradients are wiped before it (MAML's per-task ``loss.backward()``, then
+    ``optimiser.zero_grad(); meta_loss.backward(); optimiser.step()``), so the loop is no window of it."""
+    def on_path(event: Event) -> bool:  # runs wherever the step does
+        branch = _branch(event.conds)
+        return _branch(step.conds)[:len(branch)] == branch
+
+    stepped = step.optimizer or step.receiver
+    zeros = [z.order for z in parent.events(Kind.ZERO_GRAD) if loop.order < z.order < step.order and on_path(z)
+             and (z.target != "optimizer" or z.receiver == stepped)]
+    return bool(zeros) and any(min(zeros) < b.order < step.order and on_path(b) for b in parent.events(Kind.BACKWARD))
+
+
 def micro_count(loop: Loop) -> cst.BaseExpression | None:
     """N of ``for micro_step in range(N)``."""
     it = loop.iter
@@ -258,7 +273,7 @@ def analyse(loop: Loop, int_inits: dict[str, set[int | None]]) -> TrainingLoop |
             return make(Style.PLAIN, steps)
         return make(Style.UNKNOWN, steps)
     if parent is not None:
-        after = [e for e in parent.events(Kind.STEP) if e.order > loop.order]
+        after = [e for e in parent.events(Kind.STEP) if e.order > loop.order and not _fed_afresh(parent, loop, e)]
         if after:
             if is_data_loop(loop) and not _splits_the_batch(loop, parent):
                 return make(Style.STEP_OUTSIDE, after)

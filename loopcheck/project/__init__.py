@@ -302,8 +302,9 @@ class Imported:
 
     @property
     def pins(self) -> _pins.Pins:
-        """The dependency versions the project pins (``loopcheck.project.pins``)."""
-        return _pins.pins_of(self.index.root)
+        """The dependency versions the project pins for this file (``loopcheck.project.pins``): a
+        sub-project's own pin files, between the file and the root, decide the packages they name."""
+        return _pins.pins_for(self.path, self.index.root)
 
     def digest(self) -> str:
         """Changes whenever a project module this file imports changes (its size or modification

@@ -43,6 +43,8 @@ class Pins:
     ``repr`` goes into the cache digest, so a changed pin invalidates cached results."""
 
     bounds: dict[str, list[Version]]
+    named: tuple[str, ...] = ()  # every package the pin files name, bounded from above or not (sorted)
+    floors: tuple[tuple[str, Version], ...] = ()  # the lowest version a lower bound allows (`torch>=2.0`)
 
     def below(self, package: str, version: str) -> bool:
         """Whether the project pins ``package`` below ``version``: every version a pin allows is older."""
@@ -50,17 +52,46 @@ class Pins:
         return any(bound <= limit for bound in self.bounds.get(_normal(package), ()))
 
 
+    def allows_below(self, package: str, version: str) -> bool:
+        """Whether a lower bound the pins name allows a version older than ``version`` (``torch>=2.0``
+        declares torch 2.0 supported): code rewritten for ``version`` would break there."""
+        limit = _trim(_version(version))
+        return any(name == _normal(package) and floor < limit for name, floor in self.floors)
+
+
 def pins_of(root: Path) -> Pins:
     """The pins of the project at ``root`` (read once per run)."""
     return _pins_of(root)
 
 
+def pins_for(path: Path, root: Path) -> Pins:
+    """The pins that hold for the file ``path`` of the project at ``root``: for each package, those of
+    the nearest directory from the file's up to the root whose pin files name it. A sub-project of a
+    repository (one folder of a research monorepo) pins its own torch in its own requirements.txt."""
+    return _pins_for(path.resolve().parent, root.resolve())
+
+
+@lru_cache(maxsize=4096)  # the files of one directory share it
+def _pins_for(directory: Path, root: Path) -> Pins:
+    if directory == root or root not in directory.parents:
+        return _pins_of(root)
+    outer = _pins_for(directory.parent, root)
+    if not _pin_files(directory):
+        return outer
+    own = _pins_of(directory)
+    bounds = {name: found for name, found in outer.bounds.items() if name not in own.named}
+    bounds.update(own.bounds)
+    floors = tuple(sorted({*(f for f in outer.floors if f[0] not in own.named), *own.floors}))
+    return Pins(bounds, tuple(sorted({*outer.named, *own.named})), floors)
+
+
 def forget() -> None:
     _pin_files.cache_clear()
     _pins_of.cache_clear()
+    _pins_for.cache_clear()
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=4096)
 def _pin_files(root: Path) -> tuple[Path, ...]:
     found = []
     for directory in (root, root / "requirements"):
@@ -78,13 +109,21 @@ def _pin_files(root: Path) -> tuple[Path, ...]:
 @lru_cache(maxsize=64)
 def _pins_of(root: Path) -> Pins:
     bounds: dict[str, list[Version]] = {}
+    named: set[str] = set()
+    floors: set[tuple[str, Version]] = set()
     seen: set[Path] = set()
     for path in _pin_files(root):
         for spec, conda in _requirements(path, seen):
             parsed = _bound(spec, conda)
             if parsed is not None:
                 bounds.setdefault(parsed[0], []).append(parsed[1])
-    return Pins(bounds)
+            name = _name(spec, conda)
+            if name is not None:
+                named.add(name)
+            floor = _floor(spec)
+            if name is not None and floor is not None:
+                floors.add((name, floor))
+    return Pins(bounds, tuple(sorted(named)), tuple(sorted(floors)))
 
 
 def _requirements(path: Path, seen: set[Path]) -> list[tuple[str, bool]]:
@@ -218,6 +257,24 @@ def _poetry_clauses(constraint: str) -> list[str] | None:
         else:
             clauses.append(clause if op else "==" + clause)
     return clauses
+
+
+def _name(spec: str, conda: bool) -> str | None:
+    """The package a requirement names (conda's ``pytorch`` is ``torch``)."""
+    named = _NAME.match(spec.strip())
+    if named is None or "://" in spec:
+        return None
+    return _normal(_CONDA_NAMES.get(named.group(1).lower(), named.group(1)) if conda else named.group(1))
+
+
+def _floor(spec: str) -> Version | None:
+    """The lowest version a ``>=``, ``>`` or ``~=`` clause of a requirement allows."""
+    named = _NAME.match(spec.strip())
+    if named is None or ";" in spec or "://" in spec:
+        return None
+    floors = [_trim(_version(m.group(2))) for clause in named.group(2).split(",")
+              if (m := re.match(r"^(>=|>|~=)\s*v?([0-9][0-9a-zA-Z.*+]*)", clause.strip())) is not None]
+    return min(floors) if floors else None
 
 
 def _bound(spec: str, conda: bool) -> tuple[str, Version] | None:

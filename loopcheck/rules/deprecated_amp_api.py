@@ -18,12 +18,16 @@ imported names (`GradScaler("cuda")`, `autocast("cuda", ...)`) when all of its u
 and no other import binds the same name (one per test method: no fix). A file that already uses the
 new API for the same object (a fallback for old PyTorch versions) is not reported, nor is a
 project whose pins allow only a PyTorch older than 2.4 (`torch==1.11.0` in its requirements): there
-the old spelling warns about nothing, and `torch.amp.GradScaler` does not exist before 2.3.
+the old spelling warns about nothing, and `torch.amp.GradScaler` does not exist before 2.3. In a
+repository of several sub-projects, the pins of the nearest folder that names torch decide. Where a
+lower bound says the project supports an older torch (`torch>=2.0.0`), the rewrite is unsafe if the
+new name did not exist there yet (`torch.amp.GradScaler` before 2.3, `torch.amp.autocast` before 1.10).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import libcst as cst
 
@@ -132,12 +136,19 @@ class ScaledMatmul(torch.autograd.Function):
             if what in current:
                 continue  # the new API is used too: this is a fallback for old PyTorch
             fix = _rewrite(node, call, what)
+            moved = {what}
             if fix is None and isinstance(node, cst.Name) and node is call.func:
                 source = _import_of(model, node.value)
                 if source is not None:
                     if id(source) not in imported:
                         imported[id(source)] = _rewrite_import(model, source)
                     fix = imported[id(source)]
+                    moved = set(_locals(source).values())
+            if fix is not None and model.project is not None and model.project.pins.allows_below(
+                    "torch", "2.3" if "GradScaler" in moved else "1.10"):
+                # `torch>=2.0` says the project runs on a torch whose torch.amp has no GradScaler (before
+                # 2.3) or no autocast (before 1.10): the rewrite would break it there
+                fix = replace(fix, safe=False)
             yield Violation(node, node, f"`torch.cuda.amp.{what}` is deprecated (FutureWarning on every use): "
                                         f"use `{_REPLACEMENT[what]}`", fix)
         yield from _decorators(model, aliases)

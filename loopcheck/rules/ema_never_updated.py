@@ -2,7 +2,9 @@
 Checks for an EMA / averaged model (`AveragedModel`, timm `ModelEma*`, `ema_pytorch.EMA`,
 `torch_ema.ExponentialMovingAverage`) that a training file creates but never updates. One
 constructed with a decay of 0 (`EMA(0)`) copies the weights on every update: it is a store for them
-(a backup while the averaged weights are evaluated), not an average, and is left alone.
+(a backup while the averaged weights are evaluated), not an average, and is left alone; so is one
+built from literals alone (`averager = EMA()`, `EMA(0.99)`): it is handed no model, so it smooths
+values it is fed later (`losses = averager(losses)`), not weights.
 
 ## Why is this bad?
 The EMA keeps the weights it was created with. It is often what gets evaluated and saved as
@@ -124,6 +126,15 @@ def _copies_the_weights(call: cst.Call) -> bool:
     return decay is not None and is_zero(decay)
 
 
+def _given_weights(call: cst.Call) -> bool:
+    """Something that may be the model or its parameters is handed to the constructor. Built from
+    nothing but literals (``EMA()``, ``EMA(0.99)``, ``EMA(beta=0.9)``), the object averages values it is
+    fed later (a metric smoother called as ``losses = averager(losses)``), not a model's weights."""
+    return any(not isinstance(a.value, (cst.Integer, cst.Float, cst.SimpleString, cst.Name, cst.UnaryOperation))
+               or isinstance(a.value, cst.Name) and a.value.value not in ("True", "False", "None")
+               for a in call.args)
+
+
 class EmaNeverUpdated(Rule):
     code = "LC402"
     message = "an EMA model is created but never updated"
@@ -196,7 +207,7 @@ class Trainer:
         for name, calls in model.roles.constructed.items():
             # the constructor first: the checks below walk every call of the file, for each name
             ema = next((c for c in calls if role_of_constructor(func_name(c) or "") is Role.EMA), None)
-            if ema is None or _copies_the_weights(ema):
+            if ema is None or _copies_the_weights(ema) or not _given_weights(ema):
                 continue
             methods = model.index.methods_called.get(name, set())
             if name in updated or methods & _UPDATES or any(m.startswith("update") for m in methods):

@@ -21,7 +21,9 @@ its pretrained BatchNorm statistics on purpose), and backward passes that train 
 Grad-CAM backward that no optimizer step follows, a step whose loss was computed before the
 `eval()` (the evaluation runs between the forward and the step, and the next iteration calls
 `model.train()` before its forward), a shared epoch helper's backward under
-`if mode == "train":` called with `"val"`, or under `if optimizer:` called with `None`). On by default since it was precise on real code:
+`if mode == "train":` called with `"val"`, or under `if optimizer:` called with `None`), nor an
+`eval()` under `if not train` in a loop whose updates run under `if train`, a flag the loop never
+rebinds (an epoch helper serving training and validation: each run of it does one or the other). On by default since it was precise on real code:
 1 true of 1 finding on the broad 46-repository corpus, none on the real-world dev split, and the
 leaks fixed by real commits found before and not after the fix (benchmarks/results/lc605-real.md);
 earlier versions, 2 true of 10, were opt-in.
@@ -53,7 +55,7 @@ from dataclasses import replace
 import libcst as cst
 
 from loopcheck.fixes import Fix, insert_before
-from loopcheck.model import Assignment, Event, FileModel, Kind, Loop
+from loopcheck.model import Assignment, Cond, Event, FileModel, Kind, Loop
 from loopcheck.model.guards import exclusive
 from loopcheck.model.memory import frozen_modules, module_name, trained_modules
 from loopcheck.model.modes import mode_matters
@@ -275,6 +277,8 @@ for step, (x, y) in enumerate(train_loader):
                     continue  # `if phase == "G": G.train(); D.eval() else: G.eval(); D.train()`
                 updates = [u for u in _updates_of(name, owners, events, loop, leak.order) if u in steps] \
                     or steps or backwards
+                if _one_or_the_other(leak, updates, events, loop):
+                    continue  # `if not train: apply_model(model)` ... `if train: step()`: a run validates or trains
                 if _evaluated_again(leak, name, evals, updates, loop, events):
                     continue  # one finding per leak: the last eval() before the next update reports it
                 if _trains_in_eval_mode(leak, name, owners, steps, loop, events):
@@ -452,6 +456,43 @@ def _bound_before(backward: Event, order: int, loop: Loop) -> bool:
     bindings = [a for scope in _scopes(backward, loop) for a in scope.assignments
                 if name in a.names and a.order < backward.order]
     return bool(bindings) and all(a.order < order for a in bindings)
+
+
+def _one_or_the_other(leak: Event, updates: list[int], events: list[Event], loop: Loop) -> bool:
+    """Whether a flag the loop never rebinds (an epoch helper's ``train`` parameter) holds one way where
+    ``leak`` runs and the other way at every update: each run of the loop either evaluates
+    (``_run_one_epoch(epoch, train=False)``) or trains, never both, so the leak cannot reach this
+    loop's own steps; the caller's loop, which runs both, is read on its own."""
+    if not loop.is_loop or not updates:
+        return False
+    rebound = loop.assigned_names()
+    flags = {(test.value, negated) for test, negated in _literals(leak.conds)
+             if isinstance(test, cst.Name) and test.value not in rebound}
+    if not flags:
+        return False
+    conds = {e.order: e.conds for e in events}
+    for update in updates:
+        theirs = {(test.value, negated) for test, negated in _literals(conds.get(update, ()))
+                  if isinstance(test, cst.Name)}
+        if not any((name, not negated) in theirs for name, negated in flags):
+            return False
+    return True
+
+
+def _literals(conds: tuple[Cond, ...]) -> list[tuple[cst.BaseExpression, bool]]:
+    """The tests ``conds`` imply, each with whether it is negated: ``if not train and x:`` implies
+    ``train`` negated and ``x``; the else branch of ``if a or b:`` implies both negated."""
+    out: list[tuple[cst.BaseExpression, bool]] = []
+    pending = [(c.test, c.negated) for c in conds if c.test is not None]
+    while pending:
+        test, negated = pending.pop()
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            pending.append((test.expression, not negated))
+        elif isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or if negated else cst.And):
+            pending.extend([(test.left, negated), (test.right, negated)])
+        else:
+            out.append((test, negated))
+    return out
 
 
 def _evaluated_again(leak: Event, name: str, evals: list[Event], updates: list[int], loop: Loop,

@@ -16,6 +16,9 @@ nothing. Dividing by a running count (`k += 1; loss / k`) weighs the k-th micro-
 replay the loader's own batch (chunks of one batch, GradCache-style re-forwarding) are left alone:
 whether their sum is right depends on the loss's reduction. Dividing the gradients instead of the
 loss before the step (`for p in model.parameters(): p.grad /= N`) is the same normalisation.
+A loop whose gradients are zeroed after it, before a backward of its own feeds the step (MAML's
+per-task backward passes, then `optimiser.zero_grad(); meta_loss.backward(); optimiser.step()`), is
+no window of that step.
 A loss not divided at all is not flagged where every optimizer the loop steps is built in the file
 as Adam, AdamW, Adamax, NAdam, FusedAdam or Lion (with no coupled `weight_decay`) and the file clips
 nothing: their update divides the gradient's running mean by the root of its running square (or
