@@ -28,6 +28,7 @@ def test_one_built_from_a_decay_literal_is_not_flagged() -> None:
 
 
 def test_a_model_ema_handed_the_model_and_never_updated_is_flagged() -> None:
-    source = FIXTURE.read_text().replace(BUILT, "        averager = EMA()\n        shadow = ModelEmaV2(self.model, decay=0.999)\n")
-    line = source.splitlines().index("        shadow = ModelEmaV2(self.model, decay=0.999)") + 1
+    shadow = "        shadow = ModelEmaV2(self.model, decay=0.999)"
+    source = FIXTURE.read_text().replace(BUILT, BUILT + shadow + "\n")
+    line = source.splitlines().index(shadow) + 1
     assert _lc402(source) == [line]

@@ -23,7 +23,8 @@ Grad-CAM backward that no optimizer step follows, a step whose loss was computed
 `model.train()` before its forward), a shared epoch helper's backward under
 `if mode == "train":` called with `"val"`, or under `if optimizer:` called with `None`), nor an
 `eval()` under `if not train` in a loop whose updates run under `if train`, a flag the loop never
-rebinds (an epoch helper serving training and validation: each run of it does one or the other). On by default since it was precise on real code:
+rebinds (an epoch helper serving training and validation: each run of it does one or the other).
+On by default since it was precise on real code:
 1 true of 1 finding on the broad 46-repository corpus, none on the real-world dev split, and the
 leaks fixed by real commits found before and not after the fix (benchmarks/results/lc605-real.md);
 earlier versions, 2 true of 10, were opt-in.
