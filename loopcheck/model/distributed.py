@@ -249,12 +249,12 @@ def forwards(training: TrainingLoop, module: str, before: Event, index: Index | 
         if assignment.order >= before.order or assignment.op == "for" or exclusive(assignment.conds, before.conds):
             continue
         if any(isinstance(n, cst.Call) and (dotted(n.func) == module or index is not None
-                                            and _forward_helper(n, module, index)) for n in walk(assignment.value)):
+                                            and forward_helper(n, module, index)) for n in walk(assignment.value)):
             found.append(assignment)
     return found
 
 
-def _forward_helper(call: cst.Call, module: str, index: Index) -> bool:
+def forward_helper(call: cst.Call, module: str, index: Index) -> bool:
     """``self._train_forward(batch)`` where the file's one function of that name calls ``module(...)``
     and leaves the sync alone (no ``no_sync()`` or sync flag of its own), with gradients on (no
     ``no_grad`` / ``inference_mode`` anywhere in it)."""

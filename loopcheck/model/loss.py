@@ -101,6 +101,10 @@ class _Reader:
             if any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, _DIV) for n in walk(args[0])):
                 return Scaling.DIVIDED
             return Scaling.MULTIPLIED
+        if called is not None and called[1] == "scale" and len(args) == 1 and "scaler" in (
+                dotted(called[0]) or "").lower():
+            # `loss = scaler.scale(loss)`: a GradScaler's loss scale, undone before the step
+            return self.scaling(args[0], order, depth + 1)
         if called is not None and called[1] in _PASS_THROUGH:
             if dotted(called[0]) is not None or isinstance(called[0], (cst.Subscript, cst.Attribute, cst.Call)):
                 return self.scaling(called[0], order, depth + 1)

@@ -92,9 +92,13 @@ def _batch_count_checked(model: FileModel, loop: Loop, modulus: cst.BaseExpressi
     while outer.parent is not None and outer.parent.function is outer.function:
         outer = outer.parent
     scope: cst.CSTNode = outer.function if outer.function is not None else model.module
+    scopes = [scope]
+    holder = _defined_in(model, loop.node)
+    if holder is not None and holder is not scope:
+        scopes.append(holder)  # a nested `def train_epoch():` the epoch loop calls, inlined there
     counts: set[str] = set()  # names bound to a length: `loader_batches = len(loader)`
     checks: list[tuple[cst.BaseExpression, bool]] = []  # tests that must hold (False: must fail), or the code raises
-    for node in walk(scope):
+    for node in (n for s in scopes for n in walk(s)):
         if isinstance(node, cst.Assign) and len(node.targets) == 1 and _has_len(node.value):
             counts.add(dotted(node.targets[0].target) or "")
         elif isinstance(node, cst.Assert):
@@ -102,6 +106,14 @@ def _batch_count_checked(model: FileModel, loop: Loop, modulus: cst.BaseExpressi
         elif isinstance(node, cst.If) and isinstance(last_small(node.body), cst.Raise):
             checks.append((node.test, False))
     return any(_multiple(test, not holds, counts, modulus) for test, holds in checks)
+
+
+def _defined_in(model: FileModel, node: cst.CSTNode) -> cst.FunctionDef | None:
+    """The ``def`` whose body holds ``node``, however deep."""
+    owner = model.owner(node)
+    while owner is not None and not isinstance(owner, cst.FunctionDef):
+        owner = model.owner(owner)
+    return owner
 
 
 def _multiple(test: cst.BaseExpression, negated: bool, counts: set[str], modulus: cst.BaseExpression | None) -> bool:

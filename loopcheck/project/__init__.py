@@ -251,6 +251,22 @@ class Imported:
             self._where[id(call)] = found.where
         return specs
 
+    def class_bases(self, constructor: str) -> str | None:
+        """The bases, as written, of the class a project module defines that ``constructor`` names
+        (``Cls`` imported from it, or ``module.Cls`` of a module imported whole); None where no
+        project module is seen to define it."""
+        local, _, name = constructor.rpartition(".")
+        imported = self.own.imports.get(local or name)
+        if imported is None or "." in local:
+            return None
+        module, attr, level = imported
+        if local:  # `import lr_schedule` / `from pkg import lr_schedule`: the class is `name` of that module
+            path = self.index.resolve(self.path, f"{module}.{attr}" if attr and module else (attr or module), level)
+        else:
+            name = attr
+            path = self.index.resolve(self.path, module, level) if attr else None
+        return self.index.class_bases(path, name) if path is not None and name else None
+
     def where(self, node: cst.CSTNode) -> str | None:
         """``path:line`` of the imported definition behind events made at ``node``."""
         return self._where.get(id(node))

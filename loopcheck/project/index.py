@@ -44,6 +44,12 @@ _READERS: dict[tuple[str, int, int], ModuleReader] = {}
 _KEEP_CHARS = 1_000_000
 
 
+def class_bases(text: str, name: str) -> str | None:
+    """``ProjectIndex.class_bases`` of a module's text."""
+    found = re.search(rf"^class\s+{re.escape(name)}\s*(?:\(([^)]*)\))?\s*:", text, re.M)
+    return None if found is None else (found.group(1) or "").strip()
+
+
 def find_root(path: Path) -> Path:
     """The nearest ancestor directory of ``path`` that marks a project (the file's directory if none)."""
     return _root_of(path.resolve().parent)
@@ -156,6 +162,11 @@ class ProjectIndex:
     def defined(self, path: Path) -> set[str]:
         """The names the ``def`` statements in the text of ``path`` define (at any depth)."""
         return {name.decode() for name in _DEFS.findall(self._text(path))}
+
+    def class_bases(self, path: Path, name: str) -> str | None:
+        """The text between the parentheses of the top-level ``class name(...):`` of ``path`` ("" for
+        ``class name:``); None where the text defines no such class."""
+        return class_bases(self._text(path).decode("utf-8", "replace"), name) if self.may_define(path, name) else None
 
     def mentions(self, path: Path, text: str) -> bool:
         return text.encode() in self._text(path)

@@ -29,7 +29,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from loopcheck.model import FileModel, Framework, Style
+import libcst as cst
+
+from loopcheck.model import Event, FileModel, Framework, Style, TrainingLoop
 from loopcheck.model.accelerate import prepared_modules
 from loopcheck.model.distributed import (
     DDP_WRAPPERS,
@@ -37,10 +39,13 @@ from loopcheck.model.distributed import (
     SYNC_CONTROLS,
     SyncUnits,
     helpers_control_sync,
+    forward_helper,
     imported_ddp_wraps,
+    loss_sources,
     wrap_calls,
 )
 from loopcheck.model.memory import trained_modules
+from loopcheck.model.syntax import dotted, last_part, walk
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.model.variants import dead_in
 from loopcheck.rules._base import Rule, Violation
@@ -242,7 +247,7 @@ class SemanticTrainer:
             # every micro-batch back-propagates (itself, or with a twin in the other branch of the
             # boundary test); engines own the sync
             backwards = [b for b in training.backwards if b.framework in _OWN_SYNC and training.every_iteration(b)]
-            if not backwards:
+            if not backwards or ddp and _wrapper_bypassed(model, training, ddp, backwards):
                 continue
             # one finding per loop, however many losses it back-propagates, in however many variants
             done.add(id(training.loop.node))
@@ -258,6 +263,38 @@ class SemanticTrainer:
                                             f"multi-process launch) and gradients are accumulated by hand "
                                             f"({training.style.value}) outside `accelerator.accumulate()`: every "
                                             "backward all-reduces, N-1 of N times for nothing")
+
+
+def _wrapper_bypassed(model: FileModel, training: TrainingLoop, wraps: list[cst.Call], backwards: list[Event]) -> bool:
+    """A loss comes from the wrapped module itself (``self.model.module.train_step(batch)``, VL-T5) and
+    the loop never runs the DDP wrapper's forward: DDP's reducer acts only on a backward its own
+    forward prepared, so no micro-batch all-reduces (nor does the last one: the ranks never sync)."""
+    if ".module" not in model.source:
+        return False
+    wrapped = {name for name, calls in model.roles.constructed.items() if any(c is w for c in calls for w in wraps)}
+    full = {f for name in wrapped for f in model.roles.full_names.get(name, ())}
+    values = [a.value for a in training.loop.assignments if a.op != "for"] + [b.loss for b in backwards]
+    for node in (n for value in values if value is not None for n in walk(value)):
+        if isinstance(node, cst.Call) and _runs_wrapper(node, wrapped, full, model):
+            return False
+    for backward in backwards:
+        # a loss bound where no assignment is (`with amp.scale_loss(loss, opt) as scaled_loss:`): what came before
+        sources = loss_sources(training, backward) or [a for a in training.loop.assignments
+                                                       if a.order < backward.order and a.op != "for"]
+        for source in sources:
+            for node in walk(source.value):
+                parts = (dotted(node.func) or "").split(".") if isinstance(node, cst.Call) else []
+                if any(a in wrapped and b == "module" for a, b in zip(parts, parts[1:])):
+                    return True
+    return False
+
+
+def _runs_wrapper(call: cst.Call, wrapped: set[str], full: set[str], model: FileModel) -> bool:
+    """``ddp(x)``, ``ddp.forward(x)``, a call handed the wrapper, or a function of the file that calls it."""
+    parts = (dotted(call.func) or "").split(".")
+    return parts[-1] in wrapped or len(parts) > 1 and parts[-2] in wrapped and parts[-1] == "forward" \
+        or any(last_part(dotted(a.value) or "") in wrapped for a in call.args) \
+        or any(forward_helper(call, name, model.index) for name in full)
 
 
 # Backward passes whose gradient sync nobody but DDP decides (engines and accumulate() decide their own).

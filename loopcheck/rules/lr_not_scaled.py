@@ -104,7 +104,9 @@ for i, (x, y) in enumerate(loader):
             if not any(_BATCH.search(last_part(n)) for n in used) or not _scales(value):
                 continue
             missing = []
-            if accumulation and not any(_ACCUM.search(last_part(n)) for n in used):
+            # N by its own name too: Darknet's `lr = LR / batch_size / subdivision`
+            counts = {last_part(n) for n in accumulation}
+            if accumulation and not any(_ACCUM.search(last_part(n)) or last_part(n) in counts for n in used):
                 missing.append(f"the accumulation count `{sorted(accumulation)[0]}`")
             if data_parallel and not any(_WORLD.search(last_part(n)) for n in used) and not _global_batch(model):
                 missing.append("the number of processes")

@@ -29,8 +29,10 @@ import libcst as cst
 from loopcheck.fixes import move_after, own_line
 from loopcheck.model import Event, FileModel, Framework, Kind, Style
 from loopcheck.model.guards import GuardReader, exclusive
-from loopcheck.model.syntax import dotted, last_part
+from loopcheck.model.roles import Role
+from loopcheck.model.syntax import dotted, func_name, last_part
 from loopcheck.model.training import is_data_loop
+from loopcheck.project.index import class_bases
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -115,6 +117,8 @@ for epoch in range(epochs):
                     continue
                 if training.accumulates and len(scheduler.conds) < len(first.conds):
                     continue  # stepped on every micro-batch, the optimizer only on some: LC301's finding
+                if _plain_class(model, scheduler.receiver):
+                    continue
                 yield self._report(model, scheduler, first.stmt)
             outer = loop.parent
             if outer is None or not outer.is_loop or is_data_loop(outer) or outer.events(Kind.STEP):
@@ -127,6 +131,8 @@ for epoch in range(epochs):
                     continue
                 # stepped on every epoch, or in the branch that runs the batch loop (`else:` of a warmup
                 # phase that trains another optimizer): each time before that loop's first step
+                if _plain_class(model, scheduler.receiver):
+                    continue
                 if not scheduler.has_args and scheduler.order < loop.order and (reader.guard(
                         scheduler.conds, scheduler.order).always or scheduler.conds and scheduler.conds == loop.conds):
                     yield self._report(model, scheduler, loop.node)
@@ -138,6 +144,22 @@ for epoch in range(epochs):
             if movable else None  # type: ignore[arg-type]
         return self.at(scheduler, f"`{scheduler.receiver}.step()` runs before `optimizer.step()`: the first "
                                   "value of the schedule is skipped", fix)
+
+
+def _plain_class(model: FileModel, receiver: str | None) -> bool:
+    """The scheduler is built by a class of the project that derives from nothing (``class
+    WarmupLinearLRSchedule:`` with its own ``step()``): torch's schedulers apply their first value when
+    built, and a step before the optimizer's skips it; such a class's ``step()`` may as well set the
+    value of the period it starts (its constructor setting none), and stepping it first is its use."""
+    calls = model.roles.constructors(receiver, Role.SCHEDULER)
+    for call in calls:
+        name = func_name(call) or ""
+        bases = class_bases(model.source, name) if "." not in name else None
+        if bases is None and model.project is not None:
+            bases = model.project.class_bases(name)
+        if bases not in ("", "object"):
+            return False
+    return bool(calls)
 
 
 def _first_step(model: FileModel, scheduler: Event, steps: list[Event]) -> Event | None:

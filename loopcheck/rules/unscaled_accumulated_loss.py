@@ -41,8 +41,8 @@ from loopcheck.fixes import Fix, called_once, replace
 from loopcheck.model import Event, FileModel, Framework, Role, Style, TrainingLoop
 from loopcheck.model.accelerate import accelerator_calls, accumulation_setting
 from loopcheck.model.loss import Scaling, loss_scaling
-from loopcheck.model.syntax import (dotted, func_name, int_value, is_zero, keyword, last_part, method, names_in, same,
-                                    source, walk)
+from loopcheck.model.syntax import (dotted, func_name, int_value, is_zero, keyword, last_part, method, names_in,
+                                    positional, same, source, walk)
 from loopcheck.model.training import is_data_loop, is_manual_backward
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.rules._base import Rule, Violation
@@ -217,7 +217,7 @@ for step, batch in enumerate(train_dataloader):
                     yield self.at(backward, "the loss is divided by a running count of micro-batches, so the k-th "
                                             "micro-batch of a window weighs 1/k: divide every micro-batch by the "
                                             f"same {count}")
-                elif scaling is Scaling.RAW:
+                elif scaling is Scaling.RAW and not _lr_divided(model, training, accumulation_names):
                     adam_like = _adam_like(model, training)
                     if adam_like and "clip_grad" not in model.source:
                         continue  # every clipping call the model knows names it, and so does a helper it does not follow
@@ -291,6 +291,37 @@ def _adam_like(model: FileModel, training: TrainingLoop) -> bool:
                     or (coupled and decay is not None and not is_zero(decay)):
                 return False  # beyond (params, lr) a positional argument may be the weight decay
     return True
+
+
+def _lr_divided(model: FileModel, training: TrainingLoop, counts: set[str]) -> bool:
+    """Every optimizer the loop steps is built in this file with a learning rate divided by N
+    (Darknet's `base_lr = LR / batch_size / subdivision` for losses summed over the batch): the step
+    is `lr / N` times the window's sum, which is `lr` times its mean."""
+    names = {step.optimizer or step.receiver for step in training.steps}
+    if not counts or not names or None in names:
+        return False
+    for name in names:
+        calls = model.roles.constructors(name, Role.OPTIMIZER)
+        if not calls:
+            return False
+        for call in calls:
+            args = positional(call)
+            lr = keyword(call, "lr") or (args[1] if len(args) > 1 else None)
+            if lr is None or not _divides_by(lr, counts, model):
+                return False
+    return True
+
+
+def _divides_by(expr: cst.BaseExpression, counts: set[str], model: FileModel, depth: int = 0) -> bool:
+    """``expr`` divides by one of ``counts`` (``x / N``, ``x / batch_size / N``), itself or through the
+    one value the file assigns to the name it is."""
+    for node in walk(expr):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide) \
+                and any(last_part(n) in counts for n in names_in(node.right)):
+            return True
+    name = dotted(expr)
+    values = model.index.values.get(last_part(name), []) if name is not None else []
+    return depth < 3 and len(values) == 1 and _divides_by(values[0], counts, model, depth + 1)
 
 
 def _direct_step(node: cst.CSTNode) -> bool:
