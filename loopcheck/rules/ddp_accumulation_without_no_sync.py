@@ -17,6 +17,10 @@ accumulation around `accelerator.backward(loss)` outside `accelerator.accumulate
 every micro-batch too. Accelerate's `accumulate()`, FSDP and DeepSpeed engines handle the sync
 themselves and are not flagged.
 
+A loop whose losses come from the wrapped module itself (`self.model.module.train_step(batch)`)
+and never from the wrapper's forward is not flagged: DDP reduces only a backward its own forward
+prepared, so nothing is all-reduced at all there (the ranks never sync, which is another problem).
+
 ## Fix
 Run the forward and backward of every micro-batch but the last under `with model.no_sync():`,
 or set `model.require_backward_grad_sync = (micro_step == N - 1)` before the forward (nanoGPT).

@@ -8,7 +8,9 @@ Since PyTorch 1.1 `scheduler.step()` must follow `optimizer.step()`. Stepping it
 first value of the schedule (the initial learning rate is never used, a warmup starts one step
 late, a step decay comes one epoch early). PyTorch warns once, which is easy to miss in logs.
 Before 1.1 the scheduler was stepped first, so a project that pins `torch` below 1.1 (in its
-requirements, setup.py, pyproject.toml or environment.yml) is not flagged.
+requirements, setup.py, pyproject.toml or environment.yml) is not flagged. Neither is a schedule
+class of the project that derives from nothing (`class WarmupLinearLRSchedule:` with its own
+`step()`): it is not torch's scheduler, and its `step()` may set the value of the period it starts.
 
 With several optimizers, a scheduler is compared with the optimizer it was built on
 (`LambdaLR(opt_g, ...)` follows `opt_g.step()`, whatever other optimizers step later); one the file

@@ -24,7 +24,9 @@ as Adam, AdamW, Adamax, NAdam, FusedAdam or Lion (with no coupled `weight_decay`
 nothing: their update divides the gradient's running mean by the root of its running square (or
 takes its sign), so N times the gradient gives the same step. Where such a file clips, the message
 says what changes: the clip threshold meets the N-fold sum. A running count is always flagged: it
-weighs the micro-batches unequally, which no optimizer undoes.
+weighs the micro-batches unequally, which no optimizer undoes. Nor is a raw loss flagged where every
+optimizer the loop steps gets a learning rate divided by N (Darknet's `base_lr = LR / batch_size /
+subdivision` for losses summed over the batch): `lr / N` times the window's sum is `lr` times its mean.
 
 ## Fix
 Divide where the loss is back-propagated: `(loss / accum_steps).backward()` or
