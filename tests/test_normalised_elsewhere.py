@@ -105,3 +105,26 @@ def test_loss_divided_before_the_scaler_scales_it(divide: str, flagged: list[tup
 def test_batch_count_asserted_in_the_nested_epoch_function(check: str, flagged: list[tuple[int, str]]) -> None:
     source = _TABPFN.replace("ASSERT", check).replace("DIVIDE", "loss = loss / k")
     assert _codes(source, "LC105") == flagged
+
+
+@pytest.mark.parametrize(("lr", "flagged"), [
+    ('cfg["LR"] / batch_size', []),  # a summed loss normalised through the LR: DDP averages the ranks' sums
+    ('cfg["LR"] / (256 / batch_size)', [(7, "LC304")]),  # the batch in the numerator after all
+    ('cfg["LR"] * batch_size / 256', [(7, "LC304")]),  # the linear rule on the per-process batch
+])
+def test_lr_divided_by_the_batch_size_is_no_scaling_rule(lr: str, flagged: list[tuple[int, str]]) -> None:
+    source = f"""
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    def main(cfg, model, loader):
+        batch_size = cfg["BATCHSIZE"]
+        base_lr = {lr}
+        model = DDP(model)
+        optimizer = torch.optim.SGD(model.parameters(), lr=base_lr)
+        for x, y in loader:
+            optimizer.zero_grad()
+            model(x, y).backward()
+            optimizer.step()
+    """
+    assert _codes(source, "LC304") == flagged

@@ -6,7 +6,9 @@ data-parallel processes when it trains under DDP with a per-process batch size. 
 declared in `[tool.loopcheck.lr-scaling]` (`reference-batch-size`, `reference-lr`, `rule =
 "linear"` or `"sqrt"`), it also checks a learning rate the file pins down (a literal, a single
 assignment or an argparse default) against the rule for the effective batch (micro-batch x
-accumulation x world size), where all three are visible; otherwise it says nothing.
+accumulation x world size), where all three are visible; otherwise it says nothing. A learning
+rate divided by the batch size (`LR / batch_size`, Darknet's normalisation of a loss summed over
+the batch) follows no scaling rule and is left alone.
 
 ## Why is this bad?
 The linear scaling rule is about the batch one optimizer step sees. With accumulation N and W
@@ -103,6 +105,8 @@ for i, (x, y) in enumerate(loader):
             used = _factors(value, model)
             if not any(_BATCH.search(last_part(n)) for n in used) or not _scales(value):
                 continue
+            if True not in _batch_sides(value, model):
+                continue  # `LR / batch_size`: a summed loss normalised through the LR, not the scaling rule
             missing = []
             # N by its own name too: Darknet's `lr = LR / batch_size / subdivision`
             counts = {last_part(n) for n in accumulation}
@@ -167,6 +171,24 @@ def _factors(expr: cst.BaseExpression, model: FileModel, depth: int = 0) -> set[
         if depth < _MAX_DEPTH and len(values) == 1:
             found |= _factors(values[0], model, depth + 1)
     return found
+
+
+def _batch_sides(expr: cst.BaseExpression, model: FileModel, inverted: bool = False, depth: int = 0) -> set[bool]:
+    """Where the batch sizes ``expr`` computes with stand (through the names ``_factors`` follows):
+    True for a numerator, False for a divisor (``LR / batch_size``)."""
+    if isinstance(expr, cst.BinaryOperation):
+        right = not inverted if isinstance(expr.operator, (cst.Divide, cst.FloorDivide)) else inverted
+        return _batch_sides(expr.left, model, inverted, depth) | _batch_sides(expr.right, model, right, depth)
+    if isinstance(expr, cst.Call) and last_part(func_name(expr) or "") in _NUMERIC:
+        return {side for arg in expr.args for side in _batch_sides(arg.value, model, inverted, depth)}
+    sides = set()
+    for name in _operands(expr):
+        if _BATCH.search(last_part(name)):
+            sides.add(not inverted)
+        values = model.index.values.get(last_part(name), [])
+        if depth < _MAX_DEPTH and len(values) == 1:
+            sides |= _batch_sides(values[0], model, inverted, depth + 1)
+    return sides
 
 
 def _operands(node: cst.CSTNode) -> set[str]:
