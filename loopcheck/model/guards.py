@@ -163,6 +163,8 @@ def either(a: Guard, b: Guard) -> Guard:
     if a.kind is b.kind and a.kind in (GuardKind.SYNC, GuardKind.NOT_SYNC, GuardKind.LAST):
         return a
     for x, y in ((a, b), (b, a)):
+        if x.kind is GuardKind.PERIODIC and x.partial and y.kind is GuardKind.LAST and not y.partial:
+            return replace(x, flush=True)  # `(i % N == 0 and i > 0) or last`: some boundaries, and the last batch
         if x.kind is GuardKind.PERIODIC and not x.partial and y.kind is GuardKind.LAST:
             if not y.partial:
                 return replace(x, flush=True)
@@ -215,6 +217,41 @@ def flag_key(test: cst.BaseExpression) -> tuple[str, bool]:
 def forget_flag_keys() -> None:
     """Drop the cache of the previous file (its nodes are no longer needed)."""
     _KEYS.clear()
+
+
+def _shared_conds(assignments: list[Assignment]) -> tuple[Cond, ...]:
+    """The conditions every one of ``assignments`` runs under (the prefix their tuples share)."""
+    shared = assignments[0].conds
+    for assignment in assignments[1:]:
+        n = 0
+        while n < min(len(shared), len(assignment.conds)) and assignment.conds[n] == shared[n]:
+            n += 1
+        shared = shared[:n]
+    return shared
+
+
+def _branch_group(found: list[Assignment], start: int) -> int:
+    """The end of the longest run of assignments from ``start`` that are the branches of one
+    ``if``/``elif``/``else`` chain (each under its own branch; together on every iteration their
+    shared conditions allow), else ``start + 1``."""
+    for end in range(len(found), start + 1, -1):
+        group = found[start:end]
+        shared = len(_shared_conds(group))
+        if _covers([a.conds[shared:] for a in group]):
+            return end
+    return start + 1
+
+
+def _covers(paths: list[tuple[Cond, ...]]) -> bool:
+    """Condition paths, each under its own branch, that together hold on every iteration: a test,
+    then paths on both of its sides that cover again (``if a: / elif b: / else:``)."""
+    if any(not p for p in paths):
+        return len(paths) == 1
+    first = paths[0][0]
+    if first.test is None or any(p[0].test is not first.test for p in paths):
+        return False
+    sides = ([p[1:] for p in paths if not p[0].negated], [p[1:] for p in paths if p[0].negated])
+    return all(side and _covers(side) for side in sides)
 
 
 class GuardReader:
@@ -302,16 +339,34 @@ class GuardReader:
     # -- names set in the loop --------------------------------------------------------------
     def _name_value(self, name: str, order: int | None, depth: int) -> Guard | None:
         """The guard a boolean name set earlier in the iteration stands for: ``need = (i + 1) % N == 0``,
-        or ``need = False`` followed by ``if <test>: need = True`` (if/else assignments too)."""
+        or ``need = False`` followed by ``if <test>: need = True`` (if/else assignments too, and the
+        branches of an if/elif/else chain, some under tests that cannot be read)."""
         found = sorted((a for a in self.aliases.get(name, []) if order is None or a.order < order),
                        key=lambda a: a.order)
         if not found or any(a.op != "=" or a.in_loop is not None or dotted(a.value) == name for a in found):
             return None
         value: Guard | None = None
         pending: tuple[Guard, Guard] | None = None  # (cond, value) of a conditional first assignment
-        for assignment in found:
-            assigned = self._positive(assignment.value, assignment.order, depth + 1)
-            cond = self.guard(assignment.conds, assignment.order)
+        start = 0
+        while start < len(found):
+            assignment, end = found[start], _branch_group(found, start)
+            group, start = found[start:end], end
+            if len(group) > 1:
+                # `if i == 0: need = False / elif (i + 1) % N == 0: need = True / else: need = False`: one
+                # branch of the chain runs on every iteration, so the name holds where a branch setting
+                # it holds does (under an unknown branch condition: on some of those iterations)
+                shared = _shared_conds(group)
+                cond = self.guard(shared, assignment.order)
+                values = [self._positive(branch.value, branch.order, depth + 1) for branch in group]
+                assigned = values[0]
+                if any(v != values[0] for v in values):
+                    assigned = NEVER
+                    for branch, branch_value in zip(group, values):
+                        assigned = either(assigned, both(self.guard(branch.conds[len(shared):], branch.order),
+                                                         branch_value))
+            else:
+                assigned = self._positive(assignment.value, assignment.order, depth + 1)
+                cond = self.guard(assignment.conds, assignment.order)
             if cond.kind is GuardKind.UNKNOWN:
                 return None
             if value is None and not cond.always:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -46,6 +47,7 @@ class TrainingLoop:
     # every branch present). A loop has one TrainingLoop per runnable variant; they share the syntax
     # nodes, so a finding in several variants is one finding.
     assumptions: dict[str, bool] = field(default_factory=dict)
+    functions: Mapping[str, list[cst.FunctionDef]] = field(default_factory=dict)  # the file's, by name
 
     @property
     def accumulates(self) -> bool:
@@ -76,8 +78,8 @@ class TrainingLoop:
         is NaN or infinite (``if torch.isnan(loss).any(): ... else: loss.backward()``) is an accident,
         not a schedule: the branch for a finite loss runs on every micro-batch."""
         guard = self.guard(event)
-        if not guard.always and any(_finite_side(c) for c in event.conds):
-            guard = self.guard(event, tuple(c for c in event.conds if not _finite_side(c)))
+        if not guard.always and any(_finite_side(c, self.functions) for c in event.conds):
+            guard = self.guard(event, tuple(c for c in event.conds if not _finite_side(c, self.functions)))
         if guard.always:
             return True
         if guard.kind not in (GuardKind.PERIODIC, GuardKind.NOT_PERIODIC, GuardKind.SYNC, GuardKind.NOT_SYNC) \
@@ -91,28 +93,62 @@ class TrainingLoop:
 _FINITE_TESTS = {"isfinite": True, "isnan": False, "isinf": False, "isneginf": False, "isposinf": False}
 
 
-def _finite_side(cond: Cond) -> bool:
+def _finite_side(cond: Cond, functions: Mapping[str, list[cst.FunctionDef]]) -> bool:
     """``cond`` is the branch on which a tested value is finite: the else of ``if torch.isnan(loss).any():``,
-    the body of ``if torch.isfinite(loss):``."""
-    finite = _holds_when_finite(cond.test) if cond.test is not None else None
+    the body of ``if torch.isfinite(loss):`` or of ``if is_valid_number(loss.item()):`` with a helper of
+    the file that returns such a test."""
+    finite = _holds_when_finite(cond.test, functions) if cond.test is not None else None
     return finite is not None and finite != cond.negated
 
 
-def _holds_when_finite(test: cst.BaseExpression) -> bool | None:
+def _holds_when_finite(test: cst.BaseExpression, functions: Mapping[str, list[cst.FunctionDef]],
+                       depth: int = 0) -> bool | None:
     """Whether ``test`` holds when the value it tests is finite (True), when it is NaN or infinite
-    (False), or is no such test (None)."""
+    (False), or is no such test (None). A bound on the same value beside such a test (``isnan(x) or
+    x > 1e4``: a loss spike skipped too) keeps its meaning."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = _holds_when_finite(test.expression)
+        inner = _holds_when_finite(test.expression, functions, depth)
         return None if inner is None else not inner
     if isinstance(test, cst.BooleanOperation):  # `isnan(x) or isinf(x)`, `isfinite(a) and isfinite(b)`
-        left, right = _holds_when_finite(test.left), _holds_when_finite(test.right)
+        left, right = _holds_when_finite(test.left, functions, depth), _holds_when_finite(test.right, functions, depth)
+        if left is None and _bound(test.left, test.right):
+            left = right
+        if right is None and _bound(test.right, test.left):
+            right = left
         return left if left is not None and left == right and left is isinstance(test.operator, cst.And) else None
     if isinstance(test, cst.Call):
         called = method(test)
         if called is not None and called[1] in ("any", "all") and not test.args:  # torch.isnan(loss).any()
-            return _holds_when_finite(called[0])
+            return _holds_when_finite(called[0], functions, depth)
+        if isinstance(test.func, cst.Name) and depth == 0:
+            returned = _returned(functions.get(test.func.value, []))
+            if returned is not None:
+                return _holds_when_finite(returned, functions, depth + 1)
         return _FINITE_TESTS.get(last_part(func_name(test) or ""))
     return None
+
+
+def _bound(test: cst.BaseExpression, beside: cst.BaseExpression) -> bool:
+    """``x > 1e4`` beside ``math.isnan(x)``: the value the other test reads, compared with a number."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    number = test.comparisons[0].comparator
+    if isinstance(number, cst.UnaryOperation):
+        number = number.expression
+    value = dotted(test.left)
+    return isinstance(number, (cst.Integer, cst.Float)) and value is not None and value in names_in(beside)
+
+
+def _returned(defs: list[cst.FunctionDef]) -> cst.BaseExpression | None:
+    """What the file's one function of a name returns, where its body is that single ``return``."""
+    if len(defs) != 1 or not isinstance(defs[0].body, cst.IndentedBlock):
+        return None
+    body = [s for s in defs[0].body.body if not (isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
+                                                 and isinstance(s.body[0], cst.Expr))]  # a docstring
+    if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1 \
+            or not isinstance(body[0].body[0], cst.Return):
+        return None
+    return body[0].body[0].value
 
 
 def is_data_iterable(iterable: cst.BaseExpression | None) -> bool:

@@ -46,6 +46,8 @@ def training_loops(scopes: list[Loop], index: Index,
                 if steps_elsewhere is not None and scope.function is not None:
                     found = [_stepped_elsewhere(t, scope.function, steps_elsewhere) for t in found]
                 out.extend(found)
+    for training in out:
+        training.functions = index.functions
     return out
 
 

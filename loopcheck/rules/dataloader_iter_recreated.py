@@ -4,7 +4,8 @@ dataset) is created on every step to take one batch from it. Also spelled
 `loader.__iter__().__next__()`, `it = iter(loader)` bound again in the loop body before
 `next(it)`, or inside a same-file helper the loop calls on every step (`self.get_batch()`). A
 loader handed to the function that runs the loop (`def train(self, dataloader, num_steps)`) is what
-the file's calls pass for it, or, called from elsewhere, what its name says.
+the file's calls pass for it (also where the file calls it from an epoch loop, `train(model,
+train_loader, optimizer)` once per epoch), or, called from elsewhere, what its name says.
 
 ## Why is this bad?
 Every `iter(loader)` starts a new epoch of the loader: its worker processes are started again
@@ -145,12 +146,19 @@ def _passed(model: FileModel, loop: Loop, restart: Event) -> cst.BaseExpression 
     if loader.value not in params:
         return loader
     bindings = [a for a in loop.assignments_before(loader.value, restart.order) if isinstance(a.node, cst.Call)]
+    outer = loop.parent
+    while not bindings and outer is not None:  # the function that runs the loop, inlined in an enclosing loop
+        bindings = [a for a in outer.assignments_before(loader.value, restart.order) if isinstance(a.node, cst.Call)
+                    and last_part(func_name(a.node) or "") == restart.origin.name.value]
+        outer = outer.parent
     if bindings:
         return bindings[-1].value
-    if restart.origin is not loop.function:
-        return None  # a helper's parameter with no argument visible: say nothing
     passed = model.index.arguments.get(f"{restart.origin.name.value}({loader.value})", [])
     names = {dotted(p) for p in passed}
+    if restart.origin is not loop.function:
+        # A helper inlined in the loop, or the function that runs it inlined in an enclosing loop, whose
+        # calls bind the parameter to a name of the same spelling (no binding made): that name; else nothing.
+        return passed[0] if len(names) == 1 and loader.value in names else None
     return passed[0] if len(names) == 1 and None not in names else None if passed else loader
 
 

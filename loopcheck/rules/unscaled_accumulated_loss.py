@@ -19,6 +19,9 @@ loss before the step (`for p in model.parameters(): p.grad /= N`) is the same no
 A loop whose gradients are zeroed after it, before a backward of its own feeds the step (MAML's
 per-task backward passes, then `optimiser.zero_grad(); meta_loss.backward(); optimiser.step()`), is
 no window of that step.
+A backward skipped only for a NaN, infinite or exploding loss (`if torch.isfinite(loss):`, or a
+helper of the file that returns such a test, `if is_valid_number(loss.item()):`) still runs on
+every micro-batch that trains.
 A loss not divided at all is not flagged where every optimizer the loop steps is built in the file
 as Adam, AdamW, Adamax, NAdam, FusedAdam or Lion (with no coupled `weight_decay`) and the file clips
 nothing: their update divides the gradient's running mean by the root of its running square (or
