@@ -19,7 +19,10 @@ def read(file: Path, parse: Callable[[Any], T], default: T) -> T:
     """``parse`` of the file's data; ``default`` where the file is missing or not what ``parse`` reads."""
     try:
         with open(file, "rb") as stream:
-            return parse(marshal.load(stream))
+            # loads() of the bytes, not load() of the stream: load() calls the stream's readinto for
+            # each object it reads, which made reading loopcheck's module code (~1.5 MB) take ~85 ms
+            # instead of ~20 ms, at the start of every run.
+            return parse(marshal.loads(stream.read()))
     except (OSError, EOFError, ValueError, TypeError):
         return default
 

@@ -228,22 +228,23 @@ class SemanticTrainer:
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
+        # Loops that accumulate by hand, read first: most files have none, and the wrap lookups
+        # below read the whole file and the project's other modules.
+        accumulating = [t for t in model.training_loops if t.style in (Style.GUARDED, Style.MICRO_LOOP)
+                        and not accumulation_gates_nothing(t, model.index)]
+        if not accumulating:  # Accelerate's accumulate() and engines decide the sync themselves
+            return
         if wrap_calls(model, FSDP_WRAPPERS) or helpers_control_sync(model):
             return
-        # a file that touches the sync itself: only loops its sync code cannot reach
-        units = SyncUnits(model.module) if model.index.attributes & SYNC_CONTROLS else None
         ddp = wrap_calls(model, DDP_WRAPPERS)
         elsewhere = imported_ddp_wraps(model) if not ddp else []
         prepared = prepared_modules(model, trained_modules(model)) if not ddp and not elsewhere else []
         if not ddp and not elsewhere and not prepared:
             return
         done: set[int] = set()  # loops reported (in one of their variants)
-        for training in model.training_loops:
-            if training.style not in (Style.GUARDED, Style.MICRO_LOOP) or id(training.loop.node) in done:
-                continue  # Accelerate's accumulate() and engines decide the sync themselves
-            if accumulation_gates_nothing(training, model.index):
-                continue
-            if units is not None and units.may_sync(training.loop.function):
+        units: SyncUnits | None = None
+        for training in accumulating:
+            if id(training.loop.node) in done:
                 continue
             if not (elsewhere or any(not dead_in(c, training.loop.function, training.assumptions)
                                      for c in ddp or prepared)):
@@ -253,6 +254,12 @@ class SemanticTrainer:
             backwards = [b for b in training.backwards if b.framework in _OWN_SYNC and training.every_iteration(b)]
             if not backwards or ddp and _wrapper_bypassed(model, training, ddp, backwards):
                 continue
+            # a file that touches the sync itself: only loops its sync code cannot reach (the
+            # units walk the whole file: read for the first loop that gets this far)
+            if model.index.attributes & SYNC_CONTROLS:
+                units = units or SyncUnits(model.module)
+                if units.may_sync(training.loop.function):
+                    continue
             # one finding per loop, however many losses it back-propagates, in however many variants
             done.add(id(training.loop.node))
             # at the loop's own call that back-propagates (a helper may serve several loops)
