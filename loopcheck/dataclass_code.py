@@ -53,7 +53,12 @@ def cached(directory: Path) -> Iterator[None]:
     finally:
         del dataclasses.exec  # type: ignore[attr-defined]
     if used.keys() - known.keys():
-        _store(file, used)
+        # The file is shared by every copy of loopcheck (one per Python version): the code other
+        # copies used is kept, or two versions run in turn (a benchmark, two projects) would each
+        # compile and rewrite it on every run. Up to twice what this run used, so it cannot grow
+        # without end.
+        merged = {**known, **used}
+        _store(file, merged if len(merged) <= 2 * len(used) else used)
 
 
 def _load(file: Path) -> dict[str, types.CodeType]:

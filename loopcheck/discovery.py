@@ -108,7 +108,7 @@ def discover(paths: list[Path], root: Path, exclude: list[str], respect_gitignor
     """The files to check under ``paths``, and the given paths that could not be used."""
     found = Discovered()
     filter_ = _Filter(root, exclude)
-    seen: set[Path] = set()
+    seen: set[str] = set()
     for path in paths:
         try:
             mode = path.stat().st_mode
@@ -116,24 +116,24 @@ def discover(paths: list[Path], root: Path, exclude: list[str], respect_gitignor
             found.missing.append(path)
             continue
         if stat.S_ISDIR(mode):
-            candidates: Iterator[Path] = _walk(path, filter_, respect_gitignore)
+            candidates: Iterator[tuple[Path, str]] = _walk(path, filter_, respect_gitignore)
         elif stat.S_ISREG(mode):
-            candidates = iter([] if filter_.skip(path, False) else [path])
+            candidates = iter([] if filter_.skip(path, False) else [(path, os.path.realpath(path))])
         else:
             found.special.append(path)
             continue
-        for file in candidates:
-            key = file.resolve()
+        for file, key in candidates:  # each file once, however it was reached (links, paths given twice)
             if key not in seen:
                 seen.add(key)
                 found.files.append(file)
     return found
 
 
-def _walk(top: Path, filter_: _Filter, respect_gitignore: bool) -> Iterator[Path]:
-    """The Python files under ``top``. A ``.gitignore`` applies to the directory it is in and
-    everything below it, so each directory is tested against those of its ancestors only (up to
-    the repository root above ``top``), not those of its siblings."""
+def _walk(top: Path, filter_: _Filter, respect_gitignore: bool) -> Iterator[tuple[Path, str]]:
+    """The Python files under ``top``, each with its real path (``os.path.realpath``). A
+    ``.gitignore`` applies to the directory it is in and everything below it, so each directory is
+    tested against those of its ancestors only (up to the repository root above ``top``), not
+    those of its siblings."""
     top_absolute = str(top.absolute())
     # those of another walked path that hold this one still apply
     gitignores = [read for read in filter_.gitignores if (top_absolute + os.sep).startswith(read[0])]
@@ -163,16 +163,23 @@ def _walk(top: Path, filter_: _Filter, respect_gitignore: bool) -> Iterator[Path
         except OSError:
             continue  # an unreadable directory: nothing to check in it
         subdirectories = []
+        real = None  # the directory's real path: that of each file in it but a link (a system call per part)
         for entry in listing:
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
                 # is_file(): a regular file or a link to one, never a FIFO, socket or device
                 is_python = not is_dir and entry.name.endswith(PYTHON_SUFFIXES) and entry.is_file()
+                is_link = is_python and entry.is_symlink()
             except OSError:
                 continue
             if is_dir:
                 subdirectories.append(entry.name)
-            elif is_python and not filter_.skips(os.path.join(absolute, entry.name), entry.name, False, gitignores):
-                yield current / entry.name
+            elif is_python and not filter_.skips(file := os.path.join(absolute, entry.name), entry.name, False,
+                                                 gitignores):
+                if is_link:
+                    yield current / entry.name, os.path.realpath(file)
+                else:
+                    real = real or os.path.realpath(absolute)
+                    yield current / entry.name, os.path.join(real, entry.name)
         stack.extend(reversed([(current / name, path, gitignores) for name in subdirectories
                                if not filter_.skips(path := os.path.join(absolute, name), name, True, gitignores)]))

@@ -46,3 +46,29 @@ def test_a_corrupt_or_unwritable_file_only_costs_the_compiling(tmp_path: Path) -
     blocked.write_text("")
     with dataclass_code.cached(blocked / "below"):  # a directory that cannot be made
         assert _define()(1).y == 2
+
+
+def _define_other() -> type:
+    @dataclasses.dataclass(frozen=True)
+    class Segment:
+        start: int
+        end: int
+        label: str = ""
+
+    return Segment
+
+
+def test_two_versions_run_in_turn_compile_once_each(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with dataclass_code.cached(tmp_path):  # one copy of loopcheck
+        _define()
+    with dataclass_code.cached(tmp_path):  # another, with other dataclasses
+        _define_other()
+
+    def no_compiler(*args: object, **kwargs: object) -> None:
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(dataclass_code, "compile", no_compiler, raising=False)
+    with dataclass_code.cached(tmp_path):  # the first again: its code is still kept
+        assert _define()(1).y == 2
+    with dataclass_code.cached(tmp_path):
+        assert _define_other()(1, 2).label == ""

@@ -50,3 +50,19 @@ def test_a_file_given_by_name_is_checked_unless_excluded(tmp_path: Path) -> None
     _tree(tmp_path, {".git/HEAD": "", ".gitignore": "gen.py\n", "gen.py": "", "skip_me.py": ""})
     assert _found(tmp_path / "gen.py", tmp_path) == ["gen.py"]
     assert _found(tmp_path / "skip_me.py", tmp_path, ["skip_me.py"]) == []
+
+
+def test_each_file_is_found_once_however_it_is_reached(tmp_path: Path) -> None:
+    _tree(tmp_path, {"a.py": "", "pkg/b.py": ""})
+    (tmp_path / "z_link.py").symlink_to(tmp_path / "a.py")  # a link to a file found already
+    (tmp_path / "pkg" / "dangling.py").symlink_to(tmp_path / "missing.py")  # no file behind it
+    assert _found(tmp_path, tmp_path) == ["a.py", "pkg/b.py"]
+    # a directory given inside another one given, a file given beside its directory
+    found = discover([tmp_path / "pkg", tmp_path, tmp_path / "a.py"], tmp_path, [], True).files
+    assert sorted(f.relative_to(tmp_path).as_posix() for f in found) == ["a.py", "pkg/b.py"]
+
+
+def test_a_link_to_a_file_outside_is_found_under_its_own_name(tmp_path: Path) -> None:
+    _tree(tmp_path, {"outside/real.py": "", "project/own.py": ""})
+    (tmp_path / "project" / "linked.py").symlink_to(tmp_path / "outside" / "real.py")
+    assert _found(tmp_path / "project", tmp_path) == ["project/linked.py", "project/own.py"]
