@@ -1,0 +1,44 @@
+#!/bin/bash
+# Instructions executed (valgrind cachegrind, "I refs") by a whole no-cache `loopcheck check` of
+# one checkout: the speed corpus, and nanoGPT's train.py alone. Unlike CPU seconds on a shared
+# machine, the count barely moves between runs (the speed corpus: within 0.001%), so a change of a
+# few percent shows. The check runs in one process: the jobs the workers would take run in it
+# (valgrind reports no count for a worker that is killed at the end, as loopcheck's are), with the
+# workers' garbage-collector setting. Each run takes about a minute.
+#
+#   bash benchmarks/static_instructions.sh CHECKOUT [LABEL]
+#
+# Use a Python that imports loopcheck from CHECKOUT with PYTHONPATH (an editable install of
+# another checkout is overridden by it; check the first line printed). SPEED and SCRIPT may point
+# elsewhere.
+set -u
+checkout=$(cd "$1" && pwd); label=${2:-$(basename "$checkout")}
+SPEED=${SPEED:-/work/corpus/speed}
+SCRIPT=${SCRIPT:-/work/corpus/karpathy+nanoGPT/train.py}
+export PYTHONHASHSEED=0 PYTHONPATH=$checkout
+(cd / && python -c "import loopcheck; print('loopcheck from', loopcheck.__file__)")
+harness=$(mktemp --suffix=.py)
+cat > "$harness" <<'PY'
+import gc
+import sys
+
+gc.set_threshold(2_000_000)  # as loopcheck.workers sets it in a worker
+import loopcheck.workers
+
+loopcheck.workers.can_isolate = lambda: False  # the jobs run in this process
+from loopcheck.cli import entry
+
+sys.argv = ["loopcheck", *sys.argv[1:]]
+entry()
+PY
+count() {  # count LABEL DIRECTORY ARGS...: the instructions of `loopcheck check --no-cache ARGS` there
+    local what=$1 dir=$2; shift 2
+    local log; log=$(mktemp)
+    (cd "$dir" && valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null --log-file="$log" \
+        python "$harness" check --no-cache "$@" >/dev/null 2>&1)
+    echo "$label $what instructions $(grep -o 'I *refs: *[0-9,]*' "$log" | tr -dc '0-9')"
+    rm -f "$log"
+}
+count speed "$SPEED" --jobs 1 .
+count single-file "$(dirname "$SCRIPT")" "$(basename "$SCRIPT")"
+rm -f "$harness"
