@@ -228,11 +228,12 @@ class SemanticTrainer:
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
-        # Loops that accumulate by hand, read first: most files have none, and the wrap lookups
-        # below read the whole file and the project's other modules.
+        # Loops that accumulate by hand (Accelerate's accumulate() and engines decide the sync
+        # themselves), read first: most files have none, and the wrap lookups below read the whole
+        # file and the project's other modules.
         accumulating = [t for t in model.training_loops if t.style in (Style.GUARDED, Style.MICRO_LOOP)
                         and not accumulation_gates_nothing(t, model.index)]
-        if not accumulating:  # Accelerate's accumulate() and engines decide the sync themselves
+        if not accumulating:
             return
         if wrap_calls(model, FSDP_WRAPPERS) or helpers_control_sync(model):
             return
