@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from loopcheck.project.facts import FunctionFacts, ModuleFacts
+from loopcheck.project import callers as _callers
 from loopcheck.project import index as _index
 from loopcheck.project.index import ProjectIndex, find_root, project_index
 from loopcheck.project import pins as _pins
@@ -60,6 +61,7 @@ class Imported:
     own: ModuleFacts
     _tree: ast.Module | None = None  # the file's ``ast``, if parsed (for ``ddp_importers``)
     _ddp_importers: list[str] | None = None
+    _passed: dict[tuple[str, str], _callers.Passed | None] | None = None
     _modules: dict[str, ModuleFacts | None] = field(default_factory=dict)
     _where: dict[int, str] = field(default_factory=dict)
     _methods: dict[tuple[str, str], Summary | None] = field(default_factory=dict)
@@ -79,6 +81,17 @@ class Imported:
         if self._ddp_importers is None:
             self._ddp_importers = _ddp_importers(self)
         return self._ddp_importers
+
+    @property
+    def passed_schedulers(self) -> dict[tuple[str, str], _callers.Passed | None]:
+        """(function, parameter) -> the schedulers the project's callers pass it, for each top-level
+        function of this file whose text steps a parameter named for a scheduler
+        (``loopcheck.project.callers``); read when first asked, from the text first."""
+        if self._passed is None:
+            self._passed = {(function, param): _callers.passed(self.index, self.path, function, param, position)
+                            for function, param, position in
+                            _callers.stepped_parameters(self.index.text_of(self.path))}
+        return self._passed
 
     # -- lookups ---------------------------------------------------------------------------
     def summary(self, call: cst.Call, roles: Roles | None = None) -> Summary | None:
@@ -324,8 +337,9 @@ class Imported:
 
     def digest(self) -> str:
         """Changes whenever a project module this file imports changes (its size or modification
-        time: the facts are read only when the model asks), the entry scripts that wrap it do, or the
-        project's dependency pins do (a pinned version changes what a library does)."""
+        time: the facts are read only when the model asks), the entry scripts that wrap it do, the
+        schedulers its callers pass it do, or the project's dependency pins do (a pinned version
+        changes what a library does)."""
         stamps = []
         for path in sorted({str(p) for p in self._import_paths()}):
             try:
@@ -333,7 +347,8 @@ class Imported:
             except OSError:
                 continue
             stamps.append(f"{path}:{st.st_size}:{st.st_mtime_ns}")
-        text = "\n".join([*stamps, "<ddp importers>", *self.ddp_importers, "<pins>", repr(self.pins)])
+        text = "\n".join([*stamps, "<ddp importers>", *self.ddp_importers, "<pins>", repr(self.pins),
+                          "<schedulers passed>", repr(sorted(self.passed_schedulers.items()))])
         return hashlib.sha256(text.encode()).hexdigest()
 
     # -- resolution ------------------------------------------------------------------------

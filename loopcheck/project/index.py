@@ -86,6 +86,9 @@ class ProjectIndex:
         self._decoded: dict[str, tuple[object, ModuleFacts]] = {}  # rel path -> (its entry's facts, decoded)
         self.ddp_imports: list[tuple[str, Path]] | None = None  # see loopcheck.project._ddp_imports
         self.ddp_passes: list[tuple[str, str, str]] | None = None  # see loopcheck.project._ddp_passes
+        # (file, function, parameter, position) -> see loopcheck.project.callers.passed
+        self.passed_schedulers: dict[tuple[str, str, str, int | None], object] = {}
+        self._files: list[tuple[str, str]] | None = None
 
     # -- modules ---------------------------------------------------------------------------
     def facts(self, path: Path, functions: bool = True, tree: ast.Module | None = None,
@@ -140,6 +143,24 @@ class ProjectIndex:
         self._put(rel, entry)
         self._decoded[rel] = (entry[2], found)
         return found
+
+    def relative(self, path: Path) -> str:
+        return self._relative(path)
+
+    def text_of(self, path: Path) -> bytes:
+        """The text of ``path`` (b"" if unreadable or too large), read now and not kept."""
+        try:
+            st = os.stat(path)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_BYTES:
+                return b""
+            with open(path, "rb") as file:
+                return file.read()
+        except OSError:
+            return b""
+
+    def python_files(self) -> list[Path]:
+        """Every Python file of the project (the walk ``ddp_files`` makes, made once)."""
+        return [Path(name) for name, _ in self._python_files()]
 
     def _relative(self, path: Path) -> str:
         """``path`` relative to the root, links resolved (a resolve costs a system call per part)."""
@@ -277,13 +298,16 @@ class ProjectIndex:
 
     def _python_files(self) -> list[tuple[str, str]]:
         """(path, path relative to the root with "/") of each Python file of the project."""
-        found = []
+        if self._files is not None:
+            return self._files
+        found: list[tuple[str, str]] = []
         root = str(self.root)
         for directory, subdirs, files in os.walk(root):
             subdirs[:] = sorted(d for d in subdirs if d not in _SKIP_DIRS and not d.startswith("."))
             rel = os.path.relpath(directory, root).replace(os.sep, "/")
             prefix = "" if rel == "." else f"{rel}/"
             found.extend((os.path.join(directory, f), f"{prefix}{f}") for f in sorted(files) if f.endswith(".py"))
+        self._files = found
         return found
 
     # -- disk cache --------------------------------------------------------------------------

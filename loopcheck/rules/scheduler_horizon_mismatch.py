@@ -74,6 +74,7 @@ from loopcheck.model import Cond, Event, FileModel, Kind, Loop, Role, Style, Tra
 from loopcheck.model.accelerate import accumulation_setting, scheduler_gated
 from loopcheck.model.from_ast import statement_text
 from loopcheck.model.guards import GuardKind
+from loopcheck.model.index import Index
 from loopcheck.model.horizon import Unit, decay_expr, horizon_expr, unit_of, warmup_expr
 from loopcheck.model.narrowing import kind_tests, lets_through
 from loopcheck.model.syntax import (conjuncts, dotted, func_name, int_value, last_part, lines, names_in, own_call_name, positional,
@@ -333,27 +334,36 @@ for epoch in range(config["epochs"]):
                 kinds, conds = kind_tests(scheduler.conds, scheduler.receiver)
                 if scheduler.has_args or _under_flag(training, scheduler, conds):
                     continue
-                calls = [c for call in _constructors(scheduler.receiver, model) for c in _as_built(call, model)
-                         if lets_through(kinds, last_part(func_name(c) or ""))]
-                horizons = [_length(call, model) for call in calls]
-                units = [(unit_of(h, model.index) or _loop_unit(h, training)) if h is not None else None
-                         for h in horizons]
+                built = _constructors(scheduler.receiver, model)
+                passed = _passed(scheduler, training, model) if not built else None
+                if passed is not None:
+                    # built by the caller of this function in another file: read as the caller wrote it,
+                    # none of its names being this file's
+                    calls = [c for c in passed[1] if lets_through(kinds, last_part(func_name(c) or ""))]
+                    horizons = [_length(call, _BLANK) for call in calls]
+                    units = [unit_of(h, _BLANK) if h is not None else None for h in horizons]
+                else:
+                    calls = [c for call in built for c in _as_built(call, model)
+                             if lets_through(kinds, last_part(func_name(c) or ""))]
+                    horizons = [_length(call, model.index) for call in calls]
+                    units = [(unit_of(h, model.index) or _loop_unit(h, training)) if h is not None else None
+                             for h in horizons]
                 # every scheduler the name may hold must mismatch (`if per_batch: scheduler = OneCycleLR(...)`)
                 if units and all(u is not None and _mismatch(u, stepped, accumulates) for u in units):
                     what = _DECAY_WORDS.get(last_part(func_name(calls[0]) or ""), "horizon")
                     counts = "count" if what == "milestones" else "counts"
                     yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
                                              f"but its {what} `{source(horizons[0])}` {counts} {units[0].value}"
-                                             f"{_built_by(scheduler, model)}")
+                                             f"{passed[0] if passed else _built_by(scheduler, model)}")
                     continue
                 # a warmup counted in other units than the stepping (`warmup_steps * gradient_accumulation_steps`
                 # for a scheduler stepped once per update): the ramp lasts N times longer or shorter
                 warmups = [warmup_expr(call) for call in calls]
-                wunits = [unit_of(w, model.index) if w is not None else None for w in warmups]
+                wunits = [unit_of(w, _BLANK if passed else model.index) if w is not None else None for w in warmups]
                 if wunits and all(u is not None and _mismatch(u, stepped, accumulates) for u in wunits):
                     yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
                                              f"but its warmup `{source(warmups[0])}` counts {wunits[0].value}"
-                                             f"{_built_by(scheduler, model)}")
+                                             f"{passed[0] if passed else _built_by(scheduler, model)}")
 
 
 def _constructors(name: str | None, model: FileModel) -> list[cst.Call]:
@@ -386,7 +396,7 @@ def _as_built(call: cst.Call, model: FileModel) -> list[cst.Call]:
     each constructor it returns with the call's arguments in place of its parameters
     (``CosineAnnealingLR(optimizer, T_max=args.epochs)``), read as if this file had written it. Where
     a parameter is not passed (its default is the function's), the call stays as it is: no horizon known."""
-    if _length(call, model) is not None or warmup_expr(call) is not None:
+    if _length(call, model.index) is not None or warmup_expr(call) is not None:
         return [call]  # read as written (`get_linear_schedule_with_warmup` vendored into the project)
     own = _own_factory(call, model)
     facts = own[1] if own is not None else None
@@ -411,6 +421,35 @@ def _as_built(call: cst.Call, model: FileModel) -> list[cst.Call]:
     return built
 
 
+_BLANK = Index()  # what a file that names nothing says: a caller's constructor is read by its own words
+
+
+def _passed(scheduler: Event, training: TrainingLoop, model: FileModel) -> tuple[str, list[cst.Call]] | None:
+    """Where ``scheduler`` is a parameter of the top-level function holding the loop and every call
+    of that function in the project passes one built by a scheduler constructor: the message's
+    `` (built at main.py:10 and passed to `train_one_epoch`)`` and the constructors, as their callers
+    wrote them. None where this file builds it, or any caller passes what is not known."""
+    function = training.loop.function
+    name = scheduler.receiver
+    if model.project is None or function is None or not name or "." in name or \
+            training.style is Style.ACCELERATE or function not in model.module.body:
+        return None  # a prepared scheduler steps as the caller's Accelerator decides
+    found = model.project.passed_schedulers.get((function.name.value, name))
+    if not found:
+        return None
+    calls = []
+    for _, text in found:
+        try:
+            call = cst.parse_expression(text)
+        except cst.ParserSyntaxError:
+            return None
+        if not isinstance(call, cst.Call):
+            return None
+        calls.append(call)
+    places = ", ".join(where for where, _ in found)
+    return f" (built at {places} and passed to `{function.name.value}`)", calls
+
+
 def _built_by(scheduler: Event, model: FileModel) -> str:
     """`` (built by `build_scheduler`, utils.py:4)`` where a function of another module built it,
     `` (built by `build_scheduler`)`` where one of this file did."""
@@ -430,10 +469,10 @@ _DECAY_WORDS = {"StepLR": "step size", "MultiStepLR": "milestones", "SequentialL
                 "CyclicLR": "half cycle"}
 
 
-def _length(call: cst.Call, model: FileModel) -> cst.BaseExpression | None:
+def _length(call: cst.Call, index: Index) -> cst.BaseExpression | None:
     """What sets how far the schedule goes: its horizon, or where a step schedule decays
     (``StepLR(optimizer, step_size=args.lr_decay_epochs)`` counts epochs)."""
-    horizon = horizon_expr(call, model.index)
+    horizon = horizon_expr(call, index)
     return horizon if horizon is not None else decay_expr(call)
 
 

@@ -1,0 +1,220 @@
+"""The schedulers a project's callers hand to a function of another file, as they built them.
+
+``engine.py``'s ``def train_one_epoch(model, loader, optimizer, scheduler, epoch)`` steps
+``scheduler`` on every batch; ``main.py`` builds it (``scheduler = CosineAnnealingLR(optimizer,
+T_max=args.epochs)``) and passes it in (``train_one_epoch(model, loader, optimizer, scheduler,
+epoch)``). Only the caller shows the horizon. ``stepped_parameters`` finds, in the checked file's
+text alone, the top-level functions that step a parameter named for a scheduler; ``passed`` reads
+the project files whose text names such a function, finds their calls of it (through the imports
+that name the checked file) and gives, for each, where the scheduler they pass was built and the
+constructor as they wrote it, their function's single-assignment locals written out. Where any
+caller passes something else (a parameter of its own, a factory's result, a name bound twice, a
+``*args``), or no caller is found, nothing is given: the horizon is unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from loopcheck.project.flow import bound_once
+from loopcheck.project.schedules import SCHEDULE, _constructed
+from loopcheck.project.walk import last_name, own_nodes, walk
+
+if TYPE_CHECKING:
+    from loopcheck.project.index import ProjectIndex
+
+# (where the scheduler was built, "path:line"; its constructor as the caller wrote it)
+Passed = tuple[tuple[str, str], ...]
+
+_DEF = re.compile(rb"^(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.M)
+_SCHEDULER_PARAM = re.compile(r"sched", re.I)
+_ARITHMETIC = {"len", "int", "float", "round", "max", "min", "ceil", "floor", "abs", "sum"}
+_MAX_CALLERS = 8  # project files that name the function: more is a library's API, not an entry script's call
+
+
+def stepped_parameters(text: bytes) -> tuple[tuple[str, str, int | None], ...]:
+    """(function, parameter, position or None for keyword-only) for each top-level function of
+    ``text`` with a parameter named for a scheduler (``scheduler``, ``lr_sched``) whose text steps
+    it (``scheduler.step()``): a superset of what the rule asks about, read without parsing."""
+    if b".step()" not in text or b"ched" not in text:
+        return ()
+    found = []
+    for match in _DEF.finditer(text):
+        params = _parameters(text, match.end())
+        for position, name in params:
+            if _SCHEDULER_PARAM.search(name) and f"{name}.step()".encode() in text:
+                found.append((match.group(1).decode(), name, position))
+    return tuple(found)
+
+
+def _parameters(text: bytes, start: int) -> list[tuple[int | None, str]]:
+    """(position or None, name) of the parameters written from ``start`` (after the ``(`` of a
+    ``def``) to its closing parenthesis; [] where a ``*args`` makes the positions after it unknown."""
+    depth, end = 1, start
+    while end < len(text) and depth:
+        char = text[end:end + 1]
+        depth += char in b"([{"
+        depth -= char in b")]}"
+        end += 1
+    if depth:
+        return []
+    pieces, depth, current = [], 0, bytearray()
+    for byte in text[start:end - 1]:
+        char = bytes([byte])
+        if char in b"([{":
+            depth += 1
+        elif char in b")]}":
+            depth -= 1
+        if char == b"," and depth == 0:
+            pieces.append(bytes(current))
+            current = bytearray()
+        else:
+            current += char
+    pieces.append(bytes(current))
+    found: list[tuple[int | None, str]] = []
+    position: int | None = 0
+    for piece in pieces:
+        words = piece.split(b"#", 1)[0].strip() if b"\n" in piece else piece.strip()
+        if not words or words == b"/":
+            continue
+        if words.startswith(b"*"):
+            if words.strip(b"* ") and not words.startswith(b"**"):
+                return []  # `*args`: a caller's later positions go there
+            position = None
+            continue
+        name = re.match(rb"\w+", words)
+        if name is None:
+            return []
+        found.append((position, name.group(0).decode()))
+        if position is not None:
+            position += 1
+    return found
+
+
+def passed(index: ProjectIndex, path: Path, function: str, param: str, position: int | None) -> Passed | None:
+    """The schedulers the project's calls of ``function`` (a top-level function of ``path``) pass
+    as ``param`` (at ``position``), where every call found passes one built by a constructor the
+    caller's function assigns once; None otherwise."""
+    key = (str(path), function, param, position)
+    known = index.passed_schedulers.get(key)
+    if key not in index.passed_schedulers:
+        known = index.passed_schedulers[key] = _passed(index, path, function, param, position)
+    return known
+
+
+def _passed(index: ProjectIndex, path: Path, function: str, param: str, position: int | None) -> Passed | None:
+    word = function.encode()
+    candidates = [(file, text) for file in index.python_files() if word in (text := index.text_of(file))]
+    if len(candidates) > _MAX_CALLERS:
+        return None
+    found: list[tuple[str, str]] = []
+    for file, text in candidates:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None  # a caller we cannot read may pass anything
+        calls = _calls(index, file, tree, path, function)
+        if calls is None:
+            return None
+        rel = index.relative(file)
+        for call, scope in calls:
+            built = _built(call, scope, param, position)
+            if built is None:
+                return None
+            if built is not False:
+                found.append((f"{rel}:{built[0]}", built[1]))
+    return tuple(sorted(set(found))) or None
+
+
+def _calls(index: ProjectIndex, file: Path, tree: ast.Module, target: Path, function: str
+           ) -> list[tuple[ast.Call, ast.AST]] | None:
+    """The calls of ``function`` of ``target`` in ``file``, each with the function (or module)
+    whose own statements hold it; None where a star import of ``target`` hides them."""
+    names: set[str] = {function} if file.resolve() == target else set()
+    modules: set[str] = set()
+    for node in walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name == "*":
+                    if index.resolve(file, node.module or "", node.level) == target:
+                        return None
+                    continue
+                local = alias.asname or alias.name
+                if alias.name == function and index.resolve(file, node.module or "", node.level) == target:
+                    names.add(local)
+                elif index.resolve(file, f"{node.module}.{alias.name}" if node.module else alias.name,
+                                   node.level) == target:
+                    modules.add(local)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if index.resolve(file, alias.name, 0) == target:
+                    modules.add(alias.asname or alias.name)
+    if not names and not modules:
+        return []
+    found: list[tuple[ast.Call, ast.AST]] = []
+    for scope in [tree, *(n for n in walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
+        for node in own_nodes(scope):
+            if isinstance(node, ast.Call) and (
+                    isinstance(node.func, ast.Name) and node.func.id in names
+                    or isinstance(node.func, ast.Attribute) and node.func.attr == function
+                    and _dotted(node.func.value) in modules):
+                found.append((node, scope))
+    return found
+
+
+def _built(call: ast.Call, scope: ast.AST, param: str, position: int | None) -> tuple[int, str] | bool | None:
+    """(line, constructor text) of the scheduler ``call`` passes as ``param``; False where it passes
+    ``None`` (no scheduler); None where what it passes is not known."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    value = next((k.value for k in call.keywords if k.arg == param), None)
+    if value is None and position is not None and position < len(call.args):
+        value = call.args[position]
+    if value is None:
+        return None  # the default: the callee's, not read
+    if isinstance(value, ast.Constant) and value.value is None:
+        return False
+    if not isinstance(value, ast.Name):
+        return None
+    nodes = own_nodes(scope)
+    assigned = bound_once(nodes)
+    constructor = assigned.get(value.id)
+    if not (isinstance(constructor, ast.Call) and SCHEDULE.search(last_name(constructor.func))):
+        return None
+    if any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in nodes):
+        return None
+    # names bound in ways `bound_once` does not read (`with ... as x`, `except E as x`, imports,
+    # `:=`): not the module's, and not followed
+    other = {n.id for item in nodes if isinstance(item, ast.withitem) and item.optional_vars is not None
+             for n in walk(item.optional_vars) if isinstance(n, ast.Name)}
+    other |= {n.name for n in nodes if isinstance(n, ast.ExceptHandler) and n.name}
+    other |= {(a.asname or a.name).split(".")[0] for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom))
+              for a in n.names}
+    other |= {n.target.id for n in nodes if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name)}
+    # names the function neither takes nor binds are the module's (or builtins); its parameters
+    # are kept as written (`args.epochs`): the rule reads their names, as it does in one file
+    kept = {n.id for n in nodes if isinstance(n, ast.Name) and n.id not in assigned and n.id not in other}
+    # a local holding an object (`loader = DataLoader(...)`) stays a name, which the rule reads as
+    # the file would (`len(loader)`); one holding a number is written out (`total = epochs * n`)
+    objects = {name for name, v in assigned.items() if name != value.id and isinstance(v, ast.Call)
+               and last_name(v.func) not in _ARITHMETIC}
+    kept |= objects
+    assigned = {name: v for name, v in assigned.items() if name not in objects}
+    written = _constructed(constructor, {}, assigned, kept)
+    if written is None:
+        return None
+    return constructor.lineno, ast.unparse(written)
+
+
+def _dotted(expr: ast.expr) -> str | None:
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return ".".join(reversed(parts))

@@ -1,0 +1,165 @@
+"""LC303 on a scheduler built by the entry script and handed to a training function of another
+module: the horizon the caller gave its constructor is read against the stepping in the function.
+Any caller that passes what cannot be read, or several that disagree, keep it silent."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from loopcheck.project.callers import stepped_parameters
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text))
+
+
+def _codes(run_cli, *paths: str) -> list[str]:
+    _, out, _ = run_cli("check", "-q", "--no-show-source", *paths)
+    return [line for line in out.splitlines() if ": LC" in line]
+
+
+MAIN = """
+    import argparse
+
+    import torch
+    from torch.optim.lr_scheduler import CosineAnnealingLR, OneCycleLR
+
+    from engine import train_one_epoch
+
+
+    def main(args):
+        model = torch.nn.Linear(4, 2)
+        loader = torch.utils.data.DataLoader(torch.randn(64, 4), batch_size=8)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        scheduler = BUILT
+        for epoch in range(args.epochs):
+            train_one_epoch(model, loader, optimizer, scheduler, epoch)
+
+
+    if __name__ == "__main__":
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--epochs", type=int, default=10)
+        main(parser.parse_args())
+"""
+
+# the function steps the scheduler on every batch
+PER_BATCH = """
+    def train_one_epoch(model, loader, optimizer, scheduler, epoch):
+        model.train()
+        for x in loader:
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+            scheduler.step()
+"""
+
+EPOCHS = "CosineAnnealingLR(optimizer, T_max=args.epochs)"
+BATCHES = "OneCycleLR(optimizer, max_lr=0.1, total_steps=args.epochs * len(loader))"
+
+
+def test_an_epoch_horizon_built_by_the_caller_stepped_per_batch(project: Path, run_cli) -> None:
+    _write(project, {"main.py": MAIN.replace("BUILT", EPOCHS), "engine.py": PER_BATCH})
+    found = _codes(run_cli, "engine.py")  # only the changed file, as pre-commit passes it
+    assert len(found) == 1 and found[0].startswith("engine.py:8:") and " LC303 " in found[0]
+    assert "horizon `args.epochs` counts epochs" in found[0]
+    assert "(built at main.py:14 and passed to `train_one_epoch`)" in found[0]
+
+
+def test_a_batch_horizon_built_by_the_caller_stepped_per_epoch(project: Path, run_cli) -> None:
+    engine = """
+        def train(model, loader, optimizer, epochs, lr_scheduler=None):
+            for epoch in range(epochs):
+                for x in loader:
+                    optimizer.zero_grad()
+                    model(x).sum().backward()
+                    optimizer.step()
+                lr_scheduler.step()
+    """
+    main = MAIN.replace("from engine import train_one_epoch", "import engine").replace(
+        "for epoch in range(args.epochs):\n            train_one_epoch(model, loader, optimizer, scheduler, epoch)",
+        "engine.train(model, loader, optimizer, args.epochs, lr_scheduler=scheduler)")
+    _write(project, {"main.py": main.replace("BUILT", BATCHES), "engine.py": engine})
+    found = _codes(run_cli, "engine.py")
+    assert len(found) == 1 and found[0].startswith("engine.py:8:") and " LC303 " in found[0]
+    assert "`args.epochs * len(loader)` counts batches" in found[0] and "main.py:14" in found[0]
+
+
+def test_a_step_under_a_test_for_none_is_read_too(project: Path, run_cli) -> None:
+    engine = PER_BATCH.replace("            scheduler.step()", "            if scheduler is not None:\n"
+                                                                "                scheduler.step()")
+    _write(project, {"main.py": MAIN.replace("BUILT", EPOCHS), "engine.py": engine})
+    assert [" LC303 " in f for f in _codes(run_cli, "engine.py")] == [True]
+
+
+SECOND = """
+    import torch
+    from torch.optim.lr_scheduler import CosineAnnealingLR, OneCycleLR
+    from engine import train_one_epoch
+
+    def finetune(args, model, loader):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        sched = BUILT
+        for epoch in range(args.epochs):
+            train_one_epoch(model, loader, optimizer, sched, epoch)
+"""
+
+
+@pytest.mark.parametrize(("built", "files"), [
+    (BATCHES, {}),  # a batch horizon stepped per batch
+    ("create_scheduler(args, optimizer)", {}),  # a factory of a library: not read
+    ("CosineAnnealingLR(optimizer, T_max=args.t_max)", {}),  # a horizon whose unit the name does not say
+    # the name is bound twice: the scheduler passed is the warmup wrapper
+    (f"{EPOCHS}\n        scheduler = GradualWarmupScheduler(optimizer, 1, 5, after_scheduler=scheduler)", {}),
+    # two callers disagree: one counts batches
+    (EPOCHS, {"finetune.py": SECOND.replace("BUILT", BATCHES)}),
+    # another caller passes a scheduler it was given
+    (EPOCHS, {"tools/sweep.py": "from engine import train_one_epoch\n\n\ndef run(m, dl, opt, sched):\n"
+                                "    train_one_epoch(m, dl, opt, sched, 0)\n"}),
+    # a star import hides which calls run this function
+    (EPOCHS, {"other.py": "from engine import *\n\ntrain_one_epoch(m, dl, opt, s, 0)\n"}),
+])
+def test_callers_in_the_same_unit_or_unknown_or_disagreeing(project: Path, run_cli, built: str,
+                                                            files: dict[str, str]) -> None:
+    _write(project, {"main.py": MAIN.replace("BUILT", built), "engine.py": PER_BATCH, **files})
+    assert _codes(run_cli, "engine.py") == []
+
+
+def test_callers_that_agree_are_both_named(project: Path, run_cli) -> None:
+    _write(project, {"main.py": MAIN.replace("BUILT", EPOCHS), "engine.py": PER_BATCH,
+                     "finetune.py": SECOND.replace("BUILT", EPOCHS)})
+    found = _codes(run_cli, "engine.py")
+    assert len(found) == 1 and "(built at finetune.py:8, main.py:14 and passed to `train_one_epoch`)" in found[0]
+
+
+def test_no_caller_no_finding(project: Path, run_cli) -> None:
+    _write(project, {"engine.py": PER_BATCH})
+    assert _codes(run_cli, "engine.py") == []
+
+
+def test_a_caller_that_changes_its_horizon_invalidates_the_cached_result(project: Path, run_cli) -> None:
+    _write(project, {"main.py": MAIN.replace("BUILT", EPOCHS), "engine.py": PER_BATCH})
+    assert len(_codes(run_cli, "engine.py")) == 1
+    _write(project, {"main.py": MAIN.replace("BUILT", BATCHES)})
+    assert _codes(run_cli, "engine.py") == []
+    _write(project, {"main.py": MAIN.replace("BUILT", EPOCHS)})
+    assert len(_codes(run_cli, "engine.py")) == 1
+    _write(project, {"finetune.py": SECOND.replace("BUILT", "create_scheduler(args, optimizer)")})  # a new caller
+    assert _codes(run_cli, "engine.py") == []
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("def train(model, loader, optimizer, lr_scheduler):\n    lr_scheduler.step()\n",
+     (("train", "lr_scheduler", 3),)),
+    ("def train(model, opt: Optimizer = make(1, 2), *, sched=None):\n    sched.step()\n", (("train", "sched", None),)),
+    ("def train(model, *args, scheduler=None):\n    scheduler.step()\n", ()),  # positions after *args unknown
+    ("def train(model, scheduler):\n    scheduler.step(loss)\n", ()),  # not `.step()`
+    ("class T:\n    def train(self, scheduler):\n        scheduler.step()\n", ()),  # a method
+])
+def test_stepped_parameters_are_read_from_the_text(text: str, expected: tuple[object, ...]) -> None:
+    assert stepped_parameters(text.encode()) == expected
