@@ -155,11 +155,76 @@ def test_a_caller_that_changes_its_horizon_invalidates_the_cached_result(project
 
 @pytest.mark.parametrize(("text", "expected"), [
     ("def train(model, loader, optimizer, lr_scheduler):\n    lr_scheduler.step()\n",
-     (("train", "lr_scheduler", 3),)),
-    ("def train(model, opt: Optimizer = make(1, 2), *, sched=None):\n    sched.step()\n", (("train", "sched", None),)),
+     (("train", "lr_scheduler", "lr_scheduler", 3),)),
+    ("def train(model,  # the model\n          opt: Optimizer = make(1, 2), *, sched=None):\n    sched.step()\n",
+     (("train", "sched", "sched", None),)),
     ("def train(model, *args, scheduler=None):\n    scheduler.step()\n", ()),  # positions after *args unknown
     ("def train(model, scheduler):\n    scheduler.step(loss)\n", ()),  # not `.step()`
-    ("class T:\n    def train(self, scheduler):\n        scheduler.step()\n", ()),  # a method
+    ("class T:\n    def train(self, scheduler):\n        scheduler.step()\n", ()),  # a method's parameter
+    # a class that keeps the scheduler its `__init__` is given, and steps it
+    ("class T:\n    def __init__(self, model, lr_scheduler=None):\n        self.sched = lr_scheduler\n\n"
+     "    def fit(self):\n        self.sched.step()\n", (("T", "self.sched", "lr_scheduler", 1),)),
+    # ... assigned again elsewhere: not only what the caller passed
+    ("class T:\n    def __init__(self, model, scheduler):\n        self.scheduler = scheduler\n\n"
+     "    def fit(self):\n        self.scheduler = make()\n        self.scheduler.step()\n", ()),
+    # ... assigned outside `__init__`
+    ("class T:\n    def setup(self, scheduler):\n        self.scheduler = scheduler\n\n"
+     "    def fit(self):\n        self.scheduler.step()\n", ()),
 ])
 def test_stepped_parameters_are_read_from_the_text(text: str, expected: tuple[object, ...]) -> None:
     assert stepped_parameters(text.encode()) == expected
+
+
+TRAINER = """
+    import torch
+
+
+    class Trainer:
+        def __init__(self, model, optimizer, scheduler, args):
+            self.model = model
+            self.optimizer = optimizer
+            self.scheduler = scheduler
+            self.args = args
+
+        def train(self, loader):
+            for epoch in range(self.args.epochs):
+                for x in loader:
+                    self.optimizer.zero_grad()
+                    self.model(x).sum().backward()
+                    self.optimizer.step()
+                if epoch >= 10:
+                    self.scheduler.step()
+"""
+
+RUN = """
+    import torch
+
+    from trainer import Trainer
+
+
+    def main(args, model, loader):
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-4)
+        scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=HORIZON, eta_min=0)
+        trainer = Trainer(model=model, optimizer=optimizer, scheduler=scheduler, args=args)
+        trainer.train(loader)
+"""
+
+
+def test_a_batch_horizon_kept_by_a_trainer_and_stepped_per_epoch(project: Path, run_cli) -> None:
+    _write(project, {"run.py": RUN.replace("HORIZON", "len(loader)"), "trainer.py": TRAINER})
+    found = _codes(run_cli, "trainer.py")
+    assert len(found) == 1 and found[0].startswith("trainer.py:19:") and " LC303 " in found[0]
+    assert "`len(loader)` counts batches (built at run.py:9 and passed to `Trainer`)" in found[0]
+
+
+@pytest.mark.parametrize("files", [
+    {"run.py": RUN.replace("HORIZON", "args.epochs - 10")},  # epochs, stepped per epoch
+    # a subclass of another file builds trainers too: what it passes is not read
+    {"run.py": RUN.replace("HORIZON", "len(loader)"),
+     "sub.py": "from trainer import Trainer\n\n\nclass Sub(Trainer):\n    pass\n"},
+    # the trainer is handed on: calls under another name
+    {"run.py": RUN.replace("HORIZON", "len(loader)") + "\n\nFACTORIES = {'default': Trainer}\n"},
+])
+def test_trainer_callers_in_the_same_unit_or_unknown(project: Path, run_cli, files: dict[str, str]) -> None:
+    _write(project, {"trainer.py": TRAINER, **files})
+    assert _codes(run_cli, "trainer.py") == []

@@ -138,6 +138,22 @@ def imported_ddp_wraps(model: FileModel) -> list[str]:
     return found + list(project.ddp_importers)
 
 
+def base_ddp_wraps(model: FileModel) -> dict[str, str]:
+    """Top-level class of this file -> where its first base, a class of another project module,
+    wraps a model in DDP (``class Trainer(BaseTrainer)``, "trainers/base.py:41")."""
+    project = model.project
+    if project is None:
+        return {}
+    found = {}
+    for stmt in model.module.body:
+        if isinstance(stmt, cst.ClassDef) and stmt.bases:
+            base = dotted(stmt.bases[0].value)
+            where = project.base_ddp_wrap(base) if base else None
+            if where is not None:
+                found[stmt.name.value] = where
+    return found
+
+
 def no_sync_receiver(expr: cst.BaseExpression | None, uncalled: bool = False) -> str | None:
     """``model`` for ``model.no_sync()`` (and for ``model.no_sync`` itself with ``uncalled``: a context
     manager picked now and entered later, ``ctx = model.no_sync if ... else nullcontext``)."""

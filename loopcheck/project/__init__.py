@@ -84,12 +84,13 @@ class Imported:
 
     @property
     def passed_schedulers(self) -> dict[tuple[str, str], _callers.Passed | None]:
-        """(function, parameter) -> the schedulers the project's callers pass it, for each top-level
-        function of this file whose text steps a parameter named for a scheduler
+        """(function or class, the scheduler as its loop names it) -> the schedulers the project's
+        callers pass it, for each top-level function of this file whose text steps a parameter named
+        for a scheduler, and each class that keeps one its ``__init__`` is given and steps it
         (``loopcheck.project.callers``); read when first asked, from the text first."""
         if self._passed is None:
-            self._passed = {(function, param): _callers.passed(self.index, self.path, function, param, position)
-                            for function, param, position in
+            self._passed = {(callee, stepped): _callers.passed(self.index, self.path, callee, param, position)
+                            for callee, stepped, param, position in
                             _callers.stepped_parameters(self.index.text_of(self.path))}
         return self._passed
 
@@ -280,6 +281,31 @@ class Imported:
             path = self.index.resolve(self.path, module, level) if attr else None
         return self.index.class_bases(path, name) if path is not None and name else None
 
+    def base_ddp_wrap(self, base: str) -> str | None:
+        """``path:line`` where the class ``base`` (``BaseTrainer``, ``engine.BaseTrainer``), defined
+        in another project module, builds a DDP wrapper in its own body, where that module touches
+        no gradient sync (a subclass of this file trains what the base wrapped); None otherwise."""
+        local, _, rest = base.partition(".")
+        imported = self.own.imports.get(local)
+        if imported is None or "." in rest:
+            return None
+        module, attr, level = imported
+        if rest:  # `engine.BaseTrainer`: a module imported whole
+            path = self.index.resolve(self.path, f"{module}.{attr}" if module and attr else attr or module, level)
+            cls = rest
+        else:
+            path, cls = (self.index.resolve(self.path, module, level), attr) if attr else (None, "")
+        if path is None or not self.index.may_define(path, cls):
+            return None
+        text = self.index.text_of(path)
+        if not (b"DDP" in text or b"DistributedDataParallel" in text) or any(
+                word.encode() in text for word in _SYNC_WORDS):
+            return None
+        facts = self.index.facts(path, functions=False)
+        span = _class_span(text, cls)
+        lines = [line for line in facts.ddp_lines if span[0] <= line < span[1]] if facts is not None and span else []
+        return f"{facts.path}:{lines[0]}" if lines and facts is not None else None
+
     def where(self, node: cst.CSTNode) -> str | None:
         """``path:line`` of the imported definition behind events made at ``node``."""
         return self._where.get(id(node))
@@ -461,6 +487,22 @@ def _libcst() -> tuple[ModuleType, ModuleType]:
 
         _LIBCST = libcst, syntax
     return _LIBCST
+
+
+# Words of a module that touches DDP's gradient sync (``no_sync()``, the sync flag, apex's switch)
+_SYNC_WORDS = ("no_sync", "require_backward_grad_sync", "no_backward_sync", "set_requires_gradient_sync",
+               "skip_gradient_sync", "disable_allreduce")
+
+
+def _class_span(text: bytes, name: str) -> tuple[int, int] | None:
+    """The first and past-the-last line of the top-level ``class name`` of ``text``."""
+    match = re.search(rb"^class[ \t]+" + re.escape(name.encode()) + rb"\b", text, re.M)
+    if match is None:
+        return None
+    start = text.count(b"\n", 0, match.start()) + 1
+    after = re.compile(rb"^[^\s#]", re.M).search(text, match.end())
+    end = text.count(b"\n", 0, after.start()) + 1 if after is not None else text.count(b"\n") + 2
+    return start, end
 
 
 # Method names the model reads by themselves (a keeping method named so stays theirs)

@@ -31,22 +31,44 @@ Passed = tuple[tuple[str, str], ...]
 
 _DEF = re.compile(rb"^(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.M)
 _SCHEDULER_PARAM = re.compile(r"sched", re.I)
+_KEPT = re.compile(rb"^[ \t]+self\.(\w*[Ss]ched\w*)[ \t]*=[ \t]*(\w+)[ \t]*(?:#[^\n]*)?$", re.M)
+_CLASS = re.compile(rb"^class[ \t]+(\w+)", re.M)
+_INIT = re.compile(rb"^[ \t]+def[ \t]+__init__[ \t]*\(", re.M)
+_TOP = re.compile(rb"^(?:def|class|if|for|while|with|try|async)\b", re.M)  # a top-level statement ends the class
 _ARITHMETIC = {"len", "int", "float", "round", "max", "min", "ceil", "floor", "abs", "sum"}
 _MAX_CALLERS = 8  # project files that name the function: more is a library's API, not an entry script's call
 
 
-def stepped_parameters(text: bytes) -> tuple[tuple[str, str, int | None], ...]:
-    """(function, parameter, position or None for keyword-only) for each top-level function of
-    ``text`` with a parameter named for a scheduler (``scheduler``, ``lr_sched``) whose text steps
-    it (``scheduler.step()``): a superset of what the rule asks about, read without parsing."""
+def stepped_parameters(text: bytes) -> tuple[tuple[str, str, str, int | None], ...]:
+    """(callee, scheduler as the loop names it, parameter, position or None for keyword-only) for
+    each top-level function of ``text`` with a parameter named for a scheduler (``scheduler``,
+    ``lr_sched``) whose text steps it (``scheduler.step()``), and each top-level class whose
+    ``__init__`` keeps such a parameter (``self.scheduler = scheduler``, its only assignment) that
+    the text steps (``self.scheduler.step()``): a superset of what the rule asks about, read without
+    parsing."""
     if b".step()" not in text or b"ched" not in text:
         return ()
     found = []
     for match in _DEF.finditer(text):
-        params = _parameters(text, match.end())
-        for position, name in params:
+        for position, name in _parameters(text, match.end()):
             if _SCHEDULER_PARAM.search(name) and f"{name}.step()".encode() in text:
-                found.append((match.group(1).decode(), name, position))
+                found.append((match.group(1).decode(), name, name, position))
+    for match in _KEPT.finditer(text):
+        attr, param = match.group(1).decode(), match.group(2).decode()
+        if f"self.{attr}.step()".encode() not in text or \
+                len(re.findall(rb"self\." + attr.encode() + rb"\s*=[^=]", text)) != 1:
+            continue
+        cls = None
+        for cls in _CLASS.finditer(text, 0, match.start()):
+            pass  # the last top-level class before the assignment
+        init = _INIT.search(text, cls.end(), match.start()) if cls is not None else None
+        if cls is None or init is None or _TOP.search(text, cls.end(), match.start()):
+            continue  # not in a class's `__init__`, or the class ended before it
+        params = _parameters(text, init.end())
+        position = next((p for p, name in params if name == param), -1)
+        if params[:1] == [(0, "self")] and position != -1:
+            found.append((cls.group(1).decode(), f"self.{attr}", param,
+                          position - 1 if position is not None else None))
     return tuple(found)
 
 
@@ -62,7 +84,7 @@ def _parameters(text: bytes, start: int) -> list[tuple[int | None, str]]:
     if depth:
         return []
     pieces, depth, current = [], 0, bytearray()
-    for byte in text[start:end - 1]:
+    for byte in re.sub(rb"#[^\n]*", b"", text[start:end - 1]):
         char = bytes([byte])
         if char in b"([{":
             depth += 1
@@ -77,7 +99,7 @@ def _parameters(text: bytes, start: int) -> list[tuple[int | None, str]]:
     found: list[tuple[int | None, str]] = []
     position: int | None = 0
     for piece in pieces:
-        words = piece.split(b"#", 1)[0].strip() if b"\n" in piece else piece.strip()
+        words = piece.strip()
         if not words or words == b"/":
             continue
         if words.startswith(b"*"):
@@ -154,14 +176,22 @@ def _calls(index: ProjectIndex, file: Path, tree: ast.Module, target: Path, func
                     modules.add(alias.asname or alias.name)
     if not names and not modules:
         return []
+    def names_it(expr: ast.AST) -> bool:
+        return isinstance(expr, ast.Name) and expr.id in names or isinstance(expr, ast.Attribute) \
+            and expr.attr == function and _dotted(expr.value) in modules
+
     found: list[tuple[ast.Call, ast.AST]] = []
+    called: set[int] = set()
     for scope in [tree, *(n for n in walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
         for node in own_nodes(scope):
-            if isinstance(node, ast.Call) and (
-                    isinstance(node.func, ast.Name) and node.func.id in names
-                    or isinstance(node.func, ast.Attribute) and node.func.attr == function
-                    and _dotted(node.func.value) in modules):
+            if isinstance(node, ast.Call) and names_it(node.func):
                 found.append((node, scope))
+                called.add(id(node.func))
+    for node in walk(tree):
+        # handed on (`run(train_one_epoch)`, `fn = train_one_epoch`) or subclassed (`class
+        # MyTrainer(Trainer)`): calls under another name pass what is not read here
+        if names_it(node) and id(node) not in called and not isinstance(getattr(node, "ctx", None), ast.Store):
+            return None
     return found
 
 

@@ -88,7 +88,8 @@ class ModuleFacts:
     # local name -> (module as written, attribute or "", relative level)
     imports: dict[str, tuple[str, str, int]] = field(default_factory=dict)
     ddp_lines: tuple[int, ...] = ()  # where the module itself calls DistributedDataParallel(...)
-    called: tuple[str, ...] = ()  # plain names it calls (an entry script calling `train_one_epoch`)
+    # plain names it calls (an entry script calling `train_one_epoch`) or subclasses (`class Trainer(BaseTrainer)`)
+    called: tuple[str, ...] = ()
     # (method, parameter: a keyword or a position) of calls `obj.method(...)` that pass the DDP wrapper
     # it builds (a runner calling `self.task.train_epoch(model=self.model)`, `model` a property returning it)
     passes_ddp: tuple[tuple[str, str], ...] = ()
@@ -203,6 +204,10 @@ class ModuleReader:
                         ddp_lines.append(node.lineno)
                     if isinstance(node.func, ast.Name):
                         called.add(node.func.id)
+                elif isinstance(node, ast.ClassDef):
+                    # a subclass runs its base's methods (`class Trainer(BaseTrainer)`): the base's
+                    # module is used as a called one is
+                    called.update(base.id for base in node.bases if isinstance(base, ast.Name))
             facts.ddp_lines, facts.called = tuple(sorted(ddp_lines)), tuple(sorted(called))
             if ddp_lines:
                 facts.passes_ddp = _passes_ddp(nodes, facts.imports)

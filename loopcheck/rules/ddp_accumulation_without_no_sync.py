@@ -42,6 +42,7 @@ from loopcheck.model.distributed import (
     FSDP_WRAPPERS,
     SYNC_CONTROLS,
     SyncUnits,
+    base_ddp_wraps,
     helpers_control_sync,
     forward_helper,
     imported_ddp_wraps,
@@ -240,15 +241,18 @@ class SemanticTrainer:
         ddp = wrap_calls(model, DDP_WRAPPERS)
         elsewhere = imported_ddp_wraps(model) if not ddp else []
         prepared = prepared_modules(model, trained_modules(model)) if not ddp and not elsewhere else []
-        if not ddp and not elsewhere and not prepared:
+        # a class whose base, in another module, wraps the model: only that class's loops
+        based = base_ddp_wraps(model) if not ddp and not elsewhere and model.index.with_loops else {}
+        if not ddp and not elsewhere and not prepared and not based:
             return
         done: set[int] = set()  # loops reported (in one of their variants)
         units: SyncUnits | None = None
         for training in accumulating:
             if id(training.loop.node) in done:
                 continue
-            if not (elsewhere or any(not dead_in(c, training.loop.function, training.assumptions)
-                                     for c in ddp or prepared)):
+            by_base = based.get(_class_of(training.loop.function, model)) if based else None
+            if not (elsewhere or by_base or any(not dead_in(c, training.loop.function, training.assumptions)
+                                                for c in ddp or prepared)):
                 continue  # the wrap is on the other branch of a flag this variant fixes
             # every micro-batch back-propagates (itself, or with a twin in the other branch of the
             # boundary test); engines own the sync
@@ -265,8 +269,9 @@ class SemanticTrainer:
             done.add(id(training.loop.node))
             # at the loop's own call that back-propagates (a helper may serve several loops)
             node, stmt = backwards[0].site or (backwards[0].node, backwards[0].stmt)
-            if ddp or elsewhere:
-                by = f" (by {elsewhere[0]})" if elsewhere else ""
+            if ddp or elsewhere or by_base:
+                by = f" (by {elsewhere[0]})" if elsewhere else f" (by the base class, {by_base})" if by_base and not ddp \
+                    else ""
                 yield Violation(node, stmt, f"the model is wrapped in DistributedDataParallel{by} and gradients are "
                                             f"accumulated ({training.style.value}), but no micro-batch runs under "
                                             "`no_sync()`: every backward all-reduces, N-1 of N times for nothing")
@@ -307,6 +312,15 @@ def _runs_wrapper(call: cst.Call, wrapped: set[str], full: set[str], model: File
     return parts[-1] in wrapped or len(parts) > 1 and parts[-2] in wrapped and parts[-1] == "forward" \
         or any(last_part(dotted(a.value) or "") in wrapped for a in call.args) \
         or any(forward_helper(call, name, model.index) for name in full)
+
+def _class_of(function: cst.FunctionDef | None, model: FileModel) -> str | None:
+    """The top-level class whose method ``function`` is."""
+    if function is None:
+        return None
+    for stmt in model.module.body:
+        if isinstance(stmt, cst.ClassDef) and any(member is function for member in stmt.body.body):
+            return stmt.name.value
+    return None
 
 
 # Backward passes whose gradient sync nobody but DDP decides (engines and accumulate() decide their own).

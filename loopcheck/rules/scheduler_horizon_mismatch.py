@@ -431,10 +431,17 @@ def _passed(scheduler: Event, training: TrainingLoop, model: FileModel) -> tuple
     wrote them. None where this file builds it, or any caller passes what is not known."""
     function = training.loop.function
     name = scheduler.receiver
-    if model.project is None or function is None or not name or "." in name or \
-            training.style is Style.ACCELERATE or function not in model.module.body:
+    if model.project is None or function is None or not name or training.style is Style.ACCELERATE:
         return None  # a prepared scheduler steps as the caller's Accelerator decides
-    found = model.project.passed_schedulers.get((function.name.value, name))
+    if "." not in name and function in model.module.body:
+        callee = function.name.value  # `scheduler`, a parameter of a top-level function
+    elif name.startswith("self.") and name.count(".") == 1:
+        # `self.scheduler`, kept by the `__init__` of the top-level class whose method holds the loop
+        callee = next((stmt.name.value for stmt in model.module.body
+                       if isinstance(stmt, cst.ClassDef) and any(m is function for m in stmt.body.body)), None)
+    else:
+        return None
+    found = model.project.passed_schedulers.get((callee, name)) if callee else None
     if not found:
         return None
     calls = []
@@ -447,7 +454,7 @@ def _passed(scheduler: Event, training: TrainingLoop, model: FileModel) -> tuple
             return None
         calls.append(call)
     places = ", ".join(where for where, _ in found)
-    return f" (built at {places} and passed to `{function.name.value}`)", calls
+    return f" (built at {places} and passed to `{callee}`)", calls
 
 
 def _built_by(scheduler: Event, model: FileModel) -> str:
