@@ -228,3 +228,20 @@ def test_a_batch_horizon_kept_by_a_trainer_and_stepped_per_epoch(project: Path, 
 def test_trainer_callers_in_the_same_unit_or_unknown(project: Path, run_cli, files: dict[str, str]) -> None:
     _write(project, {"trainer.py": TRAINER, **files})
     assert _codes(run_cli, "trainer.py") == []
+
+
+def test_a_scheduler_kept_from_keyword_arguments(project: Path, run_cli) -> None:
+    """The trainer takes `**kwargs` and keeps `kwargs["scheduler"]`: the callers' keyword is read."""
+    trainer = TRAINER.replace("def __init__(self, model, optimizer, scheduler, args):",
+                              "def __init__(self, *args, **kwargs):")
+    for name in ("model", "optimizer", "scheduler", "args"):
+        trainer = trainer.replace(f"self.{name} = {name}\n", f"self.{name} = kwargs['{name}']\n")
+    assert "kwargs['scheduler']" in trainer
+    _write(project, {"run.py": RUN.replace("HORIZON", "len(loader)"), "trainer.py": trainer})
+    found = _codes(run_cli, "trainer.py")
+    assert len(found) == 1 and " LC303 " in found[0] and "(built at run.py:9 and passed to `Trainer`)" in found[0]
+    # a caller that passes it by position cannot reach `**kwargs`: nothing read
+    _write(project, {"run.py": RUN.replace("HORIZON", "len(loader)").replace(
+        "Trainer(model=model, optimizer=optimizer, scheduler=scheduler, args=args)",
+        "Trainer(model, optimizer, scheduler, args)")})
+    assert _codes(run_cli, "trainer.py") == []

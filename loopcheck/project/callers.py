@@ -31,7 +31,9 @@ Passed = tuple[tuple[str, str], ...]
 
 _DEF = re.compile(rb"^(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.M)
 _SCHEDULER_PARAM = re.compile(r"sched", re.I)
-_KEPT = re.compile(rb"^[ \t]+self\.(\w*[Ss]ched\w*)[ \t]*=[ \t]*(\w+)[ \t]*(?:#[^\n]*)?$", re.M)
+# `self.scheduler = scheduler`, `self.scheduler = kwargs["scheduler"]` (a keyword the callers pass)
+_KEPT = re.compile(rb"^[ \t]+self\.(\w*[Ss]ched\w*)[ \t]*=[ \t]*(?:(\w+)|kwargs\[[\"'](\w+)[\"']\])[ \t]*(?:#[^\n]*)?$",
+                   re.M)
 _CLASS = re.compile(rb"^class[ \t]+(\w+)", re.M)
 _INIT = re.compile(rb"^[ \t]+def[ \t]+__init__[ \t]*\(", re.M)
 _TOP = re.compile(rb"^(?:def|class|if|for|while|with|try|async)\b", re.M)  # a top-level statement ends the class
@@ -54,7 +56,7 @@ def stepped_parameters(text: bytes) -> tuple[tuple[str, str, str, int | None], .
             if _SCHEDULER_PARAM.search(name) and f"{name}.step()".encode() in text:
                 found.append((match.group(1).decode(), name, name, position))
     for match in _KEPT.finditer(text):
-        attr, param = match.group(1).decode(), match.group(2).decode()
+        attr, param = match.group(1).decode(), (match.group(2) or match.group(3)).decode()
         if f"self.{attr}.step()".encode() not in text or \
                 len(re.findall(rb"self\." + attr.encode() + rb"\s*=[^=]", text)) != 1:
             continue
@@ -64,6 +66,11 @@ def stepped_parameters(text: bytes) -> tuple[tuple[str, str, str, int | None], .
         init = _INIT.search(text, cls.end(), match.start()) if cls is not None else None
         if cls is None or init is None or _TOP.search(text, cls.end(), match.start()):
             continue  # not in a class's `__init__`, or the class ended before it
+        if match.group(3):
+            # a keyword of `**kwargs` (`self.scheduler = kwargs["scheduler"]`): passed by name only
+            if re.search(rb"\*\*kwargs\b", text[init.end():text.find(b")", init.end()) + 1]):
+                found.append((cls.group(1).decode(), f"self.{attr}", param, None))
+            continue
         params = _parameters(text, init.end())
         position = next((p for p, name in params if name == param), -1)
         if params[:1] == [(0, "self")] and position != -1:

@@ -25,7 +25,13 @@ scheduler built by a function of the same file or of another project module (`sc
 build_scheduler(optimizer, args)` with `return CosineAnnealingLR(optimizer, T_max=args.epochs)`,
 also in one of several `if args.sched == ...:` branches), or by a method of the same class
 (`self.scheduler = self._make_scheduler()`), is read as that function builds it, with the call's
-arguments in place of its parameters. A `LambdaLR` whose schedule function is handed its lengths
+arguments in place of its parameters. So is a scheduler the caller builds in another file and
+hands over: a parameter of the top-level function that holds the loop (`train_one_epoch(model,
+loader, optimizer, scheduler)` called from main.py), or one a trainer's `__init__` keeps
+(`self.scheduler = scheduler`, `kwargs["scheduler"]`) for the loop of one of its methods, where
+every call of that function or class in the project passes a scheduler built there by a
+constructor (a caller passing anything else, a subclass, or the name handed on keeps it silent).
+A `LambdaLR` whose schedule function is handed its lengths
 (`partial(warmup_cosine, warmup=args.warmup_epochs, total=args.epochs)`, `lambda s:
 warmup_cosine(s, args.warmup_epochs, args.epochs)`) counts in the unit all of them share. A step
 under `isinstance` tests on the scheduler (`if isinstance(scheduler, OneCycleLR): scheduler.step()`,
