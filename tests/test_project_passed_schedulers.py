@@ -245,3 +245,39 @@ def test_a_scheduler_kept_from_keyword_arguments(project: Path, run_cli) -> None
         "Trainer(model=model, optimizer=optimizer, scheduler=scheduler, args=args)",
         "Trainer(model, optimizer, scheduler, args)")})
     assert _codes(run_cli, "trainer.py") == []
+
+
+FACTORY = """
+    from torch.optim.lr_scheduler import CosineAnnealingLR, OneCycleLR
+
+
+    def build_scheduler(optimizer, args, steps_per_epoch):
+        if args.sched == "onecycle":
+            return OneCycleLR(optimizer, max_lr=args.lr, epochs=args.epochs, steps_per_epoch=steps_per_epoch)
+        return CosineAnnealingLR(optimizer, T_max=args.epochs)
+"""
+
+
+@pytest.mark.parametrize(("factory", "found"), [
+    (FACTORY, False),  # one branch counts batches, stepped per batch: not every schedule mismatches
+    # both count epochs
+    (FACTORY.replace("OneCycleLR(optimizer, max_lr=args.lr, epochs=args.epochs, steps_per_epoch=steps_per_epoch)",
+                     "StepLR(optimizer, step_size=args.lr_decay_epochs)").replace("OneCycleLR", "StepLR"), True),
+])
+def test_a_scheduler_built_by_a_project_factory_in_the_entry_script(project: Path, run_cli, factory: str,
+                                                                     found: bool) -> None:
+    main = MAIN.replace("from engine import train_one_epoch", "from engine import train_one_epoch\n"
+                        "    from utils import build_scheduler")
+    _write(project, {"main.py": main.replace("BUILT", "build_scheduler(optimizer, args, len(loader))"),
+                     "engine.py": PER_BATCH, "utils.py": factory})
+    codes = _codes(run_cli, "engine.py")
+    assert [" LC303 " in c and "main.py:15" in c for c in codes] == ([True] if found else [])
+
+
+def test_a_factory_of_the_entry_script_itself(project: Path, run_cli) -> None:
+    main = MAIN.replace("def main(args):", "def make_schedule(optimizer, epochs):\n"
+                        "        return CosineAnnealingLR(optimizer, T_max=epochs)\n\n\n    def main(args):")
+    _write(project, {"main.py": main.replace("BUILT", "make_schedule(optimizer, args.epochs)"),
+                     "engine.py": PER_BATCH})
+    codes = _codes(run_cli, "engine.py")
+    assert len(codes) == 1 and "horizon `args.epochs` counts epochs" in codes[0]

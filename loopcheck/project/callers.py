@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopcheck.project.flow import bound_once
-from loopcheck.project.schedules import SCHEDULE, _constructed
+from loopcheck.project.schedules import SCHEDULE, SCHEDULE_TEXT, _constructed, _written, as_called, own_factory
 from loopcheck.project.walk import last_name, own_nodes, walk
 
 if TYPE_CHECKING:
@@ -150,11 +151,11 @@ def _passed(index: ProjectIndex, path: Path, function: str, param: str, position
             return None
         rel = index.relative(file)
         for call, scope in calls:
-            built = _built(call, scope, param, position)
+            built = _built(call, scope, param, position, lambda c: _factory(index, file, tree, text, c))
             if built is None:
                 return None
             if built is not False:
-                found.append((f"{rel}:{built[0]}", built[1]))
+                found.extend((f"{rel}:{line}", constructor) for line, constructor in built)  # type: ignore[union-attr]
     return tuple(sorted(set(found))) or None
 
 
@@ -202,9 +203,13 @@ def _calls(index: ProjectIndex, file: Path, tree: ast.Module, target: Path, func
     return found
 
 
-def _built(call: ast.Call, scope: ast.AST, param: str, position: int | None) -> tuple[int, str] | bool | None:
-    """(line, constructor text) of the scheduler ``call`` passes as ``param``; False where it passes
-    ``None`` (no scheduler); None where what it passes is not known."""
+def _built(call: ast.Call, scope: ast.AST, param: str, position: int | None,
+           factories: Callable[[ast.Call], tuple[tuple[str, ...], tuple[str, ...]] | None]
+           ) -> list[tuple[int, str]] | bool | None:
+    """(line, constructor text) of each scheduler ``call`` may pass as ``param`` (one, or one per
+    branch of a project factory that built it); False where it passes ``None`` (no scheduler); None
+    where what it passes is not known. ``factories``: the parameters and returned schedulers of a
+    project function a call runs, if it returns schedulers."""
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return None
     value = next((k.value for k in call.keywords if k.arg == param), None)
@@ -219,8 +224,11 @@ def _built(call: ast.Call, scope: ast.AST, param: str, position: int | None) -> 
     nodes = own_nodes(scope)
     assigned = bound_once(nodes)
     constructor = assigned.get(value.id)
-    if not (isinstance(constructor, ast.Call) and SCHEDULE.search(last_name(constructor.func))):
+    if not isinstance(constructor, ast.Call):
         return None
+    factory = None if SCHEDULE.search(last_name(constructor.func)) else factories(constructor)
+    if factory is None and not SCHEDULE.search(last_name(constructor.func)):
+        return None  # neither a scheduler's constructor nor a project function that returns one
     if any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in nodes):
         return None
     # names bound in ways `bound_once` does not read (`with ... as x`, `except E as x`, imports,
@@ -240,10 +248,53 @@ def _built(call: ast.Call, scope: ast.AST, param: str, position: int | None) -> 
                and last_name(v.func) not in _ARITHMETIC}
     kept |= objects
     assigned = {name: v for name, v in assigned.items() if name not in objects}
+    if factory is not None:
+        # `scheduler = build_scheduler(optimizer, args)`: each scheduler the factory returns, with
+        # the caller's arguments (written out as the caller sees them) in place of its parameters
+        params, schedules = factory
+        if any(isinstance(a, ast.Starred) for a in constructor.args) or \
+                any(k.arg is None or k.arg not in params for k in constructor.keywords):
+            return None
+        given = [*enumerate(constructor.args), *((params.index(k.arg), k.value) for k in constructor.keywords)]
+        args = {}
+        for position, arg in given:
+            written = _written(arg, {}, assigned, 0, kept)  # type: ignore[arg-type]
+            if written is not None:
+                args[position] = ast.unparse(written)
+        texts = [as_called(marked, args) for marked in schedules]
+        if not texts or any(text is None for text in texts):
+            return None
+        return [(constructor.lineno, text) for text in texts]  # type: ignore[misc]
     written = _constructed(constructor, {}, assigned, kept)
     if written is None:
         return None
-    return constructor.lineno, ast.unparse(written)
+    return [(constructor.lineno, ast.unparse(written))]
+
+
+def _factory(index: ProjectIndex, file: Path, tree: ast.Module, text: bytes, call: ast.Call
+             ) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(parameters, returned schedulers as ``schedules.returned`` marks them) of the project function
+    ``call`` runs by a plain name: a top-level function of ``file`` or one imported from a project
+    module; None for any other call or a function that returns no scheduler it can read."""
+    if not isinstance(call.func, ast.Name):
+        return None
+    name = call.func.id
+    own = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
+    if len(own) == 1:
+        source = ast.get_source_segment(text.decode("utf-8", "replace"), own[0])
+        found = own_factory(source, False) if source and SCHEDULE_TEXT.search(source) else ((), ())
+        return found if found[1] else None
+    imported = [(node.module or "", node.level, alias.name) for node in tree.body if isinstance(node, ast.ImportFrom)
+                for alias in node.names if (alias.asname or alias.name) == name]
+    if len(imported) != 1:
+        return None
+    module, level, attr = imported[0]
+    path = index.resolve(file, module, level)
+    if path is None or not index.may_define(path, attr):
+        return None
+    facts = index.facts(path, names=[attr])
+    function = facts.functions.get(attr) if facts is not None else None
+    return (function.params, function.schedules) if function is not None and function.schedules else None
 
 
 def _dotted(expr: ast.expr) -> str | None:

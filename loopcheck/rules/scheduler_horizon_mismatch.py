@@ -459,7 +459,7 @@ def _passed(scheduler: Event, training: TrainingLoop, model: FileModel) -> tuple
         if not isinstance(call, cst.Call):
             return None
         calls.append(call)
-    places = ", ".join(where for where, _ in found)
+    places = ", ".join(dict.fromkeys(where for where, _ in found))
     return f" (built at {places} and passed to `{callee}`)", calls
 
 
