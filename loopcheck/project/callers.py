@@ -173,7 +173,7 @@ def _calls(index: ProjectIndex, file: Path, tree: ast.Module, target: Path, func
                         return None
                     continue
                 local = alias.asname or alias.name
-                if alias.name == function and index.resolve(file, node.module or "", node.level) == target:
+                if alias.name == function and _defining(index, file, node.module or "", node.level, function) == target:
                     names.add(local)
                 elif index.resolve(file, f"{node.module}.{alias.name}" if node.module else alias.name,
                                    node.level) == target:
@@ -289,12 +289,32 @@ def _factory(index: ProjectIndex, file: Path, tree: ast.Module, text: bytes, cal
     if len(imported) != 1:
         return None
     module, level, attr = imported[0]
-    path = index.resolve(file, module, level)
-    if path is None or not index.may_define(path, attr):
+    path = _defining(index, file, module, level, attr)
+    if path is None:
         return None
     facts = index.facts(path, names=[attr])
     function = facts.functions.get(attr) if facts is not None else None
     return (function.params, function.schedules) if function is not None and function.schedules else None
+
+
+def _defining(index: ProjectIndex, file: Path, module: str, level: int, name: str) -> Path | None:
+    """The project file that defines ``name`` for ``from module import name`` in ``file``: the module,
+    or the one its package's ``__init__`` imports the name from (``from .train_and_eval import
+    train_one_epoch``); None if neither defines it."""
+    path = index.resolve(file, module, level)
+    if path is None or index.may_define(path, name):
+        return path
+    if path.name != "__init__.py" or name.encode() not in index.text_of(path):
+        return None
+    try:
+        tree = ast.parse(index.text_of(path))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and any(a.name == name and (a.asname or a.name) == name for a in node.names):
+            found = index.resolve(path, node.module or "", node.level)
+            return found if found is not None and index.may_define(found, name) else None
+    return None
 
 
 def _dotted(expr: ast.expr) -> str | None:
