@@ -1,7 +1,9 @@
 """Project-wide facts: what the names a file imports from its own project do.
 
-``for_file(path)`` reads (with the stdlib ``ast``, cached) the project modules the file imports and
-the entry scripts that import it and build a DDP wrapper. The model builder asks ``events(call)``
+``for_file(path)`` reads (with the stdlib ``ast``, cached) the project modules the file imports,
+the entry scripts that import it (or subclass one of its classes) and build a DDP wrapper, and,
+where the file's text steps a scheduler it is handed, the callers that hand it one
+(``loopcheck.project.callers``). The model builder asks ``events(call)``
 at each call: an imported wrapper that back-propagates, steps, zeroes or leaves a model in eval
 mode becomes those events at the call site, so the rules see them and the finding points at the
 loop; ``where(node)`` names the other file and line for the message. ``digest()`` changes when
@@ -62,6 +64,7 @@ class Imported:
     _tree: ast.Module | None = None  # the file's ``ast``, if parsed (for ``ddp_importers``)
     _ddp_importers: list[str] | None = None
     _passed: dict[tuple[str, str], _callers.Passed | None] | None = None
+    _base_wraps: dict[str, str | None] = field(default_factory=dict)
     _modules: dict[str, ModuleFacts | None] = field(default_factory=dict)
     _where: dict[int, str] = field(default_factory=dict)
     _methods: dict[tuple[str, str], Summary | None] = field(default_factory=dict)
@@ -285,6 +288,11 @@ class Imported:
         """``path:line`` where the class ``base`` (``BaseTrainer``, ``engine.BaseTrainer``), defined
         in another project module, builds a DDP wrapper in its own body, where that module touches
         no gradient sync (a subclass of this file trains what the base wrapped); None otherwise."""
+        if base not in self._base_wraps:  # several classes of a file share a base
+            self._base_wraps[base] = self._base_ddp_wrap(base)
+        return self._base_wraps[base]
+
+    def _base_ddp_wrap(self, base: str) -> str | None:
         local, _, rest = base.partition(".")
         imported = self.own.imports.get(local)
         if imported is None or "." in rest:
