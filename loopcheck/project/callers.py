@@ -40,6 +40,7 @@ _INIT = re.compile(rb"^[ \t]+def[ \t]+__init__[ \t]*\(", re.M)
 _TOP = re.compile(rb"^(?:def|class|if|for|while|with|try|async)\b", re.M)  # a top-level statement ends the class
 _ARITHMETIC = {"len", "int", "float", "round", "max", "min", "ceil", "floor", "abs", "sum"}
 _MAX_CALLERS = 8  # project files that name the function: more is a library's API, not an entry script's call
+_MAX_FILES = 1000  # project files whose texts are read to find the callers (a larger framework: not read)
 
 
 def stepped_parameters(text: bytes) -> tuple[tuple[str, str, str, int | None], ...]:
@@ -136,8 +137,11 @@ def passed(index: ProjectIndex, path: Path, function: str, param: str, position:
 
 
 def _passed(index: ProjectIndex, path: Path, function: str, param: str, position: int | None) -> Passed | None:
+    files = index.python_files()
+    if len(files) > _MAX_FILES:
+        return None  # reading every file of a large framework for one function costs too much
     word = function.encode()
-    candidates = [(file, text) for file in index.python_files() if word in (text := index.text_of(file))]
+    candidates = [(file, text) for file in files if word in (text := index.text_of(file))]
     if len(candidates) > _MAX_CALLERS:
         return None
     found: list[tuple[str, str]] = []
@@ -165,7 +169,8 @@ def _calls(index: ProjectIndex, file: Path, tree: ast.Module, target: Path, func
     whose own statements hold it; None where a star import of ``target`` hides them."""
     names: set[str] = {function} if file.resolve() == target else set()
     modules: set[str] = set()
-    for node in walk(tree):
+    nodes = walk(tree)  # walked once, for each reading below
+    for node in nodes:
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 if alias.name == "*":
@@ -184,22 +189,28 @@ def _calls(index: ProjectIndex, file: Path, tree: ast.Module, target: Path, func
                     modules.add(alias.asname or alias.name)
     if not names and not modules:
         return []
+
     def names_it(expr: ast.AST) -> bool:
         return isinstance(expr, ast.Name) and expr.id in names or isinstance(expr, ast.Attribute) \
             and expr.attr == function and _dotted(expr.value) in modules
 
-    found: list[tuple[ast.Call, ast.AST]] = []
-    called: set[int] = set()
-    for scope in [tree, *(n for n in walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
-        for node in own_nodes(scope):
-            if isinstance(node, ast.Call) and names_it(node.func):
-                found.append((node, scope))
-                called.add(id(node.func))
-    for node in walk(tree):
+    calls = [n for n in nodes if isinstance(n, ast.Call) and names_it(n.func)]
+    called = {id(call.func) for call in calls}
+    for node in nodes:
         # handed on (`run(train_one_epoch)`, `fn = train_one_epoch`) or subclassed (`class
         # MyTrainer(Trainer)`): calls under another name pass what is not read here
         if names_it(node) and id(node) not in called and not isinstance(getattr(node, "ctx", None), ast.Store):
             return None
+    # each call's scope: the innermost function whose lines hold it (or the module)
+    functions = [n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+    found: list[tuple[ast.Call, ast.AST]] = []
+    for call in calls:
+        holding = [f for f in functions if f.lineno <= call.lineno <= (f.end_lineno or f.lineno)
+                   and not (f.lineno == call.lineno and f.col_offset > call.col_offset)]
+        scope = max(holding, key=lambda f: (f.lineno, f.col_offset), default=tree)
+        if isinstance(scope, ast.Lambda):
+            return None  # bound inside a lambda: not read
+        found.append((call, scope))
     return found
 
 
