@@ -315,6 +315,7 @@ def _runs_wrapper(call: cst.Call, wrapped: set[str], full: set[str], model: File
         or any(last_part(dotted(a.value) or "") in wrapped for a in call.args) \
         or any(forward_helper(call, name, model.index) for name in full)
 
+
 def _class_of(function: cst.FunctionDef | None, model: FileModel) -> str | None:
     """The top-level class whose method ``function`` is."""
     if function is None:
