@@ -244,7 +244,7 @@ class SemanticTrainer:
         elsewhere = imported_ddp_wraps(model) if not ddp else []
         prepared = prepared_modules(model, trained_modules(model)) if not ddp and not elsewhere else []
         # a class whose base, in another module, wraps the model: only that class's loops
-        based = base_ddp_wraps(model) if not ddp and not elsewhere and model.index.with_loops else {}
+        based = base_ddp_wraps(model) if not ddp and not elsewhere else {}
         if not ddp and not elsewhere and not prepared and not based:
             return
         done: set[int] = set()  # loops reported (in one of their variants)
