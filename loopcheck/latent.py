@@ -15,6 +15,7 @@ from __future__ import annotations
 import libcst as cst
 
 from loopcheck.model import FileModel
+from loopcheck.model.guards import at_most_one
 from loopcheck.model.syntax import dotted, int_value, last_part
 from loopcheck.model.training import Style, TrainingLoop
 from loopcheck.model.values import option_defaults
@@ -47,14 +48,10 @@ def condition(model: FileModel, code: str, node: cst.CSTNode) -> str | None:
 
 
 def _turns_off(training: TrainingLoop, setting: str) -> bool:
-    """The variant assumes the setting off: ``N`` false, ``N <= 1`` true, ``N > 1`` false, ..."""
-    for key, value in training.loop.assumptions.items():
-        if key == setting and value is False:
-            return True
-        rest = key[len(setting):] if key.startswith(setting) else None
-        if rest in ("<=1", "<2", "==1", "==0") and value or rest in (">1", ">=2", "!=1") and not value:
-            return True
-    return False
+    """The variant assumes the setting off: ``N`` false, ``N == 0``, or no value above 1 (``N <= 1``)."""
+    assumptions = training.loop.assumptions
+    return assumptions.get(setting) is False or assumptions.get(f"{setting}==0") is True \
+        or at_most_one(assumptions, setting)
 
 
 def _event_nodes(training: TrainingLoop) -> set[cst.CSTNode]:

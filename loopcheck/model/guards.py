@@ -254,6 +254,14 @@ def _covers(paths: list[tuple[Cond, ...]]) -> bool:
     return all(side and _covers(side) for side in sides)
 
 
+def at_most_one(assumptions: Mapping[str, bool], n: str) -> bool:
+    """Whether the assumed flags leave the count ``n`` (its text, without spaces) no value above 1:
+    ``n <= 1`` (or ``n < 2``, ``n == 1``) assumed true, or ``n > 1`` (``n >= 2``, ``n != 1``) false."""
+    held = {f"{n}<=1", f"{n}<2", f"{n}==1", f"1>={n}", f"2>{n}", f"1=={n}"}
+    failed = {f"{n}>1", f"{n}>=2", f"{n}!=1", f"1<{n}", f"2<={n}", f"1!={n}"}
+    return any(assumptions.get(key) is (key in held) for key in held | failed)
+
+
 class GuardReader:
     """Classifies conditions of one loop (the loop decides which names vary per iteration)."""
 
@@ -439,12 +447,7 @@ class GuardReader:
     def _assumed_one(self, modulus: cst.BaseExpression) -> bool:
         """Whether the variant's flags leave ``modulus`` no value but 1 (``N > 1`` assumed false;
         at 0 the ``%`` would raise)."""
-        if not self.assumptions:
-            return False
-        n = source(modulus).replace(" ", "")
-        held = {f"{n}<=1", f"{n}<2", f"{n}==1", f"1>={n}", f"2>{n}", f"1=={n}"}
-        failed = {f"{n}>1", f"{n}>=2", f"{n}!=1", f"1<{n}", f"2<={n}", f"1!={n}"}
-        return any(self.assumptions.get(key) is (key in held) for key in held | failed)
+        return bool(self.assumptions) and at_most_one(self.assumptions, source(modulus).replace(" ", ""))
 
     # -- n >= N (n reset in the step branch), ni - last_step >= N -------------------------
     def _threshold(self, test: cst.BaseExpression, order: int | None) -> Guard | None:

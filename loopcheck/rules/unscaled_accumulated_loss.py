@@ -279,22 +279,20 @@ _DECOUPLED = {"AdamW", "FusedAdam", "Lion"}
 def _adam_like(model: FileModel, training: TrainingLoop) -> bool:
     """Every optimizer the loop steps is built in this file as an Adam-like optimizer whose step
     ignores the gradient's scale: only a clip threshold (which sees the N-fold sum) notices it."""
-    names = {step.receiver for step in training.steps}
-    if not names or None in names or not all(_direct_step(step.node) for step in training.steps):
+    if not all(_direct_step(step.node) for step in training.steps):
         return False  # a wrapper's step (`trainer.optimize(opt)`) may clip or rescale where this file cannot see
-    for name in names:
-        calls = model.roles.constructors(name, Role.OPTIMIZER)
-        if not calls:
-            return False
-        for call in calls:
-            kind = last_part(func_name(call) or "")
-            decay = keyword(call, "weight_decay")
-            mode = keyword(call, "adam_w_mode")
-            coupled = kind not in _DECOUPLED or kind == "FusedAdam" and mode is not None and not (
-                isinstance(mode, cst.Name) and mode.value == "True")
-            if kind not in _SCALE_FREE or sum(a.keyword is None for a in call.args) > 2 \
-                    or (coupled and decay is not None and not is_zero(decay)):
-                return False  # beyond (params, lr) a positional argument may be the weight decay
+    calls = _built_here(model, {step.receiver for step in training.steps})
+    if calls is None:
+        return False
+    for call in calls:
+        kind = last_part(func_name(call) or "")
+        decay = keyword(call, "weight_decay")
+        mode = keyword(call, "adam_w_mode")
+        coupled = kind not in _DECOUPLED or kind == "FusedAdam" and mode is not None and not (
+            isinstance(mode, cst.Name) and mode.value == "True")
+        if kind not in _SCALE_FREE or sum(a.keyword is None for a in call.args) > 2 \
+                or (coupled and decay is not None and not is_zero(decay)):
+            return False  # beyond (params, lr) a positional argument may be the weight decay
     return True
 
 
@@ -302,19 +300,27 @@ def _lr_divided(model: FileModel, training: TrainingLoop, counts: set[str]) -> b
     """Every optimizer the loop steps is built in this file with a learning rate divided by N
     (Darknet's `base_lr = LR / batch_size / subdivision` for losses summed over the batch): the step
     is `lr / N` times the window's sum, which is `lr` times its mean."""
-    names = {step.optimizer or step.receiver for step in training.steps}
-    if not counts or not names or None in names:
+    calls = _built_here(model, {step.optimizer or step.receiver for step in training.steps}) if counts else None
+    if calls is None:
         return False
-    for name in names:
-        calls = model.roles.constructors(name, Role.OPTIMIZER)
-        if not calls:
+    for call in calls:
+        args = positional(call)
+        lr = keyword(call, "lr") or (args[1] if len(args) > 1 else None)
+        if lr is None or not _divides_by(lr, counts, model):
             return False
-        for call in calls:
-            args = positional(call)
-            lr = keyword(call, "lr") or (args[1] if len(args) > 1 else None)
-            if lr is None or not _divides_by(lr, counts, model):
-                return False
     return True
+
+
+def _built_here(model: FileModel, names: set[str | None]) -> list[cst.Call] | None:
+    """The constructor calls of the optimizers ``names``, or None where one is unnamed or built
+    elsewhere (its hyperparameters cannot be read here)."""
+    calls: list[cst.Call] = []
+    for name in names:
+        found = model.roles.constructors(name, Role.OPTIMIZER) if name is not None else None
+        if not found:
+            return None
+        calls.extend(found)
+    return calls or None
 
 
 def _divides_by(expr: cst.BaseExpression, counts: set[str], model: FileModel, depth: int = 0) -> bool:
