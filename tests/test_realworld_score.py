@@ -78,17 +78,19 @@ def test_details_default_to_the_readable_splits_and_name_no_held_out_checkout(sc
     manifest = write_manifest(tmp_path / "m.jsonl", [
         entry("rw1", "dev", ["LC101"]),
         entry("rw4", "dev2", ["LC303"], repo="second/dev"),
+        entry("rw5", "dev3", ["LC302"], repo="readable/three"),
         entry("rw2", "test2", ["LC501"], repo="held/out"),
         entry("rw3", "test3", ["LC105"], repo="third/split"),
     ])
     details = tmp_path / "details.md"
-    corpus = tmp_path / "corpus"  # empty: both checkouts are missing, so both are errors
+    corpus = tmp_path / "corpus"  # empty: every checkout is missing, so each is an error
     corpus.mkdir()
     code = score.main(["--corpus", str(corpus), "--manifest", str(manifest), "--details", str(details)])
     text = details.read_text()
     assert code == 2
     assert "rw1 LC101" in text and "owner+name@" in text
     assert "rw4 LC303" in text and "second+dev@" in text
+    assert "rw5 LC302" in text and "readable+three@" in text
     assert "rw2" not in text and "held" not in text
     assert "rw3" not in text and "third" not in text
 

@@ -73,3 +73,25 @@ def test_a_scheduler_the_file_does_not_build_with_two_optimizers(before: str, be
     source = textwrap.dedent(_PASSED) + before + _BATCHES.format(between=between)
     codes = [f.code for f in check_source(source, filename="processor.py", select=["LC302"])]
     assert codes == (["LC302"] if flagged else [])
+
+
+@pytest.mark.parametrize(("scheduler", "where", "effect"), [
+    # StepLR(step_size=3) stepped first: the LR falls in epoch 2, not 3 (run on CPU: 0.1, 0.1, 0.01, ...)
+    ("StepLR(optimizer, step_size=3)", "epoch", "every decay comes one epoch early"),
+    ("MultiStepLR(optimizer, milestones=[30, 60])", "epoch", "every decay comes one epoch early"),
+    ("MultiStepLR(optimizer, milestones=[30, 60])", "iteration", "every decay comes one iteration early"),
+    ("LambdaLR(optimizer, lambda s: min(1.0, s / 100))", "iteration", "the first value of the schedule is skipped"),
+    ("CosineAnnealingLR(optimizer, T_max=10)", "epoch", "the first value of the schedule is skipped"),
+])
+def test_the_message_says_what_the_early_step_does_to_the_schedule(scheduler: str, where: str, effect: str) -> None:
+    first = "        scheduler.step()\n"
+    source = ("import torch\n\n\ndef train(model, loader, epochs):\n"
+              "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+              f"    scheduler = torch.optim.lr_scheduler.{scheduler}\n"
+              "    for epoch in range(epochs):\n" + (first if where == "epoch" else "") +
+              "        for x, y in loader:\n"
+              "            optimizer.zero_grad()\n"
+              "            model(x).sum().backward()\n" + ("    " + first if where == "iteration" else "") +
+              "            optimizer.step()\n")
+    messages = [v.message for v in check_source(source, "train.py") if v.code == "LC302"]
+    assert messages == [f"`scheduler.step()` runs before `optimizer.step()`: {effect}"]

@@ -121,7 +121,7 @@ for epoch in range(epochs):
                     continue  # stepped on every micro-batch, the optimizer only on some: LC301's finding
                 if _plain_class(model, scheduler.receiver):
                     continue
-                yield self._report(model, scheduler, first.stmt)
+                yield self._report(model, scheduler, first.stmt, "iteration")
             outer = loop.parent
             if outer is None or not outer.is_loop or is_data_loop(outer) or outer.events(Kind.STEP):
                 continue  # `for _ in range(disc_updates)` inside the batch loop is not the batch loop
@@ -137,15 +137,22 @@ for epoch in range(epochs):
                     continue
                 if not scheduler.has_args and scheduler.order < loop.order and (reader.guard(
                         scheduler.conds, scheduler.order).always or scheduler.conds and scheduler.conds == loop.conds):
-                    yield self._report(model, scheduler, loop.node)
+                    yield self._report(model, scheduler, loop.node, "epoch")
 
-    def _report(self, model: FileModel, scheduler: Event, after: cst.CSTNode) -> Violation:
-        """``after``: the statement the scheduler step belongs behind (the step, or the batch loop)."""
+    def _report(self, model: FileModel, scheduler: Event, after: cst.CSTNode, unit: str) -> Violation:
+        """``after``: the statement the scheduler step belongs behind (the step, or the batch loop);
+        ``unit``: what each scheduler step counts there."""
         movable = own_line(scheduler) and model.owner(scheduler.stmt) is model.owner(after) is not None
         fix = move_after(scheduler.stmt, after, "move the scheduler step after the optimizer step") \
             if movable else None  # type: ignore[arg-type]
-        return self.at(scheduler, f"`{scheduler.receiver}.step()` runs before `optimizer.step()`: the first "
-                                  "value of the schedule is skipped", fix)
+        kinds = {last_part(func_name(call) or "") for call in model.roles.constructors(scheduler.receiver, Role.SCHEDULER)}
+        effect = f"every decay comes one {unit} early" if kinds and kinds <= _DECAYS else \
+            "the first value of the schedule is skipped"
+        return self.at(scheduler, f"`{scheduler.receiver}.step()` runs before `optimizer.step()`: {effect}", fix)
+
+
+# Step decays: stepped first, the k-th decay arrives after k * step_size - 1 periods instead of k * step_size.
+_DECAYS = {"StepLR", "MultiStepLR"}
 
 
 def _plain_class(model: FileModel, receiver: str | None) -> bool:
