@@ -23,10 +23,12 @@ A backward skipped only for a NaN, infinite or exploding loss (`if torch.isfinit
 helper of the file that returns such a test, `if is_valid_number(loss.item()):`) still runs on
 every micro-batch that trains.
 A loss not divided at all is not flagged where every optimizer the loop steps is built in the file
-as Adam, AdamW, Adamax, NAdam, FusedAdam or Lion (with no coupled `weight_decay`) and the file clips
+as Adam, AdamW, Adamax, NAdam, FusedAdam or Lion with no coupled `weight_decay`, and the file clips
 nothing: their update divides the gradient's running mean by the root of its running square (or
-takes its sign), so N times the gradient gives the same step. Where such a file clips, the message
-says what changes: the clip threshold meets the N-fold sum. A running count is always flagged: it
+takes its sign), so N times the gradient gives the same step. Where such a file clips, or the
+optimizer's weight decay is coupled (Adam's own `weight_decay`, added to the gradient before the
+ratio), the message says what changes: the clip threshold meets the N-fold sum, the decay weighs N
+times less against it. A running count is always flagged: it
 weighs the micro-batches unequally, which no optimizer undoes. Nor is a raw loss flagged where every
 optimizer the loop steps gets a learning rate divided by N (Darknet's `base_lr = LR / batch_size /
 subdivision` for losses summed over the batch): `lr / N` times the window's sum is `lr` times its mean.
@@ -223,13 +225,10 @@ for step, batch in enumerate(train_dataloader):
                                             "micro-batch of a window weighs 1/k: divide every micro-batch by the "
                                             f"same {count}")
                 elif scaling is Scaling.RAW and not _lr_divided(model, training, accumulation_names):
-                    adam_like = _adam_like(model, training)
-                    if adam_like and "clip_grad" not in model.source:
-                        continue  # every clipping call the model knows names it, and so does a helper it does not follow
+                    effect = _effect(model, training, count)
+                    if effect is None:
+                        continue
                     fix = _divide_at_backward(model, training, backward, n) if n is not None else None
-                    effect = (f"the step size of an Adam-like optimizer does not change, but the clip threshold meets "
-                              f"the sum of {count} micro-batch gradients, so it clips as if set {count} times lower"
-                              if adam_like else f"each optimizer step is {count} times too large")
                     yield self.at(backward, f"the loss is back-propagated on every micro-batch without being divided "
                                             f"by {count}: {effect}", fix)
 
@@ -276,24 +275,39 @@ _SCALE_FREE = {"Adam", "AdamW", "Adamax", "NAdam", "FusedAdam", "Lion"}
 _DECOUPLED = {"AdamW", "FusedAdam", "Lion"}
 
 
-def _adam_like(model: FileModel, training: TrainingLoop) -> bool:
-    """Every optimizer the loop steps is built in this file as an Adam-like optimizer whose step
-    ignores the gradient's scale: only a clip threshold (which sees the N-fold sum) notices it."""
+def _effect(model: FileModel, training: TrainingLoop, count: str) -> str | None:
+    """What the N-fold gradient changes; None where nothing does (an Adam-like optimizer with no
+    coupled weight decay, and no clipping)."""
+    adam = _adam_like(model, training)
+    if adam is None:
+        return f"each optimizer step is {count} times too large"
+    changes = [f"its coupled `weight_decay` weighs {count} times less against the gradient"] if adam else []
+    if "clip_grad" in model.source:  # every clipping call the model knows names it, and so does a helper it does not follow
+        changes.append(f"the clip threshold meets the sum of {count} micro-batch gradients, so it clips as if set "
+                       f"{count} times lower")
+    return f"the step size of an Adam-like optimizer does not change, but {' and '.join(changes)}" if changes else None
+
+
+def _adam_like(model: FileModel, training: TrainingLoop) -> bool | None:
+    """Whether every optimizer the loop steps is built in this file as an Adam-like optimizer, whose
+    step ignores the gradient's scale: None if not; else whether one of them has a coupled weight
+    decay (added to the gradient before the ratio, so it weighs N times less against an N-fold sum)."""
     if not all(_direct_step(step.node) for step in training.steps):
-        return False  # a wrapper's step (`trainer.optimize(opt)`) may clip or rescale where this file cannot see
+        return None  # a wrapper's step (`trainer.optimize(opt)`) may clip or rescale where this file cannot see
     calls = _built_here(model, {step.receiver for step in training.steps})
     if calls is None:
-        return False
+        return None
+    coupled_decay = False
     for call in calls:
         kind = last_part(func_name(call) or "")
+        if kind not in _SCALE_FREE or sum(a.keyword is None for a in call.args) > 2:
+            return None  # beyond (params, lr) a positional argument may be the weight decay
         decay = keyword(call, "weight_decay")
         mode = keyword(call, "adam_w_mode")
         coupled = kind not in _DECOUPLED or kind == "FusedAdam" and mode is not None and not (
             isinstance(mode, cst.Name) and mode.value == "True")
-        if kind not in _SCALE_FREE or sum(a.keyword is None for a in call.args) > 2 \
-                or (coupled and decay is not None and not is_zero(decay)):
-            return False  # beyond (params, lr) a positional argument may be the weight decay
-    return True
+        coupled_decay |= coupled and decay is not None and not is_zero(decay)
+    return coupled_decay
 
 
 def _lr_divided(model: FileModel, training: TrainingLoop, counts: set[str]) -> bool:

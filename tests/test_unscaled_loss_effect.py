@@ -1,0 +1,52 @@
+"""LC102's message says what an undivided accumulated loss changes for the optimizer that steps:
+the step size under SGD; under Adam-like optimizers only a coupled weight decay and a clip threshold
+notice the N-fold gradient (benchmarks/results/lead-s14/adam_coupled_decay.py: Adam(wd) on the raw sum
+follows the same path as Adam(wd / N) on the mean), so with neither there is nothing to report."""
+from __future__ import annotations
+
+import pytest
+
+from loopcheck.engine import check_source
+
+_LOOP = """
+import torch
+
+
+def train(model, loader, args):
+    optimizer = torch.optim.{optimizer}
+    scaler = torch.amp.GradScaler("cuda")
+    for i, (x, y) in enumerate(loader):
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+        scaler.scale(loss).backward()
+        if (i + 1) % args.accum == 0 or (i + 1) == len(loader):
+{clip}            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+"""
+_CLIP = ("            scaler.unscale_(optimizer)\n"
+         "            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n")
+_TOO_LARGE = "each optimizer step is `args.accum` times too large"
+_DECAY = "its coupled `weight_decay` weighs `args.accum` times less against the gradient"
+_CLIPS = ("the clip threshold meets the sum of `args.accum` micro-batch gradients, so it clips as if set "
+          "`args.accum` times lower")
+_ADAM = "the step size of an Adam-like optimizer does not change, but "
+
+
+@pytest.mark.parametrize(("optimizer", "clip", "effect"), [
+    ("SGD(model.parameters(), lr=0.1)", "", _TOO_LARGE),
+    ("SGD(model.parameters(), lr=0.1)", _CLIP, _TOO_LARGE),
+    ("AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)", "", None),  # decoupled: nothing changes
+    ("AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)", _CLIP, _ADAM + _CLIPS),
+    ("Adam(model.parameters(), lr=1e-3)", "", None),
+    ("Adam(model.parameters(), lr=1e-3, weight_decay=0.0)", "", None),
+    ("Adam(model.parameters(), lr=1e-3, weight_decay=0.05)", "", _ADAM + _DECAY),
+    ("Adam(model.parameters(), lr=1e-3, weight_decay=0.05)", _CLIP, _ADAM + _DECAY + " and " + _CLIPS),
+    # by position, the decay cannot be told from betas or eps: not read as Adam-like
+    ("Adam(model.parameters(), 1e-3, (0.9, 0.999), 1e-8, 0.05)", "", _TOO_LARGE),
+])
+def test_the_message_names_what_the_n_fold_gradient_changes(optimizer: str, clip: str, effect: str | None) -> None:
+    source = _LOOP.format(optimizer=optimizer, clip=clip)
+    messages = [v.message for v in check_source(source, "train.py") if v.code == "LC102"]
+    prefix = "the loss is back-propagated on every micro-batch without being divided by `args.accum`: "
+    assert messages == ([] if effect is None else [f"{prefix}{effect} (only when `args.accum` > 1)"])
