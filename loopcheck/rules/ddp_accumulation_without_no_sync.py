@@ -309,10 +309,12 @@ def _wrapper_bypassed(model: FileModel, training: TrainingLoop, wraps: list[cst.
 
 
 def _runs_wrapper(call: cst.Call, wrapped: set[str], full: set[str], model: FileModel) -> bool:
-    """``ddp(x)``, ``ddp.forward(x)``, a call handed the wrapper, or a function of the file that calls it."""
+    """``ddp(x)``, ``ddp.forward(x)``, a call handed the wrapper (but a builtin that only looks at it,
+    ``hasattr(model, "module")``), or a function of the file that calls it."""
     parts = (dotted(call.func) or "").split(".")
     return parts[-1] in wrapped or len(parts) > 1 and parts[-2] in wrapped and parts[-1] == "forward" \
-        or any(last_part(dotted(a.value) or "") in wrapped for a in call.args) \
+        or parts != ["hasattr"] and parts != ["isinstance"] and any(
+            last_part(dotted(a.value) or "") in wrapped for a in call.args) \
         or any(forward_helper(call, name, model.index) for name in full)
 
 

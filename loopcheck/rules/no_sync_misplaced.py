@@ -141,7 +141,19 @@ class Brain:
                 self.optimizer.step()
                 self.optimizer.zero_grad()
 """,
+        """
+for step, batch in enumerate(loader):
+    my_context = model.no_sync if rank != -1 and step % accum != 0 else contextlib.nullcontext
+    with my_context():
+        loss = criterion(model(batch)) / accum
+        scaler.scale(loss).backward()
+    if step % accum == 0 and step != 0:
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+""",
     ]
+
     INVALID = [
         """
 for i, (x, y) in enumerate(loader):
@@ -207,6 +219,16 @@ for batch in loader:
     outputs = model(**batch)
     with accelerator.accumulate(model):
         accelerator.backward(outputs.loss)  # LC502
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+for step, batch in enumerate(loader):
+    my_context = model.no_sync if rank != -1 and step % accum == 0 else contextlib.nullcontext  # LC502
+    with my_context():
+        loss = criterion(model(batch)) / accum
+        loss.backward()
+    if step % accum == 0 and step != 0:
         optimizer.step()
         optimizer.zero_grad()
 """,
@@ -370,8 +392,10 @@ class Brain:
             if micro is None:
                 continue
             unsynced = micro if when_true else micro.negated()
-            if unsynced.includes_last:
-                yield Violation(expr, expr, f"`{module}.no_sync()` applies on {unsynced.value} of each window "
+            on_step = _syncs_the_step(training, test, not when_true)
+            if on_step or unsynced.includes_last and not _syncs_the_step(training, test, when_true):
+                where = "the micro-batches the optimizer steps on" if on_step else f"{unsynced.value} of each window"
+                yield Violation(expr, expr, f"`{module}.no_sync()` applies on {where} "
                                             f"(`{source(test)}` is inverted): the last micro-batch is not "
                                             "all-reduced and the ranks step with different gradients")
 
@@ -418,6 +442,24 @@ def _with_the_step(training: TrainingLoop, value: cst.BaseExpression, order: int
     flag = training.reader.atom(value, False, order, 0)
     return flag.kind is GuardKind.PERIODIC and flag.phase is step.phase and flag.index == step.index \
         and same(flag.modulus, step.modulus)
+
+
+def _syncs_the_step(training: TrainingLoop, test: cst.BaseExpression, when_true: bool) -> bool:
+    """The micro-batches ``test`` leaves synced (those where it is not ``when_true``) are those the
+    optimizer steps on, by the step's own periodic test (``no_sync if i % N != 0`` with the step under
+    ``i % N == 0 and i != 0``): the last of each window as the loop really runs, whatever the
+    window's phase. With ``when_true`` negated: the ones it leaves unsynced are."""
+    step = training.step_guard
+    if step is None or step.kind is not GuardKind.PERIODIC:
+        return False
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        sides = [test.left, test.right]  # `rank != -1 and i % N != 0`: the flag holds on every micro-batch
+        flags = [s for s in sides if training.reader.atom(s, False, None, 0).kind is GuardKind.INVARIANT]
+        if len(flags) == 1:
+            test = sides[1 - sides.index(flags[0])]
+    synced = training.reader.atom(test, when_true, None, 0)
+    return synced.kind is GuardKind.PERIODIC and synced.phase is step.phase and synced.index == step.index \
+        and same(synced.modulus, step.modulus)
 
 
 def _branch_micro(conds: tuple[Cond, ...], training: TrainingLoop, order: int) -> Micro | None:
