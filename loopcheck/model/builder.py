@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from loopcheck.model.events import CLIP_FUNCTIONS, Assignment, Cond, Context, Event, Framework, Kind, Loop
+from loopcheck.model.from_ast import conjunction
 from loopcheck.model.guards import unwrap_iterable
 from loopcheck.model.index import Index
 from loopcheck.model.iterators import first_batch_of, iterated, taken_from
@@ -62,6 +63,7 @@ class Builder:
         self.roles = index.roles
         self.order = 0
         self.inlined: set[cst.FunctionDef] = set()
+        self.nested_exits: dict[cst.If, cst.BaseExpression] = {}  # `if a: if b: return` -> `a and b`
         self.owners: dict[cst.CSTNode, cst.CSTNode] = {}  # statement -> the block statement holding it
         # method -> the first base of its class, where that is a name (`Trainer(BaseTrainer)`)
         self.bases: dict[cst.FunctionDef, str] = {}
@@ -96,7 +98,7 @@ class Builder:
         for stmt in body:
             self.owners[stmt] = owner
             self._statement(stmt, st if conds is st.conds else replace(st, conds=conds))
-            exit_test = _early_exit_test(stmt)
+            exit_test = _early_exit_test(stmt, self.nested_exits)
             if exit_test is None:
                 continue
             if owner is st.loop.node and st.loop.is_loop and not _has_events(st.loop):
@@ -496,13 +498,25 @@ def _context(item: cst.BaseExpression) -> Context | None:
     return Context(kind + ("?" if isinstance(item, cst.IfExp) else ""), item)
 
 
-def _early_exit_test(stmt: cst.CSTNode) -> cst.BaseExpression | None:
-    """``if <test>: ... continue`` (or return/break) with no else: what follows runs only when not test."""
+def _early_exit_test(stmt: cst.CSTNode, nested: dict[cst.If, cst.BaseExpression]) -> cst.BaseExpression | None:
+    """``if <test>: ... continue`` (or return/break) with no else: what follows runs only when not
+    test. ``if a: ... if b: return`` (an exit that ends the body, no else at either level) exits when
+    ``a and b``: ``if N != 1: if step % N != 0: return`` before a step gates it like the flat test
+    (``nested``: the composed test of each such ``if``, one node however often it is inlined)."""
     if not isinstance(stmt, cst.If) or stmt.orelse is not None:
         return None
     if isinstance(last_small(stmt.body), (cst.Continue, cst.Return, cst.Break)):
         return stmt.test
-    return None
+    last = lines(stmt.body)[-1] if stmt.body.body else None
+    if type(last) is not cst.If:
+        return None
+    found = nested.get(stmt)
+    if found is None:
+        inner = _early_exit_test(last, nested)
+        if inner is None:
+            return None
+        found = nested[stmt] = conjunction(stmt.test, inner)
+    return found
 
 
 def _has_events(loop: Loop) -> bool:

@@ -828,6 +828,12 @@ def module(tree: ast.Module, source: str) -> cst.Module:
     return built  # type: ignore[no-any-return]
 
 
+def conjunction(left: cst.BaseExpression, right: cst.BaseExpression) -> cst.BooleanOperation:
+    """A new ``left and right`` over nodes of any tree (the model's reading of ``if a: if b: return``);
+    it has no place in the file (``extent`` None) and its code is composed (``syntax.source``)."""
+    return _BooleanOperation(left, _BOOLEAN[ast.And], right)  # type: ignore[no-any-return]
+
+
 def extent(node: cst.CSTNode) -> tuple[int, int, int, int] | None:
     """``_Builder.extent`` of ``node`` when it is a node of the tree ``module`` built last."""
     if _last is None:

@@ -205,11 +205,25 @@ def flag_form(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
 _KEYS: dict[cst.BaseExpression, tuple[str, bool]] = {}  # per file: flag_key of a test node
 
 
+# A comparison and its complement share one key: ``N == 1`` is the flag ``N != 1`` unset (the
+# spelling that turns a feature on, ``N > 1``, ``amp != "O0"``, is the key).
+_COMPLEMENTS = {cst.Equal: "!=", cst.LessThanEqual: ">", cst.LessThan: ">=", cst.In: "notin"}
+_SPELLED = {cst.NotEqual: "!=", cst.GreaterThan: ">", cst.GreaterThanEqual: ">=", cst.NotIn: "notin"}
+
+
 def flag_key(test: cst.BaseExpression) -> tuple[str, bool]:
     """The text a flag is known by, and whether ``test`` holds when that flag is set."""
     found = _KEYS.get(test)
     if found is None:
         expr, positive = flag_form(test)
+        if expr is test and isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            # `if N == 1: zero()` before the backward and `if N != 1: ...` after it test one setting
+            operator = type(test.comparisons[0].operator)
+            spelled = _COMPLEMENTS.get(operator) or _SPELLED.get(operator)
+            if spelled is not None:
+                left, right = source(test.left).replace(" ", ""), source(test.comparisons[0].comparator).replace(" ", "")
+                found = _KEYS[test] = (f"{left}{spelled}{right}", operator not in _COMPLEMENTS)
+                return found
         found = _KEYS[test] = (source(expr).replace(" ", ""), positive)
     return found
 

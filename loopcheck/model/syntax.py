@@ -202,7 +202,16 @@ def _composed(node: cst.CSTNode) -> str:
         return f"{source(node.func)}({', '.join(_argument(a) for a in node.args)})"  # type: ignore[attr-defined]
     if kind is cst.BinaryOperation:
         return f"{source(node.left)} {node.operator._get_token()} {source(node.right)}"  # type: ignore[attr-defined]
+    if kind is cst.BooleanOperation:
+        left, right = node.left, node.right  # type: ignore[attr-defined]
+        return f"{_operand(left)} {node.operator._get_token()} {_operand(right)}"  # type: ignore[attr-defined]
     raise TypeError(f"no code for a composed {kind.__name__}")
+
+
+def _operand(expr: cst.BaseExpression) -> str:
+    """An operand of a composed ``and``, bracketed where it binds less tightly (``a or b``)."""
+    loose = isinstance(expr, (cst.BooleanOperation, cst.IfExp, cst.Lambda, cst.NamedExpr))
+    return f"({source(expr)})" if loose else source(expr)
 
 
 def _argument(arg: cst.Arg) -> str:
