@@ -50,7 +50,7 @@ def condition(model: FileModel, code: str, node: cst.CSTNode) -> str | None:
 def _turns_off(training: TrainingLoop, setting: str) -> bool:
     """The variant assumes the setting off: ``N`` false, ``N == 0``, or no value above 1 (``N <= 1``)."""
     assumptions = training.loop.assumptions
-    return assumptions.get(setting) is False or assumptions.get(f"{setting}!=0") is False \
+    return assumptions.get(setting) is False or assumptions.get(f"{setting}==0") is True \
         or at_most_one(assumptions, setting)
 
 

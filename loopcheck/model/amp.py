@@ -17,7 +17,7 @@ import libcst as cst
 
 from loopcheck.model.events import Assignment, Cond, Event, Framework, Kind, Loop
 from loopcheck.model.roles import Role, Roles
-from loopcheck.model.syntax import dotted, func_name, keyword, last_part, last_small, names_in, positional, source, walk
+from loopcheck.model.syntax import dotted, exit_statement, func_name, keyword, last_part, names_in, positional, source, walk
 
 FLOAT16 = "float16"
 BFLOAT16 = "bfloat16"
@@ -115,7 +115,7 @@ def is_skip_branch(cond: Cond, loop: Loop | None) -> bool:
     the loop, so nothing after it would have used the scaler."""
     if cond.branch != "after-exit" or not isinstance(cond.owner, cst.If):
         return False
-    exit_stmt = last_small(cond.owner.body)
+    exit_stmt = exit_statement(cond.owner)
     if isinstance(exit_stmt, cst.Continue):
         return True
     if isinstance(exit_stmt, cst.Return) and loop is not None and loop.is_loop:

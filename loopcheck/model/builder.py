@@ -24,6 +24,7 @@ from loopcheck.model.roles import Role
 from loopcheck.model.syntax import (
     calls,
     dotted,
+    exit_statement,
     func_name,
     last_part,
     last_small,
@@ -503,19 +504,14 @@ def _early_exit_test(stmt: cst.CSTNode, nested: dict[cst.If, cst.BaseExpression]
     test. ``if a: ... if b: return`` (an exit that ends the body, no else at either level) exits when
     ``a and b``: ``if N != 1: if step % N != 0: return`` before a step gates it like the flat test
     (``nested``: the composed test of each such ``if``, one node however often it is inlined)."""
-    if not isinstance(stmt, cst.If) or stmt.orelse is not None:
+    if not isinstance(stmt, cst.If) or exit_statement(stmt) is None:
         return None
     if isinstance(last_small(stmt.body), (cst.Continue, cst.Return, cst.Break)):
         return stmt.test
-    last = lines(stmt.body)[-1] if stmt.body.body else None
-    if type(last) is not cst.If:
-        return None
     found = nested.get(stmt)
     if found is None:
-        inner = _early_exit_test(last, nested)
-        if inner is None:
-            return None
-        found = nested[stmt] = conjunction(stmt.test, inner)
+        inner = _early_exit_test(lines(stmt.body)[-1], nested)
+        found = nested[stmt] = conjunction(stmt.test, inner)  # type: ignore[arg-type]
     return found
 
 

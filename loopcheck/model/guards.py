@@ -205,27 +205,29 @@ def flag_form(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
 _KEYS: dict[cst.BaseExpression, tuple[str, bool]] = {}  # per file: flag_key of a test node
 
 
-# A comparison and its complement share one key: ``N == 1`` is the flag ``N != 1`` unset (the
-# spelling that turns a feature on, ``N > 1``, ``amp != "O0"``, is the key).
-_COMPLEMENTS = {cst.Equal: "!=", cst.LessThanEqual: ">", cst.LessThan: ">=", cst.In: "notin"}
-_SPELLED = {cst.NotEqual: "!=", cst.GreaterThan: ">", cst.GreaterThanEqual: ">=", cst.NotIn: "notin"}
-
-
 def flag_key(test: cst.BaseExpression) -> tuple[str, bool]:
     """The text a flag is known by, and whether ``test`` holds when that flag is set."""
     found = _KEYS.get(test)
     if found is None:
         expr, positive = flag_form(test)
-        if expr is test and isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-            # `if N == 1: zero()` before the backward and `if N != 1: ...` after it test one setting
-            operator = type(test.comparisons[0].operator)
-            spelled = _COMPLEMENTS.get(operator) or _SPELLED.get(operator)
-            if spelled is not None:
-                left, right = source(test.left).replace(" ", ""), source(test.comparisons[0].comparator).replace(" ", "")
-                found = _KEYS[test] = (f"{left}{spelled}{right}", operator not in _COMPLEMENTS)
-                return found
         found = _KEYS[test] = (source(expr).replace(" ", ""), positive)
     return found
+
+
+# the operator of a comparison's complement: `N == 1` holds exactly where `N != 1` fails
+_COMPLEMENTS = {cst.Equal: "!=", cst.NotEqual: "==", cst.LessThanEqual: ">", cst.GreaterThan: "<=",
+                cst.LessThan: ">=", cst.GreaterThanEqual: "<"}
+
+
+def complement_key(test: cst.BaseExpression) -> str | None:
+    """The flag key of the complement of a one-operator comparison (``N == 1`` -> ``N!=1``), else None."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    operator = _COMPLEMENTS.get(type(test.comparisons[0].operator))
+    if operator is None or flag_form(test)[0] is not test:
+        return None
+    left, right = source(test.left), source(test.comparisons[0].comparator)
+    return f"{left}{operator}{right}".replace(" ", "")
 
 
 def forget_flag_keys() -> None:

@@ -328,6 +328,22 @@ def last_small(suite: cst.BaseSuite) -> cst.BaseSmallStatement | None:
     return last.body[-1] if type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite) else None  # type: ignore[union-attr]
 
 
+def exit_statement(node: cst.If) -> cst.BaseSmallStatement | None:
+    """The ``continue``/``return``/``break`` that ends ``if t: ... continue``, or that ends the last
+    ``if`` of such a body (``if a: if b: return``), with no ``else`` at any level; else None."""
+    for _ in range(8):
+        if node.orelse is not None or not node.body.body:
+            return None
+        last = last_small(node.body)
+        if isinstance(last, (cst.Continue, cst.Return, cst.Break)):
+            return last
+        inner = lines(node.body)[-1]
+        if type(inner) is not cst.If:
+            return None
+        node = inner  # type: ignore[assignment]
+    return None
+
+
 def conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     """``a and b and c`` -> [a, b, c]: each must hold for the branch to run."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):

@@ -22,7 +22,7 @@ from dataclasses import replace
 import libcst as cst
 
 from loopcheck.model.events import Assignment, Cond, Event, Framework, Kind, Loop
-from loopcheck.model.guards import GuardReader, flag_key
+from loopcheck.model.guards import GuardReader, complement_key, flag_key
 from loopcheck.model.index import Index
 from loopcheck.model.syntax import children, walk
 from loopcheck.model.training import Style, TrainingLoop, analyse, is_data_loop
@@ -71,12 +71,13 @@ def _stepped_elsewhere(training: TrainingLoop, fn: cst.FunctionDef,
 def variants(scope: Loop, loop: Loop, int_inits: dict[str, set[int | None]]) -> list[TrainingLoop]:
     """One TrainingLoop per runnable variant of ``loop`` (just the loop itself where nothing branches
     on a flag and no event is dead)."""
-    flags, fixed = collect_flags(loop, int_inits)
+    flags, fixed, complements = collect_flags(loop, int_inits)
     found: list[TrainingLoop] = []
     seen: set[tuple[object, ...]] = set()
     scalers = _scaler_flags(loop, int_inits)
     for values in itertools.product((True, False), repeat=len(flags)):
         assumptions = {**loop.assumptions, **fixed, **dict(zip(flags, values))}
+        assumptions.update({other: not assumptions[key] for key, other in complements.items() if key in assumptions})
         disabled = {name for name, (key, on) in scalers.items() if key in assumptions and assumptions[key] != on}
         view = _view(scope, loop, assumptions, int_inits, copy=bool(flags or fixed), disabled=disabled)
         if view is None or not view.events(Kind.BACKWARD) or not _runnable(view, assumptions, flags):
@@ -101,9 +102,12 @@ def _steps_on_call_count(training: TrainingLoop) -> bool:
 
 
 # -- which flags -----------------------------------------------------------------------------
-def collect_flags(loop: Loop, int_inits: dict[str, set[int | None]]) -> tuple[list[str], dict[str, bool]]:
+def collect_flags(loop: Loop, int_inits: dict[str, set[int | None]]
+                  ) -> tuple[list[str], dict[str, bool], dict[str, str]]:
     """The invariant flags the loop's events (and the step events around it) run under: those to
-    enumerate both ways, and those read one way only.
+    enumerate both ways, those read one way only, and the complement spellings of flags that the
+    loop tests both ways (``if N == 1: zero()`` before the backward, ``if N != 1:`` around the step:
+    one flag, the second key set to the opposite of the first).
 
     Enumerated: flags with different events on each side (an if/else), most important first, and
     flags tested together with a per-iteration condition (``has_no_sync and not need_update``).
@@ -116,6 +120,7 @@ def collect_flags(loop: Loop, int_inits: dict[str, set[int | None]]) -> tuple[li
     weight: dict[str, int] = {}
     sides: dict[tuple[str, bool], set[tuple[int, Kind]]] = {}
     mixed: set[str] = set()  # tested together with a per-iteration condition
+    spelled: dict[str, str] = {}  # flag key -> the key of its complement comparison
 
     def visit(conds: tuple[Cond, ...], what: tuple[int, Kind] | None, core: bool) -> None:
         for cond in conds:
@@ -129,6 +134,8 @@ def collect_flags(loop: Loop, int_inits: dict[str, set[int | None]]) -> tuple[li
                 found = cache[atom]
                 if found is not None and found[0] not in loop.assumptions:
                     flags.append((found[0], found[1] != negated, required))
+                    if found[0] not in spelled and (other := complement_key(atom)) is not None:
+                        spelled[found[0]] = other
             per_iteration = len(flags) < len(atoms)
             for key, on, required in flags:
                 weight[key] = max(weight.get(key, 0), 2 if core else 1)
@@ -151,6 +158,15 @@ def collect_flags(loop: Loop, int_inits: dict[str, set[int | None]]) -> tuple[li
         if tested & set(assignment.names):
             visit(assignment.conds, (id(assignment.node), Kind.STORE), True)
 
+    complements: dict[str, str] = {}
+    for key, other in spelled.items():
+        if other in weight and key in weight and key not in complements.values():
+            complements[key] = other  # `N != 1` tested too: its sides are this flag's, swapped
+            weight[key] = max(weight[key], weight.pop(other))
+            for on in (True, False):
+                sides.setdefault((key, on), set()).update(sides.pop((other, not on), set()))
+            if other in mixed:
+                mixed.add(key)
     enumerated: list[tuple[int, int, str]] = []
     fixed: dict[str, bool] = {}
     for key in weight:
@@ -168,7 +184,10 @@ def collect_flags(loop: Loop, int_inits: dict[str, set[int | None]]) -> tuple[li
         elif key in mixed:
             enumerated.append((1, weight[key], key))
     enumerated.sort(key=lambda t: (-t[0], -t[1]))
-    return [key for _, _, key in enumerated[:MAX_FLAGS]], fixed
+    for key, other in complements.items():
+        if key in fixed:
+            fixed[other] = not fixed[key]
+    return [key for _, _, key in enumerated[:MAX_FLAGS]], fixed, complements
 
 
 def _bound_literal(loop: Loop, name: str) -> bool | None:

@@ -22,7 +22,7 @@ import libcst as cst
 
 from loopcheck.model.events import Event, Kind, Loop
 from loopcheck.model.guards import GuardKind, Phase, enumerate_start, exclusive, unwrap_iterable
-from loopcheck.model.syntax import (children, conjuncts, dotted, func_name, is_zero, last_part, last_small, names_in, positional, same,
+from loopcheck.model.syntax import (children, conjuncts, dotted, exit_statement, func_name, is_zero, last_part, last_small, names_in, positional, same,
                                     small_statements, walk)
 from loopcheck.model.training import Style, TrainingLoop, is_data_loop
 
@@ -201,7 +201,7 @@ def _stops(skip: cst.If, loop: Loop) -> bool:
     a skipped bad batch, or a guard the index never reaches cannot."""
     if _never_reached(skip.test, loop) or _counts_down_a_prefix(skip):
         return False
-    if isinstance(last_small(skip.body), (cst.Break, cst.Return)):
+    if isinstance(exit_statement(skip), (cst.Break, cst.Return)):
         return True
     return any(isinstance(n, cst.ComparisonTarget) and isinstance(n.operator, (cst.GreaterThan, cst.GreaterThanEqual))
                for n in walk(skip.test))
