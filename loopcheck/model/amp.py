@@ -17,7 +17,8 @@ import libcst as cst
 
 from loopcheck.model.events import Assignment, Cond, Event, Framework, Kind, Loop
 from loopcheck.model.roles import Role, Roles
-from loopcheck.model.syntax import dotted, exit_statement, func_name, keyword, last_part, names_in, positional, source, walk
+from loopcheck.model.syntax import (dotted, exit_statement, func_name, keyword, last_part, names_in, positional, source,
+                                    walk)
 
 FLOAT16 = "float16"
 BFLOAT16 = "bfloat16"

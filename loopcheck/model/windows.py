@@ -22,8 +22,8 @@ import libcst as cst
 
 from loopcheck.model.events import Event, Kind, Loop
 from loopcheck.model.guards import GuardKind, Phase, enumerate_start, exclusive, unwrap_iterable
-from loopcheck.model.syntax import (children, conjuncts, dotted, exit_statement, func_name, is_zero, last_part, last_small, names_in, positional, same,
-                                    small_statements, walk)
+from loopcheck.model.syntax import (children, conjuncts, dotted, exit_statement, func_name, is_zero, last_part, last_small,
+                                    names_in, positional, same, small_statements, walk)
 from loopcheck.model.training import Style, TrainingLoop, is_data_loop
 
 if TYPE_CHECKING:
