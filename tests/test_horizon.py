@@ -32,6 +32,21 @@ def _unit(setup: str, expr: str) -> Unit | None:
     ("", "args.epochs * len(train_loader)", Unit.BATCHES),
     # a value the file does not show (`self.num_train_steps = num_train_steps`, a parameter) in one branch
     ("if steps is None:\n    total = len(dataset) // batch_size * epochs\nelse:\n    total = steps\n", "total", None),
+    # the same hand-over onto an attribute of the same name stays unknown
+    ("if exists(num_epochs):\n    self.num_train_steps = len(dataset) // batch_size * num_epochs\nelse:\n"
+     "    self.num_train_steps = num_train_steps\n", "self.num_train_steps", None),
+    # a setting taken as given in the other branch leaves the unit to the count the file works out
+    ("if args.max_steps < 0:\n    total = len(train_dataset) // train_batch_size * num_epochs\nelse:\n"
+     "    total = int(args.max_steps)\n", "total", Unit.BATCHES),
+    ("if args.max_steps < 0:\n    total = len(train_dataset) // (train_batch_size * grad_accum) * num_epochs\n"
+     "else:\n    total = args.max_steps\n", "total", Unit.UPDATES),
+    # ... and a copy back from the name being read (`steps_per_epoch = total` in that branch) says nothing
+    ("if args.max_steps < 0:\n    steps_per_epoch = len(train_dataset) // train_batch_size\n"
+     "    total = steps_per_epoch * num_epochs\nelse:\n    total = int(args.max_steps)\n"
+     "    steps_per_epoch = total\n", "total", Unit.BATCHES),
+    # a setting whose name says its unit still disagrees
+    ("if args.max_steps < 0:\n    total = len(train_dataset) // train_batch_size * num_epochs\nelse:\n"
+     "    total = args.num_update_steps\n", "total", None),
 ])
 def test_unit_of(setup: str, expr: str, unit: Unit | None) -> None:
     assert _unit(setup, expr) is unit

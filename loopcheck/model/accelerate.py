@@ -108,9 +108,22 @@ def prepared_modules(model: FileModel, trained: set[str]) -> list[cst.Call]:
             continue
         if model.roles.of(dotted(called[0])) is not Role.ACCELERATOR:
             continue
-        if any(dotted(arg) in trained or _wraps(model, dotted(arg), trained) for arg in positional(call)):
+        if any(dotted(arg) in trained or _wraps(model, dotted(arg), trained) for arg in _handed(call, model)):
             found.append(call)
     return found
+
+
+def _handed(call: cst.Call, model: FileModel) -> list[cst.BaseExpression]:
+    """What ``prepare`` is handed: its positional arguments, and the items of a list or tuple the file
+    builds and unpacks into it (``components = [self.model, self.optimizer]``, then
+    ``accelerator.prepare(*components)``)."""
+    handed = positional(call)
+    for arg in call.args:
+        if arg.star == "*" and (name := dotted(arg.value)):
+            for value in model.index.values.get(last_part(name), ()):
+                if isinstance(value, (cst.List, cst.Tuple)):
+                    handed += [e.value for e in value.elements if isinstance(e, cst.Element)]
+    return handed
 
 
 def _wraps(model: FileModel, name: str | None, trained: set[str]) -> bool:

@@ -136,18 +136,19 @@ def horizon_expr(call: cst.Call, index: Index) -> cst.CSTNode | None:
     return value
 
 
-def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0) -> Unit | None:
-    """The unit ``expr`` counts in, or None where the file does not make it certain."""
+def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0, seen: frozenset[str] = frozenset()) -> Unit | None:
+    """The unit ``expr`` counts in, or None where the file does not make it certain (``seen``: the
+    names whose values are being read, outside in)."""
     if isinstance(expr, (cst.List, cst.Tuple)):
         # milestones: each counts in the same unit, or the list has none
-        units = {unit_of(_uncast(e.value), index, depth) if isinstance(e, cst.Element) else None
+        units = {unit_of(_uncast(e.value), index, depth, seen) if isinstance(e, cst.Element) else None
                  for e in expr.elements}
         return units.pop() if len(units) == 1 else None
     scaled = _times_accumulation(expr)
     if scaled is not None:
         # a count times the accumulation count is micro-batches (`max_train_steps * grad_accum`): the
         # factor counts optimizer steps, whether or not the file shows where it comes from
-        return Unit.BATCHES if unit_of(scaled, index, depth) in (Unit.UPDATES, None) else None
+        return Unit.BATCHES if unit_of(scaled, index, depth, seen) in (Unit.UPDATES, None) else None
     found: set[Unit] = set()
     divided_by_accum = ambiguous = False
     for node in walk(expr):
@@ -167,7 +168,7 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0) -> Unit | None:
         short = last_part(name)
         # what the file assigns outweighs the name: `num_update_steps_per_epoch = len(train_dataloader)`
         # counts batches whatever it is called
-        if depth < 3 and (sub := _assigned_unit(name, index, depth)) is not None:
+        if depth < 3 and (sub := _assigned_unit(name, index, depth, seen)) is not None:
             if sub is Unit.EPOCHS:
                 epoch_counts += 1  # a number of epochs, however it is named: `n_epochs = args.epochs`
             else:
@@ -220,12 +221,33 @@ def _carries_accumulation(divisor: cst.BaseExpression, index: Index) -> bool | N
     return verdict
 
 
-def _assigned_unit(name: str, index: Index, depth: int) -> Unit | None:
+def _assigned_unit(name: str, index: Index, depth: int, seen: frozenset[str]) -> Unit | None:
     """The unit every value the file assigns to ``name`` agrees on (``args.max_train_steps = epochs *
-    num_update_steps_per_epoch``, assigned once per branch; a name set alike in two functions)."""
-    values = index.values.get(last_part(name), [])
-    units = {unit_of(v, index, depth + 1) for v in values}
-    return units.pop() if len(units) == 1 else None
+    num_update_steps_per_epoch``, assigned once per branch; a name set alike in two functions). A
+    setting taken as given in another branch (``total_train_steps = int(training_args.max_steps)``
+    where ``max_steps > 0``) says no unit and leaves the count the file works out to decide: that
+    count is what the other branch, the one taken by default, hands the scheduler."""
+    short = last_part(name)
+    values = index.values.get(short, [])
+    inner = seen | {short}
+    units = [unit_of(v, index, depth + 1, inner) for v in values]
+    if len(set(units)) == 1:
+        return units[0]
+    # a value copied back from an outer name being read (``steps_per_epoch = total_train_steps`` in the
+    # branch that sets the total) says nothing about the other branches either; a copy of the name
+    # itself (``self.num_train_steps = num_train_steps``, a parameter handed over) is a value of its own
+    computed = {u for u, v in zip(units, values)
+                if not (u is None and _given_setting(v)) and not (names_in(v) and any(
+                    last_part(n) in seen and last_part(n) != short for n in names_in(v)))}
+    return computed.pop() if len(computed) == 1 and None not in computed else None
+
+
+def _given_setting(value: cst.BaseExpression) -> bool:
+    """``args.max_steps``, ``int(training_args.max_steps)``, ``config["total_steps"]``: a number read
+    from the configuration as it is, with nothing worked out from it."""
+    value = _uncast(value)
+    return isinstance(value, (cst.Attribute, cst.Subscript)) and not any(
+        isinstance(n, (cst.Call, cst.BinaryOperation)) for n in walk(value))
 
 
 def _times_accumulation(expr: cst.CSTNode) -> cst.BaseExpression | None:

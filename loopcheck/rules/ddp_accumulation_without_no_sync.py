@@ -14,7 +14,8 @@ DDP all-reduces the gradients in every backward pass. Under accumulation only th
 micro-batch of a window needs it: the other N-1 all-reduces per optimizer step are pure
 communication overhead, and on several nodes they can make accumulation slower than not
 accumulating at all. The result is correct, only slow, hence a warning. A model prepared by
-Accelerate (`accelerator.prepare(model)`) is a DDP module under a multi-process launch: manual
+Accelerate (`accelerator.prepare(model)`, also in a list the file unpacks into it: `components =
+[self.model, self.optimizer]`, `accelerator.prepare(*components)`) is a DDP module under a multi-process launch: manual
 accumulation around `accelerator.backward(loss)` outside `accelerator.accumulate(model)` all-reduces
 every micro-batch too. Accelerate's `accumulate()`, FSDP and DeepSpeed engines handle the sync
 themselves and are not flagged.
