@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -289,7 +289,30 @@ def analyse(loop: Loop, int_inits: dict[str, set[int | None]]) -> TrainingLoop |
                             assumptions=loop.assumptions, **kw)
 
     if Framework.ENGINE in frameworks or Framework.LIGHTNING in frameworks and not manual_optimization(backwards, steps):
-        return make(Style.FRAMEWORK, steps)
+        framework = make(Style.FRAMEWORK, steps)
+        if Framework.ENGINE not in frameworks and all(is_fabric_backward(b) for b in backwards
+                                                      if b.framework is Framework.LIGHTNING):
+            # Fabric's backward neither steps nor accumulates: the loop's own code does, read as written
+            # for the rule that asks how often Fabric's DDP module all-reduces (LC501)
+            framework.notes[FABRIC_BY_HAND] = _styled(loop, backwards, steps, reader, make)
+        return framework
+    return _styled(loop, backwards, steps, reader, make)
+
+
+# notes key of a Fabric loop's FRAMEWORK TrainingLoop: the loop read by its own step conditions
+FABRIC_BY_HAND = "fabric_by_hand"
+
+
+def is_fabric_backward(backward: Event) -> bool:
+    """``fabric.backward(loss)`` (Lightning Fabric; ``self.manual_backward`` is a LightningModule's)."""
+    return backward.framework is Framework.LIGHTNING and isinstance(backward.node, cst.Call) \
+        and last_part(func_name(backward.node) or "") == "backward"
+
+
+def _styled(loop: Loop, backwards: list[Event], steps: list[Event], reader: GuardReader,
+            make: Callable[..., TrainingLoop]) -> TrainingLoop:
+    """The loop's style read from where its steps run, for backward passes nobody else steps."""
+    parent = loop.parent
     if any(b.in_context("accumulate") for b in backwards):
         return make(Style.ACCELERATE, steps)
     if steps:

@@ -17,8 +17,11 @@ accumulating at all. The result is correct, only slow, hence a warning. A model 
 Accelerate (`accelerator.prepare(model)`, also in a list the file unpacks into it: `components =
 [self.model, self.optimizer]`, `accelerator.prepare(*components)`) is a DDP module under a multi-process launch: manual
 accumulation around `accelerator.backward(loss)` outside `accelerator.accumulate(model)` all-reduces
-every micro-batch too. Accelerate's `accumulate()`, FSDP and DeepSpeed engines handle the sync
-themselves and are not flagged.
+every micro-batch too. So does a model set up by Lightning Fabric (`fabric.setup(model, optimizer)`,
+DDP on several devices under Fabric's default or a DDP strategy): `fabric.backward(loss)` accumulates
+nothing itself, so a loop that steps every N micro-batches without `fabric.no_backward_sync(model,
+enabled=is_accumulating)` all-reduces every one. Accelerate's `accumulate()`, FSDP and DeepSpeed engines
+(also as Fabric strategies) handle the sync themselves and are not flagged.
 
 A loop whose losses come from the wrapped module itself (`self.model.module.train_step(batch)`)
 and never from the wrapper's forward is not flagged: DDP reduces only a backward its own forward
@@ -29,7 +32,8 @@ Run the forward and backward of every micro-batch but the last under `with model
 or set `model.require_backward_grad_sync = (micro_step == N - 1)` before the forward (nanoGPT).
 With Accelerate, run each micro-batch under `with accelerator.accumulate(model):` (with
 `Accelerator(gradient_accumulation_steps=N)`), or its forward and backward under
-`accelerator.no_sync(model)` on all but the last micro-batch.
+`accelerator.no_sync(model)` on all but the last micro-batch. With Fabric, run them under
+`fabric.no_backward_sync(model, enabled=is_accumulating)`.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import Event, FileModel, Framework, Style, TrainingLoop
+from loopcheck.model.fabric import ddp_setups
 from loopcheck.model.accelerate import prepared_modules
 from loopcheck.model.distributed import (
     DDP_WRAPPERS,
@@ -54,6 +59,7 @@ from loopcheck.model.distributed import (
 )
 from loopcheck.model.memory import trained_modules
 from loopcheck.model.syntax import dotted, last_part, walk
+from loopcheck.model.training import FABRIC_BY_HAND, is_fabric_backward
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.model.variants import dead_in
 from loopcheck.rules._base import Rule, Violation
@@ -235,7 +241,9 @@ class SemanticTrainer:
         # Loops that accumulate by hand (Accelerate's accumulate() and engines decide the sync
         # themselves), read first: most files have none, and the wrap lookups below read the whole
         # file and the project's other modules.
-        accumulating = [t for t in model.training_loops if t.style in (Style.GUARDED, Style.MICRO_LOOP)
+        # a Fabric loop is read by its own step conditions (Fabric's backward accumulates nothing)
+        accumulating = [t for t in (u.notes.get(FABRIC_BY_HAND, u) for u in model.training_loops)
+                        if isinstance(t, TrainingLoop) and t.style in (Style.GUARDED, Style.MICRO_LOOP)
                         and not accumulation_gates_nothing(t, model.index)]
         if not accumulating:
             return
@@ -244,9 +252,10 @@ class SemanticTrainer:
         ddp = wrap_calls(model, DDP_WRAPPERS)
         elsewhere = imported_ddp_wraps(model) if not ddp else []
         prepared = prepared_modules(model, trained_modules(model)) if not ddp and not elsewhere else []
+        fabric = ddp_setups(model) if not ddp and not elsewhere and not prepared else []
         # a class whose base, in another module, wraps the model: only that class's loops
         based = base_ddp_wraps(model) if not ddp and not elsewhere else {}
-        if not ddp and not elsewhere and not prepared and not based:
+        if not ddp and not elsewhere and not prepared and not based and not fabric:
             return
         done: set[int] = set()  # loops reported (in one of their variants)
         units: SyncUnits | None = None
@@ -255,11 +264,12 @@ class SemanticTrainer:
                 continue
             by_base = based.get(_class_of(training.loop.function, model)) if based else None
             if not (elsewhere or by_base or any(not dead_in(c, training.loop.function, training.assumptions)
-                                                for c in ddp or prepared)):
+                                                for c in ddp or prepared or fabric)):
                 continue  # the wrap is on the other branch of a flag this variant fixes
             # every micro-batch back-propagates (itself, or with a twin in the other branch of the
             # boundary test); engines own the sync
-            backwards = [b for b in training.backwards if b.framework in _OWN_SYNC and training.every_iteration(b)]
+            backwards = [b for b in training.backwards if (b.framework in _OWN_SYNC or fabric and is_fabric_backward(b))
+                         and training.every_iteration(b)]
             if not backwards or ddp and _wrapper_bypassed(model, training, ddp, backwards):
                 continue
             # a file that touches the sync itself: only loops its sync code cannot reach (the
@@ -278,6 +288,11 @@ class SemanticTrainer:
                 yield Violation(node, stmt, f"the model is wrapped in DistributedDataParallel{by} and gradients are "
                                             f"accumulated ({training.style.value}), but no micro-batch runs under "
                                             "`no_sync()`: every backward all-reduces, N-1 of N times for nothing")
+            elif fabric:
+                yield Violation(node, stmt, "the model is set up by Lightning Fabric (DistributedDataParallel on "
+                                            f"several devices) and gradients are accumulated ({training.style.value}), "
+                                            "but no micro-batch runs under `fabric.no_backward_sync(model)`: every "
+                                            "backward all-reduces, N-1 of N times for nothing")
             else:
                 yield Violation(node, stmt, "the model is prepared by Accelerate (DistributedDataParallel under a "
                                             f"multi-process launch) and gradients are accumulated by hand "
