@@ -12,7 +12,8 @@ gradient_accumulation_steps`), a name that says only `epochs` counts epochs (so 
 by that key: `config["epochs"]`, `cfg.get("num_epochs", 100)`; a clamp or cast such as `max(1, args.epochs -
 args.warmup_epochs)` counts what it is given; a name set in several branches counts what they all count,
 where a branch that takes a setting as given, `total_train_steps = int(training_args.max_steps)` beside
-`total_train_steps = steps_per_epoch * num_epochs` in the default branch, leaves the unit to the others), and the bound of the
+`total_train_steps = steps_per_epoch * num_epochs` in the default branch, leaves the unit to the others),
+and the bound of the
 training loop counts that loop's iterations (`for it in range(max_iters)`, `while step < max_steps:`
 whose body adds 1 to `step` on every iteration, or `if global_step >= max_steps: break` where the
 loop adds 1 to `global_step` on every iteration: micro-batches, not the updates a counter advanced
