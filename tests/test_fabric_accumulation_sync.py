@@ -33,6 +33,18 @@ def test_an_engine_strategy_decides_the_sync_itself(fabric: str) -> None:
     assert check_source(source, select=["LC501"]) == []
 
 
+@pytest.mark.parametrize("fabric", ['Fabric(accelerator="cuda", devices=1)', "Fabric(devices=devices)"])
+def test_one_device_wraps_nothing(fabric: str) -> None:
+    source = "devices = 1\n" + FIXTURE.read_text().replace(STRATEGY, fabric)
+    assert check_source(source, select=["LC501"]) == []
+
+
+def test_a_device_count_that_may_exceed_one_still_wraps() -> None:
+    source = "devices = 1\n" + FIXTURE.read_text().replace(STRATEGY, "Fabric(devices=devices)")
+    source = source.replace("if __name__", "if args.multi_gpu:\n    devices = 8\n\n\nif __name__")
+    assert [f.code for f in check_source(source, select=["LC501"])] == ["LC501"]
+
+
 def test_other_rules_still_leave_the_fabric_loop_to_fabric() -> None:
     # the loss is not divided by N here: LC102 would read a hand-written loop so, not Fabric's
     source = FIXTURE.read_text().replace("loss / self.grad_accum_every", "loss")

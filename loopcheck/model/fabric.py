@@ -2,7 +2,8 @@
 
 - ``fabric.setup(model, optimizer)`` / ``fabric.setup_module(model)`` wrap the module in
   ``DistributedDataParallel`` when Fabric runs on several devices with its default strategy ("auto")
-  or a DDP one; FSDP, DeepSpeed and XLA strategies decide the gradient sync themselves.
+  or a DDP one; FSDP, DeepSpeed and XLA strategies decide the gradient sync themselves, and on one
+  device (``Fabric(devices=1)``) nothing is wrapped.
 - ``fabric.backward(loss)`` is ``loss.backward()`` plus the precision plugin's loss scaling: it
   neither steps nor divides by an accumulation count, so a Fabric loop accumulates by its own code.
 - ``with fabric.no_backward_sync(model, enabled=is_accumulating):`` skips the all-reduce of the
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from loopcheck.model.syntax import dotted, func_name, keyword, last_part, method, positional, walk
+from loopcheck.model.syntax import dotted, func_name, int_value, keyword, last_part, method, positional, walk
 
 if TYPE_CHECKING:
     from loopcheck.model import FileModel
@@ -26,7 +27,8 @@ _NOT_DDP = ("fsdp", "deepspeed", "xla", "megatron")
 
 def ddp_setups(model: FileModel) -> list[cst.Call]:
     """``fabric.setup(model, ...)`` / ``fabric.setup_module(model)`` calls of the file, where no
-    ``Fabric(strategy=...)`` of the file picks an engine of its own (FSDP, DeepSpeed)."""
+    ``Fabric(...)`` of the file picks an engine of its own (``strategy="fsdp"``, ``DeepSpeedStrategy``)
+    or runs on one device (``devices=1``, also through a name the file sets to 1 only)."""
     if "fabric" not in model.source.lower():
         return []
     setups = []
@@ -36,9 +38,18 @@ def ddp_setups(model: FileModel) -> list[cst.Call]:
             continue
         if "fabric" in last_part(dotted(called[0]) or "").lower():
             setups.append(call)
-    if setups and any(_engine_strategy(c) for c in model.index.calls if last_part(func_name(c) or "") == "Fabric"):
+    if setups and any(_engine_strategy(c) or _one_device(c, model)
+                      for c in model.index.calls if last_part(func_name(c) or "") == "Fabric"):
         return []
     return setups
+
+
+def _one_device(call: cst.Call, model: FileModel) -> bool:
+    devices = keyword(call, "devices")
+    if devices is None:
+        return False
+    values = model.index.values.get(last_part(dotted(devices) or ""), []) if int_value(devices) is None else [devices]
+    return bool(values) and all(int_value(v) == 1 for v in values)
 
 
 def _engine_strategy(call: cst.Call) -> bool:
