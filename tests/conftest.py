@@ -25,6 +25,32 @@ CLEAN = textwrap.dedent("""\
 """)
 
 
+def _shared_work(item: pytest.Item) -> str | None:
+    """Which of the tests' own module- or session-scoped fixtures (a batch of scripts run once and
+    shared by many tests) the test uses: the test package that defines it (``report``, ``runtime``,
+    ``frameworks``), or the module for a top-level test module."""
+    info = getattr(item, "_fixtureinfo", None)
+    groups = set()
+    for name in item.fixturenames:
+        definitions = info.name2fixturedefs.get(name) if info is not None else None
+        if not definitions or definitions[-1].scope not in ("session", "module"):
+            continue
+        module = getattr(definitions[-1].func, "__module__", "")
+        parts = module.split(".")
+        if parts[0] == "tests" and len(parts) > 1:
+            groups.add(parts[1] if len(parts) > 2 else module)
+    return min(groups) if groups else None
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Under pytest-xdist (`-n auto --dist loadgroup`) the tests that share one expensive batch run on
+    one worker, so the batch runs once; the other tests are spread over the workers one by one. (Marked
+    as each test is collected: xdist reads the marks in its own pytest_collection_modifyitems.)"""
+    group = _shared_work(item)
+    if group is not None:
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture
 def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
     """Run `loopcheck ARGS` in-process: (exit code, stdout, stderr)."""

@@ -8,7 +8,6 @@ import ast
 import warnings
 from pathlib import Path
 
-import hypothesmith
 import libcst as cst
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +18,8 @@ from loopcheck.model import from_ast
 from loopcheck.model.syntax import source as code_of
 from loopcheck.rules import RULES
 from loopcheck.selection import resolve
+
+from .programs import PROGRAMS
 
 ROOT = Path(__file__).resolve().parent.parent
 EVERY = frozenset(RULES)
@@ -236,7 +237,7 @@ def test_text_of_nodes_the_model_composes_around_built_ones() -> None:
 
 @settings(max_examples=100, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
-@given(hypothesmith.from_grammar())
+@given(PROGRAMS)
 def test_random_programs(source: str) -> None:
     try:
         with warnings.catch_warnings():

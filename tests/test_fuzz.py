@@ -18,6 +18,7 @@ from loopcheck.fixer import fix_text
 from loopcheck.rules import RULES
 
 from .fuzz_loops import compiles, mutate, seeds, verify
+from .programs import PROGRAMS
 
 EVERY = frozenset(RULES)
 SEEDS = seeds()
@@ -33,7 +34,7 @@ def bounded(examples: int) -> settings:
 
 
 @bounded(40)
-@given(hypothesmith.from_grammar())
+@given(PROGRAMS)
 def test_random_programs_beside_a_training_loop(program: str) -> None:
     source = program + "\n" + LOOP  # the loop makes every rule parse and model the random code too
     if not compiles(source):
