@@ -78,6 +78,8 @@ class ProjectIndex:
         self._ddp_files: list[ModuleFacts] | None = None
         self._resolved: dict[tuple[str, str, int], Path | None] = {}
         self._resolved_from: dict[tuple[Path, str, int], Path | None] = {}  # the same, by importer
+        self._in_bases: dict[tuple[str, ...], Path | None] = {}  # (directory, *module's parts) -> its file
+        self._src = root / "src"
         self._relatives: dict[Path, str] = {}
         self._directories: dict[str, Path] = {}  # an importer -> its real directory
         self._listings: dict[str, frozenset[str]] = {}
@@ -222,23 +224,34 @@ class ProjectIndex:
                 base = base.parent
             bases = [base]
         else:
-            bases = [self._directory(importer), self.root, self.root / "src"]
+            bases = [self._directory(importer), self.root, self._src]
         for base in bases:
-            # Most imports name a library (torch, numpy): the listing of the base rules them out
-            # without a stat per candidate.
-            names = self._listing(base)
-            first = {parts[0], f"{parts[0]}.py"} if parts else {"__init__.py"}
-            if names.isdisjoint(first):
-                continue
-            target = base.joinpath(*parts) if parts else base
-            for candidate in (target.with_suffix(".py") if parts else None, target / "__init__.py"):
-                if candidate is not None and candidate.is_file() and self._inside(candidate):
-                    return candidate
+            found = self._in_base(base, parts)
+            if found is not None:
+                return found
         if not level and len(parts) > 1 and parts[0] == self.root.name:
             # a repository that is itself the package, run from the directory above it
             # (`from mae_st.engine_pretrain import ...` inside the checkout `mae_st/`)
             return self._resolve(self.root / "__init__.py", ".".join(parts[1:]), 1)
         return None
+
+    def _in_base(self, base: Path, parts: list[str]) -> Path | None:
+        """The project file the module ``parts`` names in the directory ``base``, if any (asked
+        again for each directory of importers: the project root is a base of every import)."""
+        key = (str(base), *parts)
+        if key not in self._in_bases:
+            self._in_bases[key] = None
+            # Most imports name a library (torch, numpy): the listing of the base rules them out
+            # without a stat per candidate.
+            names = self._listing(base)
+            first = {parts[0], f"{parts[0]}.py"} if parts else {"__init__.py"}
+            if not names.isdisjoint(first):
+                target = base.joinpath(*parts) if parts else base
+                for candidate in (target.with_suffix(".py") if parts else None, target / "__init__.py"):
+                    if candidate is not None and candidate.is_file() and self._inside(candidate):
+                        self._in_bases[key] = candidate
+                        break
+        return self._in_bases[key]
 
     def _directory(self, importer: Path) -> Path:
         key = str(importer)
