@@ -199,11 +199,25 @@ def autocast_dtype(call: cst.BaseExpression, aliases: dict[str, set[str]],
         return None
     device = args[0] if args else keyword(call, "device_type")
     text = device.evaluated_value if isinstance(device, cst.SimpleString) else None
-    if text == "cuda":
+    if text == "cuda" or (device is not None and "cuda" in _device_names(device, values or {})):
         return FLOAT16
     if text == "cpu":
         return BFLOAT16
     return None
+
+
+def _device_names(expr: cst.BaseExpression, values: dict[str, list[cst.BaseExpression]]) -> set[str]:
+    """The device names a computed device type is assigned in the file (``self.device_type = "cuda"``
+    in one branch, ``"cpu"`` in another; ``"cuda" if cuda else "cpu"``): when "cuda" is one of them,
+    that path autocasts to float16. ``device.type`` of a device the file does not show is unknown."""
+    name = dotted(expr)
+    found = values.get(last_part(name), []) if name is not None and last_part(name) != "type" else [expr]
+    names: set[str] = set()
+    for value in found:
+        options = (value.body, value.orelse) if isinstance(value, cst.IfExp) else (value,)
+        names.update(o.evaluated_value for o in options
+                     if isinstance(o, cst.SimpleString) and isinstance(o.evaluated_value, str))
+    return names
 
 
 def _dtype(expr: cst.BaseExpression, values: dict[str, list[cst.BaseExpression]], depth: int) -> str | None:
@@ -221,9 +235,32 @@ def _dtype(expr: cst.BaseExpression, values: dict[str, list[cst.BaseExpression]]
 
 
 def autocast_contexts(item: Event | Assignment) -> list[cst.Call]:
-    """The ``autocast(...)`` calls of the ``with`` statements around an event or assignment
-    (not ``with a if c else b``: which one runs is unknown)."""
-    return [c.call for c in item.contexts if c.kind == "autocast" and isinstance(c.call, cst.Call)]
+    """The ``autocast(...)`` calls of the ``with`` statements around an event or assignment, and
+    the autocasts a ``with`` chooses from (``autocast(...) if amp else nullcontext()``, a dict of
+    contexts indexed by a precision option): the one the option picks is the one that runs."""
+    found: list[cst.Call] = []
+    for context in item.contexts:
+        if context.kind == "autocast" and isinstance(context.call, cst.Call):
+            found.append(context.call)
+        elif context.kind == "autocast?":
+            found.extend(_chosen_autocasts(context.call))
+    return found
+
+
+def _chosen_autocasts(expr: cst.BaseExpression) -> list[cst.Call]:
+    if isinstance(expr, cst.IfExp):
+        options = [expr.body, expr.orelse]
+    elif isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Dict):
+        elements = [e for e in expr.value.elements if isinstance(e, cst.DictElement)]
+        key = expr.slice[0].slice if len(expr.slice) == 1 else None
+        key = key.value if isinstance(key, cst.Index) else None
+        if isinstance(key, cst.SimpleString):  # a literal key: only that entry runs
+            elements = [e for e in elements
+                        if isinstance(e.key, cst.SimpleString) and e.key.evaluated_value == key.evaluated_value]
+        options = [e.value for e in elements]
+    else:
+        return []
+    return [o for o in options if isinstance(o, cst.Call) and last_part(func_name(o) or "") == "autocast"]
 
 
 def forward_autocasts(backward: Event, loop: Loop, depth: int = 3,

@@ -488,6 +488,13 @@ def _is_loss_scaler_call(call: cst.Call) -> bool:
 
 def _context(item: cst.BaseExpression) -> Context | None:
     expr = item.body if isinstance(item, cst.IfExp) else item
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Dict):
+        # `with {"bf16": autocast(dtype=torch.bfloat16), "fp16": ...}[args.precision]:` one of the
+        # listed contexts runs, chosen by the key
+        if any(isinstance(e, cst.DictElement) and isinstance(e.value, cst.Call)
+               and last_part(func_name(e.value) or "") == "autocast" for e in expr.value.elements):
+            return Context("autocast?", item)
+        return None
     if not isinstance(expr, cst.Call):
         return None
     called = method(expr)

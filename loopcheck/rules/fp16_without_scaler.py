@@ -3,6 +3,9 @@ Checks for a forward pass under float16 autocast whose loss is back-propagated i
 creates no GradScaler (and no loss-scaler helper). `torch.autocast("cuda")` and
 `torch.cuda.amp.autocast()` run in float16 unless given another `dtype`; bfloat16
 (`dtype=torch.bfloat16`, `torch.autocast("cpu")`) needs no scaler and is not reported.
+An autocast that an option picks counts when one of its choices is float16: a dict of contexts
+indexed by a precision option (`{"bf16": ..., "fp16": torch.autocast("cuda", dtype=torch.float16)}[args.precision]`),
+`autocast(...) if amp else nullcontext()`, or a device type the file computes as `"cuda"` or `"cpu"`.
 
 ## Why is this bad?
 float16 represents nothing below about 6e-8: small gradients of the float16 activations underflow

@@ -1,0 +1,61 @@
+"""LC205 on an autocast that an option picks: a dict of contexts indexed by a precision option, a
+conditional expression, a device type computed as "cuda" or "cpu"."""
+from __future__ import annotations
+
+from loopcheck.engine import check_source
+
+LOOP = """
+import contextlib
+import torch
+
+def train(args, model, loader, optimizer, criterion):
+    for x, y in loader:
+        optimizer.zero_grad()
+        with {context}:
+            loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+"""
+
+PRECISIONS = ('{{"bf16": torch.autocast("cuda", dtype=torch.bfloat16), '
+              '"fp16": torch.autocast("cuda", dtype=torch.float16), "fp32": contextlib.nullcontext()}}[{key}]')
+
+
+def lc205(source: str) -> list[int]:
+    return [f.line for f in check_source(source, "train.py", select=["LC205"])]
+
+
+def test_a_precision_option_that_can_pick_float16_is_reported() -> None:
+    assert lc205(LOOP.format(context=PRECISIONS.format(key="args.precision"))) == [8]
+
+
+def test_a_literal_key_runs_only_its_own_entry() -> None:
+    assert lc205(LOOP.format(context=PRECISIONS.format(key='"bf16"'))) == []
+    assert lc205(LOOP.format(context=PRECISIONS.format(key='"fp16"'))) == [8]
+
+
+def test_choices_without_float16_are_not_reported() -> None:
+    context = '{"bf16": torch.autocast("cuda", dtype=torch.bfloat16), "fp32": contextlib.nullcontext()}[args.precision]'
+    assert lc205(LOOP.format(context=context)) == []
+
+
+def test_a_conditional_float16_autocast_is_reported() -> None:
+    assert lc205(LOOP.format(context='torch.autocast("cuda") if args.amp else contextlib.nullcontext()')) == [8]
+    assert lc205(LOOP.format(context='torch.autocast("cuda", dtype=torch.bfloat16) if args.amp '
+                                     'else contextlib.nullcontext()')) == []
+
+
+def test_a_device_type_computed_as_cuda_autocasts_to_float16() -> None:
+    source = LOOP.format(context="torch.autocast(device_type=device_type)")
+    cuda_or_cpu = 'device_type = "cuda" if torch.cuda.is_available() else "cpu"\n'
+    assert lc205(cuda_or_cpu + source) == [9]
+    assert lc205('device_type = "cpu"\n' + source) == []
+    assert lc205(LOOP.format(context="torch.autocast(device_type=x.device.type)")) == []
+
+
+def test_a_grad_scaler_keeps_a_chosen_float16_autocast_silent() -> None:
+    source = LOOP.format(context=PRECISIONS.format(key="args.precision")).replace(
+        "        loss.backward()\n        optimizer.step()\n",
+        "        scaler.scale(loss).backward()\n        scaler.step(optimizer)\n        scaler.update()\n")
+    source = source.replace("def train(", 'scaler = torch.amp.GradScaler("cuda")\n\ndef train(')
+    assert lc205(source) == []
