@@ -245,8 +245,23 @@ def _check(module: cst.Module, source: str, filename: str, rules: list[object], 
             if key not in seen:
                 seen.add(key)
                 violations.append((rule, violation))
-    violations = [(rule, _with_setting(model, rule, v)) for rule, v in violations]
+    violations = [(rule, _with_setting(model, rule, _placed(model, v))) for rule, v in violations]
     return _findings(module, source, filename, violations, tree, built) if violations else []
+
+
+def _placed(model: FileModel, violation: Violation) -> Violation:
+    """The violation at the call of the checked file where it points at a test of a base method of
+    another module (``Imported.stand_in``), without a fix (that test is not in this file)."""
+    from dataclasses import replace
+
+    project = model.project
+    call = project.stand_in(violation.node) if project is not None else None
+    if call is None:
+        return violation
+    stmt = next((e.stmt for e in model.events() if e.node is call), violation.stmt)
+    if project.stand_in(stmt) is not None:  # type: ignore[union-attr]
+        stmt = call
+    return replace(violation, node=call, stmt=stmt, fix=None)
 
 
 def _with_setting(model: FileModel, rule: Rule, violation: Violation) -> Violation:

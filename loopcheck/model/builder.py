@@ -231,7 +231,8 @@ class Builder:
             st.loop.opaque_calls.append(call)
             return False
         for kind, recv, fields in found:
-            self._event(st, kind, call, stmt, recv, **fields)
+            gates: tuple[Cond, ...] = fields.pop("conds", ())  # type: ignore[assignment]
+            self._event(replace(st, conds=st.conds + gates) if gates else st, kind, call, stmt, recv, **fields)
         return bool(found)
 
     def _event(self, st: _State, kind: Kind, node: cst.CSTNode, stmt: cst.CSTNode, recv: str | None,

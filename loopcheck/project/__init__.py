@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     import libcst as cst
 
-    from loopcheck.model.events import Kind
+    from loopcheck.model.events import Cond, Kind
     from loopcheck.model.roles import Roles
 
 __all__ = ["Imported", "Summary", "for_file", "forget", "merge", "new_facts", "save"]
@@ -67,6 +67,9 @@ class Imported:
     _base_wraps: dict[str, str | None] = field(default_factory=dict)
     _modules: dict[str, ModuleFacts | None] = field(default_factory=dict)
     _where: dict[int, str] = field(default_factory=dict)
+    # (method's path:line, its `if` number, id(call)) -> that test parsed; id(node) -> (node, call) for them
+    _gate_nodes: dict[tuple[str, int, int], cst.If] = field(default_factory=dict)
+    _stand_ins: dict[int, tuple[cst.CSTNode, cst.Call]] = field(default_factory=dict)
     _methods: dict[tuple[str, str], Summary | None] = field(default_factory=dict)
     # id(call), id(roles) -> (call, roles, summary): the builder, the rules and the memory model ask
     # about the same calls, and most calls name nothing of the project (the call and roles are kept
@@ -245,11 +248,12 @@ class Imported:
         found = self._method(base, func.attr.value)
         if found is None or not (found.facts.own or found.facts.own_partial):
             return []
-        if found.facts.own_partial:
+        if found.facts.own_partial and not found.facts.gated:
             return None
+        effects = found.facts.gated or tuple((*effect, ()) for effect in found.facts.own)
         args = positional(call) if not any(a.star for a in call.args) else None
         specs: list[tuple[Kind, str | None, dict[str, object]]] = []
-        for kind, what, scaler in found.facts.own:
+        for kind, what, scaler, gates in effects:
             if kind == "zero":
                 target = "optimizer" if roles.of(what) in (Role.OPTIMIZER, Role.ENGINE) or _optimizer_named(what) \
                     else "model"
@@ -264,9 +268,35 @@ class Imported:
                     return None  # handed by keyword or not at all: the loss is not read here
                 specs.append((Kind.BACKWARD, None, {"loss": loss, "framework": Framework.TORCH,
                                                     **({"scaler": scaler} if scaler else {})}))
+            if gates:  # the builder adds them to the call's own conditions
+                specs[-1][2]["conds"] = self._gates(found.where, gates, call)
         if specs:
             self._where[id(call)] = found.where
         return specs
+
+    def _gates(self, where: str, gates: tuple[tuple[str, bool, int, str], ...], call: cst.Call) -> tuple[Cond, ...]:
+        """The conditions a base method's effect runs under (``FunctionFacts.gated``), as the builder
+        keeps them: one ``if`` node per test of the method, parsed from its text. Those nodes are not
+        in the checked file: a finding at one of them points at ``call`` (``stand_in``)."""
+        from loopcheck.model.events import Cond
+
+        cst = _libcst()[0]
+        conds = []
+        for test, negated, number, branch in gates:
+            key = (where, number, id(call))
+            node = self._gate_nodes.get(key)
+            if node is None:
+                body = "return" if branch == "after-exit" else "pass"
+                node = self._gate_nodes[key] = cst.parse_statement(f"if {test}:\n    {body}\n")
+                for sub in _libcst()[1].walk(node):
+                    self._stand_ins[id(sub)] = (sub, call)
+            conds.append(Cond(node.test, negated, node, branch))
+        return tuple(conds)
+
+    def stand_in(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The call of the checked file a node of a base method's parsed test stands for, else None."""
+        found = self._stand_ins.get(id(node))
+        return found[1] if found is not None and found[0] is node else None
 
     def class_bases(self, constructor: str) -> str | None:
         """The bases, as written, of the class a project module defines that ``constructor`` names

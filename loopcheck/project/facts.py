@@ -78,6 +78,9 @@ class FunctionFacts:
     # ("backward", argument position, scaler or "")
     own: tuple[tuple[str, str, str], ...] = ()
     own_partial: bool = False  # an effect ``own`` leaves out (under a test, or on what it cannot name)
+    # where ``own`` is partial only for tests: every own effect with the tests it runs under, in order
+    # (``gated_effects``): (kind, what, scaler, ((test as text, negated, which `if`, branch), ...))
+    gated: tuple[tuple[str, str, str, tuple[tuple[str, bool, int, str], ...]], ...] = ()
 
 
 @dataclass
@@ -655,21 +658,31 @@ class _Reader:
             and not node.name.startswith("__") else (),  # a constructor keeping its arguments is any object
             # a `*args` parameter takes the positions after it, which the caller's mapping does not know
             schedules=returned(nodes, index) if methods is None and depth == 0 and node.args.vararg is None else (),
-            **(dict(zip(("own", "own_partial"), self._own_effects(node, nodes, methods, index, depth)))
+            **(self._own_facts(node, nodes, methods, index, depth)
                if methods is not None and node.args.args[:1] and node.args.args[0].arg == "self" else {}),
         )
 
+    def _own_facts(self, node: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST],
+                   methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], index: dict[str, int],
+                   depth: int) -> dict[str, object]:
+        own, partial, placed = self._own_effects(node, nodes, methods, index, depth)
+        if not placed:
+            return {"own": own, "own_partial": partial}
+        gated = gated_effects(node, index, lambda call: self._own_callee(call, node, methods, depth))
+        return {"own": own, "own_partial": True, "gated": gated or ()}
+
     def _own_effects(self, node: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST],
                      methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], index: dict[str, int],
-                     depth: int) -> tuple[tuple[tuple[str, str, str], ...], bool]:
+                     depth: int) -> tuple[tuple[tuple[str, str, str], ...], bool, bool]:
         """``own_effects`` of a method (``self`` its first parameter)."""
-        def callee(call: ast.Call) -> FunctionFacts | None:
-            found = self._callee(call, methods) if depth < _MAX_DEPTH else None
-            if found is None or found is node or not isinstance(call.func, ast.Attribute):
-                return None
-            return self.function(found, methods, depth + 1)
+        return own_effects(node, nodes, index, lambda call: self._own_callee(call, node, methods, depth))
 
-        return own_effects(node, nodes, index, callee)
+    def _own_callee(self, call: ast.Call, node: ast.FunctionDef | ast.AsyncFunctionDef,
+                    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], depth: int) -> FunctionFacts | None:
+        found = self._callee(call, methods) if depth < _MAX_DEPTH else None
+        if found is None or found is node or not isinstance(call.func, ast.Attribute):
+            return None
+        return self.function(found, methods, depth + 1)
 
     def _callee(self, call: ast.Call, methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None
                 ) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
@@ -690,14 +703,16 @@ _INERT = {"print", "len", "isinstance", "getattr", "hasattr", "setattr", "str", 
 
 
 def own_effects(node: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST], index: dict[str, int],
-                callee: Callable[[ast.Call], FunctionFacts | None]) -> tuple[tuple[tuple[str, str, str], ...], bool]:
+                callee: Callable[[ast.Call], FunctionFacts | None]
+                ) -> tuple[tuple[tuple[str, str, str], ...], bool, bool]:
     """What a method does to its object's optimizers on every call, in order: zeroing
     (``self.optimizer.zero_grad()``), stepping (``self.optimizer.step()``, ``self.scaler.step(self.optimizer)``),
     updating a scaler, back-propagating an argument; each an expression statement of the body (or of a
     ``with`` block in it), or the same effects of a method of the class it calls so. ``partial``: the
     method may do more than that list says (an effect under a test or in a loop, a zeroing of
     parameters, a call of an unknown method or function handed an optimizer), so a caller abstains.
-    ``callee(call)``: the facts of the class's method a call runs, if known."""
+    ``callee(call)``: the facts of the class's method a call runs, if known. Third: partial only for
+    where effects sit (what ``gated_effects`` may read), nothing the method may do unseen."""
     statements: list[ast.expr] = []
     todo = list(node.body)
     while todo:
@@ -708,66 +723,136 @@ def own_effects(node: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AS
             statements.append(stmt.value)
     every = {id(call) for call in statements}
     found: list[tuple[str, str, str]] = []
-    partial = False
+    partial = placed = False
     for sub in nodes:
-        if isinstance(sub, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in sub.targets):
-            partial = True  # `p.grad = None`: whose parameters, and when, is not read here
-            continue
-        if not isinstance(sub, ast.Call) or not isinstance(sub.func, ast.Attribute):
-            if isinstance(sub, ast.Call) and (any(_names_optimizer(a) for a in sub.args) and last_name(
-                    sub.func) not in _INERT or "zero_grad" in last_name(sub.func)):
-                partial = True  # `reset(self.optimizer)`, `zero_grad(params)`: a function that may zero
-            continue
-        name, owner = sub.func.attr, ast_dotted(sub.func.value)
-        mine = owner is not None and owner.startswith("self.")
-        effect: tuple[str, str, str] | None = None
-        if name == "zero_grad" and mine:
-            effect = ("zero", owner, "")  # type: ignore[assignment]
-        elif "zero_grad" in name or name == "zero_":
-            partial = True  # `opt.zero_grad()` of a loop variable, `p.grad.zero_()`, `self.zero_grad()`
-            continue
-        elif name == "step" and mine and "scaler" in owner.lower() and len(sub.args) == 1 and not sub.keywords:  # type: ignore[union-attr]
-            if not _names_optimizer(sub.args[0]):
-                continue  # a scaler stepping an optimizer the caller cannot name: not one of its steps
-            effect = ("step", ast_dotted(sub.args[0]), owner)  # type: ignore[assignment]
-        elif name == "step" and mine and _OPTIMIZER_NAME.search(owner.rsplit(".", 1)[1]):  # type: ignore[union-attr]
-            if sub.args or sub.keywords:
-                partial = True  # `step(closure)`: the closure back-propagates and zeroes
-                continue
-            effect = ("step", owner, "")  # type: ignore[assignment]
-        elif name == "update" and mine and "scaler" in owner.lower() and not sub.args:  # type: ignore[union-attr]
-            effect = ("update", owner, "")  # type: ignore[assignment]
-        elif name == "backward":
-            loss, scaler = sub.func.value, ""
-            if isinstance(loss, ast.Call) and isinstance(loss.func, ast.Attribute) and loss.func.attr == "scale" \
-                    and len(loss.args) == 1:
-                scaler, loss = ast_dotted(loss.func.value) or "", loss.args[0]
-            if not isinstance(loss, ast.Name) or loss.id not in index or scaler and not scaler.startswith("self."):
-                partial = True  # a loss the caller cannot name, or a backward of an engine
-                continue
-            effect = ("backward", str(index[loss.id]), scaler)
-        elif owner == "self":
-            inner = callee(sub)
-            if inner is None:
-                if re.search(r"zero|step|optim|backward|grad", name):
-                    partial = True  # a method of a base class (unread) that may zero
-                continue
-            if inner.own_partial or any(kind == "backward" for kind, _, _ in inner.own) \
-                    or inner.own and id(sub) not in every:
-                partial = True
-            else:
-                found.extend(inner.own)
-            continue
-        elif any(_names_optimizer(a) for a in sub.args) and name not in _INERT:
-            partial = True  # `reset(self.optimizer)`: a function that may zero it
-            continue
-        if effect is None:
-            continue
-        if id(sub) not in every:
-            partial = True  # under a test, in a loop, or inside an expression
-            continue
-        found.append(effect)
-    return tuple(found), partial
+        if type(sub) is not ast.Call and type(sub) is not ast.Assign:
+            continue  # the only nodes with own effects (a cheap test: most nodes are neither)
+        effects, unsure = _own_effect(sub, index, callee)
+        if unsure:
+            partial = True
+        elif effects and id(sub) not in every:
+            placed = True  # under a test, in a loop, or inside an expression
+        else:
+            found.extend(effects)
+    return tuple(found), partial or placed, placed and not partial
+
+
+_Gate = tuple[str, bool, int, str]
+
+
+def gated_effects(node: ast.FunctionDef | ast.AsyncFunctionDef, index: dict[str, int],
+                  callee: Callable[[ast.Call], FunctionFacts | None]
+                  ) -> tuple[tuple[str, str, str, tuple[_Gate, ...]], ...] | None:
+    """``own_effects`` of a method whose effects run under tests of its own body: each effect with
+    the tests it runs under (``if t:`` / ``else:``, and after ``if a: if b: return``, an exit with no
+    else: not ``a and b``), in order. OC20's ``_backward``: zero under ``if N == 1``, backward, return
+    off the boundary, ``scaler.step``/``optimizer.step`` in an if/else. None where an effect sits
+    anywhere else (a loop, a ``try``, inside an expression, behind any other ``return``) or a node
+    may do more than its effects say."""
+    found: list[tuple[str, str, str, tuple[_Gate, ...]]] = []
+    ifs = [0]
+
+    def block(body: list[ast.stmt], gates: tuple[_Gate, ...], top: bool = False) -> bool:
+        for stmt in body:
+            if isinstance(stmt, ast.If):
+                ifs[0] += 1
+                number = ifs[0]
+                exit_test = _exit_test(stmt)
+                if exit_test is not None:
+                    if _touches(stmt, index, callee):
+                        return False
+                    gates = (*gates, (exit_test, True, number, "after-exit"))
+                    continue
+                test = ast.unparse(stmt.test)
+                if not block(stmt.body, (*gates, (test, False, number, "body"))) \
+                        or stmt.orelse and not block(stmt.orelse, (*gates, (test, True, number, "orelse"))):
+                    return False
+            elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+                if any(_touches(item, index, callee) for item in stmt.items) or not block(stmt.body, gates):
+                    return False
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                effects, unsure = _own_effect(stmt.value, index, callee)
+                if unsure or any(_touches(a, index, callee) for a in [*stmt.value.args, stmt.value.func]):
+                    return False
+                found.extend((*effect, gates) for effect in effects)
+            elif isinstance(stmt, ast.Return):
+                return top and stmt.value is None  # a plain `return` ends the body; one in a branch: unread
+            elif _touches(stmt, index, callee) or any(isinstance(n, ast.Return) for n in walk(stmt)):
+                return False  # an effect in a loop or a `try`, or a way out the gates cannot say
+        return True
+
+    return tuple(found) if block(node.body, (), True) and found else None
+
+
+def _exit_test(stmt: ast.If) -> str | None:
+    """``if a: ... return`` -> "a"; ``if a: if b: return`` (the exit ends the body, no else) -> "(a) and (b)"."""
+    if stmt.orelse or not stmt.body:
+        return None
+    last = stmt.body[-1]
+    if isinstance(last, ast.Return) and last.value is None:
+        return ast.unparse(stmt.test)
+    if isinstance(last, ast.If):
+        inner = _exit_test(last)
+        return None if inner is None else f"({ast.unparse(stmt.test)}) and ({inner})"
+    return None
+
+
+def _touches(tree: ast.AST, index: dict[str, int], callee: Callable[[ast.Call], FunctionFacts | None]) -> bool:
+    """Whether any node under ``tree`` has an own effect or may have one."""
+    for sub in walk(tree):
+        if type(sub) is ast.Call or type(sub) is ast.Assign:
+            effects, unsure = _own_effect(sub, index, callee)
+            if effects or unsure:
+                return True
+    return False
+
+
+def _own_effect(sub: ast.AST, index: dict[str, int], callee: Callable[[ast.Call], FunctionFacts | None]
+                ) -> tuple[tuple[tuple[str, str, str], ...], bool]:
+    """The own effects of one node of a method (``own_effects``), and whether it may do more than
+    they say (the caller abstains then)."""
+    if isinstance(sub, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in sub.targets):
+        return (), True  # `p.grad = None`: whose parameters, and when, is not read here
+    if not isinstance(sub, ast.Call) or not isinstance(sub.func, ast.Attribute):
+        if isinstance(sub, ast.Call) and (any(_names_optimizer(a) for a in sub.args) and last_name(
+                sub.func) not in _INERT or "zero_grad" in last_name(sub.func)):
+            return (), True  # `reset(self.optimizer)`, `zero_grad(params)`: a function that may zero
+        return (), False
+    name, owner = sub.func.attr, ast_dotted(sub.func.value)
+    mine = owner is not None and owner.startswith("self.")
+    if name == "zero_grad" and mine:
+        return (("zero", owner, ""),), False  # type: ignore[return-value]
+    if "zero_grad" in name or name == "zero_":
+        return (), True  # `opt.zero_grad()` of a loop variable, `p.grad.zero_()`, `self.zero_grad()`
+    if name == "step" and mine and "scaler" in owner.lower() and len(sub.args) == 1 and not sub.keywords:  # type: ignore[union-attr]
+        if not _names_optimizer(sub.args[0]):
+            return (), False  # a scaler stepping an optimizer the caller cannot name: not one of its steps
+        return (("step", ast_dotted(sub.args[0]), owner),), False  # type: ignore[return-value]
+    if name == "step" and mine and _OPTIMIZER_NAME.search(owner.rsplit(".", 1)[1]):  # type: ignore[union-attr]
+        if sub.args or sub.keywords:
+            return (), True  # `step(closure)`: the closure back-propagates and zeroes
+        return (("step", owner, ""),), False  # type: ignore[return-value]
+    if name == "update" and mine and "scaler" in owner.lower() and not sub.args:  # type: ignore[union-attr]
+        return (("update", owner, ""),), False  # type: ignore[return-value]
+    if name == "backward":
+        loss, scaler = sub.func.value, ""
+        if isinstance(loss, ast.Call) and isinstance(loss.func, ast.Attribute) and loss.func.attr == "scale" \
+                and len(loss.args) == 1:
+            scaler, loss = ast_dotted(loss.func.value) or "", loss.args[0]
+        if not isinstance(loss, ast.Name) or loss.id not in index or scaler and not scaler.startswith("self."):
+            return (), True  # a loss the caller cannot name, or a backward of an engine
+        return (("backward", str(index[loss.id]), scaler),), False
+    if owner == "self":
+        inner = callee(sub)
+        if inner is None:
+            # a method of a base class (unread) that may zero
+            return (), bool(re.search(r"zero|step|optim|backward|grad", name))
+        if inner.own_partial or any(kind == "backward" for kind, _, _ in inner.own):
+            return (), True
+        return inner.own, False
+    if any(_names_optimizer(a) for a in sub.args) and name not in _INERT:
+        return (), True  # `reset(self.optimizer)`: a function that may zero it
+    return (), False
 
 
 def _names_optimizer(expr: ast.expr) -> bool:
