@@ -269,15 +269,20 @@ class Imported:
                 specs.append((Kind.BACKWARD, None, {"loss": loss, "framework": Framework.TORCH,
                                                     **({"scaler": scaler} if scaler else {})}))
             if gates:  # the builder adds them to the call's own conditions
-                specs[-1][2]["conds"] = self._gates(found.where, gates, call)
+                conds = self._gates(found.where, gates, call)
+                if conds is None:
+                    return None
+                specs[-1][2]["conds"] = conds
         if specs:
             self._where[id(call)] = found.where
         return specs
 
-    def _gates(self, where: str, gates: tuple[tuple[str, bool, int, str], ...], call: cst.Call) -> tuple[Cond, ...]:
+    def _gates(self, where: str, gates: tuple[tuple[str, bool, int, str], ...], call: cst.Call
+               ) -> tuple[Cond, ...] | None:
         """The conditions a base method's effect runs under (``FunctionFacts.gated``), as the builder
         keeps them: one ``if`` node per test of the method, parsed from its text. Those nodes are not
-        in the checked file: a finding at one of them points at ``call`` (``stand_in``)."""
+        in the checked file: a finding at one of them points at ``call`` (``stand_in``). None where
+        libcst cannot parse a test that ``ast`` wrote (the call is then one the caller cannot see into)."""
         from loopcheck.model.events import Cond
 
         cst = _libcst()[0]
@@ -287,7 +292,11 @@ class Imported:
             node = self._gate_nodes.get(key)
             if node is None:
                 body = "return" if branch == "after-exit" else "pass"
-                node = self._gate_nodes[key] = cst.parse_statement(f"if {test}:\n    {body}\n")
+                try:
+                    node = cst.parse_statement(f"if {test}:\n    {body}\n")
+                except Exception:  # noqa: BLE001  (syntax newer than libcst's parser)
+                    return None
+                self._gate_nodes[key] = node
                 for sub in _libcst()[1].walk(node):
                     self._stand_ins[id(sub)] = (sub, call)
             conds.append(Cond(node.test, negated, node, branch))
