@@ -474,11 +474,22 @@ class GuardReader:
         if not isinstance(op, (cst.GreaterThanEqual, cst.GreaterThan, cst.Equal)):
             return None
         left, modulus = test.left, comparison.comparator
-        if any(self.varies(n) for n in names_in(modulus)) and not isinstance(op, cst.GreaterThanEqual):
-            return None
         extra = 1 if isinstance(op, cst.GreaterThan) else 0  # `n > N` holds one micro-batch later
-        if isinstance(left, cst.BinaryOperation) and isinstance(left.operator, cst.Subtract):
-            return self._since_last(test, left, modulus, order, extra)
+        # `i - start + 1 == n` with `start = i + 1` in the step branch (torchdrug): since the last step
+        offset = int_value(left.right) if isinstance(left, cst.BinaryOperation) and isinstance(
+            left.operator, cst.Add) and isinstance(left.left, cst.BinaryOperation) else None
+        diff = left.left if offset is not None else left
+        since = isinstance(diff, cst.BinaryOperation) and isinstance(diff.operator, cst.Subtract)
+        # a window length set anew only in the step branch (the last window of a pass shortened to
+        # what is left) is the length of the window that branch starts
+        if any(self.varies(n) and not (since and self._set_per_window(n, test)) for n in names_in(modulus)) \
+                and not isinstance(op, cst.GreaterThanEqual):
+            return None
+        if since:
+            guard = self._since_last(test, diff, modulus, order, extra, offset or 0)  # type: ignore[arg-type]
+            # a length set per window may shorten the last one to what the pass has left: not read
+            reset = any(self.varies(n) and self._set_per_window(n, test) for n in names_in(modulus))
+            return replace(guard, flush=None) if guard is not None and reset else guard
         name = dotted(left)
         if name is None or not self.varies(name):
             return None
@@ -502,14 +513,27 @@ class GuardReader:
         return Guard(GuardKind.PERIODIC, modulus=modulus, index=name, phase=phase, test=test,
                      restarts=self._set_per_pass(name))
 
+    def _set_per_window(self, name: str, test: cst.BaseExpression) -> bool:
+        """Every assignment of ``name`` in the loop runs only where ``test`` holds."""
+        assignments = self.aliases.get(name, [])
+        return bool(assignments) and all(_inside(a, test) for a in assignments)
+
     def _since_last(self, test: cst.Comparison, diff: cst.BinaryOperation, modulus: cst.BaseExpression,
-                    order: int | None, extra: int) -> Guard | None:
-        """``ni - last_opt_step >= accumulate`` with ``last_opt_step = ni`` in the step branch (yolov5)."""
+                    order: int | None, extra: int, offset: int = 0) -> Guard | None:
+        """``ni - last_opt_step >= accumulate`` with ``last_opt_step = ni`` in the step branch (yolov5), or
+        ``i - start + 1 == n`` with ``start = i + 1`` there (``offset`` 1)."""
         counter, last = dotted(diff.left), dotted(diff.right)
         if counter is None or last is None or not self.varies(counter):
             return None
+
+        def marks_counter(value: cst.BaseExpression) -> bool:
+            if not offset:
+                return dotted(value) == counter
+            return isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add) \
+                and dotted(value.left) == counter and int_value(value.right) == offset
+
         marks = [a for a in self.aliases.get(last, [])]
-        if not marks or not all(a.op == "=" and _inside(a, test) and dotted(a.value) == counter for a in marks):
+        if not marks or not all(a.op == "=" and _inside(a, test) and marks_counter(a.value) for a in marks):
             return None
         count = self.count(diff.left, order)
         if count.index is None:
@@ -517,8 +541,8 @@ class GuardReader:
         phase = Phase.UNKNOWN
         last_init = self._fresh_value(last)
         if count.first is not None and last_init is not None and extra == 0:
-            # the first step comes when first + k - 1 - last_init >= N, i.e. after N micro-batches
-            phase = Phase.BOUNDARY if count.first - last_init == 1 else Phase.UNKNOWN
+            # the first step comes when first + k - 1 - last_init + offset >= N, i.e. after N micro-batches
+            phase = Phase.BOUNDARY if count.first - last_init + offset == 1 else Phase.UNKNOWN
         restarts = count.restarts if count.restarts is False else (self._set_per_pass(last) and count.restarts)
         return Guard(GuardKind.PERIODIC, modulus=modulus, index=count.index, phase=phase, test=test,
                      restarts=restarts)

@@ -196,6 +196,20 @@ for i, (x, y) in enumerate(loader):
         optimizer.zero_grad()
 """,
         """
+def train(self, loader, batch_per_epoch):
+    model = nn.parallel.DistributedDataParallel(self.model, device_ids=[self.device])
+    start_id = 0
+    gradient_interval = min(batch_per_epoch - start_id, self.gradient_interval)
+    for batch_id, batch in enumerate(islice(loader, batch_per_epoch)):
+        loss = model(batch) / gradient_interval
+        loss.backward()  # LC501
+        if batch_id - start_id + 1 == gradient_interval:
+            self.optimizer.step()
+            self.optimizer.zero_grad()
+            start_id = batch_id + 1
+            gradient_interval = min(batch_per_epoch - start_id, self.gradient_interval)
+""",
+        """
 accelerator = Accelerator()
 model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)
 model.train()

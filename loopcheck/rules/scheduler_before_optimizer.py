@@ -3,6 +3,10 @@ Checks for an LR scheduler stepped before the optimizer in an iteration, in the 
 the start of the epoch loop (on every epoch, or in the branch that runs the batch loop: the `else:`
 of a warmup phase that trains another optimizer).
 
+A scheduler step under a test of the scheduler alone (`if lr_scheduler is not None:`,
+`not isinstance(lr_scheduler, ReduceLROnPlateau)`) counts as stepped wherever the optimizer steps:
+such a test holds on every iteration or on none.
+
 ## Why is this bad?
 Since PyTorch 1.1 `scheduler.step()` must follow `optimizer.step()`. Stepping it first skips the
 first value of the schedule (the initial learning rate is never used, a warmup starts one step
@@ -93,6 +97,16 @@ for x, y in loader:
     optimizer.step()
 """,
         """
+def train(model, optimizer, lr_scheduler, loader, accum_steps):
+    for i, (x, y) in enumerate(loader):
+        (criterion(model(x), y) / accum_steps).backward()
+        if (i + 1) % accum_steps == 0:
+            if lr_scheduler is not None and not isinstance(lr_scheduler, ReduceLROnPlateau):
+                lr_scheduler.step()  # LC302
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+        """
 for epoch in range(epochs):
     scheduler.step()  # LC302
     for x, y in loader:
@@ -115,7 +129,7 @@ for epoch in range(epochs):
                 if first is None or scheduler.has_args or scheduler.order > first.order or exclusive(
                         scheduler.conds, first.conds):
                     continue
-                if scheduler.conds != first.conds[: len(scheduler.conds)]:
+                if scheduler.conds != first.conds[: len(scheduler.conds)] and not _checks_itself(scheduler, first):
                     continue
                 if training.accumulates and len(scheduler.conds) < len(first.conds):
                     continue  # stepped on every micro-batch, the optimizer only on some: LC301's finding
@@ -169,6 +183,33 @@ def _plain_class(model: FileModel, receiver: str | None) -> bool:
         if bases not in ("", "object"):
             return False
     return bool(calls)
+
+
+def _checks_itself(scheduler: Event, first: Event) -> bool:
+    """The scheduler steps under the optimizer step's conditions plus tests of the scheduler object
+    alone (``if lr_scheduler is not None and not isinstance(lr_scheduler, ReduceLROnPlateau):``): they
+    hold on every iteration or on none, so where it steps it steps before the optimizer each time."""
+    shared = len(first.conds)
+    return scheduler.conds[:shared] == first.conds and all(
+        c.test is not None and _about(c.test, scheduler.receiver) for c in scheduler.conds[shared:])
+
+
+def _about(test: cst.BaseExpression, receiver: str | None) -> bool:
+    """``test`` looks at ``receiver`` only: itself, ``is (not) None``, ``isinstance`` / ``hasattr`` of it,
+    joined by ``and`` / ``or`` / ``not``."""
+    if receiver is None:
+        return False
+    if isinstance(test, cst.BooleanOperation):
+        return _about(test.left, receiver) and _about(test.right, receiver)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _about(test.expression, receiver)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        return isinstance(target.operator, (cst.Is, cst.IsNot)) and dotted(test.left) == receiver \
+            and isinstance(target.comparator, cst.Name) and target.comparator.value == "None"
+    if isinstance(test, cst.Call) and func_name(test) in ("isinstance", "hasattr") and test.args:
+        return dotted(test.args[0].value) == receiver
+    return dotted(test) == receiver
 
 
 def _first_step(model: FileModel, scheduler: Event, steps: list[Event]) -> Event | None:
