@@ -14,8 +14,7 @@ memory, often hours in. `.item()`, `.detach()`, `float(...)` and values computed
 module of the project returns beside its loss (`return lm_loss, lm_loss.item()` in its
 `forward`); neither is a running sum that is itself back-propagated (a loss summed over micro-batches on purpose). Neither is a list or a total made fresh
 for one optimizer step (`losses = []` or `total = torch.zeros(n)` before `for _ in
-range(gradient_accumulation_steps):`, or before an inner loop over loss terms), nor one made fresh
-whenever it is filled (`show = []` in the logging branch that then appends the outputs to it), nor a
+range(gradient_accumulation_steps):`, or before an inner loop over loss terms), nor a
 back-propagated loss kept by a short fixed run such as a test's `for _ in range(5):`, or summed into
 a total that a periodic logging branch resets (`if i % log_interval == 0: ...; total = 0`): backward
 has freed their activations and what stays is bounded.
@@ -91,19 +90,6 @@ for i, (x, y) in enumerate(loader):
         optimizer.zero_grad()
         window.clear()
 """,
-        """
-for step, (x, y) in enumerate(loader):
-    preds = model(x)
-    loss = criterion(preds, y)
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-    if step % show_every == 0:
-        show = []
-        for k in range(preds.shape[1]):
-            show.append(preds[:, k])
-        writer.add_image("preds", make_grid(torch.cat(show).unsqueeze(1)), step)
-""",
     ]
     INVALID = [
         """
@@ -170,7 +156,7 @@ for epoch in range(epochs):
         for training in model.training_loops:
             reader: GraphReader | None = None
             for holder, container, value, node, stmt in _kept(training):
-                if _reset_every_iteration(training, container, holder) or _window_local(training, container):
+                if _reset_every_iteration(training, container) or _window_local(training, container):
                     continue
                 if backpropagated is None:
                     backpropagated = backpropagated_names(model)
@@ -297,15 +283,10 @@ def _reset_periodically(training: TrainingLoop, container: str) -> bool:
                and training.reader.guard(a.conds, a.order).periodic for a in training.loop.assignments)
 
 
-def _reset_every_iteration(training: TrainingLoop, container: str, holder: object) -> bool:
-    """``losses = []`` / ``total = 0`` on every iteration of the loop, or made fresh before ``holder``
-    keeps into it whenever ``holder`` runs (``show_pred = []`` under the logging branch that then
-    fills it): nothing is kept across iterations."""
-    conds = holder.conds  # type: ignore[attr-defined]
+def _reset_every_iteration(training: TrainingLoop, container: str) -> bool:
+    """``losses = []`` / ``total = 0`` on every iteration of the loop: nothing is kept across it."""
     for assignment in training.loop.assignments:
-        if container in assignment.names and assignment.op == "=" and (
-                training.reader.guard(assignment.conds, assignment.order).always
-                or assignment.order < holder.order and conds[:len(assignment.conds)] == assignment.conds):  # type: ignore[attr-defined]
+        if container in assignment.names and assignment.op == "=" and training.reader.guard(assignment.conds, assignment.order).always:
             value = assignment.value
             if not (isinstance(value, cst.BinaryOperation) and dotted(value.left) == container):
                 return True
