@@ -13,6 +13,7 @@ from pathlib import Path
 from loopcheck.engine import check_text
 from loopcheck.project.facts import ModuleFacts, extract
 from loopcheck.selection import resolve
+from tests.projects import write_project
 
 CLIP_GRADIENT = """
     def clip_gradient(optimizer, grad_clip):
@@ -61,14 +62,6 @@ def test_a_clamp_of_something_else_is_no_clipping() -> None:
     assert _found(_loop(helper, unscale=False)) == []  # weight clipping (WGAN) acts on the weights
 
 
-def _write(root: Path, files: dict[str, str]) -> None:
-    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-
-
 def _codes(run_cli, *paths: str) -> list[str]:
     _, out, _ = run_cli("check", "-q", "--no-show-source", *paths)
     return [line for line in out.splitlines() if ": LC" in line]
@@ -79,10 +72,10 @@ def test_a_clip_helper_of_another_module_clips_at_its_call(project: Path, run_cl
     assert facts.functions["clip_gradient"].clips
     assert ModuleFacts.from_json(json.loads(json.dumps(facts.to_json()))) == facts  # as cached
     helper = "from utils import clip_gradient\n"
-    _write(project, {"utils.py": CLIP_GRADIENT, "train.py": _loop(helper, unscale=False)})
+    write_project(project, {"utils.py": CLIP_GRADIENT, "train.py": _loop(helper, unscale=False)})
     found = _codes(run_cli, "train.py")
     assert len(found) == 1 and found[0].startswith("train.py:13:") and " LC201 " in found[0]
-    _write(project, {"train.py": _loop(helper, unscale=True)})
+    write_project(project, {"train.py": _loop(helper, unscale=True)})
     assert _codes(run_cli, "train.py") == []
 
 
@@ -99,7 +92,7 @@ def test_a_helper_that_unscales_before_it_clips_is_no_clipping_of_scaled_gradien
     assert not extract(textwrap.dedent(unscaling), "utils.py").functions["clip_gradient"].clips
     loop = _loop("from utils import clip_gradient\n", unscale=False).replace(
         "clip_gradient(optimizer, clip)", "clip_gradient(optimizer, clip, scaler)")
-    _write(project, {"utils.py": unscaling, "train.py": loop})
+    write_project(project, {"utils.py": unscaling, "train.py": loop})
     assert _codes(run_cli, "train.py") == []
 
 
@@ -134,6 +127,6 @@ def test_an_optimizer_whose_own_step_clips_still_steps(project: Path, run_cli) -
                         optimizer.step()
                         optimizer.zero_grad()
     """
-    _write(project, {"optimization.py": bert_adam, "train.py": loop})
+    write_project(project, {"optimization.py": bert_adam, "train.py": loop})
     found = _codes(run_cli, "train.py")
     assert len(found) == 1 and found[0].startswith("train.py:14:") and " LC105 " in found[0]

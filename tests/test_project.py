@@ -11,15 +11,7 @@ import pytest
 
 from loopcheck.project import for_file, forget
 from loopcheck.project.facts import ModuleFacts, extract
-
-
-def _write(root: Path, files: dict[str, str]) -> None:
-    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-
+from tests.projects import write_project
 
 ACCUMULATING = """
     import torch
@@ -52,14 +44,14 @@ def _codes(run_cli, *paths: str) -> list[str]:
 
 
 def test_ddp_helper_of_another_module_counts(project: Path, run_cli) -> None:
-    _write(project, {"train.py": ACCUMULATING, "utils.py": SMART_DDP})
+    write_project(project, {"train.py": ACCUMULATING, "utils.py": SMART_DDP})
     found = _codes(run_cli, "train.py")  # only the changed file, as pre-commit passes it
     assert len(found) == 1 and found[0].startswith("train.py:11:")
     assert " LC501 " in found[0] and "by utils.py:5" in found[0]
 
 
 def test_without_the_wrap_nothing_is_reported(project: Path, run_cli) -> None:
-    _write(project, {"train.py": ACCUMULATING, "utils.py": "def smart_ddp(model):\n    return model\n"})
+    write_project(project, {"train.py": ACCUMULATING, "utils.py": "def smart_ddp(model):\n    return model\n"})
     assert _codes(run_cli, "train.py") == []
 
 
@@ -73,7 +65,7 @@ def test_entry_script_that_wraps_and_calls_the_loop(project: Path, run_cli) -> N
         model = DistributedDataParallel(torch.nn.Linear(4, 2))
         train(model, [])
     """
-    _write(project, {"engine.py": engine, "main.py": main})
+    write_project(project, {"engine.py": engine, "main.py": main})
     found = _codes(run_cli, "engine.py")
     assert len(found) == 1 and " LC501 " in found[0] and "by main.py:6" in found[0]
 
@@ -94,11 +86,11 @@ def test_a_repository_that_imports_itself_as_the_package_it_is(tmp_path: Path, m
     root = tmp_path / directory
     root.mkdir()
     monkeypatch.chdir(root)
-    _write(root, {"engine.py": engine, "main.py": main})
+    write_project(root, {"engine.py": engine, "main.py": main})
     codes = _codes(run_cli, "engine.py")
     assert len(codes) == found and all(" LC501 " in c and "by main.py:6" in c for c in codes)
     if found:  # the entry script stops wrapping: the cached result is not reused
-        _write(root, {"main.py": main.replace("DistributedDataParallel(torch", "(torch")})
+        write_project(root, {"main.py": main.replace("DistributedDataParallel(torch", "(torch")})
         assert _codes(run_cli, "engine.py") == []
 
 
@@ -139,7 +131,7 @@ RUNNER = """
 
 def test_a_runner_that_hands_its_ddp_wrapper_to_a_method_of_this_file(project: Path, run_cli) -> None:
     # the runner never imports the task (a registry builds it): the link is the method it calls with the wrapper
-    _write(project, {"tasks/base.py": TASK, "runners/runner.py": RUNNER})
+    write_project(project, {"tasks/base.py": TASK, "runners/runner.py": RUNNER})
     found = _codes(run_cli, "tasks/base.py")
     assert len(found) == 1 and found[0].startswith("tasks/base.py:9:")
     assert " LC501 " in found[0] and "by runners/runner.py:13" in found[0]
@@ -155,7 +147,7 @@ def test_a_runner_call_that_hands_over_no_wrapper_wraps_nothing(project: Path, r
     task, runner = TASK, RUNNER.replace(*change)
     if change[0].startswith("def "):
         task, runner = TASK.replace(*change).replace("model(x)", "net(x)"), RUNNER
-    _write(project, {"tasks/base.py": task, "runners/runner.py": runner})
+    write_project(project, {"tasks/base.py": task, "runners/runner.py": runner})
     assert _codes(run_cli, "tasks/base.py") == []
 
 
@@ -190,7 +182,7 @@ def test_sync_helper_of_another_module_controls_the_sync(project: Path, run_cli)
                     optimizer.step()
                     optimizer.zero_grad()
     """
-    _write(project, {"train.py": loop, "utils.py": helper})
+    write_project(project, {"train.py": loop, "utils.py": helper})
     assert _codes(run_cli, "train.py") == []
 
 
@@ -241,11 +233,11 @@ def test_backward_and_step_wrappers_of_another_module(project: Path, run_cli) ->
                         self.mp_trainer.backward(loss)
                     self.mp_trainer.optimize(self.opt)
     """
-    _write(project, {"train_util.py": loop, "fp16_util.py": MP_TRAINER})
+    write_project(project, {"train_util.py": loop, "fp16_util.py": MP_TRAINER})
     found = _codes(run_cli, "train_util.py")
     assert len(found) == 1 and found[0].startswith("train_util.py:18:") and " LC102 " in found[0]
     divided = loop.replace("mse_loss(self.model(x), y)", "mse_loss(self.model(x), y) / self.microbatches")
-    _write(project, {"train_util.py": divided})
+    write_project(project, {"train_util.py": divided})
     assert _codes(run_cli, "train_util.py") == []
 
 
@@ -274,12 +266,12 @@ def test_eval_callback_of_another_module(project: Path, run_cli) -> None:
                     optimizer.step()
                 evaluate(model, val_loader)
     """
-    _write(project, {"train.py": loop, "helpers.py": helpers})
+    write_project(project, {"train.py": loop, "helpers.py": helpers})
     found = _codes(run_cli, "train.py")  # on by default
     assert len(found) == 1 and found[0].startswith("train.py:14:") and " LC605 " in found[0]
     assert "helpers.py:5" in found[0]
     restored = helpers.replace("                return sum(", "                acc = sum(") + "    net.train()\n    return acc\n"
-    _write(project, {"helpers.py": restored})
+    write_project(project, {"helpers.py": restored})
     assert _codes(run_cli, "--extend-select", "LC605", "train.py") == []
 
 
@@ -323,10 +315,10 @@ def test_eval_mid_epoch_by_another_module_restored_by_the_step_method(project: P
                 loss = torch.nn.functional.cross_entropy(self.model(x), y)
                 loss.backward()
     """
-    _write(project, {"training.py": training, "prediction.py": prediction})
+    write_project(project, {"training.py": training, "prediction.py": prediction})
     assert _codes(run_cli, "--extend-select", "LC605", "training.py") == []
     # without the step method's train(), the rest of the epoch trains in eval mode
-    _write(project, {"training.py": training.replace("                self.model.train()\n                loss", "                loss")})
+    write_project(project, {"training.py": training.replace("                self.model.train()\n                loss", "                loss")})
     found = _codes(run_cli, "--extend-select", "LC605", "training.py")
     assert len(found) == 1 and found[0].startswith("training.py:22:") and "prediction.py:5" in found[0]
 
@@ -362,11 +354,11 @@ def test_eval_mode_of_a_model_class_of_another_module(project: Path, run_cli) ->
                     with torch.no_grad():
                         print(model(*test_batch).mean())
     """
-    _write(project, {"train.py": loop, "models.py": models})
+    write_project(project, {"train.py": loop, "models.py": models})
     assert _codes(run_cli, "--extend-select", "LC605", "train.py") == []  # Linear only: eval mode changes nothing
     dropout = models.replace("self.i2h = nn.Linear(n_inp + n_hid, n_hid)",
                              "self.i2h = nn.Sequential(nn.Linear(n_inp + n_hid, n_hid), nn.Dropout(0.1))")
-    _write(project, {"models.py": dropout})
+    write_project(project, {"models.py": dropout})
     found = _codes(run_cli, "--extend-select", "LC605", "train.py")
     assert len(found) == 1 and found[0].startswith("train.py:15:") and " LC605 " in found[0]
 
@@ -398,9 +390,9 @@ def test_eval_of_a_copy_in_another_module(project: Path, run_cli) -> None:
                     torch.nn.functional.cross_entropy(model(adv), y).backward()
                     optimizer.step()
     """
-    _write(project, {"train.py": loop, "attack.py": attack})
+    write_project(project, {"train.py": loop, "attack.py": attack})
     assert _codes(run_cli, "--extend-select", "LC605", "train.py") == []
-    _write(project, {"attack.py": attack.replace("model = copy.deepcopy(model)", "pass")})
+    write_project(project, {"attack.py": attack.replace("model = copy.deepcopy(model)", "pass")})
     found = _codes(run_cli, "--extend-select", "LC605", "train.py")
     assert len(found) == 1 and found[0].startswith("train.py:11:") and "attack.py:5" in found[0]
 
@@ -428,7 +420,7 @@ def test_loss_function_of_another_module_keeps_the_graph(project: Path, run_cli)
                 optimizer.step()
                 history.append(compute_loss(model, x, y))
     """
-    _write(project, {"train.py": loop, "losses.py": losses})
+    write_project(project, {"train.py": loop, "losses.py": losses})
     found = _codes(run_cli, "train.py")
     assert len(found) == 1 and " LC601 " in found[0]
 
@@ -490,7 +482,7 @@ LOSS_DICT_LOOP = """
 ])
 def test_a_loss_class_of_another_module_whose_dict_the_backpropagated_sum_is_built_from(
         project: Path, run_cli, loop: str) -> None:
-    _write(project, {"train.py": loop, "losses.py": LOSS_CLASS})
+    write_project(project, {"train.py": loop, "losses.py": LOSS_CLASS})
     found = _codes(run_cli, "train.py")
     assert len(found) == 1 and found[0].startswith("train.py:27:") and " LC601 " in found[0]
     assert "(returned by losses.py:9)" in found[0]
@@ -501,22 +493,22 @@ def test_a_loss_class_of_another_module_whose_dict_the_backpropagated_sum_is_bui
     "return self.weight * loss_sum, parts",  # the back-propagated element reads more than the dict
 ])
 def test_a_loss_class_of_another_module_returning_no_graph_in_its_dict(project: Path, run_cli, returned: str) -> None:
-    _write(project, {"train.py": LOSS_DICT_LOOP, "losses.py": LOSS_CLASS.replace("return loss_sum, parts", returned)})
+    write_project(project, {"train.py": LOSS_DICT_LOOP, "losses.py": LOSS_CLASS.replace("return loss_sum, parts", returned)})
     assert _codes(run_cli, "train.py") == []
 
 
 def test_a_loss_dict_kept_only_where_the_sum_is_back_propagated(project: Path, run_cli) -> None:
     # the sum is never back-propagated here: nothing says the dict holds a graph
     loop = LOSS_DICT_LOOP.replace("self.scaler.scale(loss).backward()", "self.scaler.scale(other).backward()")
-    _write(project, {"train.py": loop, "losses.py": LOSS_CLASS})
+    write_project(project, {"train.py": loop, "losses.py": LOSS_CLASS})
     assert _codes(run_cli, "train.py") == []
 
 
 def test_a_loss_class_that_starts_detaching_invalidates_the_cached_result(project: Path, run_cli) -> None:
-    _write(project, {"train.py": LOSS_DICT_LOOP, "losses.py": LOSS_CLASS})
+    write_project(project, {"train.py": LOSS_DICT_LOOP, "losses.py": LOSS_CLASS})
     assert len(_codes(run_cli, "train.py")) == 1
     detached = LOSS_CLASS.replace("return loss_sum, parts", "return loss_sum, {k: v.item() for k, v in parts.items()}")
-    _write(project, {"losses.py": detached})
+    write_project(project, {"losses.py": detached})
     assert _codes(run_cli, "train.py") == []
 
 
@@ -556,7 +548,7 @@ KEEPING_LOOP = """
 
 
 def test_a_graph_kept_by_a_method_of_another_module(project: Path, run_cli) -> None:
-    _write(project, {"train.py": KEEPING_LOOP, "measures.py": MEASURES, "averages.py": AVERAGES})
+    write_project(project, {"train.py": KEEPING_LOOP, "measures.py": MEASURES, "averages.py": AVERAGES})
     found = _codes(run_cli, "train.py")
     assert len(found) == 1 and found[0].startswith("train.py:16:") and " LC601 " in found[0]
     assert "(returned by measures.py:2)" in found[0] and "(kept by averages.py:6)" in found[0]
@@ -573,33 +565,33 @@ def test_no_graph_kept_through_other_modules(project: Path, run_cli, module: str
     files = {"train.py": KEEPING_LOOP, "measures.py": MEASURES, "averages.py": AVERAGES}
     assert old in files[module]
     files[module] = files[module].replace(old, new)
-    _write(project, files)
+    write_project(project, files)
     assert _codes(run_cli, "train.py") == []
 
 
 def test_a_function_that_starts_detaching_invalidates_the_cached_result(project: Path, run_cli) -> None:
-    _write(project, {"train.py": KEEPING_LOOP, "measures.py": MEASURES, "averages.py": AVERAGES})
+    write_project(project, {"train.py": KEEPING_LOOP, "measures.py": MEASURES, "averages.py": AVERAGES})
     assert len(_codes(run_cli, "train.py")) == 1
-    _write(project, {"measures.py": MEASURES.replace(".mean(dim=0)", ".mean(dim=0).item()")})
+    write_project(project, {"measures.py": MEASURES.replace(".mean(dim=0)", ".mean(dim=0).item()")})
     assert _codes(run_cli, "train.py") == []
 
 
 def test_a_changed_fact_invalidates_the_cached_result(project: Path, run_cli) -> None:
-    _write(project, {"train.py": ACCUMULATING, "utils.py": SMART_DDP})
+    write_project(project, {"train.py": ACCUMULATING, "utils.py": SMART_DDP})
     assert len(_codes(run_cli, "train.py")) == 1
-    _write(project, {"utils.py": "def smart_ddp(model):\n    return model  # single process now\n"})
+    write_project(project, {"utils.py": "def smart_ddp(model):\n    return model  # single process now\n"})
     assert _codes(run_cli, "train.py") == []
-    _write(project, {"utils.py": SMART_DDP})
+    write_project(project, {"utils.py": SMART_DDP})
     assert len(_codes(run_cli, "train.py")) == 1
 
 
 def test_a_runner_that_stops_handing_over_its_wrapper_invalidates_the_cached_result(project: Path,
                                                                                      run_cli) -> None:
-    _write(project, {"tasks/base.py": TASK, "runners/runner.py": RUNNER})
+    write_project(project, {"tasks/base.py": TASK, "runners/runner.py": RUNNER})
     assert len(_codes(run_cli, "tasks/base.py")) == 1
-    _write(project, {"runners/runner.py": RUNNER.replace("model=self.model", "model=self._model")})
+    write_project(project, {"runners/runner.py": RUNNER.replace("model=self.model", "model=self._model")})
     assert _codes(run_cli, "tasks/base.py") == []
-    _write(project, {"runners/runner.py": RUNNER})
+    write_project(project, {"runners/runner.py": RUNNER})
     assert len(_codes(run_cli, "tasks/base.py")) == 1
 
 
@@ -609,7 +601,7 @@ def test_a_warm_run_starts_no_worker_and_rechecks_only_what_changed(project: Pat
     from loopcheck import workers
     from tests.conftest import BUGGY
 
-    _write(project, {"train.py": ACCUMULATING, "utils.py": SMART_DDP, "other.py": BUGGY})
+    write_project(project, {"train.py": ACCUMULATING, "utils.py": SMART_DDP, "other.py": BUGGY})
     first = _codes(run_cli, ".")
     assert [line.split(":")[0] for line in first] == ["other.py", "train.py"]
     started: list[bool] = []
@@ -623,7 +615,7 @@ def test_a_warm_run_starts_no_worker_and_rechecks_only_what_changed(project: Pat
     monkeypatch.setattr(index_module, "ModuleReader", parse)
     assert _codes(run_cli, ".") == first and started == []
     monkeypatch.setattr(index_module, "ModuleReader", reader)
-    _write(project, {"utils.py": "def smart_ddp(model):\n    return model  # single process now\n"})
+    write_project(project, {"utils.py": "def smart_ddp(model):\n    return model  # single process now\n"})
     assert _codes(run_cli, ".") == first[:1] and started == [True]  # train.py checked again, in one worker
     (project / "train.py").write_text((project / "train.py").read_text() + "# edited\n")
     assert _codes(run_cli, ".") == first[:1] and started == [True, True]
@@ -642,7 +634,7 @@ def test_a_warm_run_parses_no_module_that_was_read_by_name_only(project: Path, r
     """
     loop = ACCUMULATING.replace("from utils import smart_ddp", "from utils import smart_ddp\n    from losses import compute_loss")
     loop = loop.replace("torch.nn.functional.cross_entropy(model(x), y)", "compute_loss(model, x, y)")
-    _write(project, {"train.py": loop, "utils.py": SMART_DDP, "losses.py": losses})
+    write_project(project, {"train.py": loop, "utils.py": SMART_DDP, "losses.py": losses})
     first = _codes(run_cli, ".")
     assert len(first) == 1 and " LC501 " in first[0]
 
@@ -656,7 +648,7 @@ def test_a_warm_run_parses_no_module_that_was_read_by_name_only(project: Path, r
 def test_a_lookup_reads_only_the_functions_and_methods_it_names(tmp_path: Path) -> None:
     from loopcheck.project.index import ProjectIndex
 
-    _write(tmp_path, {"fp16_util.py": MP_TRAINER + "\n\n    def step_all(opt):\n        opt.step()\n"})
+    write_project(tmp_path, {"fp16_util.py": MP_TRAINER + "\n\n    def step_all(opt):\n        opt.step()\n"})
     path = tmp_path / "fp16_util.py"
     whole = extract(path.read_text(), "fp16_util.py")
     index = ProjectIndex(tmp_path.resolve(), None)
@@ -695,7 +687,7 @@ def test_imported_modules_are_parsed_only_for_names_they_can_define(tmp_path: Pa
     real = index_module.ModuleReader.read
     monkeypatch.setattr(index_module.ModuleReader, "read", lambda reader, facts, names:
                         parsed.append(reader.path) or real(reader, facts, names))
-    _write(tmp_path, {"train.py": ACCUMULATING + "\n        log(loss)\n", "utils.py": SMART_DDP,
+    write_project(tmp_path, {"train.py": ACCUMULATING + "\n        log(loss)\n", "utils.py": SMART_DDP,
                       "logs.py": "def log(value):\n    print(value)\n"})
     source = (tmp_path / "train.py").read_text().replace("from utils import smart_ddp",
                                                          "from utils import smart_ddp\nfrom logs import log")
@@ -835,14 +827,14 @@ def test_a_step_through_a_scaler_of_another_module_steps_the_optimizer_not_the_s
                 scaler.scale(loss).backward()
                 STEP
     """
-    _write(project, {"amp_util.py": AMP_UTIL})
+    write_project(project, {"amp_util.py": AMP_UTIL})
     for through in ["updater.step(grad_scaler=scaler)", "step_through(scaler, optimizer)"]:
-        _write(project, {"train.py": loop.replace("STEP", through)})
+        write_project(project, {"train.py": loop.replace("STEP", through)})
         assert _codes(run_cli, "train.py") == [], through
     for through in ["trainer.optimize(optimizer)", "trainer.step_only(optimizer)"]:  # the wrapper's own scaler
-        _write(project, {"train.py": loop.replace("STEP", through).replace("scaler.scale(", "trainer.scaler.scale(")})
+        write_project(project, {"train.py": loop.replace("STEP", through).replace("scaler.scale(", "trainer.scaler.scale(")})
         assert _codes(run_cli, "train.py") == [], through
-    _write(project, {"train.py": loop.replace("STEP", "step_direct(optimizer)")})
+    write_project(project, {"train.py": loop.replace("STEP", "step_direct(optimizer)")})
     found = _codes(run_cli, "train.py")  # the helper bypasses the scaler for real
     assert len(found) == 1 and found[0].startswith("train.py:15:") and " LC203 " in found[0]
     assert "`optimizer.step()` (in amp_util.py:36)" in found[0] and "[*]" not in found[0]  # no rewrite of the call
@@ -917,7 +909,7 @@ def test_a_module_whose_text_cannot_be_cut_is_read_whole(source: str) -> None:
 def test_a_module_read_by_name_gets_its_imports_when_checked_itself(tmp_path: Path) -> None:
     from loopcheck.project.index import ProjectIndex
 
-    _write(tmp_path, {"helpers.py": "from utils import smart_ddp\n" + BLOCKS})
+    write_project(tmp_path, {"helpers.py": "from utils import smart_ddp\n" + BLOCKS})
     path = tmp_path / "helpers.py"
     index = ProjectIndex(tmp_path.resolve(), None)
     some = index.facts(path, names=["train_step"])
@@ -936,7 +928,7 @@ def test_the_project_is_scanned_for_ddp_wraps_only_when_they_are_asked_for(tmp_p
     engine = ACCUMULATING.replace("from utils import smart_ddp\n", "").replace("        model = smart_ddp(model)\n", "")
     main = "from torch.nn.parallel import DistributedDataParallel\nfrom engine import train\n\n" \
            "model = DistributedDataParallel(net)\ntrain(model, [])\n"
-    _write(tmp_path, {"engine.py": engine, "main.py": main, "data.py": "def load():\n    return []\n"})
+    write_project(tmp_path, {"engine.py": engine, "main.py": main, "data.py": "def load():\n    return []\n"})
     scans: list[Path] = []
     real = ProjectIndex._python_files
     monkeypatch.setattr(ProjectIndex, "_python_files", lambda index: scans.append(index.root) or real(index))
@@ -1015,8 +1007,8 @@ LOGGING_LOOP = """
 def test_numbers_a_model_of_another_module_returns_beside_its_loss_hold_no_graph(project: Path, run_cli) -> None:
     # CodeExecutor's pretraining: `dual_loss = lm_loss.item()`, the others 0; a `.detach()` there
     # would raise AttributeError on the float
-    _write(project, {"train.py": LOGGING_LOOP, "model.py": LOGGING_MODEL})
+    write_project(project, {"train.py": LOGGING_LOOP, "model.py": LOGGING_MODEL})
     assert _codes(run_cli, "train.py") == []
-    _write(project, {"model.py": LOGGING_MODEL.replace("dual_loss = lm_loss.item()", "dual_loss = 0.5 * lm_loss")})
+    write_project(project, {"model.py": LOGGING_MODEL.replace("dual_loss = lm_loss.item()", "dual_loss = 0.5 * lm_loss")})
     found = _codes(run_cli, "train.py")
     assert len(found) == 1 and found[0].startswith("train.py:19:") and " LC601 " in found[0] and "`dual_loss`" in found[0]

@@ -12,14 +12,7 @@ from pathlib import Path
 import pytest
 
 from loopcheck.project.facts import extract
-
-
-def _write(root: Path, files: dict[str, str]) -> None:
-    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
+from tests.projects import write_project
 
 
 def _codes(run_cli, *paths: str) -> list[str]:
@@ -95,30 +88,30 @@ ZEROED_BEFORE_THE_STEP = _trainer("""
 
 
 def test_a_base_class_method_zeroing_every_micro_batch(project: Path, run_cli) -> None:
-    _write(project, {"trainers/base.py": BASE, "trainers/sub.py": ZEROED_EVERY_MICRO_BATCH})
+    write_project(project, {"trainers/base.py": BASE, "trainers/sub.py": ZEROED_EVERY_MICRO_BATCH})
     found = _codes(run_cli, "trainers/sub.py")  # only the changed file, as pre-commit passes it
     assert len(found) == 1 and found[0].startswith("trainers/sub.py:9:") and " LC101 " in found[0]
     assert "by `self.clear_grads()`, trainers/base.py:9" in found[0]
 
 
 def test_a_loop_zeroing_every_micro_batch_before_a_base_class_step(project: Path, run_cli) -> None:
-    _write(project, {"trainers/base.py": BASE, "trainers/sub.py": STEPPED_BY_THE_BASE})
+    write_project(project, {"trainers/base.py": BASE, "trainers/sub.py": STEPPED_BY_THE_BASE})
     found = _codes(run_cli, "trainers/sub.py")
     assert len(found) == 1 and found[0].startswith("trainers/sub.py:9:") and " LC101 " in found[0]
 
 
 def test_a_base_class_step_that_zeroes_after_stepping_is_right(project: Path, run_cli) -> None:
-    _write(project, {"trainers/base.py": BASE, "trainers/sub.py": ZEROED_BY_THE_BASE_STEP})
+    write_project(project, {"trainers/base.py": BASE, "trainers/sub.py": ZEROED_BY_THE_BASE_STEP})
     assert _codes(run_cli, "trainers/sub.py") == []
 
 
 def test_a_base_class_zeroing_after_the_step_is_a_zeroing(project: Path, run_cli) -> None:
-    _write(project, {"trainers/base.py": BASE, "trainers/sub.py": ZEROED_AFTER_THE_STEP})
+    write_project(project, {"trainers/base.py": BASE, "trainers/sub.py": ZEROED_AFTER_THE_STEP})
     assert _codes(run_cli, "trainers/sub.py") == []  # was LC103: the zeroing was not seen
 
 
 def test_a_base_class_zeroing_between_backward_and_step(project: Path, run_cli) -> None:
-    _write(project, {"trainers/base.py": BASE, "trainers/sub.py": ZEROED_BEFORE_THE_STEP})
+    write_project(project, {"trainers/base.py": BASE, "trainers/sub.py": ZEROED_BEFORE_THE_STEP})
     found = _codes(run_cli, "trainers/sub.py")
     assert len(found) == 1 and found[0].startswith("trainers/sub.py:11:") and " LC104 " in found[0]
     assert "trainers/base.py:9" in found[0]
@@ -133,15 +126,15 @@ def test_a_base_method_that_may_do_more_than_its_facts_say_is_not_read(project: 
     base = textwrap.dedent(BASE).replace("self.optimizer.zero_grad()\n\n    def optimizer_step",
                                          f"{clear}\n\n    def optimizer_step")
     assert clear in base
-    _write(project, {"trainers/base.py": base, "trainers/sub.py": ZEROED_EVERY_MICRO_BATCH})
+    write_project(project, {"trainers/base.py": base, "trainers/sub.py": ZEROED_EVERY_MICRO_BATCH})
     assert _codes(run_cli, "trainers/sub.py") == []
-    _write(project, {"trainers/sub.py": ZEROED_AFTER_THE_STEP})
+    write_project(project, {"trainers/sub.py": ZEROED_AFTER_THE_STEP})
     assert _codes(run_cli, "trainers/sub.py") == []  # the rules abstain: no LC103 either
 
 
 def test_a_method_the_class_defines_itself_is_not_the_base_class_one(project: Path, run_cli) -> None:
     own = ZEROED_EVERY_MICRO_BATCH + "\n    def clear_grads(self):\n        print('kept for the window')\n"
-    _write(project, {"trainers/base.py": BASE, "trainers/sub.py": own})
+    write_project(project, {"trainers/base.py": BASE, "trainers/sub.py": own})
     found = _codes(run_cli, "trainers/sub.py")
     assert len(found) == 1 and " LC103 " in found[0]  # the override clears nothing
 
@@ -149,20 +142,20 @@ def test_a_method_the_class_defines_itself_is_not_the_base_class_one(project: Pa
 def test_only_a_base_class_of_the_project_is_read(project: Path, run_cli) -> None:
     other = ZEROED_EVERY_MICRO_BATCH.replace("from trainers.base import BaseTrainer",
                                              "from trainers.base import BaseTrainer\nfrom library import Trainer0")
-    _write(project, {"trainers/base.py": BASE, "trainers/sub.py": other.replace("(BaseTrainer)", "(Trainer0)")})
+    write_project(project, {"trainers/base.py": BASE, "trainers/sub.py": other.replace("(BaseTrainer)", "(Trainer0)")})
     assert not any(" LC101 " in line for line in _codes(run_cli, "trainers/sub.py"))
 
 
 def test_a_base_method_that_stops_zeroing_invalidates_the_cached_result(project: Path, run_cli) -> None:
-    _write(project, {"trainers/base.py": BASE, "trainers/sub.py": ZEROED_AFTER_THE_STEP})
+    write_project(project, {"trainers/base.py": BASE, "trainers/sub.py": ZEROED_AFTER_THE_STEP})
     assert _codes(run_cli, "trainers/sub.py") == []
     changed = textwrap.dedent(BASE).replace("def clear_grads(self):\n        self.optimizer.zero_grad()",
                                             "def clear_grads(self):\n        print('nothing to clear')")
     assert "nothing to clear" in changed
-    _write(project, {"trainers/base.py": changed})
+    write_project(project, {"trainers/base.py": changed})
     found = _codes(run_cli, "trainers/sub.py")
     assert len(found) == 1 and " LC103 " in found[0]
-    _write(project, {"trainers/base.py": BASE})
+    write_project(project, {"trainers/base.py": BASE})
     assert _codes(run_cli, "trainers/sub.py") == []
 
 

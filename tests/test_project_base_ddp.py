@@ -5,18 +5,11 @@ and line; it works on the changed file alone (pre-commit) and with the cache."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 
-
-def _write(root: Path, files: dict[str, str]) -> None:
-    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
+from tests.projects import write_project
 
 
 def _codes(run_cli, *paths: str) -> list[str]:
@@ -52,7 +45,7 @@ ACCUMULATING_SUB = """
 
 
 def test_a_base_class_of_another_module_wraps_the_model(project: Path, run_cli) -> None:
-    _write(project, {"trainers/base.py": WRAPPING_BASE, "trainers/sub.py": ACCUMULATING_SUB})
+    write_project(project, {"trainers/base.py": WRAPPING_BASE, "trainers/sub.py": ACCUMULATING_SUB})
     found = _codes(run_cli, "trainers/sub.py")  # only the changed file, as pre-commit passes it
     assert len(found) == 1 and found[0].startswith("trainers/sub.py:9:")
     assert "(by the base class, trainers/base.py:8)" in found[0]
@@ -68,20 +61,20 @@ def test_a_base_class_of_another_module_wraps_the_model(project: Path, run_cli) 
     WRAPPING_BASE.replace("DDP(model, device_ids=[rank])", "model"),
 ])
 def test_a_base_class_that_does_not_wrap_or_controls_the_sync(project: Path, run_cli, base: str) -> None:
-    _write(project, {"trainers/base.py": base, "trainers/sub.py": ACCUMULATING_SUB})
+    write_project(project, {"trainers/base.py": base, "trainers/sub.py": ACCUMULATING_SUB})
     assert _codes(run_cli, "trainers/sub.py") == []
 
 
 def test_a_loop_outside_the_subclass_is_not_read_as_wrapped(project: Path, run_cli) -> None:
     other = ACCUMULATING_SUB.replace("class Trainer(BaseTrainer):", "class Trainer:")
-    _write(project, {"trainers/base.py": WRAPPING_BASE, "trainers/sub.py": other})
+    write_project(project, {"trainers/base.py": WRAPPING_BASE, "trainers/sub.py": other})
     assert _codes(run_cli, "trainers/sub.py") == []
 
 
 def test_a_base_class_that_stops_wrapping_invalidates_the_cached_result(project: Path, run_cli) -> None:
-    _write(project, {"trainers/base.py": WRAPPING_BASE, "trainers/sub.py": ACCUMULATING_SUB})
+    write_project(project, {"trainers/base.py": WRAPPING_BASE, "trainers/sub.py": ACCUMULATING_SUB})
     assert len(_codes(run_cli, "trainers/sub.py")) == 1
-    _write(project, {"trainers/base.py": WRAPPING_BASE.replace("DDP(model, device_ids=[rank])", "model")})
+    write_project(project, {"trainers/base.py": WRAPPING_BASE.replace("DDP(model, device_ids=[rank])", "model")})
     assert _codes(run_cli, "trainers/sub.py") == []
 
 
@@ -118,21 +111,21 @@ WRAPPING_SUB = """
 
 
 def test_a_subclass_of_another_module_wraps_the_model(project: Path, run_cli) -> None:
-    _write(project, {"trainers/base.py": ACCUMULATING_BASE, "trainers/sub.py": WRAPPING_SUB})
+    write_project(project, {"trainers/base.py": ACCUMULATING_BASE, "trainers/sub.py": WRAPPING_SUB})
     found = _codes(run_cli, "trainers/base.py")  # only the changed file
     assert len(found) == 1 and found[0].startswith("trainers/base.py:14:")
     assert "(by trainers/sub.py:10)" in found[0]
 
 
 def test_a_subclass_that_stops_wrapping_invalidates_the_cached_result(project: Path, run_cli) -> None:
-    _write(project, {"trainers/base.py": ACCUMULATING_BASE, "trainers/sub.py": WRAPPING_SUB})
+    write_project(project, {"trainers/base.py": ACCUMULATING_BASE, "trainers/sub.py": WRAPPING_SUB})
     assert len(_codes(run_cli, "trainers/base.py")) == 1
-    _write(project, {"trainers/sub.py": WRAPPING_SUB.replace("DDP(torch.nn.Linear(4, 2))", "torch.nn.Linear(4, 2)")})
+    write_project(project, {"trainers/sub.py": WRAPPING_SUB.replace("DDP(torch.nn.Linear(4, 2))", "torch.nn.Linear(4, 2)")})
     assert _codes(run_cli, "trainers/base.py") == []
 
 
 def test_a_subclass_that_wraps_nothing_of_the_base_module(project: Path, run_cli) -> None:
     # the DDP file imports the base module's class but neither calls nor subclasses it
     sub = WRAPPING_SUB.replace("class Trainer(BaseTrainer):", "class Trainer:") + "\n\nKINDS = [BaseTrainer]\n"
-    _write(project, {"trainers/base.py": ACCUMULATING_BASE, "trainers/sub.py": sub})
+    write_project(project, {"trainers/base.py": ACCUMULATING_BASE, "trainers/sub.py": sub})
     assert _codes(run_cli, "trainers/base.py") == []

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from loopcheck.project.facts import extract
+from tests.projects import write_project
 
 GATED_BASE = """
     import torch
@@ -58,14 +59,6 @@ SUB = """
 """
 
 
-def _write(root: Path, files: dict[str, str]) -> None:
-    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-
-
 def _found(run_cli, *paths: str) -> list[str]:
     _, out, _ = run_cli("check", "-q", "--no-show-source", "--extend-select", "ALL", *paths)
     return [line for line in out.splitlines() if ": LC" in line]
@@ -104,14 +97,14 @@ def test_effects_the_tests_cannot_say_leave_the_call_unread(change: tuple[str, s
 
 
 def test_a_subclass_loop_accumulates_through_the_gated_base_method(project: Path, run_cli) -> None:
-    _write(project, {"trainers/base.py": GATED_BASE, "trainers/sub.py": SUB})
+    write_project(project, {"trainers/base.py": GATED_BASE, "trainers/sub.py": SUB})
     found = _found(run_cli, "trainers/sub.py")
     assert len(found) == 1 and found[0].startswith("trainers/sub.py:11:") and " LC501 " in found[0]
 
 
 def test_a_finding_at_the_base_methods_test_points_at_the_call(project: Path, run_cli) -> None:
     # a 0-based per-epoch count: the boundary test of the base method fires on the wrong micro-batch
-    _write(project, {"trainers/base.py": GATED_BASE,
+    write_project(project, {"trainers/base.py": GATED_BASE,
                      "trainers/sub.py": SUB.replace("epoch * len(loader) + i + 1", "i")})
     found = _found(run_cli, "trainers/sub.py")
     assert [line.split(" ")[0:2] for line in found] == [["trainers/sub.py:11:17:", "LC106"],
@@ -127,5 +120,5 @@ def test_no_sync_off_the_boundary_is_not_flagged(project: Path, run_cli) -> None
         "                    with nullcontext() if boundary else self.model.no_sync():\n"
         "                        loss = self.model(x).sum() / self.accum\n"
         "                        self._backward(loss)\n")
-    _write(project, {"trainers/base.py": GATED_BASE, "trainers/sub.py": sub})
+    write_project(project, {"trainers/base.py": GATED_BASE, "trainers/sub.py": sub})
     assert "no_sync" in sub and _found(run_cli, "trainers/sub.py") == []

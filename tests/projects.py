@@ -1,0 +1,16 @@
+"""Writing a small project for the tests that check across its files."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+
+def write_project(root: Path, files: dict[str, str]) -> None:
+    """``files`` (relative path: source, dedented) under ``root``, with a ``pyproject.toml`` that
+    marks ``root`` as the project's root."""
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
