@@ -120,7 +120,8 @@ def test_a_subclass_of_another_module_wraps_the_model(project: Path, run_cli) ->
 def test_a_subclass_that_stops_wrapping_invalidates_the_cached_result(project: Path, run_cli) -> None:
     write_project(project, {"trainers/base.py": ACCUMULATING_BASE, "trainers/sub.py": WRAPPING_SUB})
     assert len(_codes(run_cli, "trainers/base.py")) == 1
-    write_project(project, {"trainers/sub.py": WRAPPING_SUB.replace("DDP(torch.nn.Linear(4, 2))", "torch.nn.Linear(4, 2)")})
+    unwrapped = WRAPPING_SUB.replace("DDP(torch.nn.Linear(4, 2))", "torch.nn.Linear(4, 2)")
+    write_project(project, {"trainers/sub.py": unwrapped})
     assert _codes(run_cli, "trainers/base.py") == []
 
 
