@@ -208,16 +208,25 @@ def micro_of(test: cst.BaseExpression, training: TrainingLoop, order: int | None
     alias = _alias(training, name, order) if name is not None else None
     if alias is not None:  # `skip_sync = ...` earlier in the iteration
         return micro_of(alias, training, None)
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        sides = [test.left, test.right]  # `multi_gpu and micro < len(chunks) - 1`: the flag holds on every micro-batch
-        flags = [s for s in sides if training.reader.atom(s, False, order, 0).kind is GuardKind.INVARIANT]
-        if len(flags) == 1:
-            return micro_of(sides[1 - sides.index(flags[0])], training, order)
+    varying = without_flag(test, training, order)
+    if varying is not test:
+        return micro_of(varying, training, order)
     if training.style is Style.MICRO_LOOP:
         found = _micro_loop_test(test, training)
         if found is not None:
             return found
     return _from_guard(training.reader.atom(test, False, order, 0))
+
+
+def without_flag(test: cst.BaseExpression, training: TrainingLoop, order: int | None) -> cst.BaseExpression:
+    """The side of ``flag and test`` that varies, where the other is an invariant flag (``multi_gpu and
+    micro < len(chunks) - 1``: the flag holds on every micro-batch); ``test`` itself otherwise."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        sides = [test.left, test.right]
+        flags = [s for s in sides if training.reader.atom(s, False, order, 0).kind is GuardKind.INVARIANT]
+        if len(flags) == 1:
+            return sides[1 - sides.index(flags[0])]
+    return test
 
 
 def _alias(training: TrainingLoop, name: str, order: int | None) -> cst.BaseExpression | None:

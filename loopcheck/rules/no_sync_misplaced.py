@@ -47,9 +47,10 @@ from loopcheck.model.distributed import (
     micro_of,
     no_sync_receiver,
     sync_manager,
+    without_flag,
     wrap_calls,
 )
-from loopcheck.model.guards import GuardKind
+from loopcheck.model.guards import Guard, GuardKind
 from loopcheck.model.index import Index
 from loopcheck.model.syntax import dotted, own_call_name, positional, same, source, walk
 from loopcheck.model.training import TrainingLoop
@@ -437,11 +438,7 @@ def _with_the_step(training: TrainingLoop, value: cst.BaseExpression, order: int
     the optimizer steps on, the last of each window as the loop really runs; a step on the wrong
     micro-batch is the off-by-one's finding, not a misplaced sync."""
     step = training.step_guard
-    if step is None or step.kind is not GuardKind.PERIODIC or step.partial:
-        return False
-    flag = training.reader.atom(value, False, order, 0)
-    return flag.kind is GuardKind.PERIODIC and flag.phase is step.phase and flag.index == step.index \
-        and same(flag.modulus, step.modulus)
+    return step is not None and not step.partial and _the_steps(training.reader.atom(value, False, order, 0), step)
 
 
 def _syncs_the_step(training: TrainingLoop, test: cst.BaseExpression, when_true: bool) -> bool:
@@ -450,16 +447,14 @@ def _syncs_the_step(training: TrainingLoop, test: cst.BaseExpression, when_true:
     ``i % N == 0 and i != 0``): the last of each window as the loop really runs, whatever the
     window's phase. With ``when_true`` negated: the ones it leaves unsynced are."""
     step = training.step_guard
-    if step is None or step.kind is not GuardKind.PERIODIC:
-        return False
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        sides = [test.left, test.right]  # `rank != -1 and i % N != 0`: the flag holds on every micro-batch
-        flags = [s for s in sides if training.reader.atom(s, False, None, 0).kind is GuardKind.INVARIANT]
-        if len(flags) == 1:
-            test = sides[1 - sides.index(flags[0])]
-    synced = training.reader.atom(test, when_true, None, 0)
-    return synced.kind is GuardKind.PERIODIC and synced.phase is step.phase and synced.index == step.index \
-        and same(synced.modulus, step.modulus)
+    return step is not None and _the_steps(
+        training.reader.atom(without_flag(test, training, None), when_true, None, 0), step)
+
+
+def _the_steps(guard: Guard, step: Guard) -> bool:
+    """``guard`` holds on the micro-batches the periodic ``step`` guard does."""
+    return step.kind is GuardKind.PERIODIC and guard.kind is GuardKind.PERIODIC and guard.phase is step.phase \
+        and guard.index == step.index and same(guard.modulus, step.modulus)
 
 
 def _branch_micro(conds: tuple[Cond, ...], training: TrainingLoop, order: int) -> Micro | None:
