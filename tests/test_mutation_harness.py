@@ -1,0 +1,87 @@
+"""benchmarks/mutation: a mutant is found only when its own code appears on a new line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LOOP = """\
+import torch
+
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = [(torch.randn(4, 2), torch.randn(4, 1))] * 3
+for x, y in loader:
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+"""
+OPERATORS = """\
+from benchmarks.mutation import edit
+from benchmarks.mutation.run import Mutant
+
+
+def no_zero_grad(source, tree):
+    for stmt in edit.expression_statements(tree, "zero_grad"):
+        yield Mutant("LC103", stmt.lineno, "zero_grad removed", edit.without(source, stmt))
+
+
+def renamed_loss(source, tree):
+    yield Mutant("LC103", 8, "loss renamed (harmless)", source.replace("loss", "cost"))
+
+
+OPERATORS = [no_zero_grad, renamed_loss]
+"""
+
+
+@pytest.fixture
+def run(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(ROOT))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "toy_ops.py").write_text(OPERATORS)
+    from benchmarks.mutation import run
+
+    return run
+
+
+def test_a_mutant_is_found_only_where_its_code_is_newly_reported(run, tmp_path, capsys):
+    repo = tmp_path / "corpus" / "repo"
+    repo.mkdir(parents=True)
+    (repo / "train.py").write_text(LOOP)
+    out = tmp_path / "out.json"
+    details = tmp_path / "misses.md"
+    assert run.main(["--ops", "toy_ops", "--corpus", str(tmp_path / "corpus"), "--jobs", "1",
+                     "--json", str(out), "--details", str(details)]) == 0
+    results = {r["what"]: r for r in json.loads(out.read_text())}
+    assert results["zero_grad removed"]["found"] is True
+    assert results["zero_grad removed"]["line"] == 7
+    assert results["loss renamed (harmless)"]["found"] is False
+    assert "toy_ops.renamed_loss LC103" in details.read_text()
+    assert "zero_grad removed" not in details.read_text()
+    assert "| all | | 2 | 1 | 1 | 0.50 | |" in capsys.readouterr().out
+
+
+def test_an_edit_keeps_the_line_count(run):
+    from benchmarks.mutation import edit
+
+    import ast
+
+    tree = ast.parse(LOOP)
+    stmt = next(edit.expression_statements(tree, "zero_grad"))
+    assert edit.without(LOOP, stmt).splitlines()[6] == "    pass"
+    assert edit.without(LOOP, stmt).count("\n") == LOOP.count("\n")
+    with pytest.raises(ValueError):
+        edit.replaced(LOOP, 7, 7, ["a", "b"])
+
+
+def test_only_files_that_back_propagate_and_step_are_read(run, tmp_path):
+    (tmp_path / "c" / "r").mkdir(parents=True)
+    (tmp_path / "c" / "r" / "train.py").write_text(LOOP)
+    (tmp_path / "c" / "r" / "model.py").write_text("import torch\n")
+    assert [p.name for _, p in run.training_files([tmp_path / "c"])] == ["train.py"]
+    assert sys.modules["benchmarks.mutation.run"] is run
