@@ -199,12 +199,31 @@ def _stops(skip: cst.If, loop: Loop) -> bool:
     """A loop-top exit that can end the epoch early (``if step >= steps_per_epoch: break``, or the same
     with ``continue``): the last window may then be whole. A resume skip (``if i < start: continue``),
     a skipped bad batch, or a guard the index never reaches cannot."""
-    if _never_reached(skip.test, loop) or _counts_down_a_prefix(skip):
+    if _never_reached(skip.test, loop) or _counts_down_a_prefix(skip) or _ends_the_run(skip.test, loop):
         return False
     if isinstance(exit_statement(skip), (cst.Break, cst.Return)):
         return True
     return any(isinstance(n, cst.ComparisonTarget) and isinstance(n.operator, (cst.GreaterThan, cst.GreaterThanEqual))
                for n in walk(skip.test))
+
+
+def _ends_the_run(test: cst.BaseExpression, loop: Loop) -> bool:
+    """``while step <= total: for batch in loader: if step > total: break``: the exit bounds a counter
+    that the pass advances and no pass restarts, against bounds neither loop changes, so it fires only
+    once the whole run is done; every earlier pass still ends on the loader's last batch."""
+    parent = loop.parent
+    if parent is None or not parent.is_loop:
+        return False
+    names = names_in(test)
+    if not names & {n for a in loop.assignments if a.op == "AddAssign" for n in a.names}:
+        return False
+    changed: set[str] = set()  # the pass's own targets and what it rebinds, or what each pass sets
+    stack = [loop, parent]
+    while stack:
+        scope = stack.pop()
+        changed.update(n for a in scope.assignments if a.op != "AddAssign" or scope is parent for n in a.names)
+        stack.extend(sub for sub in scope.loops if sub is not loop)
+    return not names & changed
 
 
 def _ends_at_a_count(loop: Loop, counter: str | None) -> bool:

@@ -4,7 +4,10 @@ last, partial window of an epoch: `(i + 1) % N == 0`, `i % N == 0`, a counter th
 epoch, a threshold such as `n >= N` reset after the step, or a global counter whose windows are
 cut by a zeroing at each epoch start. A 0-based `i % N == 0` step leaves no window partial unless
 a zeroing at each epoch start wipes the tail: without one, the tail is stepped together with the
-next epoch's first micro-batch (its wrong phase is LC106's finding).
+next epoch's first micro-batch (its wrong phase is LC106's finding). An exit at the top of the
+batch loop that can end a pass early (`if step >= steps_per_epoch: break`) may leave no window
+partial; one on a counter that no pass restarts, restating the run's bound (`while step <= total:`
+around `if step > total: break`), ends only the last pass, so every other pass still leaves its tail.
 
 ## Why is this bad?
 When the number of batches is not a multiple of N, the gradients of the last few batches of
