@@ -24,7 +24,7 @@ import libcst as cst
 from loopcheck.model.events import Assignment, Cond, Event, Framework, Kind, Loop
 from loopcheck.model.guards import GuardReader, complement_key, flag_key
 from loopcheck.model.index import Index
-from loopcheck.model.syntax import children, walk
+from loopcheck.model.syntax import children, names_in, walk
 from loopcheck.model.training import Style, TrainingLoop, analyse, is_data_loop
 
 MAX_FLAGS = 4
@@ -121,6 +121,8 @@ def collect_flags(loop: Loop, int_inits: dict[str, set[int | None]]
     sides: dict[tuple[str, bool], set[tuple[int, Kind]]] = {}
     mixed: set[str] = set()  # tested together with a per-iteration condition
     spelled: dict[str, str] = {}  # flag key -> the key of its complement comparison
+    counted: set[str] = set()  # flags on the accumulation count the step is tested against
+    counts = _step_moduli(loop)
 
     def visit(conds: tuple[Cond, ...], what: tuple[int, Kind] | None, core: bool) -> None:
         for cond in conds:
@@ -134,6 +136,8 @@ def collect_flags(loop: Loop, int_inits: dict[str, set[int | None]]
                 found = cache[atom]
                 if found is not None and found[0] not in loop.assumptions:
                     flags.append((found[0], found[1] != negated, required))
+                    if counts and names_in(atom) & counts:
+                        counted.add(found[0])
                     if found[0] not in spelled and (other := complement_key(atom)) is not None:
                         spelled[found[0]] = other
             per_iteration = len(flags) < len(atoms)
@@ -177,17 +181,31 @@ def collect_flags(loop: Loop, int_inits: dict[str, set[int | None]]
         on, off = sides.get((key, True), set()), sides.get((key, False), set())
         if on and off and on != off:
             enumerated.append((3, weight[key], key))  # an if/else with different events on each side
-        elif on != off:
+        elif on != off and key not in counted:
             # Events on one side only (`if args.clip: clip()`, `if self.use_ema: ema.update()`): the
             # side that has them is the loop as written; the other only loses events.
             fixed[key] = bool(on)
-        elif key in mixed:
+        elif key in mixed or key in counted:
+            # `if N == 1 and i == 0: zero()` beside `if (i + 1) % N == 0: step()`: assuming the one
+            # side that has the zeroing would assume N == 1 and read the step as every batch; both
+            # counts can run
             enumerated.append((1, weight[key], key))
     enumerated.sort(key=lambda t: (-t[0], -t[1]))
     for key, other in complements.items():
         if key in fixed:
             fixed[other] = not fixed[key]
     return [key for _, _, key in enumerated[:MAX_FLAGS]], fixed, complements
+
+
+def _step_moduli(loop: Loop) -> set[str]:
+    """The names a step of the loop is tested against by ``%`` (``if (i + 1) % N == 0: step()``)."""
+    found: set[str] = set()
+    for event in loop.events(Kind.STEP, deep=True):
+        for cond in event.conds:
+            if cond.test is not None:
+                found.update(name for node in walk(cond.test) if isinstance(node, cst.BinaryOperation)
+                             and isinstance(node.operator, cst.Modulo) for name in names_in(node.right))
+    return found
 
 
 def _bound_literal(loop: Loop, name: str) -> bool | None:

@@ -58,6 +58,9 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
         return None  # the pass may end on a window boundary before the loader's last batch
     if all(_once_per_pass(b, loop) for b in training.backwards):
         return None  # `if step == 0: ... backward()`: no micro-batch of a window back-propagates
+    if not any(training.every_iteration(b) for b in training.backwards) \
+            and all(training.guard(b).periodic for b in training.backwards):
+        return None  # backward only on the step's micro-batch: the last ones of a pass leave no gradient (LC113)
     if _zeroed_every_micro_batch(training):
         return None  # no window outlives its micro-batch (the zeroing's own finding, LC101)
     parent = loop.parent
