@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from pathspec import PathSpec
 
     from loopcheck.cache import Cache
+    from loopcheck.workers import Pool
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 T = TypeVar("T")
@@ -211,20 +212,20 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config, jobs: 
                 cache: Cache | None = None, known: dict[str, tuple[str, list[Finding]]] | None = None) -> list[Finding]:
     """Findings of ``files``, sorted; ``jobs``: processes (default: one per core, at most 8); ``known``:
     the findings of files already analysed (by ``--fix``), by name, with the text they are for."""
-    from loopcheck import workers
-
     if not files:
         return []
     size = 1 if len(files) < 2 else jobs or min(_cores(), 8)
     # Computing the pre-filter imports every rule (and libcst): done here, before any worker is
     # forked, the workers inherit them instead of importing them again.
     tests = cache.text_tests(codes, lambda: _imported(text_tests)(codes)) if cache else _imported(text_tests)(codes)
-    pools: list[workers.Pool] = []
+    pools: list[Pool] = []
 
     def start() -> None:
         """A worker for each file to check, up to ``size``, started as soon as that file is read: it
         imports what checking needs while this process reads the rest. A run whose files are all
-        cached starts none."""
+        cached starts none (nor imports ``multiprocessing``: a sixth of such a run)."""
+        from loopcheck import workers
+
         if not pools:
             pools.append(workers.Pool(_check_job, size, FILE_TIME_LIMIT_S, warm=lambda: _warm(codes), start=1))
         else:
@@ -233,6 +234,8 @@ def check_files(files: list[Path], codes: frozenset[str], config: Config, jobs: 
     try:
         findings, todo, keys = _read(files, codes, config, cache, tests, known, start)
         if todo:
+            from loopcheck import workers
+
             progress = Progress(len(todo))
             # Biggest files first, so no worker is left with a big file at the end; a worker keeps
             # to one project while it has files to check, reading the project's facts once.

@@ -16,7 +16,7 @@ import contextlib
 import dataclasses
 import importlib.util
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from loopcheck import marshal_file
@@ -27,9 +27,21 @@ def path(directory: Path) -> Path:
     return directory / f"dataclass-code-{importlib.util.MAGIC_NUMBER.hex()}.marshal"
 
 
+_lookup: Callable[[str], types.CodeType] | None = None  # inside ``cached()``: the kept code of a text
+
+
+def code_of(text: str) -> types.CodeType:
+    """``compile(text, "<string>", "exec")``, read from the kept code inside ``cached()``: for other
+    code generated at import (``loopcheck.model.from_ast`` writes ~80 node builders)."""
+    if _lookup is not None:
+        return _lookup(text)
+    return compile(text, "<string>", "exec", dont_inherit=True)
+
+
 @contextlib.contextmanager
 def cached(directory: Path) -> Iterator[None]:
     """Compile the methods of the dataclasses defined meanwhile from the code kept in ``directory``."""
+    global _lookup
     if hasattr(dataclasses, "exec"):  # already inside (or another tool's hook): leave it alone
         yield
         return
@@ -37,21 +49,23 @@ def cached(directory: Path) -> Iterator[None]:
     known = _load(file)
     used: dict[str, types.CodeType] = {}
 
-    def exec_(text: str, globals: dict[str, object] | None = None, locals: dict[str, object] | None = None) -> None:
-        code = known.get(text) if isinstance(text, str) else None
+    def lookup(text: str) -> types.CodeType:
+        code = known.get(text)
         if code is None:
-            if not isinstance(text, str):
-                exec(text, globals, locals)
-                return
             code = compile(text, "<string>", "exec", dont_inherit=True)  # as dataclasses' own exec
         used[text] = code
-        exec(code, globals, locals)
+        return code
+
+    def exec_(text: str, globals: dict[str, object] | None = None, locals: dict[str, object] | None = None) -> None:
+        exec(lookup(text) if isinstance(text, str) else text, globals, locals)
 
     dataclasses.exec = exec_  # type: ignore[attr-defined]  # a module global shadows the builtin
+    _lookup = lookup
     try:
         yield
     finally:
         del dataclasses.exec  # type: ignore[attr-defined]
+        _lookup = None
     if used.keys() - known.keys():
         # The file is shared by every copy of loopcheck (one per Python version): the code other
         # copies used is kept, or two versions run in turn (a benchmark, two projects) would each

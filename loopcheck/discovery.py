@@ -11,6 +11,7 @@ match: a pre-commit run on a few files does not pay for it.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -46,6 +47,59 @@ def compile_patterns(patterns: list[str]) -> PathSpec:
         return pathspec.PathSpec.from_lines("gitignore", patterns)
     except (KeyError, LookupError):
         return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+
+
+class _LazyPatterns:
+    """The patterns of one ``.gitignore``, matched as ``compile_patterns`` would match them (the last
+    pattern that matches decides), each compiled only when a path could match it: one that does not
+    hold every run of plain text of a pattern (``build`` of ``build/``, ``.pyc`` of ``*.pyc``)
+    cannot. Compiling a pattern costs far more than such tests, and most patterns of a project's
+    ``.gitignore`` files (``*.log``, ``.DS_Store``, ``wandb/``) match none of its Python files or
+    directories: compiling and testing them all was an eighth of a run whose results are cached."""
+
+    def __init__(self, lines: list[str]) -> None:
+        from pathspec import util
+
+        try:
+            factory = util.lookup_pattern("gitignore")
+        except (KeyError, LookupError):  # pathspec before 0.12
+            factory = util.lookup_pattern("gitwildmatch")
+        # [runs of plain text, the expression's text, whether a match ignores, compiled (or None)]
+        self.patterns: list[list[object]] = []
+        for line in lines:
+            if not line:
+                continue
+            regex, include = factory.pattern_to_regex(line)  # type: ignore[attr-defined]
+            if include is not None:  # not a comment or a blank line
+                self.patterns.append([_plain_runs(line), regex, include, None])
+
+    def match_file(self, path: str) -> bool:
+        ignored = False
+        for pattern in self.patterns:
+            runs, regex, include, compiled = pattern
+            for run in runs:  # type: ignore[attr-defined]
+                if run not in path:
+                    break
+            else:
+                if compiled is None:
+                    compiled = pattern[3] = re.compile(regex)  # type: ignore[arg-type]
+                if compiled.search(path) is not None:  # type: ignore[attr-defined]
+                    ignored = include  # type: ignore[assignment]
+        return ignored
+
+
+def _plain_runs(line: str) -> tuple[str, ...]:
+    """Texts any path a gitignore ``line`` matches holds: its runs of characters other than
+    wildcards and ``/``. None are read from a line with an escape or a character class."""
+    text = line.rstrip()
+    if "\\" in text or "[" in text:
+        return ()
+    if text.startswith("!"):
+        text = text[1:]
+    return tuple(run for run in (part.strip() for part in _WILDCARDS.split(text)) if run.strip("."))
+
+
+_WILDCARDS = re.compile(r"[*?/]+")
 
 
 class _Filter:
@@ -92,7 +146,7 @@ class _Filter:
             return None
         try:
             with open(file, encoding="utf-8", errors="replace") as lines:
-                spec = compile_patterns(lines.read().splitlines())
+                spec = _LazyPatterns(lines.read().splitlines())
         except OSError:
             return None
         read = (directory if directory.endswith(os.sep) else directory + os.sep, spec)
@@ -101,7 +155,7 @@ class _Filter:
 
 
 # A directory (absolute, ending in a separator) and its .gitignore's patterns.
-_Gitignore = tuple[str, "PathSpec"]
+_Gitignore = tuple[str, _LazyPatterns]
 
 
 def discover(paths: list[Path], root: Path, exclude: list[str], respect_gitignore: bool = True) -> Discovered:

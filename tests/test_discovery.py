@@ -66,3 +66,20 @@ def test_a_link_to_a_file_outside_is_found_under_its_own_name(tmp_path: Path) ->
     _tree(tmp_path, {"outside/real.py": "", "project/own.py": ""})
     (tmp_path / "project" / "linked.py").symlink_to(tmp_path / "outside" / "real.py")
     assert _found(tmp_path / "project", tmp_path) == ["project/linked.py", "project/own.py"]
+
+
+def test_a_gitignore_matches_as_pathspec_does_though_its_patterns_are_compiled_when_needed() -> None:
+    from loopcheck.discovery import _LazyPatterns, compile_patterns
+
+    lines = ["# a comment", "", "*.py[cod]", "build/", "/top.py", "!build/keep.py", "data*/", "**/gen/**",
+             "a/**/b.py", "\\#odd.py", "name with space.py  ", "!important.py", "*.py", "!src/*.py", "src/x?.py",
+             "logs", "*.egg-info/", ".DS_Store"]
+    paths = ["top.py", "pkg/top.py", "build/", "build/a.py", "build/keep.py", "x/build/", "data/", "data1/y.py",
+             "dataset.py", "gen/x.py", "a/gen/b/c.py", "a/b.py", "a/x/y/b.py", "#odd.py", "name with space.py",
+             "important.py", "src/a.py", "src/x1.py", "src/sub/a.py", "logs/", "logs/a.py", "my.egg-info/",
+             "m.pyc", "other.txt"]
+    lazy, spec = _LazyPatterns(lines), compile_patterns(lines)
+    assert [lazy.match_file(p) for p in paths] == [spec.match_file(p) for p in paths]
+    assert any(spec.match_file(p) for p in paths) and not all(spec.match_file(p) for p in paths)
+    # what no path held the plain text of was never compiled
+    assert not any(compiled is not None for runs, _, _, compiled in lazy.patterns if runs == (".DS_Store",))

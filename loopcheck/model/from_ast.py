@@ -23,6 +23,8 @@ from typing import Any
 
 import libcst as cst
 
+from loopcheck import dataclass_code
+
 
 class Unsupported(Exception):
     """A construct this module does not build (``match``, ``except*``, type parameters): the file
@@ -48,7 +50,7 @@ def _maker(kind: type, *names: str, **fixed: object) -> Callable[..., Any]:
         if name in fixed:
             scope[f"fixed_{name}"] = fixed[name]
     lines.append("    return node")
-    exec("\n".join(lines), scope)  # noqa: S102  (code from the field names above)
+    exec(dataclass_code.code_of("\n".join(lines)), scope)  # noqa: S102  (code from the field names above)
     return scope["make"]  # type: ignore[return-value]
 
 

@@ -602,7 +602,7 @@ def for_file(path: str | Path, cache_dir: Path | None = None, tree: ast.Module |
     own = index.facts(file, functions=False, tree=tree)
     if own is None:
         return None
-    return Imported(file.resolve(), index, own, tree)
+    return Imported(_index.real_path(file), index, own, tree)
 
 
 def _ddp_importers(imported: Imported) -> list[str]:
@@ -655,7 +655,7 @@ def _ddp_imports(index: ProjectIndex) -> list[tuple[str, Path]]:
             targets = [index.resolve(importer, f"{module}.{attr}" if module else attr, level)] if attr else []
             if not attr or local in entry.called:
                 targets.append(index.resolve(importer, module, level))
-            found.extend((where, t.resolve()) for t in targets if t is not None)
+            found.extend((where, _index.real_path(t)) for t in targets if t is not None)
     index.ddp_imports = found
     return found
 

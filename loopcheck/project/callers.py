@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopcheck.project.flow import bound_once
+from loopcheck.project.index import real_path
 from loopcheck.project.schedules import SCHEDULE, SCHEDULE_TEXT, _constructed, _written, as_called, own_factory
 from loopcheck.project.walk import last_name, own_nodes, walk
 
@@ -32,6 +33,8 @@ Passed = tuple[tuple[str, str], ...]
 
 _DEF = re.compile(rb"^(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.M)
 _SCHEDULER_PARAM = re.compile(r"sched", re.I)
+_SCHEDULER_WORD = re.compile(rb"sched", re.I)
+_BRACKET = re.compile(rb"[()\[\]{}]")
 # `self.scheduler = scheduler`, `self.scheduler = kwargs["scheduler"]` (a keyword the callers pass)
 _KEPT = re.compile(rb"^[ \t]+self\.(\w*[Ss]ched\w*)[ \t]*=[ \t]*(?:(\w+)|kwargs\[[\"'](\w+)[\"']\])[ \t]*(?:#[^\n]*)?$",
                    re.M)
@@ -54,6 +57,9 @@ def stepped_parameters(text: bytes) -> tuple[tuple[str, str, str, int | None], .
         return ()
     found = []
     for match in _DEF.finditer(text):
+        end = _closing(text, match.end())
+        if end is None or not _SCHEDULER_WORD.search(text, match.end(), end):
+            continue  # no parameter named for a scheduler: not split into parameters
         for position, name in _parameters(text, match.end()):
             if _SCHEDULER_PARAM.search(name) and f"{name}.step()".encode() in text:
                 found.append((match.group(1).decode(), name, name, position))
@@ -84,13 +90,8 @@ def stepped_parameters(text: bytes) -> tuple[tuple[str, str, str, int | None], .
 def _parameters(text: bytes, start: int) -> list[tuple[int | None, str]]:
     """(position or None, name) of the parameters written from ``start`` (after the ``(`` of a
     ``def``) to its closing parenthesis; [] where a ``*args`` makes the positions after it unknown."""
-    depth, end = 1, start
-    while end < len(text) and depth:
-        char = text[end:end + 1]
-        depth += char in b"([{"
-        depth -= char in b")]}"
-        end += 1
-    if depth:
+    end = _closing(text, start)
+    if end is None:
         return []
     pieces, depth, current = [], 0, bytearray()
     for byte in re.sub(rb"#[^\n]*", b"", text[start:end - 1]):
@@ -123,6 +124,16 @@ def _parameters(text: bytes, start: int) -> list[tuple[int | None, str]]:
         if position is not None:
             position += 1
     return found
+
+
+def _closing(text: bytes, start: int) -> int | None:
+    """The index past the bracket that closes the one opened just before ``start`` (None if none)."""
+    depth = 1
+    for bracket in _BRACKET.finditer(text, start):
+        depth += 1 if bracket.group() in b"([{" else -1
+        if not depth:
+            return bracket.end()
+    return None
 
 
 def passed(index: ProjectIndex, path: Path, function: str, param: str, position: int | None) -> Passed | None:
@@ -167,7 +178,7 @@ def _calls(index: ProjectIndex, file: Path, tree: ast.Module, target: Path, func
            ) -> list[tuple[ast.Call, ast.AST]] | None:
     """The calls of ``function`` of ``target`` in ``file``, each with the function (or module)
     whose own statements hold it; None where a star import of ``target`` hides them."""
-    names: set[str] = {function} if file.resolve() == target else set()
+    names: set[str] = {function} if real_path(file) == target else set()
     modules: set[str] = set()
     nodes = walk(tree)  # walked once, for each reading below
     for node in nodes:

@@ -52,14 +52,36 @@ def class_bases(text: str, name: str) -> str | None:
 
 def find_root(path: Path) -> Path:
     """The nearest ancestor directory of ``path`` that marks a project (the file's directory if none)."""
-    return _root_of(path.resolve().parent)
+    return _root_of(real_path(path).parent)
+
+
+@lru_cache(maxsize=4096)
+def _marked(directory: Path) -> Path | None:
+    """The nearest of ``directory`` and its ancestors that holds a project marker, if any (the
+    directories of a project share their ancestors: each is looked at once)."""
+    if any(os.path.exists(os.path.join(directory, marker)) for marker in _MARKERS):
+        return directory
+    parent = directory.parent
+    return None if parent == directory else _marked(parent)
+
+
+_REAL: dict[Path, Path] = {}
+
+
+def real_path(path: Path) -> Path:
+    """``path.resolve()``, made once per run for each path: it costs a system call per part of the
+    path, and a warm run asked it about five times for each file whose facts it reads."""
+    found = _REAL.get(path)
+    if found is None:
+        found = _REAL[path] = path.resolve()
+    return found
 
 
 @lru_cache(maxsize=4096)  # the files of one directory share it
 def _root_of(start: Path) -> Path:
-    for directory in (start, *start.parents):
-        if any((directory / marker).exists() for marker in _MARKERS):
-            return directory
+    marked = _marked(start)
+    if marked is not None:
+        return marked
     while (start / "__init__.py").is_file() and start.parent != start:
         start = start.parent  # no marker: the directory above the outermost package
     return start
@@ -168,7 +190,7 @@ class ProjectIndex:
         """``path`` relative to the root, links resolved (a resolve costs a system call per part)."""
         rel = self._relatives.get(path)
         if rel is None:
-            rel = self._relatives[path] = path.resolve().relative_to(self.root).as_posix()
+            rel = self._relatives[path] = real_path(path).relative_to(self.root).as_posix()
         return rel
 
     def may_define(self, path: Path, name: str) -> bool:
@@ -256,7 +278,7 @@ class ProjectIndex:
     def _directory(self, importer: Path) -> Path:
         key = str(importer)
         if key not in self._directories:
-            self._directories[key] = importer.resolve().parent
+            self._directories[key] = real_path(importer).parent
         return self._directories[key]
 
     def _listing(self, directory: Path) -> frozenset[str]:
@@ -270,7 +292,7 @@ class ProjectIndex:
 
     def _inside(self, path: Path) -> bool:
         try:
-            path.resolve().relative_to(self.root)
+            real_path(path).relative_to(self.root)
         except ValueError:
             return False
         return True
@@ -387,4 +409,6 @@ def forget() -> None:
     reads the files again, and a marker file may have been added."""
     project_index.cache_clear()
     _root_of.cache_clear()
+    _marked.cache_clear()
+    _REAL.clear()
     _READERS.clear()

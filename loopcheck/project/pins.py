@@ -26,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from loopcheck.config import toml_parser
+from loopcheck.project.index import real_path
 
 _FILES = ("setup.py", "setup.cfg", "pyproject.toml", "environment.yml", "environment.yaml")
 _REQUIREMENTS = re.compile(r"requirements.*\.txt$", re.IGNORECASE)
@@ -68,7 +69,7 @@ def pins_for(path: Path, root: Path) -> Pins:
     """The pins that hold for the file ``path`` of the project at ``root``: for each package, those of
     the nearest directory from the file's up to the root whose pin files name it. A sub-project of a
     repository (one folder of a research monorepo) pins its own torch in its own requirements.txt."""
-    return _pins_for(path.resolve().parent, root.resolve())
+    return _pins_for(real_path(path).parent, real_path(root))
 
 
 @lru_cache(maxsize=4096)  # the files of one directory share it
