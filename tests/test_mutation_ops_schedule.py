@@ -118,3 +118,19 @@ def test_a_zero_grad_after_the_step_is_not_moved_and_an_epoch_scheduler_needs_it
     assert mutants(ops.zero_grad_moved_after_backward, after) == []
     # PLAIN does not build its scheduler: its unit is unknown
     assert mutants(ops.scheduler_moved_across_loops, PLAIN) == []
+
+
+def test_the_refill_after_stop_iteration_is_not_made_a_fresh_iterator(ops):
+    source = """\
+it = iter(loader)
+for step in range(1000):
+    try:
+        x = next(it)
+    except StopIteration:
+        it = iter(loader)
+        x = next(it)
+    loss = model(x)
+    loss.backward()
+    optimizer.step()
+"""
+    assert [m.line for m in mutants(ops.iterator_recreated, source)] == [4]

@@ -496,8 +496,9 @@ def item_dropped(source: str, tree: ast.Module) -> Iterator[Mutant]:
 
 
 def iterator_recreated(source: str, tree: ast.Module) -> Iterator[Mutant]:
-    """LC604: ``batch = next(it)`` in a training loop, ``it = iter(loader)`` made before that loop,
-    made ``next(iter(loader))``: the loader restarts every step."""
+    """LC604: ``batch = next(it)`` in a training loop (not the refill in an ``except StopIteration``),
+    ``it = iter(loader)`` made before that loop, made ``next(iter(loader))``: the loader restarts every
+    step."""
     if "next(" not in source or "iter(" not in source:
         return
     for func in ast.walk(tree):
@@ -514,6 +515,8 @@ def iterator_recreated(source: str, tree: ast.Module) -> Iterator[Mutant]:
                 if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "next"
                         and len(call.args) == 1):
                     continue
+                if _in_handler(_parents(tree), call, loop):
+                    continue  # the refill after StopIteration: the loop's own next() is the one that matters
                 name = _text(call.args[0])
                 assigns = made.get(name, [])
                 sources = {_text(a.value.args[0]) for a in assigns if isinstance(a.value, ast.Call)
@@ -526,6 +529,14 @@ def iterator_recreated(source: str, tree: ast.Module) -> Iterator[Mutant]:
                 mutated = _replace_span(source, call, f"next(iter({loader}))")
                 if mutated:
                     yield Mutant("LC604", call.lineno, f"next({name}) made next(iter({loader}))", mutated)
+
+
+def _in_handler(parents: dict[ast.AST, ast.AST], node: ast.AST, loop: ast.AST) -> bool:
+    while node in parents and node is not loop:
+        node = parents[node]
+        if isinstance(node, ast.ExceptHandler):
+            return True
+    return False
 
 
 def _mode_calls(node: ast.AST, method: str) -> list[ast.Expr]:
