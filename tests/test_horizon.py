@@ -30,6 +30,13 @@ def _unit(setup: str, expr: str) -> Unit | None:
     # epochs times counts of unknown unit: GPT2-Chinese's horizon, in optimizer steps
     ("epochs = args.epochs\nstride = args.stride\n", "int(full_len / stride * epochs / batch_size / accum)", None),
     ("", "args.epochs * len(train_loader)", Unit.BATCHES),
+    # what the name is bound to, whatever it is called
+    ("feed = DataLoader(train_set, batch_size=32)\n", "args.epochs * len(feed)", Unit.BATCHES),
+    ("bar = tqdm(train_loader)\n", "args.epochs * len(bar)", Unit.BATCHES),
+    ("feed = DataLoader(train_set, batch_size=32)\n", "args.epochs * len(feed) // args.gradient_accumulation_steps",
+     Unit.UPDATES),
+    ("feed = DataLoader(train_set)\nfeed = [1, 2]\n", "args.epochs * len(feed)", None),  # not every value
+    ("feed = json.load(f)\n", "args.epochs * len(feed)", None),  # a file read, not the data
     # a value the file does not show (`self.num_train_steps = num_train_steps`, a parameter) in one branch
     ("if steps is None:\n    total = len(dataset) // batch_size * epochs\nelse:\n    total = steps\n", "total", None),
     # the same hand-over onto an attribute of the same name stays unknown

@@ -85,3 +85,47 @@ def test_only_files_that_back_propagate_and_step_are_read(run, tmp_path):
     (tmp_path / "c" / "r" / "model.py").write_text("import torch\n")
     assert [p.name for _, p in run.training_files([tmp_path / "c"])] == ["train.py"]
     assert sys.modules["benchmarks.mutation.run"] is run
+
+
+RENAMED = """\
+import torch
+
+lr = 0.1
+
+
+def train(model, loader, epochs=2):
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    for epoch in range(epochs):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            optimizer.step()
+    print(f"{loss}")
+    return optimizer
+
+
+for step in range(3):
+    total = step * 2
+"""
+
+
+def test_renaming_keeps_parameters_and_meaning(run):
+    import ast
+
+    from benchmarks.mutation import renamed
+
+    tree = ast.parse(RENAMED)
+    train = tree.body[2]
+    # parameters stay (a caller may pass them by keyword); names in an f-string give up before 3.12
+    assert renamed.bound_names(train) == ["optimizer", "epoch", "x", "y", "loss"]
+    assert renamed.renamed(RENAMED, train) is None
+    # a module's own names, but not those its functions read (`lr`)
+    assert renamed.bound_names(tree) == ["step", "total"]
+    text = renamed.renamed(RENAMED, tree)
+    assert "for v0 in range(3):\n    v1 = v0 * 2\n" in text and "lr=lr" in text
+    no_fstring = RENAMED.replace('    print(f"{loss}")\n', "    print(loss)\n")
+    text = renamed.renamed(no_fstring, ast.parse(no_fstring).body[2])
+    assert "v0 = torch.optim.SGD(model.parameters(), lr=lr)" in text
+    assert "for v2, v3 in loader:" in text and "v4.backward()" in text and "return v0" in text
+    assert text.count("\n") == no_fstring.count("\n")

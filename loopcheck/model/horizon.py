@@ -14,6 +14,7 @@ import libcst as cst
 
 from loopcheck.model.index import Index
 from loopcheck.model.syntax import children, dotted, func_name, keyword, last_part, names_in, positional, walk
+from loopcheck.model.training import is_data_iterable
 
 
 class Unit(enum.Enum):
@@ -153,14 +154,14 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0, seen: frozenset[str
     divided_by_accum = ambiguous = False
     for node in walk(expr):
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Divide, cst.FloorDivide)):
-            if _counts_data(node.right):
+            if _counts_data(node.right, index):
                 # `args.iters / len(train_dataloader)`: iterations over the batches of an epoch are epochs,
                 # or whatever the numerator makes of them; no batches
                 return None
             carried = _carries_accumulation(node.right, index)
             divided_by_accum = divided_by_accum or carried is True
             ambiguous = ambiguous or carried is None
-        if isinstance(node, cst.Call) and func_name(node) == "len" and _counts_data(node):
+        if isinstance(node, cst.Call) and func_name(node) == "len" and _counts_data(node, index):
             found.add(Unit.BATCHES)
     epoch_counts = 0
     names = keyed_names(expr)
@@ -193,14 +194,22 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0, seen: frozenset[str
     return None
 
 
-def _counts_data(expr: cst.BaseExpression) -> bool:
-    """``len(train_loader)``, ``len(dataset)``: a count of the data, whole or as a divisor's factor."""
+def _counts_data(expr: cst.BaseExpression, index: Index) -> bool:
+    """``len(train_loader)``, ``len(dataset)``: a count of the data, whole or as a divisor's factor;
+    by its name, or by what the file binds the name to (``dl = DataLoader(...)``; ``len(dl)``)."""
     for node in walk(expr):
         if isinstance(node, cst.Call) and func_name(node) == "len":
             args = positional(node)
-            if args and any(_DATA.search(last_part(n)) for n in names_in(args[0])):
+            if args and any(_DATA.search(last_part(n)) or _bound_to_data(n, index) for n in names_in(args[0])):
                 return True
     return False
+
+
+def _bound_to_data(name: str, index: Index) -> bool:
+    """Every value the file assigns to ``name`` is a loader or dataset (``DataLoader(...)``,
+    ``tqdm(train_loader)``)."""
+    values = index.values.get(last_part(name), []) if "." not in name else []
+    return bool(values) and all(is_data_iterable(v) for v in values)
 
 
 def _carries_accumulation(divisor: cst.BaseExpression, index: Index) -> bool | None:
