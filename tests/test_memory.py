@@ -64,7 +64,29 @@ def test_a_validation_helper_without_no_grad_still_keeps_the_graph() -> None:
     assert [f.code for f in check_source(source, select=["LC601"])] == []
     plain = source.replace("@torch.no_grad()\ndef validate", "def validate")
     assert plain != source
-    assert "LC601" in [f.code for f in check_source(plain, select=["LC601"])]
+    # the list that gathers every validation batch, not the per-batch list of one batch's rows
+    assert [(f.code, f.source_line.strip()) for f in check_source(plain, select=["LC601"])] == [
+        ("LC601", "kept.append(torch.stack(picked))")]
+
+
+CHANNELS = Path(__file__).parent / "fixtures" / "must_not_flag" / "logging_list_of_one_predictions_channels.py"
+
+
+def test_a_list_made_fresh_before_the_loop_that_fills_it_is_kept_per_fill_only_over_tensors() -> None:
+    source = CHANNELS.read_text()
+    assert check_source(source, select=["LC601"]) == []
+    # made fresh once, before the training loop: every logged prediction's graph stays in it
+    once = source.replace("    model.train()\n", "    model.train()\n    show_pred = []\n").replace(
+        "            show_pred = []\n", "").replace("            show_pred = make_grid", "            grid = make_grid")
+    assert once != source
+    assert [f.source_line.strip() for f in check_source(once, select=["LC601"])] == [
+        "show_pred.append(preds[:, kk, :, :])"]
+    # a loop over a loader between the fresh list and the append: one graph per batch gathered
+    batches = source.replace("for kk in range(preds.shape[1]):", "for img, _ in loader:").replace(
+        "preds[:, kk, :, :]", "model(img)")
+    assert batches != source
+    assert [f.source_line.strip() for f in check_source(batches, select=["LC601"])] == [
+        "show_pred.append(model(img))"]
 
 
 def test_a_helper_decorated_by_a_call_without_a_name_is_inlined() -> None:

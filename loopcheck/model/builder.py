@@ -638,12 +638,14 @@ def _lift_loops_without_backward(loop: Loop) -> None:
                     sub.conds = item.conds + sub.conds
                     if isinstance(sub, Event):
                         sub.loop = loop
+                        sub.lifted = (item, *sub.lifted)
                     else:
                         sub.parent = loop
                     items.append(sub)
                 for assignment in item.assignments:
                     assignment.conds = item.conds + assignment.conds
                     assignment.in_loop = assignment.in_loop or item.node
+                    assignment.lifted = (item, *assignment.lifted)
                     loop.assignments.append(assignment)
                 loop.opaque_calls.extend(item.opaque_calls)
                 continue

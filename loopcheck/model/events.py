@@ -83,6 +83,9 @@ class Event:
     # Inlined from a function of the file: the call in the scope's own code that runs it, and its
     # statement (a finding about the loop as a whole points there, not into a helper shared by loops)
     site: tuple[cst.CSTNode, cst.CSTNode] | None = None
+    # The loops without backward it was lifted out of, outermost first (``for k in range(c):``
+    # inside a logging branch, a validation helper's ``for x in val_loader:``)
+    lifted: tuple[Loop, ...] = ()
 
     def in_context(self, kind: str) -> bool:
         return any(c.kind == kind for c in self.contexts)
@@ -100,6 +103,7 @@ class Assignment:
     order: int
     in_loop: cst.CSTNode | None = None  # set when lifted out of a loop that runs no backward
     contexts: tuple[Context, ...] = ()  # `with autocast(...)`, `with model.no_sync()` around it
+    lifted: tuple[Loop, ...] = ()  # the loops without backward it was lifted out of, outermost first
 
 
 @dataclass(eq=False)

@@ -255,7 +255,21 @@ class GraphReader:
                 # `logits, loss = model(x, y)`: each element of the model's output carries the graph
                 return True if self._call(assignment.value, assignment.order, assignment.conds, depth) else None
             return None
+        if isinstance(assignment.value, cst.List) and not assignment.value.elements:
+            return self._filled(name, assignment, depth)
         return self.carries(assignment.value, assignment.order, assignment.conds, depth + 1)
+
+    def _filled(self, name: str, assignment: Assignment, depth: int) -> bool | None:
+        """``picked = []`` then ``picked.append(scores[i])``: the list holds a graph where what is
+        appended to this binding of it does (``torch.stack(picked)`` then carries it on)."""
+        for store in self.loop.events(Kind.STORE):
+            call = store.node
+            if (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "append"
+                    and store.value is not None and dotted(call.func.value) == name and not store.in_context("no_grad")
+                    and self.binding(name, store.order, store.conds) is assignment
+                    and self.carries(store.value, store.order, store.conds, depth + 1) is True):
+                return True
+        return None
 
     def _iterated(self, name: str, assignment: Assignment, depth: int) -> bool | None:
         """``for key, value in parts.items()`` / ``for value in parts.values()``: the values carry a

@@ -14,7 +14,10 @@ memory, often hours in. `.item()`, `.detach()`, `float(...)` and values computed
 module of the project returns beside its loss (`return lm_loss, lm_loss.item()` in its
 `forward`); neither is a running sum that is itself back-propagated (a loss summed over micro-batches on purpose). Neither is a list or a total made fresh
 for one optimizer step (`losses = []` or `total = torch.zeros(n)` before `for _ in
-range(gradient_accumulation_steps):`, or before an inner loop over loss terms), nor a
+range(gradient_accumulation_steps):`, or before an inner loop over loss terms), nor one made fresh
+whenever it is filled from one iteration's tensors (`show = []` in the logging branch that then
+appends the prediction's channels to it; a loop over a loader between the two, or one that runs the
+model, still gathers a graph per batch), nor a
 back-propagated loss kept by a short fixed run such as a test's `for _ in range(5):`, or summed into
 a total that a periodic logging branch resets (`if i % log_interval == 0: ...; total = 0`): backward
 has freed their activations and what stays is bounded.
@@ -33,9 +36,9 @@ import libcst as cst
 from loopcheck.fixes import Fix, replace
 from loopcheck.model import Assignment, FileModel, Kind
 from loopcheck.model.horizon import ACCUMULATION_NAME
-from loopcheck.model.memory import GraphReader, backpropagated_names
-from loopcheck.model.syntax import dotted, func_name, last_part, names_in, source
-from loopcheck.model.training import Style, TrainingLoop, is_data_loop, micro_count
+from loopcheck.model.memory import GraphReader, backpropagated_names, module_name, trained_modules
+from loopcheck.model.syntax import dotted, func_name, last_part, names_in, source, walk
+from loopcheck.model.training import Style, TrainingLoop, is_data_iterable, is_data_loop, micro_count
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -89,6 +92,19 @@ for i, (x, y) in enumerate(loader):
         optimizer.step()
         optimizer.zero_grad()
         window.clear()
+""",
+        """
+for step, (x, y) in enumerate(loader):
+    preds = model(x)
+    loss = criterion(preds, y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    if step % show_every == 0:
+        show = []
+        for k in range(preds.shape[1]):
+            show.append(preds[:, k])
+        writer.add_image("preds", make_grid(torch.cat(show).unsqueeze(1)), step)
 """,
     ]
     INVALID = [
@@ -157,6 +173,8 @@ for epoch in range(epochs):
             reader: GraphReader | None = None
             for holder, container, value, node, stmt in _kept(training):
                 if _reset_every_iteration(training, container) or _window_local(training, container):
+                    continue
+                if _made_fresh_to_fill(training, container, holder, model):
                     continue
                 if backpropagated is None:
                     backpropagated = backpropagated_names(model)
@@ -281,6 +299,29 @@ def _reset_periodically(training: TrainingLoop, container: str) -> bool:
     """``if i % log_interval == 0: ...; total = 0`` in the loop: the total holds one logging window."""
     return any(container in a.names and a.op == "=" and _empty(a.value)
                and training.reader.guard(a.conds, a.order).periodic for a in training.loop.assignments)
+
+
+def _made_fresh_to_fill(training: TrainingLoop, container: str, holder: object, model: FileModel) -> bool:
+    """``show = []`` in the branch that then fills it from one iteration's tensors (``for k in
+    range(preds.shape[1]): show.append(preds[:, k])`` under ``if step % show_every == 0:``): the list
+    is rebuilt whenever it is filled and holds one iteration's values. A loop between the two that goes
+    over data or runs the model (a validation helper's ``for x, y in val_loader: kept.append(model(x))``)
+    still gathers a graph per batch into it."""
+    conds, lifted = holder.conds, holder.lifted  # type: ignore[attr-defined]
+    fresh = [a for a in training.loop.assignments
+             if container in a.names and a.op == "=" and a.order < holder.order  # type: ignore[attr-defined]
+             and conds[:len(a.conds)] == a.conds and lifted[:len(a.lifted)] == a.lifted]
+    if not fresh:
+        return False
+    latest = max(fresh, key=lambda a: a.order)
+    if not _empty(latest.value):
+        return False
+    between = lifted[len(latest.lifted):]
+    if any(is_data_loop(loop) or is_data_iterable(loop.node.iter) for loop in between):  # type: ignore[union-attr]
+        return False
+    modules = trained_modules(model) if between else set()
+    return not any(isinstance(node, cst.Call) and module_name(func_name(node) or "") in modules
+                   for loop in between for node in walk(loop.node.body))
 
 
 def _reset_every_iteration(training: TrainingLoop, container: str) -> bool:
