@@ -59,3 +59,35 @@ def test_a_grad_scaler_keeps_a_chosen_float16_autocast_silent() -> None:
         "        scaler.scale(loss).backward()\n        scaler.step(optimizer)\n        scaler.update()\n")
     source = source.replace("def train(", 'scaler = torch.amp.GradScaler("cuda")\n\ndef train(')
     assert lc205(source) == []
+
+
+UNDERFLOW = ("and its loss is back-propagated without a GradScaler: small gradients underflow to zero "
+             "(use GradScaler, or bfloat16)")
+
+
+def lc205_messages(source: str) -> list[str]:
+    return [f.message for f in check_source(source, "train.py", select=["LC205"])]
+
+
+def test_the_message_says_float16_is_certain_only_where_nothing_else_picks_it() -> None:
+    assert lc205_messages(LOOP.format(context='torch.autocast("cuda")')) == [
+        f"the forward runs under float16 autocast {UNDERFLOW}"]
+    assert lc205_messages(LOOP.format(context=PRECISIONS.format(key='"fp16"'))) == [
+        f"the forward runs under float16 autocast {UNDERFLOW}"]
+
+
+def test_the_message_names_the_option_or_device_that_picks_float16() -> None:
+    assert lc205_messages(LOOP.format(context=PRECISIONS.format(key="args.precision"))) == [
+        f'the forward may run under float16 autocast (when `args.precision` is "fp16") {UNDERFLOW}']
+    assert lc205_messages(LOOP.format(context='torch.autocast("cuda") if args.amp else contextlib.nullcontext()')) == [
+        f"the forward may run under float16 autocast (when `args.amp` holds) {UNDERFLOW}"]
+    assert lc205_messages(LOOP.format(context='torch.autocast("cuda", enabled=args.amp)')) == [
+        f"the forward may run under float16 autocast (when `args.amp` holds) {UNDERFLOW}"]
+    assert lc205_messages(LOOP.format(context="torch.cuda.amp.autocast(args.use_amp)")) == [
+        f"the forward may run under float16 autocast (when `args.use_amp` holds) {UNDERFLOW}"]
+    cuda_or_cpu = 'device_type = "cuda" if torch.cuda.is_available() else "cpu"\n'
+    assert lc205_messages(cuda_or_cpu + LOOP.format(context="torch.autocast(device_type=device_type)")) == [
+        f'the forward may run under float16 autocast (when `device_type` is "cuda") {UNDERFLOW}']
+    # a device type assigned only "cuda" is no choice
+    assert lc205_messages('device_type = "cuda"\n' + LOOP.format(context="torch.autocast(device_type=device_type)")) == [
+        f"the forward runs under float16 autocast {UNDERFLOW}"]

@@ -206,6 +206,37 @@ def autocast_dtype(call: cst.BaseExpression, aliases: dict[str, set[str]],
     return None
 
 
+def float16_conditions(call: cst.Call, module: cst.CSTNode, aliases: dict[str, set[str]],
+                       values: dict[str, list[cst.BaseExpression]] | None = None) -> list[str]:
+    """What picks float16 for an autocast that ``autocast_dtype`` reads as float16 on some path: the
+    option choosing it (``{"fp16": autocast(...)}[args.precision]``, ``autocast(...) if args.amp else
+    nullcontext()``), a computed ``enabled=``, a computed device type. Empty: it always runs in float16."""
+    found: list[str] = []
+    for node in walk(module, into_functions=True):
+        if isinstance(node, cst.IfExp) and (node.body is call or node.orelse is call):
+            found.append(f"`{source(node.test)}`" + (" holds" if node.body is call else " does not hold"))
+        elif isinstance(node, cst.Subscript) and isinstance(node.value, cst.Dict) and len(node.slice) == 1 \
+                and isinstance(node.slice[0].slice, cst.Index) \
+                and not isinstance(node.slice[0].slice.value, cst.SimpleString):
+            keys = [e.key for e in node.value.elements if isinstance(e, cst.DictElement) and e.value is call]
+            if keys:
+                found.append(f"`{source(node.slice[0].slice.value)}` is " + " or ".join(source(k) for k in keys))
+    names = qualified(call.func, aliases) or {func_name(call) or ""}
+    cuda_only = any(n.endswith(("cuda.amp.autocast", "cuda.amp.autocast_mode.autocast")) for n in names)
+    args = positional(call)
+    enabled = keyword(call, "enabled")
+    if enabled is None and cuda_only and args:
+        enabled = args[0]  # torch.cuda.amp.autocast(enabled, dtype)
+    if enabled is not None and not (isinstance(enabled, cst.Name) and enabled.value == "True"):
+        found.append(f"`{source(enabled)}` holds")
+    device = None if cuda_only else (args[0] if args else keyword(call, "device_type"))
+    has_dtype = keyword(call, "dtype") is not None or len(args) >= 2
+    if device is not None and not has_dtype and not isinstance(device, cst.SimpleString) \
+            and _device_names(device, values or {}) != {"cuda"}:
+        found.append(f'`{source(device)}` is "cuda"')
+    return found
+
+
 def _device_names(expr: cst.BaseExpression, values: dict[str, list[cst.BaseExpression]]) -> set[str]:
     """The device names a computed device type is assigned in the file (``self.device_type = "cuda"``
     in one branch, ``"cpu"`` in another; ``"cuda" if cuda else "cpu"``): when "cuda" is one of them,

@@ -5,7 +5,9 @@ creates no GradScaler (and no loss-scaler helper). `torch.autocast("cuda")` and
 (`dtype=torch.bfloat16`, `torch.autocast("cpu")`) needs no scaler and is not reported.
 An autocast that an option picks counts when one of its choices is float16: a dict of contexts
 indexed by a precision option (`{"bf16": ..., "fp16": torch.autocast("cuda", dtype=torch.float16)}[args.precision]`),
-`autocast(...) if amp else nullcontext()`, or a device type the file computes as `"cuda"` or `"cpu"`.
+`autocast(...) if amp else nullcontext()`, or a device type the file computes as `"cuda"` or `"cpu"`;
+the finding then says what picks float16 ("may run under float16 autocast (when `args.precision` is
+\"fp16\")"), and says it runs under float16 only where nothing else decides.
 
 ## Why is this bad?
 float16 represents nothing below about 6e-8: small gradients of the float16 activations underflow
@@ -24,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from loopcheck.model import FileModel, Framework, Style
-from loopcheck.model.amp import FLOAT16, autocast_dtype, backward_scaler, forward_autocasts, import_aliases
+from loopcheck.model.amp import (FLOAT16, autocast_dtype, backward_scaler, float16_conditions, forward_autocasts,
+                                 import_aliases)
 from loopcheck.rules._base import Rule, Violation
 
 # Text that shows some loss scaling is set up in the file (a GradScaler, a timm/MAE helper, Apex).
@@ -109,6 +112,13 @@ for x, y in loader:
                     continue
                 for call in forward_autocasts(backward, training.loop, functions=model.index.functions):
                     if autocast_dtype(call, aliases, model.index.values) == FLOAT16:
-                        yield Violation(call, call, "the forward runs under float16 autocast and its loss is "
-                                                    "back-propagated without a GradScaler: small gradients "
-                                                    "underflow to zero (use GradScaler, or bfloat16)")
+                        yield Violation(call, call, _message(float16_conditions(call, model.module, aliases,
+                                                                                model.index.values)))
+
+
+def _message(conditions: list[str]) -> str:
+    """Says float16 as it is picked: always, or only when an option or device picks it."""
+    runs = "runs under float16 autocast" if not conditions else \
+        f"may run under float16 autocast (when {' and '.join(conditions)})"
+    return (f"the forward {runs} and its loss is back-propagated without a GradScaler: small gradients "
+            "underflow to zero (use GradScaler, or bfloat16)")

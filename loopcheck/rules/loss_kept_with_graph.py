@@ -317,7 +317,8 @@ def _made_fresh_to_fill(training: TrainingLoop, container: str, holder: object, 
     if not _empty(latest.value):
         return False
     between = lifted[len(latest.lifted):]
-    if any(is_data_loop(loop) or is_data_iterable(loop.node.iter) for loop in between):  # type: ignore[union-attr]
+    if any(is_data_loop(loop) or isinstance(loop.node, cst.For) and is_data_iterable(loop.node.iter)
+           for loop in between):
         return False
     modules = trained_modules(model) if between else set()
     return not any(isinstance(node, cst.Call) and module_name(func_name(node) or "") in modules
