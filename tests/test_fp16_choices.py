@@ -89,5 +89,6 @@ def test_the_message_names_the_option_or_device_that_picks_float16() -> None:
     assert lc205_messages(cuda_or_cpu + LOOP.format(context="torch.autocast(device_type=device_type)")) == [
         f'the forward may run under float16 autocast (when `device_type` is "cuda") {UNDERFLOW}']
     # a device type assigned only "cuda" is no choice
-    assert lc205_messages('device_type = "cuda"\n' + LOOP.format(context="torch.autocast(device_type=device_type)")) == [
+    cuda = 'device_type = "cuda"\n'
+    assert lc205_messages(cuda + LOOP.format(context="torch.autocast(device_type=device_type)")) == [
         f"the forward runs under float16 autocast {UNDERFLOW}"]

@@ -88,7 +88,8 @@ def test_a_list_made_fresh_before_the_loop_that_fills_it_is_kept_per_fill_only_o
     assert [f.source_line.strip() for f in check_source(batches, select=["LC601"])] == [
         "show_pred.append(model(img))"]
     # the channels counted by a `while` loop: still one prediction's tensors
-    counted = source.replace("for kk in range(preds.shape[1]):", "kk = 0\n            while kk < preds.shape[1]:").replace(
+    counted = source.replace("for kk in range(preds.shape[1]):",
+                             "kk = 0\n            while kk < preds.shape[1]:").replace(
         "show_pred.append(preds[:, kk, :, :])", "show_pred.append(preds[:, kk, :, :])\n                kk += 1")
     assert counted != source
     assert check_source(counted, select=["LC601"]) == []

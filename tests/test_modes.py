@@ -162,3 +162,24 @@ def test_a_component_left_in_eval_mode_leaks_once_its_own_update_follows() -> No
         "        self.train_component(self.agent.tokenizer, self.optimizer_tokenizer, steps_per_epoch=1, grad_acc_steps=1)\n")
     assert trained_again != source
     assert [f.code for f in check_source(trained_again, select=["LC605"])] == ["LC605"]
+
+
+ZERO_DROPOUT = FIXTURES / "eval_mode_inert_zero_dropout_weight_norm.py"
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # a caller that sets the rate: dropout runs in training mode only
+    ("LVCBlock(channels, cond_channels)", "LVCBlock(channels, cond_channels, kpnet_dropout=0.1)"),
+    ("kpnet_dropout=0.0):", "kpnet_dropout=0.2):"),  # the default the constructions leave
+    ("nn.Dropout(kpnet_dropout)", "nn.Dropout(0.5)"),
+    # spectral norm's power iteration runs only in training mode
+    ("nn.utils.weight_norm(nn.Conv1d(channels, channels, 3, padding=1))",
+     "nn.utils.spectral_norm(nn.Conv1d(channels, channels, 3, padding=1))"),
+    ('activation="LeakyReLU"', 'activation="RReLU"'),  # random slopes in training mode
+])
+def test_a_rate_of_zero_or_weight_norm_is_inert_only_as_written(old: str, new: str) -> None:
+    source = ZERO_DROPOUT.read_text()
+    assert [f.code for f in check_source(source, select=["LC605"])] == []
+    changed = source.replace(old, new)
+    assert changed != source
+    assert [f.code for f in check_source(changed, select=["LC605"])] == ["LC605"]

@@ -363,6 +363,73 @@ def test_eval_mode_of_a_model_class_of_another_module(project: Path, run_cli) ->
     assert len(found) == 1 and found[0].startswith("train.py:15:") and " LC605 " in found[0]
 
 
+def test_eval_mode_of_a_model_built_from_blocks_of_a_sibling_module(project: Path, run_cli) -> None:
+    # UnivNet's layout: the generator's module imports its blocks from a sibling module; every
+    # dropout keeps the rate 0 its constructors default to, and the convolutions are weight-normalised
+    lvcnet = """
+        from torch import nn
+
+
+        class KernelPredictor(nn.Module):
+            def __init__(self, channels, kpnet_dropout=0.0):
+                super().__init__()
+                self.convs = nn.Sequential(nn.Dropout(kpnet_dropout),
+                                           nn.utils.weight_norm(nn.Conv1d(channels, channels, 3)))
+
+            def forward(self, c):
+                return self.convs(c)
+
+
+        class LVCBlock(nn.Module):
+            def __init__(self, channels, kpnet_dropout=0.0):
+                super().__init__()
+                self.kernel_predictor = KernelPredictor(channels, kpnet_dropout=kpnet_dropout)
+
+            def forward(self, x):
+                return x + self.kernel_predictor(x)
+    """
+    generator = """
+        from torch import nn
+
+        from .lvcnet import LVCBlock
+
+
+        class Generator(nn.Module):
+            def __init__(self, channels):
+                super().__init__()
+                self.blocks = nn.ModuleList([LVCBlock(channels) for _ in range(3)])
+
+            def forward(self, x):
+                for block in self.blocks:
+                    x = block(x)
+                return x
+    """
+    loop = """
+        import torch
+        from model.generator import Generator
+
+
+        def fit(loader, test_batch):
+            model_g = Generator(16).to("cpu")
+            optimizer = torch.optim.Adam(model_g.parameters())
+            model_g.train()
+            for i, (x, y) in enumerate(loader):
+                optimizer.zero_grad()
+                torch.nn.functional.l1_loss(model_g(x), y).backward()
+                optimizer.step()
+                if i % 100 == 0:
+                    model_g.eval()
+                    with torch.no_grad():
+                        print(model_g(test_batch).mean())
+    """
+    write_project(project, {"train.py": loop, "model/__init__.py": "", "model/generator.py": generator,
+                            "model/lvcnet.py": lvcnet})
+    assert _codes(run_cli, "--extend-select", "LC605", "train.py") == []
+    write_project(project, {"model/generator.py": generator.replace("LVCBlock(channels)", "LVCBlock(channels, 0.1)")})
+    found = _codes(run_cli, "--extend-select", "LC605", "train.py")
+    assert len(found) == 1 and found[0].startswith("train.py:15:") and " LC605 " in found[0]
+
+
 def test_eval_of_a_copy_in_another_module(project: Path, run_cli) -> None:
     attack = """
         import copy

@@ -1,16 +1,18 @@
 """Whether a module computes the same thing in train and eval mode, as far as the code shows it.
 
 Eval mode changes only layers that read ``self.training``: dropout, BatchNorm, spectral norm and
-the like. A model whose every layer the checked file (or a project module it imports directly)
-builds from plain layers (``nn.Linear``, ``nn.Conv2d``, ``nn.LayerNorm``, an ``InstanceNorm`` without
-running statistics, ...) trains the same in both modes, so leaving it in eval mode is inert. A
-layer class or module handed down through constructor parameters counts as what every
-construction of the class the file shows passes for it (``ResBlock(c, normalization=self.norm)``
-with ``self.norm = CondInstanceNorm``), defaults included; a parameter named as an activation
-(``hidden_activation``, ``act_layer``) that a construction fills with a value from elsewhere (an
-estimator's public argument) counts as an activation. Anything else the code does not show
-(a hub checkpoint, a torchvision constructor, a module passed in from outside, a class of a
-module imported further away) counts as mode-dependent. One library model is known: a diffusers
+the like. A model whose every layer the checked file (or a project module it imports, and the
+project modules that one imports, two levels on) builds from plain layers (``nn.Linear``,
+``nn.Conv2d``, ``nn.LayerNorm``, an ``InstanceNorm`` without running statistics, a weight-normalised
+convolution, a dropout whose rate every construction leaves at 0, ...) trains the same in both modes,
+so leaving it in eval mode is inert. A layer class, module or dropout rate handed down through
+constructor parameters counts as what every construction of the class the code shows passes for it
+(``ResBlock(c, normalization=self.norm)`` with ``self.norm = CondInstanceNorm``), defaults included;
+a parameter named as an activation (``hidden_activation``, ``act_layer``) that a construction fills
+with a value from elsewhere (an estimator's public argument) counts as an activation. Anything else
+the code does not show (a hub checkpoint, a torchvision constructor, a module passed in from
+outside, a class of a module imported further away, a norm chosen by a config flag) counts as
+mode-dependent. One library model is known: a diffusers
 ``UNet2DConditionModel.from_pretrained`` has neither dropout nor BatchNorm unless the file adds
 an adapter with dropout (any ``*dropout=`` keyword other than 0 counts).
 
@@ -27,6 +29,8 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -72,6 +76,11 @@ _WRAPPERS = {"DDP", "DistributedDataParallel", "DataParallel", "FSDP", "FullySha
              "get_peft_model", "prepare", "unwrap_model"}
 # library models known to hold no mode-dependent layer: only the file can add one (an adapter's dropout)
 _KNOWN_MODE_FREE = {"UNet2DConditionModel"}
+_DROPOUTS = {"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"}
+# weight normalisation recomputes the weight from its direction and norm in a hook, the same in both
+# modes (spectral norm's power iteration runs only in training mode: it stays mode-dependent)
+_WEIGHT_NORMS = {"weight_norm"}
+_IMPORT_DEPTH = 2  # project modules read through the imports of imported modules, this many levels on
 # A constructor parameter named as an activation (`hidden_activation`, `act_layer`, `nonlinearity`)
 # holds an activation function: handed on from elsewhere (an estimator's public argument, default
 # `nn.Tanh()`), it counts as one; a call written into the construction (`act=nn.Dropout(0.1)`) is read
@@ -118,11 +127,16 @@ def _adds_dropout(model: FileModel) -> bool:
 
 
 class _Checker:
-    """Reads the classes the file and its directly imported project modules define (stdlib ``ast``)."""
+    """Reads the classes the file and the project modules it imports define (stdlib ``ast``), and
+    those modules' own imports a few levels on (a generator built from blocks of a sibling module)."""
 
     def __init__(self, model: FileModel) -> None:
         self.model = model
+        self.modules: dict[Path, _Module | None] = {}
         self.own = _Module(model.source or model.module.code)
+        project = model.project
+        if project is not None:
+            self.own.resolve = self._resolver(project.path, project.own.imports, 0)
 
     def call(self, call: cst.Call) -> bool:
         """Whether the module this call builds is mode-free."""
@@ -130,15 +144,22 @@ class _Checker:
             node = ast.parse(source(call), mode="eval").body
         except SyntaxError:
             return False
-        return self.own.expression(node, self._imported)
+        return self.own.expression(node)
 
-    def _imported(self, called: str) -> tuple[_Module, str] | None:
-        """The project module and class name behind ``Net`` / ``models.Net`` imported by the file."""
+    def _resolver(self, importer: Path, imports: dict[str, tuple[str, str, int]],
+                  depth: int) -> Callable[[str], tuple[_Module, str] | None]:
+        def resolve(called: str) -> tuple[_Module, str] | None:
+            return self._imported(importer, imports, called, depth)
+        return resolve
+
+    def _imported(self, importer: Path, imports: dict[str, tuple[str, str, int]], called: str,
+                  depth: int) -> tuple[_Module, str] | None:
+        """The project module and class name behind ``Net`` / ``models.Net`` imported by ``importer``."""
         project = self.model.project
         if project is None:
             return None
         local, _, attr = called.partition(".")
-        imported = project.own.imports.get(local)
+        imported = imports.get(local)
         if imported is None or "." in attr:
             return None
         module, name, level = imported
@@ -146,13 +167,19 @@ class _Checker:
             target, cls = (f"{module}.{name}" if module and name else (name or module)), attr
         else:  # `from models import Net`
             target, cls = module, name
-        path = project.index.resolve(project.path, target, level)
+        path = project.index.resolve(importer, target, level)
         if path is None:
             return None
-        try:
-            return _Module(path.read_text(encoding="utf-8", errors="replace")), cls
-        except OSError:
-            return None
+        if path not in self.modules:
+            try:
+                found = _Module(path.read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                found = None
+            if found is not None and depth < _IMPORT_DEPTH:
+                found.resolve = self._resolver(path, found.imports, depth + 1)
+            self.modules[path] = found
+        found = self.modules[path]
+        return (found, cls) if found is not None else None
 
 
 class _Module:
@@ -171,25 +198,40 @@ class _Module:
                     self.builders.setdefault(method.name, []).append(method)
         self.verdicts: dict[object, bool] = {}
         self.values: dict[object, bool] = {}
+        # `from .blocks import ResBlock`: what names the module imports, and who reads those modules
+        self.imports: dict[str, tuple[str, str, int]] = {}
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    local = alias.asname or alias.name.split(".", 1)[0]
+                    self.imports[local] = (alias.name if alias.asname else local, "", 0)
+            elif isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    if alias.name != "*":
+                        self.imports[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
+        self.resolve: Callable[[str], tuple[_Module, str] | None] | None = None
 
     def expression(self, node: ast.expr, imported: object = None) -> bool:
         """Whether an expression building a module (``Net(4)``, ``nn.Sequential(...)``) is mode-free."""
-        return self._expression(node, imported, _Scope())
+        return self._expression(node, imported or self.resolve, _Scope())
 
     def _expression(self, node: ast.expr, imported: object, scope: _Scope) -> bool:
         for sub in ast.walk(node):
             if isinstance(sub, ast.Call) and not self._call(sub, imported, True, scope=scope):
                 return False
-            if isinstance(sub, ast.keyword) and not _keyword_ok(sub):
+            if isinstance(sub, ast.keyword) and not _keyword_ok(sub, scope.safe):
                 return False
         return True
 
     def _call(self, call: ast.Call, imported: object, constructor: bool, methods: frozenset[str] = frozenset(),
               scope: _Scope | None = None) -> bool:
         scope = scope or _Scope()
+        imported = imported or self.resolve
         called = ast_dotted(call.func)
         if called is None and isinstance(call.func, ast.Attribute):
             called = f"().{call.func.attr}"  # `super().__init__()`, `torch.zeros(n).to(device)`
+        if called is None and _layer_by_name(call.func, scope):
+            return True  # `getattr(nn, activation)(**params)` with `activation="LeakyReLU"`
         if called is None:
             # `getattr(self, name)(x)` outside the constructor calls one of the modules the class
             # builds, each read where it is built (the caller rules out modules passed in)
@@ -199,6 +241,10 @@ class _Module:
             return not _tracks_stats(call)  # only running statistics make an InstanceNorm mode-dependent
         if called == f"self.{short}" and scope.cls is not None and not constructor and _built_here(scope.cls, short):
             return True  # `self.instance_norm(x)`: that module is read where the class builds it
+        if short in _DROPOUTS:
+            return _zero_rate(call, scope)  # `nn.Dropout(0.0)`, or a rate every construction leaves at 0
+        if short in _WEIGHT_NORMS and call.args and all(isinstance(a, ast.Call) for a in call.args[:1]):
+            return True  # `weight_norm(nn.Conv1d(...))`: the same layer, its weight recomputed in both modes
         if _MODE_WORDS.search(short):
             return False
         if short in _MODE_FREE:
@@ -218,6 +264,9 @@ class _Module:
             return self._returns_mode_free(short, imported)  # `self.model = self.build_graph()`
         if constructor and callable(imported) and called.count(".") <= 1:
             found = imported(called)
+            if found is not None and found[1] in found[0].classes:
+                # what the construction binds (its arguments, the defaults it leaves) read here
+                return found[0].mode_free(found[1], self._bound(call, found[0].classes[found[1]], scope))
             if found is not None:
                 return found[0].mode_free(found[1])
         if called.startswith("self.") and short in methods:
@@ -238,7 +287,9 @@ class _Module:
         for name, default in defaults.items():
             given.setdefault(name, (default, _Scope()))
         return frozenset(name for name, (value, where) in given.items()
-                         if isinstance(value, (ast.Name, ast.Attribute, ast.Call)) and (
+                         if _zero(value) or isinstance(value, ast.Name) and value.id in where.safe
+                         or isinstance(value, ast.Constant) and value.value in _MODE_FREE
+                         or isinstance(value, (ast.Name, ast.Attribute, ast.Call)) and (
                              self._value(value, where)
                              or _ACTIVATION_SLOT.search(name) is not None and not isinstance(value, ast.Call)))
 
@@ -249,7 +300,8 @@ class _Module:
             return False
         if isinstance(value, ast.Call):
             if ast_dotted(value.func) in ("partial", "functools.partial") and value.args:
-                return self._value(value.args[0], scope, depth + 1) and all(_keyword_ok(k) for k in value.keywords)
+                return self._value(value.args[0], scope, depth + 1) and all(_keyword_ok(k, scope.safe)
+                                                                          for k in value.keywords)
             return self._expression(value, None, scope)
         name = ast_dotted(value)
         if name is None:
@@ -297,7 +349,7 @@ class _Module:
         raised = {id(r.exc) for r in ast.walk(function) if isinstance(r, ast.Raise) and r.exc is not None}
         for sub in ast.walk(function):
             if isinstance(sub, ast.Starred) and not _list_of_calls(function, sub.value) \
-                    or isinstance(sub, ast.keyword) and not _keyword_ok(sub):
+                    or isinstance(sub, ast.keyword) and not _keyword_ok(sub, scope.safe):
                 return False
             if isinstance(sub, ast.Call) and id(sub) not in raised and not self._call(sub, imported, True,
                                                                                        scope=scope):
@@ -338,7 +390,7 @@ class _Module:
                 if isinstance(sub, ast.Attribute) and sub.attr == "training" \
                         or isinstance(sub, ast.Name) and sub.id == "training":
                     return False
-                if isinstance(sub, ast.keyword) and not _keyword_ok(sub):
+                if isinstance(sub, ast.keyword) and not _keyword_ok(sub, scope.safe):
                     return False
                 if isinstance(sub, ast.Call) and id(sub) not in raised \
                         and not self._call(sub, None, building, methods, scope):
@@ -540,12 +592,38 @@ def _tracks_stats(call: ast.Call) -> bool:
     return any(not (isinstance(v, ast.Constant) and v.value in (False, None, 0)) for v in values)
 
 
-def _keyword_ok(keyword: ast.keyword) -> bool:
-    """``dropout=0.0`` is fine; ``dropout=p``, ``training=True`` are not."""
+def _keyword_ok(keyword: ast.keyword, safe: frozenset[str] = frozenset()) -> bool:
+    """``dropout=0.0`` is fine, and so is ``dropout=rate`` of a parameter every construction leaves
+    at 0; ``dropout=p``, ``training=True`` are not."""
     if keyword.arg is None:
         return True
     if keyword.arg == "training":
         return False
     if "drop" in keyword.arg.lower():
-        return isinstance(keyword.value, ast.Constant) and keyword.value.value in (0, 0.0, None, False)
+        return isinstance(keyword.value, ast.Constant) and keyword.value.value in (0, 0.0, None, False) \
+            or isinstance(keyword.value, ast.Name) and keyword.value.id in safe
     return True
+
+
+def _layer_by_name(func: ast.expr, scope: _Scope) -> bool:
+    """``getattr(nn, name)`` of a mode-free layer's name: a literal, or a constructor parameter every
+    construction binds to one (``kpnet_nonlinear_activation="LeakyReLU"``)."""
+    if not (isinstance(func, ast.Call) and ast_dotted(func.func) == "getattr" and len(func.args) == 2
+            and ast_dotted(func.args[0]) in ("nn", "torch.nn")):
+        return False
+    name = func.args[1]
+    return isinstance(name, ast.Constant) and name.value in _MODE_FREE \
+        or isinstance(name, ast.Name) and name.id in scope.safe
+
+
+def _zero(value: ast.expr) -> bool:
+    """A literal rate of 0 (``0``, ``0.0``; not ``False``)."""
+    return isinstance(value, ast.Constant) and type(value.value) in (int, float) and value.value == 0
+
+
+def _zero_rate(call: ast.Call, scope: _Scope) -> bool:
+    """``nn.Dropout(0.0)``, ``nn.Dropout(p=rate)`` with ``rate`` a constructor parameter every
+    construction the code shows leaves at 0 (a default ``kpnet_dropout=0.0`` no caller passes):
+    dropout with rate 0 is the identity in both modes."""
+    rate = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "p"), None)
+    return rate is not None and (_zero(rate) or isinstance(rate, ast.Name) and rate.id in scope.safe)

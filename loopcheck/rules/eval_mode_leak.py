@@ -9,8 +9,10 @@ takes the model from its own object (`model = self.model; model.eval()`) switche
 It stays silent where eval mode changes nothing: eval mode only affects layers that read
 `self.training` (dropout, BatchNorm, spectral norm, ...), so a model whose every layer the file,
 or a project module it imports, shows to be mode-free (`nn.Linear`, `nn.Conv2d`, `nn.LayerNorm`,
-an RNN without dropout, an `InstanceNorm2d` without `track_running_stats=True`, also where the
-norm class is handed down through constructor parameters) trains the same in both modes; so does a diffusers
+an RNN without dropout, an `InstanceNorm2d` without `track_running_stats=True`, a dropout whose
+rate every construction leaves at 0, a weight-normalised convolution, also where the norm class is
+handed down through constructor parameters or the blocks come from a module that module imports)
+trains the same in both modes; so does a diffusers
 `UNet2DConditionModel` unless the file adds an adapter with dropout. A model it cannot see (a hub
 checkpoint, a torchvision constructor, a module passed in) counts as one that has such layers.
 It also ignores `eval()` on a `deepcopy` of the model or on a network an evaluation helper builds
