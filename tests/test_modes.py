@@ -183,3 +183,56 @@ def test_a_rate_of_zero_or_weight_norm_is_inert_only_as_written(old: str, new: s
     changed = source.replace(old, new)
     assert changed != source
     assert [f.code for f in check_source(changed, select=["LC605"])] == ["LC605"]
+
+
+OPTION_RATE = '''
+import argparse
+import torch
+import torch.nn.functional as F
+
+
+class LinkPredictor(torch.nn.Module):
+    def __init__(self, in_channels, hidden_channels, dropout):
+        super().__init__()
+        self.lins = torch.nn.ModuleList([torch.nn.Linear(in_channels, hidden_channels),
+                                         torch.nn.Linear(hidden_channels, 1)])
+        self.dropout = dropout
+
+    def forward(self, x):
+        x = F.relu(self.lins[0](x))
+        x = F.dropout(x, p=self.dropout, training=self.training)
+        return torch.sigmoid(self.lins[1](x))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dropout", type=float, default=0.0)
+    args = parser.parse_args()
+    predictor = LinkPredictor(8, 16, args.dropout)
+    optimizer = torch.optim.Adam(predictor.parameters())
+    predictor.train()
+    for epoch, (x, y) in enumerate(loader):
+        optimizer.zero_grad()
+        F.binary_cross_entropy(predictor(x), y).backward()
+        optimizer.step()
+        if epoch % 10 == 0:
+            predictor.eval()
+'''
+LEAK = ("`predictor.eval()` runs inside the training loop and nothing calls `predictor.train()` before the next "
+        "training step: from then on it trains in eval mode (dropout off, BatchNorm frozen)")
+
+
+def test_a_dropout_rate_left_at_an_option_default_of_zero_is_said_in_the_message() -> None:
+    # ogb's link predictors: inert as shipped, a leak once the user raises --dropout
+    assert [f.message for f in check_source(OPTION_RATE, select=["LC605"])] == [
+        LEAK + " (only when `args.dropout` > 0; its default is 0.0)"]
+    raised = OPTION_RATE.replace("default=0.0", "default=0.5")
+    assert [f.message for f in check_source(raised, select=["LC605"])] == [LEAK]
+    assigned = OPTION_RATE.replace("    predictor = Link", "    args.dropout = 0.3\n    predictor = Link")
+    assert [f.message for f in check_source(assigned, select=["LC605"])] == [LEAK]
+    literal = OPTION_RATE.replace("LinkPredictor(8, 16, args.dropout)", "LinkPredictor(8, 16, 0.0)")
+    assert check_source(literal, select=["LC605"]) == []
+    # another read of `self.training` than dropout's own: the mode matters whatever the rate
+    reads_training = literal.replace("return torch.sigmoid",
+                                     "x = x * 2 if self.training else x\n        return torch.sigmoid")
+    assert [f.message for f in check_source(reads_training, select=["LC605"])] == [LEAK]

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from loopcheck.model.syntax import dotted, func_name, is_zero, last_part, source
+from loopcheck.model.values import numeric, option_defaults
 from loopcheck.project.facts import ast_dotted
 
 if TYPE_CHECKING:
@@ -89,9 +90,17 @@ _ACTIVATION_SLOT = re.compile(r"(?:^|_)(?:act|activation|nonlinearity|non_linear
 
 def mode_matters(model: FileModel, name: str) -> bool:
     """False only when every construction of ``name`` the file shows builds a mode-free module."""
+    return inert_unless(model, name) != ()
+
+
+def inert_unless(model: FileModel, name: str) -> tuple[str, ...] | None:
+    """``()`` where every construction of ``name`` the file shows builds a mode-free module; the
+    options (``args.dropout``) where it is mode-free only while they keep the default of 0 they have
+    in the file (a dropout rate the user may raise); None where eval mode may matter."""
     calls = model.index.roles.constructed.get(last_part(name), [])
     if not calls:
-        return True
+        return None
+    options: set[str] = set()
     checker: _Checker | None = None
     built = False  # whether the file shows any call that builds the module itself
     for call in calls:
@@ -103,14 +112,15 @@ def mode_matters(model: FileModel, name: str) -> bool:
         built = True
         if called.endswith(".from_pretrained") and called.split(".")[-2] in _KNOWN_MODE_FREE:
             if _adds_dropout(model):
-                return True
+                return None
             continue
         checker = checker or _Checker(model)
         if not checker.call(call):
-            return True
+            return None
+        options |= checker.options
     # only moves and wrappers (`self.model = self.model.to(device)` of a model passed in or returned
     # by a helper): the module inside is unknown
-    return not built
+    return tuple(sorted(options)) if built else None
 
 
 def _unmoved(call: cst.Call) -> cst.Call:
@@ -132,6 +142,8 @@ class _Checker:
 
     def __init__(self, model: FileModel) -> None:
         self.model = model
+        self.options: frozenset[str] = frozenset()  # what the last call's verdict relied on
+        self.defaults: dict[str, cst.BaseExpression | None] | None = None  # argparse options, read once
         self.modules: dict[Path, _Module | None] = {}
         self.own = _Module(model.source or model.module.code)
         project = model.project
@@ -139,12 +151,39 @@ class _Checker:
             self.own.resolve = self._resolver(project.path, project.own.imports, 0)
 
     def call(self, call: cst.Call) -> bool:
-        """Whether the module this call builds is mode-free."""
+        """Whether the module this call builds is mode-free, as written or (``options``) while the
+        options it passes keep their default of 0 (``LinkPredictor(..., args.dropout)``)."""
+        self.options = frozenset()
         try:
             node = ast.parse(source(call), mode="eval").body
         except SyntaxError:
             return False
-        return self.own.expression(node)
+        if self.own.expression(node):
+            return True
+        zero = frozenset(name for arg in call.args if (name := dotted(arg.value)) is not None
+                         and self._zero_option(name))
+        if not zero:
+            return False
+        self.own.zero_options = zero
+        try:
+            free = self.own.expression(node)
+        finally:
+            self.own.zero_options = frozenset()
+        if free:
+            self.options = zero
+        return free
+
+    def _zero_option(self, name: str) -> bool:
+        """``args.dropout`` of ``add_argument("--dropout", type=float, default=0.0)`` that the file
+        never assigns: 0 unless the user raises it."""
+        if "." not in name:
+            return False
+        if self.defaults is None:
+            self.defaults = dict(option_defaults(self.model.index))
+        default = self.defaults.get(last_part(name))
+        text = self.model.source or ""
+        return default is not None and numeric(default, self.model.index) == 0 \
+            and re.search(rf"(?<![\w.]){re.escape(name)}\s*(?:[-+*/]?=)(?!=)", text) is None
 
     def _resolver(self, importer: Path, imports: dict[str, tuple[str, str, int]],
                   depth: int) -> Callable[[str], tuple[_Module, str] | None]:
@@ -210,6 +249,8 @@ class _Module:
                     if alias.name != "*":
                         self.imports[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
         self.resolve: Callable[[str], tuple[_Module, str] | None] | None = None
+        # options of the checked file read as their default of 0 (a dropout rate the user may raise)
+        self.zero_options: frozenset[str] = frozenset()
 
     def expression(self, node: ast.expr, imported: object = None) -> bool:
         """Whether an expression building a module (``Net(4)``, ``nn.Sequential(...)``) is mode-free."""
@@ -288,6 +329,7 @@ class _Module:
             given.setdefault(name, (default, _Scope()))
         return frozenset(name for name, (value, where) in given.items()
                          if _zero(value) or isinstance(value, ast.Name) and value.id in where.safe
+                         or ast_dotted(value) in self.zero_options
                          or isinstance(value, ast.Constant) and value.value in _MODE_FREE
                          or isinstance(value, (ast.Name, ast.Attribute, ast.Call)) and (
                              self._value(value, where)
@@ -357,7 +399,7 @@ class _Module:
         return True
 
     def mode_free(self, name: str, safe: frozenset[str] = frozenset()) -> bool:
-        key = (name, safe)
+        key = (name, safe, self.zero_options)
         if key not in self.verdicts:
             self.verdicts[key] = False  # a class that builds itself is not read twice
             self.verdicts[key] = self._read(self.classes[name], safe) if name in self.classes else False
@@ -383,7 +425,13 @@ class _Module:
             # defaults of parameters that every construction binds to mode-free values are never used
             unused = {id(n) for p, d in _defaults(method) if p in scope.safe for n in ast.walk(d)}
             unused |= {id(c.func) for c in ast.walk(method) if isinstance(c, ast.Call)}  # read with its call
+            # `F.dropout(x, p=self.dropout, training=self.training)` of a rate left at 0: the identity
+            quiet = {id(n) for c in ast.walk(method)
+                     if isinstance(c, ast.Call) and _zero_functional_dropout(c, cls, safe)
+                     for n in ast.walk(c) if n is not c.args[0]} if _mentions_dropout(method) else set()
             for sub in ast.walk(method):
+                if id(sub) in quiet:
+                    continue
                 if isinstance(sub, ast.Name) and sub.id in self.classes and id(sub) not in unused \
                         and sub.id != cls.name and not self.mode_free(sub.id):
                     return False  # a layer class handed to a helper (`self._make_layer(Block, 64)`) is built there
@@ -614,6 +662,33 @@ def _layer_by_name(func: ast.expr, scope: _Scope) -> bool:
     name = func.args[1]
     return isinstance(name, ast.Constant) and name.value in _MODE_FREE \
         or isinstance(name, ast.Name) and name.id in scope.safe
+
+
+_FUNCTIONAL_DROPOUTS = {"F.dropout", "nn.functional.dropout", "torch.nn.functional.dropout", "torch.dropout",
+                        "dropout", "functional.dropout"}
+
+
+def _mentions_dropout(method: ast.AST) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == "dropout" or isinstance(n, ast.Name) and n.id == "dropout"
+               for n in ast.walk(method))
+
+
+def _zero_functional_dropout(call: ast.Call, cls: ast.ClassDef, safe: frozenset[str]) -> bool:
+    """``F.dropout(x, p=self.dropout, training=self.training)`` whose rate is 0 as every construction
+    leaves it: a literal, or an attribute the constructor sets only from a parameter bound to 0."""
+    if ast_dotted(call.func) not in _FUNCTIONAL_DROPOUTS or not call.args or isinstance(call.args[0], ast.Starred):
+        return False
+    rate = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "p"), None)
+    if rate is None:
+        return False  # the default rate is 0.5
+    if _zero(rate):
+        return True
+    name = ast_dotted(rate)
+    if name is None or not name.startswith("self.") or name.count(".") != 1:
+        return False
+    held = _assigned(cls, name[5:])
+    return bool(held) and all(m.name == "__init__" and (_zero(v) or isinstance(v, ast.Name) and v.id in safe)
+                              for v, m in held)
 
 
 def _zero(value: ast.expr) -> bool:

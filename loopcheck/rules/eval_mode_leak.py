@@ -12,8 +12,10 @@ or a project module it imports, shows to be mode-free (`nn.Linear`, `nn.Conv2d`,
 an RNN without dropout, an `InstanceNorm2d` without `track_running_stats=True`, a dropout whose
 rate every construction leaves at 0, a weight-normalised convolution, also where the norm class is
 handed down through constructor parameters or the blocks come from a module that module imports)
-trains the same in both modes; so does a diffusers
-`UNet2DConditionModel` unless the file adds an adapter with dropout. A model it cannot see (a hub
+trains the same in both modes; where the only such layers are dropouts whose rate is an option
+the file leaves at 0 (`F.dropout(x, p=self.dropout, training=self.training)` built with
+`args.dropout`, `--dropout` defaulting to 0.0), the finding says so: "(only when `args.dropout` > 0;
+its default is 0.0)". A diffusers `UNet2DConditionModel` trains the same in both modes too, unless the file adds an adapter with dropout. A model it cannot see (a hub
 checkpoint, a torchvision constructor, a module passed in) counts as one that has such layers.
 It also ignores `eval()` on a `deepcopy` of the model or on a network an evaluation helper builds
 for itself (`net = Net(cfg); net.load_state_dict(weights); net.eval()`, even where the trained
@@ -61,8 +63,9 @@ from loopcheck.fixes import Fix, insert_before
 from loopcheck.model import Assignment, Cond, Event, FileModel, Kind, Loop
 from loopcheck.model.guards import exclusive
 from loopcheck.model.memory import frozen_modules, module_name, trained_modules
-from loopcheck.model.modes import mode_matters
+from loopcheck.model.modes import inert_unless
 from loopcheck.model.optimizers import optimizer_modules
+from loopcheck.model.values import option_defaults
 from loopcheck.model.syntax import dotted, func_name, last_part, lines, names_in, positional, source, walk
 from loopcheck.rules._base import Rule, Violation
 
@@ -286,7 +289,10 @@ for step, (x, y) in enumerate(train_loader):
                     continue  # one finding per leak: the last eval() before the next update reports it
                 if _trains_in_eval_mode(leak, name, owners, steps, loop, events):
                     continue  # `for x in loader: model.eval(); loss = f(model(x)); ...; opt.step()`: on purpose
-                if not self._undone(leak, name, events, updates, loop, trained) and mode_matters(model, name):
+                if self._undone(leak, name, events, updates, loop, trained):
+                    continue
+                inert = inert_unless(model, name)
+                if inert is None or inert:
                     # `train()` first in the body helps only where no update follows the leak in the iteration
                     fix = _train_first(loop, name) if not any(u > leak.order for u in updates) \
                         and not _helper_local(name, leak, loop) else None
@@ -295,7 +301,7 @@ for step, (x, y) in enumerate(train_loader):
                             if elsewhere and isinstance(leak.node, cst.Call) else f"`{source(leak.node)}` runs")
                     yield self.at(leak, f"{what} inside the training loop and nothing calls `{name}.train()` before "
                                         "the next training step: from then on it trains in eval mode (dropout off, "
-                                        "BatchNorm frozen)", fix if not elsewhere else None)
+                                        f"BatchNorm frozen){_only_when(model, inert)}", fix if not elsewhere else None)
 
     @staticmethod
     def _undone(leak: Event, name: str, events: list[Event], updates: list[int], loop: Loop,
@@ -672,3 +678,15 @@ def _wrapped(value: cst.BaseExpression) -> str | None:
         name = module_name(source(value))  # `model.to(device)`
         return name if _DOTTED.fullmatch(name) else None
     return name
+
+
+def _only_when(model: FileModel, options: tuple[str, ...] | None) -> str:
+    """`` (only when `args.dropout` > 0; its default is 0.0)`` where the model's only mode-dependent
+    layers are dropouts whose rate options leave at 0 as the file ships them."""
+    if not options:
+        return ""
+    defaults = dict(option_defaults(model.index))
+    said = [f"`{o}` > 0" for o in options]
+    shown = {source(d) for o in options if (d := defaults.get(last_part(o))) is not None}
+    default = f"; its default is {shown.pop()}" if len(shown) == 1 and len(options) == 1 else ""
+    return f" (only when {' or '.join(said)}{default})"
