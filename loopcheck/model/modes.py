@@ -373,7 +373,7 @@ class _Module:
         """Whether every method of that name in the file returns only mode-free modules (a builder
         method such as ``def build_graph(self): return nn.Sequential(...)``), or the module-level
         ``function`` does (``def conv3x3(i, o): return nn.Conv2d(i, o, 3)``)."""
-        key = f"self.{method}" if function is None else f"def {method}"
+        key = (f"self.{method}" if function is None else f"def {method}", self.zero_options)
         if key not in self.verdicts:
             self.verdicts[key] = False  # a builder calling itself is not read twice
             bodies = self.builders[method] if function is None else [function]
