@@ -22,8 +22,8 @@ import libcst as cst
 
 from loopcheck.model.events import Event, Kind, Loop
 from loopcheck.model.guards import GuardKind, Phase, enumerate_start, exclusive, unwrap_iterable
-from loopcheck.model.syntax import (children, conjuncts, dotted, exit_statement, func_name, is_zero, last_part, last_small,
-                                    names_in, positional, same, small_statements, walk)
+from loopcheck.model.syntax import (children, conjuncts, dotted, exit_statement, func_name, is_zero, keyword, last_part,
+                                    last_small, names_in, positional, same, small_statements, walk)
 from loopcheck.model.training import Style, TrainingLoop, is_data_loop
 
 if TYPE_CHECKING:
@@ -101,6 +101,7 @@ def _batch_count_checked(model: FileModel, loop: Loop, modulus: cst.BaseExpressi
         scopes.append(holder)  # a nested `def train_epoch():` the epoch loop calls, inlined there
     counts: set[str] = set()  # names bound to a length: `loader_batches = len(loader)`
     checks: list[tuple[cst.BaseExpression, bool]] = []  # tests that must hold (False: must fail), or the code raises
+    calls: list[cst.Call] = []
     for node in (n for s in scopes for n in walk(s)):
         if isinstance(node, cst.Assign) and len(node.targets) == 1 and _has_len(node.value):
             counts.add(dotted(node.targets[0].target) or "")
@@ -108,7 +109,22 @@ def _batch_count_checked(model: FileModel, loop: Loop, modulus: cst.BaseExpressi
             checks.append((node.test, True))
         elif isinstance(node, cst.If) and isinstance(last_small(node.body), cst.Raise):
             checks.append((node.test, False))
-    return any(_multiple(test, not holds, counts, modulus) for test, holds in checks)
+        elif isinstance(node, cst.Call):
+            calls.append(node)
+    batches = _batch_sizes(calls) if checks else {}
+    return any(_multiple(test, not holds, counts, modulus, batches) for test, holds in checks)
+
+
+def _batch_sizes(calls: list[cst.Call]) -> dict[str, list[cst.BaseExpression]]:
+    """``DataLoader(dataset, batch_size=bs)``: the batch sizes each data set is loaded with."""
+    found: dict[str, list[cst.BaseExpression]] = {}
+    for call in calls:
+        args = [a for a in call.args if a.keyword is None]
+        size = keyword(call, "batch_size") or (args[1].value if len(args) > 1 else None)
+        name = dotted(args[0].value) if args else None
+        if name is not None and size is not None and last_part(func_name(call) or "").endswith("DataLoader"):
+            found.setdefault(name, []).append(size)
+    return found
 
 
 def _defined_in(model: FileModel, node: cst.CSTNode) -> cst.FunctionDef | None:
@@ -119,8 +135,11 @@ def _defined_in(model: FileModel, node: cst.CSTNode) -> cst.FunctionDef | None:
     return owner
 
 
-def _multiple(test: cst.BaseExpression, negated: bool, counts: set[str], modulus: cst.BaseExpression | None) -> bool:
-    """``test`` holding (failing, where ``negated``) means ``count % N == 0``: ``x % N == 0``, ``not x % N``."""
+def _multiple(test: cst.BaseExpression, negated: bool, counts: set[str], modulus: cst.BaseExpression | None,
+              batches: dict[str, list[cst.BaseExpression]] | None = None) -> bool:
+    """``test`` holding (failing, where ``negated``) means ``count % N == 0``: ``x % N == 0``, ``not x % N``,
+    or ``len(dataset) % (bs * N) == 0`` where every loader of ``dataset`` takes batches of ``bs`` (then
+    its batch count is a multiple of N)."""
     while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         test, negated = test.expression, not negated
     zero = test
@@ -132,8 +151,21 @@ def _multiple(test: cst.BaseExpression, negated: bool, counts: set[str], modulus
     count = zero.left
     if not (_has_len(count) or (dotted(count) or "") in counts):
         return False
-    right = dotted(zero.right)
-    return same(zero.right, modulus) or right is not None and right.split(".")[-1] == last_part(dotted(modulus) or "")
+    if _counts_modulus(zero.right, modulus):
+        return True
+    product = zero.right
+    if not (batches and isinstance(product, cst.BinaryOperation) and isinstance(product.operator, cst.Multiply)
+            and isinstance(count, cst.Call) and func_name(count) == "len" and len(count.args) == 1):
+        return False
+    sizes = batches.get(dotted(count.args[0].value) or "", [])
+    return any(_counts_modulus(n, modulus) and sizes and all(same(size, b) for size in sizes)
+               for n, b in ((product.right, product.left), (product.left, product.right)))
+
+
+def _counts_modulus(expr: cst.BaseExpression, modulus: cst.BaseExpression | None) -> bool:
+    """``expr`` is the step's modulus N, or names the same setting (``args.accum`` for ``accum``)."""
+    name = dotted(expr)
+    return same(expr, modulus) or name is not None and name.split(".")[-1] == last_part(dotted(modulus) or "")
 
 
 def _has_len(expr: cst.BaseExpression) -> bool:
