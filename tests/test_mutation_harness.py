@@ -129,3 +129,56 @@ def test_renaming_keeps_parameters_and_meaning(run):
     assert "v0 = torch.optim.SGD(model.parameters(), lr=lr)" in text
     assert "for v2, v3 in loader:" in text and "v4.backward()" in text and "return v0" in text
     assert text.count("\n") == no_fstring.count("\n")
+
+
+BY_NAME = """\
+import torch
+
+
+def train(model, loader, build):
+    optimizer = build(model)
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+
+
+def report(model, loader, build):
+    opt = build(model)
+    for x, y in loader:
+        opt.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        print(f"{loss}")
+"""
+
+
+def test_rename_checks_both_files_with_the_scopes_names_renamed(run, tmp_path):
+    # `optimizer = build(model)`: only its name says it is an optimizer, so renamed (`v0 = build(model)`)
+    # the missing zero_grad is no longer seen; the second loop's scope names `loss` in an f-string,
+    # which cannot be renamed reliably, so its mutant is left out.
+    repo = tmp_path / "corpus" / "repo"
+    repo.mkdir(parents=True)
+    (repo / "train.py").write_text(BY_NAME)
+    found = {}
+    for flag in ([], ["--rename"]):
+        out = tmp_path / "out.json"
+        assert run.main(["--ops", "toy_ops", "--corpus", str(tmp_path / "corpus"), "--jobs", "1",
+                         "--json", str(out), *flag]) == 0
+        found[bool(flag)] = {(r["line"], r["found"]) for r in json.loads(out.read_text())
+                             if r["what"] == "zero_grad removed"}
+    assert found[False] == {(7, True), (16, True)}
+    assert found[True] == {(7, False)}
+
+
+def test_a_mutant_and_its_file_get_the_same_names(run):
+    import ast
+
+    from benchmarks.mutation import renamed
+
+    source = "def f(a):\n    b = a\n    return b\n"
+    mutated = "def f(a):\n    c = a; b = c\n    return b\n"
+    pair = renamed.renamed_pair(source, ast.parse(source), mutated, 2)
+    assert pair == ("def f(a):\n    v0 = a\n    return v0\n", "def f(a):\n    v1 = a; v0 = v1\n    return v0\n")

@@ -53,9 +53,12 @@ def _outside_functions(module: ast.Module) -> list[ast.AST]:
     return [n for stmt in module.body for n in outside(stmt)]
 
 
-def renamed(source: str, function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Module) -> str | None:
-    """``source`` with ``function``'s own names renamed; None where a use cannot be placed."""
-    names = {name: f"v{i}" for i, name in enumerate(bound_names(function))}
+def renamed(source: str, function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Module,
+            names: dict[str, str] | None = None) -> str | None:
+    """``source`` with ``function``'s own names renamed (by ``names`` where given); None where a use
+    cannot be placed or nothing is renamed."""
+    if names is None:
+        names = {name: f"v{i}" for i, name in enumerate(bound_names(function))}
     if not names:
         return None
     in_fstrings = {id(n) for node in ast.walk(function) if isinstance(node, ast.JoinedStr) for n in ast.walk(node)}
@@ -69,6 +72,37 @@ def renamed(source: str, function: ast.FunctionDef | ast.AsyncFunctionDef | ast.
     for line, start, end, new in sorted(edits, reverse=True):
         lines[line - 1] = lines[line - 1][:start] + new.encode() + lines[line - 1][end:]
     return b"".join(lines).decode()
+
+
+def scope_of(tree: ast.Module, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.Module:
+    """The outermost function holding ``line``, else the module."""
+    for node in ast.walk(tree):  # breadth first: outer functions come before the ones they hold
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (node.end_lineno or 0):
+            return node
+    return tree
+
+
+def renamed_pair(source: str, tree: ast.Module, mutated: str, line: int) -> tuple[str, str] | None:
+    """``source`` and its mutant ``mutated`` (same line count), each with the local names of the
+    scope holding ``line`` renamed the same way (names only the mutant binds follow); None where
+    either cannot be renamed."""
+    try:
+        mutated_tree = ast.parse(mutated)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    scope, mutated_scope = scope_of(tree, line), scope_of(mutated_tree, line)
+    original = bound_names(scope)
+    seen = {n.id for n in ast.walk(scope) if isinstance(n, ast.Name)}
+    names = [*original, *(n for n in bound_names(mutated_scope) if n not in seen)]
+    mapping = {name: f"v{i}" for i, name in enumerate(names)}
+    pair = renamed(source, scope, mapping), renamed(mutated, mutated_scope, mapping)
+    if pair[0] is None or pair[1] is None:
+        return None
+    try:
+        compile(pair[0], "<renamed>", "exec"), compile(pair[1], "<renamed>", "exec")
+    except SyntaxError:
+        return None
+    return pair[0], pair[1]
 
 
 def _findings(source: str, path: Path, codes: frozenset[str]) -> Counter[tuple[str, int]]:

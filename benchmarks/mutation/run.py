@@ -12,6 +12,11 @@ repository around it (project facts are read from the real files, the mutated te
 own). A mutant is *found* when its check reports the operator's code on a line where the check of
 the unchanged file did not. Edits keep the line count, so rows compare directly.
 
+With ``--rename`` both files are checked with the local names of the function (or module level)
+holding the mutant's line renamed to ``v0``, ``v1``, ... (``renamed.py``; the same names in both;
+mutants whose scope cannot be renamed are left out): a mutant found plainly but not renamed is found
+through what its code happens to name things.
+
 An operator is a callable ``(source, tree) -> Iterable[Mutant]`` in a module's ``OPERATORS`` list; it
 injects only where its pitfall really happens (its precondition is its docstring), so a mutant that
 is not found is a miss of the loop model on real surroundings, to be read in ``--details``.
@@ -93,13 +98,14 @@ def _findings(source: str, path: Path, codes: frozenset[str]) -> Counter[tuple[s
 
 _OPS: list[tuple[str, Operator]] = []
 _CODES: frozenset[str] = frozenset()
+_RENAME = False
 
 
-def _init(modules: list[str]) -> None:
-    global _OPS, _CODES
+def _init(modules: list[str], rename: bool = False) -> None:
+    global _OPS, _CODES, _RENAME
     from loopcheck.selection import resolve
 
-    _OPS, _CODES = operators(modules), resolve()
+    _OPS, _CODES, _RENAME = operators(modules), resolve(), rename
 
 
 def _mutants(path: Path) -> tuple[str, ast.Module, list[tuple[str, Mutant]]] | None:
@@ -134,13 +140,23 @@ def check_file(job: tuple[str, Path, frozenset[tuple[str, int]]]) -> list[Result
     made = _mutants(path)
     if made is None:
         return []
-    source, _, mutants = made
-    before = _findings(source, path, _CODES)
+    source, tree, mutants = made
+    checked: dict[str, Counter[tuple[str, int]]] = {}  # the unchanged file's findings, by its text
     results = []
     for name, mutant in mutants:
         if (name, mutant.line) not in chosen:
             continue
-        new = _findings(mutant.source, path, _CODES) - before
+        original, mutated = source, mutant.source
+        if _RENAME:
+            from benchmarks.mutation.renamed import renamed_pair
+
+            pair = renamed_pair(source, tree, mutant.source, mutant.line)
+            if pair is None:
+                continue
+            original, mutated = pair
+        if original not in checked:
+            checked[original] = _findings(original, path, _CODES)
+        new = _findings(mutated, path, _CODES) - checked[original]
         codes = {code for code, _ in new}
         results.append(Result(name, mutant.code, repo, str(path), mutant.line, mutant.what,
                               mutant.code in codes, tuple(sorted(codes - {mutant.code}))))
@@ -197,10 +213,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--details", type=Path)
+    parser.add_argument("--rename", action="store_true",
+                        help="check each mutant and its unchanged file with the local names of its scope renamed")
     args = parser.parse_args(argv)
     files = training_files([c.resolve() for c in args.corpus])
     print(f"{len(files)} training files", file=sys.stderr)
-    with get_context("fork").Pool(args.jobs, _init, (args.ops,)) as pool:
+    with get_context("fork").Pool(args.jobs, _init, (args.ops, args.rename)) as pool:
         proposed = [m for ms in pool.imap(propose, files, chunksize=8) for m in ms]
         chosen = choose(proposed, args.per_file, args.per_repo)
         print(f"{len(proposed)} mutants proposed, {sum(map(len, chosen.values()))} checked", file=sys.stderr)
