@@ -67,3 +67,29 @@ def test_config_table_is_read(project: Path, run_cli) -> None:
                                             "reference-lr = 0.1\n")
     code, _, err = run_cli("check", "train.py")
     assert code == 2 and "lr-scaling.reference-batch-size must be a positive integer" in err
+
+
+WARMUP = """
+learning_rate = 9e-3
+micro_batch_size = 4
+gradient_accumulation_iters = 16
+warmup_iters = 2 * (epoch_size // micro_batch_size)
+optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate)
+step_count = 0
+for i, (x, y) in enumerate(loader):
+    lr = {lr}
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    loss = criterion(model(x), y) / gradient_accumulation_iters
+    loss.backward()
+    if (i + 1) % gradient_accumulation_iters == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+        step_count += 1
+"""
+
+
+def test_a_warmup_length_counted_in_batches_scales_nothing() -> None:
+    # `epoch_size // micro_batch_size` is a number of batches: the ramp divides by it, no batch rule
+    assert _codes(WARMUP.format(lr="learning_rate * step_count / warmup_iters"), Options()) == []
+    assert _codes(WARMUP.format(lr="learning_rate * micro_batch_size / 256"), Options()) == [(9, "LC304")]

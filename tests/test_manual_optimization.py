@@ -1,5 +1,5 @@
-"""A LightningModule under manual optimization accumulates by its own code, which the rules read;
-Fabric's and automatic optimization's backward passes stay the framework's."""
+"""A LightningModule under manual optimization, and a loop around Fabric's backward, accumulate by
+their own code, which the rules read; automatic optimization's backward passes stay the framework's."""
 
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ class Module(L.LightningModule):
 @pytest.mark.parametrize(("backward", "codes"), [
     ("self.manual_backward(loss)", {"LC101", "LC102"}),
     ("self.manual_backward(loss / self.n)", {"LC101"}),
-    # Fabric owns its backward: its loops are left to the framework
-    ("self.fabric.backward(loss)", set()),
+    # Fabric's backward neither zeroes, steps nor divides: the loop's own code accumulates
+    ("self.fabric.backward(loss)", {"LC101", "LC102"}),
 ])
 def test_manual_optimization_accumulates_by_its_own_code(backward: str, codes: set[str]) -> None:
     findings = check_text(_MODULE.format(backward=backward), "module.py", resolve(select=["LC101", "LC102"]))

@@ -270,8 +270,12 @@ def manual_optimization(backwards: list[Event], steps: list[Event]) -> bool:
     """A LightningModule that steps its optimizers itself (``automatic_optimization = False``):
     ``manual_backward`` is a plain backward (plus the precision plugin's loss scaling), and zeroing,
     stepping and any accumulation are the module's own code, which Lightning leaves as written.
-    Fabric's ``backward`` is not this: its loops are left to the framework."""
-    return bool(steps) and all(b.framework is not Framework.LIGHTNING or is_manual_backward(b) for b in backwards)
+    So is Lightning Fabric's ``fabric.backward(loss)`` (steps in the loop or around it): it neither
+    steps, zeroes nor divides, and a loop that calls it zeroes, steps and accumulates by its own code."""
+    lightning = [b for b in backwards if b.framework is Framework.LIGHTNING]
+    if all(is_fabric_backward(b) for b in lightning):
+        return True
+    return bool(steps) and all(is_manual_backward(b) or is_fabric_backward(b) for b in lightning)
 
 
 def analyse(loop: Loop, int_inits: dict[str, set[int | None]]) -> TrainingLoop | None:
@@ -289,18 +293,8 @@ def analyse(loop: Loop, int_inits: dict[str, set[int | None]]) -> TrainingLoop |
                             assumptions=loop.assumptions, **kw)
 
     if Framework.ENGINE in frameworks or Framework.LIGHTNING in frameworks and not manual_optimization(backwards, steps):
-        framework = make(Style.FRAMEWORK, steps)
-        if Framework.ENGINE not in frameworks and all(is_fabric_backward(b) for b in backwards
-                                                      if b.framework is Framework.LIGHTNING):
-            # Fabric's backward neither steps nor accumulates: the loop's own code does, read as written
-            # for the rule that asks how often Fabric's DDP module all-reduces (LC501)
-            framework.notes[FABRIC_BY_HAND] = _styled(loop, backwards, steps, reader, make)
-        return framework
+        return make(Style.FRAMEWORK, steps)
     return _styled(loop, backwards, steps, reader, make)
-
-
-# notes key of a Fabric loop's FRAMEWORK TrainingLoop: the loop read by its own step conditions
-FABRIC_BY_HAND = "fabric_by_hand"
 
 
 def is_fabric_backward(backward: Event) -> bool:

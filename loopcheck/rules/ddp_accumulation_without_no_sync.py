@@ -59,7 +59,7 @@ from loopcheck.model.distributed import (
 )
 from loopcheck.model.memory import trained_modules
 from loopcheck.model.syntax import dotted, last_part, walk
-from loopcheck.model.training import FABRIC_BY_HAND, is_fabric_backward
+from loopcheck.model.training import is_fabric_backward
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.model.variants import dead_in
 from loopcheck.rules._base import Rule, Violation
@@ -255,9 +255,7 @@ class SemanticTrainer:
         # Loops that accumulate by hand (Accelerate's accumulate() and engines decide the sync
         # themselves), read first: most files have none, and the wrap lookups below read the whole
         # file and the project's other modules.
-        # a Fabric loop is read by its own step conditions (Fabric's backward accumulates nothing)
-        accumulating = [t for t in (u.notes.get(FABRIC_BY_HAND, u) for u in model.training_loops)
-                        if isinstance(t, TrainingLoop) and t.style in (Style.GUARDED, Style.MICRO_LOOP)
+        accumulating = [t for t in model.training_loops if t.style in (Style.GUARDED, Style.MICRO_LOOP)
                         and not accumulation_gates_nothing(t, model.index)]
         if not accumulating:
             return

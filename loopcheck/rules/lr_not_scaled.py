@@ -177,7 +177,11 @@ def _batch_sides(expr: cst.BaseExpression, model: FileModel, inverted: bool = Fa
     """Where the batch sizes ``expr`` computes with stand (through the names ``_factors`` follows):
     True for a numerator, False for a divisor (``LR / batch_size``)."""
     if isinstance(expr, cst.BinaryOperation):
-        right = not inverted if isinstance(expr.operator, (cst.Divide, cst.FloorDivide)) else inverted
+        if isinstance(expr.operator, cst.FloorDivide):
+            # `epoch_size // micro_batch_size` counts batches (a warmup length in iterations): its
+            # divisor is no factor of the LR
+            return _batch_sides(expr.left, model, inverted, depth)
+        right = not inverted if isinstance(expr.operator, cst.Divide) else inverted
         return _batch_sides(expr.left, model, inverted, depth) | _batch_sides(expr.right, model, right, depth)
     if isinstance(expr, cst.Call) and last_part(func_name(expr) or "") in _NUMERIC:
         return {side for arg in expr.args for side in _batch_sides(arg.value, model, inverted, depth)}

@@ -50,7 +50,7 @@ from loopcheck.model.accelerate import accelerator_calls, accumulation_setting
 from loopcheck.model.loss import Scaling, loss_scaling
 from loopcheck.model.syntax import (dotted, func_name, int_value, is_zero, keyword, last_part, method, names_in,
                                     positional, same, source, walk)
-from loopcheck.model.training import is_data_loop, is_manual_backward
+from loopcheck.model.training import is_data_loop, is_fabric_backward, is_manual_backward
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.rules._base import Rule, Violation
 
@@ -206,7 +206,8 @@ for step, batch in enumerate(train_dataloader):
             accumulation_names = {name.rsplit(".", 1)[-1] for name in names_in(n)} if n is not None else set()
             for backward in training.backwards:
                 if backward.framework not in (Framework.TORCH, Framework.LOSS_SCALER, Framework.ACCELERATE) \
-                        and not is_manual_backward(backward) or backward.loss is None:
+                        and not is_manual_backward(backward) and not is_fabric_backward(backward) \
+                        or backward.loss is None:
                     continue
                 if backward.framework is Framework.ACCELERATE and (
                         accumulation_setting(model) is not None or not accelerator_calls(model)):
