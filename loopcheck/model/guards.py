@@ -336,6 +336,9 @@ class GuardReader:
         threshold = self._threshold(test, order)
         if threshold is not None:
             return threshold
+        wrapped = self._wrapped(test, order)
+        if wrapped is not None:
+            return wrapped
         if self._is_last(test):
             return Guard(GuardKind.LAST, test=test)
         if self._invariant(test):
@@ -512,6 +515,40 @@ class GuardReader:
             phase = Phase.OFF
         return Guard(GuardKind.PERIODIC, modulus=modulus, index=name, phase=phase, test=test,
                      restarts=self._set_per_pass(name))
+
+    # -- k == C with k kept in range(N): `k += 1; k = k % N` or `k = (k + 1) % N` ------------
+    def _wrapped(self, test: cst.BaseExpression, order: int | None) -> Guard | None:
+        """A counter wrapped modulo N every iteration (lingua's ``acc_step``) tested against a constant
+        is ``(count) % N == C``: on the k-th micro-batch of a window it holds ``k % N`` once wrapped."""
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1) or order is None:
+            return None
+        op, target = test.comparisons[0].operator, int_value(test.comparisons[0].comparator)
+        name = dotted(test.left)
+        if target is None or not isinstance(op, (cst.Equal, cst.NotEqual)) or name is None or not self.varies(name):
+            return None
+        found = self.aliases.get(name, [])
+        if any(a.conds or a.order > order for a in found):
+            return None
+        wraps = [a for a in found if a.op == "=" and isinstance(a.value, cst.BinaryOperation)
+                 and isinstance(a.value.operator, cst.Modulo)]
+        increments = [a for a in found if a.op == "AddAssign"]
+        if len(wraps) != 1 or len(found) != len(wraps) + len(increments) or len(increments) > 1:
+            return None
+        wrap = wraps[0].value
+        assert isinstance(wrap, cst.BinaryOperation)
+        before = dotted(wrap.left) == name and len(increments) == 1 and increments[0].order < wraps[0].order \
+            and int_value(increments[0].value) == 1
+        inside = not increments and isinstance(wrap.left, cst.BinaryOperation) and isinstance(
+            wrap.left.operator, cst.Add) and dotted(wrap.left.left) == name and int_value(wrap.left.right) == 1
+        modulus = wrap.right
+        if not (before or inside) or any(self.varies(n) for n in names_in(modulus)) or int_value(modulus) == 1:
+            return None
+        # from a fresh 0 the k-th micro-batch of a window sees k % N: 0 on the last, 1 on the first
+        phase = {0: Phase.BOUNDARY, 1: Phase.START}.get(target, Phase.OFF) if self._fresh_value(name) == 0 \
+            else Phase.UNKNOWN
+        guard = Guard(GuardKind.PERIODIC, modulus=modulus, index=name, phase=phase, test=test,
+                      restarts=self._set_per_pass(name))
+        return negate(guard) if isinstance(op, cst.NotEqual) else guard
 
     def _set_per_window(self, name: str, test: cst.BaseExpression) -> bool:
         """Every assignment of ``name`` in the loop runs only where ``test`` holds."""
