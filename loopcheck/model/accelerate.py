@@ -138,10 +138,11 @@ def _wraps(model: FileModel, name: str | None, trained: set[str]) -> bool:
                for value in model.index.values.get(last_part(name), ()))
 
 
-def updates_bound(loop: Loop) -> cst.BaseExpression | None:
+def updates_bound(loop: Loop, step_test: cst.BaseExpression | None = None) -> cst.BaseExpression | None:
     """The bound a loop nest stops at on a counter of optimizer updates: ``while done < max_steps:``
     (the loop itself) or ``if done >= max_steps: break`` (in its body), where the only write of
-    ``done`` in the nest is ``done += 1`` under a top-level ``if accelerator.sync_gradients:``."""
+    ``done`` in the nest is ``done += 1`` under a top-level ``if accelerator.sync_gradients:`` (or
+    under ``if <step_test>:``, the test a loop that accumulates by hand steps under)."""
     node = loop.node
     nest = loop.parent.node if loop.parent is not None and loop.parent.is_loop else node
     tests = [node.test] if isinstance(node, cst.While) else []
@@ -154,20 +155,22 @@ def updates_bound(loop: Loop) -> cst.BaseExpression | None:
         if not isinstance(op, cst.LessThan if test is getattr(node, "test", None) else cst.GreaterThanEqual):
             continue
         counter = dotted(test.left)
-        if counter is not None and counter not in names_in(bound) and _synced_count(node, nest, counter):
+        if counter is not None and counter not in names_in(bound) and _synced_count(node, nest, counter, step_test):
             return bound
     return None
 
 
-def _synced_count(node: cst.For | cst.While, nest: cst.CSTNode, counter: str) -> bool:
+def _synced_count(node: cst.For | cst.While, nest: cst.CSTNode, counter: str,
+                  step_test: cst.BaseExpression | None) -> bool:
     writes = [n for n in walk(nest) if isinstance(n, (cst.AugAssign, cst.AssignTarget, cst.AnnAssign))
               and dotted(n.target) == counter]
     if len(writes) != 1 or not isinstance(writes[0], cst.AugAssign) or \
             not isinstance(writes[0].operator, cst.AddAssign) or int_value(writes[0].value) != 1:
         return False
-    return any(isinstance(stmt, cst.If) and stmt.orelse is None and isinstance(stmt.test, cst.Attribute)
-               and stmt.test.attr.value == "sync_gradients" and writes[0] in small_statements(stmt.body)
-               for stmt in lines(node.body))
+    return any(isinstance(stmt, cst.If) and stmt.orelse is None and (
+        stmt.test is step_test if step_test is not None else
+        isinstance(stmt.test, cst.Attribute) and stmt.test.attr.value == "sync_gradients")
+        and writes[0] in small_statements(stmt.body) for stmt in lines(node.body))
 
 
 def _only_break(body: cst.BaseSuite) -> bool:

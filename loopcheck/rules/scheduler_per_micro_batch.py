@@ -15,7 +15,9 @@ horizon in optimizer steps: stepping per micro-batch is right when the horizon c
 micro-batches, and nothing shows which it counts. A scheduler that the file leaves out of
 `accelerator.prepare(...)` is not gated and is flagged. A horizon that is the bound of an
 Accelerate loop on a count of updates (`while completed_steps < max_train_steps:` where
-`completed_steps += 1` runs only under `if accelerator.sync_gradients:`) counts optimizer steps.
+`completed_steps += 1` runs only under `if accelerator.sync_gradients:`) counts optimizer steps;
+so does the bound of a loop that accumulates by hand on a count of the steps it takes under its
+step test (`while done < args.total_steps:` where `done += 1` runs only under `if micro % N == 0:`).
 
 ## Fix
 Move `scheduler.step()` into the step branch, right after `optimizer.step()`.
@@ -149,7 +151,11 @@ for i, (x, y) in enumerate(loader):
                 # a literal horizon (`T_max=100`) is a number of scheduler steps fixed by hand, not a count
                 # of micro-batches derived from the data: stepping it N times per update ends it N times early
                 # or the bound the loop stops at on a count of Accelerate's real optimizer steps
-                counted = updates_bound(training.loop) if training.style is Style.ACCELERATE else None
+                # (or on a count of the steps a loop accumulating by hand takes under its step test)
+                counted = updates_bound(training.loop) if training.style is Style.ACCELERATE else \
+                    updates_bound(training.loop, training.step_guard.test) \
+                    if training.style is Style.GUARDED and training.step_guard is not None \
+                    and training.step_guard.test is not None else None
                 per_update = [isinstance(h, cst.Integer) or (h is not None and unit_of(h, model.index) in
                                                              (Unit.UPDATES, Unit.EPOCHS))
                               or (counted is not None and h is not None and _same_setting(h, counted))
