@@ -523,17 +523,31 @@ def _bounds(tree: ast.Module, w: Window) -> set[str]:
 def _horizon_in_steps(tree: ast.Module, scheduler: str, w: Window) -> bool:
     """The scheduler is built in the file with a horizon visibly counted in optimizer steps: divided
     by the accumulation count (``len(loader) // args.gradient_accumulation_steps * epochs``, also
-    through one assigned name), or the bound of a loop that counts optimizer steps. A horizon in
-    micro-batches makes a per-micro-batch scheduler right, an unread one may."""
+    through assigned names, not through a call such as the loader's ``batch_size=b // accum``), or
+    the bound of a loop that counts optimizer steps. A horizon in micro-batches makes a
+    per-micro-batch scheduler right, an unread one may."""
     built = [v for v in _values(tree, scheduler) if isinstance(v, ast.Call)]
     if len(built) != 1:
         return False
-    texts = [_text(built[0])]
-    for name in {_text(n) for n in ast.walk(built[0]) if isinstance(n, (ast.Name, ast.Attribute))}:
-        texts += [_text(v) for v in _values(tree, name)]
-    joined = " ".join(texts)
     count = _text(w.count) if w.count is not None else None
-    return "accum" in joined.lower() or bool(count and count in joined) or any(b in joined for b in _bounds(tree, w))
+    bounds = _bounds(tree, w)
+    seen: set[str] = set()
+    todo: list[ast.AST] = [a for a in built[0].args[1:]] + [k.value for k in built[0].keywords]
+    while todo:
+        expr = todo.pop()
+        for node in ast.walk(expr):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.FloorDiv)):
+                divisor = _text(node.right)
+                if "accum" in divisor.lower() or divisor == count:
+                    return True
+            if isinstance(node, (ast.Name, ast.Attribute)):
+                name = _text(node)
+                if name in bounds:
+                    return True
+                if name not in seen:
+                    seen.add(name)
+                    todo += [v for v in _values(tree, name) if not isinstance(v, ast.Call)]
+    return False
 
 
 def scheduler_every_micro_batch(source: str, tree: ast.Module) -> Iterator[Mutant]:
