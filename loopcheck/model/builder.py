@@ -35,6 +35,7 @@ from loopcheck.model.syntax import (
     positional,
     receiver,
     target_names,
+    walk,
 )
 
 if TYPE_CHECKING:
@@ -42,6 +43,9 @@ if TYPE_CHECKING:
 
 _ENGINE_RECEIVERS = {"model", "model_engine", "engine", "trainer", "ds_engine", "deepspeed_engine", "net"}
 _MAX_INLINE_DEPTH = 4
+# calls that take an optimizer and never clear its gradients
+_LEAVES_GRADIENTS = {"hasattr", "getattr", "isinstance", "vars", "str", "repr", "print", "len", "id", "type",
+                     "amp.scale_loss", "amp.master_params", "apex.amp.scale_loss", "apex.amp.master_params"}
 _EMA_UPDATE = re.compile(r"^(update_ema|ema_update|update_ema_model|ema_step|step_ema)$", re.I)
 
 
@@ -213,8 +217,39 @@ class Builder:
         elif target is not None:
             self._inline(target, call, stmt, st)
         elif len(st.loop.items) == before and any(
-                self.roles.of(dotted(a.value)) is Role.OPTIMIZER for a in call.args if dotted(a.value)):
+                self.roles.of(dotted(a.value)) is Role.OPTIMIZER for a in call.args if dotted(a.value)) \
+                and not self._leaves_gradients(call):
             st.loop.opaque_calls.append(call)
+
+    def _leaves_gradients(self, call: cst.Call) -> bool:
+        """A call handed an optimizer that cannot clear its gradients: a Python built-in (`hasattr`,
+        `vars`), apex's loss scaling (`amp.scale_loss(loss, optimizer)`), a class built around it (a
+        scheduler, an optimizer wrapper), a function of another project module (whose facts would have
+        given its clearing as an event here), or a function of this file with no training event that only
+        reads the optimizer (`adjust_learning_rate(optimizer, epoch)` setting `param_group["lr"]`)."""
+        name = func_name(call)
+        if name is None:
+            return isinstance(call.func, cst.Attribute) and call.func.attr.value == "format"
+        if name in _LEAVES_GRADIENTS or last_part(name)[:1].isupper():
+            return True
+        if self.project is not None and self.project.defines(call):
+            return True  # its facts hold any clearing it does, which the call's events would show
+        own = own_call_name(call)
+        candidates = self.index.functions.get(own, []) if own is not None else []
+        if len(candidates) != 1 or candidates[0] in self.index.eventful:
+            return False
+        fn = candidates[0]
+        params = [p.name.value for p in fn.params.params if p.name.value != "self"]
+        handed = {params[i] for i, a in enumerate(call.args) if a.keyword is None and not a.star and i < len(params)
+                  and self.roles.of(dotted(a.value)) is Role.OPTIMIZER}
+        handed |= {a.keyword.value for a in call.args if a.keyword is not None
+                   and self.roles.of(dotted(a.value)) is Role.OPTIMIZER}
+        for node in walk(fn.body, into_functions=True):
+            if isinstance(node, cst.Attribute) and node.attr.value == "grad":
+                return False
+            if isinstance(node, cst.Call) and any(dotted(a.value) in handed for a in node.args):
+                return False  # handed on to what this file cannot see into
+        return bool(handed)
 
     def _base_method(self, call: cst.Call, stmt: cst.CSTNode, st: _State) -> bool:
         """``self.optimizer_step()`` where this file defines no such method and the class's first base

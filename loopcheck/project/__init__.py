@@ -156,6 +156,17 @@ class Imported:
                             return found
         return None
 
+    def defines(self, call: cst.Call) -> bool:
+        """Whether a project module defines the function ``call`` calls (``fn(...)`` imported from it,
+        or ``module.fn(...)``), so that ``events`` gives all it does to what it is handed."""
+        name = _libcst()[1].dotted(call.func)
+        if name is None or name.count(".") > 1:
+            return False
+        if "." not in name:
+            return name in self.own.imports and self._from_module(name) is not None
+        module, function = name.split(".")
+        return module in self.own.imports and self._module_of(module, function) is not None
+
     def returned_numbers(self, call: cst.Call, roles: Roles) -> tuple[int, ...]:
         """The elements of the tuple ``call`` returns that are plain numbers, where it calls a model
         built by a class of a project module (``model = Model(...)``, ``model(ids)`` runs its

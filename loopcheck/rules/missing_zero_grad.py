@@ -1,5 +1,12 @@
 """## What it does
-Checks for training loops that step an optimizer but never clear the gradients.
+Checks for training loops that step an optimizer but never clear the gradients. A loop that hands
+the optimizer to a call the model cannot see into may clear them there and is left alone; helpers
+that only read it are seen through: a function of the same file with no training event that hands
+it on to nothing (`adjust_learning_rate(optimizer, epoch)` writing `param_group["lr"]`,
+`save_checkpoint(model, optimizer)` saving its `state_dict()`), a function of another project
+module (its facts show any clearing), a class built around it (a scheduler), Python built-ins
+(`hasattr`), apex's `amp.scale_loss`. A Lightning Fabric loop (`fabric.backward(loss)`) steps and
+zeroes in its own code, so it is read as written.
 
 ## Why is this bad?
 `backward()` adds into `.grad`. Without `optimizer.zero_grad()` (or `model.zero_grad()`,
@@ -24,6 +31,7 @@ from loopcheck.model import Event, FileModel, Framework, Kind, Loop, Style
 from loopcheck.model.discarded import result_discarded
 from loopcheck.model.syntax import own_call_name, source, walk
 from loopcheck.model.optimizers import Zeroing
+from loopcheck.model.training import FABRIC_BY_HAND
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -157,6 +165,8 @@ for real, _ in loader:
         # different calls, but it is one missing zeroing
         reported: set[tuple[int, str | None]] = set()
         for training in model.training_loops:
+            # Fabric's backward leaves stepping and zeroing to the loop's own code: read as written
+            training = training.notes.get(FABRIC_BY_HAND, training)
             if training.style in (Style.FRAMEWORK, Style.NO_STEP):
                 continue
             steps = [s for s in training.steps if not s.closure and s.framework is not Framework.ENGINE]
