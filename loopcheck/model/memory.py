@@ -52,12 +52,21 @@ _TORCH_FUNCTIONAL = re.compile(r"^(?:torch\.(?:nn\.functional\.)?|F\.|nn\.functi
 
 def trained_modules(model: FileModel) -> set[str]:
     """Names of modules this file trains: their ``.parameters()`` go to an optimizer or a
-    clipping call, or ``.train()`` is called on them."""
+    clipping call, or ``.train()`` is called on them. An optimizer built by a call that is no torch
+    constructor (``getattr(optim, args.optim)(model.parameters())``, ``set_optimizer(opt, model)``,
+    ``construct_optimizer(model, cfg)``) trains the modules it is handed."""
     found = {e.receiver for e in model.events(Kind.TRAIN_MODE) if e.receiver}
     for call in model.index.calls:
         name = func_name(call) or ""
         if role_of_constructor(name) is Role.OPTIMIZER or name.endswith(("clip_grad_norm_", "clip_grad_value_")):
             found |= parameter_owners(call)
+    roles = model.index.roles
+    for target, calls in roles.constructed.items():
+        if roles.of(target) is not Role.OPTIMIZER:
+            continue
+        for call in calls:
+            if role_of_constructor(func_name(call) or "") is Role.UNKNOWN:
+                found |= parameter_owners(call) | {n for a in call.args if (n := dotted(a.value))}
     return {module_name(n) for n in found}
 
 

@@ -4,7 +4,9 @@ loop, directly or in an evaluation helper of the same file that the loop calls, 
 by `model.train()` before the loop's next training step. A mode helper's branch for another mode
 (`if mode == 'eval': m.eval()` in `set_mode('train', models)`) never runs; an evaluation method that
 takes the model from its own object (`model = self.model; model.eval()`) switches the module a
-`train()` method trains as `model = self.model`.
+`train()` method trains as `model = self.model`. A module counts as trained where its parameters
+go to an optimizer, also one built by a call that is no torch constructor (`getattr(optim,
+args.optim)(model.parameters())`, `set_optimizer(opt, model)`), or where `train()` is called on it.
 
 It stays silent where eval mode changes nothing: eval mode only affects layers that read
 `self.training` (dropout, BatchNorm, spectral norm, ...), so a model whose every layer the file,
