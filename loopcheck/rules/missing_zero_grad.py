@@ -31,7 +31,6 @@ from loopcheck.model import Event, FileModel, Framework, Kind, Loop, Style
 from loopcheck.model.discarded import result_discarded
 from loopcheck.model.syntax import own_call_name, source, walk
 from loopcheck.model.optimizers import Zeroing
-from loopcheck.model.training import FABRIC_BY_HAND
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -165,8 +164,6 @@ for real, _ in loader:
         # different calls, but it is one missing zeroing
         reported: set[tuple[int, str | None]] = set()
         for training in model.training_loops:
-            # Fabric's backward leaves stepping and zeroing to the loop's own code: read as written
-            training = training.notes.get(FABRIC_BY_HAND, training)
             if training.style in (Style.FRAMEWORK, Style.NO_STEP):
                 continue
             steps = [s for s in training.steps if not s.closure and s.framework is not Framework.ENGINE]

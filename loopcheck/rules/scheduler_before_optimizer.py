@@ -40,7 +40,7 @@ from loopcheck.model import Event, FileModel, Framework, Kind, Style
 from loopcheck.model.guards import GuardReader, exclusive
 from loopcheck.model.roles import Role
 from loopcheck.model.syntax import dotted, func_name, last_part
-from loopcheck.model.training import FABRIC_BY_HAND, is_data_loop
+from loopcheck.model.training import is_data_loop
 from loopcheck.project.index import class_bases
 from loopcheck.rules._base import Rule, Violation
 
@@ -123,8 +123,6 @@ for epoch in range(epochs):
         if model.project is not None and model.project.pins.below("torch", "1.1"):
             return  # the order torch < 1.1 documented (its schedulers counted from the first step() call)
         for training in model.training_loops:
-            # Fabric's backward leaves stepping and scheduling to the loop's own code: read as written
-            training = training.notes.get(FABRIC_BY_HAND, training)
             steps = [s for s in training.steps if s.framework in (Framework.TORCH, Framework.LOSS_SCALER)]
             if training.style in (Style.FRAMEWORK, Style.NO_STEP) or not steps:
                 continue
