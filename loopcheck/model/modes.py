@@ -37,7 +37,7 @@ import libcst as cst
 
 from loopcheck.model.syntax import dotted, func_name, is_zero, last_part, source
 from loopcheck.model.values import numeric, option_defaults
-from loopcheck.project.facts import ast_dotted
+from loopcheck.project.facts import ast_dotted, import_table
 
 if TYPE_CHECKING:
     from loopcheck.model import FileModel
@@ -238,16 +238,7 @@ class _Module:
         self.verdicts: dict[object, bool] = {}
         self.values: dict[object, bool] = {}
         # `from .blocks import ResBlock`: what names the module imports, and who reads those modules
-        self.imports: dict[str, tuple[str, str, int]] = {}
-        for node in tree.body:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    local = alias.asname or alias.name.split(".", 1)[0]
-                    self.imports[local] = (alias.name if alias.asname else local, "", 0)
-            elif isinstance(node, ast.ImportFrom):
-                for alias in node.names:
-                    if alias.name != "*":
-                        self.imports[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
+        self.imports = import_table(tree.body)
         self.resolve: Callable[[str], tuple[_Module, str] | None] | None = None
         # options of the checked file read as their default of 0 (a dropout rate the user may raise)
         self.zero_options: frozenset[str] = frozenset()

@@ -18,7 +18,7 @@ import ast
 import bisect
 import re
 from collections import deque
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, replace
 
 from loopcheck.project.flow import graph_from, keeps, may_flow
@@ -188,15 +188,7 @@ class ModuleReader:
         tree = self.tree
         if tree is None:
             return facts
-        for node in _statements(tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    local = alias.asname or alias.name.split(".", 1)[0]
-                    facts.imports[local] = (alias.name if alias.asname else local, "", 0)
-            elif isinstance(node, ast.ImportFrom):
-                for alias in node.names:
-                    if alias.name != "*":
-                        facts.imports[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
+        facts.imports.update(import_table(_statements(tree)))
         if ("DDP" in self.source or "DistributedDataParallel" in self.source) and _DDP_CALL.search(self.source):
             # an entry script, maybe (the substring tests rule out most modules faster than the pattern)
             ddp_lines, called = [], set()
@@ -439,6 +431,22 @@ class _Blocks:
 
 
 _CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+
+
+def import_table(statements: Iterable[ast.AST]) -> dict[str, tuple[str, str, int]]:
+    """The names these statements import: ``import a.b`` -> ``{"a": ("a", "", 0)}``, ``import a.b as c``
+    -> ``{"c": ("a.b", "", 0)}``, ``from .m import N as n`` -> ``{"n": ("m", "N", 1)}`` (star imports left out)."""
+    table: dict[str, tuple[str, str, int]] = {}
+    for node in statements:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".", 1)[0]
+                table[local] = (alias.name if alias.asname else local, "", 0)
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name != "*":
+                    table[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
+    return table
 
 
 def _statements(tree: ast.Module) -> list[ast.AST]:
