@@ -21,7 +21,7 @@ from collections import Counter
 from multiprocessing import get_context
 from pathlib import Path
 
-from benchmarks.mutation.run import IGNORED_CODES, training_files
+from benchmarks.mutation.run import findings, training_files
 
 KEEP = {"self", "cls"}
 
@@ -106,10 +106,8 @@ def renamed_pair(source: str, tree: ast.Module, mutated: str, line: int) -> tupl
 
 
 def _findings(source: str, path: Path, codes: frozenset[str]) -> Counter[tuple[str, int]]:
-    from loopcheck.engine import LazyProject, check_text
-
-    return Counter((f.code, f.line) for f in check_text(source, str(path), codes, project=LazyProject(str(path)))
-                   if f.code not in IGNORED_CODES and not f.code.startswith("LC0"))
+    """The rule findings (not LC0xx: a file not analysed, a bad suppression) of ``source``."""
+    return Counter({key: n for key, n in findings(source, path, codes).items() if not key[0].startswith("LC0")})
 
 
 def check(job: tuple[str, Path]) -> list[dict]:
@@ -126,17 +124,14 @@ def check(job: tuple[str, Path]) -> list[dict]:
     if not before:
         return []
     out = []
-    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    outermost = [f for f in functions if not any(
-        other is not f and other.lineno <= f.lineno and (other.end_lineno or 0) >= (f.end_lineno or 0)
-        for other in functions)]
-    in_functions = {line for f in outermost for line in range(f.lineno, (f.end_lineno or f.lineno) + 1)}
-    scopes: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.Module, set[int]]] = [
-        (f, set(range(f.lineno, (f.end_lineno or f.lineno) + 1))) for f in outermost]
-    scopes.append((tree, {line for _, line in before if line not in in_functions}))
-    for function, span in scopes:
-        if not any(line in span for _, line in before):
-            continue
+    # each outermost function holding a finding is renamed with all its lines; the module level with
+    # the lines of its own findings
+    scopes: dict[int, tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.Module, set[int]]] = {}
+    for _, line in before:
+        scope = scope_of(tree, line)
+        span = {line} if scope is tree else set(range(scope.lineno, (scope.end_lineno or scope.lineno) + 1))
+        scopes.setdefault(id(scope), (scope, set()))[1].update(span)
+    for function, span in scopes.values():
         text = renamed(source, function)
         if text is None:
             continue

@@ -89,7 +89,8 @@ def training_files(corpora: list[Path]) -> list[tuple[str, Path]]:
     return found
 
 
-def _findings(source: str, path: Path, codes: frozenset[str]) -> Counter[tuple[str, int]]:
+def findings(source: str, path: Path, codes: frozenset[str]) -> Counter[tuple[str, int]]:
+    """(code, line) of each finding of ``source`` checked as the file at ``path`` in its project."""
     from loopcheck.engine import LazyProject, check_text
 
     return Counter((f.code, f.line) for f in check_text(source, str(path), codes, project=LazyProject(str(path)))
@@ -155,8 +156,8 @@ def check_file(job: tuple[str, Path, frozenset[tuple[str, int]]]) -> list[Result
                 continue
             original, mutated = pair
         if original not in checked:
-            checked[original] = _findings(original, path, _CODES)
-        new = _findings(mutated, path, _CODES) - checked[original]
+            checked[original] = findings(original, path, _CODES)
+        new = findings(mutated, path, _CODES) - checked[original]
         codes = {code for code, _ in new}
         results.append(Result(name, mutant.code, repo, str(path), mutant.line, mutant.what,
                               mutant.code in codes, tuple(sorted(codes - {mutant.code}))))
