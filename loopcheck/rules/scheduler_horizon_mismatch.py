@@ -17,8 +17,15 @@ and the bound of the
 training loop counts that loop's iterations (`for it in range(max_iters)`, `while step < max_steps:`
 whose body adds 1 to `step` on every iteration, or `if global_step >= max_steps: break` where the
 loop adds 1 to `global_step` on every iteration: micro-batches, not the updates a counter advanced
-only in the step branch counts). The stepping's unit comes from the loop's shape: every
-batch (also after a stop `if iters == total_iters: break`, which only ends the loop), every N-th micro-batch, once per epoch (also from some epoch on, `if epoch >= warmup_epochs:`),
+only in the step branch counts), whatever its name says: full-batch training that steps once per
+iteration of `for epoch in range(max_epoch):` counts its steps in `T_max=max_epoch` (also where the
+loop's function takes `max_epoch` as a parameter and the caller builds `T_max=args.max_epoch`). A
+horizon divided by the accumulation count (`t_total = len(loader) // gradient_accumulation_steps *
+epochs`, copied from a script that accumulates) for a loop that steps the optimizer and the scheduler
+on every batch counts N batches a step the loop never takes: the schedule ends N times early. The stepping's unit comes from the loop's shape: every
+batch (also after a stop `if iters == total_iters: break`, which only ends the loop), every N-th micro-batch (a loop that runs backward, step and scheduler all under one condition, `if loss is
+not None:`, steps on every batch it back-propagates), once per epoch (also from some epoch on, `if epoch >=
+warmup_epochs:`, and after the batch loop of an Accelerate loop, outside `accumulate()`),
 or, in a loop that enters `with accelerator.accumulate(model):`, once per optimizer step for a
 scheduler handed to `accelerator.prepare` wherever the loop steps it (Accelerate 0.16 and later step
 it only when the optimizer steps, unless `step_scheduler_with_optimizer=False`; earlier versions
@@ -84,12 +91,12 @@ from loopcheck.model.accelerate import accumulation_setting, scheduler_gated
 from loopcheck.model.from_ast import statement_text
 from loopcheck.model.guards import GuardKind
 from loopcheck.model.index import Index
-from loopcheck.model.horizon import Unit, decay_expr, horizon_expr, unit_of, warmup_expr
+from loopcheck.model.horizon import ACCUMULATION_NAME, Unit, decay_expr, horizon_expr, unit_of, warmup_expr
 from loopcheck.model.narrowing import kind_tests, lets_through
 from loopcheck.model.syntax import (conjuncts, dotted, func_name, int_value, last_part, lines, names_in, own_call_name, positional,
                                     same, small_statements, source, walk)
 from loopcheck.model.training import is_data_loop
-from loopcheck.model.values import accumulation_gates_nothing
+from loopcheck.model.values import accumulation_gates_nothing, numeric
 from loopcheck.project import arguments
 from loopcheck.project.facts import FunctionFacts
 from loopcheck.project.schedules import SCHEDULE_TEXT, as_called, own_factory
@@ -332,7 +339,8 @@ for epoch in range(config["epochs"]):
 
     def check(self, model: FileModel) -> Iterator[Violation]:
         for training in model.training_loops:
-            if training.style not in (Style.PLAIN, Style.GUARDED, Style.MICRO_LOOP, Style.ACCELERATE):
+            if training.style not in (Style.PLAIN, Style.GUARDED, Style.MICRO_LOOP, Style.ACCELERATE) and \
+                    _shared_condition(training) is None:
                 continue
             # an accumulation count of 1 as shipped makes a batch an update; so does an Accelerate loop
             # whose Accelerator is given no accumulation count
@@ -350,14 +358,30 @@ for epoch in range(config["epochs"]):
                     # none of its names being this file's
                     calls = [c for c in passed[1] if lets_through(kinds, last_part(func_name(c) or ""))]
                     horizons = [_length(call, _BLANK) for call in calls]
-                    units = [unit_of(h, _BLANK) if h is not None else None for h in horizons]
+                    units = [(_parameter_bound_unit(h, training) or unit_of(h, _BLANK)) if h is not None else None
+                             for h in horizons]
                 else:
                     calls = [c for call in built for c in _as_built(call, model)
                              if lets_through(kinds, last_part(func_name(c) or ""))]
                     horizons = [_length(call, model.index) for call in calls]
-                    units = [(unit_of(h, model.index) or _loop_unit(h, training)) if h is not None else None
-                             for h in horizons]
+                    # the loop's own bound counts its iterations, whatever its name says (`range(max_epoch)`)
+                    units = [(_loop_unit(h, training) or _parameter_bound_unit(h, training) or unit_of(h, model.index))
+                             if h is not None else None for h in horizons]
                 # every scheduler the name may hold must mismatch (`if per_batch: scheduler = OneCycleLR(...)`)
+                # a horizon divided by the accumulation count (`len(loader) // gradient_accumulation_steps *
+                # epochs`) stepped with an optimizer that steps on every batch: the loop never accumulates,
+                # so the schedule ends N times too early
+                divided = [_divided_by_accumulation(h, model.index) if h is not None and passed is None else None
+                           for h in horizons]
+                if units and stepped is Unit.BATCHES and not accumulates and all(
+                        u is Unit.UPDATES and d is not None for u, d in zip(units, divided)) and \
+                        _never_accumulates(training, scheduler, model):
+                    yield self.at(scheduler, f"`{scheduler.receiver}` is stepped on every batch, as the optimizer is, "
+                                             f"but its horizon `{source(horizons[0])}` counts optimizer steps of "
+                                             f"`{source(divided[0])}` batches (the loop never accumulates): with "
+                                             f"`{source(divided[0])}` > 1 the schedule ends that many times too early"
+                                             f"{_built_by(scheduler, model)}")
+                    continue
                 if units and all(u is not None and _mismatch(u, stepped, accumulates) for u in units):
                     what = _DECAY_WORDS.get(last_part(func_name(calls[0]) or ""), "horizon")
                     counts = "count" if what == "milestones" else "counts"
@@ -496,10 +520,27 @@ def _loop_unit(horizon: cst.BaseExpression, training: TrainingLoop) -> Unit | No
     """A horizon that is the bound of the loop itself: ``for it in range(max_iters)`` counts
     iterations of that loop (micro-batches of the batch loop, optimizer steps of a micro-step loop's
     parent); so does the bound of a stop on a counter the batch loop adds 1 to on every iteration."""
-    if same(horizon, _range_bound(training.loop)) or same(horizon, _stop_bound(training.loop)):
+    if same(horizon, _range_bound(training.loop)) or same(horizon, _stop_bound(training.loop)) or \
+            same(horizon, _outer_while_bound(training.loop)):
         return Unit.BATCHES
     if training.style is Style.MICRO_LOOP and same(horizon, _range_bound(training.step_loop)):
         return Unit.UPDATES
+    return None
+
+
+def _parameter_bound_unit(horizon: cst.BaseExpression, training: TrainingLoop) -> Unit | None:
+    """A horizon named as the training loop's bound where that bound is a parameter of the function
+    holding the loop (``T_max=args.max_epoch`` built by the caller, ``for epoch in range(max_epoch):``
+    in ``pretrain(..., max_epoch)``): the caller's count of that loop's iterations, read as
+    ``_loop_unit`` reads a bound the horizon spells alike."""
+    function, name = training.loop.function, dotted(horizon)
+    if function is None or name is None:
+        return None
+    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
+                                     *function.params.kwonly_params)}
+    for bound in (_range_bound(training.loop), _stop_bound(training.loop), _outer_while_bound(training.loop)):
+        if isinstance(bound, cst.Name) and bound.value in params and bound.value == last_part(name):
+            return Unit.BATCHES
     return None
 
 
@@ -554,6 +595,24 @@ def _counted_every_iteration(node: cst.For | cst.While, counter: str) -> bool:
     return len(writes) == 1 and len(increments) == 1
 
 
+def _outer_while_bound(loop: Loop) -> cst.BaseExpression | None:
+    """``while step < total_steps:`` around the batch loop, whose body adds 1 to ``step`` on every
+    batch and nothing else in the nest writes it: the run ends after ``total_steps`` batches, however
+    many passes over the data that takes."""
+    outer = loop.parent
+    if outer is None or not outer.is_loop or not isinstance(outer.node, cst.While) or \
+            not isinstance(loop.node, (cst.For, cst.While)):
+        return None
+    test = outer.node.test
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1 or \
+            not isinstance(test.comparisons[0].operator, (cst.LessThan, cst.LessThanEqual)):
+        return None
+    counter, bound = dotted(test.left), test.comparisons[0].comparator
+    if counter is None or counter in names_in(bound):
+        return None
+    return bound if _counted_every_iteration(loop.node, counter) and len(_writes(outer.node, counter)) == 1 else None
+
+
 def _while_bound(node: cst.While) -> cst.BaseExpression | None:
     """``while step < max_steps:`` whose body adds 1 to ``step`` on every iteration, and writes it
     nowhere else: the loop runs ``max_steps`` times (fewer when resumed, the schedule with it)."""
@@ -592,6 +651,18 @@ def _stepping_units(training: TrainingLoop, model: FileModel) -> Iterator[tuple[
             if training.guard(scheduler).always:
                 gated = scheduler_gated(model, scheduler.receiver)
                 yield scheduler, None if gated is None else Unit.UPDATES if gated else Unit.BATCHES
+        # stepped after the batch loop, outside accumulate(): once an epoch, prepared or not (the
+        # last batch of an epoch syncs, so a prepared scheduler steps there too)
+        yield from _epoch_steps(training)
+        return
+    if training.style is Style.UNKNOWN:
+        # every backward and optimizer step under one condition (`if loss is not None:`): within it
+        # the loop steps on every batch
+        shared = _shared_condition(training) or 0
+        for scheduler in training.events(Kind.SCHEDULER_STEP):
+            if _branches(scheduler.conds[:shared]) == _branches(training.steps[0].conds[:shared]) and \
+                    training.guard(scheduler, scheduler.conds[shared:]).always:
+                yield scheduler, Unit.BATCHES
         return
     if training.style is Style.MICRO_LOOP:
         for scheduler in training.step_loop.events(Kind.SCHEDULER_STEP):
@@ -604,12 +675,68 @@ def _stepping_units(training: TrainingLoop, model: FileModel) -> Iterator[tuple[
             yield scheduler, Unit.BATCHES
         elif guard.periodic and training.style is Style.GUARDED:
             yield scheduler, Unit.UPDATES
+    yield from _epoch_steps(training)
+
+
+def _epoch_steps(training: TrainingLoop) -> Iterator[tuple[Event, Unit | None]]:
+    """The scheduler steps of the epoch loop around the batch loop, after it: once per epoch."""
     outer = training.loop.parent
     if outer is not None and outer.is_loop and is_data_loop(training.loop):
         for scheduler in outer.events(Kind.SCHEDULER_STEP):
             if scheduler.order > training.loop.order and (training.guard(scheduler).always
                                                           or _from_epoch_on(scheduler, outer)):
                 yield scheduler, Unit.EPOCHS
+
+
+def _branches(conds: tuple[Cond, ...]) -> list[tuple[int, str, bool]]:
+    return [(id(c.owner), c.branch, c.negated) for c in conds]
+
+
+def _shared_condition(training: TrainingLoop) -> int | None:
+    """How many leading conditions every backward and every optimizer step of an unrecognised loop
+    share (``if loss is not None:`` around backward, step and zeroing), where, past them, each step
+    runs on every iteration: the loop steps on every batch it back-propagates. None otherwise."""
+    if training.style is not Style.UNKNOWN or not training.steps or not training.backwards:
+        return None
+    events = [*training.backwards, *training.steps]
+    if any(e.loop is not training.loop for e in events):
+        return None
+    shared = min(len(e.conds) for e in events)
+    first = _branches(events[0].conds)
+    while shared and any(_branches(e.conds)[:shared] != first[:shared] for e in events):
+        shared -= 1
+    if not shared or any(c.test is None for c in events[0].conds[:shared]):
+        return None
+    return shared if all(training.guard(s, s.conds[shared:]).always for s in training.steps) else None
+
+
+def _never_accumulates(training: TrainingLoop, scheduler: Event, model: FileModel) -> bool:
+    """No variant of the loop accumulates (``if N > 1: ... else:`` steps every batch only where N is 1),
+    and no condition around the steps names an accumulation count."""
+    if any(t.accumulates for t in model.variants(training)):
+        return False
+    return not any(c.test is not None and any(ACCUMULATION_NAME.search(n) for n in names_in(c.test))
+                   for e in (scheduler, *training.steps) for c in e.conds)
+
+
+def _divided_by_accumulation(horizon: cst.CSTNode, index: Index, depth: int = 0) -> cst.BaseExpression | None:
+    """The accumulation count ``horizon`` is divided by (``len(loader) // args.gradient_accumulation_steps
+    * epochs``), directly or in the one value the file assigns to a name in it; None where it is not, or
+    where that count is 1 as the file ships it (a command-line default does not count)."""
+    for node in walk(horizon):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Divide, cst.FloorDivide)):
+            names = [n for n in names_in(node.right) if ACCUMULATION_NAME.search(last_part(n))]
+            if len(names) == 1 and dotted(node.right) == names[0]:
+                return None if numeric(node.right, index, defaults=False) == 1 else node.right
+    if depth >= 2:
+        return None
+    for name in names_in(horizon):
+        values = index.values.get(last_part(name), []) if "." not in name else []
+        if len(values) == 1:
+            found = _divided_by_accumulation(values[0], index, depth + 1)
+            if found is not None:
+                return found
+    return None
 
 
 def _until_break(scheduler: Event) -> bool:
