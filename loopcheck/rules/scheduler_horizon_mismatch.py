@@ -86,7 +86,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.model import Cond, Event, FileModel, Kind, Loop, Role, Style, TrainingLoop
+from loopcheck.model import Cond, Event, FileModel, Framework, Kind, Loop, Role, Style, TrainingLoop
 from loopcheck.model.accelerate import accumulation_setting, scheduler_gated
 from loopcheck.model.from_ast import statement_text
 from loopcheck.model.guards import GuardKind
@@ -712,8 +712,11 @@ def _shared_condition(training: TrainingLoop) -> int | None:
 
 def _never_accumulates(training: TrainingLoop, scheduler: Event, model: FileModel) -> bool:
     """No variant of the loop accumulates (``if N > 1: ... else:`` steps every batch only where N is 1),
-    and no condition around the steps names an accumulation count."""
-    if any(t.accumulates for t in model.variants(training)):
+    no condition around the steps names an accumulation count, and the loop back-propagates by plain
+    ``backward()``: ``accelerator.backward`` under DeepSpeed (``accelerator.gradient_accumulation_steps``
+    read from its config) steps the engine only every N micro-batches, whatever ``optimizer.step()`` says."""
+    if any(t.accumulates for t in model.variants(training)) or \
+            any(b.framework is not Framework.TORCH for b in training.backwards):
         return False
     return not any(c.test is not None and any(ACCUMULATION_NAME.search(n) for n in names_in(c.test))
                    for e in (scheduler, *training.steps) for c in e.conds)
