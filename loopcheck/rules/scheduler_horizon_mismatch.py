@@ -22,7 +22,9 @@ iteration of `for epoch in range(max_epoch):` counts its steps in `T_max=max_epo
 loop's function takes `max_epoch` as a parameter and the caller builds `T_max=args.max_epoch`). A
 horizon divided by the accumulation count (`t_total = len(loader) // gradient_accumulation_steps *
 epochs`, copied from a script that accumulates) for a loop that steps the optimizer and the scheduler
-on every batch counts N batches a step the loop never takes: the schedule ends N times early. The stepping's unit comes from the loop's shape: every
+on every batch counts N batches a step the loop never takes: the schedule ends N times early (not
+where the loop back-propagates through `accelerator.backward`, whose DeepSpeed engine may accumulate
+by its own config). The stepping's unit comes from the loop's shape: every
 batch (also after a stop `if iters == total_iters: break`, which only ends the loop), every N-th micro-batch (a loop that runs backward, step and scheduler all under one condition, `if loss is
 not None:`, steps on every batch it back-propagates), once per epoch (also from some epoch on, `if epoch >=
 warmup_epochs:`, and after the batch loop of an Accelerate loop, outside `accumulate()`),
