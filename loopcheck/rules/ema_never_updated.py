@@ -17,16 +17,25 @@ Update it once per optimizer step, after `optimizer.step()`: `ema.update(model)`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
 
 from loopcheck.model import FileModel, Kind, Role
 from loopcheck.model.roles import role_of_constructor
-from loopcheck.model.syntax import dotted, func_name, is_zero, keyword, last_part, walk
+from loopcheck.model.syntax import dotted, func_name, is_zero, keyword, last_part, target_names, walk
 from loopcheck.rules._base import Rule, Violation
 
 _UPDATES = {"update", "update_parameters", "step", "update_model_average", "update_ema", "ema_update", "apply"}
+# Library calls handed a model that wrap it or read, save or restore its weights, never averaging them:
+# `torch.compile(ema)`, `accelerator.prepare(ema)`, timm's `CheckpointSaver(model_ema=...)` and
+# `distribute_bn(model_ema, ...)` (which all-reduces BatchNorm statistics).
+_LEAVE_AVERAGE = {"torch.compile", "accelerator.prepare", "CheckpointSaver", "distribute_bn", "unwrap_model",
+                  "get_state_dict", "copy.deepcopy", "deepcopy"}
+# Checkpoint helpers (`load_checkpoint(model_ema, path)`, `resume_checkpoint`, `load_resume_state_dict`,
+# `save_checkpoint`): they restore or save the weights, once, outside the steps.
+_CHECKPOINT = re.compile(r"^(load|save|resume|restore)_|checkpoint", re.I)
 
 
 def _only_read_by_helpers(model: FileModel, name: str) -> bool:
@@ -37,16 +46,52 @@ def _only_read_by_helpers(model: FileModel, name: str) -> bool:
             passed = dotted(arg.value) or ""
             if last_part(passed) != name or "." in passed and passed not in bound and not passed.startswith("self."):
                 continue  # `getattr(cfg.ema, "enabled")` reads a setting named like it, not the EMA
-            fns = model.index.functions.get(func_name(call) or "", [])
+            called = func_name(call) or ""
+            if called in _LEAVE_AVERAGE or called.endswith(".accelerator.prepare") or \
+                    _CHECKPOINT.search(last_part(called)) and called not in model.index.functions:
+                continue
+            fns = model.index.functions.get(called, [])
             if len(fns) != 1:
                 return False  # another module's function, or a method: it may update it
             params = [p.name.value for p in fns[0].params.params]
             param = arg.keyword.value if arg.keyword is not None else (
                 params[position] if position < len(params) else None)
             if param is None or model.index.methods_in.get(fns[0], {}).get(param, set()) & _UPDATES \
-                    or _mutates(fns[0]):
+                    or _changes(fns[0], param):
                 return False  # `update_ema(ema, model)` that lerps its parameters in place
     return True
+
+
+def _changes(function: cst.FunctionDef, param: str) -> bool:
+    """The function changes in place what it reaches from ``param`` (``for e, p in zip(ema.parameters(),
+    ...): e.mul_(d).add_(p)``, ``ema.load_state_dict(...)``), or hands it on to a call that may: in-place
+    calls on other values (`torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)` of a training
+    function handed the EMA to pass it over) leave the EMA as it was."""
+    derived = {param}
+    for node in walk(function.body, into_functions=True):
+        if isinstance(node, cst.Assign) and _mentions(node.value, derived):
+            derived.update(n for t in node.targets for n in target_names(t.target))
+        elif isinstance(node, cst.For) and _mentions(node.iter, derived):
+            derived.update(target_names(node.target))
+    for node in walk(function.body, into_functions=True):
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func
+        called = func.attr.value if isinstance(func, cst.Attribute) else last_part(func_name(node) or "")
+        in_place = called == "load_state_dict" or called.startswith("_foreach_") or \
+            called.endswith("_") and not called.startswith("_") and called[:-1].isidentifier()
+        if in_place and (isinstance(func, cst.Attribute) and _mentions(func.value, derived)
+                         or any(_mentions(a.value, derived) for a in node.args)):
+            return True
+        name = func_name(node) or ""
+        if not in_place and name not in _LEAVE_AVERAGE and not _CHECKPOINT.search(last_part(name)) and any(
+                (dotted(a.value) or "").split(".", 1)[0].split("[", 1)[0] in derived for a in node.args):
+            return True  # handed on
+    return False
+
+
+def _mentions(expr: cst.CSTNode, names: set[str]) -> bool:
+    return any(isinstance(n, cst.Name) and n.value in names for n in walk(expr))
 
 
 _PLAIN_BASES = {"object", "Module", "LightningModule"}  # bases that never touch an attribute named like an EMA

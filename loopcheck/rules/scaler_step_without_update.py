@@ -22,11 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from loopcheck.fixes import insert_after, move_to_step, own_line
 from loopcheck.model import Cond, Event, FileModel, GuardKind, Kind, Style, TrainingLoop
 from loopcheck.model.amp import custom_scaler, extra_conds, is_skip_branch, same_scaler, scaler_steps
 from loopcheck.model.guards import exclusive
-from loopcheck.model.syntax import last_part
+from loopcheck.model.syntax import dotted, last_part, own_call_name, walk
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -169,7 +171,8 @@ for batch in loader:
         mine = [u for u in updates if same_scaler(u.receiver, scaler)]
         if not mine:
             short = last_part(scaler or "")
-            if "update" in model.index.methods_called.get(short, set()) or short in model.index.passed:
+            if "update" in model.index.methods_called.get(short, set()) or \
+                    short in model.index.passed and _handed_on(model, short):
                 return None  # updated somewhere the model does not place in this loop, or handed on
             if call.kind is Kind.SCALER_UNSCALE:
                 return None  # the step (reported, if at all) is what needs the update
@@ -211,3 +214,83 @@ for batch in loader:
 def _updated_before_exit(skip: Cond, updates: list[Event]) -> bool:
     """The skip branch calls ``scaler.update()`` itself before its ``continue``."""
     return any(c.owner is skip.owner and c.branch == "body" for u in updates for c in u.conds)
+
+
+# Built-ins that read what they are handed and keep nothing of it.
+_READERS = frozenset({"print", "str", "repr", "isinstance", "hasattr", "getattr", "id", "type", "len", "vars"})
+
+
+def _handed_on(model: FileModel, short: str) -> bool:
+    """Some call the scaler is handed to may update it, or keep it for something else to update:
+    anything but a built-in that only reads it, a function of this file whose parameter only reads it
+    (`train_one_epoch(model, loader, scaler)`, where `scaler.step(...)` / `scaler is None` is all that
+    is done with it), or a function of a project module called for its effect alone
+    (`utils.restart_from_checkpoint(path, scaler=scaler)`: the project's facts would show an update
+    at the call, and a statement keeps nothing it returns)."""
+    statements = {id(node.value) for node in walk(model.module, into_functions=True)
+                  if isinstance(node, cst.Expr) and isinstance(node.value, cst.Call)}
+    for call in model.index.calls:
+        handed = [a for a in call.args if (name := dotted(a.value)) is not None and last_part(name) == short]
+        if not handed:
+            continue
+        if _keeps_nothing(model, call, statements):
+            continue
+        if not all(_only_read(model, call, arg, statements) for arg in handed):
+            return True
+    return False
+
+
+def _keeps_nothing(model: FileModel, call: cst.Call, statements: set[int]) -> bool:
+    """A built-in that only reads, or a project function called for its effect alone."""
+    return (dotted(call.func) or "") in _READERS or \
+        model.project is not None and id(call) in statements and model.project.defines(call)
+
+
+def _only_read(model: FileModel, call: cst.Call, arg: cst.Arg, statements: set[int]) -> bool:
+    """``call`` is to the one function of this file so named, whose parameter receiving ``arg`` is only
+    tested (`p is None`, `if p:`), has methods other than ``update`` called on it, or is handed to what
+    keeps nothing of it (`save_checkpoint(model, p)` of a project module) there."""
+    own = own_call_name(call)
+    candidates = model.index.functions.get(own, []) if own is not None else []
+    if len(candidates) != 1 or arg.star:
+        return False
+    fn = candidates[0]
+    params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    if isinstance(call.func, cst.Attribute) and params[:1] == ["self"]:
+        params = params[1:]
+    if arg.keyword is not None:
+        param = arg.keyword.value
+        if param not in params and param not in [p.name.value for p in fn.params.kwonly_params]:
+            return False
+    else:
+        position = [a for a in call.args if a.keyword is None].index(arg)
+        if any(a.star for a in call.args[:call.args.index(arg)]) or position >= len(params):
+            return False
+        param = params[position]
+    uses = read = 0
+    for node in walk(fn.body, into_functions=True):
+        if isinstance(node, cst.Name) and node.value == param:
+            uses += 1
+        elif isinstance(node, cst.Arg):
+            read += node.keyword is not None and node.keyword.value == param  # `f(p=...)` names, not uses
+        elif isinstance(node, cst.Call):
+            read += sum(_is(a.value, param) for a in node.args) if _keeps_nothing(model, node, statements) else 0
+        elif isinstance(node, cst.Attribute) and _is(node.value, param):
+            if node.attr.value == "update":
+                return False
+            read += 1
+        elif isinstance(node, cst.Comparison):
+            read += _is(node.left, param) + sum(_is(c.comparator, param) for c in node.comparisons)
+        elif isinstance(node, (cst.If, cst.While)):
+            read += _is(node.test, param)
+        elif isinstance(node, cst.UnaryOperation):
+            read += _is(node.expression, param)
+        elif isinstance(node, cst.BooleanOperation):
+            read += _is(node.left, param) + _is(node.right, param)
+        elif isinstance(node, cst.IfExp):
+            read += _is(node.test, param)
+    return uses == read
+
+
+def _is(node: cst.CSTNode, name: str) -> bool:
+    return isinstance(node, cst.Name) and node.value == name

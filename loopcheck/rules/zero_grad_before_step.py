@@ -130,7 +130,7 @@ for real, _ in loader:
                     if _between(zero, max(feeding), step):
                         yield self._at(zeroing, zero, "clears the gradients after backward and before "
                                                       f"`{step.receiver}` steps: the step uses no gradients", model)
-                    elif not _partial(zeroing, zero, step) and (wiped := _wiped(training, zero, step)) is not None:
+                    elif not _partial(zeroing, zero, step) and (wiped := _wiped(training, zeroing, zero, step)) is not None:
                         yield self._at(zeroing, zero, f"runs between `{source(wiped.node)}` and the later backward "
                                                       f"that `{step.receiver}` steps on: the first backward's "
                                                       "gradients are cleared before any step uses them", model)
@@ -147,7 +147,7 @@ for real, _ in loader:
         return self.at(zero, f"`{source(zero.node)}` {says}")
 
 
-def _wiped(training: TrainingLoop, zero: Event, step: Event) -> Event | None:
+def _wiped(training: TrainingLoop, zeroing: Zeroing, zero: Event, step: Event) -> Event | None:
     """A backward whose gradients ``zero`` clears before ``step`` and before any other step consumes
     them (``loss_a.backward(); opt.zero_grad(); loss_b.backward(); opt.step()``): the backward is
     wasted. Not where the loop reads or writes gradients by hand in between (per-loss gradients
@@ -157,13 +157,14 @@ def _wiped(training: TrainingLoop, zero: Event, step: Event) -> Event | None:
     if not later or not _between(zero, zero.order - 1, step):
         return None
     stepping = loop.events(Kind.STEP, deep=True)
-    if any(s.receiver != step.receiver for s in stepping):
-        return None  # another optimizer (a GAN's discriminator) may step on the first backward's gradients
+    others = [s for s in stepping if s.receiver != step.receiver]
     steps = [s.order for s in stepping]
     for backward in loop.events(Kind.BACKWARD, deep=True):
         if backward.order >= zero.order or backward.framework is not Framework.TORCH or backward.loop is not zero.loop \
                 or backward.origin is not zero.origin:
             continue  # a helper's backward (input gradients for an adversarial example, a saliency map)
+        if any(not _cleared_before(zeroing, loop, backward, other) for other in others):
+            continue  # another optimizer (a GAN's generator) may step on this backward's gradients
         if exclusive(backward.conds, zero.conds) or backward.conds != zero.conds[: len(backward.conds)]:
             continue  # the zeroing must run whenever the backward ran
         if any(backward.order < s < zero.order for s in steps):
@@ -174,6 +175,22 @@ def _wiped(training: TrainingLoop, zero: Event, step: Event) -> Event | None:
             return None  # an auxiliary first pass: the later loss is rebuilt from the first loss's terms
         return backward
     return None
+
+
+def _cleared_before(zeroing: Zeroing, loop: Loop, backward: Event, other: Event) -> bool:
+    """The gradients ``backward`` leaves are certainly cleared for ``other``'s optimizer before ``other``
+    steps (dcgan: `netG.zero_grad()` before `optimizerG.step()`, after the discriminator's backward),
+    in this iteration or, for a step placed before the backward, in the next."""
+    if not other.optimizer:
+        return False
+    for zero in loop.events(Kind.ZERO_GRAD, deep=True):
+        if zeroing.clears(zero, other.optimizer) is not True or exclusive(zero.conds, other.conds) or \
+                zero.conds != other.conds[: len(zero.conds)]:
+            continue  # it must run whenever the other step runs
+        if backward.order < zero.order < other.order or \
+                other.order < backward.order and (zero.order > backward.order or zero.order < other.order):
+            return True
+    return False
 
 
 def _partial(zeroing: Zeroing, zero: Event, step: Event) -> bool:
