@@ -24,7 +24,6 @@ import ast
 import re
 from collections.abc import Callable, Iterator
 
-from benchmarks.mutation import edit
 from benchmarks.mutation import ops_accumulation as acc
 from benchmarks.mutation.run import Mutant
 

@@ -256,7 +256,9 @@ def _only_read(model: FileModel, call: cst.Call, arg: cst.Arg, statements: set[i
         return False
     fn = candidates[0]
     params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
-    if isinstance(call.func, cst.Attribute) and params[:1] == ["self"]:
+    if params[:1] == ["self"]:
+        if not isinstance(call.func, cst.Attribute):
+            return False  # `train(...)` naming a method: not the call it looks like
         params = params[1:]
     if arg.keyword is not None:
         param = arg.keyword.value
