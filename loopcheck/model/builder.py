@@ -366,6 +366,11 @@ class Builder:
     def _backward(self, call: cst.Call, recv_expr: cst.BaseExpression, recv: str, role: Role,
                   stmt: cst.CSTNode, st: _State) -> None:
         args = positional(call)
+        if args and role is Role.OPTIMIZER:
+            # an optimizer's own backward (apex's FP16_Optimizer, fairseq's): it scales the loss and
+            # calls `loss.backward()`, a plain backward that DDP all-reduces, whatever the names
+            self._event(st, Kind.BACKWARD, call, stmt, recv, loss=args[0])
+            return
         if args and _is_framework_backward(recv, role, args[0]):
             framework = {Role.ACCELERATOR: Framework.ACCELERATE}.get(role, Framework.ENGINE)
             if last_part(recv) == "fabric":

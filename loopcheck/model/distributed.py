@@ -70,9 +70,24 @@ class Micro(enum.Enum):
 
 
 def wrap_calls(model: FileModel, wrappers: frozenset[str]) -> list[cst.Call]:
-    """Calls of the file that build one of ``wrappers`` (``DDP(model, device_ids=[rank])``)."""
+    """Calls of the file that build one of ``wrappers`` (``DDP(model, device_ids=[rank])``), also
+    under a name the file imports it as (``DistributedDataParallel as NativeDDP``)."""
+    names = wrappers | _imported_as(model.index.imports, wrappers)
     return [c for c in model.index.calls
-            if (name := func_name(c)) is not None and last_part(name) in wrappers]
+            if (name := func_name(c)) is not None and last_part(name) in names]
+
+
+def _imported_as(imports: list[cst.Import | cst.ImportFrom], wrappers: frozenset[str]) -> frozenset[str]:
+    """The local names ``from torch.nn.parallel import DistributedDataParallel as NativeDDP`` binds
+    to one of ``wrappers``."""
+    found = set()
+    for node in imports:
+        if isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
+            for alias in node.names:
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name) \
+                        and isinstance(alias.name, cst.Name) and alias.name.value in wrappers:
+                    found.add(alias.asname.name.value)
+    return frozenset(found)
 
 
 def helpers_control_sync(model: FileModel) -> bool:
@@ -177,7 +192,8 @@ def conditional_no_sync(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, b
     return expr.test, body is not None, (body or orelse)  # type: ignore[return-value]
 
 
-def _from_guard(guard: Guard) -> Micro | None:
+def micro_from_guard(guard: Guard) -> Micro | None:
+    """On which micro-batches of a window an event under ``guard`` runs, where that is certain."""
     if guard.kind in (GuardKind.SYNC,):
         return Micro.LAST
     if guard.kind is GuardKind.NOT_SYNC:
@@ -215,7 +231,7 @@ def micro_of(test: cst.BaseExpression, training: TrainingLoop, order: int | None
         found = _micro_loop_test(test, training)
         if found is not None:
             return found
-    return _from_guard(training.reader.atom(test, False, order, 0))
+    return micro_from_guard(training.reader.atom(test, False, order, 0))
 
 
 def without_flag(test: cst.BaseExpression, training: TrainingLoop, order: int | None) -> cst.BaseExpression:

@@ -7,7 +7,12 @@ for the subclass's loop, where that module touches no sync) that never uses
 `model.no_sync()` or `model.require_backward_grad_sync` (itself or through a helper), nor apex's
 `model.disable_allreduce()`. In a file that touches the sync, a loop is checked only when none of
 that code can reach it: the top-level class or function holding the loop touches no sync, names no
-class or function that does, and is named by none (one trainer class's `no_sync()` does not cover another trainer of the file).
+class or function that does, and is named by none (one trainer class's `no_sync()` does not cover another trainer of the file),
+or when the loop enters `no_sync()` in one branch and back-propagates outside it in another, on
+micro-batches before the last (one branch never vouches for the other; a branch for a model that is
+not distributed, `if args.distributed:` ... `else:`, is not such a branch). Apex's `FP16_Optimizer`
+`backward(loss)` is a plain backward, whatever the optimizer is called, and a wrapper imported under
+another name (`DistributedDataParallel as NativeDDP`) is DDP.
 
 ## Why is this bad?
 DDP all-reduces the gradients in every backward pass. Under accumulation only the last
@@ -38,6 +43,7 @@ With Accelerate, run each micro-batch under `with accelerator.accumulate(model):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -54,11 +60,14 @@ from loopcheck.model.distributed import (
     helpers_control_sync,
     forward_helper,
     imported_ddp_wraps,
+    Micro,
     loss_sources,
+    micro_from_guard,
+    sync_flags,
     wrap_calls,
 )
 from loopcheck.model.memory import trained_modules
-from loopcheck.model.syntax import dotted, last_part, walk
+from loopcheck.model.syntax import dotted, last_part, names_in, walk
 from loopcheck.model.training import is_fabric_backward
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.model.variants import dead_in
@@ -286,14 +295,25 @@ class SemanticTrainer:
                 continue
             # a file that touches the sync itself: only loops its sync code cannot reach (the
             # units walk the whole file: read for the first loop that gets this far)
+            unsynced = None
             if model.index.attributes & SYNC_CONTROLS:
                 units = units or SyncUnits(model.module)
                 if units.may_sync(training.loop.function):
-                    continue
+                    # the sync is the loop's own business: only a branch of it that skips no_sync()
+                    # where its twin enters it (one branch never vouches for the other)
+                    unsynced = _unsynced_branch(training, backwards, model.variants(training))
+                    if unsynced is None:
+                        continue
             # one finding per loop, however many losses it back-propagates, in however many variants
             done.add(id(training.loop.node))
             # at the loop's own call that back-propagates (a helper may serve several loops)
             node, stmt = backwards[0].site or (backwards[0].node, backwards[0].stmt)
+            if unsynced is not None:
+                node, stmt = unsynced.site or (unsynced.node, unsynced.stmt)
+                yield Violation(node, stmt, f"gradients are accumulated ({training.style.value}) and another backward "
+                                            "of this loop runs under `no_sync()`, but this one does not, on micro-batches "
+                                            "before the last: each of them all-reduces, N-1 of N times for nothing")
+                continue
             if ddp or elsewhere or by_base:
                 by = f" (by {elsewhere[0]})" if elsewhere else f" (by the base class, {by_base})" if by_base and not ddp \
                     else ""
@@ -310,6 +330,53 @@ class SemanticTrainer:
                                             f"multi-process launch) and gradients are accumulated by hand "
                                             f"({training.style.value}) outside `accelerator.accumulate()`: every "
                                             "backward all-reduces, N-1 of N times for nothing")
+
+
+def _unsynced_branch(training: TrainingLoop, backwards: list[Event], variants: list[TrainingLoop]) -> Event | None:
+    """A backward of the loop that runs outside ``no_sync()`` on a micro-batch before the last, where
+    another backward of the loop runs under it (``if distill: ...`` in one branch, ``else: with
+    model.no_sync(): ...`` in the other): the loop controls the sync itself, and this branch does not.
+    One branch never vouches for the other, but a variant whose flags turn the sync off (``if
+    has_no_sync and not last:`` with ``has_no_sync`` false: not a DDP model) is not such a branch: the
+    flags tested on the way to the ``no_sync()`` must hold as they do there. None where each backward
+    either enters ``no_sync()`` or runs only on the last micro-batch (``else: loss.backward()`` of ``if
+    not last: with model.no_sync():``), or where that is not certain, or where the loop sets the sync
+    flag itself."""
+    synced = []  # the flags (as assumed) on the way to each backward under no_sync()
+    for variant in variants:
+        for backward in variant.backwards:
+            if any(c.kind.startswith("no_sync") for c in backward.contexts):
+                synced.append(_sync_flags_of(backward, variant.assumptions))
+    if not synced or sync_flags(training) or not any(
+            all(training.assumptions.get(k) == v for k, v in flags.items()) for flags in synced):
+        return None
+    for backward in backwards:
+        if any(c.kind.startswith("no_sync") for c in backward.contexts):
+            continue
+        guard = training.guard(backward)
+        if guard.always:
+            return backward
+        micro = micro_from_guard(guard) if not guard.partial else None
+        if micro is not None and micro is not Micro.LAST:
+            return backward
+    return None
+
+
+def _sync_flags_of(backward: Event, assumptions: dict[str, bool]) -> dict[str, bool]:
+    """The flags, as ``assumptions`` take them, that decide whether ``backward`` runs under its
+    ``no_sync()``: those tested together with the boundary (``if has_no_sync and not need_update:``)
+    and those about distribution (``if args.distributed:``, ``if world_size > 1:``). A flag that only
+    picks a way to train (``if args.distill:``) does not."""
+    found = {}
+    for cond in backward.conds:
+        names = names_in(cond.test) if cond.test is not None else set()
+        mixed = any(n not in assumptions for n in names)
+        found.update({n: assumptions[n] for n in names if n in assumptions and (mixed or _DISTRIBUTED.search(n))})
+    return found
+
+
+# Names of flags that say whether the model is distributed (its sync may then not exist).
+_DISTRIBUTED = re.compile(r"sync|distrib|ddp|rank|world|gpu|parallel|multi|dist\b|nproc", re.I)
 
 
 def _wrapper_bypassed(model: FileModel, training: TrainingLoop, wraps: list[cst.Call], backwards: list[Event]) -> bool:
