@@ -366,11 +366,6 @@ class Builder:
     def _backward(self, call: cst.Call, recv_expr: cst.BaseExpression, recv: str, role: Role,
                   stmt: cst.CSTNode, st: _State) -> None:
         args = positional(call)
-        if args and role is Role.OPTIMIZER:
-            # an optimizer's own backward (apex's FP16_Optimizer, fairseq's): it scales the loss and
-            # calls `loss.backward()`, a plain backward that DDP all-reduces, whatever the names
-            self._event(st, Kind.BACKWARD, call, stmt, recv, loss=args[0])
-            return
         if args and _is_framework_backward(recv, role, args[0]):
             framework = {Role.ACCELERATOR: Framework.ACCELERATE}.get(role, Framework.ENGINE)
             if last_part(recv) == "fabric":
@@ -490,7 +485,10 @@ class Builder:
 
 
 def _is_framework_backward(recv: str, role: Role, first: cst.BaseExpression) -> bool:
-    if role in (Role.ACCELERATOR, Role.ENGINE):
+    """``engine.backward(loss)``: a backward some object runs for the loss it is handed (an engine, an
+    accelerator, an optimizer's own such as apex's ``FP16_Optimizer``), known by the object's role
+    whatever the names, else by the names."""
+    if role in (Role.ACCELERATOR, Role.ENGINE, Role.OPTIMIZER):
         return True
     short = last_part(recv)
     if short in _ENGINE_RECEIVERS or short == "fabric":

@@ -10,8 +10,7 @@ that code can reach it: the top-level class or function holding the loop touches
 class or function that does, and is named by none (one trainer class's `no_sync()` does not cover another trainer of the file),
 or when the loop enters `no_sync()` in one branch and back-propagates outside it in another, on
 micro-batches before the last (one branch never vouches for the other; a branch for a model that is
-not distributed, `if args.distributed:` ... `else:`, is not such a branch). Apex's `FP16_Optimizer`
-`backward(loss)` is a plain backward, whatever the optimizer is called, and a wrapper imported under
+not distributed, `if args.distributed:` ... `else:`, is not such a branch). A wrapper imported under
 another name (`DistributedDataParallel as NativeDDP`) is DDP.
 
 ## Why is this bad?
