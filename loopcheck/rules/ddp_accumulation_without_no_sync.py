@@ -47,8 +47,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.model import Event, FileModel, Framework, Style, TrainingLoop
+from loopcheck.model import Assignment, Event, FileModel, Framework, Style, TrainingLoop
 from loopcheck.model.fabric import ddp_setups
+from loopcheck.model.index import Index
 from loopcheck.model.accelerate import prepared_modules
 from loopcheck.model.distributed import (
     DDP_WRAPPERS,
@@ -60,8 +61,10 @@ from loopcheck.model.distributed import (
     forward_helper,
     imported_ddp_wraps,
     Micro,
+    conditional_no_sync,
     loss_sources,
     micro_from_guard,
+    no_sync_receiver,
     sync_flags,
     wrap_calls,
 )
@@ -300,7 +303,7 @@ class SemanticTrainer:
                 if units.may_sync(training.loop.function):
                     # the sync is the loop's own business: only a branch of it that skips no_sync()
                     # where its twin enters it (one branch never vouches for the other)
-                    unsynced = _unsynced_branch(training, backwards, model.variants(training))
+                    unsynced = _unsynced_branch(training, backwards, model.variants(training), model.index)
                     if unsynced is None:
                         continue
             # one finding per loop, however many losses it back-propagates, in however many variants
@@ -331,7 +334,8 @@ class SemanticTrainer:
                                             "backward all-reduces, N-1 of N times for nothing")
 
 
-def _unsynced_branch(training: TrainingLoop, backwards: list[Event], variants: list[TrainingLoop]) -> Event | None:
+def _unsynced_branch(training: TrainingLoop, backwards: list[Event], variants: list[TrainingLoop],
+                     index: Index) -> Event | None:
     """A backward of the loop that runs outside ``no_sync()`` on a micro-batch before the last, where
     another backward of the loop runs under it (``if distill: ...`` in one branch, ``else: with
     model.no_sync(): ...`` in the other): the loop controls the sync itself, and this branch does not.
@@ -340,18 +344,26 @@ def _unsynced_branch(training: TrainingLoop, backwards: list[Event], variants: l
     flags tested on the way to the ``no_sync()`` must hold as they do there. None where each backward
     either enters ``no_sync()`` or runs only on the last micro-batch (``else: loss.backward()`` of ``if
     not last: with model.no_sync():``), or where that is not certain, or where the loop sets the sync
-    flag itself."""
+    flag itself. Only a backward of a loss that the module of such a ``no_sync()`` computed in the
+    iteration (itself or through a function of the file): another network's loss (a GAN's generator)
+    is not that sync's business."""
     synced = []  # the flags (as assumed) on the way to each backward under no_sync()
+    modules = set()  # the modules whose no_sync() those backwards run under
     for variant in variants:
         for backward in variant.backwards:
-            if any(c.kind.startswith("no_sync") for c in backward.contexts):
+            entered = [_no_sync_module(c.call) for c in backward.contexts if c.kind.startswith("no_sync")]
+            if entered:
                 synced.append(_sync_flags_of(backward, variant.assumptions))
+                modules.update(m for m in entered if m is not None)
     if not synced or sync_flags(training) or not any(
             all(training.assumptions.get(k) == v for k, v in flags.items()) for flags in synced):
         return None
     for backward in backwards:
         if any(c.kind.startswith("no_sync") for c in backward.contexts):
             continue
+        if not any(_computed_by(source, module, index) for source in loss_sources(training, backward)
+                   for module in modules):
+            continue  # not a loss of that module (a GAN's other network), or not certainly one
         guard = training.guard(backward)
         if guard.always:
             return backward
@@ -359,6 +371,24 @@ def _unsynced_branch(training: TrainingLoop, backwards: list[Event], variants: l
         if micro is not None and micro is not Micro.LAST:
             return backward
     return None
+
+
+def _computed_by(assignment: Assignment, module: str, index: Index) -> bool:
+    """``assignment`` calls the DDP ``module`` (``logits = model(x)``), or a function of the file that
+    runs it (``loss = _forward()``)."""
+    return any(isinstance(n, cst.Call) and (dotted(n.func) == module or forward_helper(n, module, index))
+               for n in walk(assignment.value))
+
+
+def _no_sync_module(context: cst.BaseExpression) -> str | None:
+    """``model`` for ``model.no_sync()``, ``model.no_sync() if ... else nullcontext()``,
+    ``accelerator.no_sync(model)`` or ``fabric.no_backward_sync(model, enabled=...)``."""
+    found = no_sync_receiver(context) or (conditional_no_sync(context) or (None, None, None))[2]
+    if found is None:
+        call = context.body if isinstance(context, cst.IfExp) else context
+        if isinstance(call, cst.Call) and call.args and not call.args[0].keyword:
+            found = dotted(call.args[0].value)
+    return found
 
 
 def _sync_flags_of(backward: Event, assumptions: dict[str, bool]) -> dict[str, bool]:
