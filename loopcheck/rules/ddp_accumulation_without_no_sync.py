@@ -10,7 +10,9 @@ that code can reach it: the top-level class or function holding the loop touches
 class or function that does, and is named by none (one trainer class's `no_sync()` does not cover another trainer of the file),
 or when the loop enters `no_sync()` in one branch and back-propagates outside it in another, on
 micro-batches before the last (one branch never vouches for the other; a branch for a model that is
-not distributed, `if args.distributed:` ... `else:`, is not such a branch). A wrapper imported under
+not distributed, `if args.distributed:` ... `else:`, is not such a branch; only a loss that module
+computed counts). That check also runs where no wrap is in sight (`task.no_sync()` of a task wrapped
+by another module): entering a module's `no_sync()` says it has a sync to skip. A wrapper imported under
 another name (`DistributedDataParallel as NativeDDP`) is DDP.
 
 ## Why is this bad?
@@ -278,7 +280,10 @@ class SemanticTrainer:
         fabric = ddp_setups(model) if not ddp and not elsewhere and not prepared else []
         # a class whose base, in another module, wraps the model: only that class's loops
         based = base_ddp_wraps(model) if not ddp and not elsewhere else {}
-        if not ddp and not elsewhere and not prepared and not based and not fabric:
+        # no wrap in sight, but the file enters a module's `no_sync()` itself: such a module has a
+        # sync to skip (wrapped where this file cannot see), and only the branch check applies
+        unseen = not ddp and not elsewhere and not prepared and not based and not fabric
+        if unseen and "no_sync" not in model.index.attributes:
             return
         done: set[int] = set()  # loops reported (in one of their variants)
         units: SyncUnits | None = None
@@ -286,7 +291,7 @@ class SemanticTrainer:
             if id(training.loop.node) in done:
                 continue
             by_base = based.get(_class_of(training.loop.function, model)) if based else None
-            if not (elsewhere or by_base or any(not dead_in(c, training.loop.function, training.assumptions)
+            if not (unseen or elsewhere or by_base or any(not dead_in(c, training.loop.function, training.assumptions)
                                                 for c in ddp or prepared or fabric)):
                 continue  # the wrap is on the other branch of a flag this variant fixes
             # every micro-batch back-propagates (itself, or with a twin in the other branch of the
@@ -298,7 +303,11 @@ class SemanticTrainer:
             # a file that touches the sync itself: only loops its sync code cannot reach (the
             # units walk the whole file: read for the first loop that gets this far)
             unsynced = None
-            if model.index.attributes & SYNC_CONTROLS:
+            if unseen:
+                unsynced = _unsynced_branch(training, backwards, model.variants(training), model.index)
+                if unsynced is None:
+                    continue
+            elif model.index.attributes & SYNC_CONTROLS:
                 units = units or SyncUnits(model.module)
                 if units.may_sync(training.loop.function):
                     # the sync is the loop's own business: only a branch of it that skips no_sync()
