@@ -321,9 +321,10 @@ class SemanticTrainer:
             node, stmt = backwards[0].site or (backwards[0].node, backwards[0].stmt)
             if unsynced is not None:
                 node, stmt = unsynced.site or (unsynced.node, unsynced.stmt)
-                yield Violation(node, stmt, f"gradients are accumulated ({training.style.value}) and another backward "
-                                            "of this loop runs under `no_sync()`, but this one does not, on micro-batches "
-                                            "before the last: each of them all-reduces, N-1 of N times for nothing")
+                yield Violation(node, stmt, f"gradients are accumulated ({training.style.value}) and another "
+                                            "backward of this loop runs under `no_sync()`, but this one does not, on "
+                                            "micro-batches before the last: each of them all-reduces, N-1 of N times "
+                                            "for nothing")
                 continue
             if ddp or elsewhere or by_base:
                 by = f" (by {elsewhere[0]})" if elsewhere else f" (by the base class, {by_base})" if by_base and not ddp \
