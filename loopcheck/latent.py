@@ -47,6 +47,18 @@ def condition(model: FileModel, code: str, node: cst.CSTNode) -> str | None:
     return f" (only when `{setting}` > 1; its default is {default})" if default in (0, 1) else None
 
 
+def setting_note(model: FileModel, modulus: cst.BaseExpression | None) -> str:
+    """`` (only when `args.N` > 1; its default is 1)`` for a condition counting to the configuration
+    value ``modulus`` (an attribute: an option or a config field), or an empty string."""
+    setting = dotted(modulus) if modulus is not None else None
+    if setting is None or "." not in setting:
+        return ""
+    default = _default(model, last_part(setting))
+    if default is None:
+        return f" (only when `{setting}` > 1)"
+    return f" (only when `{setting}` > 1; its default is {default})" if default in (0, 1) else ""
+
+
 def _turns_off(training: TrainingLoop, setting: str) -> bool:
     """The variant assumes the setting off: ``N`` false, ``N == 0``, or no value above 1 (``N <= 1``)."""
     assumptions = training.loop.assumptions

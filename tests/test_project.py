@@ -1079,3 +1079,58 @@ def test_numbers_a_model_of_another_module_returns_beside_its_loss_hold_no_graph
     write_project(project, {"model.py": LOGGING_MODEL.replace("dual_loss = lm_loss.item()", "dual_loss = 0.5 * lm_loss")})
     found = _codes(run_cli, "train.py")
     assert len(found) == 1 and found[0].startswith("train.py:19:") and " LC601 " in found[0] and "`dual_loss`" in found[0]
+
+
+COUNTING_MODEL = """
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+
+    class PromptModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Linear(8, 4)
+
+        def forward(self, x, y):
+            def head_out():
+                logits = self.head(x)
+                loss = F.cross_entropy(logits, y)
+                hit1 = 0
+                for i in range(len(y)):
+                    if logits[i].argmax() == y[i]:
+                        hit1 += 1
+                return loss, hit1
+
+            return head_out()
+"""
+
+COUNTING_LOOP = """
+    import torch
+    from model import PromptModel
+
+
+    def train(loader, epochs):
+        model = PromptModel()
+        optimizer = torch.optim.Adam(model.parameters())
+        for epoch in range(epochs):
+            hit1, tot_loss = 0, 0
+            for x, y in loader:
+                model.train()
+                loss, batch_hit1 = model(x, y)
+                hit1 += batch_hit1
+                tot_loss += loss.item()
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            print(epoch, hit1, tot_loss)
+"""
+
+
+def test_a_count_a_nested_helper_of_the_forward_returns_holds_no_graph(project: Path, run_cli) -> None:
+    # P-tuning's LAMA model: `hit1 = 0 ... hit1 += 1` in `bert_out()`, returned through `return bert_out()`
+    write_project(project, {"train.py": COUNTING_LOOP, "model.py": COUNTING_MODEL})
+    assert _codes(run_cli, "train.py") == []
+    write_project(project, {"model.py": COUNTING_MODEL.replace("hit1 += 1", "hit1 = hit1 + logits[i].sum()")})
+    found = _codes(run_cli, "train.py")
+    assert len(found) == 1 and found[0].startswith("train.py:14:") and " LC601 " in found[0]
+    assert "`batch_hit1`" in found[0]

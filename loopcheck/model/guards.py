@@ -744,8 +744,21 @@ class GuardReader:
     def _set_per_pass(self, name: str) -> bool:
         """Whether ``name`` is set again before each pass of this loop (in the loop or function around it)."""
         outer = self.loop.parent
-        return outer is not None and any(name in a.names and a.op == "=" and a.order < self.loop.order
-                                         for a in outer.assignments)
+        if outer is None:
+            return False
+        if any(name in a.names and a.op == "=" and a.order < self.loop.order for a in outer.assignments):
+            return True
+        if not outer.is_loop:
+            return False
+        # `nb_tr_steps = 0` after this loop in the epoch loop (the old Hugging Face scripts reset their
+        # counts after evaluating): it runs before the next pass too. Only a reset to a literal, on every
+        # pass or under a setting (not a test of what the epoch loop changes, `if epoch % 5 == 0:`)
+        changed = {n for a in outer.assignments for n in a.names}
+        return any(name in a.names and a.op == "=" and a.order > self.loop.order
+                   and int_value(_element(a, name)) is not None
+                   and all(c.test is not None and not (names_in(c.test) & changed) and self._invariant(c.test)
+                           for c in a.conds)
+                   for a in outer.assignments)
 
     def _grows_per_pass(self, term: cst.BaseExpression) -> bool | None:
         """``nb * epoch`` with the epoch loop's counter: True (zero on the first epoch); a term of the

@@ -1051,12 +1051,15 @@ def _is_number(expr: ast.expr | None) -> bool:
     return False
 
 
-def _numbers(nodes: list[ast.AST], params: list[str]) -> tuple[int, ...]:
+def _numbers(nodes: list[ast.AST], params: list[str], depth: int = 0) -> tuple[int, ...]:
     """The elements of a tuple return, the same in every ``return``, that are a number, or a name
-    whose every binding in the function is one (``a, b = 0, 0`` binds each to its own element): a
-    model's forward handing back a logged value (``dual_loss = lm_loss.item()``) next to its loss."""
+    whose every binding in the function is one (``a, b = 0, 0`` binds each to its own element; a count
+    ``hits = 0`` ... ``hits += 1``): a model's forward handing back a logged value (``dual_loss =
+    lm_loss.item()``) next to its loss. ``return bert_out()`` of a function defined in the body
+    returns what that function does."""
     bound: dict[str, list[ast.expr | None]] = {name: [None] for name in params}
     returns: list[ast.expr | None] = []
+    nested = {n.name: n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for sub in nodes:
         if isinstance(sub, ast.Assign):
             for target in sub.targets:
@@ -1069,8 +1072,10 @@ def _numbers(nodes: list[ast.AST], params: list[str]) -> tuple[int, ...]:
                         if isinstance(name, ast.Name):
                             bound.setdefault(name.id, []).append(value if name is element else None)
         elif isinstance(sub, (ast.AugAssign, ast.AnnAssign)) and isinstance(sub.target, ast.Name):
+            counted = isinstance(sub, ast.AugAssign) and isinstance(sub.op, (ast.Add, ast.Sub)) \
+                and _is_number(sub.value)
             bound.setdefault(sub.target.id, []).append(
-                sub.value if isinstance(sub, ast.AnnAssign) else None)
+                sub.value if isinstance(sub, ast.AnnAssign) or counted else None)
         elif isinstance(sub, (ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr, ast.withitem)):
             target = sub.optional_vars if isinstance(sub, ast.withitem) else sub.target
             for name in walk(target) if target is not None else ():
@@ -1083,6 +1088,12 @@ def _numbers(nodes: list[ast.AST], params: list[str]) -> tuple[int, ...]:
             returns.append(sub.value)
     found: set[int] | None = None
     for value in returns:
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in nested \
+                and depth < 2:
+            inner = nested[value.func.id]
+            numbers = set(_numbers(own_nodes(inner), [a.arg for a in inner.args.args], depth + 1))
+            found = numbers if found is None else found & numbers
+            continue
         if not isinstance(value, ast.Tuple):
             return ()
         numbers = {i for i, e in enumerate(value.elts) if _is_number(e) or isinstance(e, ast.Name) and bound.get(

@@ -36,7 +36,7 @@ _DDP_CALL = re.compile(rb"(DistributedDataParallel(?<!\wDistributedDataParallel)
 _DEFINES = (re.compile(rb"def(?<!\wdef)\s+(?=(\w+))"), re.compile(rb"class(?<!\wclass)\s+(?=(\w+))"))
 _DEFS = re.compile(rb"def(?<!\wdef)\s+(\w+)")
 _MAX_BYTES = 2_000_000
-_FORMAT = 21
+_FORMAT = 22
 _KEEP_TEXTS = 64
 # Parsed modules kept for more of their names (a loop calls one imported function, then another;
 # the next file imports others), up to this much source text (their trees take ~35 bytes a character).

@@ -13,6 +13,10 @@ zeroes in its own code, so it is read as written.
 `p.grad = None`) every step uses the sum of all gradients since training started: the updates
 grow without bound and training diverges or stalls, silently.
 
+A loop that steps on every micro-batch but clears the gradients only under an accumulation condition
+(`optimizer.step()` after every backward, `if (step + 1) % N == 0: optimizer.zero_grad()`) is flagged
+too: each step but the first of a window re-applies the gradients of micro-batches already stepped on.
+
 Not flagged: a loop that trains a module its function builds and then throws away, reading nothing
 it computes but the loss it back-propagates (a timing or memory benchmark): how it trains changes
 nothing anyone sees.
@@ -27,7 +31,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.model import Event, FileModel, Framework, Kind, Loop, Style
+from loopcheck.latent import setting_note
+from loopcheck.model import Event, FileModel, Framework, GuardKind, Kind, Loop, Style, TrainingLoop
+from loopcheck.model.guards import Guard
 from loopcheck.model.discarded import result_discarded
 from loopcheck.model.syntax import own_call_name, source, walk
 from loopcheck.model.optimizers import Zeroing
@@ -57,6 +63,25 @@ def _helper_zeroing(model: FileModel, scope: Loop) -> list[Event]:
         if len(fns) == 1 and fns[0] in scopes:
             found += scopes[fns[0]].events(Kind.ZERO_GRAD, deep=True)
     return found
+
+
+def _periodic_only(training: TrainingLoop, step: Event, clearing: list[Event]) -> Guard | None:
+    """The test of the one accumulation-style condition (``(i + 1) % N == 0``) every zeroing of the
+    optimizer runs under, where the step itself runs on every iteration after a backward on every
+    iteration: the gradients of N steps are summed before they are cleared."""
+    if not clearing or training.style is not Style.PLAIN or not training.guard(step).always:
+        return None
+    if not all(training.every_iteration(b) for b in training.backwards):
+        return None
+    guards: list[Guard] = []
+    for zero in clearing:
+        guard = training.guard(zero)
+        if zero.loop is not training.loop or guard.kind is not GuardKind.PERIODIC or guard.partial \
+                or guard.test is None:
+            return None
+        guards.append(guard)
+    same = all(source(g.test) == source(guards[0].test) for g in guards)  # type: ignore[arg-type]
+    return guards[0] if same else None
 
 
 def _built_in(loop: Loop, optimizer: str | None) -> bool:
@@ -126,6 +151,15 @@ for event in events:
     ]
     INVALID = [
         """
+for step in range(num_train_steps):
+    input_ids, labels = next(batches)
+    loss = F.cross_entropy(model(input_ids), labels)
+    loss.backward()
+    optimizer.step()  # LC103
+    if (step + 1) % args.gradient_accumulation_steps == 0:
+        optimizer.zero_grad()
+""",
+        """
 def train_layer(x, target):
     layer = Attention(64)
     optimizer = torch.optim.Adam(layer.parameters(), 1e-4)
@@ -185,7 +219,19 @@ for real, _ in loader:
             zeroing = Zeroing(model, {s.optimizer for s in steps if s.optimizer})
             for step in steps:
                 key = (id(training.loop.node), step.optimizer)
-                if any(zeroing.clears(z, step.optimizer) is not False for z in zeros) or key in reported:
+                clearing = [z for z in zeros if zeroing.clears(z, step.optimizer) is not False]
+                if key in reported:
+                    continue
+                periodic = _periodic_only(training, step, clearing)
+                if periodic is not None:
+                    reported.add(key)
+                    test = source(periodic.test)  # type: ignore[arg-type]
+                    yield self.at(step, f"`{step.receiver}` steps on every iteration but its gradients are cleared "
+                                        f"only under `{test}`: the steps in between add up the gradients of "
+                                        "micro-batches already stepped on; step under the same condition as the "
+                                        "zeroing" + setting_note(model, periodic.modulus))
+                    continue
+                if clearing:
                     continue  # some zeroing may clear this optimizer's gradients
                 if any(_built_in(loop, step.optimizer) for loop in nest):
                     continue  # a fresh optimizer per iteration, often over fresh tensors: nothing to carry

@@ -1,8 +1,9 @@
 """## What it does
 Checks gradient-accumulation loops over a data loader whose step condition never fires for the
 last, partial window of an epoch: `(i + 1) % N == 0`, `i % N == 0`, a counter that restarts each
-epoch, a threshold such as `n >= N` reset after the step, or a global counter whose windows are
-cut by a zeroing at each epoch start. A 0-based `i % N == 0` step leaves no window partial unless
+epoch (set before the batch loop, or reset after it in the epoch loop: `nb_tr_steps = 0` after the
+evaluation of the old Hugging Face scripts), a threshold such as `n >= N` reset after the step, or a
+global counter whose windows are cut by a zeroing at each epoch start. A 0-based `i % N == 0` step leaves no window partial unless
 a zeroing at each epoch start wipes the tail: without one, the tail is stepped together with the
 next epoch's first micro-batch (its wrong phase is LC106's finding). An exit at the top of the
 batch loop that can end a pass early (`if step >= steps_per_epoch: break`) may leave no window

@@ -28,7 +28,10 @@ nothing: their update divides the gradient's running mean by the root of its run
 takes its sign), so N times the gradient gives the same step. Where such a file clips, or the
 optimizer's weight decay is coupled (Adam's own `weight_decay`, added to the gradient before the
 ratio), the message says what changes: the clip threshold meets the N-fold sum, the decay weighs N
-times less against it. A running count is always flagged: it
+times less against it. Every construction of the optimizer counts: where another branch builds one
+this file cannot read (`optimizer = BertAdam(params, ...)` beside `FusedAdam` under `if args.fp16:`;
+BertAdam clips each gradient inside its step), the loss is flagged; a call handed the optimizer
+(`FP16_Optimizer(optimizer)`) only wraps it. A running count is always flagged: it
 weighs the micro-batches unequally, which no optimizer undoes. Nor is a raw loss flagged where every
 optimizer the loop steps gets a learning rate divided by N (Darknet's `base_lr = LR / batch_size /
 subdivision` for losses summed over the batch): `lr / N` times the window's sum is `lr` times its mean.
@@ -40,6 +43,7 @@ Divide where the loss is back-propagated: `(loss / accum_steps).backward()` or
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -280,6 +284,12 @@ def _effect(model: FileModel, training: TrainingLoop, count: str) -> str | None:
     """What the N-fold gradient changes; None where nothing does (an Adam-like optimizer with no
     coupled weight decay, and no clipping)."""
     adam = _adam_like(model, training)
+    named = _adam_named(model, training) if adam is None else None
+    if named is not None:
+        # `BertAdam(...)` in the other branch: an Adam whose clipping and decay this file cannot read
+        bert = " (`BertAdam` clips each gradient to norm 1.0 by default)" if "BertAdam" in named else ""
+        return (f"an Adam-like optimizer keeps its step size, but any clip threshold or coupled weight decay "
+                f"it applies{bert} meets a {count}-fold sum")
     if adam is None:
         return f"each optimizer step is {count} times too large"
     changes = [f"its coupled `weight_decay` weighs {count} times less against the gradient"] if adam else []
@@ -287,6 +297,25 @@ def _effect(model: FileModel, training: TrainingLoop, count: str) -> str | None:
         changes.append(f"the clip threshold meets the sum of {count} micro-batch gradients, so it clips as if set "
                        f"{count} times lower")
     return f"the step size of an Adam-like optimizer does not change, but {' and '.join(changes)}" if changes else None
+
+
+def _adam_named(model: FileModel, training: TrainingLoop) -> set[str] | None:
+    """The names of the calls building the optimizers the loop steps, where every one is named like an
+    Adam (``BertAdam``, ``FusedAdam``) or wraps one (``FP16_Optimizer(optimizer)``) and one is an Adam
+    whose arguments this file does not read (``BertAdam``); None otherwise."""
+    if not all(_direct_step(step.node) for step in training.steps):
+        return None
+    names: set[str] = set()
+    for step in training.steps:
+        short = last_part(step.receiver or "")
+        calls = model.roles.constructed.get(short, [])
+        built = [last_part(func_name(c) or "") for c in calls
+                 if not any(short in {last_part(n) for n in names_in(a.value)} for a in c.args)]
+        if not built or not all(re.search(r"Adam(W|ax)?$", n) for n in built):
+            return None
+        names.update(built)
+    # Adam classes this file reads are judged by their arguments (`_adam_like`); this is for the others
+    return names if names - _SCALE_FREE else None
 
 
 def _adam_like(model: FileModel, training: TrainingLoop) -> bool | None:
@@ -333,6 +362,13 @@ def _built_here(model: FileModel, names: set[str | None]) -> list[cst.Call] | No
     for name in names:
         found = model.roles.constructors(name, Role.OPTIMIZER) if name is not None else None
         if not found:
+            return None
+        # another call building the name from scratch (`optimizer = BertAdam(params, ...)` in the
+        # other branch of `if args.fp16:`) is an optimizer whose hyperparameters cannot be read here;
+        # a call handed the optimizer itself wraps it (`FP16_Optimizer(optimizer)`, `prepare(optimizer)`)
+        short = last_part(name)  # type: ignore[arg-type]
+        if any(call not in found and not any(short in {last_part(n) for n in names_in(a.value)} for a in call.args)
+               for call in model.roles.constructed.get(short, [])):
             return None
         calls.extend(found)
     return calls or None
