@@ -9,7 +9,9 @@ backward passes that feed one step (`loss_a.backward(); opt.zero_grad(); loss_b.
 opt.step()`) throws away the first loss: only the second one trains the model. Copying the first
 gradients out before the zeroing and combining them by hand (gradient surgery) is not flagged,
 nor is clearing one submodule of the stepped model between the passes (`model.codebook.zero_grad()`:
-VQ-VAE trains its codebook by the VQ loss alone).
+VQ-VAE trains its codebook by the VQ loss alone), nor a zeroing only under a test of the gradients
+themselves (`if not torch.isfinite(total_norm) or total_norm > max_norm:` with `total_norm` from
+`clip_grad_norm_`): that skips one update on purpose.
 
 A same-file helper that zeroes the optimizer it is passed (`reset_grad(optimizer)`) is read at
 its call.
@@ -20,6 +22,7 @@ Zero the gradients before `backward()` or after `optimizer.step()`, never betwee
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -27,7 +30,7 @@ import libcst as cst
 from loopcheck.model import Event, FileModel, Framework, Kind, Loop, Style, TrainingLoop
 from loopcheck.model.guards import exclusive
 from loopcheck.model.optimizers import Zeroing
-from loopcheck.model.syntax import last_part, names_in, source
+from loopcheck.model.syntax import func_name, last_part, names_in, source
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -128,6 +131,8 @@ for real, _ in loader:
                     if not _clears(zeroing, zero, step, optimizers):
                         continue
                     if _between(zero, max(feeding), step):
+                        if _skips_bad_gradients(zero, training.step_loop):
+                            continue  # the update is skipped on purpose: its gradients are too large or not finite
                         yield self._at(zeroing, zero, "clears the gradients after backward and before "
                                                       f"`{step.receiver}` steps: the step uses no gradients", model)
                     elif not _partial(zeroing, zero, step) and (wiped := _wiped(training, zeroing, zero, step)) is not None:
@@ -145,6 +150,22 @@ for real, _ in loader:
             call, stmt = zero.site
             return Violation(call, stmt, f"`{source(call)}` (through `{source(zero.node)}`) {says}")
         return self.at(zero, f"`{source(zero.node)}` {says}")
+
+
+# What measures the gradients a step would apply: `total_norm = clip_grad_norm_(params, max_norm)`
+_GRAD_NORMS = {"clip_grad_norm_", "clip_grad_norm", "get_grad_norm", "grad_norm", "global_norm", "total_norm"}
+
+
+def _skips_bad_gradients(zero: Event, loop: Loop) -> bool:
+    """The zeroing runs only under a test of the gradients themselves (their norm as ``clip_grad_norm_``
+    returned it, a ``.grad``): ``if not torch.isfinite(norm) or norm > limit: opt.zero_grad(set_to_none=True)``
+    before ``scaler.step(opt)`` skips that update on purpose and keeps the GradScaler's bookkeeping."""
+    tests = [c.test for c in zero.conds if c.test is not None]
+    if any(re.search(r"\.grad\b", source(test)) for test in tests):
+        return True
+    read = {n for test in tests for n in names_in(test)}
+    return any(set(a.names) & read and isinstance(a.value, cst.Call)
+               and last_part(func_name(a.value) or "") in _GRAD_NORMS for a in loop.assignments)
 
 
 def _wiped(training: TrainingLoop, zeroing: Zeroing, zero: Event, step: Event) -> Event | None:
