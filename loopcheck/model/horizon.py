@@ -14,7 +14,7 @@ import libcst as cst
 
 from loopcheck.model.index import Index
 from loopcheck.model.syntax import children, dotted, func_name, keyword, last_part, names_in, positional, walk
-from loopcheck.model.training import is_data_iterable
+from loopcheck.model.training import bound_to_data, is_data_iterable
 
 
 class Unit(enum.Enum):
@@ -200,16 +200,9 @@ def _counts_data(expr: cst.BaseExpression, index: Index) -> bool:
     for node in walk(expr):
         if isinstance(node, cst.Call) and func_name(node) == "len":
             args = positional(node)
-            if args and any(_DATA.search(last_part(n)) or _bound_to_data(n, index) for n in names_in(args[0])):
+            if args and any(_DATA.search(last_part(n)) or bound_to_data(n, index.values) for n in names_in(args[0])):
                 return True
     return False
-
-
-def _bound_to_data(name: str, index: Index) -> bool:
-    """Every value the file assigns to ``name`` is a loader or dataset (``DataLoader(...)``,
-    ``tqdm(train_loader)``)."""
-    values = index.values.get(last_part(name), []) if "." not in name else []
-    return bool(values) and all(is_data_iterable(v) for v in values)
 
 
 def _carries_accumulation(divisor: cst.BaseExpression, index: Index) -> bool | None:

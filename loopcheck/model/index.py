@@ -55,6 +55,7 @@ def _may_be_event(call: cst.Call) -> bool:
 
 def index_module(module: cst.Module) -> Index:
     index = Index()
+    index.roles.values, index.roles.functions = index.values, index.functions  # roles follow what names hold
     calls_by_fn: dict[cst.FunctionDef, set[str]] = {}
     _index_scope(index, module, [module], calls_by_fn)
     roots = _import_roots(index.imports)
@@ -130,6 +131,8 @@ def _index_assignment(index: Index, node: cst.Assign | cst.AnnAssign) -> None:
             index.roles.record(names, value)
             continue
         index.roles.record(names, value)
+        if len(names) > 1 and type(value) is cst.Call and len(names) == len(target.elements):  # type: ignore[attr-defined]
+            index.roles.record_unpacked(names, value)  # `model, optimizer = build(...)`
         if len(names) == 1:
             short = last_part(names[0])
             index.values.setdefault(short, []).append(value)

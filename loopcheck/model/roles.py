@@ -1,8 +1,11 @@
 """What an object in a training loop is: optimizer, scheduler, GradScaler, EMA, engine, ...
 
 ``QualifiedNameProvider`` cannot answer this (``opt.step()`` is just ``opt.step`` to it), so the
-file's own assignments decide (``opt = torch.optim.AdamW(...)``), and the variable's name decides
-when the file does not construct the object itself (``self.lr_scheduler.step()``).
+file's own assignments decide (``opt = torch.optim.AdamW(...)``), followed through what the file
+binds a name to (an alias ``v = self.optimizer``, a branch of ``GradScaler() if amp else None``, a
+class held in a name, a function or method of the file that returns the object, an element of the
+tuple such a function returns), and the variable's name decides when the file does not say what
+the object is (``self.lr_scheduler.step()``).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from functools import lru_cache
 
 import libcst as cst
 
-from loopcheck.model.syntax import dotted, func_name, last_part, method
+from loopcheck.model.syntax import dotted, func_name, last_part, method, own_call_name, walk
 
 
 class Role(enum.Enum):
@@ -51,10 +54,22 @@ _NAME_RULES: list[tuple[re.Pattern[str], Role]] = [
 ]
 
 
+# A container of the objects of a role, by its name (`self.optimizers[policy]`, `lr_schedulers[i]`).
+_CONTAINER = re.compile(r"(optimi[sz]ers|optims|opts|schedulers|scalers)$", re.I)
+# Names followed at most (`a = b`, `b = c`, ..., or a chain of factories) before a role is left unread.
+_DEPTH = 4
+# What Roles._flow answers for an object of another framework (`paddle.optimizer.Momentum(...)`).
+_FOREIGN: Role = object()  # type: ignore[assignment]
+
+
+def _is_none(expr: cst.BaseExpression) -> bool:
+    return type(expr) is cst.Name and expr.value == "None"  # type: ignore[attr-defined]
+
+
 @lru_cache(maxsize=4096)  # asked for the same few constructors for every call and name of a file
 def role_of_constructor(name: str) -> Role:
     short = last_part(name)
-    if short in _OPTIMIZERS or name.startswith(("optim.", "torch.optim.")) and "lr_scheduler" not in name:
+    if short in _OPTIMIZERS or short.endswith("Optimizer") and short[:1].isupper() or name.startswith(("optim.", "torch.optim.")) and "lr_scheduler" not in name:
         return Role.OPTIMIZER
     if "lr_scheduler" in name or _SCHEDULER.search(short):
         return Role.SCHEDULER
@@ -85,9 +100,19 @@ class Roles:
     constructed: dict[str, list[cst.Call]] = field(default_factory=dict)
     prepared: set[str] = field(default_factory=set)  # returned by accelerator.prepare(...)
     full_names: dict[str, set[str]] = field(default_factory=dict)  # `ema` -> {"self.ema"}: where it is bound
+    # `v0, v1 = build(...)`: short name -> (the call, the element's position)
+    unpacked: dict[str, list[tuple[cst.Call, int]]] = field(default_factory=dict)
+    maybe_none: set[str] = field(default_factory=set)  # short names bound to `GradScaler() if amp else None`
+    # shared with the Index: every value a single name is bound to, and the file's functions by name
+    values: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
+    functions: dict[str, list[cst.FunctionDef]] = field(default_factory=dict)
     _roles: dict[str, Role] = field(default_factory=dict, repr=False)  # of(name), until the next record()
+    _returns: dict[int, list[cst.BaseExpression | None]] = field(default_factory=dict, repr=False)
 
     def record(self, names: list[str], value: cst.BaseExpression) -> None:
+        if type(value) is cst.IfExp:
+            self._record_branches(names, value)  # type: ignore[arg-type]
+            return
         if not isinstance(value, cst.Call):
             return
         self._roles.clear()
@@ -99,6 +124,26 @@ class Roles:
             self.constructed.setdefault(last_part(names[0]), []).append(value)
             self.full_names.setdefault(last_part(names[0]), set()).add(names[0])
 
+    def _record_branches(self, names: list[str], value: cst.IfExp) -> None:
+        """``GradScaler() if amp else None``: each call is a constructor of the name, which may also be None."""
+        if len(names) != 1:
+            return
+        branches: list[cst.BaseExpression] = [value.body, value.orelse]
+        while branches:
+            branch = branches.pop()
+            if type(branch) is cst.IfExp:
+                branches += [branch.body, branch.orelse]  # type: ignore[attr-defined]
+            elif type(branch) is cst.Call:
+                self.record(names, branch)
+            elif _is_none(branch):
+                self.maybe_none.add(last_part(names[0]))
+
+    def record_unpacked(self, names: list[str], value: cst.Call) -> None:
+        """``a, b = call(...)``, one plain name per element."""
+        self._roles.clear()
+        for position, name in enumerate(names):
+            self.unpacked.setdefault(last_part(name), []).append((value, position))
+
     def of(self, name: str | None) -> Role:
         if not name:
             return Role.UNKNOWN
@@ -108,14 +153,130 @@ class Roles:
         return role
 
     def _of(self, name: str) -> Role:
-        for call in self.constructed.get(last_part(name), []):
-            constructor = func_name(call)
-            if constructor and constructor.split(".", 1)[0] in FOREIGN_FRAMEWORKS:
-                return Role.UNKNOWN  # `paddle.optimizer.Momentum(...)`: not torch's, out of scope
-            role = role_of_constructor(constructor) if constructor else Role.UNKNOWN
+        role = self._flow(name, set())
+        if role is _FOREIGN:
+            return Role.UNKNOWN  # `paddle.optimizer.Momentum(...)`: not torch's, out of scope
+        return role if role is not Role.UNKNOWN else role_of_name(name)
+
+    def _flow(self, name: str, seen: set[str], by_name: bool = True) -> Role:
+        """What the file binds ``name`` to says it is (never its own name): UNKNOWN when nothing does.
+        ``by_name``: an alias may take the role of the name it copies (``v = self.optimizer``)."""
+        short = last_part(name)
+        seen.add(short)
+        for call in self.constructed.get(short, []):
+            role = self._called(call, seen)
             if role is not Role.UNKNOWN:
                 return role
-        return role_of_name(name)
+        for call, position in self.unpacked.get(short, []):
+            role = self._returned(call, position, seen)
+            if role is not Role.UNKNOWN:
+                return role
+        # aliases: one role for every one of them, and no class of the file's building the name as
+        # something else (`model = Net()` and, in an evaluation function, `model = self.ema_model`)
+        roles = {self._held(v, seen, by_name) for v in self.values.get(short, []) if type(v) is not cst.Call and not _is_none(v)}
+        if len(roles) != 1 or any(last_part(func_name(c) or "")[:1].isupper() for c in self.constructed.get(short, [])):
+            return Role.UNKNOWN
+        return roles.pop()
+
+    def _held(self, value: cst.BaseExpression, seen: set[str], by_name: bool = True) -> Role:
+        """The role of the object ``value`` is: an alias (``v = self.optimizer``, ``v = w``) or an
+        element of a container of optimizers, schedulers or scalers (``v = self.optimizers[k]``)
+        takes the role of what it names, by what the file binds that to, else (``by_name``) by that
+        name."""
+        kind = type(value)
+        if kind is cst.Call:
+            return self._called(value, seen)  # type: ignore[arg-type]
+        if kind is cst.IfExp:
+            roles = {self._held(v, seen, by_name) for v in (value.body, value.orelse) if not _is_none(v)}  # type: ignore[attr-defined]
+            return roles.pop() if len(roles) == 1 else Role.UNKNOWN
+        if kind is cst.Subscript:
+            container = dotted(value.value)  # type: ignore[attr-defined]
+            # `hparams.optimizer_params["lr"]` is a setting, not an optimizer
+            return role_of_name(container) if by_name and container and _CONTAINER.search(container) else Role.UNKNOWN
+        target = dotted(value)
+        if target is None or target in ("None", "True", "False") or last_part(target) in seen or len(seen) > _DEPTH:
+            return Role.UNKNOWN
+        role = self._flow(target, seen, by_name)
+        return role if role is not Role.UNKNOWN or not by_name else role_of_name(target)
+
+    def _called(self, call: cst.Call, seen: set[str]) -> Role:
+        """What ``call`` builds: by its constructor's name, else by what the file binds the called name
+        to (a class: ``opt_cls = torch.optim.AdamW``; a table of classes), else by what the file's own
+        function or method of that name returns."""
+        constructor = func_name(call)
+        if constructor is None:
+            if type(call.func) is cst.Subscript:  # `optim_map[name](params)`
+                return self._classes(call.func.value, seen)  # type: ignore[attr-defined]
+            return Role.UNKNOWN
+        if constructor.split(".", 1)[0] in FOREIGN_FRAMEWORKS:
+            return _FOREIGN
+        role = role_of_constructor(constructor)
+        if role is not Role.UNKNOWN or len(seen) > _DEPTH:
+            return role
+        short = last_part(constructor)
+        if short not in seen:
+            held = seen | {short}
+            for value in self.values.get(short, []):
+                role = self._class(value, held)
+                if role is not Role.UNKNOWN:
+                    return role
+        return self._returned(call, None, seen)
+
+    def _class(self, value: cst.BaseExpression, seen: set[str]) -> Role:
+        """The role of what a class held in a name builds: ``torch.optim.AdamW``, either of ``Adam if c
+        else SGD``, a table of classes, an optimizer class from a factory (``get_optimizer(cfg)``)."""
+        kind = type(value)
+        if kind is cst.IfExp:
+            roles = {self._class(v, seen) for v in (value.body, value.orelse)}  # type: ignore[attr-defined]
+            return roles.pop() if len(roles) == 1 else Role.UNKNOWN
+        if kind is cst.Call and last_part(func_name(value) or "") == "partial" and value.args:  # type: ignore[arg-type, attr-defined]
+            return self._class(value.args[0].value, seen)  # type: ignore[attr-defined]  # `partial(optim.SGD, momentum=0.9)`
+        if kind is cst.Call:  # calling what a factory of optimizers returns builds an optimizer
+            return Role.OPTIMIZER if self._called(value, seen) is Role.OPTIMIZER else Role.UNKNOWN  # type: ignore[arg-type]
+        if kind is cst.Dict:
+            return self._classes(value, seen)
+        name = dotted(value)
+        return role_of_constructor(name) if name is not None else Role.UNKNOWN
+
+    def _classes(self, table: cst.BaseExpression, seen: set[str]) -> Role:
+        """The one role the classes of a table build (``{"adam": optim.Adam, "sgd": optim.SGD}``)."""
+        if type(table) is cst.Dict:
+            roles = {self._class(e.value, seen) if type(e) is cst.DictElement else Role.UNKNOWN
+                     for e in table.elements}  # type: ignore[attr-defined]
+        else:
+            name = dotted(table)
+            if name is None or last_part(name) in seen:
+                return Role.UNKNOWN
+            held = seen | {last_part(name)}
+            roles = {self._classes(t, held) for t in self.values.get(last_part(name), []) if type(t) is cst.Dict}
+        return roles.pop() if len(roles) == 1 else Role.UNKNOWN
+
+    def _returned(self, call: cst.Call, position: int | None, seen: set[str]) -> Role:
+        """The one role every ``return`` of the file's functions or methods named as ``call`` calls
+        them gives (element ``position`` of the tuple they return): ``def build(): opt = AdamW(...);
+        return model, opt``."""
+        own = own_call_name(call)
+        if own is None or own in seen or len(seen) > _DEPTH or own not in self.functions:
+            return Role.UNKNOWN
+        roles = set()
+        for fn in self.functions[own]:
+            for value in self._return_values(fn):
+                if value is None or _is_none(value):
+                    continue
+                if position is not None:
+                    elements = value.elements if type(value) is cst.Tuple else ()  # type: ignore[attr-defined]
+                    if len(elements) <= position or any(type(e) is cst.StarredElement for e in elements):
+                        return Role.UNKNOWN
+                    value = elements[position].value
+                # what the function builds, not what it calls it (`averaged_model = build_model()`)
+                roles.add(self._held(value, seen | {own}, by_name=False))
+        return roles.pop() if len(roles) == 1 else Role.UNKNOWN
+
+    def _return_values(self, fn: cst.FunctionDef) -> list[cst.BaseExpression | None]:
+        found = self._returns.get(id(fn))
+        if found is None:
+            found = self._returns[id(fn)] = [n.value for n in walk(fn) if type(n) is cst.Return]  # type: ignore[attr-defined]
+        return found
 
     def constructors(self, name: str | None, role: Role) -> list[cst.Call]:
         """The calls in this file that build ``name`` as a ``role``."""

@@ -159,6 +159,14 @@ def is_data_iterable(iterable: cst.BaseExpression | None) -> bool:
                                         for n in names_in(iterable))
 
 
+def bound_to_data(name: str | None, values: Mapping[str, list[cst.BaseExpression]]) -> bool:
+    """Every value the file assigns to the plain name ``name`` is a loader or dataset
+    (``v = DataLoader(...)``, ``v = tqdm(train_loader)``, ``v = self.train_loader``): ``values`` is
+    the file's (``Index.values``)."""
+    bound = values.get(name, []) if name and "." not in name else []
+    return bool(bound) and all(is_data_iterable(v) for v in bound)
+
+
 def is_data_loop(loop: Loop) -> bool:
     """The loop goes over a data loader, itself or through names bound to one before the loop
     (``epoch_iterator = tqdm(train_loader)``; ``for step, batch in enumerate(epoch_iterator)``), or

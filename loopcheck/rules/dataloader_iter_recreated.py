@@ -31,7 +31,7 @@ import libcst as cst
 from loopcheck.model import Event, FileModel, Kind, Loop
 from loopcheck.model.iterators import first_batch_of, iterated
 from loopcheck.model.syntax import dotted, func_name, keyword, last_part, positional, source, walk
-from loopcheck.model.training import is_data_iterable
+from loopcheck.model.training import bound_to_data, is_data_iterable
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -120,7 +120,7 @@ class Trainer:
                 continue  # a test re-reads a fixed first batch on purpose
             for restart in training.loop.events(Kind.LOADER_RESTART):
                 loader = _passed(model, training.loop, restart)
-                if not is_data_iterable(loader):
+                if not (is_data_iterable(loader) or bound_to_data(dotted(loader), model.index.values)):
                     continue  # `next(iter(model.parameters()))` and the like take no data
                 if _no_pass_to_restart(model, loader):
                     continue  # `iter()` of it starts no new pass over a loader

@@ -21,7 +21,7 @@ import libcst as cst
 
 from loopcheck.fixes import Edit, Fix
 from loopcheck.model import Event, FileModel, Kind, Style
-from loopcheck.model.amp import backward_scaler, direct_steps, scaler_disabled, scaler_steps
+from loopcheck.model.amp import backward_scaler, direct_steps, extra_conds, scaler_disabled, scaler_steps
 from loopcheck.model.guards import exclusive
 from loopcheck.model.syntax import last_part
 from loopcheck.rules._base import Rule, Violation
@@ -117,11 +117,14 @@ for batch in train_loader:
                 updates = training.step_loop.events(Kind.SCALER_UPDATE, deep=True)
                 # a wrapper of another project module that steps: rewriting its call would drop the rest of it
                 elsewhere = model.project.where(step.node) if model.project is not None else None
+                # `scaler = GradScaler() if amp else None` with a step that also runs where the scaled
+                # backward does not: `scaler.step(...)` there would be a call on None
+                may_be_none = last_part(scaler) in model.roles.maybe_none and bool(extra_conds(feeding, step))  # type: ignore[arg-type]
                 yield self.at(step, f"`{step.optimizer}.step()`{f' (in {elsewhere})' if elsewhere else ''} "
                                     f"applies gradients scaled by `{scaler}.scale(loss)`: step through "
                                     f"`{scaler}.step({step.optimizer})` so they are unscaled and inf/NaN "
                                     "steps are skipped",
-                              None if elsewhere else _through_scaler(step, scaler, needs_update=not updates))
+                              None if elsewhere or may_be_none else _through_scaler(step, scaler, needs_update=not updates))
 
 
 def _through_scaler(step: Event, scaler: str, needs_update: bool) -> Fix | None:
