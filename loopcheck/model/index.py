@@ -36,6 +36,7 @@ class Index:
     incremented: set[str] = field(default_factory=set)  # short names of `x += ...` targets (`self.n_iter += 1`)
     # "fn(param)" -> what the file's calls of its one function `fn` pass for `param`
     arguments: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
+    returns: dict[cst.FunctionDef, list[cst.BaseExpression | None]] = field(default_factory=dict)  # what each returns
 
 
 # Method and function names that can be training events (see Builder._classify).
@@ -55,7 +56,8 @@ def _may_be_event(call: cst.Call) -> bool:
 
 def index_module(module: cst.Module) -> Index:
     index = Index()
-    index.roles.values, index.roles.functions = index.values, index.functions  # roles follow what names hold
+    # roles follow what names hold and what the file's functions return
+    index.roles.values, index.roles.functions, index.roles.returns = index.values, index.functions, index.returns
     calls_by_fn: dict[cst.FunctionDef, set[str]] = {}
     _index_scope(index, module, [module], calls_by_fn)
     roots = _import_roots(index.imports)
@@ -104,6 +106,8 @@ def _index_scope(index: Index, scope: cst.FunctionDef | cst.Module, stack: list[
                 index.incremented.add(last_part(target))
         elif kind is cst.Import or kind is cst.ImportFrom:
             index.imports.append(node)  # type: ignore[arg-type]
+        elif kind is cst.Return and in_function:
+            index.returns.setdefault(scope, []).append(node.value)  # type: ignore[arg-type, attr-defined]
         elif kind is cst.Call:
             _index_call(index, node)
             if in_function:

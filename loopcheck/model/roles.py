@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import libcst as cst
 
-from loopcheck.model.syntax import dotted, func_name, last_part, method, own_call_name, walk
+from loopcheck.model.syntax import dotted, func_name, last_part, method, own_call_name
 
 
 class Role(enum.Enum):
@@ -106,8 +106,8 @@ class Roles:
     # shared with the Index: every value a single name is bound to, and the file's functions by name
     values: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
     functions: dict[str, list[cst.FunctionDef]] = field(default_factory=dict)
+    returns: dict[cst.FunctionDef, list[cst.BaseExpression | None]] = field(default_factory=dict)  # `return` values
     _roles: dict[str, Role] = field(default_factory=dict, repr=False)  # of(name), until the next record()
-    _returns: dict[int, list[cst.BaseExpression | None]] = field(default_factory=dict, repr=False)
 
     def record(self, names: list[str], value: cst.BaseExpression) -> None:
         if type(value) is cst.IfExp:
@@ -260,7 +260,7 @@ class Roles:
             return Role.UNKNOWN
         roles = set()
         for fn in self.functions[own]:
-            for value in self._return_values(fn):
+            for value in self.returns.get(fn, ()):
                 if value is None or _is_none(value):
                     continue
                 if position is not None:
@@ -271,12 +271,6 @@ class Roles:
                 # what the function builds, not what it calls it (`averaged_model = build_model()`)
                 roles.add(self._held(value, seen | {own}, by_name=False))
         return roles.pop() if len(roles) == 1 else Role.UNKNOWN
-
-    def _return_values(self, fn: cst.FunctionDef) -> list[cst.BaseExpression | None]:
-        found = self._returns.get(id(fn))
-        if found is None:
-            found = self._returns[id(fn)] = [n.value for n in walk(fn) if type(n) is cst.Return]  # type: ignore[attr-defined]
-        return found
 
     def constructors(self, name: str | None, role: Role) -> list[cst.Call]:
         """The calls in this file that build ``name`` as a ``role``."""
