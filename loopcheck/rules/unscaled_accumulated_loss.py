@@ -360,15 +360,18 @@ def _built_here(model: FileModel, names: set[str | None]) -> list[cst.Call] | No
     elsewhere (its hyperparameters cannot be read here)."""
     calls: list[cst.Call] = []
     for name in names:
-        found = model.roles.constructors(name, Role.OPTIMIZER) if name is not None else None
-        if not found:
-            return None
         # another call building the name from scratch (`optimizer = BertAdam(params, ...)` in the
         # other branch of `if args.fp16:`) is an optimizer whose hyperparameters cannot be read here;
         # a call handed the optimizer itself wraps it (`FP16_Optimizer(optimizer)`, `prepare(optimizer)`)
-        short = last_part(name)  # type: ignore[arg-type]
-        if any(call not in found and not any(short in {last_part(n) for n in names_in(a.value)} for a in call.args)
-               for call in model.roles.constructed.get(short, [])):
+        short = last_part(name) if name is not None else ""
+
+        def wraps(call: cst.Call) -> bool:
+            return any(short in {last_part(n) for n in names_in(a.value)} for a in call.args)
+
+        found = [c for c in model.roles.constructors(name, Role.OPTIMIZER) if not wraps(c)] if name is not None else None
+        if not found:
+            return None
+        if any(call not in found and not wraps(call) for call in model.roles.constructed.get(short, [])):
             return None
         calls.extend(found)
     return calls or None
