@@ -170,3 +170,21 @@ def test_a_zeroing_on_every_micro_batch_leaves_no_partial_window_until_it_is_fix
     fixed = fix_text(ZEROED_EACH, "t.py", frozenset({"LC101"})).source
     assert "            optimizer.step()\n            optimizer.zero_grad()\n" in fixed  # the fix is applied
     assert codes(fixed, "LC105") == ["LC105"]  # and the window it creates is reported
+
+
+def test_advice_names_the_loops_own_index_and_loader_when_another_counter_steps() -> None:
+    source = """
+def train(train_dataloader, args):
+    nb_tr_steps = 0
+    for epoch in range(3):
+        for idx, batch in enumerate(train_dataloader):
+            loss = model(batch) / args.gradient_accumulation_steps
+            loss.backward()
+            nb_tr_steps += 1
+            if nb_tr_steps % args.gradient_accumulation_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+        nb_tr_steps = 0
+"""
+    [finding] = [f for f in check_text(source, "train.py", resolve(select=["LC105"]))]
+    assert "add `or (idx + 1) == len(train_dataloader)` to the step condition" in finding.message

@@ -197,7 +197,10 @@ for epoch in range(epochs):
                     and guard.index in target.names:
                 last = _last_batch_test(target.value, guard.index, enumerate_start(target, guard.index))
             fix = _also_last(training, guard, last) if last and not window.spans_epochs else None
-            add = f"add `or {last or '(i + 1) == len(loader)'}` to the step condition"
+            # advice only: a step counter other than the loop's index still steps on the loop's last batch
+            hint = last or (_last_batch_test(target.value, target.names[0], enumerate_start(target, target.names[0]))
+                            if target is not None and target.op == "for" and target.names else None)
+            add = f"add `or {hint or '(i + 1) == len(loader)'}` to the step condition"
             if _short_pass_only(training, guard):
                 add = "its last-batch test holds only in an epoch of at most N batches; " + add
             zeroing = f"`{window.zeroing.receiver}.zero_grad()`" if window.zeroing is not None else "the zeroing"
