@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.model.syntax import children
+from loopcheck.model.syntax import children, param_names
 from loopcheck.model.training import TrainingLoop
 
 _OPTIMIZER_USES = frozenset({"step", "zero_grad"})
@@ -57,7 +57,7 @@ def result_discarded(training: TrainingLoop, optimizer: str | None) -> bool:
 def _module_of(fn: cst.FunctionDef, optimizer: str, values: dict[str, list[cst.BaseExpression]]) -> str | None:
     """``M`` of the one binding ``optimizer = torch.optim.X(M.parameters(), ...)`` in ``fn``, where ``M``
     is bound in ``fn`` only, each time by a call, and neither name is a parameter."""
-    params = {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params, *fn.params.posonly_params)}
+    params = param_names(fn.params)
     bound = values.get(optimizer, [])
     if len(bound) != 1 or optimizer in params or not isinstance(bound[0], cst.Call) or not bound[0].args:
         return None

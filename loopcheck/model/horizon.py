@@ -13,8 +13,8 @@ import re
 import libcst as cst
 
 from loopcheck.model.index import Index
-from loopcheck.model.syntax import children, dotted, func_name, keyword, last_part, names_in, positional, walk
-from loopcheck.model.training import bound_to_data, is_data_iterable
+from loopcheck.model.syntax import children, dotted, func_name, keyword, last_part, names_in, param_names, positional, walk
+from loopcheck.model.training import bound_to_data
 
 
 class Unit(enum.Enum):
@@ -315,7 +315,7 @@ def _given_lengths(fn: cst.BaseExpression | None) -> cst.BaseExpression | None:
         given = [a.value for a in fn.args[1:]]
         star = any(a.star for a in fn.args)
     elif isinstance(fn, cst.Lambda) and isinstance(fn.body, cst.Call) and func_name(fn.body) is not None:
-        own = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+        own = param_names(fn.params)
         reads = [(a.value, own & {n.split(".")[0] for n in names_in(a.value)}) for a in fn.body.args]
         if any(read and not (isinstance(v, cst.Name) and v.value in own) for v, read in reads):
             return None  # `f(step // steps_per_epoch, args.epochs)`: the function is given something else than the step
@@ -332,7 +332,7 @@ def _given_lengths(fn: cst.BaseExpression | None) -> cst.BaseExpression | None:
 def _beyond_parameters(body: cst.CSTNode, params: cst.Parameters) -> cst.CSTNode | None:
     """A schedule function's body, where it names more than its own parameters: ``lambda epoch:
     epoch ** 0.65`` has no horizon, its ``epoch`` is the step count the scheduler passes in."""
-    own = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    own = param_names(params)
     return body if any(last_part(n) not in own and n.split(".")[0] not in own for n in names_in(body)) else None
 
 

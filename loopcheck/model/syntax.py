@@ -302,6 +302,12 @@ def same(a: cst.CSTNode | None, b: cst.CSTNode | None) -> bool:
     return source(a).replace(" ", "").strip("()") == source(b).replace(" ", "").strip("()")
 
 
+def param_names(params: cst.Parameters) -> set[str]:
+    """The names of a function's or lambda's parameters, positional-only and keyword-only included
+    (not ``*args`` / ``**kwargs``)."""
+    return {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+
+
 def target_names(target: cst.BaseAssignTargetExpression | cst.BaseExpression) -> list[str]:
     """Names bound by an assignment target: ``a``, ``self.a``, each element of ``a, (b, c)``."""
     kind = type(target)  # exact types: isinstance() on libcst's ABCs is several times slower

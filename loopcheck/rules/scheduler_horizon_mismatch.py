@@ -95,8 +95,8 @@ from loopcheck.model.guards import GuardKind
 from loopcheck.model.index import Index
 from loopcheck.model.horizon import ACCUMULATION_NAME, Unit, decay_expr, horizon_expr, unit_of, warmup_expr
 from loopcheck.model.narrowing import kind_tests, lets_through
-from loopcheck.model.syntax import (conjuncts, dotted, func_name, int_value, last_part, lines, names_in, own_call_name, positional,
-                                    same, small_statements, source, walk)
+from loopcheck.model.syntax import (conjuncts, dotted, func_name, int_value, last_part, lines, names_in, own_call_name,
+                                    param_names, positional, same, small_statements, source, walk)
 from loopcheck.model.training import is_data_loop
 from loopcheck.model.values import accumulation_gates_nothing, numeric
 from loopcheck.project import arguments
@@ -522,8 +522,7 @@ def _loop_unit(horizon: cst.BaseExpression, training: TrainingLoop) -> Unit | No
     """A horizon that is the bound of the loop itself: ``for it in range(max_iters)`` counts
     iterations of that loop (micro-batches of the batch loop, optimizer steps of a micro-step loop's
     parent); so does the bound of a stop on a counter the batch loop adds 1 to on every iteration."""
-    if same(horizon, _range_bound(training.loop)) or same(horizon, _stop_bound(training.loop)) or \
-            same(horizon, _outer_while_bound(training.loop)):
+    if any(same(horizon, bound) for bound in _loop_bounds(training.loop)):
         return Unit.BATCHES
     if training.style is Style.MICRO_LOOP and same(horizon, _range_bound(training.step_loop)):
         return Unit.UPDATES
@@ -538,12 +537,17 @@ def _parameter_bound_unit(horizon: cst.BaseExpression, training: TrainingLoop) -
     function, name = training.loop.function, dotted(horizon)
     if function is None or name is None:
         return None
-    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
-                                     *function.params.kwonly_params)}
-    for bound in (_range_bound(training.loop), _stop_bound(training.loop), _outer_while_bound(training.loop)):
+    params = param_names(function.params)
+    for bound in _loop_bounds(training.loop):
         if isinstance(bound, cst.Name) and bound.value in params and bound.value == last_part(name):
             return Unit.BATCHES
     return None
+
+
+def _loop_bounds(loop: Loop) -> tuple[cst.BaseExpression | None, ...]:
+    """What bounds the batch loop's iterations: its ``range``, a stop on a counter it adds 1 to on
+    every iteration, an outer ``while`` budget on such a counter."""
+    return _range_bound(loop), _stop_bound(loop), _outer_while_bound(loop)
 
 
 def _range_bound(loop: Loop) -> cst.BaseExpression | None:
