@@ -40,3 +40,26 @@ def test_lc104_names_the_zeroing_as_written() -> None:
     (finding,) = check_source(GRADS_SET_TO_NONE_BEFORE_STEP, select=["LC104"])
     # the loop sets the gradients to None: there is no `p.zero_grad()` call to point at
     assert finding.message.startswith("`p.grad = None` clears the gradients after backward")
+
+
+APEX_DDP_ACCUMULATING = """
+import torch
+from apex.parallel import DistributedDataParallel as DDP
+
+model = DDP(model)
+for step, (x, y) in enumerate(loader):
+    loss = torch.nn.functional.cross_entropy(model(x), y) / accum
+    loss.backward()
+    if (step + 1) % accum == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+
+def test_lc501_on_apex_ddp_advises_its_own_switch() -> None:
+    (finding,) = check_source(APEX_DDP_ACCUMULATING, select=["LC501"])
+    # apex's DDP has no no_sync(): the advice must be the switch it does have
+    assert "disable_allreduce()" in finding.message and "apex's DistributedDataParallel" in finding.message
+    (torch_ddp,) = check_source(APEX_DDP_ACCUMULATING.replace("from apex.parallel", "from torch.nn.parallel"),
+                                select=["LC501"])
+    assert "disable_allreduce" not in torch_ddp.message and "no_sync()" in torch_ddp.message

@@ -77,6 +77,22 @@ def wrap_calls(model: FileModel, wrappers: frozenset[str]) -> list[cst.Call]:
             if (name := func_name(c)) is not None and last_part(name) in names]
 
 
+def apex_wraps(model: FileModel, wraps: list[cst.Call]) -> bool:
+    """Whether each of ``wraps`` builds apex's ``DistributedDataParallel`` (``apex.parallel.
+    DistributedDataParallel(model)``, or a name the file imports only from apex: ``from apex.parallel
+    import DistributedDataParallel as DDP``), which has no ``no_sync()``."""
+    sources: dict[str, set[bool]] = {}  # local name -> whether each import binding it is apex's
+    for node in model.index.imports:
+        if isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
+            root = (dotted(node.module) or "").split(".")[0]
+            for alias in node.names:
+                local = alias.asname.name if alias.asname is not None else alias.name
+                if isinstance(local, cst.Name):
+                    sources.setdefault(local.value, set()).add(root == "apex")
+    return all((name := func_name(c)) is not None
+               and (name.startswith("apex.") or sources.get(name) == {True}) for c in wraps)
+
+
 def _imported_as(imports: list[cst.Import | cst.ImportFrom], wrappers: frozenset[str]) -> frozenset[str]:
     """The local names ``from torch.nn.parallel import DistributedDataParallel as NativeDDP`` binds
     to one of ``wrappers``."""

@@ -36,6 +36,8 @@ prepared, so nothing is all-reduced at all there (the ranks never sync, which is
 ## Fix
 Run the forward and backward of every micro-batch but the last under `with model.no_sync():`,
 or set `model.require_backward_grad_sync = (micro_step == N - 1)` before the forward (nanoGPT).
+apex's `DistributedDataParallel` has no `no_sync()`: call `model.disable_allreduce()` before the
+micro-batches that do not step and `model.enable_allreduce()` before the last.
 With Accelerate, run each micro-batch under `with accelerator.accumulate(model):` (with
 `Accelerator(gradient_accumulation_steps=N)`), or its forward and backward under
 `accelerator.no_sync(model)` on all but the last micro-batch. With Fabric, run them under
@@ -58,6 +60,7 @@ from loopcheck.model.distributed import (
     FSDP_WRAPPERS,
     SYNC_CONTROLS,
     SyncUnits,
+    apex_wraps,
     base_ddp_wraps,
     helpers_control_sync,
     forward_helper,
@@ -326,7 +329,13 @@ class SemanticTrainer:
                                             "micro-batches before the last: each of them all-reduces, N-1 of N times "
                                             "for nothing")
                 continue
-            if ddp or elsewhere or by_base:
+            if ddp and apex_wraps(model, ddp):
+                yield Violation(node, stmt, "the model is wrapped in apex's DistributedDataParallel and gradients are "
+                                            f"accumulated ({training.style.value}), but its all-reduce is never "
+                                            "switched off (apex's DDP has no `no_sync()`: `model.disable_allreduce()` "
+                                            "before the micro-batches that do not step, `enable_allreduce()` before "
+                                            "the last): every backward all-reduces, N-1 of N times for nothing")
+            elif ddp or elsewhere or by_base:
                 by = f" (by {elsewhere[0]})" if elsewhere else f" (by the base class, {by_base})" if by_base and not ddp \
                     else ""
                 yield Violation(node, stmt, f"the model is wrapped in DistributedDataParallel{by} and gradients are "
