@@ -70,6 +70,44 @@ def test_entry_script_that_wraps_and_calls_the_loop(project: Path, run_cli) -> N
     assert len(found) == 1 and " LC501 " in found[0] and "by main.py:6" in found[0]
 
 
+@pytest.mark.parametrize(("others", "found"), [(0, 1), (3, 1), (99, 1), (100, 0)])
+def test_a_tree_of_many_projects_is_not_searched_for_entry_scripts(project: Path, run_cli, others: int,
+                                                                   found: int) -> None:
+    # a folder of checkouts or a home directory: reading every wrap in it would take minutes
+    engine = ACCUMULATING.replace("from utils import smart_ddp\n", "").replace("        model = smart_ddp(model)\n", "")
+    main = """
+        import torch
+        from torch.nn.parallel import DistributedDataParallel
+        from engine import train
+
+        model = DistributedDataParallel(torch.nn.Linear(4, 2))
+        train(model, [])
+    """
+    other = "from torch.nn.parallel import DistributedDataParallel as DDP\n\nwrapped = DDP(model)\n"
+    write_project(project, {"engine.py": engine, "main.py": main, **{f"other{i}/run.py": other for i in range(others)}})
+    codes = _codes(run_cli, "engine.py")
+    assert len(codes) == found and all(" LC501 " in c and "by main.py:6" in c for c in codes)
+
+
+@pytest.mark.parametrize(("walked", "found"), [(3, 1), (2, 0)])
+def test_a_tree_past_the_walk_bound_is_not_searched_for_entry_scripts(project: Path, run_cli,
+                                                                      monkeypatch: pytest.MonkeyPatch, walked: int,
+                                                                      found: int) -> None:
+    monkeypatch.setattr("loopcheck.project.index._MAX_WALKED", walked)
+    engine = ACCUMULATING.replace("from utils import smart_ddp\n", "").replace("        model = smart_ddp(model)\n", "")
+    main = """
+        import torch
+        from torch.nn.parallel import DistributedDataParallel
+        from engine import train
+
+        model = DistributedDataParallel(torch.nn.Linear(4, 2))
+        train(model, [])
+    """
+    write_project(project, {"engine.py": engine, "main.py": main, "notes.py": "x = 1\n"})  # three files
+    codes = _codes(run_cli, "engine.py")
+    assert len(codes) == found and all(" LC501 " in c and "by main.py:6" in c for c in codes)
+
+
 @pytest.mark.parametrize(("directory", "found"), [("mae_st", 1), ("other_name", 0)])
 def test_a_repository_that_imports_itself_as_the_package_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                run_cli, directory: str, found: int) -> None:

@@ -36,6 +36,10 @@ _DDP_CALL = re.compile(rb"(DistributedDataParallel(?<!\wDistributedDataParallel)
 _DEFINES = (re.compile(rb"def(?<!\wdef)\s+(?=(\w+))"), re.compile(rb"class(?<!\wclass)\s+(?=(\w+))"))
 _DEFS = re.compile(rb"def(?<!\wdef)\s+(\w+)")
 _MAX_BYTES = 2_000_000
+# A tree past either bound is a collection of projects (a home directory, a folder of checkouts), not
+# one project: its entry scripts are not searched (on 87,000 files that search took minutes).
+_MAX_WALKED = 20_000  # Python files under the root
+_MAX_DDP_FILES = 100  # files building a DDP wrapper (the repositories measured hold at most 7)
 _FORMAT = 22
 _KEEP_TEXTS = 64
 # Parsed modules kept for more of their names (a loop calls one imported function, then another;
@@ -299,10 +303,17 @@ class ProjectIndex:
 
     # -- entry scripts -----------------------------------------------------------------------
     def ddp_files(self) -> list[ModuleFacts]:
-        """Facts of every project file that builds a DistributedDataParallel wrapper itself."""
+        """Facts of every project file that builds a DistributedDataParallel wrapper itself (none
+        where the root holds more files than one project does)."""
         if self._ddp_files is None:
             self._ddp_files = []
-            for name, rel in self._python_files():
+            files = self._python_files()
+            if len(files) > _MAX_WALKED:
+                return self._ddp_files
+            # in the walk's order: the facts of a file outlined before (they say whether it wraps),
+            # or the path of one whose text builds a wrapper, to be read
+            wrapping: list[ModuleFacts | str] = []
+            for name, rel in files:
                 try:
                     st = os.stat(name)
                 except OSError:
@@ -326,13 +337,17 @@ class ProjectIndex:
                         if not fresh:
                             self._put(rel, [st.st_size, st.st_mtime_ns, None])
                         continue
-                found = self.facts(Path(name), functions=False)
-                if found is not None and found.ddp_lines:
-                    self._ddp_files.append(found)
+                    wrapping.append(name)
+                elif (found := self.facts(Path(name), functions=False)) is not None and found.ddp_lines:
+                    wrapping.append(found)
+            if len(wrapping) <= _MAX_DDP_FILES:
+                self._ddp_files = [found for item in wrapping if (found := item if isinstance(item, ModuleFacts)
+                                   else self.facts(Path(item), functions=False)) is not None and found.ddp_lines]
         return self._ddp_files
 
     def _python_files(self) -> list[tuple[str, str]]:
-        """(path, path relative to the root with "/") of each Python file of the project."""
+        """(path, path relative to the root with "/") of each Python file of the project; the walk
+        stops once it has found more than ``_MAX_WALKED``."""
         if self._files is not None:
             return self._files
         found: list[tuple[str, str]] = []
@@ -342,6 +357,8 @@ class ProjectIndex:
             rel = os.path.relpath(directory, root).replace(os.sep, "/")
             prefix = "" if rel == "." else f"{rel}/"
             found.extend((os.path.join(directory, f), f"{prefix}{f}") for f in sorted(files) if f.endswith(".py"))
+            if len(found) > _MAX_WALKED:
+                break
         self._files = found
         return found
 
