@@ -4,8 +4,9 @@ The root is the nearest directory above the file holding ``pyproject.toml``, ``s
 ``setup.cfg`` or ``.git`` (pre-commit passes single files: the index is read from there), or
 else the directory above the file's outermost package. Module
 facts are read with ``ast`` only for the modules a checked file imports, plus the project files
-whose text builds a DDP wrapper (the entry script that imports the training loop); they are
-cached on disk per root, keyed by each file's size and modification time.
+whose text builds a DDP wrapper (the entry script that imports the training loop; not searched in
+a tree too large to be one project); they are cached on disk per root, keyed by each file's size
+and modification time.
 """
 
 from __future__ import annotations
