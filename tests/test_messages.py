@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from loopcheck.engine import check_source
 
 LOADER_RESTARTED = """
@@ -63,3 +65,30 @@ def test_lc501_on_apex_ddp_advises_its_own_switch() -> None:
     (torch_ddp,) = check_source(APEX_DDP_ACCUMULATING.replace("from apex.parallel", "from torch.nn.parallel"),
                                 select=["LC501"])
     assert "disable_allreduce" not in torch_ddp.message and "no_sync()" in torch_ddp.message
+
+
+COUNTER_WITHOUT_INDEX = """
+import torch
+from tqdm import tqdm
+
+for epoch in range(3):
+    step = 0
+    for batch in tqdm(loader):
+        loss = model(batch) / args.gradient_accumulation_steps
+        loss.backward()
+        step += 1
+        if step % args.gradient_accumulation_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+
+
+@pytest.mark.parametrize(("source", "advice"), [
+    (COUNTER_WITHOUT_INDEX, "`or step == len(loader)`"),
+    # counted after the test: the counter is one behind at the test
+    (COUNTER_WITHOUT_INDEX.replace("        step += 1\n", "").replace("if step %", "if (step + 1) %")
+     .replace("optimizer.zero_grad()\n", "optimizer.zero_grad()\n        step += 1\n"), "`or (step + 1) == len(loader)`"),
+])
+def test_lc105_advice_uses_the_counter_of_a_loop_without_an_index(source: str, advice: str) -> None:
+    (finding,) = check_source(source, select=["LC105"])
+    assert advice in finding.message and "(i + 1)" not in finding.message

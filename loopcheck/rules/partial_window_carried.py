@@ -33,7 +33,7 @@ import libcst as cst
 from loopcheck.fixes import Edit, Fix
 from loopcheck.model import FileModel, GuardKind, Phase, TrainingLoop
 from loopcheck.model.guards import Guard, enumerate_start, unwrap_iterable
-from loopcheck.model.syntax import children, func_name, positional, same, source
+from loopcheck.model.syntax import children, func_name, int_value, names_in, positional, same, source, walk
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.model.windows import Tail, partial_window
 from loopcheck.rules._base import Rule, Violation
@@ -200,6 +200,8 @@ for epoch in range(epochs):
             # advice only: a step counter other than the loop's index still steps on the loop's last batch
             hint = last or (_last_batch_test(target.value, target.names[0], enumerate_start(target, target.names[0]))
                             if target is not None and target.op == "for" and target.names else None)
+            if hint is None and target is not None and target.op == "for":
+                hint = _counted_last_batch(guard, target.value)
             add = f"add `or {hint or '(i + 1) == len(loader)'}` to the step condition"
             if _short_pass_only(training, guard):
                 add = "its last-batch test holds only in an epoch of at most N batches; " + add
@@ -283,6 +285,25 @@ def _truth_position(parent: cst.CSTNode, child: cst.CSTNode) -> bool:
         return parent.test is child
     return isinstance(parent, cst.BooleanOperation) or isinstance(parent, cst.UnaryOperation) and isinstance(
         parent.operator, cst.Not)
+
+
+def _counted_last_batch(guard: Guard, iterable: cst.BaseExpression) -> str | None:
+    """``step == len(bar)`` for ``for batch in bar:`` stepping on ``step % N == 0``, where ``step``
+    counts the epoch's micro-batches (it starts again each pass and the test fires on the last
+    micro-batch of a window): the counter the step tests reaches the epoch's length on its last batch."""
+    if guard.phase is not Phase.BOUNDARY or guard.restarts is not True or guard.index is None \
+            or guard.modulus is None or guard.test is None:
+        return None
+    loader = unwrap_iterable(iterable)
+    if not isinstance(loader, (cst.Name, cst.Attribute)):
+        return None
+    for node in walk(guard.test):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo) \
+                and same(node.right, guard.modulus) and guard.index in names_in(node.left) \
+                and (isinstance(node.left, cst.Name) or isinstance(node.left, cst.BinaryOperation)
+                     and isinstance(node.left.operator, cst.Add) and int_value(node.left.right) == 1):
+            return f"{source(node.left)} == len({source(loader)})"
+    return None
 
 
 def _last_batch_test(iterable: cst.BaseExpression, index: str, start: int | None) -> str | None:
