@@ -92,3 +92,22 @@ for epoch in range(3):
 def test_lc105_advice_uses_the_counter_of_a_loop_without_an_index(source: str, advice: str) -> None:
     (finding,) = check_source(source, select=["LC105"])
     assert advice in finding.message and "(i + 1)" not in finding.message
+
+
+LOGGED_LOADER = """
+import torch
+
+def train_one_epoch(model, data_loader, optimizer, metric_logger, accum_iter):
+    optimizer.zero_grad()
+    for data_iter_step, (x, y) in enumerate(metric_logger.log_every(data_loader, 20, "Epoch")):
+        loss = torch.nn.functional.cross_entropy(model(x), y) / accum_iter
+        loss.backward()
+        if (data_iter_step + 1) % accum_iter == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+
+
+def test_lc105_advice_names_the_loader_a_metric_logger_wraps() -> None:
+    (finding,) = check_source(LOGGED_LOADER, select=["LC105"])
+    assert "`or (data_iter_step + 1) == len(data_loader)`" in finding.message

@@ -198,7 +198,8 @@ for epoch in range(epochs):
                 last = _last_batch_test(target.value, guard.index, enumerate_start(target, guard.index))
             fix = _also_last(training, guard, last) if last and not window.spans_epochs else None
             # advice only: a step counter other than the loop's index still steps on the loop's last batch
-            hint = last or (_last_batch_test(target.value, target.names[0], enumerate_start(target, target.names[0]))
+            hint = last or (_last_batch_test(target.value, target.names[0], enumerate_start(target, target.names[0]),
+                                             through_log_every=True)
                             if target is not None and target.op == "for" and target.names else None)
             if hint is None and target is not None and target.op == "for":
                 hint = _counted_last_batch(guard, target.value)
@@ -306,15 +307,18 @@ def _counted_last_batch(guard: Guard, iterable: cst.BaseExpression) -> str | Non
     return None
 
 
-def _last_batch_test(iterable: cst.BaseExpression, index: str, start: int | None) -> str | None:
-    """``(i + 1) == len(loader)`` for ``for i, batch in enumerate(loader)``."""
+def _last_batch_test(iterable: cst.BaseExpression, index: str, start: int | None,
+                     through_log_every: bool = False) -> str | None:
+    """``(i + 1) == len(loader)`` for ``for i, batch in enumerate(loader)`` (also for
+    ``enumerate(metric_logger.log_every(loader, ...))`` where ``through_log_every``: the advice's
+    test, not the fix's)."""
     iterable = unwrap_iterable(iterable)
     if isinstance(iterable, cst.Call) and func_name(iterable) == "range" and len(positional(iterable)) == 1:
         return f"({index} + 1) == {source(positional(iterable)[0])}"  # `for step in range(len(xs) // bs)`
     if not isinstance(iterable, cst.Call) or func_name(iterable) != "enumerate" or start not in (0, 1):
         return None
     args = positional(iterable)
-    loader = unwrap_iterable(args[0]) if args else None
+    loader = unwrap_iterable(args[0], through_log_every) if args else None
     if loader is None or isinstance(loader, cst.Call):
         return None
     return f"({index} + 1) == len({source(loader)})" if start == 0 else f"{index} == len({source(loader)})"
