@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from loopcheck.project.facts import FunctionFacts, ModuleFacts
 from loopcheck.project import callers as _callers
+from loopcheck.project import ddp_helpers as _ddp_helpers
 from loopcheck.project import index as _index
 from loopcheck.project.index import ProjectIndex, find_root, project_index
 from loopcheck.project import pins as _pins
@@ -625,6 +626,10 @@ def _ddp_importers(imported: Imported) -> list[str]:
     if passes:
         taking = _methods_taking(imported.path, imported._tree, {(method, param) for _, method, param in passes})
         found += [where for where, method, param in passes if (method, param) in taking and where not in found]
+    # handed DDP modules by a file that got them from a project helper (`Gen, Dis = prepare_parallel(...)`
+    # ... `WORKER(Gen=Gen, Dis=Dis)`)
+    found += [where for where, target in _ddp_helpers.handed(index)
+              if _index.real_path(target) == imported.path and where not in found]
     return found
 
 

@@ -96,6 +96,9 @@ class ModuleFacts:
     # (method, parameter: a keyword or a position) of calls `obj.method(...)` that pass the DDP wrapper
     # it builds (a runner calling `self.task.train_epoch(model=self.model)`, `model` a property returning it)
     passes_ddp: tuple[tuple[str, str], ...] = ()
+    # top-level functions that return a DDP wrapper they build (`def prepare_parallel(G, D): D = DDP(D);
+    # return G, D`): a file that calls one hands DDP modules to what it calls next
+    returns_ddp: tuple[str, ...] = ()
     complete: bool = True  # every function read (else only those of ``names``: a checked file's own view has none)
     # when not complete: the top-level functions and methods read (``Trainer.step``; ``*.step``: of every class)
     names: tuple[str, ...] = ()
@@ -110,14 +113,14 @@ class ModuleFacts:
     def with_outline(self, outline: ModuleFacts) -> ModuleFacts:
         """These facts with the imports and DDP wraps of ``outline``."""
         return replace(self, imports=outline.imports, ddp_lines=outline.ddp_lines, called=outline.called,
-                       passes_ddp=outline.passes_ddp, outlined=True)
+                       passes_ddp=outline.passes_ddp, returns_ddp=outline.returns_ddp, outlined=True)
 
     def to_json(self) -> dict[str, object]:
         """Plain data for ``json`` (what ``asdict`` gives, without its deep copies)."""
         return {"path": self.path, "functions": {k: dict(vars(f)) for k, f in self.functions.items()},
                 "classes": {c: {k: dict(vars(f)) for k, f in ms.items()} for c, ms in self.classes.items()},
                 "imports": dict(self.imports), "ddp_lines": self.ddp_lines, "called": self.called,
-                "passes_ddp": self.passes_ddp,
+                "passes_ddp": self.passes_ddp, "returns_ddp": self.returns_ddp,
                 "complete": self.complete, "names": self.names, "outlined": self.outlined}
 
     @classmethod
@@ -133,6 +136,7 @@ class ModuleFacts:
             ddp_lines=tuple(data["ddp_lines"]),  # type: ignore[arg-type]
             called=tuple(data["called"]),  # type: ignore[arg-type]
             passes_ddp=tuple(tuple(p) for p in data.get("passes_ddp", ())),  # type: ignore[union-attr, misc]
+            returns_ddp=tuple(data.get("returns_ddp", ())),  # type: ignore[arg-type]
             complete=bool(data.get("complete", True)),
             names=tuple(data.get("names", ())),  # type: ignore[arg-type]
             outlined=bool(data.get("outlined", True)),
@@ -206,6 +210,7 @@ class ModuleReader:
             facts.ddp_lines, facts.called = tuple(sorted(ddp_lines)), tuple(sorted(called))
             if ddp_lines:
                 facts.passes_ddp = _passes_ddp(nodes, facts.imports)
+                facts.returns_ddp = _returns_ddp(tree)
         return facts
 
     def read(self, facts: ModuleFacts, names: Collection[str] | None) -> ModuleFacts:
@@ -468,6 +473,27 @@ def _statements(tree: ast.Module) -> list[ast.AST]:
 _BLOCK_FIELDS = {kind: tuple(f for f in kind._fields if f in ("body", "orelse", "finalbody", "handlers", "cases"))
                  for kind in (getattr(ast, name) for name in dir(ast)) if isinstance(kind, type)
                  and issubclass(kind, ast.AST) and {"body", "orelse", "finalbody", "handlers", "cases"} & set(kind._fields)}
+
+
+def _returns_ddp(tree: ast.Module) -> tuple[str, ...]:
+    """The top-level functions of ``tree`` that return a DDP wrapper they build: ``return DDP(m)``, or
+    a local bound to one returned alone or in a tuple (``Dis = DDP(Dis)`` ... ``return Gen, Dis``)."""
+    found = []
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        nodes = own_nodes(node)
+        wrapped = {t.id for n in nodes if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                   and last_name(n.value.func) in _DDP for t in n.targets if isinstance(t, ast.Name)}
+        for sub in nodes:
+            if not isinstance(sub, ast.Return) or sub.value is None:
+                continue
+            values = sub.value.elts if isinstance(sub.value, ast.Tuple) else [sub.value]
+            if any(isinstance(v, ast.Name) and v.id in wrapped or isinstance(v, ast.Call)
+                   and last_name(v.func) in _DDP for v in values):
+                found.append(node.name)
+                break
+    return tuple(found)
 
 
 def _passes_ddp(nodes: list[ast.AST], imports: dict[str, tuple[str, str, int]]) -> tuple[tuple[str, str], ...]:

@@ -41,7 +41,7 @@ _MAX_BYTES = 2_000_000
 # one project: its entry scripts are not searched (on 87,000 files that search took minutes).
 _MAX_WALKED = 20_000  # Python files under the root
 _MAX_DDP_FILES = 100  # files building a DDP wrapper (the repositories measured hold at most 7)
-_FORMAT = 22
+_FORMAT = 23
 _KEEP_TEXTS = 64
 # Parsed modules kept for more of their names (a loop calls one imported function, then another;
 # the next file imports others), up to this much source text (their trees take ~35 bytes a character).
@@ -115,6 +115,7 @@ class ProjectIndex:
         self._decoded: dict[str, tuple[object, ModuleFacts]] = {}  # rel path -> (its entry's facts, decoded)
         self.ddp_imports: list[tuple[str, Path]] | None = None  # see loopcheck.project._ddp_imports
         self.ddp_passes: list[tuple[str, str, str]] | None = None  # see loopcheck.project._ddp_passes
+        self.ddp_handed: list[tuple[str, Path]] | None = None  # see loopcheck.project.ddp_helpers.handed
         # (file, function, parameter, position) -> see loopcheck.project.callers.passed
         self.passed_schedulers: dict[tuple[str, str, str, int | None], object] = {}
         self._files: list[tuple[str, str]] | None = None

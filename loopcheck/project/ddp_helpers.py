@@ -1,0 +1,117 @@
+"""Files that get DDP modules from a project helper and hand them to another module.
+
+``models/model.py`` wraps the models (``def prepare_parallel_training(Gen, Dis): Dis = DDP(Dis);
+return Gen, Dis``); ``loader.py`` calls it (``Gen, Dis = model.prepare_parallel_training(Gen, Dis)``)
+and builds the training loop's object with what it got (``WORKER(Gen=Gen, Dis=Dis)``, a class of
+``worker.py``). Neither ``loader.py`` nor ``worker.py`` calls ``DDP(...)``, yet ``worker.py``'s loop
+runs DDP modules: ``handed`` names ``worker.py`` as such a target, with the helper's call as where
+the wrap comes from.
+
+Read only where a project file builds a DDP wrapper in a top-level function that returns it
+(``ModuleFacts.returns_ddp``); then only the files whose text calls such a function are parsed.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from loopcheck.project.facts import import_table
+from loopcheck.project.walk import walk
+
+if TYPE_CHECKING:
+    from loopcheck.project.index import ProjectIndex
+
+_MAX_FILES = 1000  # project files whose texts are read (a larger framework: not read)
+_MAX_CALLERS = 8  # files whose text calls a helper: more is a library's API, not an entry script's call
+
+
+def handed(index: ProjectIndex) -> list[tuple[str, Path]]:
+    """(``path:line`` of a call of a DDP-returning helper, a project file whose function or class
+    the calling file then hands the helper's results to), once per index."""
+    if index.ddp_handed is not None:
+        return index.ddp_handed
+    index.ddp_handed = found = []
+    helpers: dict[Path, set[str]] = {}
+    entries = set()
+    for entry in index.ddp_files():
+        entries.add(entry.path)
+        if entry.returns_ddp:
+            helpers.setdefault(index.root / entry.path, set()).update(entry.returns_ddp)
+    if not helpers:
+        return found
+    files = index.python_files()
+    if len(files) > _MAX_FILES:
+        return found
+    words = [f"{name}(".encode() for names in helpers.values() for name in names]
+    callers = []
+    for file in files:
+        text = index.text_of(file)
+        if any(word in text for word in words) and index.relative(file) not in entries:
+            callers.append((file, text))  # a file that wraps itself is an entry script already
+    if len(callers) > _MAX_CALLERS:
+        return found
+    wrapping = {(index.relative(path), name) for path, names in helpers.items() for name in names}
+    for file, text in callers:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        found.extend(_handed_by(index, file, tree, wrapping))
+    return found
+
+
+def _handed_by(index: ProjectIndex, file: Path, tree: ast.Module, wrapping: set[tuple[str, str]]
+               ) -> list[tuple[str, Path]]:
+    """What ``file`` hands the results of a DDP-returning helper to: the project files defining the
+    functions or classes it calls with a name bound to those results as an argument."""
+    nodes = walk(tree)
+    imports = import_table(n for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom)))
+    held: set[str] = set()
+    first = 0
+    for node in nodes:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            callee = _callee(index, file, imports, node.value.func)
+            if callee is not None and (index.relative(callee[0]), callee[1]) in wrapping:
+                held.update(n.id for t in node.targets for n in walk(t) if isinstance(n, ast.Name))
+                first = first or node.lineno
+    if not held:
+        return []
+    targets: list[tuple[str, Path]] = []
+    for node in nodes:
+        if not isinstance(node, ast.Call):
+            continue
+        args = [*node.args, *(k.value for k in node.keywords)]
+        if not any(isinstance(a, ast.Name) and a.id in held for a in args):
+            continue
+        callee = _callee(index, file, imports, node.func)
+        if callee is not None and (index.relative(callee[0]), callee[1]) not in wrapping:
+            targets.append((f"{index.relative(file)}:{first}", callee[0]))
+    return list(dict.fromkeys(targets))
+
+
+def _callee(index: ProjectIndex, file: Path, imports: dict[str, tuple[str, str, int]], func: ast.expr
+            ) -> tuple[Path, str] | None:
+    """(project file, name) of what ``func`` names through ``file``'s imports: ``name`` imported
+    from a module, or ``module.name`` of a module imported whole; None for anything else."""
+    parts: list[str] = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name) or func.id not in imports:
+        return None
+    parts.reverse()
+    module, attr, level = imports[func.id]
+    if not parts:
+        if not attr:
+            return None
+        path = index.resolve(file, module, level)
+        name = attr
+    else:
+        dotted = ".".join([p for p in (module, attr) if p] + parts[:-1])
+        path = index.resolve(file, dotted, level)
+        name = parts[-1]
+    if path is None or not index.may_define(path, name):
+        return None
+    return path, name
