@@ -4,6 +4,7 @@ training file had built the scheduler itself. Anything the caller cannot see kee
 
 from __future__ import annotations
 
+import ast
 import textwrap
 from pathlib import Path
 
@@ -289,3 +290,76 @@ def test_a_step_under_a_test_that_the_scheduler_exists(project: Path, run_cli, s
     _write(project, {"train.py": text})
     codes = _codes(run_cli, "train.py")
     assert (codes[0].split("stepped ", 1)[1].split(" but")[0] if codes else None) == found, codes
+
+
+# a factory returning the optimizer with the scheduler, unpacked by the caller (FiD's
+# `optimizer, scheduler = src.util.set_optim(opt, model)`)
+PAIR = """
+    import torch
+
+
+    def set_optim(model, args):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        if args.sched == "cosine":
+            scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
+        else:
+            scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=args.lr_decay_epochs)
+        return optimizer, scheduler
+"""
+
+
+def _train_pair(call: str, per_batch: bool, imported: str = "from utils import set_optim") -> str:
+    return _train("None", per_batch).replace("from utils import build_scheduler", imported).replace(
+        "    scheduler = None\n", "").replace("    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n",
+                                            f"    optimizer, scheduler = {call}\n")
+
+
+@pytest.mark.parametrize(("files", "call", "imported", "where"), [
+    ({"utils.py": PAIR}, "set_optim(model, args)", "from utils import set_optim", "utils.py:5"),
+    ({"src/__init__.py": "", "src/util.py": PAIR}, "src.util.set_optim(model, args)", "import src.util",
+     "src/util.py:5"),
+])
+def test_epoch_horizon_from_a_tuple_factory_stepped_per_batch(project: Path, run_cli, files: dict[str, str],
+                                                               call: str, imported: str, where: str) -> None:
+    (project / "src").mkdir()
+    _write(project, {"train.py": _train_pair(call, per_batch=True, imported=imported), **files})
+    found = _codes(run_cli, "train.py")
+    assert len(found) == 1 and found[0].startswith("train.py:19:") and " LC303 " in found[0], found
+    assert "horizon `args.epochs` counts epochs" in found[0] and f"(built by `set_optim`, {where})" in found[0]
+
+
+@pytest.mark.parametrize(("module", "per_batch"), [
+    (PAIR, False),  # stepped per epoch, as both schedules count
+    # one branch builds a schedule whose horizon has no unit the file shows
+    (PAIR.replace("step_size=args.lr_decay_epochs", "step_size=args.decay"), True),
+    # tuples of two sizes: which element is the scheduler is not read
+    (PAIR.replace("        return optimizer, scheduler", "        if args.ema:\n            return optimizer, scheduler, 1\n"
+                  "        return optimizer, scheduler"), True),
+    # a `return None` in one configuration: that element is not read
+    (PAIR.replace("    optimizer = torch", "    if args.frozen:\n        return None\n    optimizer = torch"), True),
+])
+def test_tuple_factories_in_their_own_unit_or_unread(project: Path, run_cli, module: str, per_batch: bool) -> None:
+    _write(project, {"train.py": _train_pair("set_optim(model, args)", per_batch), "utils.py": module})
+    assert _codes(run_cli, "train.py") == []
+
+
+def test_a_dotted_module_whose_factory_changes_invalidates_the_cached_result(project: Path, run_cli) -> None:
+    (project / "src").mkdir()
+    train = _train_pair("src.util.set_optim(model, args)", per_batch=True, imported="import src.util")
+    _write(project, {"train.py": train, "src/__init__.py": "", "src/util.py": PAIR})
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "train.py")
+    assert len([line for line in out.splitlines() if ": LC303" in line]) == 1
+    _write(project, {"src/util.py": PAIR.replace("T_max=args.epochs", "T_max=args.epochs * args.steps_per_epoch")
+                     .replace("step_size=args.lr_decay_epochs", "step_size=args.decay")})
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "train.py")
+    assert [line for line in out.splitlines() if ": LC303" in line] == []
+
+
+def test_returned_reads_one_element_of_the_tuples_returned() -> None:
+    nodes = list(ast.walk(ast.parse(textwrap.dedent(PAIR)).body[1]))
+    facts = extract(textwrap.dedent(PAIR), "utils.py").functions["set_optim"]
+    cosine, step = dict(facts.schedules_at)[1]
+    assert cosine.startswith("torch.optim.lr_scheduler.CosineAnnealingLR(") and cosine.endswith(", T_max=\x001\x00.epochs)")
+    assert step.startswith("torch.optim.lr_scheduler.StepLR(") and step.endswith(", step_size=\x001\x00.lr_decay_epochs)")
+    assert facts.schedules == () and 0 not in dict(facts.schedules_at)
+    assert returned(nodes, {"model": 0, "args": 1}, position=2) == ()

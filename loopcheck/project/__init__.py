@@ -157,6 +157,27 @@ class Imported:
                             return found
         return None
 
+    def dotted_summary(self, call: cst.Call) -> Summary | None:
+        """The function ``pkg.module.fn(...)`` runs, of a module imported whole by its dotted name
+        (``import src.util`` ... ``src.util.set_optim(opt, model)``); None for any other call."""
+        name = _libcst()[1].dotted(call.func)
+        if name is None or name.count(".") < 2 or name.split(".", 1)[0] not in self.own.imports:
+            return None
+        local, rest = name.split(".", 1)
+        module, attr, level = self.own.imports[local]
+        if attr or module != local:
+            return None  # `from x import src` or `import a.b as src`: not the package by its own name
+        dotted_name, function = rest.rsplit(".", 1)
+        key = f"dotted:{name}"
+        if key not in self._modules:
+            path = self.index.resolve(self.path, f"{module}.{dotted_name}", level)
+            self._modules[key] = self.index.facts(path, names=[function]) \
+                if path is not None and self.index.may_define(path, function) else None
+        found = self._modules[key]
+        if found is None or function not in found.functions:
+            return None
+        return Summary(found.functions[function], function, found.path)
+
     def defines(self, call: cst.Call) -> bool:
         """Whether a project module defines the function ``call`` calls (``fn(...)`` imported from it,
         or ``module.fn(...)``), so that ``events`` gives all it does to what it is handed."""
@@ -426,7 +447,9 @@ class Imported:
         schedulers its callers pass it do, or the project's dependency pins do (a pinned version
         changes what a library does)."""
         stamps = []
-        for path in sorted({str(p) for p in self._import_paths()}):
+        # `import src.util`: LC303 reads `src.util.set_optim(...)`'s schedulers (``dotted_summary``)
+        dotted = [self.index.resolve(self.path, name, 0) for name in self.own.dotted_imports]
+        for path in sorted({str(p) for p in [*self._import_paths(), *dotted] if p is not None}):
             try:
                 st = os.stat(path)
             except OSError:

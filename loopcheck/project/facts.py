@@ -22,7 +22,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, replace
 
 from loopcheck.project.flow import graph_from, keeps, may_flow
-from loopcheck.project.schedules import SCHEDULE_TEXT, returned
+from loopcheck.project.schedules import SCHEDULE_TEXT, returned, returned_in_tuples
 from loopcheck.project.walk import children, last_name, own_nodes, walk
 
 _DDP = {"DistributedDataParallel", "DDP"}
@@ -70,6 +70,9 @@ class FunctionFacts:
     keeps: tuple[int, ...] = ()  # arguments a method stores in its object (flow.keeps)
     # the scheduler constructor each return hands back, as the caller would write it (schedules.returned)
     schedules: tuple[str, ...] = ()
+    # the same for each element of the tuples every return hands back that holds a scheduler
+    # (`return optimizer, scheduler`: ((1, (constructor, ...)),)), read by `optimizer, scheduler = f(...)`
+    schedules_at: tuple[tuple[int, tuple[str, ...]], ...] = ()
     # elements of a tuple return that hold a plain number in every return (`dual_loss = lm_loss.item()`
     # ... `return lm_loss, dual_loss, align_loss, contras_loss` with `align_loss = 0`): no graph there
     numbers: tuple[int, ...] = ()
@@ -99,6 +102,8 @@ class ModuleFacts:
     # top-level functions that return a DDP wrapper they build (`def prepare_parallel(G, D): D = DDP(D);
     # return G, D`): a file that calls one hands DDP modules to what it calls next
     returns_ddp: tuple[str, ...] = ()
+    # `import a.b` (no `as`): the submodules a call `a.b.fn(...)` may run, which `imports` names as `a`
+    dotted_imports: tuple[str, ...] = ()
     complete: bool = True  # every function read (else only those of ``names``: a checked file's own view has none)
     # when not complete: the top-level functions and methods read (``Trainer.step``; ``*.step``: of every class)
     names: tuple[str, ...] = ()
@@ -113,7 +118,8 @@ class ModuleFacts:
     def with_outline(self, outline: ModuleFacts) -> ModuleFacts:
         """These facts with the imports and DDP wraps of ``outline``."""
         return replace(self, imports=outline.imports, ddp_lines=outline.ddp_lines, called=outline.called,
-                       passes_ddp=outline.passes_ddp, returns_ddp=outline.returns_ddp, outlined=True)
+                       passes_ddp=outline.passes_ddp, returns_ddp=outline.returns_ddp,
+                       dotted_imports=outline.dotted_imports, outlined=True)
 
     def to_json(self) -> dict[str, object]:
         """Plain data for ``json`` (what ``asdict`` gives, without its deep copies)."""
@@ -121,6 +127,7 @@ class ModuleFacts:
                 "classes": {c: {k: dict(vars(f)) for k, f in ms.items()} for c, ms in self.classes.items()},
                 "imports": dict(self.imports), "ddp_lines": self.ddp_lines, "called": self.called,
                 "passes_ddp": self.passes_ddp, "returns_ddp": self.returns_ddp,
+                "dotted_imports": self.dotted_imports,
                 "complete": self.complete, "names": self.names, "outlined": self.outlined}
 
     @classmethod
@@ -137,6 +144,7 @@ class ModuleFacts:
             called=tuple(data["called"]),  # type: ignore[arg-type]
             passes_ddp=tuple(tuple(p) for p in data.get("passes_ddp", ())),  # type: ignore[union-attr, misc]
             returns_ddp=tuple(data.get("returns_ddp", ())),  # type: ignore[arg-type]
+            dotted_imports=tuple(data.get("dotted_imports", ())),  # type: ignore[arg-type]
             complete=bool(data.get("complete", True)),
             names=tuple(data.get("names", ())),  # type: ignore[arg-type]
             outlined=bool(data.get("outlined", True)),
@@ -192,7 +200,10 @@ class ModuleReader:
         tree = self.tree
         if tree is None:
             return facts
-        facts.imports.update(import_table(_statements(tree)))
+        statements = _statements(tree)
+        facts.imports.update(import_table(statements))
+        facts.dotted_imports = tuple(sorted({alias.name for node in statements if isinstance(node, ast.Import)
+                                             for alias in node.names if alias.asname is None and "." in alias.name}))
         if ("DDP" in self.source or "DistributedDataParallel" in self.source) and _DDP_CALL.search(self.source):
             # an entry script, maybe (the substring tests rule out most modules faster than the pattern)
             ddp_lines, called = [], set()
@@ -303,7 +314,7 @@ def _effective(facts: FunctionFacts) -> bool:
     return (facts.backward is not None or bool(facts.steps or facts.scaler_steps or facts.evals)
             or facts.zeroes or facts.clips or facts.wraps_ddp or facts.controls_sync or facts.returns_graph
             or bool(facts.derived or facts.builds or facts.graph_from or facts.keeps or facts.schedules
-                    or facts.numbers or facts.own) or facts.own_partial)
+                    or facts.schedules_at or facts.numbers or facts.own) or facts.own_partial)
 
 
 class _Whole(Exception):
@@ -692,6 +703,8 @@ class _Reader:
             and not node.name.startswith("__") else (),  # a constructor keeping its arguments is any object
             # a `*args` parameter takes the positions after it, which the caller's mapping does not know
             schedules=returned(nodes, index) if methods is None and depth == 0 and node.args.vararg is None else (),
+            schedules_at=returned_in_tuples(nodes, index)
+            if methods is None and depth == 0 and node.args.vararg is None else (),
             **(self._own_facts(node, nodes, methods, index, depth)
                if methods is not None and node.args.args[:1] and node.args.args[0].arg == "self" else {}),
         )

@@ -35,11 +35,13 @@ _MARK = re.compile("\x00([0-9]+)\x00")
 _MAX_DEPTH = 3  # locals followed through their single assignment
 
 
-def returned(nodes: list[ast.AST], index: Mapping[str, int], kept: Collection[str] = ()) -> tuple[str, ...]:
+def returned(nodes: list[ast.AST], index: Mapping[str, int], kept: Collection[str] = (),
+             position: int | None = None) -> tuple[str, ...]:
     """The scheduler constructor each ``return`` of a function hands back, as marked text (see the
     module's doc); () where some return is anything else or names what the caller cannot see.
     ``nodes``: the function's own nodes; ``index``: its parameters' positions; ``kept``: names the
-    caller sees as they are (none for a function of another module)."""
+    caller sees as they are (none for a function of another module); ``position``: read element
+    ``position`` of the tuple every return hands back (``return optimizer, scheduler``) instead."""
     returns: list[ast.expr | None] = []
     for sub in nodes:
         # other bindings: not followed (a comprehension's names are its own: `bound_once` keeps them
@@ -49,6 +51,14 @@ def returned(nodes: list[ast.AST], index: Mapping[str, int], kept: Collection[st
             return ()
         if isinstance(sub, ast.Return):
             returns.append(sub.value)
+    if position is not None:
+        elements: list[ast.expr | None] = []
+        for value in returns:
+            if not isinstance(value, ast.Tuple) or len(value.elts) <= position or any(
+                    isinstance(e, ast.Starred) for e in value.elts):
+                return ()  # `return None`, `return pair`: what that element holds is not read
+            elements.append(value.elts[position])
+        returns = elements
     # name -> its value where `name = value` is its only binding; `args.epochs = ...` rebinds `args`
     assigned = bound_once(nodes)
     if not assigned.keys().isdisjoint(index):
@@ -65,6 +75,21 @@ def returned(nodes: list[ast.AST], index: Mapping[str, int], kept: Collection[st
         if written is None:
             return ()
         found.append(ast.unparse(written))
+    return tuple(found)
+
+
+def returned_in_tuples(nodes: list[ast.AST], index: Mapping[str, int], kept: Collection[str] = ()
+                       ) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """(position, ``returned`` at that position) for each element of the tuples every ``return``
+    hands back that holds a scheduler (``return optimizer, scheduler``: ``((1, ("...",)),)``)."""
+    sizes = {len(n.value.elts) for n in nodes if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)}
+    if len(sizes) != 1 or not any(isinstance(n, ast.Call) and SCHEDULE.search(last_name(n.func)) for n in nodes):
+        return ()  # no tuple returned, tuples of several sizes, or no scheduler built
+    found = []
+    for position in range(sizes.pop()):
+        schedules = returned(nodes, index, kept, position)
+        if schedules:
+            found.append((position, schedules))
     return tuple(found)
 
 
@@ -158,9 +183,10 @@ def _written(call: ast.Call, index: Mapping[str, int], assigned: Mapping[str, as
 
 
 @lru_cache(maxsize=256)
-def own_factory(text: str, method: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def own_factory(text: str, method: bool, position: int | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The parameters (a method's without ``self``) and the returned schedulers (as ``returned``
-    marks them) of a function of the checked file, given its text; ((), ()) where it returns none.
+    marks them; those at ``position`` of the tuples it returns, if given) of a function of the
+    checked file, given its text; ((), ()) where it returns none.
     A name the function neither takes nor binds is the module's, which the caller sees alike; so is
     a method's ``self`` where the same object calls it (``self.scheduler = self.build_scheduler()``)."""
     try:
@@ -185,7 +211,7 @@ def own_factory(text: str, method: bool) -> tuple[tuple[str, ...], tuple[str, ..
     kept = {n.id for n in nodes if isinstance(n, ast.Name) and n.id not in index and n.id not in bound}
     if method:
         kept.add("self")
-    return tuple(params), returned(nodes, index, kept)
+    return tuple(params), returned(nodes, index, kept, position)
 
 
 def as_called(marked: str, args: Mapping[int, str]) -> str | None:

@@ -402,18 +402,46 @@ for epoch in range(config["epochs"]):
 
 
 def _constructors(name: str | None, model: FileModel) -> list[cst.Call]:
-    """The calls that build scheduler ``name``: scheduler constructors, and calls of a function or
-    method of this file that returns one, whatever it is called (``self._make_sched()``)."""
+    """The calls that build scheduler ``name``: scheduler constructors, calls of a function or
+    method of this file that returns one, whatever it is called (``self._make_sched()``), and the
+    constructors a factory returns in a tuple that the file unpacks (``optimizer, scheduler =
+    set_optim(opt, model)``), with the call's arguments in place."""
     found = model.roles.constructors(name, Role.SCHEDULER)
     if name:
         found += [c for c in model.roles.constructed.get(last_part(name), [])
                   if c not in found and _own_factory(c, model) is not None]
+        found += [c for c, _ in _unpacked(name, model)]
     return found
 
 
-def _own_factory(call: cst.Call, model: FileModel) -> tuple[str, FunctionFacts] | None:
+def _unpacked(name: str, model: FileModel) -> list[tuple[cst.Call, str]]:
+    """(constructor, `` (built by `set_optim`, src/util.py:130)``) for each scheduler that a
+    project function (of this file or another module) returns at the tuple position the file
+    unpacks into ``name``; [] where one such binding is not read (its scheduler is not known)."""
+    bindings = model.roles.unpacked.get(last_part(name), [])
+    found: list[tuple[cst.Call, str]] = []
+    for call, position in bindings:
+        facts, by = None, ""
+        own = _own_factory(call, model, position)
+        if own is not None:
+            facts, by = own[1], f" (built by `{own[0]}`)"
+        elif model.project is not None:
+            summary = model.project.summary(call, model.roles) or model.project.dotted_summary(call)
+            schedules = dict(summary.facts.schedules_at).get(position) if summary is not None else None
+            if schedules:
+                facts = FunctionFacts(line=0, params=summary.facts.params, schedules=schedules)  # type: ignore[union-attr]
+                by = f" (built by `{summary.name}`, {summary.where})"  # type: ignore[union-attr]
+        built = _filled(call, facts) if facts is not None else None
+        if built is None:
+            return []
+        found.extend((c, by) for c in built)
+    return found
+
+
+def _own_factory(call: cst.Call, model: FileModel, position: int | None = None) -> tuple[str, FunctionFacts] | None:
     """The function or method of this file that ``call`` runs (``build_scheduler(optimizer, args)``,
-    ``self.build_scheduler()``), where it returns a scheduler: its name and what it returns."""
+    ``self.build_scheduler()``), where it returns a scheduler (at ``position`` of the tuple it
+    returns, if given): its name and what it returns."""
     name = own_call_name(call)
     defs = model.index.functions.get(name, []) if name is not None else []
     if len(defs) != 1:
@@ -421,7 +449,7 @@ def _own_factory(call: cst.Call, model: FileModel) -> tuple[str, FunctionFacts] 
     text = statement_text(defs[0]) or source(defs[0])  # a tree built from `ast` has no libcst code
     if SCHEDULE_TEXT.search(text) is None:
         return None
-    params, schedules = own_factory(text, isinstance(call.func, cst.Attribute))
+    params, schedules = own_factory(text, isinstance(call.func, cst.Attribute), position)
     return (name, FunctionFacts(line=0, params=params, schedules=schedules)) if schedules else None
 
 
@@ -438,20 +466,27 @@ def _as_built(call: cst.Call, model: FileModel) -> list[cst.Call]:
     if facts is None and model.project is not None:
         found = model.project.summary(call, model.roles)
         facts = found.facts if found is not None else None
-    if facts is None or not facts.schedules or any(a.star for a in call.args):
-        return [call]
+    built = _filled(call, facts) if facts is not None else None
+    return built if built is not None else [call]
+
+
+def _filled(call: cst.Call, facts: FunctionFacts) -> list[cst.Call] | None:
+    """Each constructor of ``facts.schedules`` with ``call``'s arguments in place of the function's
+    parameters; None where one cannot be written (a parameter not passed, a ``*args``)."""
+    if not facts.schedules or any(a.star for a in call.args):
+        return None
     args = {i: source(a) for i, a in arguments(call, facts).items()}
     built = []
     for marked in facts.schedules:
         text = as_called(marked, args)
         if text is None:
-            return [call]
+            return None
         try:
             parsed = cst.parse_expression(text)
         except cst.ParserSyntaxError:
-            return [call]
+            return None
         if not isinstance(parsed, cst.Call):
-            return [call]
+            return None
         built.append(parsed)
     return built
 
@@ -495,6 +530,9 @@ def _passed(scheduler: Event, training: TrainingLoop, model: FileModel) -> tuple
 def _built_by(scheduler: Event, model: FileModel) -> str:
     """`` (built by `build_scheduler`, utils.py:4)`` where a function of another module built it,
     `` (built by `build_scheduler`)`` where one of this file did."""
+    unpacked = _unpacked(scheduler.receiver, model) if scheduler.receiver else []
+    if unpacked:
+        return unpacked[0][1]
     for call in _constructors(scheduler.receiver, model):
         if _as_built(call, model) == [call]:
             continue
