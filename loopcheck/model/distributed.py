@@ -160,13 +160,14 @@ def _touches_sync(node: cst.CSTNode) -> bool:
 
 def imported_ddp_wraps(model: FileModel) -> list[str]:
     """Where another module of the project wraps this file's model in DDP: a helper this file calls
-    (``model = smart_DDP(model)``, "utils/torch_utils.py:61"), or an entry script that imports this
-    file, calls into it and builds a DDP wrapper ("main_pretrain.py:175")."""
+    (``model = smart_DDP(model)``, "utils/torch_utils.py:61"), an entry script that imports this
+    file, calls into it and builds a DDP wrapper ("main_pretrain.py:175"), or a file that hands this
+    file what a project helper returned wrapped ("loader.py:274")."""
     project = model.project
     if project is None:
         return []
     found = [s.where for _, s in project.calls(model.index.calls) if s.facts.wraps_ddp]
-    return found + list(project.ddp_importers)
+    return found + list(project.ddp_importers) + [w for w in project.ddp_handed if w not in project.ddp_importers]
 
 
 def base_ddp_wraps(model: FileModel) -> dict[str, str]:

@@ -81,6 +81,15 @@ class Imported:
         default_factory=dict)
 
     @property
+    def ddp_handed(self) -> list[str]:
+        """``path:line`` of each call of a project helper that returns DDP modules, in a file that
+        hands them to this file's functions or classes (``Gen, Dis = prepare_parallel(...)`` ...
+        ``WORKER(Gen=Gen, Dis=Dis)``): read only when a rule asks (the cache key holds the texts it
+        depends on, ``ddp_helpers.stamps``)."""
+        return [where for where, target in _ddp_helpers.handed(self.index)
+                if _index.real_path(target) == self.path and not where.startswith(f"{self.own.path}:")]
+
+    @property
     def ddp_importers(self) -> list[str]:
         """``path:line`` of each entry script that imports this file, calls into it and builds a DDP
         wrapper, or hands one to a method of this file. Read when first asked: finding them scans
@@ -455,7 +464,8 @@ class Imported:
             except OSError:
                 continue
             stamps.append(f"{path}:{st.st_size}:{st.st_mtime_ns}")
-        text = "\n".join([*stamps, "<ddp importers>", *self.ddp_importers, "<pins>", repr(self.pins),
+        text = "\n".join([*stamps, "<ddp importers>", *self.ddp_importers, "<ddp helpers>",
+                          *_ddp_helpers.stamps(self.index, self.path), "<pins>", repr(self.pins),
                           "<schedulers passed>", repr(sorted(self.passed_schedulers.items()))])
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -649,10 +659,6 @@ def _ddp_importers(imported: Imported) -> list[str]:
     if passes:
         taking = _methods_taking(imported.path, imported._tree, {(method, param) for _, method, param in passes})
         found += [where for where, method, param in passes if (method, param) in taking and where not in found]
-    # handed DDP modules by a file that got them from a project helper (`Gen, Dis = prepare_parallel(...)`
-    # ... `WORKER(Gen=Gen, Dis=Dis)`)
-    found += [where for where, target in _ddp_helpers.handed(index)
-              if _index.real_path(target) == imported.path and where not in found]
     return found
 
 

@@ -14,6 +14,7 @@ Read only where a project file builds a DDP wrapper in a top-level function that
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,35 +31,65 @@ _MAX_CALLERS = 8  # files whose text calls a helper: more is a library's API, no
 def handed(index: ProjectIndex) -> list[tuple[str, Path]]:
     """(``path:line`` of a call of a DDP-returning helper, a project file whose function or class
     the calling file then hands the helper's results to), once per index."""
-    if index.ddp_handed is not None:
-        return index.ddp_handed
-    index.ddp_handed = found = []
+    if index.ddp_handed is None:
+        index.ddp_handed = []
+        wrapping = {(index.relative(path), name) for path, names in _helpers(index).items() for name in names}
+        for file, text in _callers(index):
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            index.ddp_handed.extend(_handed_by(index, file, tree, wrapping))
+    return index.ddp_handed
+
+
+def stamps(index: ProjectIndex, path: Path) -> list[str]:
+    """What ``handed`` may say of ``path`` besides the helpers' own modules (whose facts say what
+    they return): the files whose text calls a helper and names ``path``'s module, with their sizes
+    and modification times, and the helpers. Cheap (no parse): a checked file's cache key holds it,
+    while ``handed`` runs only for a loop that asks."""
+    module = (path.parent.name if path.name == "__init__.py" else path.stem).encode()
+    found = []
+    for file, text in _callers(index):
+        if module not in text:
+            continue  # cannot import it
+        try:
+            st = os.stat(file)
+        except OSError:
+            continue
+        found.append(f"{index.relative(file)}:{st.st_size}:{st.st_mtime_ns}")
+    if found:
+        found += [f"{index.relative(p)}:{','.join(sorted(names))}" for p, names in _helpers(index).items()]
+    return found
+
+
+def _helpers(index: ProjectIndex) -> dict[Path, set[str]]:
+    """Project file -> its top-level functions that return a DDP wrapper they build."""
     helpers: dict[Path, set[str]] = {}
-    entries = set()
     for entry in index.ddp_files():
-        entries.add(entry.path)
         if entry.returns_ddp:
             helpers.setdefault(index.root / entry.path, set()).update(entry.returns_ddp)
-    if not helpers:
-        return found
-    files = index.python_files()
+    return helpers
+
+
+def _callers(index: ProjectIndex) -> list[tuple[Path, bytes]]:
+    """(file, text) of each project file but the wrapping ones whose text calls a DDP-returning
+    helper; [] where there are too many files to read or too many callers (a library's API)."""
+    if index.ddp_helper_callers is not None:
+        return index.ddp_helper_callers
+    index.ddp_helper_callers = found = []
+    helpers = _helpers(index)
+    files = index.python_files() if helpers else []
     if len(files) > _MAX_FILES:
         return found
     words = [f"{name}(".encode() for names in helpers.values() for name in names]
-    callers = []
+    entries = {entry.path for entry in index.ddp_files()}
     for file in files:
         text = index.text_of(file)
         if any(word in text for word in words) and index.relative(file) not in entries:
-            callers.append((file, text))  # a file that wraps itself is an entry script already
-    if len(callers) > _MAX_CALLERS:
-        return found
-    wrapping = {(index.relative(path), name) for path, names in helpers.items() for name in names}
-    for file, text in callers:
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-        found.extend(_handed_by(index, file, tree, wrapping))
+            found.append((file, text))  # a file that wraps itself is an entry script already
+    if len(found) > _MAX_CALLERS:
+        found.clear()
     return found
 
 

@@ -116,6 +116,7 @@ class ProjectIndex:
         self.ddp_imports: list[tuple[str, Path]] | None = None  # see loopcheck.project._ddp_imports
         self.ddp_passes: list[tuple[str, str, str]] | None = None  # see loopcheck.project._ddp_passes
         self.ddp_handed: list[tuple[str, Path]] | None = None  # see loopcheck.project.ddp_helpers.handed
+        self.ddp_helper_callers: list[tuple[Path, bytes]] | None = None  # see loopcheck.project.ddp_helpers._callers
         # (file, function, parameter, position) -> see loopcheck.project.callers.passed
         self.passed_schedulers: dict[tuple[str, str, str, int | None], object] = {}
         self._files: list[tuple[str, str]] | None = None
