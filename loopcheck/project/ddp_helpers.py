@@ -18,8 +18,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from loopcheck.project.facts import import_table
-from loopcheck.project.walk import walk
+from loopcheck.project.facts import _statements, import_table
 
 if TYPE_CHECKING:
     from loopcheck.project.index import ProjectIndex
@@ -96,27 +95,31 @@ def _callers(index: ProjectIndex) -> list[tuple[Path, bytes]]:
 def _handed_by(index: ProjectIndex, file: Path, tree: ast.Module, wrapping: set[tuple[str, str]]
                ) -> list[tuple[str, Path]]:
     """What ``file`` hands the results of a DDP-returning helper to: the project files defining the
-    functions or classes it calls with a name bound to those results as an argument."""
-    nodes = walk(tree)
-    imports = import_table(n for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom)))
+    functions or classes that a statement of it calls with a name bound to those results as an
+    argument (``worker = WORKER(Gen=Gen, Dis=Dis)``, ``train(Dis, loader)``). Statements only: a
+    call nested in an expression is not read (nor walked: the file is read statement by statement)."""
+    statements = _statements(tree)
+    imports = import_table(statements)
     held: set[str] = set()
     first = 0
-    for node in nodes:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            callee = _callee(index, file, imports, node.value.func)
-            if callee is not None and (index.relative(callee[0]), callee[1]) in wrapping:
-                held.update(n.id for t in node.targets for n in walk(t) if isinstance(n, ast.Name))
-                first = first or node.lineno
+    calls: list[ast.Call] = []
+    for node in statements:
+        value = node.value if isinstance(node, (ast.Assign, ast.Expr)) else None
+        if not isinstance(value, ast.Call):
+            continue
+        callee = _callee(index, file, imports, value.func) if isinstance(node, ast.Assign) else None
+        if callee is not None and (index.relative(callee[0]), callee[1]) in wrapping:
+            held.update(n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name))  # type: ignore[union-attr]
+            first = first or node.lineno
+        else:
+            calls.append(value)
     if not held:
         return []
     targets: list[tuple[str, Path]] = []
-    for node in nodes:
-        if not isinstance(node, ast.Call):
+    for call in calls:
+        if not any(isinstance(a, ast.Name) and a.id in held for a in [*call.args, *(k.value for k in call.keywords)]):
             continue
-        args = [*node.args, *(k.value for k in node.keywords)]
-        if not any(isinstance(a, ast.Name) and a.id in held for a in args):
-            continue
-        callee = _callee(index, file, imports, node.func)
+        callee = _callee(index, file, imports, call.func)
         if callee is not None and (index.relative(callee[0]), callee[1]) not in wrapping:
             targets.append((f"{index.relative(file)}:{first}", callee[0]))
     return list(dict.fromkeys(targets))

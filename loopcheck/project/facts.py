@@ -221,7 +221,7 @@ class ModuleReader:
             facts.ddp_lines, facts.called = tuple(sorted(ddp_lines)), tuple(sorted(called))
             if ddp_lines:
                 facts.passes_ddp = _passes_ddp(nodes, facts.imports)
-                facts.returns_ddp = _returns_ddp(tree)
+                facts.returns_ddp = _returns_ddp(tree, ddp_lines)
         return facts
 
     def read(self, facts: ModuleFacts, names: Collection[str] | None) -> ModuleFacts:
@@ -486,12 +486,14 @@ _BLOCK_FIELDS = {kind: tuple(f for f in kind._fields if f in ("body", "orelse", 
                  and issubclass(kind, ast.AST) and {"body", "orelse", "finalbody", "handlers", "cases"} & set(kind._fields)}
 
 
-def _returns_ddp(tree: ast.Module) -> tuple[str, ...]:
+def _returns_ddp(tree: ast.Module, ddp_lines: list[int]) -> tuple[str, ...]:
     """The top-level functions of ``tree`` that return a DDP wrapper they build: ``return DDP(m)``, or
-    a local bound to one returned alone or in a tuple (``Dis = DDP(Dis)`` ... ``return Gen, Dis``)."""
+    a local bound to one returned alone or in a tuple (``Dis = DDP(Dis)`` ... ``return Gen, Dis``).
+    ``ddp_lines``: where the module calls DDP (a function without one is not read)."""
     found = []
     for node in tree.body:
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not any(
+                node.lineno <= line <= (node.end_lineno or node.lineno) for line in ddp_lines):
             continue
         nodes = own_nodes(node)
         wrapped = {t.id for n in nodes if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
