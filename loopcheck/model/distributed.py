@@ -166,8 +166,9 @@ def imported_ddp_wraps(model: FileModel) -> list[str]:
     project = model.project
     if project is None:
         return []
-    found = [s.where for _, s in project.calls(model.index.calls) if s.facts.wraps_ddp]
-    return found + list(project.ddp_importers) + [w for w in project.ddp_handed if w not in project.ddp_importers]
+    found = [s.where for _, s in project.calls(model.index.calls) if s.facts.wraps_ddp] + list(project.ddp_importers)
+    # the handing files are parsed only where nothing nearer wraps the model (the rule names one place)
+    return found or list(project.ddp_handed)
 
 
 def base_ddp_wraps(model: FileModel) -> dict[str, str]:
