@@ -11,6 +11,11 @@ times too large with the threshold and shrinks every step by a factor that follo
 instead of the gradients, and `clip_grad_value_` (or a clamp) clips almost everything: every
 parameter then moves by about the same amount, whatever its gradient.
 
+apex's `FP16_Optimizer` (`optimizer.backward(loss)`) scales the loss the same way and leaves the
+fp16 model gradients scaled until its own `step()`: a `clip_grad_norm_` on the model's parameters
+between the two compares scaled gradients with the threshold too (its `clip_master_grads(max_norm)`
+is the clip it offers).
+
 A clip told the current loss scale (`clip_grad_norm_(params, max_norm * scaler.get_scale())`, a
 helper called with `scale=scaler.get_scale()`) compares scaled gradients with a threshold scaled
 alike: not flagged, and unscaling before it would make its threshold thousands of times too large.
@@ -31,10 +36,10 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.fixes import Fix, insert_before, move_before, own_line
-from loopcheck.model import Event, FileModel, GuardKind, Kind, Role, Roles, Style, TrainingLoop
+from loopcheck.model import Event, FileModel, Framework, GuardKind, Kind, Role, Roles, Style, TrainingLoop
 from loopcheck.model.amp import backward_scaler, same_scaler, scaled_backwards, scaler_disabled
 from loopcheck.model.guards import exclusive
-from loopcheck.model.syntax import dotted, func_name, names_in, source
+from loopcheck.model.syntax import dotted, func_name, last_part, names_in, source
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -135,6 +140,15 @@ for x, y in loader:
     ]
     INVALID = [
         """
+optimizer = FP16_Optimizer(FusedAdam(model.parameters(), lr=3e-5), dynamic_loss_scale=True)
+for tokens, labels in loader:
+    loss = model(tokens, labels)
+    model.zero_grad()
+    optimizer.backward(loss)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)  # LC201
+    optimizer.step()
+""",
+        """
 for x, y in loader:
     optimizer.zero_grad()
     with torch.autocast("cuda", dtype=torch.float16):
@@ -181,6 +195,8 @@ class Trainer:
 
     def check(self, model: FileModel) -> Iterator[Violation]:
         for training in model.training_loops:
+            if training.style is Style.FRAMEWORK and "FP16_Optimizer" in model.source:
+                yield from self._apex_fp16(training, model.roles)
             if training.style in (Style.FRAMEWORK, Style.ACCELERATE, Style.NO_STEP):
                 continue
             scaled = scaled_backwards(training.backwards, model.roles)
@@ -201,6 +217,30 @@ class Trainer:
                                         "the clip): the threshold is compared with scaled gradients",
                                   None if every else _unscale_first(model, clip, scaler, training))
 
+    def _apex_fp16(self, training: TrainingLoop, roles: Roles) -> Iterator[Violation]:
+        """A clip between ``optimizer.backward(loss)`` of an apex ``FP16_Optimizer`` (the file builds the
+        optimizer with it) and that optimizer's step, on parameters it is not handed the optimizer for
+        (``clip_grad_norm_(model.parameters(), c)``, not ``clip_master_grads`` nor a helper given the
+        optimizer): the fp16 gradients it clips are still multiplied by the loss scale."""
+        loop = training.step_loop
+        scaled = [b for b in loop.events(Kind.BACKWARD, deep=True)
+                  if b.framework is Framework.ENGINE and isinstance(b.node, cst.Call) and _fp16_optimizer(b.receiver, roles)]
+        for clip in loop.events(Kind.CLIP, deep=True) if scaled else ():
+            if not isinstance(clip.node, cst.Call) or any(
+                    roles.of(name) in (Role.OPTIMIZER, Role.SCALER) or "master" in name
+                    for a in clip.node.args for name in names_in(a.value)):
+                continue
+            for backward in scaled:
+                if backward.order < clip.order and not exclusive(backward.conds, clip.conds) and any(
+                        s.optimizer == backward.receiver and s.order > clip.order and not exclusive(s.conds, clip.conds)
+                        for s in training.steps):
+                    yield self.at(clip, f"gradients are clipped while still multiplied by the loss scale "
+                                        f"(`{backward.receiver}.backward(loss)` of apex's FP16_Optimizer leaves the "
+                                        "fp16 model gradients scaled): clip through the wrapper "
+                                        f"(`{backward.receiver}.clip_master_grads(max_norm)`, or FusedAdam's "
+                                        "`max_grad_norm`)")
+                    break
+
     @staticmethod
     def _unscaled_clip(training: TrainingLoop, clip: Event, scaled: list[Event], unscales: list[Event],
                       roles: Roles) -> bool:
@@ -218,6 +258,12 @@ class Trainer:
         before = [b for b in scaled if b.order < clip.order and not exclusive(b.conds, clip.conds)]
         after = [s for s in training.steps if s.order > clip.order and not exclusive(s.conds, clip.conds)]
         return bool(before) and bool(after)
+
+
+def _fp16_optimizer(name: str | None, roles: Roles) -> bool:
+    """The file builds ``name`` with apex's ``FP16_Optimizer(...)`` (on some path)."""
+    return any(last_part(func_name(call) or "") == "FP16_Optimizer"
+               for call in roles.constructed.get(last_part(name or ""), []))
 
 
 def _reads_scaler(value: cst.BaseExpression, roles: Roles) -> bool:

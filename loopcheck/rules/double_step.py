@@ -1,11 +1,14 @@
 """## What it does
 Checks for an optimizer stepped twice on the same gradients in one iteration, e.g.
-`scaler.step(optimizer)` followed by a leftover `optimizer.step()`.
+`scaler.step(optimizer)` followed by a leftover `optimizer.step()`, or stepped again after a
+second backward with nothing zeroing its gradients between the two steps (a second loss whose
+step names the wrong optimizer, a second GradScaler stepping the first one's optimizer).
 
 ## Why is this bad?
 The second step applies the same gradients again: for SGD a doubled learning rate, for Adam a
 second moment update from stale gradients, and under AMP an update that bypasses the scaler's
-inf/NaN check.
+inf/NaN check. A backward between the two steps adds to the gradients the first step used; it does
+not replace them, so without a zeroing between, the first loss's gradients are applied twice.
 
 ## Fix
 Keep exactly one step per optimizer per iteration.
@@ -15,7 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from loopcheck.model import FileModel, Framework, Kind, Style
+from loopcheck.model.events import Event, Loop
+from loopcheck.model.from_ast import start
+from loopcheck.model.syntax import same
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -55,6 +63,20 @@ for x, y in loader:
     scaler.update()
     optimizer.step()  # LC109
 """,
+        """
+for x, y in loader:
+    optimizer.zero_grad()
+    optimizer_st.zero_grad()
+    out, stop = model(x)
+    losses = criterion(out, stop, y)
+    scaler.scale(losses["loss"]).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    if separate_stopnet:
+        scaler_st.scale(losses["stopnet_loss"]).backward()
+        scaler_st.step(optimizer)  # LC109
+        scaler_st.update()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -64,9 +86,38 @@ for x, y in loader:
             steps = [s for s in training.steps if not s.closure and s.framework is not Framework.ENGINE]
             backwards = training.step_loop.events(Kind.BACKWARD, deep=True)
             for first, second in zip(steps, steps[1:]):
-                if first.optimizer != second.optimizer or first.conds != second.conds:
+                if first.optimizer != second.optimizer:
                     continue
-                if any(first.order < b.order < second.order for b in backwards):
-                    continue
-                yield self.at(second, f"`{second.optimizer}` already stepped earlier in this iteration with no "
-                                      "backward since: the same gradients are applied twice")
+                if not any(first.order < b.order < second.order for b in backwards):
+                    if first.conds == second.conds:
+                        yield self.at(second, f"`{second.optimizer}` already stepped earlier in this iteration "
+                                              "with no backward since: the same gradients are applied twice")
+                elif _restepped(training.step_loop, first, second, backwards):
+                    yield self.at(second, f"`{second.optimizer}` already stepped earlier in this iteration and "
+                                          "nothing zeroed its gradients since: the backward in between adds to "
+                                          "them, so the first step's gradients are applied a second time")
+
+
+def _restepped(loop: Loop, first: Event, second: Event, backwards: list[Event]) -> bool:
+    """``second`` steps ``first``'s optimizer again after the backward of another loss, nothing
+    between them clears gradients (no zeroing of any kind, no call the model cannot see into that is
+    handed an optimizer), and ``second`` runs only where ``first`` ran (its conditions extend
+    ``first``'s). The same loss computed again and stepped again is a test replaying one iteration
+    (around a checkpoint reload), not a second objective meant for another optimizer."""
+    if second.conds[:len(first.conds)] != first.conds:
+        return False
+    before = [b.loss for b in backwards if b.order < first.order]
+    between = [b.loss for b in backwards if first.order < b.order < second.order]
+    if not before or any(loss is None for loss in before + between) \
+            or not any(all(not same(loss, earlier) for earlier in before) for loss in between):
+        return False
+    if any(first.order < z.order < second.order for z in loop.events(Kind.ZERO_GRAD, deep=True)):
+        return False
+    return not any(_between(loop, call, first, second) for call in loop.opaque_calls)
+
+
+def _between(loop: Loop, call: cst.Call, first: Event, second: Event) -> bool:
+    """An opaque call of ``loop`` that sits in source between the two steps (opaque calls carry no
+    execution order; their place in the source stands in for it). Unknown places count as between."""
+    low, high, at = start(first.node), start(second.node), start(call)
+    return low is None or high is None or at is None or low < at < high

@@ -49,6 +49,17 @@ class LossKeptWithGraph(Rule):
 
     VALID = [
         """
+for mel, audio in loader:
+    loss_d_sum = 0.0
+    for _ in range(rep_discriminator):
+        optim_d.zero_grad()
+        loss_d = d_loss(discriminator, generator(mel).detach(), audio)
+        loss_d.backward()
+        optim_d.step()
+        loss_d_sum += loss_d
+    writer.add_scalar("loss_d", (loss_d_sum / rep_discriminator).item())
+""",
+        """
 total_loss = 0.0
 for x, y in loader:
     optimizer.zero_grad()
@@ -181,7 +192,8 @@ for epoch in range(epochs):
                 if container in backpropagated:
                     continue  # kept on purpose: a backward later runs through it
                 reader = reader or GraphReader(model, training)
-                if (_short_fixed_run(training) or _reset_periodically(training, container)) \
+                if (_short_fixed_run(training) or _reset_periodically(training, container)
+                        or _reset_around_repeats(training, container)) \
                         and _backpropagated_binding(reader, value, holder):
                     continue
                 known = len(reader.sources)
@@ -299,6 +311,20 @@ def _reset_periodically(training: TrainingLoop, container: str) -> bool:
     """``if i % log_interval == 0: ...; total = 0`` in the loop: the total holds one logging window."""
     return any(container in a.names and a.op == "=" and _empty(a.value)
                and training.reader.guard(a.conds, a.order).periodic for a in training.loop.assignments)
+
+
+def _reset_around_repeats(training: TrainingLoop, container: str) -> bool:
+    """``loss_d_sum = 0.0`` in the batch loop, then ``for _ in range(rep_discriminator): ...;
+    loss_d.backward(); ...; loss_d_sum += loss_d``: a repeat loop over a count, not over data, whose
+    total is made empty again on every iteration of the loop around it, before it runs. It holds one
+    batch's repeats, never more."""
+    loop = training.loop
+    if loop.parent is None or is_data_loop(loop) or not isinstance(loop.node, cst.For):
+        return False
+    if not isinstance(loop.node.iter, cst.Call) or func_name(loop.node.iter) != "range":
+        return False
+    return any(container in a.names and a.op == "=" and _empty(a.value) and a.order < loop.order
+               and a.conds == loop.conds for a in loop.parent.assignments)
 
 
 def _made_fresh_to_fill(training: TrainingLoop, container: str, holder: object, model: FileModel) -> bool:

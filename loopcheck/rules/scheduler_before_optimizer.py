@@ -8,12 +8,18 @@ code and is read as written.
 
 A scheduler step under a test of the scheduler alone (`if lr_scheduler is not None:`,
 `not isinstance(lr_scheduler, ReduceLROnPlateau)`) counts as stepped wherever the optimizer steps:
-such a test holds on every iteration or on none.
+such a test holds on every iteration or on none. None is where the file binds the scheduler only to
+`None` (directly or through a function of the file that returns it) and builds no scheduler at all:
+the step never runs (an optimizer such as `BertAdam(..., t_total=...)` schedules itself).
 
 ## Why is this bad?
 Since PyTorch 1.1 `scheduler.step()` must follow `optimizer.step()`. Stepping it first skips the
 first value of the schedule (the initial learning rate is never used, a warmup starts one step
 late, a step decay comes one epoch early). PyTorch warns once, which is easy to miss in logs.
+A schedule that warms up from zero (`get_linear_schedule_with_warmup(optimizer, 8, total)` and the
+other `transformers` `get_*_with_warmup` schedules, with a warmup that is not a literal 0) is not
+flagged: the value stepping first skips is a learning rate of 0, and skipping it loses no update
+(stepped once per epoch, it saves a whole epoch at learning rate 0).
 Before 1.1 the scheduler was stepped first, so a project that pins `torch` below 1.1 (in its
 requirements, setup.py, pyproject.toml or environment.yml) is not flagged. Neither is a schedule
 class of the project that derives from nothing (`class WarmupLinearLRSchedule:` with its own
@@ -38,8 +44,8 @@ import libcst as cst
 from loopcheck.fixes import move_after, own_line
 from loopcheck.model import Event, FileModel, Framework, Kind, Style
 from loopcheck.model.guards import GuardReader, exclusive
-from loopcheck.model.roles import Role
-from loopcheck.model.syntax import dotted, func_name, last_part
+from loopcheck.model.roles import Role, role_of_constructor
+from loopcheck.model.syntax import dotted, func_name, int_value, keyword, last_part, own_call_name, positional
 from loopcheck.model.training import is_data_loop
 from loopcheck.project.index import class_bases
 from loopcheck.rules._base import Rule, Violation
@@ -78,6 +84,33 @@ for real in loader:
         opt_d.zero_grad()
         d_loss(real).backward()
         opt_d.step()
+""",
+        """
+lr_scheduler = get_cosine_schedule_with_warmup(optimizer, 8, 3000)
+for epoch in range(epochs):
+    lr_scheduler.step()
+    for x, y in loader:
+        criterion(model(x), y).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+def prep_optimizer(model, total_steps):
+    scheduler = None
+    optimizer = BertAdam(model.parameters(), lr=1e-4, warmup=0.1, t_total=total_steps)
+    return optimizer, scheduler
+
+def train_epoch(model, loader, optimizer, scheduler):
+    for x, y in loader:
+        criterion(model(x), y).backward()
+        if scheduler is not None:
+            scheduler.step()
+        optimizer.step()
+        optimizer.zero_grad()
+
+optimizer, scheduler = prep_optimizer(model, total_steps)
+for epoch in range(epochs):
+    train_epoch(model, loader, optimizer, scheduler)
 """,
     ]
     INVALID = [
@@ -132,11 +165,12 @@ for epoch in range(epochs):
                 if first is None or scheduler.has_args or scheduler.order > first.order or exclusive(
                         scheduler.conds, first.conds):
                     continue
-                if scheduler.conds != first.conds[: len(scheduler.conds)] and not _checks_itself(scheduler, first):
-                    continue
+                if scheduler.conds != first.conds[: len(scheduler.conds)]:
+                    if not _checks_itself(scheduler, first) or _always_none(model, scheduler.receiver):
+                        continue
                 if training.accumulates and len(scheduler.conds) < len(first.conds):
                     continue  # stepped on every micro-batch, the optimizer only on some: LC301's finding
-                if _plain_class(model, scheduler.receiver):
+                if _plain_class(model, scheduler.receiver) or _warms_up_from_zero(model, scheduler.receiver):
                     continue
                 yield self._report(model, scheduler, first.stmt, "iteration")
             outer = loop.parent
@@ -150,7 +184,7 @@ for epoch in range(epochs):
                     continue
                 # stepped on every epoch, or in the branch that runs the batch loop (`else:` of a warmup
                 # phase that trains another optimizer): each time before that loop's first step
-                if _plain_class(model, scheduler.receiver):
+                if _plain_class(model, scheduler.receiver) or _warms_up_from_zero(model, scheduler.receiver):
                     continue
                 if not scheduler.has_args and scheduler.order < loop.order and (reader.guard(
                         scheduler.conds, scheduler.order).always or scheduler.conds and scheduler.conds == loop.conds):
@@ -188,6 +222,28 @@ def _plain_class(model: FileModel, receiver: str | None) -> bool:
     return bool(calls)
 
 
+_WARMUP_FROM_ZERO = {"get_linear_schedule_with_warmup", "get_cosine_schedule_with_warmup",
+                     "get_cosine_with_hard_restarts_schedule_with_warmup", "get_constant_schedule_with_warmup",
+                     "get_polynomial_decay_schedule_with_warmup", "get_inverse_sqrt_schedule"}
+
+
+def _warms_up_from_zero(model: FileModel, receiver: str | None) -> bool:
+    """Every construction of the scheduler is a ``transformers`` warmup schedule whose warmup length
+    (second argument or ``num_warmup_steps``) is not a literal 0: its first value is a learning rate of
+    0 (``step / warmup`` at step 0), so stepping it before the optimizer skips only that."""
+    calls = model.roles.constructors(receiver, Role.SCHEDULER)
+    for call in calls:
+        if last_part(func_name(call) or "") not in _WARMUP_FROM_ZERO:
+            return False
+        warmup = keyword(call, "num_warmup_steps")
+        args = positional(call)
+        if warmup is None and len(args) > 1:
+            warmup = args[1]
+        if warmup is None or int_value(warmup) == 0:
+            return False
+    return bool(calls)
+
+
 def _checks_itself(scheduler: Event, first: Event) -> bool:
     """The scheduler steps under the optimizer step's conditions plus tests of the scheduler object
     alone (``if lr_scheduler is not None and not isinstance(lr_scheduler, ReduceLROnPlateau):``): they
@@ -195,6 +251,45 @@ def _checks_itself(scheduler: Event, first: Event) -> bool:
     shared = len(first.conds)
     return scheduler.conds[:shared] == first.conds and all(
         c.test is not None and _about(c.test, scheduler.receiver) for c in scheduler.conds[shared:])
+
+
+def _always_none(model: FileModel, receiver: str | None) -> bool:
+    """The file binds the scheduler's name only to ``None`` (``scheduler = None``, also through a
+    function of the file that returns it: ``optimizer, scheduler, model = prep_optimizer(...)`` with
+    ``scheduler = None; return optimizer, scheduler, model``) and builds no scheduler anywhere: its
+    ``if scheduler is not None: scheduler.step()`` never runs (an optimizer that schedules itself,
+    such as ``BertAdam(..., t_total=...)``)."""
+    roles = model.roles
+    short = last_part(receiver or "")
+    values, unpacked = roles.values.get(short, []), roles.unpacked.get(short, [])
+    if not short or roles.constructed.get(short) or not (values or unpacked) or not all(_none(v) for v in values):
+        return False
+    for call, position in unpacked:
+        own = own_call_name(call)
+        if own is None or own not in roles.functions:
+            return False
+        for fn in roles.functions[own]:
+            for value in roles.returns.get(fn, ()):
+                if value is None or _none(value):
+                    continue
+                elements = value.elements if type(value) is cst.Tuple else ()  # type: ignore[attr-defined]
+                if len(elements) <= position or any(type(e) is cst.StarredElement for e in elements):
+                    return False
+                element = elements[position].value
+                if not _none(element) and last_part(dotted(element) or "") != short:
+                    return False
+    return not any(_builds_scheduler(func_name(call) or "") for call in model.index.calls)
+
+
+def _builds_scheduler(name: str) -> bool:
+    """A scheduler class (``LambdaLR``) or factory (``get_linear_schedule_with_warmup``), not a method
+    that reads one (``optimizer.get_lr()``)."""
+    short = last_part(name)
+    return role_of_constructor(name) is Role.SCHEDULER and (short[:1].isupper() or "schedul" in short.lower())
+
+
+def _none(expr: cst.BaseExpression) -> bool:
+    return type(expr) is cst.Name and expr.value == "None"  # type: ignore[attr-defined]
 
 
 def _about(test: cst.BaseExpression, receiver: str | None) -> bool:
