@@ -87,6 +87,41 @@ def test_zero_grad_moves_before_every_backward_of_an_accumulating_loop():
     assert mutants(NO_ACCUMULATION, ops.zero_grad_every_micro_batch) == []
 
 
+CONFIG_FIELD = """\
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class TrainArgs:
+    grad_acc_steps: int = 1
+
+
+args = TrainArgs()
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for i in range(10):
+    loss = model(torch.randn(4, 2)).mean() / args.grad_acc_steps
+    loss.backward()
+    if (i + 1) % args.grad_acc_steps == 0:
+        opt.step()
+        opt.zero_grad()
+"""
+
+
+@pytest.mark.parametrize("setting, windows", [
+    ("", 0),  # 1 as the file ships it: nothing accumulates
+    ("args = TrainArgs(grad_acc_steps=4)", 1),
+    ("parser.add_argument('--grad-acc-steps', type=int, default=1)", 1),
+    ("args.grad_acc_steps = 4", 1),
+])
+def test_a_count_the_file_binds_only_to_one_is_no_window(setting, windows):
+    source = CONFIG_FIELD.replace("args = TrainArgs()\n", f"args = TrainArgs()\n{setting}\n")
+    assert len(ops.windows(source, ast.parse(source))) == windows
+    assert len(mutants(source, ops.zero_grad_every_micro_batch)) == windows
+
+
 def test_micro_step_loop_is_a_window_but_a_literal_single_micro_step_is_not():
     [m] = mutants(MICRO, ops.zero_grad_every_micro_batch)
     assert m.source.splitlines()[11] == "        opt.zero_grad(set_to_none=True); loss.backward()"

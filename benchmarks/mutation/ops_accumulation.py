@@ -234,12 +234,35 @@ def _accelerate(source: str, loop: Loop) -> Iterator[Window]:
                 yield Window("accelerate", loop, backwards[-1], block.body, block, micro=inner, accumulate=stmt)
 
 
+def _one_as_shipped(tree: ast.Module, count: ast.expr) -> bool:
+    """N is a name (``grad_acc_steps``, ``args.grad_acc_steps``) that the file binds only to ``1``
+    (``grad_acc_steps: int = 1``, a config dataclass's field) and sets nowhere else: no keyword of
+    that name (``TrainArgs(grad_acc_steps=4)``), no dict key, no command-line flag. Such a loop
+    accumulates nothing as the file ships it, so a pitfall injected into its window is inert."""
+    name = count.id if isinstance(count, ast.Name) else count.attr if isinstance(count, ast.Attribute) else None
+    if name is None:
+        return False
+    values = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name or isinstance(t, ast.Attribute) and t.attr == name
+                   for t in targets):
+                values.append(node.value)
+        elif isinstance(node, ast.keyword) and node.arg == name:
+            return False
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                node.value.lstrip("-").replace("-", "_") == name:
+            return False  # a dict key, a flag (`--grad-acc-steps`), a `getattr(cfg, "...")`
+    return bool(values) and all(v is not None and _int(v) == 1 for v in values)
+
+
 def windows(source: str, tree: ast.Module) -> list[Window]:
     found: list[Window] = []
     for loop in ast.walk(tree):
         if isinstance(loop, (ast.For, ast.While)):
             found += list(_periodic(loop)) + list(_micro(loop)) + list(_accelerate(source, loop))
-    return found
+    return [w for w in found if w.kind != "periodic" or w.count is None or not _one_as_shipped(tree, w.count)]
 
 
 # --- editing ----------------------------------------------------------------------------------------

@@ -73,6 +73,13 @@ class Guard:
     def never(self) -> bool:
         return self.kind is GuardKind.NEVER
 
+    @property
+    def window_unknown(self) -> bool:
+        """Periodic, but on some boundaries of two periodic tests (one nested in the other): it never
+        holds between boundaries, but how many micro-batches a window holds the file shows only as
+        the product of the two counts, if at all."""
+        return self.kind is GuardKind.PERIODIC and self.modulus is None and self.partial
+
 
 ALWAYS = Guard(GuardKind.ALWAYS)
 NEVER = Guard(GuardKind.NEVER)
@@ -143,6 +150,11 @@ def both(a: Guard, b: Guard) -> Guard:
         # it still runs on window boundaries only
         if x.kind in (GuardKind.PERIODIC, GuardKind.SYNC) and y.kind in (GuardKind.UNKNOWN, GuardKind.LAST):
             return replace(x, partial=True)
+    if kinds == {GuardKind.PERIODIC} and not a.partial and not b.partial:
+        # a second periodic test inside the step branch (`if actual_step % N == 0: glb_step += 1` and
+        # `if glb_step % M == 0: step()`): some boundaries of a window that is no longer N, and which
+        # length the two tests only give together (the `window_unknown` of the guard)
+        return replace(a, partial=True, modulus=None, phase=Phase.UNKNOWN, flush=None)
     return _UNKNOWN
 
 

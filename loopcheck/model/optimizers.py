@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from loopcheck.model.events import Event
+from loopcheck.model.events import Event, Loop
 from loopcheck.model.roles import Role, role_of_constructor
-from loopcheck.model.syntax import dotted, func_name, last_part, method, walk
+from loopcheck.model.syntax import dotted, func_name, last_part, method, param_names, walk
 
 if TYPE_CHECKING:
     from loopcheck.model import FileModel
@@ -56,11 +56,14 @@ class Zeroing:
         self.stepped = {last_part(s) for s in stepped}  # the optimizers the loop steps
         self.roles = model.index.roles
 
-    def clears(self, zero: Event, optimizer: str | None) -> bool | None:
-        """True: certainly; False: it certainly clears another optimizer's gradients only; None: unknown."""
+    def clears(self, zero: Event, step: Event) -> bool | None:
+        """True: certainly clears the gradients ``step``'s optimizer applies; False: it certainly clears
+        another optimizer's gradients only; None: unknown."""
         from loopcheck.model.memory import module_name
 
         zero = self.as_called(zero)
+        optimizer = step.optimizer and (self._argument(step.origin, step.loop, step.order, step.optimizer)
+                                        or step.optimizer)
         if not zero.receiver or not optimizer:
             return None
         mine = last_part(optimizer)
@@ -83,24 +86,33 @@ class Zeroing:
     def as_called(self, zero: Event) -> Event:
         """A zeroing in a same-file helper on one of its parameters (``def reset_grad(opt): opt.zero_grad()``),
         as its caller wrote it (``reset_grad(optimizer_d)``): the receiver is the argument the call bound."""
-        fn = zero.origin
-        if fn is None or not zero.receiver or zero.target not in ("optimizer", "model"):
+        if not zero.receiver or zero.target not in ("optimizer", "model"):
             return zero
-        head, _, rest = zero.receiver.partition(".")
-        if head not in {p.name.value for p in [*fn.params.params, *fn.params.kwonly_params]} or head == "self":
+        name = self._argument(zero.origin, zero.loop, zero.order, zero.receiver)
+        if name is None:
             return zero
-        loop = zero.loop
+        target = "optimizer" if self.roles.of(name) in (Role.OPTIMIZER, Role.ENGINE) else "model"
+        return replace(zero, receiver=name, target=target)
+
+    @staticmethod
+    def _argument(fn: cst.FunctionDef | None, loop: Loop | None, order: int, name: str) -> str | None:
+        """``name`` (``opt``, ``opt.inner``) where its head is a parameter of the same-file function ``fn``
+        that holds it, as the call inlining ``fn`` bound it (``train(model, loader, optimizer)`` for
+        ``def train(net, loader, train_optimizer)``): a zeroing and a step of one epoch function name
+        the optimizer by its parameter, and a helper's zeroing by its own. None where the file shows
+        no such call."""
+        head, _, rest = name.partition(".")
+        if fn is None or head == "self" or head not in param_names(fn.params):
+            return None
         while loop is not None:
-            bound = [a for a in loop.assignments_before(head, zero.order) if isinstance(a.node, cst.Call)]
+            bound = [a for a in loop.assignments_before(head, order) if isinstance(a.node, cst.Call)]
             if bound:
                 argument = dotted(bound[-1].value)
                 if argument is None:
-                    return zero
-                name = f"{argument}.{rest}" if rest else argument
-                target = "optimizer" if self.roles.of(name) in (Role.OPTIMIZER, Role.ENGINE) else "model"
-                return replace(zero, receiver=name, target=target)
+                    return None
+                return f"{argument}.{rest}" if rest else argument
             loop = loop.parent
-        return zero
+        return None
 
 
 def _overlaps(module: str, modules: set[str]) -> bool:

@@ -219,7 +219,7 @@ for real, _ in loader:
             zeroing = Zeroing(model, {s.optimizer for s in steps if s.optimizer})
             for step in steps:
                 key = (id(training.loop.node), step.optimizer)
-                clearing = [z for z in zeros if zeroing.clears(z, step.optimizer) is not False]
+                clearing = [z for z in zeros if zeroing.clears(z, step) is not False]
                 if key in reported:
                     continue
                 periodic = _periodic_only(training, step, clearing)

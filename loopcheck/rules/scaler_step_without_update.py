@@ -291,7 +291,26 @@ def _only_read(model: FileModel, call: cst.Call, arg: cst.Arg, statements: set[i
             read += _is(node.left, param) + _is(node.right, param)
         elif isinstance(node, cst.IfExp):
             read += _is(node.test, param)
+        elif isinstance(node, cst.Return) and node.value is not None:
+            read += _returned_to_itself(model, call, node.value, param, last_part(dotted(arg.value) or ""))
     return uses == read
+
+
+def _returned_to_itself(model: FileModel, call: cst.Call, value: cst.BaseExpression, param: str, short: str) -> int:
+    """How many times ``return value`` hands ``param`` back to the caller's own name for it, and nothing
+    more: ``return classifier, opt, scaler, epoch`` where the call is ``classifier, optimizer, scaler,
+    start_epoch = load_checkpoint(..., scaler=scaler)`` (the scaler comes back to the name it left)."""
+    returned = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+    positions = [k for k, e in enumerate(returned) if _is(e, param)]
+    if not positions:
+        return 0
+    for node in walk(model.module, into_functions=True):
+        if isinstance(node, cst.Assign) and node.value is call and len(node.targets) == 1:
+            target = node.targets[0].target
+            names = [dotted(e.value) for e in target.elements] if isinstance(target, cst.Tuple) else [dotted(target)]
+            if len(names) == len(returned) and all(last_part(names[k] or "") == short for k in positions):
+                return len(positions)
+    return 0
 
 
 def _is(node: cst.CSTNode, name: str) -> bool:

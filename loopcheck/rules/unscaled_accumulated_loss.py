@@ -206,6 +206,8 @@ for step, batch in enumerate(train_dataloader):
                 continue
             if _grads_divided(model, training):
                 continue  # `for p in model.parameters(): p.grad /= N` after the window normalises instead
+            if training.step_guard is not None and training.step_guard.window_unknown:
+                continue  # a step under two periodic tests: what the loss should be divided by is unclear
             n = training.modulus
             accumulation_names = {name.rsplit(".", 1)[-1] for name in names_in(n)} if n is not None else set()
             for backward in training.backwards:

@@ -14,7 +14,9 @@ themselves (`if not torch.isfinite(total_norm) or total_norm > max_norm:` with `
 `clip_grad_norm_`): that skips one update on purpose.
 
 A same-file helper that zeroes the optimizer it is passed (`reset_grad(optimizer)`) is read at
-its call.
+its call, and so is an epoch function's optimizer parameter, for its zeroing and its step alike
+(`train(net, loader, train_optimizer)` called with `optimizer`, a GAN's `optimizer_G` and
+`optimizer_D` called with `optimizer_gen` and `optimizer_disc`).
 
 ## Fix
 Zero the gradients before `backward()` or after `optimizer.step()`, never between them.
@@ -205,7 +207,7 @@ def _cleared_before(zeroing: Zeroing, loop: Loop, backward: Event, other: Event)
     if not other.optimizer:
         return False
     for zero in loop.events(Kind.ZERO_GRAD, deep=True):
-        if zeroing.clears(zero, other.optimizer) is not True or exclusive(zero.conds, other.conds) or \
+        if zeroing.clears(zero, other) is not True or exclusive(zero.conds, other.conds) or \
                 zero.conds != other.conds[: len(zero.conds)]:
             continue  # it must run whenever the other step runs
         if backward.order < zero.order < other.order or \
@@ -265,5 +267,5 @@ def _between(zero: Event, last_backward: int, step: Event) -> bool:
 
 def _clears(zeroing: Zeroing, zero: Event, step: Event, optimizers: set[str | None]) -> bool:
     """Certainly the gradients ``step`` uses: its own optimizer or module, or the loop's only optimizer."""
-    clears = zeroing.clears(zero, step.optimizer)
+    clears = zeroing.clears(zero, step)
     return clears is True or clears is None and zero.target != "optimizer" and len(optimizers) == 1

@@ -2,7 +2,9 @@
 Checks for gradients being zeroed on every micro-batch of a gradient-accumulation loop: by the
 optimizer, the model, or `p.grad = None`. A LightningModule under manual optimization that
 accumulates by hand (`self.manual_backward(loss)`, `opt.step()` every N batches in
-`training_step`) is checked the same way: Lightning leaves its zeroing and stepping as written.
+`training_step`) is checked the same way: Lightning leaves its zeroing and stepping as written. A backward that runs now and then and is
+cleared in its own branch before any step (a probe's `probe_loss.backward(); optimizer.zero_grad()`)
+feeds no window and is left out.
 
 ## Why is this bad?
 Under accumulation the optimizer steps only every N micro-batches and relies on `backward()`
@@ -21,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from loopcheck.fixes import move_to_step
-from loopcheck.model import FileModel, GuardKind, Kind, Style
+from loopcheck.model import Event, FileModel, GuardKind, Kind, Style, TrainingLoop
 from loopcheck.model.syntax import source
 from loopcheck.rules._base import Rule, Violation
 
@@ -111,7 +113,8 @@ for i, (x, y) in enumerate(loader):
         for training in model.training_loops:
             if training.style not in (Style.GUARDED, Style.MICRO_LOOP, Style.ACCELERATE):
                 continue
-            if not all(training.every_iteration(b) for b in training.backwards):
+            backwards = [b for b in training.backwards if not _cancelled(training, b)]
+            if not backwards or not all(training.every_iteration(b) for b in backwards):
                 continue
             for zero in training.events(Kind.ZERO_GRAD):
                 if training.guard(zero).kind not in (GuardKind.ALWAYS, GuardKind.NOT_PERIODIC):
@@ -126,3 +129,14 @@ for i, (x, y) in enumerate(loader):
                 yield self.at(zero, f"`{zero.receiver}` gradients are zeroed{through} on every micro-batch while the "
                                     f"optimizer steps every N micro-batches ({training.style.value}): "
                                     "N-1 of N backward passes are thrown away", fix)
+
+
+def _cancelled(training: TrainingLoop, backward: Event) -> bool:
+    """A backward that runs only now and then and whose gradients a zeroing in its own branch clears
+    before any step (a probe's `probe_loss.backward(); optimizer.zero_grad()` to record activation and
+    gradient statistics): it feeds no window, so the windows are read from the other backwards."""
+    if training.every_iteration(backward):
+        return False
+    steps = [s.order for s in training.events(Kind.STEP)]
+    return any(z.conds == backward.conds and backward.order < z.order and z.target in ("optimizer", "model")
+               and not any(backward.order < s < z.order for s in steps) for z in training.events(Kind.ZERO_GRAD))
