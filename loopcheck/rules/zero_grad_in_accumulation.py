@@ -2,9 +2,9 @@
 Checks for gradients being zeroed on every micro-batch of a gradient-accumulation loop: by the
 optimizer, the model, or `p.grad = None`. A LightningModule under manual optimization that
 accumulates by hand (`self.manual_backward(loss)`, `opt.step()` every N batches in
-`training_step`) is checked the same way: Lightning leaves its zeroing and stepping as written. A backward that runs now and then and is
-cleared in its own branch before any step (a probe's `probe_loss.backward(); optimizer.zero_grad()`)
-feeds no window and is left out.
+`training_step`) is checked the same way: Lightning leaves its zeroing and stepping as written.
+A backward that runs now and then and is cleared in its own branch before any step (a probe's
+`probe_loss.backward(); optimizer.zero_grad()`) feeds no window and is left out.
 
 ## Why is this bad?
 Under accumulation the optimizer steps only every N micro-batches and relies on `backward()`
