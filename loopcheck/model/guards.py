@@ -640,12 +640,26 @@ class GuardReader:
             return Count(name)
         increments = [a for a in self.aliases.get(name, []) if a.op == "AddAssign"]
         others = [a for a in self.aliases.get(name, []) if a.op != "AddAssign"]
-        if len(increments) != 1 or others or increments[0].conds or int_value(increments[0].value) != 1:
+        if len(increments) != 1 or increments[0].conds or int_value(increments[0].value) != 1:
             return Count(name)
         init = self._fresh_value(name)
+        if others and not self._reset_to_start(name, others, init, increments[0].order, order):
+            return Count(name)
         before = order is not None and increments[0].order < order
         first = init + 1 if init is not None and before else init
-        return Count(name, first, self._set_per_pass(name))
+        # reset in the loop (by an evaluation branch): the windows start again there, so where each
+        # pass ends in its window is not known
+        return Count(name, first, None if others else self._set_per_pass(name))
+
+    @staticmethod
+    def _reset_to_start(name: str, resets: list[Assignment], init: int | None, increment: int,
+                        order: int | None) -> bool:
+        """``nb_tr_examples, nb_tr_steps = 0, 0`` in the loop's evaluation branch, with ``nb_tr_steps = 0``
+        before the loop: the counter starts again from its first value, so the micro-batch after the
+        reset sees what the first one of the run saw. Not between the increment and the test, which
+        would then see the reset value instead of the counted one."""
+        return init is not None and order is not None and all(
+            a.op == "=" and int_value(_element(a, name)) == init and not increment < a.order < order for a in resets)
 
     def _call_counter(self, name: str) -> bool:
         """``engine.state.iteration`` in ignite's ``def update(engine, batch)``: a counter the caller keeps

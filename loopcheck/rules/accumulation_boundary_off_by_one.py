@@ -4,7 +4,9 @@ Checks accumulation step conditions that fire on the wrong micro-batch: `i % N =
 Counters are read as real code writes them: `enumerate(loader, start=...)` (a resumed start is
 read as its fresh-run value, `start_step = 0`), `step += 1` before or after the test, global
 counters (`global_step`, `ni = i + nb * epoch`) and thresholds reset in the step branch
-(`n += 1; if n > N: ...; n = 0` makes every window N + 1 long).
+(`n += 1; if n > N: ...; n = 0` makes every window N + 1 long). A counter that an evaluation
+branch resets to its first value (`nb_tr_steps = 0` beside `nb_tr_steps = 0` before the loop) starts
+again as on a fresh run, so its test is read the same way.
 
 ## Why is this bad?
 `i % N == 0` is true on the very first micro-batch, so the first "window" has one micro-batch
@@ -120,6 +122,20 @@ for x, y in loader:
         optimizer.step()
         optimizer.zero_grad()
         n = 0
+""",
+        """
+nb_tr_steps, global_step = 0, 0
+for step in range(num_micro_batches):
+    loss = criterion(*next(batches)) / accum
+    nb_tr_steps += 1
+    loss.backward()
+    if (nb_tr_steps + 1) % accum == 0:  # LC106
+        optimizer.step()
+        optimizer.zero_grad()
+        global_step += 1
+        if global_step % eval_steps == 0:
+            evaluate(model)
+            nb_tr_steps = 0
 """,
     ]
 
