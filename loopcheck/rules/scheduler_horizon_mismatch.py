@@ -16,8 +16,9 @@ where a branch that takes a setting as given, `total_train_steps = int(training_
 and the bound of the
 training loop counts that loop's iterations (`for it in range(max_iters)`, `while step < max_steps:`
 whose body adds 1 to `step` on every iteration, or `if global_step >= max_steps: break` where the
-loop adds 1 to `global_step` on every iteration: micro-batches, not the updates a counter advanced
-only in the step branch counts), whatever its name says: full-batch training that steps once per
+loop adds 1 to `global_step` on every iteration, also `>` or `== max_steps + 1` for a count from 1:
+micro-batches, not the updates a counter advanced only in the step branch counts; a bound a trainer
+keeps, `self.total_steps` set only to `args.total_steps`, is that setting), whatever its name says: full-batch training that steps once per
 iteration of `for epoch in range(max_epoch):` counts its steps in `T_max=max_epoch` (also where the
 loop's function takes `max_epoch` as a parameter and the caller builds `T_max=args.max_epoch`). A
 horizon divided by the accumulation count (`t_total = len(loader) // gradient_accumulation_steps *
@@ -367,7 +368,7 @@ for epoch in range(config["epochs"]):
                              if lets_through(kinds, last_part(func_name(c) or ""))]
                     horizons = [_length(call, model.index) for call in calls]
                     # the loop's own bound counts its iterations, whatever its name says (`range(max_epoch)`)
-                    units = [(_loop_unit(h, training) or _parameter_bound_unit(h, training) or unit_of(h, model.index))
+                    units = [(_loop_unit(h, training, model.index) or _parameter_bound_unit(h, training) or unit_of(h, model.index))
                              if h is not None else None for h in horizons]
                 # every scheduler the name may hold must mismatch (`if per_batch: scheduler = OneCycleLR(...)`)
                 # a horizon divided by the accumulation count (`len(loader) // gradient_accumulation_steps *
@@ -556,15 +557,25 @@ def _length(call: cst.Call, index: Index) -> cst.BaseExpression | None:
     return horizon if horizon is not None else decay_expr(call)
 
 
-def _loop_unit(horizon: cst.BaseExpression, training: TrainingLoop) -> Unit | None:
+def _loop_unit(horizon: cst.BaseExpression, training: TrainingLoop, index: Index) -> Unit | None:
     """A horizon that is the bound of the loop itself: ``for it in range(max_iters)`` counts
     iterations of that loop (micro-batches of the batch loop, optimizer steps of a micro-step loop's
-    parent); so does the bound of a stop on a counter the batch loop adds 1 to on every iteration."""
-    if any(same(horizon, bound) for bound in _loop_bounds(training.loop)):
+    parent); so does the bound of a stop on a counter the batch loop adds 1 to on every iteration,
+    also a bound the trainer keeps (``self.total_steps``, set to ``args.total_steps`` and nothing else)."""
+    if any(same(horizon, bound) or _kept_as(bound, horizon, index) for bound in _loop_bounds(training.loop)):
         return Unit.BATCHES
     if training.style is Style.MICRO_LOOP and same(horizon, _range_bound(training.step_loop)):
         return Unit.UPDATES
     return None
+
+
+def _kept_as(bound: cst.BaseExpression | None, horizon: cst.BaseExpression, index: Index) -> bool:
+    """``bound`` is an attribute (``self.total_steps``) that the file sets only to ``horizon``
+    (``self.total_steps = args.total_steps`` in ``__init__``)."""
+    if not isinstance(bound, cst.Attribute):
+        return False
+    held = index.values.get(bound.attr.value, [])
+    return bool(held) and all(same(value, horizon) for value in held)
 
 
 def _parameter_bound_unit(horizon: cst.BaseExpression, training: TrainingLoop) -> Unit | None:
@@ -599,7 +610,9 @@ def _range_bound(loop: Loop) -> cst.BaseExpression | None:
 def _stop_bound(loop: Loop) -> cst.BaseExpression | None:
     """``if global_step >= max_steps: break`` in the loop's own body, where the body adds 1 to
     ``global_step`` on every iteration and nothing else in the loop nest writes it: the loop stops
-    after ``max_steps`` iterations over all epochs."""
+    after ``max_steps`` iterations over all epochs. So does ``global_step > max_steps``, and, the
+    counter rising by 1 through every value, ``global_step == max_steps`` or ``== max_steps + 1``
+    (a count from 1): one iteration more or less, the same unit."""
     node, outer = loop.node, loop.parent
     if not isinstance(node, (cst.For, cst.While)):
         return None
@@ -608,13 +621,25 @@ def _stop_bound(loop: Loop) -> cst.BaseExpression | None:
             continue
         for test in conjuncts(stmt.test):
             if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and \
-                    isinstance(test.comparisons[0].operator, cst.GreaterThanEqual):
+                    isinstance(test.comparisons[0].operator, _STOPS):
                 counter, bound = dotted(test.left), test.comparisons[0].comparator
+                if isinstance(test.comparisons[0].operator, cst.Equal):
+                    bound = _less_one(bound)
                 nest = outer.node if outer is not None and outer.is_loop else node
                 if counter is not None and counter not in names_in(bound) and \
                         _counted_every_iteration(node, counter) and len(_writes(nest, counter)) == 1:
                     return bound
     return None
+
+
+_STOPS = (cst.GreaterThanEqual, cst.GreaterThan, cst.Equal)
+
+
+def _less_one(bound: cst.BaseExpression) -> cst.BaseExpression:
+    """``max_steps`` for ``max_steps + 1``, the bound as it is otherwise."""
+    if isinstance(bound, cst.BinaryOperation) and isinstance(bound.operator, cst.Add) and int_value(bound.right) == 1:
+        return bound.left
+    return bound
 
 
 def _only_break(body: cst.BaseSuite) -> bool:
