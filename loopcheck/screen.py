@@ -142,14 +142,17 @@ def _trains(tree: ast.Module, source: str, matches: Callable[[], Iterable[re.Mat
 
 
 # A modulo the model can read as a step condition: compared (`n % N == 0`, also in `need = ...`) or
-# tested by an `if` (`if (i + 1) % N:`); not `"%d" % x`.
-_MODULO = re.compile(r"%[^\n#]*[=!]=|^[ \t]*(?:el)?if\b[^\n#]*%", re.M)
+# tested by an `if` (`if (i + 1) % N:`); not `"%d" % x`. Or the flag a step method's caller sets on
+# the calls that only accumulate (`if not self.is_grad_accumulation_step:`).
+_MODULO = re.compile(r"%[^\n#]*[=!]=|^[ \t]*(?:el)?if\b[^\n#]*(?:%|\bself\.is_(?:grad_|gradient_)?accumulation_step\b)",
+                     re.M)
 
 
 def _step_function(functions: list[tuple[str, int, int]], direct: list[int], source: str,
                    starts: list[int]) -> bool:
     """A function that back-propagates and tests a counter with ``%`` (``if self.n_iter % accum == 0:
-    optimizer.step()``): called once per micro-batch, it accumulates across its calls."""
+    optimizer.step()``) or its caller's accumulation flag: called once per micro-batch, it accumulates
+    across its calls."""
     modulo = sorted({bisect.bisect_right(starts, m.start()) for m in _MODULO.finditer(source)})
     return bool(modulo) and any(_any_within(direct, first, last) and _any_within(modulo, first, last)
                                 for _, first, last in functions)

@@ -102,6 +102,10 @@ _COUNTER_LIKE = re.compile(r"(^|_)(steps?|iters?|iterations?|epochs?|count|count
 _CALL_COUNTER = re.compile(r"(^|_)(iterations?|iters?|steps?|count|counter)$", re.I)
 # Attributes a library changes on every iteration (Accelerate's sync flag).
 _PER_ITERATION = ("sync_gradients", "gradient_state", "is_accumulating", "training")
+# A flag the caller of a step method sets before every call to say that this call only accumulates
+# (`self.is_grad_accumulation_step`): the complement of a window's boundary, as Accelerate's
+# `sync_gradients` is the boundary; never a setting of the run.
+ACCUMULATING_CALL = re.compile(r"^self\.is_(grad_|gradient_)?accumulation_step$")
 _CONFIG_LIKE = re.compile(r"accum|max_|min_|warmup|freq|interval|every|period|_size$|^(is|use|has|do|with|enable|"
                           r"should|disable|no|skip)_", re.I)
 
@@ -342,6 +346,8 @@ class GuardReader:
             value = self._name_value(name, order, depth)
             if value is not None:
                 return value
+        if name is not None and ACCUMULATING_CALL.match(name) and name not in self.aliases:
+            return Guard(GuardKind.NOT_SYNC, test=test)
         modular = self._modular(test, order)
         if modular is not None:
             return modular
@@ -861,7 +867,7 @@ class GuardReader:
         names = names_in(expr)
         if not names or any(self.varies(n) or self._varies_outside(n) for n in names):
             return None
-        if any(n.endswith(_PER_ITERATION) for n in names) and not self._own_mode(names):
+        if any(n.endswith(_PER_ITERATION) or ACCUMULATING_CALL.match(n) for n in names) and not self._own_mode(names):
             return None
         self_attributes = [n for n in names if n.startswith(("self.", "cls.")) and not n.startswith(_CONFIG_ROOTS)]
         if self_attributes and any(isinstance(n, cst.BinaryOperation) for n in walk(expr)):

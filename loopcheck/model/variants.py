@@ -22,9 +22,9 @@ from dataclasses import replace
 import libcst as cst
 
 from loopcheck.model.events import Assignment, Cond, Event, Framework, Kind, Loop
-from loopcheck.model.guards import GuardReader, complement_key, flag_key
+from loopcheck.model.guards import ACCUMULATING_CALL, GuardReader, complement_key, flag_key
 from loopcheck.model.index import Index
-from loopcheck.model.syntax import children, names_in, walk
+from loopcheck.model.syntax import children, dotted, names_in, walk
 from loopcheck.model.training import Style, TrainingLoop, analyse, is_data_loop
 
 MAX_FLAGS = 4
@@ -95,10 +95,12 @@ def variants(scope: Loop, loop: Loop, int_inits: dict[str, set[int | None]]) -> 
 
 def _steps_on_call_count(training: TrainingLoop) -> bool:
     """A step function's variant steps every N calls, by a ``%`` test of a counter (what the screen
-    looks for in functions without a loop)."""
+    looks for in functions without a loop), or on the calls its caller does not mark as accumulation
+    steps (``if not self.is_grad_accumulation_step:``)."""
     guard = training.step_guard
     return training.style is Style.GUARDED and guard is not None and guard.test is not None and any(
-        isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo) for n in walk(guard.test))
+        isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo)
+        or isinstance(n, cst.Attribute) and ACCUMULATING_CALL.match(dotted(n) or "") for n in walk(guard.test))
 
 
 # -- which flags -----------------------------------------------------------------------------

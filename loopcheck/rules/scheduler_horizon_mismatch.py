@@ -54,7 +54,8 @@ optimizer.param_groups]`) is no length and does not stop the others from being r
 silent where the file does not settle both: a horizon that names what the call does not pass (a
 parameter's default, another module's constant), a scheduler built in another module by a class or
 an object, a `scheduler.step(...)` with arguments, a step under a configuration flag, and an accumulation count
-that is 1 as the file ships it (a batch is then an optimizer step). The warmup length
+that is 1 as the file ships it (a batch is then an optimizer step; so is a parameter of the loop's function
+whose default is 1 where no call of the file passes it, `def do_train(..., gradient_accumulation_steps=1)`). The warmup length
 (`num_warmup_steps` of the `transformers` schedules) is read the same way: `warmup_steps *
 gradient_accumulation_steps` for a scheduler stepped once per update stretches the ramp N times.
 So are the step size of `StepLR`, the half cycle of `CyclicLR` (`step_size_up`) and the milestones
@@ -348,7 +349,8 @@ for epoch in range(config["epochs"]):
             # an accumulation count of 1 as shipped makes a batch an update; so does an Accelerate loop
             # whose Accelerator is given no accumulation count
             accumulates = training.accumulates and not accumulation_gates_nothing(training, model.index) and (
-                training.style is not Style.ACCELERATE or accumulation_setting(model) is not None)
+                training.style is not Style.ACCELERATE or accumulation_setting(model) is not None) and \
+                not _parameter_one(training, model.index)
             for scheduler, stepped in _stepping_units(training, model):
                 # `if isinstance(scheduler, OneCycleLR): scheduler.step()` steps only what that class built
                 kinds, conds = kind_tests(scheduler.conds, scheduler.receiver)
@@ -400,6 +402,20 @@ for epoch in range(config["epochs"]):
                     yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
                                              f"but its warmup `{source(warmups[0])}` counts {wunits[0].value}"
                                              f"{passed[0] if passed else _built_by(scheduler, model)}")
+
+
+def _parameter_one(training: TrainingLoop, index: Index) -> bool:
+    """The accumulation count is a parameter of the loop's function whose default is 1, and no call
+    of this file passes it (``def do_train(..., gradient_accumulation_steps=1)`` called by an entry
+    script that never sets it): each batch is an update as the code ships, whatever the loop could do."""
+    count, function = training.modulus, training.loop.function
+    if not isinstance(count, cst.Name) or function is None:
+        return False
+    params = (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params)
+    param = next((p for p in params if p.name.value == count.value), None)
+    if param is None or param.default is None or int_value(param.default) != 1:
+        return False
+    return all(int_value(v) == 1 for v in index.arguments.get(f"{function.name.value}({count.value})", []))
 
 
 def _constructors(name: str | None, model: FileModel) -> list[cst.Call]:

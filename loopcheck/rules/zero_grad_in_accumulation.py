@@ -3,6 +3,11 @@ Checks for gradients being zeroed on every micro-batch of a gradient-accumulatio
 optimizer, the model, or `p.grad = None`. A LightningModule under manual optimization that
 accumulates by hand (`self.manual_backward(loss)`, `opt.step()` every N batches in
 `training_step`) is checked the same way: Lightning leaves its zeroing and stepping as written.
+So is a trainer's per-step method, called once per micro-batch (or per list of them) by a loop
+elsewhere, that steps only on the calls its caller does not mark as accumulation steps (`if not
+self.is_grad_accumulation_step: optimizer.step()`) and zeroes the gradients on every call before
+its backward: each step then sees the last call's gradients only (not where this file gives its
+`Accelerator` an accumulation count, whose prepared optimizer skips `zero_grad()` on those calls).
 A backward that runs now and then and is cleared in its own branch before any step (a probe's
 `probe_loss.backward(); optimizer.zero_grad()`) feeds no window and is left out.
 
@@ -22,9 +27,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from loopcheck.fixes import move_to_step
-from loopcheck.model import Event, FileModel, GuardKind, Kind, Style, TrainingLoop
-from loopcheck.model.syntax import source
+from loopcheck.model import Event, FileModel, Guard, GuardKind, Kind, Loop, Style, TrainingLoop
+from loopcheck.model.accelerate import accumulation_setting
+from loopcheck.model.guards import ACCUMULATING_CALL
+from loopcheck.model.syntax import dotted, source, walk
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -111,16 +120,26 @@ for i, (x, y) in enumerate(loader):
 
     def check(self, model: FileModel) -> Iterator[Violation]:
         for training in model.training_loops:
+            if training.style is Style.MICRO_LOOP:
+                yield from self._across_calls(training, model)
             if training.style not in (Style.GUARDED, Style.MICRO_LOOP, Style.ACCELERATE):
                 continue
             backwards = [b for b in training.backwards if not _cancelled(training, b)]
             if not backwards or not all(training.every_iteration(b) for b in backwards):
                 continue
+            # a step method whose caller marks the calls that only accumulate
+            flag = training.step_guard if training.style is Style.GUARDED and not training.loop.is_loop and \
+                training.step_guard is not None and _marked_by_caller(training.step_guard) else None
             for zero in training.events(Kind.ZERO_GRAD):
                 if training.guard(zero).kind not in (GuardKind.ALWAYS, GuardKind.NOT_PERIODIC):
                     continue  # the `else:` of the step condition zeroes every non-boundary micro-batch
                 if training.style is Style.ACCELERATE and zero.target == "optimizer":
                     continue  # Accelerate's prepared optimizer skips zero_grad on non-sync steps
+                if flag is not None:
+                    if not _gated(model, zero):
+                        yield self.at(zero, _across_message(zero, training.loop, flag),
+                                      move_to_step(model, training, zero, "move the zeroing after the optimizer step"))
+                    continue
                 # a method or function of another project module: the message names where it zeroes
                 elsewhere = model.project.where(zero.node) if model.project is not None else None
                 fix = move_to_step(model, training, zero, "move the zeroing after the optimizer step") \
@@ -129,6 +148,21 @@ for i, (x, y) in enumerate(loader):
                 yield self.at(zero, f"`{zero.receiver}` gradients are zeroed{through} on every micro-batch while the "
                                     f"optimizer steps every N micro-batches ({training.style.value}): "
                                     "N-1 of N backward passes are thrown away", fix)
+
+    def _across_calls(self, training: TrainingLoop, model: FileModel) -> Iterator[Violation]:
+        """A step method whose own loop back-propagates a list of micro-batches (zeroed once before
+        it, stepped after it: right within one call) but steps only on the calls its caller does not
+        mark as accumulation steps (``if not self.is_grad_accumulation_step:``): a zeroing before that
+        loop on every call throws away what the calls before it accumulated."""
+        scope = training.loop.parent
+        if scope is None or scope.is_loop or scope.function is None or not training.steps:
+            return
+        guards = [training.guard(step) for step in training.steps]
+        if not all(g.kind is GuardKind.SYNC and _marked_by_caller(g) for g in guards):
+            return
+        for zero in scope.events(Kind.ZERO_GRAD):
+            if zero.order < training.loop.order and training.guard(zero).always and not _gated(model, zero):
+                yield self.at(zero, _across_message(zero, scope, guards[0]))
 
 
 def _cancelled(training: TrainingLoop, backward: Event) -> bool:
@@ -140,3 +174,22 @@ def _cancelled(training: TrainingLoop, backward: Event) -> bool:
     steps = [s.order for s in training.events(Kind.STEP)]
     return any(z.conds == backward.conds and backward.order < z.order and z.target in ("optimizer", "model")
                and not any(backward.order < s < z.order for s in steps) for z in training.events(Kind.ZERO_GRAD))
+
+
+def _across_message(zero: Event, scope: Loop, flag: Guard) -> str:
+    name = scope.function.name.value if scope.function is not None else "the step function"
+    return (f"`{zero.receiver}` gradients are zeroed on every call of `{name}`, but the optimizer steps only on the "
+            f"calls that `{source(flag.test)}` does not mark as accumulation steps: the gradients of the calls "
+            "before are thrown away")
+
+
+def _gated(model: FileModel, zero: Event) -> bool:
+    """An optimizer's ``zero_grad()`` where this file gives its Accelerator an accumulation count: a
+    prepared optimizer skips it on the calls ``accumulate()`` does not sync."""
+    return zero.target == "optimizer" and accumulation_setting(model) is not None
+
+
+def _marked_by_caller(guard: Guard) -> bool:
+    """The guard tests a flag the caller sets before each call (``self.is_grad_accumulation_step``)."""
+    return guard.test is not None and any(ACCUMULATING_CALL.match(dotted(n) or "") for n in walk(guard.test)
+                                          if isinstance(n, cst.Attribute))
