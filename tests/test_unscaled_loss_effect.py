@@ -27,6 +27,9 @@ def train(model, loader, args):
 _CLIP = ("            scaler.unscale_(optimizer)\n"
          "            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n")
 _TOO_LARGE = "each optimizer step is `args.accum` times too large"
+_UNREAD = ("each optimizer step sees `args.accum` times the window's mean gradient: an SGD step is `args.accum` "
+           "times too large (an Adam-like optimizer keeps its step size, but a clip threshold or coupled weight "
+           "decay meets the `args.accum`-fold sum)")
 _DECAY = "its coupled `weight_decay` weighs `args.accum` times less against the gradient"
 _CLIPS = ("the clip threshold meets the sum of `args.accum` micro-batch gradients, so it clips as if set "
           "`args.accum` times lower")
@@ -42,8 +45,10 @@ _ADAM = "the step size of an Adam-like optimizer does not change, but "
     ("Adam(model.parameters(), lr=1e-3, weight_decay=0.0)", "", None),
     ("Adam(model.parameters(), lr=1e-3, weight_decay=0.05)", "", _ADAM + _DECAY),
     ("Adam(model.parameters(), lr=1e-3, weight_decay=0.05)", _CLIP, _ADAM + _DECAY + " and " + _CLIPS),
-    # by position, the decay cannot be told from betas or eps: not read as Adam-like
-    ("Adam(model.parameters(), 1e-3, (0.9, 0.999), 1e-8, 0.05)", "", _TOO_LARGE),
+    # by position, the decay cannot be told from betas or eps: not read as Adam-like, nor claimed N-fold
+    ("Adam(model.parameters(), 1e-3, (0.9, 0.999), 1e-8, 0.05)", "", _UNREAD),
+    # a scale-invariant optimizer the rule does not list: the step is not claimed N times too large
+    ("RMSprop(model.parameters(), lr=1e-3)", "", _UNREAD),
 ])
 def test_the_message_names_what_the_n_fold_gradient_changes(optimizer: str, clip: str, effect: str | None) -> None:
     source = _LOOP.format(optimizer=optimizer, clip=clip)

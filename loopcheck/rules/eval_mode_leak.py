@@ -301,9 +301,11 @@ for step, (x, y) in enumerate(train_loader):
                     elsewhere = model.project.where(leak.node) if model.project is not None else None
                     what = (f"`{source(leak.node.func)}(...)` ({elsewhere}) leaves `{leak.receiver}` in eval mode"
                             if elsewhere and isinstance(leak.node, cst.Call) else f"`{source(leak.node)}` runs")
+                    # the layers eval mode changes: only dropouts where the file shows the module; else unknown
+                    effect = "its dropout off" if inert else "its dropout, if any, off and its BatchNorm, if any, frozen"
                     yield self.at(leak, f"{what} inside the training loop and nothing calls `{name}.train()` before "
-                                        "the next training step: from then on it trains in eval mode (dropout off, "
-                                        f"BatchNorm frozen){_only_when(model, inert)}", fix if not elsewhere else None)
+                                        f"the next training step: from then on it trains in eval mode ({effect})"
+                                        f"{_only_when(model, inert)}", fix if not elsewhere else None)
 
     @staticmethod
     def _undone(leak: Event, name: str, events: list[Event], updates: list[int], loop: Loop,

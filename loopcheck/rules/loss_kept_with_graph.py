@@ -203,9 +203,12 @@ for epoch in range(epochs):
                     via = f" (returned by {reader.sources[known]})" if len(reader.sources) > known else ""
                     keeper = model.project.where(node) if model.project is not None and verb == "stored in" else None
                     kept = f" (kept by {keeper})" if keeper else ""
+                    # emptied every N iterations (`metrics = []` at the step): it holds one window's graphs, not all
+                    grows = "until it is emptied, every N iterations: up to N iterations' graphs are kept at once" \
+                        if _reset_periodically(training, container) else "across iterations: memory grows every step"
                     yield Violation(node, stmt, f"`{source(value)}` still carries its autograd graph{via} and is {verb} "
-                                                f"`{container}`{kept} across iterations: memory grows every step; keep "
-                                                "`.item()` or `.detach()` instead", _detach(value))
+                                                f"`{container}`{kept} {grows}; keep `.item()` or `.detach()` instead",
+                                    _detach(value))
 
 
 def _detach(value: cst.BaseExpression) -> Fix:

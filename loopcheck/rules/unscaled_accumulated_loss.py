@@ -6,7 +6,7 @@ optimization, which does not divide either.
 
 ## Why is this bad?
 `backward()` sums gradients across the window. Without `loss / N` the optimizer step sees the
-sum of N micro-batch gradients instead of their mean: every update is N times too large, and
+sum of N micro-batch gradients instead of their mean: every SGD update is N times too large, and
 changing N silently changes the effective learning rate. `accelerator.backward(loss)` divides by
 N itself, but only by the N given to `Accelerator(gradient_accumulation_steps=N)`: a loop that
 accumulates by hand around it without that setting is flagged; and a loss the author scales explicitly (`* batch_size`, a token count) is left alone;
@@ -293,12 +293,26 @@ def _effect(model: FileModel, training: TrainingLoop, count: str) -> str | None:
         return (f"an Adam-like optimizer keeps its step size, but any clip threshold or coupled weight decay "
                 f"it applies{bert} meets a {count}-fold sum")
     if adam is None:
-        return f"each optimizer step is {count} times too large"
+        if _sgd_only(model, training):
+            return f"each optimizer step is {count} times too large"
+        # an optimizer this file does not build or read: the step grows N-fold only if it scales with the gradient
+        return (f"each optimizer step sees {count} times the window's mean gradient: an SGD step is {count} times too "
+                f"large (an Adam-like optimizer keeps its step size, but a clip threshold or coupled weight decay "
+                f"meets the {count}-fold sum)")
     changes = [f"its coupled `weight_decay` weighs {count} times less against the gradient"] if adam else []
     if "clip_grad" in model.source:  # every clipping call the model knows names it, and so does a helper it does not follow
         changes.append(f"the clip threshold meets the sum of {count} micro-batch gradients, so it clips as if set "
                        f"{count} times lower")
     return f"the step size of an Adam-like optimizer does not change, but {' and '.join(changes)}" if changes else None
+
+
+def _sgd_only(model: FileModel, training: TrainingLoop) -> bool:
+    """Every optimizer the loop steps is built in this file as ``SGD``, whose step is the gradient
+    times the learning rate (with momentum, a sum of such): an N-fold gradient is an N-fold step."""
+    if not all(_direct_step(step.node) for step in training.steps):
+        return False
+    calls = _built_here(model, {step.receiver for step in training.steps})
+    return bool(calls) and all(last_part(func_name(call) or "") == "SGD" for call in calls)
 
 
 def _adam_named(model: FileModel, training: TrainingLoop) -> set[str] | None:
