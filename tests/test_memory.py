@@ -99,3 +99,33 @@ def test_a_helper_decorated_by_a_call_without_a_name_is_inlined() -> None:
     source = ("def make():\n    return lambda f: f\n\n\n@make()()\ndef step(x):\n    loss = model(x)\n"
               "    loss.backward()\n\n\nfor x in loader:\n    step(x)\n    optimizer.step()\n")
     assert [(f.line, f.code) for f in check_source(source)] == [(13, "LC103")]
+
+
+_WINDOW_LIST = """
+import torch
+
+
+def train(model, loader, optimizer, accum):
+    metrics = []
+    for i, (x, y) in enumerate(loader):
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        metric = loss * 2
+        (loss / accum).backward()
+        metrics.append(metric)
+        if (i + 1) % accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+            print(torch.stack(metrics).mean().item())
+            metrics = []
+"""
+
+
+def test_a_list_emptied_every_window_keeps_one_windows_graphs_and_the_message_says_so() -> None:
+    # torchdrug's engine: `metrics = []` at each step, so the graphs do not pile up over the run
+    found = [f.message for f in check_source(_WINDOW_LIST, select=["LC601"])]
+    assert found == ["`metric` still carries its autograd graph and is stored in `metrics` until it is emptied, "
+                     "every N iterations: up to N iterations' graphs are kept at once; keep `.item()` or `.detach()` "
+                     "instead"]
+    never_emptied = [f.message for f in check_source(_WINDOW_LIST.replace("            metrics = []\n", ""),
+                                                     select=["LC601"])]
+    assert [m.split(": ")[1].split(";")[0] for m in never_emptied] == ["memory grows every step"]

@@ -219,11 +219,10 @@ def main():
             predictor.eval()
 '''
 LEAK = ("`predictor.eval()` runs inside the training loop and nothing calls `predictor.train()` before the next "
-        "training step: from then on it trains in eval mode (its dropout, if any, off and its BatchNorm, if any, "
-        "frozen)")
+        "training step: from then on it trains in eval mode (dropout off, BatchNorm frozen, where it has them)")
 # where the file shows the module's only mode-dependent layers are dropouts, the message names only them
 LEAK_DROPOUT = ("`predictor.eval()` runs inside the training loop and nothing calls `predictor.train()` before the "
-                "next training step: from then on it trains in eval mode (its dropout off)")
+                "next training step: from then on it trains in eval mode (dropout off)")
 
 
 def test_a_dropout_rate_left_at_an_option_default_of_zero_is_said_in_the_message() -> None:

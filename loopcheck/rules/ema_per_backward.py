@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from loopcheck.fixes import move_to_step
-from loopcheck.model import FileModel, Kind, Style
+from loopcheck.model import Event, FileModel, Kind, Style
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -79,5 +81,17 @@ for batch in loader:
                 if training.guard(ema).always:
                     fix = move_to_step(model, training, ema, "move the EMA update after the optimizer step", exact=True) \
                         if training.style is not Style.ACCELERATE else None
-                    yield self.at(ema, f"`{ema.receiver}` is updated on every micro-batch: N-1 of N updates see "
-                                       "unchanged weights and the effective decay becomes decay ** N", fix)
+                    yield self.at(ema, _message(ema), fix)
+
+
+def _message(ema: Event) -> str:
+    """A helper function (``update_model_ema(cfg, model, model_ema, cur_iter)``) may update on only
+    some of its calls (its own period): the message then says what runs on every micro-batch, and
+    claims N-1 of N stale updates only where every call updates."""
+    call = ema.node
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Name):
+        return (f"`{call.func.value}(...)` runs on every micro-batch, not once per optimizer step: each EMA update "
+                "it makes between two steps sees unchanged weights (N-1 of N where it updates on every call, "
+                "the effective decay then decay ** N)")
+    return (f"`{ema.receiver}` is updated on every micro-batch: N-1 of N updates see unchanged weights and the "
+            "effective decay becomes decay ** N")

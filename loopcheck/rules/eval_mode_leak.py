@@ -302,7 +302,7 @@ for step, (x, y) in enumerate(train_loader):
                     what = (f"`{source(leak.node.func)}(...)` ({elsewhere}) leaves `{leak.receiver}` in eval mode"
                             if elsewhere and isinstance(leak.node, cst.Call) else f"`{source(leak.node)}` runs")
                     # the layers eval mode changes: only dropouts where the file shows the module; else unknown
-                    effect = "its dropout off" if inert else "its dropout, if any, off and its BatchNorm, if any, frozen"
+                    effect = "dropout off" if inert else "dropout off, BatchNorm frozen, where it has them"
                     yield self.at(leak, f"{what} inside the training loop and nothing calls `{name}.train()` before "
                                         f"the next training step: from then on it trains in eval mode ({effect})"
                                         f"{_only_when(model, inert)}", fix if not elsewhere else None)
