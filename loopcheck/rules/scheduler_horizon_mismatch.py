@@ -18,8 +18,8 @@ training loop counts that loop's iterations (`for it in range(max_iters)`, `whil
 whose body adds 1 to `step` on every iteration, or `if global_step >= max_steps: break` where the
 loop adds 1 to `global_step` on every iteration, also `>` or `== max_steps + 1` for a count from 1:
 micro-batches, not the updates a counter advanced only in the step branch counts; a bound a trainer
-keeps, `self.total_steps` set only to `args.total_steps`, is that setting), whatever its name says: full-batch training that steps once per
-iteration of `for epoch in range(max_epoch):` counts its steps in `T_max=max_epoch` (also where the
+keeps, `self.total_steps` set only to `args.total_steps`, is that setting), whatever its name says:
+full-batch training that steps once per iteration of `for epoch in range(max_epoch):` counts its steps in `T_max=max_epoch` (also where the
 loop's function takes `max_epoch` as a parameter and the caller builds `T_max=args.max_epoch`). A
 horizon divided by the accumulation count (`t_total = len(loader) // gradient_accumulation_steps *
 epochs`, copied from a script that accumulates) for a loop that steps the optimizer and the scheduler
@@ -55,8 +55,8 @@ silent where the file does not settle both: a horizon that names what the call d
 parameter's default, another module's constant), a scheduler built in another module by a class or
 an object, a `scheduler.step(...)` with arguments, a step under a configuration flag, and an accumulation count
 that is 1 as the file ships it (a batch is then an optimizer step; so is a parameter of the loop's function
-whose default is 1 where no call of the file passes it, `def do_train(..., gradient_accumulation_steps=1)`). The warmup length
-(`num_warmup_steps` of the `transformers` schedules) is read the same way: `warmup_steps *
+whose default is 1 where no call of the file passes it, `def do_train(..., gradient_accumulation_steps=1)`).
+The warmup length (`num_warmup_steps` of the `transformers` schedules) is read the same way: `warmup_steps *
 gradient_accumulation_steps` for a scheduler stepped once per update stretches the ramp N times.
 So are the step size of `StepLR`, the half cycle of `CyclicLR` (`step_size_up`) and the milestones
 of `MultiStepLR` and `SequentialLR`: `step_size=args.lr_decay_epochs`,
