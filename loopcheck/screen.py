@@ -90,7 +90,11 @@ def screen(source: str, filename: str = "<unknown>", triggers: Collection[str] =
 # `self.manual_backward(loss)`, and loss scalers (`loss_scaler(loss, optimizer)`,
 # `scaler.__call__(...)`) but not a GradScaler's constructor. Definitions (`def backward(ctx, g)` of
 # an autograd Function) and whole-line comments do not count; strings do (a superset is safe).
-_TRIGGER = re.compile(r"(?<![\w.])(?:manual_)?backward\s*\(|\.(?:manual_)?backward\s*\(|[Ss]caler\w*\s*\(|__call__\s*\(")
+# Every alternative starts with a plain character (the check that no word character or dot precedes
+# `backward` comes after its first letter), so the search skips to those characters instead of trying
+# each alternative at every position of the file: several times faster, the same matches.
+_TRIGGER = re.compile(r"m(?<![\w.]m)anual_backward\s*\(|b(?<![\w.]b)ackward\s*\(|\.(?:manual_)?backward\s*\("
+                      r"|Scaler\w*\s*\(|scaler\w*\s*\(|__call__\s*\(")
 def has_training_loop(tree: ast.Module, source: str, triggers: Collection[str] = ()) -> bool:
     """Whether a loop of ``tree`` may back-propagate: a trigger call on its lines, or a mention of a
     function of the file that may (transitively: a function whose lines hold a trigger or mention
@@ -111,7 +115,7 @@ def may_train_with(tree: ast.Module, source: str, names: Collection[str]) -> boo
     return _trains(tree, source, lambda: (m for pattern in (_TRIGGER, *searched) for m in pattern.finditer(source)))
 
 
-_CALLED = re.compile(r"(\w+)\s*\(")
+_CALLED = re.compile(r"\b(\w+)\s*\(")  # from a word's start only: no match starts inside a word anyway
 
 
 def called_among(source: str, names: Collection[str]) -> list[str]:

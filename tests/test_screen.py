@@ -67,6 +67,9 @@ def test_screen_keeps_every_rule_example_with_a_training_loop(name: str, source:
     ("class F(Function):\n    @staticmethod\n    def backward(ctx, g):\n        return g\n\n"
      "for p in params:\n    p.grad = None\n", Verdict.NO_TRAINING_LOOP),
     ("loss.backward()\nopt.step()\n", Verdict.NO_TRAINING_LOOP),  # no loop
+    ("for b in loader:\n    manual_backward(loss)\n", Verdict.TRAINING_LOOP),
+    # names that only end in `backward` are other calls
+    ("for b in loader:\n    net.my_backward(loss)\n    xmanual_backward(loss)\n", Verdict.NO_TRAINING_LOOP),
     ("for b in loader:\n    # loss.backward() was here\n    scaler = GradScaler()\n", Verdict.NO_TRAINING_LOOP),
     ("def forward(x):\n    y.backward()\n\nfor b in loader:\n    # the forward pass\n    z = 1\n",
      Verdict.NO_TRAINING_LOOP),

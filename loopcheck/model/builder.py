@@ -116,19 +116,20 @@ class Builder:
                 conds = conds + (Cond(exit_test, True, stmt, "after-exit"),)
 
     def _statement(self, stmt: cst.CSTNode, st: _State) -> None:
-        if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        kind = type(stmt)  # exact types: libcst's classes are ABCs, and isinstance() on them is slow
+        if kind is cst.SimpleStatementLine or kind is cst.SimpleStatementSuite:
             # a line of its own, or the body written after the colon (`if c: opt.step(); opt.zero_grad()`)
             for small in stmt.body:
                 self._small(small, stmt, st)
-        elif isinstance(stmt, cst.If):
+        elif kind is cst.If:
             self._if(stmt, st, stmt)
-        elif isinstance(stmt, (cst.For, cst.While)):
+        elif kind is cst.For or kind is cst.While:
             self._loop(stmt, st)
-        elif isinstance(stmt, cst.With):
+        elif kind is cst.With:
             contexts = st.contexts + tuple(c for item in stmt.items if (c := _context(item.item)))
             self._calls_in(stmt.items, stmt, st)
             self._block(lines(stmt.body), replace(st, contexts=contexts), stmt)
-        elif isinstance(stmt, cst.Try) or type(stmt).__name__ == "TryStar":
+        elif kind is cst.Try or kind.__name__ == "TryStar":
             self._block(lines(stmt.body), st, stmt)  # type: ignore[attr-defined]
             for handler in stmt.handlers:  # type: ignore[attr-defined]
                 self._block(lines(handler.body), replace(st, conds=st.conds + (Cond(None, False, stmt, "except"),)),
@@ -137,7 +138,7 @@ class Builder:
                 self._block(lines(stmt.orelse.body), st, stmt.orelse)  # type: ignore[attr-defined]
             if stmt.finalbody is not None:  # type: ignore[attr-defined]
                 self._block(lines(stmt.finalbody.body), st, stmt.finalbody)  # type: ignore[attr-defined]
-        elif isinstance(stmt, cst.Match):
+        elif kind is cst.Match:
             for case in stmt.cases:
                 self._block(lines(case.body), replace(st, conds=st.conds + (Cond(None, False, stmt, "case"),)), case)
         # FunctionDef / ClassDef: modelled where they are called, or as scopes of their own.
@@ -166,22 +167,23 @@ class Builder:
             self._block(lines(node.orelse.body), st, node.orelse)
 
     def _small(self, small: cst.BaseSmallStatement, stmt: cst.SimpleStatementLine, st: _State) -> None:
-        if isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and small.value is not None:
-            targets = ([t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target])
-            op = "=" if not isinstance(small, cst.AugAssign) else type(small.operator).__name__
+        kind = type(small)  # exact types, as in _statement
+        if (kind is cst.Assign or kind is cst.AugAssign or kind is cst.AnnAssign) and small.value is not None:
+            targets = ([t.target for t in small.targets] if kind is cst.Assign else [small.target])
+            op = "=" if kind is not cst.AugAssign else type(small.operator).__name__
             self._calls_in([small.value], stmt, st)
             for target in targets:
                 names = tuple(target_names(target))
                 st.loop.assignments.append(
                     Assignment(names, small.value, op, small, st.conds, self._next(), contexts=st.contexts))
-                if not isinstance(target, cst.Attribute):
+                if type(target) is not cst.Attribute:
                     continue
                 if target.attr.value == "grad" and _clears(small.value):
                     self._event(st, Kind.ZERO_GRAD, small, stmt, receiver(target.value), target="param")
                 elif target.attr.value == "require_backward_grad_sync":
                     self._event(st, Kind.GRAD_SYNC_FLAG, small, stmt, receiver(target.value), value=small.value)
             return
-        if isinstance(small, cst.Expr) and isinstance(small.value, cst.IfExp):
+        if kind is cst.Expr and type(small.value) is cst.IfExp:
             # `model.eval() if k < n else model.train()` as a statement: an if/else, each call under its branch
             ifexp = small.value
             self._calls_in([ifexp.test], stmt, st)

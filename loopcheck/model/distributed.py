@@ -120,40 +120,76 @@ class SyncUnits:
     may reach a loop when it holds the loop, or when it and the loop's unit name one another (a
     helper ``with ddp_sync(model, last):``, a base class, a ``main()`` that builds the trainer): a
     method is reached from outside its class only through the class's name. Code outside any
-    top-level class or function that touches the sync may reach every loop."""
+    top-level class or function that touches the sync may reach every loop.
+
+    Each part of the file is walked only when an answer needs it: a loop at module level, or in a
+    unit that touches the sync itself, needs no other part."""
 
     def __init__(self, module: cst.Module) -> None:
-        self.everywhere = False
-        self._units: list[tuple[set[int], bool, str, set[str]]] = []  # functions, syncs, name, names read
-        for stmt in module.body:
-            if not isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
-                self.everywhere = self.everywhere or any(_touches_sync(n) for n in walk(stmt, into_functions=True))
-                continue
-            functions: set[int] = set()
-            named: set[str] = set()
-            syncs = False
-            for node in walk(stmt, into_functions=True):
-                if isinstance(node, cst.FunctionDef):
-                    functions.add(id(node))
-                elif isinstance(node, cst.Name):
-                    named.add(node.value)
-                syncs = syncs or _touches_sync(node)
-            self._units.append((functions, syncs, stmt.name.value, named))
+        self._body = module.body
+        self._everywhere: bool | None = None
+        self._read: dict[int, _Unit] = {}  # id of a top-level class or function -> its unit
+
+    @property
+    def everywhere(self) -> bool:
+        """Code outside any top-level class or function touches the sync."""
+        if self._everywhere is None:
+            self._everywhere = any(_touches_sync(n) for stmt in self._body if type(stmt) not in _UNIT_TYPES
+                                   for n in walk(stmt, into_functions=True))
+        return self._everywhere
 
     def may_sync(self, function: cst.FunctionDef | None) -> bool:
         """Whether the file's own sync control may reach a loop of ``function``."""
-        if self.everywhere or function is None:
+        if function is None:
             return True
-        mine = next((u for u in self._units if id(function) in u[0]), None)
-        if mine is None or mine[1]:
+        mine = self._holding(function)
+        if mine is None or mine.syncs or self.everywhere:
             return True
-        return any(syncs and (name in mine[3] or mine[2] in named) for _, syncs, name, named in self._units)
+        return any(u.syncs and (u.name in mine.named or mine.name in u.named) for u in map(self._unit, self._units()))
+
+    def _units(self) -> list[cst.ClassDef | cst.FunctionDef]:
+        return [s for s in self._body if type(s) in _UNIT_TYPES]
+
+    def _holding(self, function: cst.FunctionDef) -> _Unit | None:
+        units = self._units()
+        if any(s is function for s in units):  # a top-level function: no walk needed to find it
+            return self._unit(function)
+        return next((u for u in map(self._unit, units) if id(function) in u.functions), None)
+
+    def _unit(self, stmt: cst.ClassDef | cst.FunctionDef) -> _Unit:
+        found = self._read.get(id(stmt))
+        if found is None:
+            found = self._read[id(stmt)] = _Unit(stmt)
+        return found
+
+
+_UNIT_TYPES = (cst.ClassDef, cst.FunctionDef)
+
+
+class _Unit:
+    """One top-level class or function: its functions (ids), whether it touches the sync, its name
+    and the names it reads."""
+
+    def __init__(self, stmt: cst.ClassDef | cst.FunctionDef) -> None:
+        self.name = stmt.name.value
+        self.functions: set[int] = set()
+        self.named: set[str] = set()
+        self.syncs = False
+        for node in walk(stmt, into_functions=True):
+            kind = type(node)  # exact types: libcst's classes are ABCs, and isinstance() on them is slow
+            if kind is cst.FunctionDef:
+                self.functions.add(id(node))
+            elif kind is cst.Name:
+                self.named.add(node.value)
+            elif not self.syncs:
+                self.syncs = _touches_sync(node)
 
 
 def _touches_sync(node: cst.CSTNode) -> bool:
-    if isinstance(node, cst.Attribute):
+    kind = type(node)
+    if kind is cst.Attribute:
         return node.attr.value in SYNC_CONTROLS
-    if isinstance(node, cst.SimpleString):  # getattr(model, "no_sync"), setattr(..., "require_backward_grad_sync", ...)
+    if kind is cst.SimpleString:  # getattr(model, "no_sync"), setattr(..., "require_backward_grad_sync", ...)
         return any(name in node.value for name in SYNC_CONTROLS)
     return False
 

@@ -323,12 +323,13 @@ class GuardReader:
     def _positive(self, test: cst.BaseExpression, order: int | None, depth: int) -> Guard:
         if depth > 8:
             return _UNKNOWN
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        kind = type(test)  # exact types: libcst's classes are ABCs, and isinstance() on them is slow
+        if kind is cst.UnaryOperation and type(test.operator) is cst.Not:
             return negate(self._positive(test.expression, order, depth + 1))
-        if isinstance(test, cst.BooleanOperation):
+        if kind is cst.BooleanOperation:
             left = self._positive(test.left, order, depth + 1)
             right = self._positive(test.right, order, depth + 1)
-            if isinstance(test.operator, cst.And):
+            if type(test.operator) is cst.And:
                 return self._short_pass_last(test, left, right) or both(left, right)
             guard = either(left, right)
             return replace(guard, test=test) if guard.kind in _PERIODIC_KINDS else guard

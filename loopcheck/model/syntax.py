@@ -238,9 +238,10 @@ def own_call_name(call: cst.Call) -> str | None:
     """The name a call may reach a function or method of the same file by: ``fn(...)`` or
     ``self.fn(...)``."""
     func = call.func
-    if isinstance(func, cst.Name):
+    kind = type(func)
+    if kind is cst.Name:
         return func.value
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+    if kind is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
         return func.attr.value
     return None
 

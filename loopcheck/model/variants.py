@@ -309,12 +309,13 @@ def _view(scope: Loop, target: Loop, assumptions: dict[str, bool], int_inits: di
 
 def _flag_value(test: cst.BaseExpression, negated: bool, assumptions: dict[str, bool]) -> bool | None:
     """The truth of a condition from the assumed flags alone (None: it depends on more)."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+    kind = type(test)  # exact types: libcst's classes are ABCs, and isinstance() on them is slow
+    if kind is cst.UnaryOperation and type(test.operator) is cst.Not:
         return _flag_value(test.expression, not negated, assumptions)
-    if isinstance(test, cst.BooleanOperation):
+    if kind is cst.BooleanOperation:
         left = _flag_value(test.left, False, assumptions)
         right = _flag_value(test.right, False, assumptions)
-        if isinstance(test.operator, cst.And):
+        if type(test.operator) is cst.And:
             value = False if False in (left, right) else True if left is True and right is True else None
         else:
             value = True if True in (left, right) else False if left is False and right is False else None
@@ -410,6 +411,9 @@ def dead_in(node: cst.CSTNode, function: cst.FunctionDef | None, assumptions: di
     return path is not None and any(_flag_value(test, negated, assumptions) is False for test, negated in path)
 
 
+_NESTED = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
+
+
 def _branches_to(start: cst.CSTNode, node: cst.CSTNode) -> list[tuple[cst.BaseExpression, bool]] | None:
     """The ``if`` tests (and whether ``node`` is on their else side) from ``start`` down to ``node``."""
     stack: list[tuple[cst.CSTNode, list[tuple[cst.BaseExpression, bool]]]] = [(start, [])]
@@ -417,9 +421,10 @@ def _branches_to(start: cst.CSTNode, node: cst.CSTNode) -> list[tuple[cst.BaseEx
         current, path = stack.pop()
         if current is node:
             return path
-        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and current is not start:
+        kind = type(current)  # exact types: libcst's classes are ABCs, and isinstance() on them is slow
+        if kind in _NESTED and current is not start:
             continue
-        if isinstance(current, cst.If):
+        if kind is cst.If:
             stack.append((current.body, [*path, (current.test, False)]))
             if current.orelse is not None:
                 stack.append((current.orelse, [*path, (current.test, True)]))

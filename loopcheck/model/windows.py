@@ -103,13 +103,14 @@ def _batch_count_checked(model: FileModel, loop: Loop, modulus: cst.BaseExpressi
     checks: list[tuple[cst.BaseExpression, bool]] = []  # tests that must hold (False: must fail), or the code raises
     calls: list[cst.Call] = []
     for node in (n for s in scopes for n in walk(s)):
-        if isinstance(node, cst.Assign) and len(node.targets) == 1 and _has_len(node.value):
+        kind = type(node)  # exact types: libcst's classes are ABCs, and isinstance() on them is slow
+        if kind is cst.Assign and len(node.targets) == 1 and _has_len(node.value):
             counts.add(dotted(node.targets[0].target) or "")
-        elif isinstance(node, cst.Assert):
+        elif kind is cst.Assert:
             checks.append((node.test, True))
-        elif isinstance(node, cst.If) and isinstance(last_small(node.body), cst.Raise):
+        elif kind is cst.If and type(last_small(node.body)) is cst.Raise:
             checks.append((node.test, False))
-        elif isinstance(node, cst.Call):
+        elif kind is cst.Call:
             calls.append(node)
     batches = _batch_sizes(calls) if checks else {}
     return any(_multiple(test, not holds, counts, modulus, batches) for test, holds in checks)

@@ -52,8 +52,8 @@ from loopcheck.fixes import Fix, called_once, replace
 from loopcheck.model import Event, FileModel, Framework, Role, Style, TrainingLoop
 from loopcheck.model.accelerate import accelerator_calls, accumulation_setting
 from loopcheck.model.loss import Scaling, loss_scaling
-from loopcheck.model.syntax import (dotted, func_name, int_value, is_zero, keyword, last_part, method, names_in,
-                                    positional, same, source, walk)
+from loopcheck.model.syntax import (calls, dotted, func_name, int_value, is_zero, keyword, last_part, method,
+                                    names_in, positional, same, source, walk)
 from loopcheck.model.training import is_data_loop, is_fabric_backward, is_manual_backward
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.rules._base import Rule, Violation
@@ -195,6 +195,7 @@ for step, batch in enumerate(train_dataloader):
 
     def check(self, model: FileModel) -> Iterator[Violation]:
         helpers = set(model.index.functions)
+        in_place = not model.index.attributes.isdisjoint(_IN_PLACE)  # a file with no such call has no walk to do
         for training in model.training_loops:
             if training.style not in (Style.GUARDED, Style.MICRO_LOOP):
                 continue
@@ -222,7 +223,8 @@ for step, batch in enumerate(train_dataloader):
                     continue
                 if not training.every_iteration(backward):
                     continue
-                if _scaled_in_place(backward, backward.origin or training.loop.function or training.loop.node):
+                if in_place and _scaled_in_place(backward, backward.origin or training.loop.function
+                                                 or training.loop.node):
                     continue
                 scaling = loss_scaling(backward.loss, backward.loop, backward.order, helpers,  # type: ignore[arg-type]
                                        accumulation_names)
@@ -255,14 +257,17 @@ def _grads_divided(model: FileModel, training: TrainingLoop) -> bool:
     return False
 
 
+_IN_PLACE = frozenset({"div_", "true_divide_", "mul_"})
+
+
 def _scaled_in_place(backward: Event, scope: cst.CSTNode) -> bool:
     """``loss.mul_(microbatch_size / batch_size)`` or ``loss.div_(N)`` where the loss is back-propagated
     (composer): the loss is normalised in place, not passed on raw."""
     name = dotted(backward.loss) if backward.loss is not None else None
     if name is None:
         return False
-    for node in walk(scope):
-        called = method(node) if isinstance(node, cst.Call) and node.args else None
+    for node in calls(scope):
+        called = method(node) if node.args else None
         if called is None or dotted(called[0]) != name:
             continue
         if called[1] in ("div_", "true_divide_") or called[1] == "mul_" and any(
