@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import libcst as cst
 
-from loopcheck.model.syntax import dotted, func_name, last_part, method, own_call_name
+from loopcheck.model.syntax import dotted, func_name, is_none, last_part, method, own_call_name
 
 
 class Role(enum.Enum):
@@ -60,10 +60,6 @@ _CONTAINER = re.compile(r"(optimi[sz]ers|optims|opts|schedulers|scalers)$", re.I
 _DEPTH = 4
 # What Roles._flow answers for an object of another framework (`paddle.optimizer.Momentum(...)`).
 _FOREIGN: Role = object()  # type: ignore[assignment]
-
-
-def _is_none(expr: cst.BaseExpression) -> bool:
-    return type(expr) is cst.Name and expr.value == "None"  # type: ignore[attr-defined]
 
 
 @lru_cache(maxsize=4096)  # asked for the same few constructors for every call and name of a file
@@ -135,7 +131,7 @@ class Roles:
                 branches += [branch.body, branch.orelse]  # type: ignore[attr-defined]
             elif type(branch) is cst.Call:
                 self.record(names, branch)
-            elif _is_none(branch):
+            elif is_none(branch):
                 self.maybe_none.add(last_part(names[0]))
 
     def record_unpacked(self, names: list[str], value: cst.Call) -> None:
@@ -173,7 +169,7 @@ class Roles:
                 return role
         # aliases: one role for every one of them, and no class of the file's building the name as
         # something else (`model = Net()` and, in an evaluation function, `model = self.ema_model`)
-        roles = {self._held(v, seen, by_name) for v in self.values.get(short, []) if type(v) is not cst.Call and not _is_none(v)}
+        roles = {self._held(v, seen, by_name) for v in self.values.get(short, []) if type(v) is not cst.Call and not is_none(v)}
         if len(roles) != 1 or any(last_part(func_name(c) or "")[:1].isupper() for c in self.constructed.get(short, [])):
             return Role.UNKNOWN
         return roles.pop()
@@ -187,7 +183,7 @@ class Roles:
         if kind is cst.Call:
             return self._called(value, seen)  # type: ignore[arg-type]
         if kind is cst.IfExp:
-            roles = {self._held(v, seen, by_name) for v in (value.body, value.orelse) if not _is_none(v)}  # type: ignore[attr-defined]
+            roles = {self._held(v, seen, by_name) for v in (value.body, value.orelse) if not is_none(v)}  # type: ignore[attr-defined]
             return roles.pop() if len(roles) == 1 else Role.UNKNOWN
         if kind is cst.Subscript:
             container = dotted(value.value)  # type: ignore[attr-defined]
@@ -261,7 +257,7 @@ class Roles:
         roles = set()
         for fn in self.functions[own]:
             for value in self.returns.get(fn, ()):
-                if value is None or _is_none(value):
+                if value is None or is_none(value):
                     continue
                 if position is not None:
                     elements = value.elements if type(value) is cst.Tuple else ()  # type: ignore[attr-defined]

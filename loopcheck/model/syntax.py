@@ -296,6 +296,11 @@ def is_zero(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, (cst.Integer, cst.Float)) and expr.evaluated_value == 0
 
 
+def is_none(expr: cst.BaseExpression) -> bool:
+    """The name ``None``."""
+    return type(expr) is cst.Name and expr.value == "None"  # type: ignore[attr-defined]
+
+
 def same(a: cst.CSTNode | None, b: cst.CSTNode | None) -> bool:
     """Structural equality of two expressions, ignoring whitespace and parentheses."""
     if a is None or b is None:

@@ -42,8 +42,8 @@ _CLASS = re.compile(rb"^class[ \t]+(\w+)", re.M)
 _INIT = re.compile(rb"^[ \t]+def[ \t]+__init__[ \t]*\(", re.M)
 _TOP = re.compile(rb"^(?:def|class|if|for|while|with|try|async)\b", re.M)  # a top-level statement ends the class
 _ARITHMETIC = {"len", "int", "float", "round", "max", "min", "ceil", "floor", "abs", "sum"}
-_MAX_CALLERS = 8  # project files that name the function: more is a library's API, not an entry script's call
-_MAX_FILES = 1000  # project files whose texts are read to find the callers (a larger framework: not read)
+MAX_CALLERS = 8  # project files that name the function: more is a library's API, not an entry script's call
+MAX_FILES = 1000  # project files whose texts are read to find the callers (a larger framework: not read)
 
 
 def stepped_parameters(text: bytes) -> tuple[tuple[str, str, str, int | None], ...]:
@@ -149,11 +149,11 @@ def passed(index: ProjectIndex, path: Path, function: str, param: str, position:
 
 def _passed(index: ProjectIndex, path: Path, function: str, param: str, position: int | None) -> Passed | None:
     files = index.python_files()
-    if len(files) > _MAX_FILES:
+    if len(files) > MAX_FILES:
         return None  # reading every file of a large framework for one function costs too much
     word = function.encode()
     candidates = [(file, text) for file in files if word in (text := index.text_of(file))]
-    if len(candidates) > _MAX_CALLERS:
+    if len(candidates) > MAX_CALLERS:
         return None
     found: list[tuple[str, str]] = []
     for file, text in candidates:

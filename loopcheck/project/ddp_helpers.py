@@ -18,13 +18,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from loopcheck.project.callers import MAX_CALLERS, MAX_FILES
 from loopcheck.project.facts import _statements, import_table
 
 if TYPE_CHECKING:
     from loopcheck.project.index import ProjectIndex
-
-_MAX_FILES = 1000  # project files whose texts are read (a larger framework: not read)
-_MAX_CALLERS = 8  # files whose text calls a helper: more is a library's API, not an entry script's call
 
 
 def handed(index: ProjectIndex) -> list[tuple[str, Path]]:
@@ -79,7 +77,7 @@ def _callers(index: ProjectIndex) -> list[tuple[Path, bytes]]:
     index.ddp_helper_callers = found = []
     helpers = _helpers(index)
     files = index.python_files() if helpers else []
-    if len(files) > _MAX_FILES:
+    if len(files) > MAX_FILES:
         return found
     words = [f"{name}(".encode() for names in helpers.values() for name in names]
     entries = {entry.path for entry in index.ddp_files()}
@@ -87,7 +85,7 @@ def _callers(index: ProjectIndex) -> list[tuple[Path, bytes]]:
         text = index.text_of(file)
         if any(word in text for word in words) and index.relative(file) not in entries:
             found.append((file, text))  # a file that wraps itself is an entry script already
-    if len(found) > _MAX_CALLERS:
+    if len(found) > MAX_CALLERS:
         found.clear()
     return found
 

@@ -45,7 +45,7 @@ from loopcheck.fixes import move_after, own_line
 from loopcheck.model import Event, FileModel, Framework, Kind, Style
 from loopcheck.model.guards import GuardReader, exclusive
 from loopcheck.model.roles import Role, role_of_constructor
-from loopcheck.model.syntax import dotted, func_name, int_value, keyword, last_part, own_call_name, positional
+from loopcheck.model.syntax import dotted, func_name, int_value, is_none, keyword, last_part, own_call_name, positional
 from loopcheck.model.training import is_data_loop
 from loopcheck.project.index import class_bases
 from loopcheck.rules._base import Rule, Violation
@@ -262,7 +262,7 @@ def _always_none(model: FileModel, receiver: str | None) -> bool:
     roles = model.roles
     short = last_part(receiver or "")
     values, unpacked = roles.values.get(short, []), roles.unpacked.get(short, [])
-    if not short or roles.constructed.get(short) or not (values or unpacked) or not all(_none(v) for v in values):
+    if not short or roles.constructed.get(short) or not (values or unpacked) or not all(is_none(v) for v in values):
         return False
     for call, position in unpacked:
         own = own_call_name(call)
@@ -270,13 +270,13 @@ def _always_none(model: FileModel, receiver: str | None) -> bool:
             return False
         for fn in roles.functions[own]:
             for value in roles.returns.get(fn, ()):
-                if value is None or _none(value):
+                if value is None or is_none(value):
                     continue
                 elements = value.elements if type(value) is cst.Tuple else ()  # type: ignore[attr-defined]
                 if len(elements) <= position or any(type(e) is cst.StarredElement for e in elements):
                     return False
                 element = elements[position].value
-                if not _none(element) and last_part(dotted(element) or "") != short:
+                if not is_none(element) and last_part(dotted(element) or "") != short:
                     return False
     return not any(_builds_scheduler(func_name(call) or "") for call in model.index.calls)
 
@@ -286,10 +286,6 @@ def _builds_scheduler(name: str) -> bool:
     that reads one (``optimizer.get_lr()``)."""
     short = last_part(name)
     return role_of_constructor(name) is Role.SCHEDULER and (short[:1].isupper() or "schedul" in short.lower())
-
-
-def _none(expr: cst.BaseExpression) -> bool:
-    return type(expr) is cst.Name and expr.value == "None"  # type: ignore[attr-defined]
 
 
 def _about(test: cst.BaseExpression, receiver: str | None) -> bool:
