@@ -321,6 +321,33 @@ def test_the_length_of_a_list_appended_once_per_iteration_counts_micro_batches(e
     assert (guard is not None and guard.kind is GuardKind.PERIODIC) is periodic
 
 
+@pytest.mark.parametrize(("skip", "kind", "flush"), [
+    # `continue` unless the window is full or the batch is the pass's last: a step that flushes
+    ("(i + 1) % N != 0 and (i + 1) != len(loader)", GuardKind.PERIODIC, True),
+    ("(i + 1) != len(loader) and (i + 1) % N != 0", GuardKind.PERIODIC, True),
+    ("(i + 1) % N != 0 and not is_last", GuardKind.PERIODIC, True),
+    ("(i + 1) % N != 0 and i < len(loader) - 1", GuardKind.PERIODIC, True),
+    ("(i + 1) % N != 0", GuardKind.PERIODIC, False),
+    # skipping the last batch itself is not stepping it: no flush can be claimed
+    ("(i + 1) % N != 0 and (i + 1) == len(loader)", None, None),
+    ("(i + 1) != len(loader)", None, None),
+])
+def test_a_continue_unless_boundary_or_last_is_a_flushing_step(skip: str, kind: GuardKind | None,
+                                                               flush: bool | None) -> None:
+    guard = _step_guard(f"""
+    for i, (x, y) in enumerate(loader):
+        is_last = i == len(loader) - 1
+        (criterion(model(x), y) / N).backward()
+        if {skip}:
+            continue
+        optimizer.step()
+        optimizer.zero_grad()
+    """)
+    assert (guard.kind if guard is not None else None) is kind
+    if flush is not None:
+        assert guard.flush is flush
+
+
 def test_a_loop_top_skip_does_not_hide_the_step_condition() -> None:
     model = _model("""
         for epoch in range(epochs):

@@ -330,7 +330,8 @@ class GuardReader:
             left = self._positive(test.left, order, depth + 1)
             right = self._positive(test.right, order, depth + 1)
             if type(test.operator) is cst.And:
-                return self._short_pass_last(test, left, right) or both(left, right)
+                return self._short_pass_last(test, left, right) or self._neither(test, left, right) \
+                    or both(left, right)
             guard = either(left, right)
             return replace(guard, test=test) if guard.kind in _PERIODIC_KINDS else guard
         literal = _literal(test)
@@ -358,8 +359,9 @@ class GuardReader:
         wrapped = self._wrapped(test, order)
         if wrapped is not None:
             return wrapped
-        if self._is_last(test):
-            return Guard(GuardKind.LAST, test=test)
+        last = self._last(test)
+        if last is not None:
+            return Guard(GuardKind.LAST, test=test) if last else _UNKNOWN
         if self._invariant(test):
             return _INVARIANT
         return _UNKNOWN
@@ -380,6 +382,15 @@ class GuardReader:
             sides = (last.left, last.comparisons[0].comparator)
             if any(same(length, side) for side in sides) and self._invariant(window):
                 return Guard(GuardKind.LAST, modulus=window, test=test, partial=True)
+        return None
+
+    def _neither(self, test: cst.BooleanOperation, left: Guard, right: Guard) -> Guard | None:
+        """``(i + 1) % N != 0 and (i + 1) != len(loader)``: neither a boundary nor the last batch, the
+        complement of a step test that also steps the last window (written for ``continue``)."""
+        for guard, other in ((left, test.right), (right, test.left)):
+            if guard.kind is GuardKind.NOT_PERIODIC and not guard.partial and guard.flush is False \
+                    and self._last(other) is False:
+                return replace(guard, flush=True, test=test)
         return None
 
     # -- names set in the loop --------------------------------------------------------------
@@ -824,18 +835,33 @@ class GuardReader:
         """Whether ``name`` (or the object it is an attribute of) is reassigned in the loop."""
         return name in self.variant or name.split(".", 1)[0] in self.variant
 
-    def _is_last(self, test: cst.BaseExpression) -> bool:
+    def _last(self, test: cst.BaseExpression) -> bool | None:
+        """True where ``test`` picks the last batch of a pass (``is_last``, ``(i + 1) == len(loader)``,
+        ``i >= len(loader) - 1``), False where it picks every batch but that one (``(i + 1) !=
+        len(loader)``, ``not is_last``), None where it is neither."""
+        kind = type(test)
+        if kind is cst.UnaryOperation and type(test.operator) is cst.Not:
+            inner = self._last(test.expression)
+            return None if inner is None else not inner
         name = dotted(test)
         if name is not None:
             short = last_part(name).lower()
-            return any(w in short for w in ("last", "final", "end_of", "is_end"))
-        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-            text = [test.left, test.comparisons[0].comparator]
-            if not any(self.varies(n) for side in text for n in names_in(side)):
-                return False
-            return any(isinstance(n, cst.Call) and func_name(n) == "len" for side in text for n in walk(side)) or any(
-                "last" in (dotted(side) or "").lower() for side in text)
-        return False
+            return True if any(w in short for w in ("last", "final", "end_of", "is_end")) else None
+        if kind is not cst.Comparison or len(test.comparisons) != 1:
+            return None
+        sides = [test.left, test.comparisons[0].comparator]
+        varying = [any(self.varies(n) for n in names_in(side)) for side in sides]
+        if not any(varying) or not (any(type(n) is cst.Call and func_name(n) == "len" for side in sides
+                                        for n in walk(side)) or any("last" in (dotted(s) or "").lower() for s in sides)):
+            return None
+        op = type(test.comparisons[0].operator)
+        if op is cst.NotEqual:
+            return False
+        if op in (cst.LessThan, cst.LessThanEqual):
+            return not varying[0]  # `i + 1 < len(loader)`: every batch but the last
+        if op in (cst.GreaterThan, cst.GreaterThanEqual):
+            return varying[0]
+        return True
 
     def _invariant(self, test: cst.BaseExpression) -> bool:
         for node in walk(test):
