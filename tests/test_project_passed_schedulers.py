@@ -281,3 +281,98 @@ def test_a_factory_of_the_entry_script_itself(project: Path, run_cli) -> None:
                      "engine.py": PER_BATCH})
     codes = _codes(run_cli, "engine.py")
     assert len(codes) == 1 and "horizon `args.epochs` counts epochs" in codes[0]
+
+
+# FiD's shape: `train(...)` in one module steps the scheduler per optimizer step while its budget
+# `opt.total_steps` counts micro-batches; the entry script binds the scheduler in a fresh-run branch
+# (`src.util.set_optim`, a tuple factory of a module imported whole) and in resume branches (`load`).
+# `set_optim` builds a fixed schedule (no horizon) or a linear one over `scheduler_steps`, which is
+# `opt.total_steps` unless the user gives `--scheduler_steps`.
+SET_OPTIM = """
+    import torch
+
+
+    class FixedScheduler(torch.optim.lr_scheduler.LambdaLR):
+        def __init__(self, optimizer, last_epoch=-1):
+            super().__init__(optimizer, lambda step: 1.0, last_epoch=last_epoch)
+
+
+    def set_optim(opt, model):
+        optimizer = torch.optim.AdamW(model.parameters(), lr=opt.lr)
+        if opt.scheduler == "fixed":
+            scheduler = FixedScheduler(optimizer)
+        elif opt.scheduler == "linear":
+            if opt.scheduler_steps is None:
+                scheduler_steps = opt.total_steps
+            else:
+                scheduler_steps = opt.scheduler_steps
+            scheduler = WarmupLinearScheduler(optimizer, warmup_steps=opt.warmup_steps, scheduler_steps=scheduler_steps)
+        return optimizer, scheduler
+
+
+    def load(path, opt):
+        checkpoint = torch.load(path)
+        optimizer, scheduler = set_optim(checkpoint["opt"], checkpoint["model"])
+        scheduler.load_state_dict(checkpoint["scheduler"])
+        return checkpoint["model"], optimizer, scheduler, checkpoint["step"]
+"""
+
+FID_ENGINE = """
+    def train(model, optimizer, scheduler, step, loader, opt):
+        while step < opt.total_steps:
+            for x in loader:
+                step += 1
+                (model(x).sum() / opt.accumulation_steps).backward()
+                if step % opt.accumulation_steps == 0:
+                    optimizer.step()
+                    scheduler.step()
+                    model.zero_grad()
+"""
+
+FID_MAIN = """
+    import torch
+
+    import src.util
+    from engine import train
+
+
+    def main(opt, loader):
+        if opt.resume is None:
+            model = torch.nn.Linear(4, 2)
+            optimizer, scheduler = src.util.set_optim(opt, model)
+            step = 0
+        elif opt.model_path is None:
+            model, optimizer, scheduler, step = src.util.load(opt.resume, opt)
+        else:
+            model, optimizer, scheduler, step = src.util.load(opt.model_path, opt)
+        opt.train_batch_size = opt.per_gpu_batch_size * 2
+        train(model, optimizer, scheduler, step, loader, opt)
+"""
+
+
+def test_a_scheduler_bound_in_several_branches_is_read_per_configuration(project: Path, run_cli) -> None:
+    _write(project, {"src/__init__.py": "", "src/util.py": SET_OPTIM, "engine.py": FID_ENGINE, "main.py": FID_MAIN})
+    found = _codes(run_cli, "engine.py")
+    assert len(found) == 1 and found[0].startswith("engine.py:9:") and " LC303 " in found[0], found
+    assert "horizon `opt.total_steps` counts batches in the configuration that builds `WarmupLinearScheduler`" \
+        in found[0]
+    assert "(built at main.py:11 and passed to `train`)" in found[0]
+
+
+@pytest.mark.parametrize(("module", "main"), [
+    # the default horizon counted in optimizer steps: no configuration mismatches
+    (SET_OPTIM.replace("scheduler_steps = opt.total_steps\n", "scheduler_steps = opt.total_steps // opt.accumulation_steps\n"),
+     FID_MAIN),
+    # another schedule with a horizon of its own (a unit the code does not say) beside the mismatched one
+    (SET_OPTIM.replace("FixedScheduler(optimizer)", "torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=opt.t_max)"),
+     FID_MAIN),
+    # two bindings that may both run: the later one wraps or replaces the first
+    (SET_OPTIM, FID_MAIN.replace("        opt.train_batch_size", "        if opt.fixed:\n"
+                                 "            optimizer, scheduler = src.util.set_optim(opt, model)\n"
+                                 "        opt.train_batch_size")),
+    # the caller changes the budget the horizon names: not read
+    (SET_OPTIM, FID_MAIN.replace("opt.train_batch_size = ", "opt.total_steps = ")),
+])
+def test_configurations_that_keep_it_silent(project: Path, run_cli, module: str, main: str) -> None:
+    _write(project, {"src/__init__.py": "", "src/util.py": module, "engine.py": FID_ENGINE, "main.py": main})
+    assert _codes(run_cli, "engine.py") == []

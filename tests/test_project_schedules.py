@@ -182,6 +182,22 @@ def test_returned_skips_the_configurations_without_a_scheduler() -> None:
         "StepLR(\x000\x00, step_size=\x001\x00.lr_decay_epochs)")
 
 
+def test_returned_gives_one_constructor_per_branch_value_of_a_length() -> None:
+    """A length bound in two branches (`scheduler_steps = opt.total_steps` unless the user gives
+    `--scheduler_steps`) is two configurations of the schedule; the optimizer's branches are not."""
+    import ast
+
+    body = ("    if opt.optim == 'adam':\n        optimizer = Adam(model.parameters())\n"
+            "    else:\n        optimizer = SGD(model.parameters())\n"
+            "    if opt.scheduler_steps is None:\n        scheduler_steps = opt.total_steps\n"
+            "    else:\n        scheduler_steps = opt.scheduler_steps\n"
+            "    return WarmupLinearScheduler(optimizer, scheduler_steps=scheduler_steps)")
+    function = ast.parse(f"def set_optim(opt, model):\n{body}\n").body[0]
+    assert returned(list(ast.walk(function))[1:], {"opt": 0, "model": 1}) == (
+        "WarmupLinearScheduler(None, scheduler_steps=\x000\x00.total_steps)",
+        "WarmupLinearScheduler(None, scheduler_steps=\x000\x00.scheduler_steps)")
+
+
 def test_own_factory_keeps_the_module_names_the_caller_shares() -> None:
     method = textwrap.dedent("""\
         def _get_scheduler(self, steps):

@@ -56,7 +56,8 @@ _WARMUP_ARGS = {
 # pytorch-transformers 1.x `WarmupLinearSchedule(optimizer, warmup_steps=..., t_total=...)`, a project's
 # own `WarmupCosineLR(optimizer, warmup_iters=..., max_iters=...)`. A keyword says what its value is;
 # a position does not (copies of one class name take their arguments in different orders).
-_HORIZON_KEYWORDS = ("t_total", "T_max", "total_steps", "num_training_steps", "total_iters", "max_iters")
+_HORIZON_KEYWORDS = ("t_total", "T_max", "total_steps", "num_training_steps", "total_iters", "max_iters",
+                     "scheduler_steps")
 _WARMUP_KEYWORDS = ("num_warmup_steps", "warmup_steps", "warmup_iters")
 
 

@@ -7,9 +7,12 @@ epoch)``). Only the caller shows the horizon. ``stepped_parameters`` finds, in t
 text alone, the top-level functions that step a parameter named for a scheduler; ``passed`` reads
 the project files whose text names such a function, finds their calls of it (through the imports
 that name the checked file) and gives, for each, where the scheduler they pass was built and the
-constructor as they wrote it, their function's single-assignment locals written out. Where any
-caller passes something else (a parameter of its own, a factory's result, a name bound twice, a
-``*args``), or no caller is found, nothing is given: the horizon is unknown.
+constructor as they wrote it, their function's single-assignment locals written out. A name the
+caller binds in several branches (a fresh run's ``optimizer, scheduler = set_optim(opt, model)``, a
+resumed run's ``load(...)``) gives each branch's schedulers; a resuming call that cannot be read is
+the configuration it restores. Where any caller passes something else (a parameter of its own, an
+unread factory's result, a name bound twice where both bindings may run, a ``*args``), or no caller
+is found, nothing is given: the horizon is unknown.
 """
 
 from __future__ import annotations
@@ -154,6 +157,12 @@ def _passed(index: ProjectIndex, path: Path, function: str, param: str, position
     word = function.encode()
     candidates = [(file, text) for file in files if word in (text := index.text_of(file))]
     if len(candidates) > MAX_CALLERS:
+        # a common word (`train`, a method's name elsewhere): only the file itself and those that name
+        # its module can call its function, unless a package's `__init__` hands the name on
+        stem = path.stem.encode()
+        if not any(stem in index.text_of(file) for file in files if file.name == "__init__.py"):
+            candidates = [(file, text) for file, text in candidates if stem in text or real_path(file) == path]
+    if len(candidates) > MAX_CALLERS:
         return None
     found: list[tuple[str, str]] = []
     for file, text in candidates:
@@ -166,7 +175,7 @@ def _passed(index: ProjectIndex, path: Path, function: str, param: str, position
             return None
         rel = index.relative(file)
         for call, scope in calls:
-            built = _built(call, scope, param, position, lambda c: _factory(index, file, tree, text, c))
+            built = _built(call, scope, param, position, lambda c, at: _factory(index, file, tree, text, c, at))
             if built is None:
                 return None
             if built is not False:
@@ -226,7 +235,7 @@ def _calls(index: ProjectIndex, file: Path, tree: ast.Module, target: Path, func
 
 
 def _built(call: ast.Call, scope: ast.AST, param: str, position: int | None,
-           factories: Callable[[ast.Call], tuple[tuple[str, ...], tuple[str, ...]] | None]
+           factories: Callable[[ast.Call, int | None], tuple[tuple[str, ...], tuple[str, ...]] | None]
            ) -> list[tuple[int, str]] | bool | None:
     """(line, constructor text) of each scheduler ``call`` may pass as ``param`` (one, or one per
     branch of a project factory that built it); False where it passes ``None`` (no scheduler); None
@@ -244,15 +253,19 @@ def _built(call: ast.Call, scope: ast.AST, param: str, position: int | None,
     if not isinstance(value, ast.Name):
         return None
     nodes = own_nodes(scope)
-    assigned = bound_once(nodes)
-    constructor = assigned.get(value.id)
-    if not isinstance(constructor, ast.Call):
+    bindings = _bindings(nodes, value.id)
+    if bindings and len(bindings) > 1:
+        bindings = _live(scope, value.id, bindings, call.lineno)
+    if not bindings:
         return None
-    factory = None if SCHEDULE.search(last_name(constructor.func)) else factories(constructor)
-    if factory is None and not SCHEDULE.search(last_name(constructor.func)):
-        return None  # neither a scheduler's constructor nor a project function that returns one
     if any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in nodes):
         return None
+    # `opt.train_batch_size = ...` changes the object `opt` holds, not the name: `opt = parse()` is
+    # still its one binding, and a constructor that reads a changed attribute is not read (below)
+    changed = {f"{t.value.id}.{t.attr}" for n in nodes if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+               for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+               if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)}
+    assigned = bound_once([n for n in nodes if not _attribute_store(n)])
     # names bound in ways `bound_once` does not read (`with ... as x`, `except E as x`, imports,
     # `:=`): not the module's, and not followed
     other = {n.id for item in nodes if isinstance(item, ast.withitem) and item.optional_vars is not None
@@ -270,6 +283,101 @@ def _built(call: ast.Call, scope: ast.AST, param: str, position: int | None,
                and last_name(v.func) not in _ARITHMETIC}
     kept |= objects
     assigned = {name: v for name, v in assigned.items() if name not in objects}
+    found: list[tuple[int, str]] = []
+    resumed = False
+    for constructor, at in bindings:
+        built = _one_binding(constructor, at, assigned, kept, factories)
+        if built is None and len(bindings) > 1 and _RESUME.search(last_name(constructor.func)):
+            # `model, optimizer, scheduler, ... = load(checkpoint_path, opt)` beside the fresh
+            # `optimizer, scheduler = set_optim(opt, model)`: resuming restores the scheduler the same
+            # code built and saved, one configuration with the fresh run
+            resumed = True
+            continue
+        if built is None or any(re.search(rf"\b{re.escape(attr)}\b", text) for _, text in built for attr in changed):
+            return None
+        found.extend(built)
+    return found if found or not resumed else None
+
+
+def _attribute_store(node: ast.AST) -> bool:
+    """``opt.x = ...`` (``+=``, annotated), every target an attribute of a plain name."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+        node, (ast.AugAssign, ast.AnnAssign)) else []
+    return bool(targets) and all(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) for t in targets)
+
+
+# a function that loads a run saved before (`load`, `load_checkpoint`, `resume_from`, `restore`)
+_RESUME = re.compile(r"(?:^|_)(?:load|resume|restore)", re.I)
+_MAX_BINDINGS = 4  # a scheduler bound in more places than this: not read
+
+
+def _bindings(nodes: list[ast.AST], name: str) -> list[tuple[ast.Call, int | None]] | None:
+    """(call, position in the tuple it returns or None) for each statement of ``nodes`` that binds
+    ``name``: ``scheduler = build(...)``, ``optimizer, scheduler = set_optim(opt, model)``, one per
+    branch; None where one binds it otherwise (a loop, ``+=``, a value that is not a call)."""
+    found: list[tuple[ast.Call, int | None]] = []
+    for sub in nodes:
+        targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] if isinstance(
+            sub, (ast.AugAssign, ast.AnnAssign, ast.For, ast.comprehension)) else []
+        for target in targets:
+            if not any(isinstance(n, ast.Name) and n.id == name for n in walk(target)):
+                continue
+            if not isinstance(sub, ast.Assign) or not isinstance(sub.value, ast.Call) or len(sub.targets) != 1:
+                return None
+            if isinstance(target, ast.Name):
+                found.append((sub.value, None))
+            elif isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
+                found.append((sub.value, [e.id for e in target.elts].index(name)))  # type: ignore[attr-defined]
+            else:
+                return None
+    return found if len(found) <= _MAX_BINDINGS else None
+
+
+def _live(scope: ast.AST, name: str, bindings: list[tuple[ast.Call, int | None]], line: int
+          ) -> list[tuple[ast.Call, int | None]] | None:
+    """The bindings that may reach the call at ``line``, each in a branch of its own (``if fresh:
+    ... = set_optim(opt, model)`` / ``else: ... = load(path, opt)``): one bound later at the same or an
+    outer level replaces an earlier one; None where two may both run (``scheduler = Warmup(...,
+    after_scheduler=scheduler)`` wraps the first) or one comes after the call."""
+    paths: dict[int, tuple[tuple[int, str], ...]] = {}
+
+    def visit(body: list[ast.stmt], path: tuple[tuple[int, str], ...]) -> None:
+        for stmt in body:
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+                paths[id(stmt.value)] = path
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    visit(inner, (*path, (id(stmt), field)))
+            for handler in getattr(stmt, "handlers", []):
+                visit(handler.body, (*path, (id(stmt), "except")))
+
+    visit(getattr(scope, "body", []), ())
+    if any(id(c) not in paths or c.lineno > line or any(isinstance(n, ast.Name) and n.id == name for n in walk(c))
+           for c, _ in bindings):
+        return None
+    live = [(c, at) for c, at in bindings
+            if not any(o.lineno > c.lineno and paths[id(c)][:len(paths[id(o)])] == paths[id(o)] for o, _ in bindings)]
+    for i, (first, _) in enumerate(live):
+        for second, _ in live[i + 1:]:
+            a, b = paths[id(first)], paths[id(second)]
+            shared = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), None)
+            if shared is None or a[shared][0] != b[shared][0]:
+                return None  # not two branches of one statement: both may run
+    return live
+
+
+def _one_binding(constructor: ast.Call, at: int | None, assigned: dict[str, ast.expr | None], kept: set[str],
+                 factories: Callable[[ast.Call, int | None], tuple[tuple[str, ...], tuple[str, ...]] | None]
+                 ) -> list[tuple[int, str]] | None:
+    """(line, constructor text) of each scheduler one binding may hold (element ``at`` of the tuple
+    the call returns, if given); None where it is not known."""
+    scheduler = at is None and SCHEDULE.search(last_name(constructor.func)) is not None
+    factory = None if scheduler else factories(constructor, at)
+    if factory is None and not scheduler:
+        return None  # neither a scheduler's constructor nor a project function that returns one
     if factory is not None:
         # `scheduler = build_scheduler(optimizer, args)`: each scheduler the factory returns, with
         # the caller's arguments (written out as the caller sees them) in place of its parameters
@@ -281,8 +389,9 @@ def _built(call: ast.Call, scope: ast.AST, param: str, position: int | None,
         args = {}
         for position, arg in given:
             written = _written(arg, {}, assigned, 0, kept)  # type: ignore[arg-type]
-            if written is not None:
-                args[position] = ast.unparse(written)
+            # an argument the caller binds in several places (`model`, in each branch) is given as
+            # `None`, as `_constructed` gives one: a length that names it has no unit
+            args[position] = ast.unparse(written) if written is not None else "None"
         texts = [as_called(marked, args) for marked in schedules]
         if not texts or any(text is None for text in texts):
             return None
@@ -293,18 +402,22 @@ def _built(call: ast.Call, scope: ast.AST, param: str, position: int | None,
     return [(constructor.lineno, ast.unparse(written))]
 
 
-def _factory(index: ProjectIndex, file: Path, tree: ast.Module, text: bytes, call: ast.Call
-             ) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    """(parameters, returned schedulers as ``schedules.returned`` marks them) of the project function
-    ``call`` runs by a plain name: a top-level function of ``file`` or one imported from a project
-    module; None for any other call or a function that returns no scheduler it can read."""
+def _factory(index: ProjectIndex, file: Path, tree: ast.Module, text: bytes, call: ast.Call,
+             position: int | None = None) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(parameters, returned schedulers as ``schedules.returned`` marks them; those at ``position`` of
+    the tuples it returns, if given) of the project function ``call`` runs: a top-level function of
+    ``file`` or one imported from a project module by a plain name, or ``pkg.module.fn(...)`` of a
+    module imported whole (``import src.util``); None for any other call or a function that returns
+    no scheduler it can read."""
+    if isinstance(call.func, ast.Attribute):
+        return _dotted_factory(index, file, tree, call.func, position)
     if not isinstance(call.func, ast.Name):
         return None
     name = call.func.id
     own = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
     if len(own) == 1:
         source = ast.get_source_segment(text.decode("utf-8", "replace"), own[0])
-        found = own_factory(source, False) if source and SCHEDULE_TEXT.search(source) else ((), ())
+        found = own_factory(source, False, position) if source and SCHEDULE_TEXT.search(source) else ((), ())
         return found if found[1] else None
     imported = [(node.module or "", node.level, alias.name) for node in tree.body if isinstance(node, ast.ImportFrom)
                 for alias in node.names if (alias.asname or alias.name) == name]
@@ -312,11 +425,30 @@ def _factory(index: ProjectIndex, file: Path, tree: ast.Module, text: bytes, cal
         return None
     module, level, attr = imported[0]
     path = _defining(index, file, module, level, attr)
-    if path is None:
+    return _schedules_of(index, path, attr, position)
+
+
+def _dotted_factory(index: ProjectIndex, file: Path, tree: ast.Module, func: ast.Attribute, position: int | None
+                    ) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """``_factory`` of ``src.util.set_optim(...)``, where the file imports ``src.util`` whole."""
+    module = _dotted(func.value)
+    if module is None or "." not in module or not any(
+            isinstance(node, ast.Import) and any(a.name == module and a.asname is None for a in node.names)
+            for node in tree.body):
+        return None  # `util.fn(...)` of `from src import util` and the like: not read here
+    return _schedules_of(index, index.resolve(file, module, 0), func.attr, position)
+
+
+def _schedules_of(index: ProjectIndex, path: Path | None, name: str, position: int | None
+                  ) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    if path is None or not index.may_define(path, name):
         return None
-    facts = index.facts(path, names=[attr])
-    function = facts.functions.get(attr) if facts is not None else None
-    return (function.params, function.schedules) if function is not None and function.schedules else None
+    facts = index.facts(path, names=[name])
+    function = facts.functions.get(name) if facts is not None else None
+    if function is None:
+        return None
+    schedules = function.schedules if position is None else dict(function.schedules_at).get(position, ())
+    return (function.params, schedules) if schedules else None
 
 
 def _defining(index: ProjectIndex, file: Path, module: str, level: int, name: str) -> Path | None:

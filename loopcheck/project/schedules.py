@@ -66,16 +66,61 @@ def returned(nodes: list[ast.AST], index: Mapping[str, int], kept: Collection[st
         # something else than what the caller passed
         return ()
     found = []
+    branches: dict[str, list[ast.expr]] | None = None
     for value in [v for r in returns for v in _values(r, index, nodes)]:
         if _none(value):
             continue  # no scheduler in that configuration: nothing to step there
         if not (isinstance(value, ast.Call) and SCHEDULE.search(last_name(value.func))):
             return ()
-        written = _constructed(value, index, assigned, kept)
-        if written is None:
-            return ()
-        found.append(ast.unparse(written))
-    return tuple(found)
+        if branches is None:
+            branches = _branch_values(nodes, assigned, index)  # read only for a function that builds one
+        for variant in _variants(value, branches, assigned):
+            written = _constructed(value, index, variant, kept)
+            if written is None:
+                return ()
+            found.append(ast.unparse(written))
+    return tuple(dict.fromkeys(found))
+
+
+_MAX_VARIANTS = 4  # constructors one return may stand for, one per combination of branch values
+
+
+def _branch_values(nodes: list[ast.AST], assigned: Mapping[str, ast.expr | None],
+                   index: Mapping[str, int]) -> dict[str, list[ast.expr]]:
+    """Name -> its values, for each local bound only by plain ``name = value`` statements, two to
+    four of them (``if opt.scheduler_steps is None: steps = opt.total_steps`` / ``else: steps =
+    opt.scheduler_steps``): each value is a configuration of its own."""
+    values: dict[str, list[ast.expr]] = {}
+    for sub in nodes:
+        if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
+            name = sub.targets[0].id
+            if name in assigned and assigned[name] is None and name not in index:
+                values.setdefault(name, []).append(sub.value)
+    for sub in nodes:  # bound any other way too (`+=`, a tuple, a loop): not read
+        targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] if isinstance(
+            sub, (ast.AugAssign, ast.AnnAssign, ast.For, ast.comprehension)) else []
+        for target in targets:
+            if not (isinstance(sub, ast.Assign) and isinstance(target, ast.Name)):
+                for name in walk(target):
+                    if isinstance(name, ast.Name):
+                        values.pop(name.id, None)
+    return {name: found for name, found in values.items() if 2 <= len(found) <= _MAX_VARIANTS}
+
+
+def _variants(call: ast.Call, branches: Mapping[str, list[ast.expr]], assigned: Mapping[str, ast.expr | None]
+              ) -> list[Mapping[str, ast.expr | None]]:
+    """``assigned`` once for each combination of the branch values of the locals ``call``'s length
+    arguments name (just ``assigned`` where they name none, or where the combinations are too many)."""
+    # the lengths only: the optimizer (the first argument) says no unit
+    lengths = [*call.args[1:], *(k.value for k in call.keywords if k.arg != "optimizer")]
+    used = [name for name in dict.fromkeys(n.id for arg in lengths for n in walk(arg) if isinstance(n, ast.Name))
+            if name in branches]
+    combos: list[dict[str, ast.expr | None]] = [dict(assigned)]
+    for name in used:
+        combos = [{**combo, name: value} for combo in combos for value in branches[name]]
+        if len(combos) > _MAX_VARIANTS:
+            return [assigned]
+    return combos
 
 
 def returned_in_tuples(nodes: list[ast.AST], index: Mapping[str, int], kept: Collection[str] = ()

@@ -44,6 +44,15 @@ loader, optimizer, scheduler)` called from main.py), or one a trainer's `__init_
 (`self.scheduler = scheduler`, `kwargs["scheduler"]`) for the loop of one of its methods, where
 every call of that function or class in the project passes a scheduler built there by a
 constructor (a caller passing anything else, a subclass, or the name handed on keeps it silent).
+A scheduler bound in several branches (a fresh run's `optimizer, scheduler = set_optim(opt, model)`
+beside a resumed run's `... = load(path, opt)`, which restores the scheduler the same code built and
+is read as the same configuration), or built by a factory whose branches build different schedules
+(`FixedScheduler(optimizer)` for `--scheduler fixed`, `WarmupLinearScheduler(...,
+scheduler_steps=scheduler_steps)` with `scheduler_steps` set to `opt.total_steps` unless the user
+gives `--scheduler_steps`), is read as one configuration per branch: a mismatch in one is reported,
+naming the schedule it builds, where every other configuration builds a schedule with no horizon or
+the same schedule over a horizon the user sets; another schedule with a horizon of its own keeps it
+silent.
 A `LambdaLR` whose schedule function is handed its lengths
 (`partial(warmup_cosine, warmup=args.warmup_epochs, total=args.epochs)`, `lambda s:
 warmup_cosine(s, args.warmup_epochs, args.epochs)`) counts in the unit all of them share. A step
@@ -86,6 +95,7 @@ Count the horizon in the unit the scheduler is stepped in (for per-update steppi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -363,8 +373,8 @@ for epoch in range(config["epochs"]):
                     # none of its names being this file's
                     calls = [c for c in passed[1] if lets_through(kinds, last_part(func_name(c) or ""))]
                     horizons = [_length(call, _BLANK) for call in calls]
-                    units = [(_parameter_bound_unit(h, training) or unit_of(h, _BLANK)) if h is not None else None
-                             for h in horizons]
+                    units = [(_parameter_bound_unit(h, training) or _passed_loop_unit(h, training, model.index)
+                              or unit_of(h, _BLANK)) if h is not None else None for h in horizons]
                 else:
                     calls = [c for call in built for c in _as_built(call, model)
                              if lets_through(kinds, last_part(func_name(c) or ""))]
@@ -394,6 +404,19 @@ for epoch in range(config["epochs"]):
                                              f"but its {what} `{source(horizons[0])}` {counts} {units[0].value}"
                                              f"{passed[0] if passed else _built_by(scheduler, model)}")
                     continue
+                # a scheduler bound in several configurations (`if opt.scheduler == "fixed": FixedScheduler(...)
+                # elif ...: WarmupLinearScheduler(..., total=opt.total_steps)`): the one with a horizon
+                # that mismatches is reported where each other one has no horizon or takes the user's
+                variant = _mismatched_variant(calls, horizons, units, stepped, accumulates)
+                if variant is not None:
+                    yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
+                                             f"but its horizon `{source(horizons[variant])}` counts "
+                                             f"{units[variant].value} in the configuration that builds "  # type: ignore[union-attr]
+                                             f"`{last_part(func_name(calls[variant]) or '')}` over it (every other "
+                                             f"configuration builds a schedule with no horizon, or the same one over "
+                                             f"a horizon the user sets)"
+                                             f"{passed[0] if passed else _built_by(scheduler, model)}")
+                    continue
                 # a warmup counted in other units than the stepping (`warmup_steps * gradient_accumulation_steps`
                 # for a scheduler stepped once per update): the ramp lasts N times longer or shorter
                 warmups = [warmup_expr(call) for call in calls]
@@ -402,6 +425,59 @@ for epoch in range(config["epochs"]):
                     yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
                                              f"but its warmup `{source(warmups[0])}` counts {wunits[0].value}"
                                              f"{passed[0] if passed else _built_by(scheduler, model)}")
+
+
+# schedules with no horizon: their learning rate does not run out, whatever the stepping
+_NO_HORIZON = {"ExponentialLR", "ReduceLROnPlateau", "MultiplicativeLR", "ConstantLR", "get_constant_schedule"}
+
+
+def _mismatched_variant(calls: list[cst.Call], horizons: list[cst.BaseExpression | None], units: list[Unit | None],
+                        stepped: Unit | None, accumulates: bool) -> int | None:
+    """The index of a configuration whose horizon mismatches the stepping, where the scheduler may be
+    built in several and every other one has no horizon (``FixedScheduler(optimizer)``, built from the
+    optimizer alone) or is the same schedule over a horizon the user sets as given
+    (``scheduler_steps=opt.scheduler_steps`` where ``--scheduler_steps`` is given, ``opt.total_steps``
+    otherwise): the mismatched schedule is the only one with a horizon of its own. Another schedule
+    with a horizon (in the stepping's unit, in one the code does not say, or not read) silences it.
+    None otherwise."""
+    if len(calls) < 2:
+        return None
+    mismatched = [i for i, u in enumerate(units) if u is not None and _mismatch(u, stepped, accumulates)]
+    if not mismatched:
+        return None
+    classes = {last_part(func_name(calls[i]) or "") for i in mismatched}
+    for i, (call, horizon, unit) in enumerate(zip(calls, horizons, units)):
+        if i in mismatched:
+            continue
+        kind = last_part(func_name(call) or "")
+        if horizon is None and (_optimizer_only(call) or kind in _NO_HORIZON):
+            continue
+        if horizon is not None and unit is None and kind in classes and _setting(horizon):
+            continue
+        return None
+    return mismatched[0]
+
+
+def _optimizer_only(call: cst.Call) -> bool:
+    """Built from the optimizer alone (``FixedScheduler(optimizer)``, ``get_constant_schedule(opt)``)."""
+    return len(call.args) == 1 and call.args[0].keyword is None and call.args[0].star == "" or \
+        len(call.args) == 1 and call.args[0].keyword is not None and call.args[0].keyword.value == "optimizer"
+
+
+def _setting(horizon: cst.BaseExpression) -> bool:
+    """A setting of the options object, as given (``opt.scheduler_steps``, ``args.max_steps``)."""
+    name = dotted(horizon)
+    return name is not None and name.count(".") == 1 and name.split(".")[0] not in ("self", "None")
+
+
+def _passed_loop_unit(horizon: cst.BaseExpression, training: TrainingLoop, index: Index) -> Unit | None:
+    """``_loop_unit`` of a horizon a caller built from the options object it hands the loop's function
+    under the same name (``opt.total_steps`` built from ``opt``, and ``while step < opt.total_steps:``
+    in ``train(..., opt, ...)``)."""
+    function, name = training.loop.function, dotted(horizon)
+    if function is None or name is None or name.split(".")[0] not in param_names(function.params):
+        return None
+    return _loop_unit(horizon, training, index)
 
 
 def _parameter_one(training: TrainingLoop, index: Index) -> bool:
@@ -427,7 +503,13 @@ def _constructors(name: str | None, model: FileModel) -> list[cst.Call]:
     if name:
         found += [c for c in model.roles.constructed.get(last_part(name), [])
                   if c not in found and _own_factory(c, model) is not None]
-        found += [c for c, _ in _unpacked(name, model)]
+        unpacked = [c for c, _ in _unpacked(name, model)]
+        if unpacked:
+            # the factory's own constructor (`scheduler = WarmupLinearScheduler(..., scheduler_steps)`
+            # inside `set_optim`) is read as the call that ran it, its parameters filled in
+            factories = {own_call_name(call) for call, _ in model.roles.unpacked.get(last_part(name), [])}
+            inside = {id(n) for f in factories if f for d in model.index.functions.get(f, []) for n in walk(d)}
+            found = [c for c in found if id(c) not in inside] + unpacked
     return found
 
 
@@ -437,7 +519,10 @@ def _unpacked(name: str, model: FileModel) -> list[tuple[cst.Call, str]]:
     unpacks into ``name``; [] where one such binding is not read (its scheduler is not known)."""
     bindings = model.roles.unpacked.get(last_part(name), [])
     found: list[tuple[cst.Call, str]] = []
+    resuming = _resuming(model) if len(bindings) > 1 else set()
     for call, position in bindings:
+        if id(call) in resuming:
+            continue  # built inside a function that restores a saved run: the configuration it was saved in
         facts, by = None, ""
         own = _own_factory(call, model, position)
         if own is not None:
@@ -449,10 +534,24 @@ def _unpacked(name: str, model: FileModel) -> list[tuple[cst.Call, str]]:
                 facts = FunctionFacts(line=0, params=summary.facts.params, schedules=schedules)  # type: ignore[union-attr]
                 by = f" (built by `{summary.name}`, {summary.where})"  # type: ignore[union-attr]
         built = _filled(call, facts) if facts is not None else None
+        if built is None and len(bindings) > 1 and _RESUME.search(own_call_name(call) or dotted(call.func) or ""):
+            # `optimizer, scheduler, step = load(path, model)` beside the fresh `set_optim(opt, model)`:
+            # resuming restores the scheduler the same code built and saved, one configuration with it
+            continue
         if built is None:
             return []
         found.extend((c, by) for c in built)
     return found
+
+
+# a function that restores a run saved before (`load`, `load_checkpoint`, `resume_from`, `restore`)
+_RESUME = re.compile(r"(?:^|[._])(?:load|resume|restore)", re.I)
+
+
+def _resuming(model: FileModel) -> set[int]:
+    """The calls inside this file's functions that restore a saved run (named by ``_RESUME``)."""
+    return {id(n) for name, defs in model.index.functions.items() if _RESUME.search(name)
+            for d in defs for n in walk(d) if isinstance(n, cst.Call)}
 
 
 def _own_factory(call: cst.Call, model: FileModel, position: int | None = None) -> tuple[str, FunctionFacts] | None:
