@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from loopcheck.patterns import Pattern
+
 if TYPE_CHECKING:
     from pathspec import PathSpec
 
@@ -99,7 +101,7 @@ def _plain_runs(line: str) -> tuple[str, ...]:
     return tuple(run for run in (part.strip() for part in _WILDCARDS.split(text)) if run.strip("."))
 
 
-_WILDCARDS = re.compile(r"[*?/]+")
+_WILDCARDS = Pattern(r"[*?/]+")
 
 
 class _Filter:

@@ -13,6 +13,7 @@ import ast
 import re
 from collections.abc import Collection
 
+from loopcheck.patterns import Pattern
 from loopcheck.screen import statements
 
 
@@ -59,7 +60,7 @@ def _keep(statements: list[ast.stmt], lines: list[str], mentions: re.Pattern[str
     return kept
 
 
-_TAB_INDENT = re.compile(r"^ *\t", re.M)
+_TAB_INDENT = Pattern(r"^ *\t", re.M)
 
 
 def _mentions(tree: ast.Module, words: Collection[str]) -> re.Pattern[str]:

@@ -23,6 +23,8 @@ import re
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from loopcheck.patterns import Pattern
+
 # A training loop back-propagates, itself or through a timm/MAE-style `loss_scaler(loss, optimizer)`:
 # text every file with a training loop contains.
 TRAINING_LOOP_TEXT = ("backward(", "loss_scaler(")
@@ -93,8 +95,8 @@ def screen(source: str, filename: str = "<unknown>", triggers: Collection[str] =
 # Every alternative starts with a plain character (the check that no word character or dot precedes
 # `backward` comes after its first letter), so the search skips to those characters instead of trying
 # each alternative at every position of the file: several times faster, the same matches.
-_TRIGGER = re.compile(r"m(?<![\w.]m)anual_backward\s*\(|b(?<![\w.]b)ackward\s*\(|\.(?:manual_)?backward\s*\("
-                      r"|Scaler\w*\s*\(|scaler\w*\s*\(|__call__\s*\(")
+_TRIGGER = Pattern(r"m(?<![\w.]m)anual_backward\s*\(|b(?<![\w.]b)ackward\s*\(|\.(?:manual_)?backward\s*\("
+                   r"|Scaler\w*\s*\(|scaler\w*\s*\(|__call__\s*\(")
 def has_training_loop(tree: ast.Module, source: str, triggers: Collection[str] = ()) -> bool:
     """Whether a loop of ``tree`` may back-propagate: a trigger call on its lines, or a mention of a
     function of the file that may (transitively: a function whose lines hold a trigger or mention
@@ -115,7 +117,7 @@ def may_train_with(tree: ast.Module, source: str, names: Collection[str]) -> boo
     return _trains(tree, source, lambda: (m for pattern in (_TRIGGER, *searched) for m in pattern.finditer(source)))
 
 
-_CALLED = re.compile(r"\b(\w+)\s*\(")  # from a word's start only: no match starts inside a word anyway
+_CALLED = Pattern(r"\b(\w+)\s*\(")  # from a word's start only: no match starts inside a word anyway
 
 
 def called_among(source: str, names: Collection[str]) -> list[str]:
@@ -148,8 +150,8 @@ def _trains(tree: ast.Module, source: str, matches: Callable[[], Iterable[re.Mat
 # A modulo the model can read as a step condition: compared (`n % N == 0`, also in `need = ...`) or
 # tested by an `if` (`if (i + 1) % N:`); not `"%d" % x`. Or the flag a step method's caller sets on
 # the calls that only accumulate (`if not self.is_grad_accumulation_step:`).
-_MODULO = re.compile(r"%[^\n#]*[=!]=|^[ \t]*(?:el)?if\b[^\n#]*(?:%|\bself\.is_(?:grad_|gradient_)?accumulation_step\b)",
-                     re.M)
+_MODULO = Pattern(r"%[^\n#]*[=!]=|^[ \t]*(?:el)?if\b[^\n#]*(?:%|\bself\.is_(?:grad_|gradient_)?accumulation_step\b)",
+                  re.M)
 
 
 def _step_function(functions: list[tuple[str, int, int]], direct: list[int], source: str,
@@ -209,7 +211,7 @@ def _with_training_functions(functions: list[tuple[str, int, int]], hot: list[in
 # The name a `functools.partial` of a function is bound to, ending where the function's name begins
 # (`backwards = partial(`, `self.bw = functools.partial(`): the last part of the target is the name
 # its calls use.
-_PARTIAL = re.compile(r"(\w+)\s*=\s*(?:functools\s*\.\s*)?partial\s*\(\s*\Z")
+_PARTIAL = Pattern(r"(\w+)\s*=\s*(?:functools\s*\.\s*)?partial\s*\(\s*\Z")
 
 
 def _counts(source: str, match: re.Match[str], starts: list[int]) -> bool:

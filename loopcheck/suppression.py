@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 
 from loopcheck.catalog import lookup
+from loopcheck.patterns import Pattern
 from loopcheck.selection import closest, did_you_mean
 
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[\w\-]+(?:[\s,]+[\w\-]+)*))?", re.IGNORECASE)
-_IGNORE = re.compile(r"#\s*loopcheck:\s*ignore\[(?P<codes>[^\]]*)\]", re.IGNORECASE)
+_NOQA = Pattern(r"#\s*noqa(?::\s*(?P<codes>[\w\-]+(?:[\s,]+[\w\-]+)*))?", re.IGNORECASE)
+_IGNORE = Pattern(r"#\s*loopcheck:\s*ignore\[(?P<codes>[^\]]*)\]", re.IGNORECASE)
 ALL = "*"
 
 

@@ -37,6 +37,7 @@ from loopcheck.model.syntax import (
     target_names,
     walk,
 )
+from loopcheck.patterns import Pattern
 
 if TYPE_CHECKING:
     from loopcheck.project import Imported
@@ -46,7 +47,7 @@ _MAX_INLINE_DEPTH = 4
 # calls that take an optimizer and never clear its gradients
 _LEAVES_GRADIENTS = {"hasattr", "getattr", "isinstance", "vars", "str", "repr", "print", "len", "id", "type",
                      "amp.scale_loss", "amp.master_params", "apex.amp.scale_loss", "apex.amp.master_params"}
-_EMA_UPDATE = re.compile(r"^(update_ema|ema_update|update_ema_model|ema_step|step_ema)$", re.I)
+_EMA_UPDATE = Pattern(r"^(update_ema|ema_update|update_ema_model|ema_step|step_ema)$", re.I)
 
 
 @dataclass(frozen=True)

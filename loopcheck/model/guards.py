@@ -25,6 +25,7 @@ import libcst as cst
 from loopcheck.model.events import Assignment, Cond, Kind, Loop
 from loopcheck.model.syntax import (dotted, func_name, int_value, last_part, names_in, positional, same, small_statements,
                                     source, walk)
+from loopcheck.patterns import Pattern
 
 
 class GuardKind(enum.Enum):
@@ -96,18 +97,18 @@ _CONFIG_ROOTS = ("args", "cfg", "config", "opt", "opts", "hparams", "flags", "FL
 _CONFIG_ROOT_NAMES = {root.rsplit(".", 1)[-1] for root in _CONFIG_ROOTS}
 # `self.global_step > warmup` changes over the run even where the loop never assigns it (a method
 # the model cannot see may): such attributes are never read as flags.
-_COUNTER_LIKE = re.compile(r"(^|_)(steps?|iters?|iterations?|epochs?|count|counter|idx|index|updates|samples|"
-                           r"tokens|seen|done|loss|losses|time|t)$|^(n|num|cur|current|global|total|completed)_", re.I)
+_COUNTER_LIKE = Pattern(r"(^|_)(steps?|iters?|iterations?|epochs?|count|counter|idx|index|updates|samples|"
+                        r"tokens|seen|done|loss|losses|time|t)$|^(n|num|cur|current|global|total|completed)_", re.I)
 # What a step function's caller counts its calls by (ignite's `engine.state.iteration`); not epochs.
-_CALL_COUNTER = re.compile(r"(^|_)(iterations?|iters?|steps?|count|counter)$", re.I)
+_CALL_COUNTER = Pattern(r"(^|_)(iterations?|iters?|steps?|count|counter)$", re.I)
 # Attributes a library changes on every iteration (Accelerate's sync flag).
 _PER_ITERATION = ("sync_gradients", "gradient_state", "is_accumulating", "training")
 # A flag the caller of a step method sets before every call to say that this call only accumulates
 # (`self.is_grad_accumulation_step`): the complement of a window's boundary, as Accelerate's
 # `sync_gradients` is the boundary; never a setting of the run.
-ACCUMULATING_CALL = re.compile(r"^self\.is_(grad_|gradient_)?accumulation_step$")
-_CONFIG_LIKE = re.compile(r"accum|max_|min_|warmup|freq|interval|every|period|_size$|^(is|use|has|do|with|enable|"
-                          r"should|disable|no|skip)_", re.I)
+ACCUMULATING_CALL = Pattern(r"^self\.is_(grad_|gradient_)?accumulation_step$")
+_CONFIG_LIKE = Pattern(r"accum|max_|min_|warmup|freq|interval|every|period|_size$|^(is|use|has|do|with|enable|"
+                       r"should|disable|no|skip)_", re.I)
 
 
 # -- the algebra of guards ---------------------------------------------------------------

@@ -15,6 +15,7 @@ import libcst as cst
 from loopcheck.model.index import Index
 from loopcheck.model.syntax import children, dotted, func_name, keyword, last_part, names_in, param_names, positional, walk
 from loopcheck.model.training import bound_to_data
+from loopcheck.patterns import Pattern
 
 
 class Unit(enum.Enum):
@@ -33,14 +34,14 @@ _HORIZON_ARGS = {
     "get_constant_schedule_with_warmup": (None, None), "get_scheduler": ("num_training_steps", 3),
 }
 # Names of accumulation counts (`gradient_accumulation_steps`, `accum_iter`, `grad_acc`).
-ACCUMULATION_NAME = re.compile(r"accum|gradient_accumulation|grad_acc", re.I)
+ACCUMULATION_NAME = Pattern(r"accum|gradient_accumulation|grad_acc", re.I)
 # `epoch_length` is the number of batches in an epoch, not a number of epochs
-_BATCHES = re.compile(r"per_epoch|num_batches|len_loader|epoch_len|epoch_size|epoch_iters", re.I)
-_UPDATES = re.compile(r"update_steps|updates_per_epoch|num_update", re.I)
-_EPOCHS = re.compile(r"epoch", re.I)
+_BATCHES = Pattern(r"per_epoch|num_batches|len_loader|epoch_len|epoch_size|epoch_iters", re.I)
+_UPDATES = Pattern(r"update_steps|updates_per_epoch|num_update", re.I)
+_EPOCHS = Pattern(r"epoch", re.I)
 # the data a `len()` counts: a loader or a dataset, also a list of examples (`len(train_examples)
 # / args.train_batch_size`, as BERT-era scripts count their batches)
-_DATA = re.compile(r"load|(^|_)dl($|_)|dataset|(^|train_)(data|examples|features|samples)$", re.I)
+_DATA = Pattern(r"load|(^|_)dl($|_)|dataset|(^|train_)(data|examples|features|samples)$", re.I)
 
 
 # Warmup length of the schedules that take one: (keyword, position among all arguments).

@@ -15,6 +15,7 @@ import libcst as cst
 
 from loopcheck.model.events import Loop
 from loopcheck.model.syntax import dotted, func_name, int_value, last_part, method, names_in, walk
+from loopcheck.patterns import Pattern
 
 
 class Scaling(enum.Enum):
@@ -131,7 +132,7 @@ class _Reader:
 
 
 # `self.criterion(out, y)`, `self.loss_fn(...)`, `self.loss(...)`: a loss module the object holds
-_CRITERION = re.compile(r"^(criterion|loss|loss_fn|loss_func|loss_function|lossfn)$|_criterion$|^criterion_", re.I)
+_CRITERION = Pattern(r"^(criterion|loss|loss_fn|loss_func|loss_function|lossfn)$|_criterion$|^criterion_", re.I)
 
 
 def _criterion_attribute(name: str, known_functions: set[str]) -> bool:

@@ -17,7 +17,6 @@ False
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -29,6 +28,7 @@ from loopcheck.model.optimizers import parameter_owners
 from loopcheck.model.roles import Role, role_of_constructor
 from loopcheck.model.syntax import dotted, func_name, method, names_in, own_call_name, positional, source, target_names, walk
 from loopcheck.model.training import TrainingLoop
+from loopcheck.patterns import Pattern
 
 if TYPE_CHECKING:
     from loopcheck.model import FileModel
@@ -47,7 +47,7 @@ _GRAPHLESS = {"argmax", "argmin", "argsort", "eq", "ne", "gt", "lt", "ge", "le",
               "unique", "bucketize", "searchsorted", "one_hot", "tensor", "logical_and", "logical_or",
               "logical_not", "all", "any", "bincount", "histc", "no_grad", "inference_mode"}
 _DEPTH = 40  # how deep a value is followed, through names, calls and same-file functions
-_TORCH_FUNCTIONAL = re.compile(r"^(?:torch\.(?:nn\.functional\.)?|F\.|nn\.functional\.)(\w+)$")
+_TORCH_FUNCTIONAL = Pattern(r"^(?:torch\.(?:nn\.functional\.)?|F\.|nn\.functional\.)(\w+)$")
 
 
 def trained_modules(model: FileModel) -> set[str]:
@@ -70,7 +70,7 @@ def trained_modules(model: FileModel) -> set[str]:
     return {module_name(n) for n in found}
 
 
-_MOVES = re.compile(r"\.(to|cuda|cpu|float|half|double|bfloat16|eval|train)\([^()]*\)$|\.module$")
+_MOVES = Pattern(r"\.(to|cuda|cpu|float|half|double|bfloat16|eval|train)\([^()]*\)$|\.module$")
 
 
 def module_name(name: str) -> str:
@@ -442,7 +442,7 @@ class _Scan:
             self.bound.setdefault(name, []).append((None, None, False))
 
 
-_NO_GRAD = re.compile(r"\b(no_grad|inference_mode)\b")
+_NO_GRAD = Pattern(r"\b(no_grad|inference_mode)\b")
 
 
 def _position(node: cst.CSTNode, name: str) -> int | None:

@@ -37,6 +37,7 @@ import libcst as cst
 
 from loopcheck.model.syntax import dotted, func_name, is_zero, last_part, source
 from loopcheck.model.values import numeric, option_defaults
+from loopcheck.patterns import Pattern
 from loopcheck.project.facts import ast_dotted, import_table
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ _BUILDS_NOTHING = {"super", "__init__", "range", "len", "int", "float", "list", 
 # without `track_running_stats=True` (the default) it normalises by the batch in both modes
 _INSTANCE_NORMS = {"InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
                    "LazyInstanceNorm3d"}
-_MODE_WORDS = re.compile(r"dropout|drop_?path|batch_?norm|instance_?norm|rrelu|stochastic_depth|spectral_norm", re.I)
+_MODE_WORDS = Pattern(r"dropout|drop_?path|batch_?norm|instance_?norm|rrelu|stochastic_depth|spectral_norm", re.I)
 _MOVES = {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval", "requires_grad_", "type"}
 _WRAPPERS = {"DDP", "DistributedDataParallel", "DataParallel", "FSDP", "FullyShardedDataParallel", "compile",
              "get_peft_model", "prepare", "unwrap_model"}
@@ -85,7 +86,7 @@ _IMPORT_DEPTH = 2  # project modules read through the imports of imported module
 # A constructor parameter named as an activation (`hidden_activation`, `act_layer`, `nonlinearity`)
 # holds an activation function: handed on from elsewhere (an estimator's public argument, default
 # `nn.Tanh()`), it counts as one; a call written into the construction (`act=nn.Dropout(0.1)`) is read
-_ACTIVATION_SLOT = re.compile(r"(?:^|_)(?:act|activation|nonlinearity|non_linearity)(?:_fn|_func|_layer)?$")
+_ACTIVATION_SLOT = Pattern(r"(?:^|_)(?:act|activation|nonlinearity|non_linearity)(?:_fn|_func|_layer)?$")
 
 
 def mode_matters(model: FileModel, name: str) -> bool:

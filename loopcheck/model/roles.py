@@ -18,6 +18,7 @@ from functools import lru_cache
 import libcst as cst
 
 from loopcheck.model.syntax import dotted, func_name, is_none, last_part, method, own_call_name
+from loopcheck.patterns import Pattern
 
 
 class Role(enum.Enum):
@@ -38,24 +39,24 @@ FOREIGN_FRAMEWORKS = frozenset({"paddle", "mindspore", "jax", "flax", "optax", "
 _OPTIMIZERS = {"SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax", "ASGD", "LBFGS", "NAdam", "RAdam",
                "RMSprop", "Rprop", "SparseAdam", "Adafactor", "Lion", "LAMB", "Lamb", "LARS", "AdamW8bit",
                "Adam8bit", "ZeroRedundancyOptimizer", "FusedAdam", "FusedLAMB", "Muon", "Shampoo", "SAM"}
-_OPTIMIZER_FACTORY = re.compile(r"(create|build|get|make|init|configure)_?optim", re.I)
-_SCHEDULER = re.compile(r"(LR|Scheduler|_schedule_with_warmup|schedule)$|^(get|create|build)_.*sched", re.I)
+_OPTIMIZER_FACTORY = Pattern(r"(create|build|get|make|init|configure)_?optim", re.I)
+_SCHEDULER = Pattern(r"(LR|Scheduler|_schedule_with_warmup|schedule)$|^(get|create|build)_.*sched", re.I)
 _SCALERS = {"GradScaler", "ShardedGradScaler", "NativeScaler", "NativeScalerWithGradNormCount", "ApexScaler"}
 _EMAS = {"AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3", "EMA", "ExponentialMovingAverage", "EMAModel",
          "LitEma", "KarrasEMA", "PostHocEMA"}
 
-_NAME_RULES: list[tuple[re.Pattern[str], Role]] = [
-    (re.compile(r"sched", re.I), Role.SCHEDULER),
-    (re.compile(r"scaler", re.I), Role.SCALER),
-    (re.compile(r"(^|_)ema(_|$|s$|\d)|^swa_model$|averaged_model", re.I), Role.EMA),
-    (re.compile(r"accelerator", re.I), Role.ACCELERATOR),
-    (re.compile(r"engine", re.I), Role.ENGINE),
-    (re.compile(r"optim|(^|_)opts?($|_|\d)|^opt[A-Z]"), Role.OPTIMIZER),
+_NAME_RULES: list[tuple[Pattern, Role]] = [
+    (Pattern(r"sched", re.I), Role.SCHEDULER),
+    (Pattern(r"scaler", re.I), Role.SCALER),
+    (Pattern(r"(^|_)ema(_|$|s$|\d)|^swa_model$|averaged_model", re.I), Role.EMA),
+    (Pattern(r"accelerator", re.I), Role.ACCELERATOR),
+    (Pattern(r"engine", re.I), Role.ENGINE),
+    (Pattern(r"optim|(^|_)opts?($|_|\d)|^opt[A-Z]"), Role.OPTIMIZER),
 ]
 
 
 # A container of the objects of a role, by its name (`self.optimizers[policy]`, `lr_schedulers[i]`).
-_CONTAINER = re.compile(r"(optimi[sz]ers|optims|opts|schedulers|scalers)$", re.I)
+_CONTAINER = Pattern(r"(optimi[sz]ers|optims|opts|schedulers|scalers)$", re.I)
 # Names followed at most (`a = b`, `b = c`, ..., or a chain of factories) before a role is left unread.
 _DEPTH = 4
 # What Roles._flow answers for an object of another framework (`paddle.optimizer.Momentum(...)`).

@@ -12,6 +12,7 @@ import libcst as cst
 from loopcheck.model.events import Cond, Event, Framework, Kind, Loop
 from loopcheck.model.guards import Guard, GuardKind, GuardReader, either
 from loopcheck.model.syntax import dotted, func_name, last_part, method, names_in, positional
+from loopcheck.patterns import Pattern
 
 
 class Style(enum.Enum):
@@ -27,7 +28,7 @@ class Style(enum.Enum):
 
 # `batch_samples` / `micro_batches` lists are windows of one step, not the data: not data loops.
 # fairseq's `epoch_itr.next_epoch_itr()` makes one pass over the data.
-_DATA_NAME = re.compile(r"load|(^|_)dl($|_)|dataset|data_iter|(^|_)data$|^next_epoch_itr$", re.I)
+_DATA_NAME = Pattern(r"load|(^|_)dl($|_)|dataset|data_iter|(^|_)data$|^next_epoch_itr$", re.I)
 # what reads a file (a checkpoint, a config), by its full name: `torch.load(path)` is not a loader
 _DESERIALIZERS = frozenset({"torch.load", "json.load", "json.loads", "pickle.load", "pickle.loads", "np.load",
                             "numpy.load", "yaml.load", "yaml.safe_load", "yaml.full_load", "joblib.load"})

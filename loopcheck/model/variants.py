@@ -15,7 +15,6 @@ flags beyond them are read as today (set, with both branches present).
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
@@ -26,9 +25,10 @@ from loopcheck.model.guards import ACCUMULATING_CALL, GuardReader, complement_ke
 from loopcheck.model.index import Index
 from loopcheck.model.syntax import children, dotted, names_in, walk
 from loopcheck.model.training import Style, TrainingLoop, analyse, is_data_loop
+from loopcheck.patterns import Pattern
 
 MAX_FLAGS = 4
-_OBJECT_KEY = re.compile(r"^[A-Za-z_][\w.]*$")
+_OBJECT_KEY = Pattern(r"^[A-Za-z_][\w.]*$")
 _CORE = (Kind.BACKWARD, Kind.STEP, Kind.ZERO_GRAD)
 
 

@@ -25,11 +25,12 @@ from loopcheck.model.guards import GuardKind, Phase, enumerate_start, exclusive,
 from loopcheck.model.syntax import (children, conjuncts, dotted, exit_statement, func_name, is_zero, keyword, last_part,
                                     last_small, names_in, positional, same, small_statements, walk)
 from loopcheck.model.training import Style, TrainingLoop, is_data_loop
+from loopcheck.patterns import Pattern
 
 if TYPE_CHECKING:
     from loopcheck.model import FileModel
 
-_ENDLESS = re.compile(r"cycle|infinite|forever|endless|repeat|looped", re.I)
+_ENDLESS = Pattern(r"cycle|infinite|forever|endless|repeat|looped", re.I)
 
 
 class Tail(enum.Enum):

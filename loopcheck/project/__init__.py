@@ -21,6 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from loopcheck.patterns import Pattern
 from loopcheck.project.facts import FunctionFacts, ModuleFacts
 from loopcheck.project import callers as _callers
 from loopcheck.project import ddp_helpers as _ddp_helpers
@@ -598,7 +599,7 @@ def _class_span(text: bytes, name: str) -> tuple[int, int] | None:
 
 
 # Method names the model reads by themselves (a keeping method named so stays theirs)
-_CLASSIFIED = re.compile(r"^(?:append|extend|update|step|backward|zero_grad|zero_|eval|train|unscale_)$|ema")
+_CLASSIFIED = Pattern(r"^(?:append|extend|update|step|backward|zero_grad|zero_|eval|train|unscale_)$|ema")
 
 
 def _optimizer_named(name: str) -> bool:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from loopcheck.patterns import Pattern
 from loopcheck.project.flow import bound_once
 from loopcheck.project.index import real_path
 from loopcheck.project.schedules import SCHEDULE, SCHEDULE_TEXT, _constructed, _written, as_called, own_factory
@@ -34,16 +35,16 @@ if TYPE_CHECKING:
 # (where the scheduler was built, "path:line"; its constructor as the caller wrote it)
 Passed = tuple[tuple[str, str], ...]
 
-_DEF = re.compile(rb"^(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.M)
-_SCHEDULER_PARAM = re.compile(r"sched", re.I)
-_SCHEDULER_WORD = re.compile(rb"sched", re.I)
-_BRACKET = re.compile(rb"[()\[\]{}]")
+_DEF = Pattern(rb"^(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.M)
+_SCHEDULER_PARAM = Pattern(r"sched", re.I)
+_SCHEDULER_WORD = Pattern(rb"sched", re.I)
+_BRACKET = Pattern(rb"[()\[\]{}]")
 # `self.scheduler = scheduler`, `self.scheduler = kwargs["scheduler"]` (a keyword the callers pass)
-_KEPT = re.compile(rb"^[ \t]+self\.(\w*[Ss]ched\w*)[ \t]*=[ \t]*(?:(\w+)|kwargs\[[\"'](\w+)[\"']\])[ \t]*(?:#[^\n]*)?$",
-                   re.M)
-_CLASS = re.compile(rb"^class[ \t]+(\w+)", re.M)
-_INIT = re.compile(rb"^[ \t]+def[ \t]+__init__[ \t]*\(", re.M)
-_TOP = re.compile(rb"^(?:def|class|if|for|while|with|try|async)\b", re.M)  # a top-level statement ends the class
+_KEPT = Pattern(rb"^[ \t]+self\.(\w*[Ss]ched\w*)[ \t]*=[ \t]*(?:(\w+)|kwargs\[[\"'](\w+)[\"']\])[ \t]*(?:#[^\n]*)?$",
+                re.M)
+_CLASS = Pattern(rb"^class[ \t]+(\w+)", re.M)
+_INIT = Pattern(rb"^[ \t]+def[ \t]+__init__[ \t]*\(", re.M)
+_TOP = Pattern(rb"^(?:def|class|if|for|while|with|try|async)\b", re.M)  # a top-level statement ends the class
 _ARITHMETIC = {"len", "int", "float", "round", "max", "min", "ceil", "floor", "abs", "sum"}
 MAX_CALLERS = 8  # project files that name the function: more is a library's API, not an entry script's call
 MAX_FILES = 1000  # project files whose texts are read to find the callers (a larger framework: not read)

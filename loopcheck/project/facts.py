@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, replace
 
+from loopcheck.patterns import Pattern
 from loopcheck.project.flow import graph_from, keeps, may_flow
 from loopcheck.project.schedules import SCHEDULE_TEXT, returned, returned_in_tuples
 from loopcheck.project.walk import children, last_name, own_nodes, walk
@@ -29,8 +30,8 @@ _DDP = {"DistributedDataParallel", "DDP"}
 # Where a module may call one of them: the name (not the end of a longer one, `smart_DDP`), then only
 # blanks, comments, line continuations or closing parentheses before the call's (walking every node
 # of a module that merely mentions DDP costs).
-_DDP_CALL = re.compile(r"(?:DistributedDataParallel(?<!\wDistributedDataParallel)|DDP(?<!\wDDP))"
-                       r"(?:\s|\\|\)|#[^\n]*)*\(")  # the look-behinds after the names: searched fast
+_DDP_CALL = Pattern(r"(?:DistributedDataParallel(?<!\wDistributedDataParallel)|DDP(?<!\wDDP))"
+                    r"(?:\s|\\|\)|#[^\n]*)*\(")  # the look-behinds after the names: searched fast
 _SYNC = {"no_sync", "require_backward_grad_sync", "no_backward_sync", "set_requires_gradient_sync"}
 _DETACH = {"item", "detach", "tolist", "numpy", "cpu_item"}
 _NO_GRAD = {"no_grad", "inference_mode"}
@@ -40,8 +41,8 @@ _CLIPS = {"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "dispatch_cli
 _MAX_DEPTH = 3
 # A function whose text matches none of these (and that calls no function that does) has no effect
 # a loop can use: what ``_Reader`` looks for, as text (a superset: the reader decides).
-_EFFECT = re.compile("|".join([r"backward", r"zero_grad", r"\.grad\b", r"\.\s*(?:step|eval|train)\s*\(",
-                               r"clip_grad", *_DDP, *_SYNC]))
+_EFFECT = Pattern("|".join([r"backward", r"zero_grad", r"\.grad\b", r"\.\s*(?:step|eval|train)\s*\(",
+                            r"clip_grad", *_DDP, *_SYNC]))
 
 
 @dataclass(frozen=True)
@@ -322,7 +323,7 @@ class _Whole(Exception):
 
 
 # A top-level `def`/`class` line, and its name
-_DEFINITION = re.compile(r"(?:async\s+def|def|class)\s+(\w+)")
+_DEFINITION = Pattern(r"(?:async\s+def|def|class)\s+(\w+)")
 _MAX_GROWTH = 8  # blocks whose parse is retried with the next block added (column-0 text in a docstring)
 
 
@@ -446,7 +447,7 @@ class _Blocks:
         raise _Whole
 
 
-_CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_CALLED = Pattern(r"\b([A-Za-z_]\w*)\s*\(")
 
 
 def import_table(statements: Iterable[ast.AST]) -> dict[str, tuple[str, str, int]]:
@@ -745,7 +746,7 @@ class _Reader:
 
 
 # An attribute that holds an optimizer, by its name (`self.optimizer`, `self.opt_g`, `self.g_optim`)
-_OPTIMIZER_NAME = re.compile(r"optimi[sz]er|(?:^|_)optim?(?:$|_|\d)", re.I)
+_OPTIMIZER_NAME = Pattern(r"optimi[sz]er|(?:^|_)optim?(?:$|_|\d)", re.I)
 # Calls that never zero or step what they are handed
 _INERT = {"print", "len", "isinstance", "getattr", "hasattr", "setattr", "str", "int", "float", "format",
           "clip_grad_norm_", "clip_grad_value_", "unscale_", "info", "debug", "warning", "log", "state_dict", "param_groups"}
@@ -1014,9 +1015,9 @@ def _carries(expr: ast.expr, index: dict[str, int], carried: set[str]) -> bool:
 
 
 # `return a, b`: a tuple return of names
-_RETURNS_NAMES = re.compile(r"\breturn\s+\(?\s*(\w+(?:\s*,\s*\w+)+)")
+_RETURNS_NAMES = Pattern(r"\breturn\s+\(?\s*(\w+(?:\s*,\s*\w+)+)")
 # `return Loss(cfg)` or `loss = Loss(cfg)`: a new instance of a capitalised class
-_BUILT = re.compile(r"\breturn\s+([A-Z]\w*)\s*\(|\b\w+\s*=\s*([A-Z]\w*)\s*\(")
+_BUILT = Pattern(r"\breturn\s+([A-Z]\w*)\s*\(|\b\w+\s*=\s*([A-Z]\w*)\s*\(")
 
 
 def _may_derive(text: str) -> bool:
@@ -1077,7 +1078,7 @@ def _derived(nodes: list[ast.AST]) -> tuple[tuple[int, int], ...]:
 
 
 # `x = loss.item()`, `float(...)`: what a tuple return may hold as a plain number (`_numbers`' candidates)
-_NUMBER_RETURN = re.compile(r"\.item\(\)|\b(?:float|int)\(")
+_NUMBER_RETURN = Pattern(r"\.item\(\)|\b(?:float|int)\(")
 _NUMBER_CALLS = {"float", "int", "len", "round"}
 
 

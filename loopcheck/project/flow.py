@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import re
 
+from loopcheck.patterns import Pattern
 from loopcheck.project.walk import walk
 
 # Tensor methods whose result stays attached to the graph of their receiver
@@ -21,10 +22,10 @@ _DIFFERENTIABLE = {
 }
 # with a dimension, these return (values, indices): only element 0 carries the graph
 _PAIRED = {"max", "min"}
-_NO_GRAD = re.compile(r"no_grad|inference_mode")
+_NO_GRAD = Pattern(r"no_grad|inference_mode")
 _PLAIN_TYPES = {"int", "float", "bool", "str"}
-_RETURNS_CHAIN = re.compile(r"\breturn\s+(\w+)\s*[.\[]")
-_SELF_STORE = re.compile(r"^\s*self\.\w+(?:\[[^\]\n]*\])?\s*(?:\+?=(?!=)|\.append\()(.*)$", re.M)
+_RETURNS_CHAIN = Pattern(r"\breturn\s+(\w+)\s*[.\[]")
+_SELF_STORE = Pattern(r"^\s*self\.\w+(?:\[[^\]\n]*\])?\s*(?:\+?=(?!=)|\.append\()(.*)$", re.M)
 
 
 def may_flow(text: str, params: set[str]) -> bool:

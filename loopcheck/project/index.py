@@ -22,6 +22,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from loopcheck.patterns import Pattern
 from loopcheck.project.facts import ModuleFacts, ModuleReader
 
 if TYPE_CHECKING:
@@ -31,11 +32,11 @@ _MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _SKIP_DIRS = {".git", ".hg", ".tox", ".nox", ".venv", "venv", "env", "node_modules", "__pycache__", "site-packages",
               "build", "dist", ".eggs"}
 # a wrap being built, not an isinstance() test (nor `smart_DDP(`: a name ending in DDP is another name)
-_DDP_CALL = re.compile(rb"(DistributedDataParallel(?<!\wDistributedDataParallel)|DDP(?<!\wDDP))\s*\(")
+_DDP_CALL = Pattern(rb"(DistributedDataParallel(?<!\wDistributedDataParallel)|DDP(?<!\wDDP))\s*\(")
 # The words after `def`/`class` (the lookahead lets `class def x` yield both words); each pattern
 # starts with its keyword, which the engine searches for fast (a leading `\b` would test every byte).
-_DEFINES = (re.compile(rb"def(?<!\wdef)\s+(?=(\w+))"), re.compile(rb"class(?<!\wclass)\s+(?=(\w+))"))
-_DEFS = re.compile(rb"def(?<!\wdef)\s+(\w+)")
+_DEFINES = (Pattern(rb"def(?<!\wdef)\s+(?=(\w+))"), Pattern(rb"class(?<!\wclass)\s+(?=(\w+))"))
+_DEFS = Pattern(rb"def(?<!\wdef)\s+(\w+)")
 _MAX_BYTES = 2_000_000
 # A tree past either bound is a collection of projects (a home directory, a folder of checkouts), not
 # one project: its entry scripts are not searched (on 87,000 files that search took minutes).

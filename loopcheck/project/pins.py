@@ -26,13 +26,14 @@ from functools import lru_cache
 from pathlib import Path
 
 from loopcheck.config import toml_parser
+from loopcheck.patterns import Pattern
 from loopcheck.project.index import real_path
 
 _FILES = ("setup.py", "setup.cfg", "pyproject.toml", "environment.yml", "environment.yaml")
-_REQUIREMENTS = re.compile(r"requirements.*\.txt$", re.IGNORECASE)
+_REQUIREMENTS = Pattern(r"requirements.*\.txt$", re.IGNORECASE)
 _MAX_BYTES = 200_000
-_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(.*)$")  # name, [extras], clauses
-_CLAUSE = re.compile(r"^(===|==|~=|<=|<|=)\s*v?([0-9][0-9a-zA-Z.*+]*)")  # only the bounds from above
+_NAME = Pattern(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(.*)$")  # name, [extras], clauses
+_CLAUSE = Pattern(r"^(===|==|~=|<=|<|=)\s*v?([0-9][0-9a-zA-Z.*+]*)")  # only the bounds from above
 _CONDA_NAMES = {"pytorch": "torch"}
 
 Version = tuple[int, ...]

@@ -22,16 +22,17 @@ import textwrap
 from collections.abc import Collection, Mapping
 from functools import lru_cache
 
+from loopcheck.patterns import Pattern
 from loopcheck.project.flow import bound_once
 from loopcheck.project.walk import last_name, own_nodes, walk
 
 # Constructors of a learning-rate schedule, by the last part of the name called
 # (`torch.optim.lr_scheduler.CosineAnnealingLR`, `get_linear_schedule_with_warmup`, a project's
 # `WarmupCosineLR`, `CosineAnnealingWarmRestarts`, `ReduceLROnPlateau`: a factory may return any of them)
-SCHEDULE = re.compile(r"(?:LR|Scheduler|Schedule|_schedule_with_warmup|WarmRestarts|LROnPlateau)$|^get_scheduler$")
+SCHEDULE = Pattern(r"(?:LR|Scheduler|Schedule|_schedule_with_warmup|WarmRestarts|LROnPlateau)$|^get_scheduler$")
 # The same, in a function's text: whether it may return one (a superset: ``returned`` decides)
-SCHEDULE_TEXT = re.compile(r"(?:LR|Scheduler|Schedule|_schedule_with_warmup|WarmRestarts|LROnPlateau|get_scheduler)\s*\(")
-_MARK = re.compile("\x00([0-9]+)\x00")
+SCHEDULE_TEXT = Pattern(r"(?:LR|Scheduler|Schedule|_schedule_with_warmup|WarmRestarts|LROnPlateau|get_scheduler)\s*\(")
+_MARK = Pattern("\x00([0-9]+)\x00")
 _MAX_DEPTH = 3  # locals followed through their single assignment
 
 

@@ -19,7 +19,6 @@ suppress the finding.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -27,9 +26,10 @@ import libcst as cst
 from loopcheck.model import FileModel
 from loopcheck.model.distributed import DDP_WRAPPERS, DP_WRAPPERS, wrap_calls
 from loopcheck.model.syntax import dotted, func_name, int_value, keyword, last_part, method, positional, walk
+from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
 
-_BATCHNORM = re.compile(r"^BatchNorm([123]d)?$")
+_BATCHNORM = Pattern(r"^BatchNorm([123]d)?$")
 _BATCH_NAMES = ("batch_size", "per_device_train_batch_size", "train_batch_size", "batch_size_per_gpu")
 LARGE_BATCH = 32
 

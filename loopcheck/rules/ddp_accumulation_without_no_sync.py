@@ -79,6 +79,7 @@ from loopcheck.model.syntax import dotted, last_part, names_in, walk
 from loopcheck.model.training import is_fabric_backward
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.model.variants import dead_in
+from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -425,7 +426,7 @@ def _sync_flags_of(backward: Event, assumptions: dict[str, bool]) -> dict[str, b
 
 
 # Names of flags that say whether the model is distributed (its sync may then not exist).
-_DISTRIBUTED = re.compile(r"sync|distrib|ddp|rank|world|gpu|parallel|multi|dist\b|nproc", re.I)
+_DISTRIBUTED = Pattern(r"sync|distrib|ddp|rank|world|gpu|parallel|multi|dist\b|nproc", re.I)
 
 
 def _wrapper_bypassed(model: FileModel, training: TrainingLoop, wraps: list[cst.Call], backwards: list[Event]) -> bool:

@@ -25,6 +25,7 @@ import libcst as cst
 from loopcheck.model import FileModel, Kind, Role
 from loopcheck.model.roles import role_of_constructor
 from loopcheck.model.syntax import dotted, func_name, is_zero, keyword, last_part, target_names, walk
+from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
 
 _UPDATES = {"update", "update_parameters", "step", "update_model_average", "update_ema", "ema_update", "apply"}
@@ -35,7 +36,7 @@ _LEAVE_AVERAGE = {"torch.compile", "accelerator.prepare", "CheckpointSaver", "di
                   "get_state_dict", "copy.deepcopy", "deepcopy"}
 # Checkpoint helpers (`load_checkpoint(model_ema, path)`, `resume_checkpoint`, `load_resume_state_dict`,
 # `save_checkpoint`): they restore or save the weights, once, outside the steps.
-_CHECKPOINT = re.compile(r"^(load|save|resume|restore)_|checkpoint", re.I)
+_CHECKPOINT = Pattern(r"^(load|save|resume|restore)_|checkpoint", re.I)
 
 
 def _only_read_by_helpers(model: FileModel, name: str) -> bool:

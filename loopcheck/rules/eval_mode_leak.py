@@ -55,7 +55,6 @@ back into train mode submodules the code may keep in eval mode on purpose (a fro
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -69,6 +68,7 @@ from loopcheck.model.modes import inert_unless
 from loopcheck.model.optimizers import optimizer_modules
 from loopcheck.model.values import option_defaults
 from loopcheck.model.syntax import dotted, func_name, last_part, lines, names_in, positional, source, walk
+from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -664,7 +664,7 @@ def _resolve(receiver: str | None, loop: Loop, order: int) -> str | None:
     return module_name(name) if name is not None else None
 
 
-_DOTTED = re.compile(r"[A-Za-z_][\w.]*")
+_DOTTED = Pattern(r"[A-Za-z_][\w.]*")
 _WRAPPERS = {"DDP", "DistributedDataParallel", "DataParallel", "FSDP", "FullyShardedDataParallel", "compile"}
 
 

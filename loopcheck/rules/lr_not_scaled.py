@@ -29,13 +29,14 @@ import libcst as cst
 from loopcheck.model import FileModel
 from loopcheck.model.syntax import children, func_name, keyword, last_part, names_in, source, walk
 from loopcheck.model.values import numeric, optimizer_lr_expressions, optimizer_lrs
+from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
 
-_LR = re.compile(r"(^|_)(lr|learning_rate)$", re.I)
-_BATCH = re.compile(r"batch_size|(^|_)bs$|batchsize", re.I)
-_ACCUM = re.compile(r"accum|gradient_accumulation|grad_acc|update_freq", re.I)
-_WORLD = re.compile(r"world_size|get_world_size|global_size|num_replicas|num_processes|num_tasks|nprocs|n_gpu|num_gpus"
-                    r"|ngpus", re.I)
+_LR = Pattern(r"(^|_)(lr|learning_rate)$", re.I)
+_BATCH = Pattern(r"batch_size|(^|_)bs$|batchsize", re.I)
+_ACCUM = Pattern(r"accum|gradient_accumulation|grad_acc|update_freq", re.I)
+_WORLD = Pattern(r"world_size|get_world_size|global_size|num_replicas|num_processes|num_tasks|nprocs|n_gpu|num_gpus"
+                 r"|ngpus", re.I)
 _DATA_PARALLEL = ("DistributedDataParallel", "DistributedSampler", "init_process_group")
 
 
