@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -128,6 +127,8 @@ class Cache:
     def _write(self, key: str, value: object) -> None:
         if not self.enabled:
             return
+        import tempfile  # (with ``random``) only where something is written: not on a warm re-run
+
         text = json.dumps({FORMAT: FORMAT_VERSION, "key": key, "value": value}, separators=(",", ":"))
         try:
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")

@@ -274,7 +274,7 @@ def _imported(then: Callable[[frozenset[str]], T]) -> Callable[[frozenset[str]],
             import gc
 
             from loopcheck import dataclass_code
-            from loopcheck.cache import default_directory
+            from loopcheck.cache_directory import default_directory
 
             # The imports leave ~45,000 objects for the collector, all alive as long as the
             # process: run every 700 new objects, it walked them again and again for the few

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Collection
 from functools import cache, lru_cache
 from pathlib import Path
@@ -401,6 +400,8 @@ class ProjectIndex:
     def save(self) -> None:
         if self.cache_file is None or not self.dirty:
             return
+        import tempfile  # (with ``random``) only where something is written
+
         text = json.dumps({"format": _FORMAT, "root": str(self.root), "entries": self.entries}, separators=(",", ":"))
         try:
             self.cache_file.parent.mkdir(parents=True, exist_ok=True)

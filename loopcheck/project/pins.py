@@ -18,7 +18,6 @@ or no pin may install today's release, so the current behaviour holds.
 from __future__ import annotations
 
 import ast
-import configparser
 import os
 import re
 from dataclasses import dataclass
@@ -203,6 +202,8 @@ def _setup_py(text: str) -> list[str]:
 
 
 def _setup_cfg(text: str) -> list[str]:
+    import configparser  # only a project with a setup.cfg: not at every start
+
     parser = configparser.ConfigParser()
     try:
         parser.read_string(text)
