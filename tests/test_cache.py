@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -106,7 +107,7 @@ def test_a_read_only_cache_directory_disables_the_cache(project: Path, run_cli, 
     def read_only(*args: object, **kwargs: object) -> None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(cache_module.tempfile, "mkstemp", read_only)
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)  # the cache imports it where it writes
     assert run_cli("check") == expected
     assert _entries() == []
 

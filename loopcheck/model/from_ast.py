@@ -801,9 +801,13 @@ def _string_pieces(text: str) -> list[tuple[int, int]]:
             at += 1
         quote = text[at:at + 3] if text[at:at + 3] in ("'''", '"""') else text[at]
         at += len(quote)
-        while not text.startswith(quote, at):
-            at += 2 if text[at] == "\\" else 1
-        at += len(quote)
+        closing = text.find(quote, at)
+        escape = text.find("\\", at, closing)
+        while escape >= 0:  # a backslash escapes the character after it (a quote, another backslash)
+            at = escape + 2
+            closing = text.find(quote, at)
+            escape = text.find("\\", at, closing)
+        at = closing + len(quote)
         pieces.append((start, at))
         while at < end and text[at] not in "'\"" and not text[at].isalpha():
             if text[at] == "#":  # a comment between the pieces of a bracketed concatenation
