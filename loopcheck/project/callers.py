@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from loopcheck.patterns import Pattern
 from loopcheck.project.flow import bound_once
 from loopcheck.project.index import real_path
-from loopcheck.project.schedules import SCHEDULE, SCHEDULE_TEXT, _constructed, _written, as_called, own_factory
+from loopcheck.project.schedules import RESUME, SCHEDULE, SCHEDULE_TEXT, _constructed, _written, as_called, own_factory
 from loopcheck.project.walk import last_name, own_nodes, walk
 
 if TYPE_CHECKING:
@@ -288,7 +288,7 @@ def _built(call: ast.Call, scope: ast.AST, param: str, position: int | None,
     resumed = False
     for constructor, at in bindings:
         built = _one_binding(constructor, at, assigned, kept, factories)
-        if built is None and len(bindings) > 1 and _RESUME.search(last_name(constructor.func)):
+        if built is None and len(bindings) > 1 and RESUME.search(last_name(constructor.func)):
             # `model, optimizer, scheduler, ... = load(checkpoint_path, opt)` beside the fresh
             # `optimizer, scheduler = set_optim(opt, model)`: resuming restores the scheduler the same
             # code built and saved, one configuration with the fresh run
@@ -307,8 +307,6 @@ def _attribute_store(node: ast.AST) -> bool:
     return bool(targets) and all(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) for t in targets)
 
 
-# a function that loads a run saved before (`load`, `load_checkpoint`, `resume_from`, `restore`)
-_RESUME = re.compile(r"(?:^|_)(?:load|resume|restore)", re.I)
 _MAX_BINDINGS = 4  # a scheduler bound in more places than this: not read
 
 

@@ -32,6 +32,9 @@ from loopcheck.project.walk import last_name, own_nodes, walk
 SCHEDULE = Pattern(r"(?:LR|Scheduler|Schedule|_schedule_with_warmup|WarmRestarts|LROnPlateau)$|^get_scheduler$")
 # The same, in a function's text: whether it may return one (a superset: ``returned`` decides)
 SCHEDULE_TEXT = Pattern(r"(?:LR|Scheduler|Schedule|_schedule_with_warmup|WarmRestarts|LROnPlateau|get_scheduler)\s*\(")
+# A function that restores a run saved before (`load`, `load_checkpoint`, `resume_from`, `utils.restore`):
+# the scheduler it gives back is the one the same code built and saved
+RESUME = Pattern(r"(?:^|[._])(?:load|resume|restore)", re.I)
 _MARK = Pattern("\x00([0-9]+)\x00")
 _MAX_DEPTH = 3  # locals followed through their single assignment
 

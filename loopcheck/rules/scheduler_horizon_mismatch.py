@@ -95,7 +95,6 @@ Count the horizon in the unit the scheduler is stepped in (for per-update steppi
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -113,7 +112,7 @@ from loopcheck.model.training import is_data_loop
 from loopcheck.model.values import accumulation_gates_nothing, numeric
 from loopcheck.project import arguments
 from loopcheck.project.facts import FunctionFacts
-from loopcheck.project.schedules import SCHEDULE_TEXT, as_called, own_factory
+from loopcheck.project.schedules import RESUME, SCHEDULE_TEXT, as_called, own_factory
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -534,7 +533,7 @@ def _unpacked(name: str, model: FileModel) -> list[tuple[cst.Call, str]]:
                 facts = FunctionFacts(line=0, params=summary.facts.params, schedules=schedules)  # type: ignore[union-attr]
                 by = f" (built by `{summary.name}`, {summary.where})"  # type: ignore[union-attr]
         built = _filled(call, facts) if facts is not None else None
-        if built is None and len(bindings) > 1 and _RESUME.search(own_call_name(call) or dotted(call.func) or ""):
+        if built is None and len(bindings) > 1 and RESUME.search(own_call_name(call) or dotted(call.func) or ""):
             # `optimizer, scheduler, step = load(path, model)` beside the fresh `set_optim(opt, model)`:
             # resuming restores the scheduler the same code built and saved, one configuration with it
             continue
@@ -544,13 +543,9 @@ def _unpacked(name: str, model: FileModel) -> list[tuple[cst.Call, str]]:
     return found
 
 
-# a function that restores a run saved before (`load`, `load_checkpoint`, `resume_from`, `restore`)
-_RESUME = re.compile(r"(?:^|[._])(?:load|resume|restore)", re.I)
-
-
 def _resuming(model: FileModel) -> set[int]:
-    """The calls inside this file's functions that restore a saved run (named by ``_RESUME``)."""
-    return {id(n) for name, defs in model.index.functions.items() if _RESUME.search(name)
+    """The calls inside this file's functions that restore a saved run (named by ``RESUME``)."""
+    return {id(n) for name, defs in model.index.functions.items() if RESUME.search(name)
             for d in defs for n in walk(d) if isinstance(n, cst.Call)}
 
 
