@@ -92,3 +92,41 @@ def test_the_message_names_the_option_or_device_that_picks_float16() -> None:
     cuda = 'device_type = "cuda"\n'
     assert lc205_messages(cuda + LOOP.format(context="torch.autocast(device_type=device_type)")) == [
         f"the forward runs under float16 autocast {UNDERFLOW}"]
+
+
+GATED = """
+import torch
+
+class Trainer:
+    def train_one_batch(self, x, y):
+        self.optimizer.zero_grad()
+        if self.mixed_precision:
+            with torch.autocast(device_type="cuda"):
+                out = self.model(x)
+        else:
+            out = self.model(x)
+        loss = self.criterion(out, y)
+        loss.backward()
+        self.optimizer.step()
+
+    def train(self, loader):
+        for x, y in loader:
+            self.train_one_batch(x, y)
+"""
+
+
+def test_the_message_names_the_branch_that_opens_the_autocast() -> None:
+    # neuraloperator's Trainer: `if self.mixed_precision: with torch.autocast(...)`, off by default
+    assert lc205_messages(GATED) == [
+        f"the forward may run under float16 autocast (when `self.mixed_precision` holds) {UNDERFLOW}"]
+    negated = GATED.replace("if self.mixed_precision:\n            with torch.autocast(device_type=\"cuda\"):\n"
+                            "                out = self.model(x)\n        else:\n            out = self.model(x)\n",
+                            "if self.full_precision:\n            out = self.model(x)\n        else:\n"
+                            "            with torch.autocast(device_type=\"cuda\"):\n                out = self.model(x)\n")
+    assert negated != GATED
+    assert lc205_messages(negated) == [
+        f"the forward may run under float16 autocast (when `self.full_precision` does not hold) {UNDERFLOW}"]
+    # only the branch that opens the `with` itself decides: an outer `if` around a loop does not
+    outer = LOOP.format(context='torch.autocast("cuda")').replace(
+        "    for x, y in loader:\n", "    if args.train:\n     for x, y in loader:\n")
+    assert lc205_messages(outer) == [f"the forward runs under float16 autocast {UNDERFLOW}"]

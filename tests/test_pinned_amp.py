@@ -58,3 +58,15 @@ def test_torch_pinned_below_2_4_has_nothing_deprecated(project: Path, run_cli, p
 def test_a_pin_that_allows_2_4_still_reports(project: Path, run_cli) -> None:
     _write(project, {"train.py": TRAINER, "requirements.txt": "torch<=2.5.1\n"})
     assert _codes(run_cli, "train.py") == ["LC206", "LC206"]
+
+
+def test_the_message_says_from_which_torch_it_warns() -> None:
+    # Python shows a FutureWarning once per place that calls it, not on every call: the message
+    # names the version that warns instead of promising a warning per use
+    from loopcheck.engine import check_source
+
+    messages = [f.message for f in check_source(textwrap.dedent(TRAINER), "train.py", select=["LC206"])]
+    assert messages == ['`torch.cuda.amp.GradScaler` is deprecated (FutureWarning since torch 2.4): '
+                        'use `torch.amp.GradScaler("cuda", ...)`',
+                        '`torch.cuda.amp.autocast` is deprecated (FutureWarning since torch 2.4): '
+                        'use `torch.amp.autocast("cuda", ...)`']

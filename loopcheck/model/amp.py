@@ -210,11 +210,16 @@ def float16_conditions(call: cst.Call, module: cst.CSTNode, aliases: dict[str, s
                        values: dict[str, list[cst.BaseExpression]] | None = None) -> list[str]:
     """What picks float16 for an autocast that ``autocast_dtype`` reads as float16 on some path: the
     option choosing it (``{"fp16": autocast(...)}[args.precision]``, ``autocast(...) if args.amp else
-    nullcontext()``), a computed ``enabled=``, a computed device type. Empty: it always runs in float16."""
+    nullcontext()``, the ``if self.mixed_precision:`` whose branch opens the ``with``), a computed
+    ``enabled=``, a computed device type. Empty: it always runs in float16."""
     found: list[str] = []
     for node in walk(module, into_functions=True):
         if isinstance(node, cst.IfExp) and (node.body is call or node.orelse is call):
             found.append(f"`{source(node.test)}`" + (" holds" if node.body is call else " does not hold"))
+        elif isinstance(node, cst.If) and _opens(node.body, call):
+            found.append(f"`{source(node.test)}` holds")  # `if self.mixed_precision: with autocast(...):`
+        elif isinstance(node, cst.If) and isinstance(node.orelse, cst.Else) and _opens(node.orelse.body, call):
+            found.append(f"`{source(node.test)}` does not hold")
         elif isinstance(node, cst.Subscript) and isinstance(node.value, cst.Dict) and len(node.slice) == 1 \
                 and isinstance(node.slice[0].slice, cst.Index) \
                 and not isinstance(node.slice[0].slice.value, cst.SimpleString):
@@ -235,6 +240,13 @@ def float16_conditions(call: cst.Call, module: cst.CSTNode, aliases: dict[str, s
             and _device_names(device, values or {}) != {"cuda"}:
         found.append(f'`{source(device)}` is "cuda"')
     return found
+
+
+def _opens(block: cst.BaseSuite, call: cst.Call) -> bool:
+    """A statement of ``block`` itself (not one nested deeper) is ``with call:``: the branch holding it
+    is what decides whether the forward runs under that autocast."""
+    return isinstance(block, cst.IndentedBlock) and any(
+        isinstance(stmt, cst.With) and any(item.item is call for item in stmt.items) for stmt in block.body)
 
 
 def _device_names(expr: cst.BaseExpression, values: dict[str, list[cst.BaseExpression]]) -> set[str]:

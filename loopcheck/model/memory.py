@@ -26,7 +26,7 @@ from loopcheck.model.events import Assignment, Cond, Kind
 from loopcheck.model.guards import exclusive
 from loopcheck.model.optimizers import parameter_owners
 from loopcheck.model.roles import Role, role_of_constructor
-from loopcheck.model.syntax import dotted, func_name, method, names_in, own_call_name, positional, source, target_names, walk
+from loopcheck.model.syntax import dotted, func_name, is_zero, method, names_in, own_call_name, positional, source, target_names, walk
 from loopcheck.model.training import TrainingLoop
 from loopcheck.patterns import Pattern
 
@@ -54,10 +54,15 @@ def trained_modules(model: FileModel) -> set[str]:
     """Names of modules this file trains: their ``.parameters()`` go to an optimizer or a
     clipping call, or ``.train()`` is called on them. An optimizer built by a call that is no torch
     constructor (``getattr(optim, args.optim)(model.parameters())``, ``set_optimizer(opt, model)``,
-    ``construct_optimizer(model, cfg)``) trains the modules it is handed."""
+    ``construct_optimizer(model, cfg)``) trains the modules it is handed. A torch optimizer built with
+    ``lr=0`` in a file that calls apex's ``amp.initialize`` trains nothing: apex needs an optimizer to
+    cast a momentum encoder to fp16, and its learning rate keeps the weights where they are."""
     found = {e.receiver for e in model.events(Kind.TRAIN_MODE) if e.receiver}
+    apex = "amp.initialize" in model.source
     for call in model.index.calls:
         name = func_name(call) or ""
+        if role_of_constructor(name) is Role.OPTIMIZER and apex and _zero_rate(call):
+            continue  # CMC/MoCo's `SGD(model_ema.parameters(), lr=0, ...)` exists for amp.initialize only
         if role_of_constructor(name) is Role.OPTIMIZER or name.endswith(("clip_grad_norm_", "clip_grad_value_")):
             found |= parameter_owners(call)
     roles = model.index.roles
@@ -68,6 +73,12 @@ def trained_modules(model: FileModel) -> set[str]:
             if role_of_constructor(func_name(call) or "") is Role.UNKNOWN:
                 found |= parameter_owners(call) | {n for a in call.args if (n := dotted(a.value))}
     return {module_name(n) for n in found}
+
+
+def _zero_rate(call: cst.Call) -> bool:
+    """``lr=0`` (or ``lr=0.0``) written into the optimizer's construction."""
+    rate = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "lr"), None)
+    return rate is not None and is_zero(rate)
 
 
 _MOVES = Pattern(r"\.(to|cuda|cpu|float|half|double|bfloat16|eval|train)\([^()]*\)$|\.module$")

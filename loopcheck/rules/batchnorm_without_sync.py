@@ -8,8 +8,10 @@ Under data parallelism every GPU normalises with the mean and variance of its ow
 batch. With the small per-GPU batches that made data parallelism necessary (detection,
 segmentation, large images) these statistics are noisy, training is less stable and the
 running statistics used at evaluation differ from what a single-GPU run would learn. Whether the
-per-GPU batch is small is not visible in the source, so this is a warning; a model whose
-BatchNorm layers are defined in another file is not flagged.
+per-GPU batch is small is often not visible in the source (a config value), so this is a warning
+and its message says so; a batch size the file sets only for a run that does not train (the
+`else:` of `if training:`) is not read as the training batch; a model whose BatchNorm layers are
+defined in another file is not flagged.
 
 ## Fix
 Convert before wrapping: `model = nn.SyncBatchNorm.convert_sync_batchnorm(model)`, then
@@ -125,9 +127,13 @@ for x, y in loader:
             if id(call) in tests:
                 continue  # a test that wraps a toy model to check the wrapper, not to train it
             wrapper = last_part(func_name(call) or "")
+            # the batch is often a config value: then say what depends on it rather than that it is small
+            size = f"its own small batch's statistics ({batch} samples, as this file states it)" if batch is not None \
+                else ("its own batch's statistics, noisy where the per-GPU batch is small (this file does not state "
+                      "its size)")
             yield Violation(call, call, f"this file builds BatchNorm layers and wraps the model in `{wrapper}` "
-                                        "without `nn.SyncBatchNorm.convert_sync_batchnorm`: every GPU normalises "
-                                        "with its own small batch's statistics")
+                                        f"without `nn.SyncBatchNorm.convert_sync_batchnorm`: every GPU normalises "
+                                        f"with {size}")
 
 
 def _is_batchnorm(expr: cst.BaseExpression) -> bool:
@@ -137,10 +143,13 @@ def _is_batchnorm(expr: cst.BaseExpression) -> bool:
 
 def _visible_batch_size(model: FileModel) -> int | None:
     """The smallest batch size the file states as a literal (``batch_size = 8``, an argparse
-    ``--batch-size`` default, ``DataLoader(..., batch_size=64)``); ``None`` when it states none."""
+    ``--batch-size`` default, ``DataLoader(..., batch_size=64)``); ``None`` when it states none. A
+    value the file sets only for a run that does not train (the ``else`` of ``if training:``) is
+    not the batch the GPUs normalise over while training."""
     found: list[int] = []
+    evaluating = _evaluation_values(model)
     for name in _BATCH_NAMES:
-        values = [int_value(v) for v in model.index.values.get(name, [])]
+        values = [int_value(v) for v in model.index.values.get(name, []) if id(v) not in evaluating]
         found += [v for v in values if v is not None]
     for call in model.index.calls:
         called = method(call)
@@ -153,3 +162,33 @@ def _visible_batch_size(model: FileModel) -> int | None:
         elif last_part(func_name(call) or "") == "DataLoader" and int_value(keyword(call, "batch_size")) is not None:
             found.append(int_value(keyword(call, "batch_size")))  # type: ignore[arg-type]
     return min(found) if found else None
+
+
+_TRAINING_FLAG = re.compile(r"^(is_|do_)?train(ing)?$")
+
+
+def _evaluation_values(model: FileModel) -> set[int]:
+    """The ids of the values assigned to a batch-size name in the branch of an ``if training:`` (or
+    ``if not args.train:``) that runs when the file does not train: PAWS's fine-tuning sets
+    ``batch_size = 256`` to train and ``batch_size = 16`` in the ``else`` that only evaluates."""
+    if "train" not in model.source:
+        return set()
+    found: set[int] = set()
+    for node in walk(model.module, into_functions=True):
+        if not isinstance(node, cst.If):
+            continue
+        test, negated = node.test, False
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, negated = test.expression, True
+        name = dotted(test)
+        if name is None or not _TRAINING_FLAG.match(last_part(name)):
+            continue
+        block = node.body if negated else (node.orelse.body if isinstance(node.orelse, cst.Else) else None)
+        if not isinstance(block, cst.IndentedBlock):
+            continue
+        for stmt in block.body:
+            for small in (stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()):
+                if isinstance(small, cst.Assign) and any(
+                        isinstance(t.target, cst.Name) and t.target.value in _BATCH_NAMES for t in small.targets):
+                    found.add(id(small.value))
+    return found

@@ -149,7 +149,7 @@ class ScaledMatmul(torch.autograd.Function):
                 # `torch>=2.0` says the project runs on a torch whose torch.amp has no GradScaler (before
                 # 2.3) or no autocast (before 1.10): the rewrite would break it there
                 fix = replace(fix, safe=False)
-            yield Violation(node, node, f"`torch.cuda.amp.{what}` is deprecated (FutureWarning on every use): "
+            yield Violation(node, node, f"`torch.cuda.amp.{what}` is deprecated (FutureWarning since torch 2.4): "
                                         f"use `{_REPLACEMENT[what]}`", fix)
         yield from _decorators(model, aliases)
 

@@ -6,7 +6,9 @@ by `model.train()` before the loop's next training step. A mode helper's branch 
 takes the model from its own object (`model = self.model; model.eval()`) switches the module a
 `train()` method trains as `model = self.model`. A module counts as trained where its parameters
 go to an optimizer, also one built by a call that is no torch constructor (`getattr(optim,
-args.optim)(model.parameters())`, `set_optimizer(opt, model)`), or where `train()` is called on it.
+args.optim)(model.parameters())`, `set_optimizer(opt, model)`), or where `train()` is called on it;
+not where its only optimizer is built with `lr=0` in a file that calls apex's `amp.initialize` (CMC
+and MoCo build `SGD(model_ema.parameters(), lr=0, ...)` only so apex casts the momentum encoder).
 
 It stays silent where eval mode changes nothing: eval mode only affects layers that read
 `self.training` (dropout, BatchNorm, spectral norm, ...), so a model whose every layer the file,

@@ -5,7 +5,8 @@ creates no GradScaler (and no loss-scaler helper). `torch.autocast("cuda")` and
 (`dtype=torch.bfloat16`, `torch.autocast("cpu")`) needs no scaler and is not reported.
 An autocast that an option picks counts when one of its choices is float16: a dict of contexts
 indexed by a precision option (`{"bf16": ..., "fp16": torch.autocast("cuda", dtype=torch.float16)}[args.precision]`),
-`autocast(...) if amp else nullcontext()`, or a device type the file computes as `"cuda"` or `"cpu"`;
+`autocast(...) if amp else nullcontext()`, an `if self.mixed_precision:` whose branch opens the
+`with`, or a device type the file computes as `"cuda"` or `"cpu"`;
 the finding then says what picks float16 ("may run under float16 autocast (when `args.precision` is
 \"fp16\")"), and says it runs under float16 only where nothing else decides.
 
