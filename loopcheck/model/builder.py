@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from loopcheck.model.events import CLIP_FUNCTIONS, Assignment, Cond, Context, Event, Framework, Kind, Loop
+from loopcheck.model.distributed import conditional_no_sync
 from loopcheck.model.from_ast import conjunction
 from loopcheck.model.guards import unwrap_iterable
 from loopcheck.model.index import Index
@@ -59,6 +60,8 @@ class _State:
     function: cst.FunctionDef | None = None
     # the outermost call inlined in the current loop's own code, and its statement
     site: tuple[cst.CSTNode, cst.CSTNode] | None = None
+    # `with amp.scale_loss(loss, optimizer) as scaled_loss:` around the code: the name and the loss it scales
+    scaled: tuple[tuple[str, cst.BaseExpression], ...] = ()
 
 
 class Builder:
@@ -127,9 +130,11 @@ class Builder:
         elif kind is cst.For or kind is cst.While:
             self._loop(stmt, st)
         elif kind is cst.With:
-            contexts = st.contexts + tuple(c for item in stmt.items if (c := _context(item.item)))
+            contexts = st.contexts + tuple(c for item in stmt.items
+                                           if (c := _context(item.item) or _bound_no_sync(item.item, st)))
             self._calls_in(stmt.items, stmt, st)
-            self._block(lines(stmt.body), replace(st, contexts=contexts), stmt)
+            scaled = st.scaled + tuple(bound for item in stmt.items if (bound := _apex_scaled(item)))
+            self._block(lines(stmt.body), replace(st, contexts=contexts, scaled=scaled), stmt)
         elif kind is cst.Try or kind.__name__ == "TryStar":
             self._block(lines(stmt.body), st, stmt)  # type: ignore[attr-defined]
             for handler in stmt.handlers:  # type: ignore[attr-defined]
@@ -377,6 +382,10 @@ class Builder:
             return
         loss: cst.BaseExpression = recv_expr
         scaler = None
+        if isinstance(recv_expr, cst.Name) and st.scaled:
+            # apex's `scaled_loss.backward()`: the loss is what `amp.scale_loss` scales (its scale is
+            # undone before the step, as a GradScaler's is)
+            loss = next((value for name, value in reversed(st.scaled) if name == recv_expr.value), loss)
         if isinstance(recv_expr, cst.Call):
             scaled = method(recv_expr)
             inner = positional(recv_expr)
@@ -526,6 +535,28 @@ def _is_loss_scaler_call(call: cst.Call) -> bool:
         return False
     own_keywords = keywords & {"update_grad", "need_update", "clip_grad", "parameters", "create_graph"}
     return bool(own_keywords) or "loss" in (dotted(args[0]) or "").lower()
+
+
+def _bound_no_sync(item: cst.BaseExpression, st: _State) -> Context | None:
+    """``with sync_context():`` where the loop bound ``sync_context = model.no_sync if test else
+    nullcontext`` before: the conditional no_sync it picked (as ``model.no_sync() if test else
+    nullcontext()`` written in the ``with``)."""
+    if not isinstance(item, cst.Call) or item.args or not isinstance(item.func, cst.Name):
+        return None
+    bound = next((a for a in reversed(st.loop.assignments) if a.names == (item.func.value,)), None)
+    if bound is None or bound.op != "=" or not isinstance(bound.value, cst.IfExp) \
+            or conditional_no_sync(bound.value) is None:
+        return None
+    return Context("no_sync?", bound.value)
+
+
+def _apex_scaled(item: cst.WithItem) -> tuple[str, cst.BaseExpression] | None:
+    """``amp.scale_loss(loss, optimizer) as scaled_loss``: ``("scaled_loss", loss)``."""
+    call, target = item.item, item.asname.name if item.asname is not None else None
+    if not isinstance(call, cst.Call) or not isinstance(target, cst.Name) or not call.args \
+            or call.args[0].keyword is not None or last_part(func_name(call) or "") != "scale_loss":
+        return None
+    return target.value, call.args[0].value
 
 
 def _context(item: cst.BaseExpression) -> Context | None:

@@ -47,7 +47,7 @@ class _Reader:
                          for n in a.names}
 
     def scaling(self, expr: cst.BaseExpression, order: int, depth: int) -> Scaling:
-        if depth > 6:
+        if depth > 10:  # a sum of several components, each read back through its own assignments
             return Scaling.UNKNOWN
         if isinstance(expr, cst.BinaryOperation):
             return self._binary(expr, order, depth)
@@ -89,6 +89,9 @@ class _Reader:
             return Scaling.MULTIPLIED
         left = self.scaling(expr.left, order, depth + 1)
         right = self.scaling(expr.right, order, depth + 1)
+        if isinstance(expr.operator, (cst.Add, cst.Subtract)) and {left, right} == {Scaling.RAW, Scaling.MULTIPLIED} \
+                and _weighted_term(expr.right if right is Scaling.MULTIPLIED else expr.left):
+            return Scaling.RAW  # `loss_qa + opts.lw_st_ed * loss_st_ed`: a weighted component, no normalisation
         return left if left == right else Scaling.UNKNOWN
 
     def _call(self, expr: cst.Call, order: int, depth: int) -> Scaling:
@@ -141,6 +144,24 @@ def _criterion_attribute(name: str, known_functions: set[str]) -> bool:
     may normalise, is a function of the file or of a base class, and is not named so)."""
     parts = name.split(".")
     return len(parts) == 2 and parts[1] not in known_functions and bool(_CRITERION.search(parts[1]))
+
+
+def _weighted_term(expr: cst.BaseExpression) -> bool:
+    """``opts.lw_st_ed * loss_st_ed``, ``0.5 * aux_loss``, ``loss_kl * args.kl_weight``: one component of
+    a sum of losses multiplied by its weight (a float literal or a name saying so), which is no scale of
+    the whole loss."""
+    if not isinstance(expr, cst.BinaryOperation) or not isinstance(expr.operator, cst.Multiply):
+        return False
+    for factor in (expr.left, expr.right):
+        if isinstance(factor, cst.Float):
+            return True
+        name = dotted(factor)
+        if name is not None and _WEIGHT.search(last_part(name)):
+            return True
+    return False
+
+
+_WEIGHT = re.compile(r"(^|_)(lw|weight|weights|lambda|lambd|lamb|coef|coeff|alpha|beta|gamma)(_|$)|^w_|_w$", re.I)
 
 
 def _is_loss_scale(expr: cst.BaseExpression) -> bool:

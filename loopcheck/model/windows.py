@@ -279,10 +279,19 @@ def _ends_at_a_count(loop: Loop, counter: str | None) -> bool:
         if isinstance(node, cst.If) and isinstance(last_small(node.body), (cst.Break, cst.Return)) and any(
                 isinstance(n, cst.ComparisonTarget) and isinstance(n.operator, (
                     cst.GreaterThan, cst.GreaterThanEqual, cst.Equal)) for n in walk(node.test)) \
-                and names_in(node.test) & counters:
+                and names_in(node.test) & counters and not _debug_only(node.test):
             return True
         stack.extend(children(node))
     return False
+
+
+def _debug_only(test: cst.BaseExpression) -> bool:
+    """``if args.debug and step > 5: break``: a short run for debugging, which a real pass never takes."""
+    return any(_DEBUG.search(last_part(name)) for part in conjuncts(test)
+               if (name := dotted(part)) is not None)
+
+
+_DEBUG = re.compile(r"(^|_)(debug|dry_run|smoke_test)", re.I)
 
 
 def _capped_at_windows(loop: Loop, modulus: cst.BaseExpression | None) -> bool:

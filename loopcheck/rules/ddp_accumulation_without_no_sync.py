@@ -12,7 +12,8 @@ class or function that does, and is named by none (one trainer class's `no_sync(
 or when the loop enters `no_sync()` in one branch and back-propagates outside it in another, on
 micro-batches before the last (one branch never vouches for the other; a branch for a model that is
 not distributed, `if args.distributed:` ... `else:`, is not such a branch; only a loss that module
-computed counts). That check also runs where no wrap is in sight (`task.no_sync()` of a task wrapped
+computed counts, and not one whose forward ran under its `no_sync()` on those micro-batches: DDP
+decides at the forward, so an apex `scaled_loss.backward()` after it does not all-reduce). That check also runs where no wrap is in sight (`task.no_sync()` of a task wrapped
 by another module): entering a module's `no_sync()` says it has a sync to skip. A wrapper imported under
 another name (`DistributedDataParallel as NativeDDP`) is DDP.
 
@@ -65,6 +66,7 @@ from loopcheck.model.distributed import (
     base_ddp_wraps,
     helpers_control_sync,
     forward_helper,
+    in_no_sync,
     imported_ddp_wraps,
     Micro,
     conditional_no_sync,
@@ -382,9 +384,12 @@ def _unsynced_branch(training: TrainingLoop, backwards: list[Event], variants: l
     for backward in backwards:
         if any(c.kind.startswith("no_sync") for c in backward.contexts):
             continue
-        if not any(_computed_by(source, module, index) for source in loss_sources(training, backward)
-                   for module in modules):
+        forwards = [source for source in loss_sources(training, backward)
+                    if any(_computed_by(source, module, index) for module in modules)]
+        if not forwards:
             continue  # not a loss of that module (a GAN's other network), or not certainly one
+        if all(_forward_unsynced(training, source, modules) is False for source in forwards):
+            continue  # DDP decides at the forward: each one before the last micro-batch ran under no_sync()
         guard = training.guard(backward)
         if guard.always:
             return backward
@@ -392,6 +397,17 @@ def _unsynced_branch(training: TrainingLoop, backwards: list[Event], variants: l
         if micro is not None and micro is not Micro.LAST:
             return backward
     return None
+
+
+def _forward_unsynced(training: TrainingLoop, forward: Assignment, modules: set[str]) -> bool | None:
+    """False where the forward ``forward`` (of a module in ``modules``) runs under that module's
+    ``no_sync()`` or only on the last micro-batch of a window (``if step % N == 0: out = model(x)`` /
+    ``else: with model.no_sync(): out = model(x)``): its backward then all-reduces only where it
+    should, whatever context the backward has. None where that is not certain."""
+    if any(in_no_sync(forward.contexts, module) for module in modules):
+        return False
+    guard = training.reader.guard(forward.conds, forward.order)
+    return False if not guard.partial and micro_from_guard(guard) is Micro.LAST else None
 
 
 def _computed_by(assignment: Assignment, module: str, index: Index) -> bool:

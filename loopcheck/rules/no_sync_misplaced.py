@@ -5,7 +5,9 @@ after the forward pass it was meant for), a `no_sync() if cond else nullcontext(
 condition is inverted so that the last micro-batch runs un-synced, and `no_sync()` (or
 Accelerate's `accelerator.no_sync(model)`) wrapping only `backward()` while the forward pass ran
 outside it (itself, or in a function of the file that runs it, `loss = self._train_forward(batch)`,
-`lp = self._log_prob(batch, self.model)`), or a trainer's own sync switch (a context manager
+`lp = self._log_prob(batch, self.model)`; also a sync choice bound per micro-batch and entered later,
+`sync_context = model.no_sync if not last else nullcontext` ... `with sync_context(): loss.backward()`,
+and a branch that runs the forward outside it where another branch runs it inside), or a trainer's own sync switch (a context manager
 of the file that sets `require_backward_grad_sync` on its DDP modules or enters their
 `no_sync()`) entered around the backward of a loss computed before it; and the forward run
 before `with accelerator.accumulate(model):` is entered (accumulate() enters
@@ -32,7 +34,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.model import Cond, Event, FileModel, Kind, Style
+from loopcheck.model import Assignment, Cond, Event, FileModel, Kind, Style
 from loopcheck.model.accelerate import accelerates_ddp, accumulation_setting
 from loopcheck.model.distributed import (
     DDP_WRAPPERS,
@@ -44,13 +46,14 @@ from loopcheck.model.distributed import (
     forwards,
     in_no_sync,
     loss_sources,
+    micro_from_guard,
     micro_of,
     no_sync_receiver,
     sync_manager,
     without_flag,
     wrap_calls,
 )
-from loopcheck.model.guards import Guard, GuardKind
+from loopcheck.model.guards import Guard, GuardKind, exclusive
 from loopcheck.model.index import Index
 from loopcheck.model.syntax import dotted, own_call_name, positional, same, source, walk
 from loopcheck.model.training import TrainingLoop
@@ -156,6 +159,20 @@ for step, batch in enumerate(loader):
     ]
 
     INVALID = [
+        """
+from contextlib import nullcontext
+model = torch.nn.parallel.DistributedDataParallel(net, device_ids=[rank])
+for i, (x, y) in enumerate(loader):
+    last = (i + 1) % accum_steps == 0
+    sync_context = model.no_sync if not last else nullcontext
+    out = model(x)
+    loss = criterion(out, y) / accum_steps
+    with sync_context():
+        loss.backward()  # LC502
+    if last:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
         """
 for i, (x, y) in enumerate(loader):
     last = (i + 1) % accum_steps == 0
@@ -315,6 +332,11 @@ class Brain:
                 yield self.at(backward, f"`{shown}` wraps only the backward pass, but the forward "
                                         f"`{module}(...)` ran outside it: DDP decides at forward time, so this "
                                         "backward still all-reduces (no_sync has no effect)")
+            elif (branch := _unsynced_branch_forward(training, backward, found, module)) is not None:
+                where = f"`{source(branch.test)}` is false" if branch.negated else f"`{source(branch.test)}` holds"
+                yield self.at(backward, f"`{shown}` wraps the backward pass, but where {where} the forward "
+                                        f"`{module}(...)` runs outside it: DDP decides at forward time, so on that "
+                                        "path this backward still all-reduces (no_sync has no effect)")
 
     # -- forward; with accelerator.accumulate(model): backward -------------------------------
     def _forward_before_accumulate(self, training: TrainingLoop) -> Iterator[Violation]:
@@ -411,6 +433,39 @@ class Brain:
                 yield self.at(backward, f"this backward runs under `{modules[0]}.no_sync()` on {micro.value} of "
                                         "each window: the last micro-batch is not all-reduced and the ranks "
                                         "step with different gradients")
+
+
+def _unsynced_branch_forward(training: TrainingLoop, backward: Event, found: list[Assignment],
+                               module: str) -> Cond | None:
+    """The test choosing between two forwards of the loss on exclusive branches (``if args.model ==
+    "bert": with sync_context(): out = model(x)`` / ``else: out = model(x)``), one under ``no_sync()``
+    and one outside it on micro-batches before the last: the branch outside leaves the backward's
+    ``no_sync()`` without effect. Only forwards the loss is computed from count."""
+    synced = [f for f in found if in_no_sync(f.contexts, module)]
+    if not synced:
+        return None
+    sources = loss_sources(training, backward)
+    for forward in found:
+        if forward in synced or forward not in sources:
+            continue
+        micro = _micro_of_conds(training, forward)
+        if micro is Micro.LAST:
+            continue  # the unsynced forward of the last micro-batch: the sync it should have
+        for other in synced:
+            if other in sources and exclusive(forward.conds, other.conds):
+                # the condition of this path that the synced one does not share (the `elif` test itself
+                # where there is one)
+                differing = [c for c in forward.conds if c.test is not None and not any(
+                    same(c.test, o.test) and c.negated == o.negated for o in other.conds if o.test is not None)]
+                if differing:
+                    return next((c for c in differing if not c.negated), differing[0])
+    return None
+
+
+def _micro_of_conds(training: TrainingLoop, assignment: Assignment) -> Micro | None:
+    """On which micro-batches ``assignment`` runs, where its guard says so for certain."""
+    guard = training.reader.guard(assignment.conds, assignment.order)
+    return None if guard.always or guard.partial else micro_from_guard(guard)
 
 
 def _forward_outside(training: TrainingLoop, backward: Event, index: Index) -> bool:

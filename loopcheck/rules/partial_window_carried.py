@@ -8,7 +8,8 @@ a zeroing at each epoch start wipes the tail: without one, the tail is stepped t
 next epoch's first micro-batch (its wrong phase is LC106's finding). An exit at the top of the
 batch loop that can end a pass early (`if step >= steps_per_epoch: break`) may leave no window
 partial; one on a counter that no pass restarts, restating the run's bound (`while step <= total:`
-around `if step > total: break`), ends only the last pass, so every other pass still leaves its tail.
+around `if step > total: break`), ends only the last pass, so every other pass still leaves its tail. A short run for debugging
+(`if args.debug and step > 5: break`) is no real pass's end.
 
 ## Why is this bad?
 When the number of batches is not a multiple of N, the gradients of the last few batches of

@@ -19,6 +19,10 @@ loss before the step (`for p in model.parameters(): p.grad /= N`) is the same no
 A loop whose gradients are zeroed after it, before a backward of its own feeds the step (MAML's
 per-task backward passes, then `optimiser.zero_grad(); meta_loss.backward(); optimiser.step()`), is
 no window of that step.
+apex's `with amp.scale_loss(loss, optimizer) as scaled_loss: scaled_loss.backward()` is read as
+the backward of `loss` (its scale is undone before the step, as a GradScaler's is). A component
+weighted into a sum of losses (`loss_qa + opts.lw_st_ed * loss_st_ed`, `ce + 0.5 * aux`) is a loss
+weight, not a scale of the whole loss: the sum is still undivided.
 A backward skipped only for a NaN, infinite or exploding loss (`if torch.isfinite(loss):`, or a
 helper of the file that returns such a test, `if is_valid_number(loss.item()):`) still runs on
 every micro-batch that trains.
@@ -144,6 +148,16 @@ for step in range(num_iterations):
 """,
     ]
     INVALID = [
+        """
+model, optimizer = amp.initialize(model, optimizer, opt_level="O2")
+for step, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y)
+    with amp.scale_loss(loss, optimizer, delay_unscale=(step + 1) % accum_steps != 0) as scaled_loss:
+        scaled_loss.backward()  # LC102
+    if (step + 1) % accum_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
         """
 for step in range(total_steps):
     for micro in range(grad_accum):
