@@ -156,12 +156,14 @@ def _weighted_term(expr: cst.BaseExpression) -> bool:
         if isinstance(factor, cst.Float):
             return True
         name = dotted(factor)
-        if name is not None and _WEIGHT.search(last_part(name)):
+        if name is not None and not _WEIGHT_WORDS.isdisjoint(last_part(name).lower().split("_")):
             return True
     return False
 
 
-_WEIGHT = re.compile(r"(^|_)(lw|weight|weights|lambda|lambd|lamb|coef|coeff|alpha|beta|gamma)(_|$)|^w_|_w$", re.I)
+# the words of a loss weight's name: `lw_st_ed`, `kl_weight`, `lambda_mlm`, `aux_coef`, `w_reg`
+_WEIGHT_WORDS = frozenset({"lw", "w", "weight", "weights", "lambda", "lambd", "lamb", "coef", "coeff", "alpha",
+                           "beta", "gamma"})
 
 
 def _is_loss_scale(expr: cst.BaseExpression) -> bool:
