@@ -1172,3 +1172,52 @@ def test_a_count_a_nested_helper_of_the_forward_returns_holds_no_graph(project: 
     found = _codes(run_cli, "train.py")
     assert len(found) == 1 and found[0].startswith("train.py:14:") and " LC601 " in found[0]
     assert "`batch_hit1`" in found[0]
+
+
+BACKWARD_HELPER = """
+import torch
+
+
+def backward(args, total_loss, scaler, optimizer, model):
+    if scaler is not None:
+        scaler.scale(total_loss).backward()
+        if args.norm_gradient_clip is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), args.norm_gradient_clip)
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        total_loss.backward()
+        optimizer.step()
+"""
+
+BACKWARD_HELPER_CALLER = """
+import torch
+from helpers import backward
+
+
+def train(args, model, loader, optimizer, scaler):
+    model.train()
+    for images, texts in loader:
+        optimizer.zero_grad()
+        with torch.autocast("cuda"):
+            loss = model(images, texts)
+        backward(args, loss, scaler, optimizer, model)
+"""
+
+
+def test_helper_stepping_through_the_scaler_or_directly_steps_once(project: Path, run_cli) -> None:
+    # open_clip's `backward(args, loss, scaler, optimizer, model)`: `scaler.step(optimizer)` in one
+    # branch, `optimizer.step()` in the other; one of them runs per call, not both
+    write_project(project, {"train.py": BACKWARD_HELPER_CALLER, "helpers.py": BACKWARD_HELPER})
+    assert _codes(run_cli, "train.py") == []
+
+
+def test_a_second_step_after_the_helper_is_still_a_double_step(project: Path, run_cli) -> None:
+    for scaler in ("scaler", "None"):
+        caller = BACKWARD_HELPER_CALLER.replace("backward(args, loss, scaler, optimizer, model)",
+                                                f"backward(args, loss, {scaler}, optimizer, model)\n"
+                                                "        optimizer.step()")
+        write_project(project, {"train.py": caller, "helpers.py": BACKWARD_HELPER})
+        found = _codes(run_cli, "train.py")
+        assert len(found) == 1 and " LC109 " in found[0] and found[0].startswith("train.py:13:"), found

@@ -240,14 +240,19 @@ class Imported:
             # a helper that clips (`clip_gradient(optimizer, c)`), or back-propagates, clips and steps,
             # clips before it steps; an optimizer's own `step()` that clips (BertAdam) stays a step
             specs.append((Kind.CLIP, source(call.func), {"target": "param"}))
+        # `if scaler is not None: scaler.step(optimizer) ... else: optimizer.step()` (open_clip's
+        # `backward(args, loss, scaler, optimizer, model)`): where the call hands a scaler, its step is the
+        # one that runs; the plain step is the other branch, not a second step
+        through_scaler = {position for scaler, position, _ in facts.scaler_steps
+                          if position in args and _scaler_name(call, scaler, args) not in (None, "None")}
         for position in facts.steps:
-            if position in args:
+            if position in args and position not in through_scaler:
                 optimizer = receiver(args[position])
                 specs.append((Kind.STEP, optimizer, {"optimizer": optimizer}))
         for scaler, position, updates in facts.scaler_steps:
             name = _scaler_name(call, scaler, args)
-            if name is None or position not in args:
-                continue  # a scaler argument left out is its default (None)
+            if name in (None, "None") or position not in args:
+                continue  # a scaler argument left out is its default (None), or passed as None
             optimizer = receiver(args[position])
             if updates or isinstance(scaler, int):
                 specs.append((Kind.STEP, optimizer, {"optimizer": optimizer, "scaler": name}))
