@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Collection, Mapping
 
 import libcst as cst
 
@@ -32,13 +33,13 @@ _DIV_METHODS = ("div", "div_", "true_divide", "divide")
 _MUL_METHODS = ("mul", "mul_", "multiply")
 
 
-def loss_scaling(expr: cst.BaseExpression, loop: Loop, order: int, known_functions: set[str],
+def loss_scaling(expr: cst.BaseExpression, loop: Loop, order: int, known_functions: Collection[str],
                  accumulation_names: set[str], depth: int = 0) -> Scaling:
     return _Reader(loop, known_functions, accumulation_names).scaling(expr, order, depth)
 
 
 class _Reader:
-    def __init__(self, loop: Loop, known_functions: set[str], accumulation_names: set[str]) -> None:
+    def __init__(self, loop: Loop, known_functions: Collection[str], accumulation_names: set[str]) -> None:
         self.loop = loop
         self.known_functions = known_functions
         self.accumulation_names = accumulation_names
@@ -113,6 +114,10 @@ class _Reader:
             if dotted(called[0]) is not None or isinstance(called[0], (cst.Subscript, cst.Attribute, cst.Call)):
                 return self.scaling(called[0], order, depth + 1)
         name = func_name(expr) or ""
+        if name in self.known_functions and _forwards_only(self.known_functions, name) and not any(
+                n in self.accumulation_names or n.split(".")[-1] in self.accumulation_names
+                for arg in expr.args for n in names_in(arg.value)):
+            return Scaling.RAW  # `outputs = forward_step(cfg, model, batch)`: the model's own outputs
         if name.split(".", 1)[0] in self.known_functions or name.startswith("self.") and not _criterion_attribute(
                 name, self.known_functions):
             return Scaling.UNKNOWN  # a helper of this file (or of a base class), which may normalise inside
@@ -138,12 +143,35 @@ class _Reader:
 _CRITERION = Pattern(r"^(criterion|loss|loss_fn|loss_func|loss_function|lossfn)$|_criterion$|^criterion_", re.I)
 
 
-def _criterion_attribute(name: str, known_functions: set[str]) -> bool:
+def _criterion_attribute(name: str, known_functions: Collection[str]) -> bool:
     """``self.criterion(...)`` where ``criterion`` is no function of this file: a loss module held by
     the object, which computes one micro-batch's loss and is not told N (a method of the class, which
     may normalise, is a function of the file or of a base class, and is not named so)."""
     parts = name.split(".")
     return len(parts) == 2 and parts[1] not in known_functions and bool(_CRITERION.search(parts[1]))
+
+
+def _forwards_only(functions: Collection[str] | Mapping[str, list[cst.FunctionDef]], name: str) -> bool:
+    """``name`` is the file's one function of that name, and it only hands back what calling one of its
+    parameters (the model) computed: ``outputs = model(batch); return outputs``, with no arithmetic
+    anywhere in it that could normalise (ClipBERT's ``forward_step(cfg, model, batch)``)."""
+    found = functions.get(name, []) if isinstance(functions, Mapping) else []
+    if len(found) != 1:
+        return False
+    fn = found[0]
+    params = {p.name.value for p in fn.params.params}
+    calls: set[str] = set()  # names bound to a call of a parameter
+    returned: list[cst.BaseExpression | None] = []
+    for node in walk(fn.body):
+        if isinstance(node, (cst.BinaryOperation, cst.AugAssign)):
+            return False
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and dotted(node.value.func) in params:
+            calls.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
+        elif isinstance(node, cst.Return):
+            returned.append(node.value)
+    return bool(returned) and all(
+        isinstance(value, cst.Call) and dotted(value.func) in params
+        or isinstance(value, cst.Name) and value.value in calls for value in returned)
 
 
 def _weighted_term(expr: cst.BaseExpression) -> bool:

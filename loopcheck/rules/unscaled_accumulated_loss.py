@@ -22,7 +22,9 @@ no window of that step.
 apex's `with amp.scale_loss(loss, optimizer) as scaled_loss: scaled_loss.backward()` is read as
 the backward of `loss` (its scale is undone before the step, as a GradScaler's is). A component
 weighted into a sum of losses (`loss_qa + opts.lw_st_ed * loss_st_ed`, `ce + 0.5 * aux`) is a loss
-weight, not a scale of the whole loss: the sum is still undivided.
+weight, not a scale of the whole loss: the sum is still undivided. A helper of the file that only
+runs the model and hands back its outputs (`outputs = forward_step(cfg, model, batch)`) normalises
+nothing; one with any arithmetic in it may.
 A backward skipped only for a NaN, infinite or exploding loss (`if torch.isfinite(loss):`, or a
 helper of the file that returns such a test, `if is_valid_number(loss.item()):`) still runs on
 every micro-batch that trains.
@@ -208,7 +210,7 @@ for step, batch in enumerate(train_dataloader):
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
-        helpers = set(model.index.functions)
+        helpers = model.index.functions
         in_place = not model.index.attributes.isdisjoint(_IN_PLACE)  # a file with no such call has no walk to do
         for training in model.training_loops:
             if training.style not in (Style.GUARDED, Style.MICRO_LOOP):
