@@ -552,11 +552,12 @@ def _bound_no_sync(item: cst.BaseExpression, st: _State) -> Context | None:
 
 def _apex_scaled(item: cst.WithItem) -> tuple[str, cst.BaseExpression] | None:
     """``amp.scale_loss(loss, optimizer) as scaled_loss``: ``("scaled_loss", loss)``."""
-    call, target = item.item, item.asname.name if item.asname is not None else None
-    if not isinstance(call, cst.Call) or not isinstance(target, cst.Name) or not call.args \
-            or call.args[0].keyword is not None or last_part(func_name(call) or "") != "scale_loss":
+    call = item.item
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute) \
+            or call.func.attr.value != "scale_loss" or not call.args or call.args[0].keyword is not None:
         return None
-    return target.value, call.args[0].value
+    target = item.asname.name if item.asname is not None else None
+    return (target.value, call.args[0].value) if isinstance(target, cst.Name) else None
 
 
 def _context(item: cst.BaseExpression) -> Context | None:

@@ -155,10 +155,12 @@ def _forwards_only(functions: Collection[str] | Mapping[str, list[cst.FunctionDe
     """``name`` is the file's one function of that name, and it only hands back what calling one of its
     parameters (the model) computed: ``outputs = model(batch); return outputs``, with no arithmetic
     anywhere in it that could normalise (ClipBERT's ``forward_step(cfg, model, batch)``)."""
-    found = functions.get(name, []) if isinstance(functions, Mapping) else []
+    found = functions.get(name, []) if type(functions) is dict else []
     if len(found) != 1:
         return False
     fn = found[0]
+    if not isinstance(fn.body, cst.IndentedBlock) or len(fn.body.body) > 6:
+        return False  # a short wrapper around the forward, or not one
     params = {p.name.value for p in fn.params.params}
     calls: set[str] = set()  # names bound to a call of a parameter
     returned: list[cst.BaseExpression | None] = []

@@ -384,30 +384,30 @@ def _unsynced_branch(training: TrainingLoop, backwards: list[Event], variants: l
     for backward in backwards:
         if any(c.kind.startswith("no_sync") for c in backward.contexts):
             continue
-        forwards = [source for source in loss_sources(training, backward)
-                    if any(_computed_by(source, module, index) for module in modules)]
-        if not forwards:
+        if not any(_computed_by(source, module, index) for source in loss_sources(training, backward)
+                   for module in modules):
             continue  # not a loss of that module (a GAN's other network), or not certainly one
-        if all(_forward_unsynced(training, source, modules) is False for source in forwards):
-            continue  # DDP decides at the forward: each one before the last micro-batch ran under no_sync()
         guard = training.guard(backward)
-        if guard.always:
-            return backward
-        micro = micro_from_guard(guard) if not guard.partial else None
-        if micro is not None and micro is not Micro.LAST:
+        micro = micro_from_guard(guard) if not guard.always and not guard.partial else None
+        if (guard.always or micro is not None and micro is not Micro.LAST) \
+                and not _forwards_synced(training, backward, modules, index):
             return backward
     return None
 
 
-def _forward_unsynced(training: TrainingLoop, forward: Assignment, modules: set[str]) -> bool | None:
-    """False where the forward ``forward`` (of a module in ``modules``) runs under that module's
+def _forwards_synced(training: TrainingLoop, backward: Event, modules: set[str], index: Index) -> bool:
+    """Every forward of those ``modules`` that the loss of ``backward`` comes from runs under its
     ``no_sync()`` or only on the last micro-batch of a window (``if step % N == 0: out = model(x)`` /
-    ``else: with model.no_sync(): out = model(x)``): its backward then all-reduces only where it
-    should, whatever context the backward has. None where that is not certain."""
-    if any(in_no_sync(forward.contexts, module) for module in modules):
-        return False
-    guard = training.reader.guard(forward.conds, forward.order)
-    return False if not guard.partial and micro_from_guard(guard) is Micro.LAST else None
+    ``else: with model.no_sync(): out = model(x)``): DDP decides at the forward, so the backward then
+    all-reduces only where it should, whatever context it has itself."""
+    for source in loss_sources(training, backward):
+        if not any(_computed_by(source, module, index) for module in modules) \
+                or any(in_no_sync(source.contexts, module) for module in modules):
+            continue
+        guard = training.reader.guard(source.conds, source.order)
+        if guard.always or guard.partial or micro_from_guard(guard) is not Micro.LAST:
+            return False
+    return True
 
 
 def _computed_by(assignment: Assignment, module: str, index: Index) -> bool:

@@ -444,21 +444,19 @@ def _unsynced_branch_forward(training: TrainingLoop, backward: Event, found: lis
     synced = [f for f in found if in_no_sync(f.contexts, module)]
     if not synced:
         return None
+    candidates = [(f, o) for f in found if f not in synced and _micro_of_conds(training, f) is not Micro.LAST
+                  for o in synced if exclusive(f.conds, o.conds)]
+    if not candidates:
+        return None  # the unsynced forward of the last micro-batch is the sync it should have
     sources = loss_sources(training, backward)
-    for forward in found:
-        if forward in synced or forward not in sources:
-            continue
-        micro = _micro_of_conds(training, forward)
-        if micro is Micro.LAST:
-            continue  # the unsynced forward of the last micro-batch: the sync it should have
-        for other in synced:
-            if other in sources and exclusive(forward.conds, other.conds):
-                # the condition of this path that the synced one does not share (the `elif` test itself
-                # where there is one)
-                differing = [c for c in forward.conds if c.test is not None and not any(
-                    same(c.test, o.test) and c.negated == o.negated for o in other.conds if o.test is not None)]
-                if differing:
-                    return next((c for c in differing if not c.negated), differing[0])
+    for forward, other in candidates:
+        if forward in sources and other in sources:
+            # the condition of this path that the synced one does not share (the `elif` test itself
+            # where there is one)
+            differing = [c for c in forward.conds if c.test is not None and not any(
+                same(c.test, o.test) and c.negated == o.negated for o in other.conds if o.test is not None)]
+            if differing:
+                return next((c for c in differing if not c.negated), differing[0])
     return None
 
 
