@@ -55,7 +55,7 @@ from loopcheck.model.distributed import (
 )
 from loopcheck.model.guards import Guard, GuardKind, exclusive
 from loopcheck.model.index import Index
-from loopcheck.model.syntax import dotted, own_call_name, positional, same, source, walk
+from loopcheck.model.syntax import dotted, last_part, names_in, own_call_name, positional, same, source, walk
 from loopcheck.model.training import TrainingLoop
 from loopcheck.rules._base import Rule, Violation
 
@@ -455,9 +455,18 @@ def _unsynced_branch_forward(training: TrainingLoop, backward: Event, found: lis
             # where there is one)
             differing = [c for c in forward.conds if c.test is not None and not any(
                 same(c.test, o.test) and c.negated == o.negated for o in other.conds if o.test is not None)]
-            if differing:
+            if differing and not any(_about_distribution(c.test) for c in differing):
                 return next((c for c in differing if not c.negated), differing[0])
     return None
+
+
+def _about_distribution(test: cst.BaseExpression) -> bool:
+    """``if args.local_rank != -1:``, ``if args.distributed:``, ``if world_size > 1:``: a branch for a model
+    that is not distributed (it has no sync to skip), not a way to train."""
+    return any(word in last_part(name).lower() for name in names_in(test) for word in _DISTRIBUTION_WORDS)
+
+
+_DISTRIBUTION_WORDS = ("rank", "distrib", "world", "ddp", "gpu", "parallel", "sync", "multi", "nproc")
 
 
 def _micro_of_conds(training: TrainingLoop, assignment: Assignment) -> Micro | None:
