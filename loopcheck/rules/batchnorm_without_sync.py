@@ -164,7 +164,7 @@ def _visible_batch_size(model: FileModel) -> int | None:
     return min(found) if found else None
 
 
-_TRAINING_FLAG = re.compile(r"^(is_|do_)?train(ing)?$")
+_TRAINING_FLAG = Pattern(r"^(is_|do_)?train(ing)?$")
 
 
 def _evaluation_values(model: FileModel) -> set[int]:
