@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from loopcheck.patterns import Pattern
 from loopcheck.project.flow import graph_from, keeps, may_flow
 from loopcheck.project.schedules import SCHEDULE_TEXT, returned, returned_in_tuples
-from loopcheck.project.walk import children, last_name, own_nodes, walk
+from loopcheck.project.walk import last_name, own_nodes, walk
 
 _DDP = {"DistributedDataParallel", "DDP"}
 # Where a module may call one of them: the name (not the end of a longer one, `smart_DDP`), then only
