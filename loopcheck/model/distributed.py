@@ -74,7 +74,13 @@ def wrap_calls(model: FileModel, wrappers: frozenset[str]) -> list[cst.Call]:
     under a name the file imports it as (``DistributedDataParallel as NativeDDP``)."""
     names = wrappers | _imported_as(model.index.imports, wrappers)
     return [c for c in model.index.calls
-            if (name := func_name(c)) is not None and last_part(name) in names]
+            if (name := func_name(c)) is not None and _one_of(last_part(name), names)]
+
+
+def _one_of(name: str, wrappers: frozenset[str]) -> bool:
+    """``name`` is one of ``wrappers``; a subclass named for DDP (``MMDistributedDataParallel``, a
+    project's ``PyTorchDistributedDataParallel(DDP)``) is DDP too: it all-reduces in every backward."""
+    return name in wrappers or "DistributedDataParallel" in wrappers and name.endswith("DistributedDataParallel")
 
 
 def apex_wraps(model: FileModel, wraps: list[cst.Call]) -> bool:
@@ -101,7 +107,7 @@ def _imported_as(imports: list[cst.Import | cst.ImportFrom], wrappers: frozenset
         if isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
             for alias in node.names:
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name) \
-                        and isinstance(alias.name, cst.Name) and alias.name.value in wrappers:
+                        and isinstance(alias.name, cst.Name) and _one_of(alias.name.value, wrappers):
                     found.add(alias.asname.name.value)
     return frozenset(found)
 
@@ -204,7 +210,27 @@ def imported_ddp_wraps(model: FileModel) -> list[str]:
         return []
     found = [s.where for _, s in project.calls(model.index.calls) if s.facts.wraps_ddp] + list(project.ddp_importers)
     # the handing files are parsed only where nothing nearer wraps the model (the rule names one place)
-    return found or list(project.ddp_handed)
+    return found or _held_helper_wraps(model) or list(project.ddp_handed)
+
+
+def _held_helper_wraps(model: FileModel) -> list[str]:
+    """Where a DDP-returning helper of another project module wraps a model this file rebinds to its
+    result through an object no import resolves: ``self.model = self.adapter.model_to_ddp(self.model)``
+    (the entry script hands the trainer the helpers' module). Only a call given the name it binds:
+    the model itself, rewrapped."""
+    project = model.project
+    helpers = dict(project.ddp_helpers_called) if project is not None else {}
+    if not helpers:
+        return []
+    found = []
+    for name, calls in model.roles.constructed.items():
+        for call in calls:
+            func = func_name(call) or ""
+            root, _, rest = func.partition(".")
+            if rest and last_part(func) in helpers and root not in project.own.imports and any(
+                    a.keyword is None and last_part(dotted(a.value) or "") == name for a in call.args):
+                found.append(helpers[last_part(func)])
+    return list(dict.fromkeys(found))
 
 
 def base_ddp_wraps(model: FileModel) -> dict[str, str]:

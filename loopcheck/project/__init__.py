@@ -65,6 +65,7 @@ class Imported:
     own: ModuleFacts
     _tree: ast.Module | None = None  # the file's ``ast``, if parsed (for ``ddp_importers``)
     _ddp_importers: list[str] | None = None
+    _helpers_called: list[tuple[str, str]] | None = None
     _passed: dict[tuple[str, str], _callers.Passed | None] | None = None
     _base_wraps: dict[str, str | None] = field(default_factory=dict)
     _modules: dict[str, ModuleFacts | None] = field(default_factory=dict)
@@ -89,6 +90,14 @@ class Imported:
         depends on, ``ddp_helpers.stamps``)."""
         return [where for where, target in _ddp_helpers.handed(self.index)
                 if _index.real_path(target) == self.path and not where.startswith(f"{self.own.path}:")]
+
+    @property
+    def ddp_helpers_called(self) -> list[tuple[str, str]]:
+        """(name, ``path:line``) of each project helper that returns a DDP wrapper it builds, in
+        another module, whose name this file's text calls (``self.adapter.model_to_ddp(...)``)."""
+        if self._helpers_called is None:
+            self._helpers_called = _ddp_helpers.called_by(self.index, self.path)
+        return self._helpers_called
 
     @property
     def ddp_importers(self) -> list[str]:
@@ -471,7 +480,8 @@ class Imported:
                 continue
             stamps.append(f"{path}:{st.st_size}:{st.st_mtime_ns}")
         text = "\n".join([*stamps, "<ddp importers>", *self.ddp_importers, "<ddp helpers>",
-                          *_ddp_helpers.stamps(self.index, self.path), "<pins>", repr(self.pins),
+                          *_ddp_helpers.stamps(self.index, self.path), "<ddp helpers called>",
+                          *(f"{name} {where}" for name, where in self.ddp_helpers_called), "<pins>", repr(self.pins),
                           "<schedulers passed>", repr(sorted(self.passed_schedulers.items()))])
         return hashlib.sha256(text.encode()).hexdigest()
 

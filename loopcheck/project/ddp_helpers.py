@@ -60,6 +60,27 @@ def stamps(index: ProjectIndex, path: Path) -> list[str]:
     return found
 
 
+def called_by(index: ProjectIndex, path: Path) -> list[tuple[str, str]]:
+    """(helper name, ``path:line`` of a DDP wrap in its module) of each DDP-returning helper of another
+    project module that ``path``'s text calls by name (``model_to_ddp(``), whatever it calls it on:
+    ``self.adapter.model_to_ddp(self.model)`` on the module an entry script handed in, which no import
+    of ``path`` resolves. Text only; the rule reads the calls' shape."""
+    helpers = _helpers(index)
+    if not helpers:
+        return []
+    text = index.text_of(path)
+    own = index.relative(path)
+    found = []
+    for helper, names in helpers.items():
+        if index.relative(helper) == own:
+            continue  # its own wraps are the file's
+        facts = index.facts(helper, functions=False)
+        lines = facts.ddp_lines if facts is not None else ()
+        found.extend((name, f"{index.relative(helper)}:{lines[0]}") for name in sorted(names)
+                     if lines and f"{name}(".encode() in text)
+    return found
+
+
 def _helpers(index: ProjectIndex) -> dict[Path, set[str]]:
     """Project file -> its top-level functions that return a DDP wrapper they build."""
     helpers: dict[Path, set[str]] = {}

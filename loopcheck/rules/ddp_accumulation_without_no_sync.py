@@ -15,7 +15,11 @@ not distributed, `if args.distributed:` ... `else:`, is not such a branch; only 
 computed counts, and not one whose forward ran under its `no_sync()` on those micro-batches: DDP
 decides at the forward, so an apex `scaled_loss.backward()` after it does not all-reduce). That check also runs where no wrap is in sight (`task.no_sync()` of a task wrapped
 by another module): entering a module's `no_sync()` says it has a sync to skip. A wrapper imported under
-another name (`DistributedDataParallel as NativeDDP`) is DDP.
+another name (`DistributedDataParallel as NativeDDP`) is DDP, and so is a subclass named for it
+(`MMDistributedDataParallel`, a project's `PyTorchDistributedDataParallel`). A trainer that rebinds
+its model to a project helper's DDP wrapper through a module it was handed
+(`self.model = self.adapter.model_to_ddp(self.model)`, the helper defined in another module) is
+wrapped too.
 
 ## Why is this bad?
 DDP all-reduces the gradients in every backward pass. Under accumulation only the last
