@@ -439,7 +439,7 @@ class Builder:
 
     # -- inlining -------------------------------------------------------------------------
     def _same_file_function(self, call: cst.Call, st: _State) -> cst.FunctionDef | None:
-        if len(st.inlining) >= _MAX_INLINE_DEPTH or not st.loop.is_loop:
+        if len(st.inlining) >= _MAX_INLINE_DEPTH or not st.loop.is_loop and not self._stepping_helper_call(st):
             return None  # outside loops a function is modelled as a scope of its own
         name = own_call_name(call)
         if name is None:
@@ -448,6 +448,14 @@ class Builder:
         if len(candidates) != 1 or candidates[0] not in self.index.eventful:
             return None
         return candidates[0]
+
+    def _stepping_helper_call(self, st: _State) -> bool:
+        """A step function (no loop of its own: called once per micro-batch) that has back-propagated
+        and then, under a condition, calls a function of the file (``if step % N == 0:
+        update_model_params(...)``): that helper's step is the function's own, read in place."""
+        fn = st.function
+        return fn is not None and st.loop.node is fn and st.inlining == (fn,) and bool(st.conds) \
+            and fn not in self.index.with_loops and bool(st.loop.events(Kind.BACKWARD))
 
     def _partial_of(self, call: cst.Call, st: _State) -> tuple[cst.FunctionDef, list[cst.Arg]] | None:
         """``backwards = partial(loss_backwards, self.fp16)`` bound before the loop, then
