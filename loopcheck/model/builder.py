@@ -439,13 +439,15 @@ class Builder:
 
     # -- inlining -------------------------------------------------------------------------
     def _same_file_function(self, call: cst.Call, st: _State) -> cst.FunctionDef | None:
-        if len(st.inlining) >= _MAX_INLINE_DEPTH or not st.loop.is_loop and not self._stepping_helper_call(st):
+        if len(st.inlining) >= _MAX_INLINE_DEPTH or not st.loop.is_loop and not st.conds:
             return None  # outside loops a function is modelled as a scope of its own
         name = own_call_name(call)
         if name is None:
             return None
         candidates = [f for f in self.index.functions.get(name, []) if f not in st.inlining]
         if len(candidates) != 1 or candidates[0] not in self.index.eventful:
+            return None
+        if not st.loop.is_loop and not self._stepping_helper_call(st):
             return None
         return candidates[0]
 
