@@ -14,6 +14,7 @@ of an accumulation window a sync condition holds, and where the forward pass of 
 from __future__ import annotations
 
 import enum
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -34,6 +35,7 @@ from loopcheck.model.syntax import (
     walk,
 )
 from loopcheck.model.training import Style, TrainingLoop, micro_count
+from loopcheck.patterns import Pattern
 
 if TYPE_CHECKING:
     from loopcheck.model import FileModel
@@ -47,6 +49,9 @@ FSDP_WRAPPERS = frozenset({"FullyShardedDataParallel", "FSDP", "fully_shard"})
 SYNC_CONTROLS = frozenset({"no_sync", "require_backward_grad_sync", "no_backward_sync",
                            "set_requires_gradient_sync", "skip_gradient_sync", "disable_allreduce"})
 _NO_SYNC_METHODS = frozenset({"no_sync", "no_backward_sync"})
+# Names of flags that say whether the model is distributed at all (`args.local_rank`, `args.distributed`,
+# `world_size > 1`, `n_gpu`): where one is false the model has no sync to skip.
+DISTRIBUTION_FLAG = Pattern(r"sync|distrib|ddp|rank|world|gpu|parallel|multi|dist\b|nproc", re.I)
 
 
 class Micro(enum.Enum):

@@ -52,7 +52,6 @@ With Accelerate, run each micro-batch under `with accelerator.accumulate(model):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -62,6 +61,7 @@ from loopcheck.model.fabric import ddp_setups
 from loopcheck.model.index import Index
 from loopcheck.model.accelerate import prepared_modules
 from loopcheck.model.distributed import (
+    DISTRIBUTION_FLAG,
     DDP_WRAPPERS,
     FSDP_WRAPPERS,
     SYNC_CONTROLS,
@@ -85,7 +85,6 @@ from loopcheck.model.syntax import dotted, last_part, names_in, walk
 from loopcheck.model.training import is_fabric_backward
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.model.variants import dead_in
-from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -441,12 +440,10 @@ def _sync_flags_of(backward: Event, assumptions: dict[str, bool]) -> dict[str, b
     for cond in backward.conds:
         names = names_in(cond.test) if cond.test is not None else set()
         mixed = any(n not in assumptions for n in names)
-        found.update({n: assumptions[n] for n in names if n in assumptions and (mixed or _DISTRIBUTED.search(n))})
+        found.update({n: assumptions[n] for n in names if n in assumptions and (mixed or DISTRIBUTION_FLAG.search(n))})
     return found
 
 
-# Names of flags that say whether the model is distributed (its sync may then not exist).
-_DISTRIBUTED = Pattern(r"sync|distrib|ddp|rank|world|gpu|parallel|multi|dist\b|nproc", re.I)
 
 
 def _wrapper_bypassed(model: FileModel, training: TrainingLoop, wraps: list[cst.Call], backwards: list[Event]) -> bool:

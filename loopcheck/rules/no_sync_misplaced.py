@@ -37,6 +37,7 @@ import libcst as cst
 from loopcheck.model import Assignment, Cond, Event, FileModel, Kind, Style
 from loopcheck.model.accelerate import accelerates_ddp, accumulation_setting
 from loopcheck.model.distributed import (
+    DISTRIBUTION_FLAG,
     DDP_WRAPPERS,
     FSDP_WRAPPERS,
     SYNC_CONTROLS,
@@ -463,10 +464,7 @@ def _unsynced_branch_forward(training: TrainingLoop, backward: Event, found: lis
 def _about_distribution(test: cst.BaseExpression) -> bool:
     """``if args.local_rank != -1:``, ``if args.distributed:``, ``if world_size > 1:``: a branch for a model
     that is not distributed (it has no sync to skip), not a way to train."""
-    return any(word in last_part(name).lower() for name in names_in(test) for word in _DISTRIBUTION_WORDS)
-
-
-_DISTRIBUTION_WORDS = ("rank", "distrib", "world", "ddp", "gpu", "parallel", "sync", "multi", "nproc")
+    return any(DISTRIBUTION_FLAG.search(last_part(name)) for name in names_in(test))
 
 
 def _micro_of_conds(training: TrainingLoop, assignment: Assignment) -> Micro | None:
