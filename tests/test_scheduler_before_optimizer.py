@@ -95,3 +95,41 @@ def test_the_message_says_what_the_early_step_does_to_the_schedule(scheduler: st
               "            optimizer.step()\n")
     messages = [v.message for v in check_source(source, "train.py") if v.code == "LC302"]
     assert messages == [f"`scheduler.step()` runs before `optimizer.step()`: {effect}"]
+
+
+_COSINE_OPTION = """
+import torch
+
+
+def train(model, loader, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+
+
+def main(args, model, loader):
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.learning_rate)
+    if args.cosine:
+        scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, args.epochs)
+    for epoch in range(1, args.epochs + 1):
+        if args.cosine:
+            scheduler.step()
+        else:
+            adjust_learning_rate(epoch, args, optimizer)
+        train(model, loader, optimizer)
+"""
+
+
+def test_the_message_names_the_option_the_early_step_runs_under() -> None:
+    # CMC / GCC's linear evaluation: the cosine schedule (and its early step) only with `--cosine`
+    messages = [v.message for v in check_source(_COSINE_OPTION, "eval.py") if v.code == "LC302"]
+    assert messages == ["`scheduler.step()` runs before `optimizer.step()`: the first value of the schedule is "
+                        "skipped (only when `args.cosine` holds)"]
+    # a test of the scheduler itself names no option
+    itself = _COSINE_OPTION.replace("        if args.cosine:\n            scheduler.step()\n        else:\n"
+                                    "            adjust_learning_rate(epoch, args, optimizer)\n",
+                                    "        if scheduler:\n            scheduler.step()\n")
+    assert itself != _COSINE_OPTION
+    assert [v.message for v in check_source(itself, "eval.py") if v.code == "LC302"] == [
+        "`scheduler.step()` runs before `optimizer.step()`: the first value of the schedule is skipped"]

@@ -10,7 +10,8 @@ A scheduler step under a test of the scheduler alone (`if lr_scheduler is not No
 `not isinstance(lr_scheduler, ReduceLROnPlateau)`) counts as stepped wherever the optimizer steps:
 such a test holds on every iteration or on none. None is where the file binds the scheduler only to
 `None` (directly or through a function of the file that returns it) and builds no scheduler at all:
-the step never runs (an optimizer such as `BertAdam(..., t_total=...)` schedules itself).
+the step never runs (an optimizer such as `BertAdam(..., t_total=...)` schedules itself). A step
+under an option (`if args.cosine: scheduler.step()`) is reported with it: "(only when `args.cosine` holds)".
 
 ## Why is this bad?
 Since PyTorch 1.1 `scheduler.step()` must follow `optimizer.step()`. Stepping it first skips the
@@ -199,7 +200,17 @@ for epoch in range(epochs):
         kinds = {last_part(func_name(call) or "") for call in model.roles.constructors(scheduler.receiver, Role.SCHEDULER)}
         effect = f"every decay comes one {unit} early" if kinds and kinds <= _DECAYS else \
             "the first value of the schedule is skipped"
-        return self.at(scheduler, f"`{scheduler.receiver}.step()` runs before `optimizer.step()`: {effect}", fix)
+        return self.at(scheduler, f"`{scheduler.receiver}.step()` runs before `optimizer.step()`: {effect}"
+                                  f"{_option_gate(scheduler)}", fix)
+
+
+def _option_gate(scheduler: Event) -> str:
+    """`` (only when `args.cosine` holds)``: the options (a name or an attribute, such as a flag
+    that picks the schedule) the scheduler step runs under, where a run may leave them off."""
+    gates = [f"`{dotted(c.test)}` " + ("does not hold" if c.negated else "holds") for c in scheduler.conds
+             if c.test is not None and isinstance(c.test, (cst.Name, cst.Attribute)) and dotted(c.test)
+             and last_part(dotted(c.test) or "") != last_part(scheduler.receiver or "")]
+    return f" (only when {' and '.join(gates)})" if gates else ""
 
 
 # Step decays: stepped first, the k-th decay arrives after k * step_size - 1 periods instead of k * step_size.
