@@ -27,7 +27,7 @@ import libcst as cst
 
 from loopcheck.model import FileModel
 from loopcheck.model.distributed import DDP_WRAPPERS, DP_WRAPPERS, wrap_calls
-from loopcheck.model.syntax import dotted, func_name, int_value, keyword, last_part, method, positional, walk
+from loopcheck.model.syntax import dotted, func_name, int_value, keyword, last_part, lines, method, positional, walk
 from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
 
@@ -184,10 +184,10 @@ def _evaluation_values(model: FileModel) -> set[int]:
         if name is None or not _TRAINING_FLAG.match(last_part(name)):
             continue
         block = node.body if negated else (node.orelse.body if isinstance(node.orelse, cst.Else) else None)
-        if not isinstance(block, cst.IndentedBlock):
+        if block is None:
             continue
-        for stmt in block.body:
-            for small in (stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()):
+        for stmt in lines(block):
+            for small in (stmt.body if type(stmt) in (cst.SimpleStatementLine, cst.SimpleStatementSuite) else ()):
                 if isinstance(small, cst.Assign) and any(
                         isinstance(t.target, cst.Name) and t.target.value in _BATCH_NAMES for t in small.targets):
                     found.add(id(small.value))
