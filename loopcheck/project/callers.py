@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopcheck.patterns import Pattern
-from loopcheck.project.flow import bound_once
+from loopcheck.project.flow import bound_once, bound_targets
 from loopcheck.project.index import real_path
 from loopcheck.project.schedules import RESUME, SCHEDULE, SCHEDULE_TEXT, _constructed, _written, as_called, own_factory
 from loopcheck.project.walk import last_name, own_nodes, walk
@@ -316,9 +316,7 @@ def _bindings(nodes: list[ast.AST], name: str) -> list[tuple[ast.Call, int | Non
     branch; None where one binds it otherwise (a loop, ``+=``, a value that is not a call)."""
     found: list[tuple[ast.Call, int | None]] = []
     for sub in nodes:
-        targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] if isinstance(
-            sub, (ast.AugAssign, ast.AnnAssign, ast.For, ast.comprehension)) else []
-        for target in targets:
+        for target in bound_targets(sub):
             if not any(isinstance(n, ast.Name) and n.id == name for n in walk(target)):
                 continue
             if not isinstance(sub, ast.Assign) or not isinstance(sub.value, ast.Call) or len(sub.targets) != 1:

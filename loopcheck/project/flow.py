@@ -86,13 +86,19 @@ def _blocked(node: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST])
                for sub in nodes)
 
 
+def bound_targets(node: ast.AST) -> list[ast.expr]:
+    """The targets ``node`` binds names in: an assignment's (``=``, ``+=``, annotated), a ``for``'s,
+    a comprehension's; [] for any other node."""
+    if isinstance(node, ast.Assign):
+        return node.targets
+    return [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.comprehension)) else []
+
+
 def bound_once(nodes: list[ast.AST]) -> dict[str, ast.expr | None]:
     """Local name -> its value where it is assigned exactly once by ``name = value`` (else None)."""
     bound: dict[str, ast.expr | None] = {}
     for sub in nodes:
-        targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] if isinstance(
-            sub, (ast.AugAssign, ast.AnnAssign, ast.For, ast.comprehension)) else []
-        for target in targets:
+        for target in bound_targets(sub):
             for name in walk(target):
                 if isinstance(name, ast.Name):
                     single = isinstance(sub, ast.Assign) and target is name and name.id not in bound

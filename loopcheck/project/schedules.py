@@ -23,7 +23,7 @@ from collections.abc import Collection, Mapping
 from functools import lru_cache
 
 from loopcheck.patterns import Pattern
-from loopcheck.project.flow import bound_once
+from loopcheck.project.flow import bound_once, bound_targets
 from loopcheck.project.walk import last_name, own_nodes, walk
 
 # Constructors of a learning-rate schedule, by the last part of the name called
@@ -101,9 +101,7 @@ def _branch_values(nodes: list[ast.AST], assigned: Mapping[str, ast.expr | None]
             if name in assigned and assigned[name] is None and name not in index:
                 values.setdefault(name, []).append(sub.value)
     for sub in nodes:  # bound any other way too (`+=`, a tuple, a loop): not read
-        targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] if isinstance(
-            sub, (ast.AugAssign, ast.AnnAssign, ast.For, ast.comprehension)) else []
-        for target in targets:
+        for target in bound_targets(sub):
             if not (isinstance(sub, ast.Assign) and isinstance(target, ast.Name)):
                 for name in walk(target):
                     if isinstance(name, ast.Name):
