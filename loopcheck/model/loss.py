@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 
 import libcst as cst
 
@@ -33,15 +33,21 @@ _DIV_METHODS = ("div", "div_", "true_divide", "divide")
 _MUL_METHODS = ("mul", "mul_", "multiply")
 
 
-def loss_scaling(expr: cst.BaseExpression, loop: Loop, order: int, known_functions: Collection[str],
-                 accumulation_names: set[str], depth: int = 0) -> Scaling:
-    return _Reader(loop, known_functions, accumulation_names).scaling(expr, order, depth)
+def loss_scaling(expr: cst.BaseExpression, loop: Loop, order: int,
+                 known_functions: Mapping[str, list[cst.FunctionDef]], accumulation_names: set[str],
+                 depth: int = 0, through_forward_helpers: bool = False) -> Scaling:
+    """How ``expr`` is scaled; ``known_functions`` are the file's functions by name (a helper may
+    normalise inside). With ``through_forward_helpers``, a helper that only runs the model and returns
+    its outputs is read as the model's own (unscaled) outputs."""
+    return _Reader(loop, known_functions, accumulation_names, through_forward_helpers).scaling(expr, order, depth)
 
 
 class _Reader:
-    def __init__(self, loop: Loop, known_functions: Collection[str], accumulation_names: set[str]) -> None:
+    def __init__(self, loop: Loop, known_functions: Mapping[str, list[cst.FunctionDef]], accumulation_names: set[str],
+                 through_forward_helpers: bool) -> None:
         self.loop = loop
         self.known_functions = known_functions
+        self.through_forward_helpers = through_forward_helpers
         self.accumulation_names = accumulation_names
         # `k += 1` in the loop: a running count of micro-batches (or steps)
         self.counters = {n for a in loop.assignments if a.op == "AddAssign" and int_value(a.value) == 1
@@ -114,7 +120,7 @@ class _Reader:
             if dotted(called[0]) is not None or isinstance(called[0], (cst.Subscript, cst.Attribute, cst.Call)):
                 return self.scaling(called[0], order, depth + 1)
         name = func_name(expr) or ""
-        if name in self.known_functions and _forwards_only(self.known_functions, name) and not any(
+        if self.through_forward_helpers and _forwards_only(self.known_functions.get(name, [])) and not any(
                 n in self.accumulation_names or n.split(".")[-1] in self.accumulation_names
                 for arg in expr.args for n in names_in(arg.value)):
             return Scaling.RAW  # `outputs = forward_step(cfg, model, batch)`: the model's own outputs
@@ -143,7 +149,7 @@ class _Reader:
 _CRITERION = Pattern(r"^(criterion|loss|loss_fn|loss_func|loss_function|lossfn)$|_criterion$|^criterion_", re.I)
 
 
-def _criterion_attribute(name: str, known_functions: Collection[str]) -> bool:
+def _criterion_attribute(name: str, known_functions: Mapping[str, list[cst.FunctionDef]]) -> bool:
     """``self.criterion(...)`` where ``criterion`` is no function of this file: a loss module held by
     the object, which computes one micro-batch's loss and is not told N (a method of the class, which
     may normalise, is a function of the file or of a base class, and is not named so)."""
@@ -151,11 +157,10 @@ def _criterion_attribute(name: str, known_functions: Collection[str]) -> bool:
     return len(parts) == 2 and parts[1] not in known_functions and bool(_CRITERION.search(parts[1]))
 
 
-def _forwards_only(functions: Collection[str] | Mapping[str, list[cst.FunctionDef]], name: str) -> bool:
-    """``name`` is the file's one function of that name, and it only hands back what calling one of its
-    parameters (the model) computed: ``outputs = model(batch); return outputs``, with no arithmetic
-    anywhere in it that could normalise (ClipBERT's ``forward_step(cfg, model, batch)``)."""
-    found = functions.get(name, []) if type(functions) is dict else []
+def _forwards_only(found: list[cst.FunctionDef]) -> bool:
+    """``found`` is one function of the file (the only one of its name), and it only hands back what
+    calling one of its parameters (the model) computed: ``outputs = model(batch); return outputs``, with
+    no arithmetic anywhere in it that could normalise (ClipBERT's ``forward_step(cfg, model, batch)``)."""
     if len(found) != 1:
         return False
     fn = found[0]

@@ -70,7 +70,7 @@ for epoch in range(epochs):
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
-        helpers = set(model.index.functions)
+        helpers = model.index.functions
         for training in model.training_loops:
             if training.style is Style.STEP_OUTSIDE:
                 backward = training.backwards[0]

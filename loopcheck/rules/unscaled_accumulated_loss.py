@@ -243,7 +243,7 @@ for step, batch in enumerate(train_dataloader):
                                                  or training.loop.node):
                     continue
                 scaling = loss_scaling(backward.loss, backward.loop, backward.order, helpers,  # type: ignore[arg-type]
-                                       accumulation_names)
+                                       accumulation_names, through_forward_helpers=True)
                 count = f"`{source(n)}`" if n is not None else "N"
                 if scaling is Scaling.RUNNING:
                     yield self.at(backward, "the loss is divided by a running count of micro-batches, so the k-th "
