@@ -21,6 +21,7 @@ from loopcheck.model.from_ast import conjunction
 from loopcheck.model.guards import unwrap_iterable
 from loopcheck.model.index import Index
 from loopcheck.model.iterators import first_batch_of, iterated, taken_from
+from loopcheck.model.predicates import predicate_value
 from loopcheck.model.roles import Role
 from loopcheck.model.syntax import (
     calls,
@@ -151,8 +152,10 @@ class Builder:
 
     def _if(self, node: cst.If, st: _State, owner: cst.If) -> None:
         self._calls_in([node.test], node, st)
-        self._block(lines(node.body), replace(st, conds=st.conds + (Cond(node.test, False, owner, "body"),)), node)
-        negated = st.conds + (Cond(node.test, True, owner, "orelse"),)
+        reads = predicate_value(node.test, self.index.functions) if type(node.test) is cst.Call else None
+        self._block(lines(node.body), replace(st, conds=st.conds + (Cond(node.test, False, owner, "body", reads),)),
+                    node)
+        negated = st.conds + (Cond(node.test, True, owner, "orelse", reads),)
         if isinstance(node.orelse, cst.If):
             self._if(node.orelse, replace(st, conds=negated), owner)
         elif isinstance(node.orelse, cst.Else):

@@ -48,6 +48,9 @@ class Cond:
     negated: bool
     owner: cst.CSTNode  # the If/Try node: two events in different branches of one owner never both run
     branch: str
+    # What the test means where it calls a predicate of the file (``if should_step(i, n):``): the
+    # expression that predicate returns for these arguments (loopcheck.model.predicates)
+    reads: cst.BaseExpression | None = None
 
 
 @dataclass(frozen=True)

@@ -313,9 +313,18 @@ class GuardReader:
     def guard(self, conds: tuple[Cond, ...], order: int | None = None) -> Guard:
         result = ALWAYS
         for cond in conds:
-            atom = self.atom(cond.test, cond.negated, order, 0) if cond.test is not None else _UNKNOWN
+            if cond.reads is not None:
+                atom = self._predicate(cond, order)
+            else:
+                atom = self.atom(cond.test, cond.negated, order, 0) if cond.test is not None else _UNKNOWN
             result = both(result, atom)
         return ALWAYS if result.kind is GuardKind.INVARIANT else result
+
+    def _predicate(self, cond: Cond, order: int | None) -> Guard:
+        """``if should_step(i, n):`` read as what the predicate returns; the call stays the guard's
+        test (what findings point at, and what no fix rewrites as if it were the expression)."""
+        guard = self.atom(cond.reads, cond.negated, order, 0)  # type: ignore[arg-type]
+        return replace(guard, test=cond.test) if guard.test is not None else guard
 
     def atom(self, test: cst.BaseExpression, negated: bool, order: int | None, depth: int) -> Guard:
         guard = self._positive(test, order, depth)

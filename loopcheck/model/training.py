@@ -11,6 +11,7 @@ import libcst as cst
 
 from loopcheck.model.events import Cond, Event, Framework, Kind, Loop
 from loopcheck.model.guards import Guard, GuardKind, GuardReader, either
+from loopcheck.model.iterators import iterated, taken_from
 from loopcheck.model.syntax import dotted, func_name, last_part, method, names_in, positional
 from loopcheck.patterns import Pattern
 
@@ -245,6 +246,35 @@ def _fed_afresh(parent: Loop, loop: Loop, step: Event) -> bool:
     zeros = [z.order for z in parent.events(Kind.ZERO_GRAD) if loop.order < z.order < step.order and on_path(z)
              and (z.target != "optimizer" or z.receiver == stepped)]
     return bool(zeros) and any(min(zeros) < b.order < step.order and on_path(b) for b in parent.events(Kind.BACKWARD))
+
+
+def draws_batches(loop: Loop) -> bool:
+    """Each micro-step of ``loop`` takes a new batch from an iterator over the data (``inputs, labels =
+    next(dataloader_iter)`` with ``dataloader_iter = iter(train_dataloader)``): its micro-steps are
+    micro-batches of the loader, not pieces of the outer loop's batch, whatever that outer loop
+    counts (``for i in range(len(train_dataloader) // N):`` counts windows)."""
+    for assignment in loop.assignments:
+        taken = taken_from(assignment.value) if assignment.op == "=" and type(assignment.value) is cst.Call else None
+        if taken is not None and _iterates_data(taken, loop):
+            return True
+    return False
+
+
+def _iterates_data(iterator: cst.BaseExpression, loop: Loop) -> bool:
+    """``iterator`` goes over a loader: by its name (``data_iter``, ``self.dataloader``), or bound to
+    ``iter(<loader>)`` in a loop around ``loop`` (or the function holding them)."""
+    if is_data_iterable(iterator):
+        return True
+    name = dotted(iterator)
+    scope = loop.parent
+    while name is not None and scope is not None:
+        for assignment in scope.assignments:
+            if assignment.op == "=" and name in assignment.names and assignment.names == (name,):
+                over = iterated(assignment.value)
+                if over is not None and is_data_iterable(over):
+                    return True
+        scope = scope.parent
+    return False
 
 
 def micro_count(loop: Loop) -> cst.BaseExpression | None:

@@ -197,7 +197,10 @@ for epoch in range(epochs):
             if guard.phase is Phase.BOUNDARY and target is not None and target.op == "for" \
                     and guard.index in target.names:
                 last = _last_batch_test(target.value, guard.index, enumerate_start(target, guard.index))
-            fix = _also_last(training, guard, last) if last and not window.spans_epochs else None
+            # a test calling a predicate of the file (`if should_step(i):`) is fixed in the predicate,
+            # which other callers may share: no fix
+            called = any(c.test is guard.test and c.reads is not None for c in step.conds)
+            fix = _also_last(training, guard, last) if last and not window.spans_epochs and not called else None
             # advice only: a step counter other than the loop's index still steps on the loop's last batch
             hint = last or (_last_batch_test(target.value, target.names[0], enumerate_start(target, target.names[0]),
                                              through_log_every=True)

@@ -60,7 +60,7 @@ from loopcheck.model.accelerate import accelerator_calls, accumulation_setting
 from loopcheck.model.loss import Scaling, loss_scaling
 from loopcheck.model.syntax import (calls, dotted, func_name, int_value, is_zero, keyword, last_part, method,
                                     names_in, positional, same, source, walk)
-from loopcheck.model.training import is_data_loop, is_fabric_backward, is_manual_backward
+from loopcheck.model.training import draws_batches, is_data_loop, is_fabric_backward, is_manual_backward
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.rules._base import Rule, Violation
 
@@ -215,7 +215,8 @@ for step, batch in enumerate(train_dataloader):
         for training in model.training_loops:
             if training.style not in (Style.GUARDED, Style.MICRO_LOOP):
                 continue
-            if training.style is Style.MICRO_LOOP and is_data_loop(training.step_loop):
+            if training.style is Style.MICRO_LOOP and is_data_loop(training.step_loop) \
+                    and not draws_batches(training.loop):
                 # the micro-steps split or replay the loader's batch (flair's chunks of one batch with
                 # summed losses, open_clip's GradCache): whether the sum is right depends on the loss
                 continue
