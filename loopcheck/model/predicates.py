@@ -88,7 +88,7 @@ def _only_raises(body: cst.BaseSuite) -> bool:
 
 def _bound_parameters(params: cst.Parameters, call: cst.Call) -> dict[str, cst.BaseExpression] | None:
     """Parameter name -> the argument (or default) it takes in ``call``; None where that is not plain."""
-    if params.posonly_params or params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or params.star_kwarg:
+    if params.posonly_params or type(params.star_arg) is cst.Param or params.star_kwarg:  # `*args`, `**kw`
         return None
     ordered = list(params.params)
     by_name = {p.name.value: p for p in (*ordered, *params.kwonly_params)}

@@ -9,7 +9,9 @@ next epoch's first micro-batch (its wrong phase is LC106's finding). An exit at 
 batch loop that can end a pass early (`if step >= steps_per_epoch: break`) may leave no window
 partial; one on a counter that no pass restarts, restating the run's bound (`while step <= total:`
 around `if step > total: break`), ends only the last pass, so every other pass still leaves its tail. A short run for debugging
-(`if args.debug and step > 5: break`) is no real pass's end.
+(`if args.debug and step > 5: break`) is no real pass's end. A step condition written as a
+predicate of the file (`def should_step(i, n): return (i + 1) % n == 0`, then `if should_step(i, n):`)
+is read as the expression it returns for the call's arguments.
 
 ## Why is this bad?
 When the number of batches is not a multiple of N, the gradients of the last few batches of
@@ -22,7 +24,8 @@ Also step on the last batch: `if (i + 1) % N == 0 or (i + 1) == len(loader):`. A
 narrows instead: `if (i + 1) % N != 0 and (i + 1) != len(loader): continue`. `--fix` extends every
 test of the loop that means the window boundary (`update_grad=...`, the zeroing, a `no_sync()`
 branch), so they keep pairing. Or step the leftover window after the loop. No fix is offered for a
-counter that runs on across epochs.
+counter that runs on across epochs, nor for a condition that calls a predicate of the file (the
+last-batch test belongs in the predicate, which other callers may share).
 """
 
 from __future__ import annotations

@@ -14,7 +14,9 @@ a manual fp16 loss scale (`loss * 2 ** lg_loss_scale`) is undone before the step
 nothing. Dividing by a running count (`k += 1; loss / k`) weighs the k-th micro-batch of a window
 1/k: the first micro-batch counts as much as all the others together. Inner loops that split or
 replay the loader's own batch (chunks of one batch, GradCache-style re-forwarding) are left alone:
-whether their sum is right depends on the loss's reduction. Dividing the gradients instead of the
+whether their sum is right depends on the loss's reduction. Micro-steps that each take a new batch
+from an iterator over the loader (`for i in range(len(loader) // N):` around `for _ in range(N):
+x, y = next(loader_iter)`) are micro-batches of the loader, not pieces of one batch. Dividing the gradients instead of the
 loss before the step (`for p in model.parameters(): p.grad /= N`) is the same normalisation.
 A loop whose gradients are zeroed after it, before a backward of its own feeds the step (MAML's
 per-task backward passes, then `optimiser.zero_grad(); meta_loss.backward(); optimiser.step()`), is
