@@ -115,3 +115,26 @@ def train(model, loader, optimizer, accum, epochs):
 ])
 def test_micro_steps_drawing_from_the_loader_are_micro_batches(iterator: str, source_: str, flagged: bool) -> None:
     assert _codes(_MICRO.format(iterator=iterator, source=source_)) == (["LC102"] if flagged else [])
+
+
+def test_negated_predicate_before_continue_is_read() -> None:
+    source_text = """
+import torch
+
+
+def should_step(i, n):
+    return (i + 1) % n == 0
+
+
+def train(model, loader, optimizer, accum, epochs):
+    for epoch in range(epochs):
+        for i, (x, y) in enumerate(loader):
+            loss = model(x, y) / accum
+            loss.backward()
+            if not should_step(i, accum):
+                continue
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+    findings = check_text(source_text, "train.py", resolve())
+    assert [(f.code, f.fix_message) for f in findings] == [("LC105", None)]

@@ -21,7 +21,7 @@ from loopcheck.model.from_ast import conjunction
 from loopcheck.model.guards import unwrap_iterable
 from loopcheck.model.index import Index
 from loopcheck.model.iterators import first_batch_of, iterated, taken_from
-from loopcheck.model.predicates import predicate_value
+from loopcheck.model.predicates import predicate_test
 from loopcheck.model.roles import Role
 from loopcheck.model.syntax import (
     calls,
@@ -49,6 +49,7 @@ _MAX_INLINE_DEPTH = 4
 # calls that take an optimizer and never clear its gradients
 _LEAVES_GRADIENTS = {"hasattr", "getattr", "isinstance", "vars", "str", "repr", "print", "len", "id", "type",
                      "amp.scale_loss", "amp.master_params", "apex.amp.scale_loss", "apex.amp.master_params"}
+_PREDICATE_TESTS = (cst.Call, cst.UnaryOperation)  # `if should_step(i):`, `if not should_step(i):`
 _EMA_UPDATE = Pattern(r"^(update_ema|ema_update|update_ema_model|ema_step|step_ema)$", re.I)
 
 
@@ -118,7 +119,8 @@ class Builder:
                 # last accumulation window short).
                 st.loop.skips.append(stmt)
             else:
-                conds = conds + (Cond(exit_test, True, stmt, "after-exit"),)
+                reads = predicate_test(exit_test, self.index.functions) if type(exit_test) in _PREDICATE_TESTS else None
+                conds = conds + (Cond(exit_test, True, stmt, "after-exit", reads),)
 
     def _statement(self, stmt: cst.CSTNode, st: _State) -> None:
         kind = type(stmt)  # exact types: libcst's classes are ABCs, and isinstance() on them is slow
@@ -152,7 +154,7 @@ class Builder:
 
     def _if(self, node: cst.If, st: _State, owner: cst.If) -> None:
         self._calls_in([node.test], node, st)
-        reads = predicate_value(node.test, self.index.functions) if type(node.test) is cst.Call else None
+        reads = predicate_test(node.test, self.index.functions) if type(node.test) in _PREDICATE_TESTS else None
         self._block(lines(node.body), replace(st, conds=st.conds + (Cond(node.test, False, owner, "body", reads),)),
                     node)
         negated = st.conds + (Cond(node.test, True, owner, "orelse", reads),)

@@ -26,6 +26,23 @@ from loopcheck.model.syntax import last_small
 _SCOPES = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.NamedExpr)
 
 
+def predicate_test(test: cst.BaseExpression, functions: Mapping[str, list[cst.FunctionDef]]
+                   ) -> cst.BaseExpression | None:
+    """What an ``if`` test means when it calls such a predicate, negated or not (``if not
+    should_step(i, n): continue``); None for any other test."""
+    kind = type(test)
+    if kind is cst.Call:
+        return predicate_value(test, functions)
+    if kind is cst.UnaryOperation and type(test.operator) is cst.Not and type(test.expression) is cst.Call:
+        value = predicate_value(test.expression, functions)
+        if value is None:
+            return None
+        negated = copy.copy(test)
+        object.__setattr__(negated, "expression", value)
+        return negated
+    return None
+
+
 def predicate_value(call: cst.BaseExpression, functions: Mapping[str, list[cst.FunctionDef]]
                     ) -> cst.BaseExpression | None:
     """What ``call`` returns when it calls a one-expression predicate of the file, its parameters
