@@ -138,3 +138,43 @@ def train(model, loader, optimizer, accum, epochs):
 """
     findings = check_text(source_text, "train.py", resolve())
     assert [(f.code, f.fix_message) for f in findings] == [("LC105", None)]
+
+
+
+_SHARES = """
+import torch
+
+
+def update(actor, dataloader, optimizer, optimizer_step_times):
+    dataiter = iter(dataloader)
+    for step in range(optimizer_step_times):
+        for _iter in range(len(dataloader) // optimizer_step_times):
+            trajectory = next(dataiter)
+            loss = actor(trajectory).mean()
+            loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+_EPOCHS = """
+import torch
+
+
+def train(model, loader, optimizer, epochs):
+    for epoch in range(epochs):
+        it = iter(loader)
+        for i in range(len(loader)):
+            x, y = next(it)
+            loss = model(x, y)
+            loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+
+def test_steps_over_shares_of_one_pass_are_no_epoch_step() -> None:
+    assert "LC108" not in _codes(_SHARES)
+
+
+def test_a_whole_pass_drawn_by_next_before_the_step_is_one_step_per_epoch() -> None:
+    assert _codes(_EPOCHS) == ["LC108"]

@@ -9,7 +9,9 @@ learning rate tuned for one batch): training is hundreds of times slower and the
 enormous. A single backward after the loop back-propagates only the last batch's loss; every
 other batch's forward pass was wasted. An explicit full-batch intent (the loss divided by the
 number of batches) is not flagged, nor is a loop over several loaders that draws one batch from
-each (`for dl in loaders: batch = next(dl)`): the step after it ends one round of micro-batches.
+each (`for dl in loaders: batch = next(dl)`): the step after it ends one round of micro-batches. Nor
+is a loop that takes the next K-th of one pass over the loader (`for step in range(K):` around `for _
+in range(len(loader) // K): batch = next(it)`, `it` made before both): K steps per pass.
 
 ## Fix
 Indent `optimizer.step()` (and `zero_grad()`) into the batch loop, or move `backward()` there.
@@ -23,8 +25,9 @@ import libcst as cst
 
 from loopcheck.model import FileModel, Kind, Loop, Style
 from loopcheck.model.loss import Scaling, loss_scaling
-from loopcheck.model.syntax import calls, dotted, func_name, target_names
-from loopcheck.model.training import is_data_iterable
+from loopcheck.model.iterators import taken_from
+from loopcheck.model.syntax import calls, dotted, func_name, positional, same, target_names
+from loopcheck.model.training import draws_batches, is_data_iterable
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -79,6 +82,8 @@ for epoch in range(epochs):
                     continue  # divided by the number of batches: a deliberate full-batch step
                 if _draws_from_each(training.loop):
                     continue  # one batch from each of several loaders, then one step: not an epoch
+                if _share_of_a_pass(training.loop):
+                    continue  # K steps per pass, each after len(loader) // K micro-batches: not an epoch
                 step = training.steps[0]
                 yield self.at(step, f"`{step.receiver}` steps once after the data loop while backward runs for "
                                     "every batch: one update per epoch from the summed gradients of all batches")
@@ -92,6 +97,32 @@ for epoch in range(epochs):
                     last.in_loop.iter):
                 yield self.at(backward, f"`{name}` is overwritten on every batch of the loop above and "
                                         "back-propagated once after it: only the last batch trains the model")
+
+
+def _share_of_a_pass(loop: Loop) -> bool:
+    """``for step in range(K): for _ in range(len(loader) // K): batch = next(it)`` with ``it`` made
+    before the outer loop (PPO's actor update, ``optimizer_step_times`` steps over one rollout): each
+    outer iteration takes the next K-th of one pass over the loader, so the step after the inner
+    loop ends a window of ``len(loader) // K`` micro-batches, not an epoch."""
+    parent = loop.parent
+    if parent is None or not parent.is_loop or not draws_batches(loop):
+        return False
+    share, count = _range_bound(loop.iter), _range_bound(parent.iter)
+    if not (isinstance(share, cst.BinaryOperation) and isinstance(share.operator, cst.FloorDivide)
+            and isinstance(share.left, cst.Call) and func_name(share.left) == "len" and count is not None
+            and same(share.right, count)):
+        return False
+    drawn = {dotted(taken_from(a.value)) for a in loop.assignments
+             if a.op == "=" and type(a.value) is cst.Call and taken_from(a.value) is not None}
+    return not any(drawn & set(a.names) for a in parent.assignments)  # not a new iterator per share
+
+
+def _range_bound(iterable: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    """``n`` of ``range(n)``."""
+    if not (isinstance(iterable, cst.Call) and func_name(iterable) == "range"):
+        return None
+    args = positional(iterable)
+    return args[0] if len(args) == 1 else None
 
 
 def _draws_from_each(loop: Loop) -> bool:
