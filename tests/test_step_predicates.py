@@ -178,3 +178,35 @@ def test_steps_over_shares_of_one_pass_are_no_epoch_step() -> None:
 
 def test_a_whole_pass_drawn_by_next_before_the_step_is_one_step_per_epoch() -> None:
     assert _codes(_EPOCHS) == ["LC108"]
+
+
+_BODIES = [
+    "loss = model(x, y) / accum\n            loss.backward()\n            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)",
+    "loss = model(x, y)\n            loss.backward()\n            optimizer.zero_grad()",
+    "loss = model(x, y) / accum\n            loss.backward()\n            scheduler.step()",
+]
+_WRITTEN = """
+import torch
+
+
+def should_step(i, n, total):
+    return (i + 1) % n == 0{flush}
+
+
+def train(model, loader, optimizer, scheduler, accum, epochs):
+    for epoch in range(epochs):
+        for i, (x, y) in enumerate(loader):
+            {body}
+            if {test}:
+                optimizer.step()
+                optimizer.zero_grad()
+"""
+
+
+@pytest.mark.parametrize("body", _BODIES)
+@pytest.mark.parametrize("flush", ["", " or i + 1 == total"])
+def test_a_predicate_reads_as_the_condition_written_out(body: str, flush: str) -> None:
+    called = _WRITTEN.format(flush=flush, body=body, test="should_step(i, accum, len(loader))")
+    written = _WRITTEN.format(flush=flush, body=body, test="(i + 1) % accum == 0" + flush.replace("total", "len(loader)"))
+    findings = {(f.line, f.code) for f in check_text(called, "train.py", resolve())}
+    assert findings == {(f.line, f.code) for f in check_text(written, "train.py", resolve())}
