@@ -15,6 +15,7 @@ from __future__ import annotations
 import libcst as cst
 
 from loopcheck.model import FileModel
+from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.model.guards import at_most_one
 from loopcheck.model.syntax import dotted, int_value, last_part
 from loopcheck.model.training import Style, TrainingLoop
@@ -41,7 +42,7 @@ def condition(model: FileModel, code: str, node: cst.CSTNode) -> str | None:
     setting = settings.pop()
     if setting is None:
         return None
-    default = _default(model, last_part(setting))
+    default = _default(model, _setting_name(setting))
     if default is None:
         return f" (only when `{setting}` > 1)"
     return f" (only when `{setting}` > 1; its default is {default})" if default in (0, 1) else None
@@ -81,11 +82,13 @@ def _setting(model: FileModel, training: TrainingLoop) -> str | None:
     """The configuration value the variant's step condition counts to (``args.accum_iter``, or the
     attribute every assignment of a local name binds: ``accum_iter = args.accum_iter``), None where the
     variant does not step under such a condition."""
+    if training.style is Style.ACCELERATE:
+        return _accelerate_setting(model)
     if training.style is not Style.GUARDED or training.modulus is None:
         return None
     name = dotted(training.modulus)
     if name is None:
-        return None
+        return _keyed(model, training.modulus)
     if "." in name:
         return name
     bound = {dotted(v) if isinstance(v, cst.Attribute) else None for v in model.index.values.get(name, [])}
@@ -93,6 +96,50 @@ def _setting(model: FileModel, training: TrainingLoop) -> str | None:
         return bound.pop()
     # a plain name is a setting where the file gives it a default (a parameter, an option)
     return name if _defaults(model, name) else None
+
+
+def _accelerate_setting(model: FileModel) -> str | None:
+    """The option handed to ``Accelerator(gradient_accumulation_steps=args.accum)``: inside
+    ``accumulate()`` the prepared optimizer steps every that many micro-batches."""
+    found = accumulation_setting(model)
+    if found is None or found[0].keyword is None:
+        return None
+    name = dotted(found[0].value)
+    return name if name is not None and "." in name else None
+
+
+def _keyed(model: FileModel, modulus: cst.BaseExpression) -> str | None:
+    """``cfg['accumulate_grad_batches']``: a configuration value read by its key (a YAML config, the
+    dict of ``vars(args)``), unless the file binds it to a literal (``cfg = {"accum": 4}``)."""
+    key = _key(modulus)
+    if key is None or not isinstance(modulus, cst.Subscript):
+        return None
+    base = dotted(modulus.value)
+    if base is None:
+        return None
+    for value in model.index.values.get(last_part(base), []):
+        if isinstance(value, cst.Dict) and any(
+                isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+                and e.key.evaluated_value == key and int_value(e.value) is not None for e in value.elements):
+            return None
+    return f"{base}[{modulus.slice[0].slice.value.value}]"  # type: ignore[attr-defined]
+
+
+def _key(modulus: cst.BaseExpression) -> str | None:
+    if not isinstance(modulus, cst.Subscript) or len(modulus.slice) != 1:
+        return None
+    index = modulus.slice[0].slice
+    if not isinstance(index, cst.Index) or not isinstance(index.value, cst.SimpleString):
+        return None
+    key = index.value.evaluated_value
+    return key if isinstance(key, str) else None
+
+
+def _setting_name(setting: str) -> str:
+    """The name a setting's default is given under: ``accum`` for ``args.accum`` and ``cfg['accum']``."""
+    if setting.endswith("]") and "[" in setting:
+        return setting[setting.index("[") + 2:-2]
+    return last_part(setting)
 
 
 def _default(model: FileModel, name: str) -> int | None:

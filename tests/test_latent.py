@@ -91,3 +91,56 @@ for step, batch in enumerate(loader):
 """
     found = [f for f in check_source(source) if f.code == "LC103"]
     assert found and "only when" not in found[0].message
+
+
+def test_a_config_value_read_by_its_key_is_named():
+    # a YAML config's tuning section (HyenaDNA's soft-prompting eval): the count is read by its key
+    source = _HEAD + "cfg_tuning = yaml.safe_load(open(path))['tuning']\n" + _LOOP.format(
+        n="cfg_tuning['accumulate_grad_batches']")
+    assert _clip_message(source) == _CLIP + " (only when `cfg_tuning['accumulate_grad_batches']` > 1)"
+
+
+def test_a_key_of_an_argparse_dict_takes_the_option_default():
+    source = _HEAD + """parser = argparse.ArgumentParser()
+parser.add_argument("--accum", type=int, default=1)
+args = vars(parser.parse_args())
+""" + _LOOP.format(n='args["accum"]')
+    assert _clip_message(source) == _CLIP + ' (only when `args["accum"]` > 1; its default is 1)'
+
+
+def test_a_key_the_file_binds_to_a_literal_adds_nothing():
+    source = _HEAD + "cfg = {'accum': 4}\n" + _LOOP.format(n="cfg['accum']")
+    assert _clip_message(source) == _CLIP
+
+
+_ACCELERATE = """import argparse
+import torch
+from accelerate import Accelerator
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--gradient_accumulation_steps", type=int, default={default})
+args = parser.parse_args()
+accelerator = Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps)
+model = torch.nn.Linear(2, 2)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for batch in loader:
+    with accelerator.accumulate(model):
+        loss = model(batch).sum()
+        accelerator.backward(loss)
+        optimizer.step()
+        model.zero_grad()
+        optimizer.zero_grad()
+"""
+
+
+def test_accelerate_accumulation_option_is_named():
+    # `model.zero_grad()` inside accumulate() is not gated by Accelerate, but only matters at N > 1
+    found = [f for f in check_source(_ACCELERATE.format(default=1)) if f.code == "LC101"]
+    assert len(found) == 1
+    assert found[0].message.endswith(" (only when `args.gradient_accumulation_steps` > 1; its default is 1)")
+
+
+def test_accelerate_accumulation_by_default_adds_nothing():
+    found = [f for f in check_source(_ACCELERATE.format(default=4)) if f.code == "LC101"]
+    assert len(found) == 1 and found[0].message.endswith("N-1 of N backward passes are thrown away")

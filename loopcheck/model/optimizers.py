@@ -83,6 +83,19 @@ class Zeroing:
         return None
 
 
+    def partial(self, zero: Event, step: Event) -> bool:
+        """``model.codebook.zero_grad()`` where ``step``'s optimizer is built over all of ``model``: one
+        part's gradients cleared on purpose (VQ-VAE trains its codebook by the VQ loss alone, data2vec's
+        EMA teacher takes no gradient step); the rest keep theirs."""
+        from loopcheck.model.memory import module_name
+
+        if zero.target != "model" or not zero.receiver or not step.optimizer:
+            return False
+        module = module_name(zero.receiver)
+        if module.endswith(".module"):
+            return False  # `model.module`: the whole model inside its DDP wrapper
+        return any(module.startswith(owner + ".") for owner in self.owners.get(last_part(step.optimizer), ()))
+
     def as_called(self, zero: Event) -> Event:
         """A zeroing in a same-file helper on one of its parameters (``def reset_grad(opt): opt.zero_grad()``),
         as its caller wrote it (``reset_grad(optimizer_d)``): the receiver is the argument the call bound."""

@@ -35,7 +35,7 @@ from loopcheck.latent import setting_note
 from loopcheck.model import Event, FileModel, Framework, GuardKind, Kind, Loop, Style, TrainingLoop
 from loopcheck.model.guards import Guard
 from loopcheck.model.discarded import result_discarded
-from loopcheck.model.syntax import own_call_name, source, walk
+from loopcheck.model.syntax import children, exit_statement, func_name, last_part, lines, own_call_name, source, walk
 from loopcheck.model.optimizers import Zeroing
 from loopcheck.rules._base import Rule, Violation
 
@@ -82,6 +82,78 @@ def _periodic_only(training: TrainingLoop, step: Event, clearing: list[Event]) -
         guards.append(guard)
     same = all(source(g.test) == source(guards[0].test) for g in guards)  # type: ignore[arg-type]
     return guards[0] if same else None
+
+
+def _path_to(node: cst.CSTNode, target: cst.CSTNode) -> list[cst.CSTNode] | None:
+    """The nodes from ``node`` down to ``target`` (both included), not into nested functions."""
+    if node is target:
+        return [node]
+    for child in children(node):
+        if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        path = _path_to(child, target)
+        if path is not None:
+            return [node, *path]
+    return None
+
+
+def _small_statements(suite: cst.BaseSuite) -> list[cst.CSTNode]:
+    """A body's statements with each line of small statements split into them."""
+    out: list[cst.CSTNode] = []
+    for line in lines(suite):
+        out.extend(line.body if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite))  # type: ignore[arg-type]
+                   else [line])
+    return out
+
+
+def _set_true(statement: cst.CSTNode) -> str | None:
+    """``done = True``: the flag it sets."""
+    if isinstance(statement, cst.Assign) and len(statement.targets) == 1 \
+            and isinstance(statement.targets[0].target, cst.Name) \
+            and isinstance(statement.value, cst.Name) and statement.value.value == "True":
+        return statement.targets[0].target.value
+    return None
+
+
+def _leaves_after(loop: Loop, step: Event) -> bool:
+    """The loop ends once ``step`` has run: a ``break`` (or ``return``) follows it in a body that holds
+    it, or its own body sets a flag (``complete = True``) that a later ``if complete: break`` tests. The
+    loop then steps at most once each time it runs: it gathers the micro-batches of one step (``while
+    True: ... if count == N: optimizer.step(); complete = True ... if complete: break``), and what runs
+    before it in its function runs before each step."""
+    path = _path_to(loop.node.body, step.node)
+    if path is None:
+        return False
+    flags: set[str] = set()
+    for index in reversed([i for i, n in enumerate(path) if isinstance(n, (cst.IndentedBlock, cst.SimpleStatementSuite))]):
+        statements = _small_statements(path[index])  # type: ignore[arg-type]
+        holding = next((i for i, s in enumerate(statements) if s in path), None)
+        if holding is None:
+            return False
+        if not flags:  # the body the step runs in
+            flags = {f for s in statements if (f := _set_true(s)) is not None}
+        for later in statements[holding + 1:]:
+            if isinstance(later, (cst.Break, cst.Return)):
+                return True
+            if isinstance(later, cst.If) and isinstance(later.test, cst.Name) and later.test.value in flags \
+                    and isinstance(exit_statement(later), cst.Break):
+                return True
+    return False
+
+
+def _scaler_may_clear(model: FileModel, step: Event) -> bool:
+    """A timm/MAE-style ``loss_scaler(loss, optimizer, ...)`` step whose helper this file cannot see
+    into (a class of another module, passed in): it may clear the gradients it stepped on (a
+    ``NativeScalerWithGradAccum`` that calls ``optimizer.zero_grad()`` after its step). Read where
+    the file defines the helper's ``__call__``, and where it imports timm, whose scalers clear nothing."""
+    if step.framework is not Framework.LOSS_SCALER:
+        return False
+    helpers = model.index.functions.get("__call__", [])
+    if helpers:
+        return any(isinstance(n, cst.Call) and last_part(func_name(n) or "") == "zero_grad"
+                   for fn in helpers for n in walk(fn.body))
+    return not any(isinstance(i, cst.ImportFrom) and i.module is not None
+                   and source(i.module).split(".")[0] == "timm" for i in model.index.imports)
 
 
 def _built_in(loop: Loop, optimizer: str | None) -> bool:
@@ -207,6 +279,11 @@ for real, _ in loader:
             if any(loop.opaque_calls for loop in nest):
                 continue
             zeros = [z for loop in nest for z in loop.events(Kind.ZERO_GRAD, deep=True)]
+            scope = training.loop.parent
+            if training.loop.is_loop and scope is not None and not scope.is_loop \
+                    and all(_leaves_after(training.loop, s) for s in steps):
+                # a loop that steps once and ends: the zeroing before it in its function runs per step
+                zeros += [z for z in scope.events(Kind.ZERO_GRAD) if z.order < training.loop.order]
             if not training.step_loop.is_loop:
                 # the steps follow a micro-step loop in a function body run once per step (a
                 # `train_step` a loop elsewhere calls): a zeroing in that body runs between steps
@@ -231,7 +308,7 @@ for real, _ in loader:
                                         "micro-batches already stepped on; step under the same condition as the "
                                         "zeroing" + setting_note(model, periodic.modulus))
                     continue
-                if clearing:
+                if clearing or _scaler_may_clear(model, step):
                     continue  # some zeroing may clear this optimizer's gradients
                 if any(_built_in(loop, step.optimizer) for loop in nest):
                     continue  # a fresh optimizer per iteration, often over fresh tensors: nothing to carry

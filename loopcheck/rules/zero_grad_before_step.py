@@ -9,9 +9,10 @@ backward passes that feed one step (`loss_a.backward(); opt.zero_grad(); loss_b.
 opt.step()`) throws away the first loss: only the second one trains the model. Copying the first
 gradients out before the zeroing and combining them by hand (gradient surgery) is not flagged,
 nor is clearing one submodule of the stepped model between the passes (`model.codebook.zero_grad()`:
-VQ-VAE trains its codebook by the VQ loss alone), nor a zeroing only under a test of the gradients
-themselves (`if not torch.isfinite(total_norm) or total_norm > max_norm:` with `total_norm` from
-`clip_grad_norm_`): that skips one update on purpose.
+VQ-VAE trains its codebook by the VQ loss alone) or after the last one (`model.teacher.zero_grad()`:
+an EMA teacher inside the stepped model takes no gradient step), nor a zeroing only under a test of
+the gradients themselves (`if not torch.isfinite(total_norm) or total_norm > max_norm:` with
+`total_norm` from `clip_grad_norm_`): that skips one update on purpose.
 
 A same-file helper that zeroes the optimizer it is passed (`reset_grad(optimizer)`) is read at
 its call, and so is an epoch function's optimizer parameter, for its zeroing and its step alike
@@ -135,9 +136,11 @@ for real, _ in loader:
                     if _between(zero, max(feeding), step):
                         if _skips_bad_gradients(zero, training.step_loop):
                             continue  # the update is skipped on purpose: its gradients are too large or not finite
+                        if zeroing.partial(zero, step):
+                            continue  # one part of the stepped model kept out of the step (an EMA teacher)
                         yield self._at(zeroing, zero, "clears the gradients after backward and before "
                                                       f"`{step.receiver}` steps: the step uses no gradients", model)
-                    elif not _partial(zeroing, zero, step) and (wiped := _wiped(training, zeroing, zero, step)) is not None:
+                    elif not zeroing.partial(zero, step) and (wiped := _wiped(training, zeroing, zero, step)) is not None:
                         yield self._at(zeroing, zero, f"runs between `{source(wiped.node)}` and the later backward "
                                                       f"that `{step.receiver}` steps on: the first backward's "
                                                       "gradients are cleared before any step uses them", model)
@@ -214,19 +217,6 @@ def _cleared_before(zeroing: Zeroing, loop: Loop, backward: Event, other: Event)
                 other.order < backward.order and (zero.order > backward.order or zero.order < other.order):
             return True
     return False
-
-
-def _partial(zeroing: Zeroing, zero: Event, step: Event) -> bool:
-    """``model.codebook.zero_grad()`` where the optimizer steps all of ``model``: one part's gradients
-    cleared on purpose (VQ-VAE trains its codebook by the VQ loss alone); the rest keep theirs."""
-    from loopcheck.model.memory import module_name
-
-    if zero.target != "model" or not zero.receiver or not step.optimizer:
-        return False
-    module = module_name(zero.receiver)
-    if module.endswith(".module"):
-        return False  # `model.module`: the whole model inside its DDP wrapper
-    return any(module.startswith(owner + ".") for owner in zeroing.owners.get(last_part(step.optimizer), ()))
 
 
 def _retains_graph(backward: Event) -> bool:

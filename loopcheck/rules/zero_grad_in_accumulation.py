@@ -9,7 +9,9 @@ self.is_grad_accumulation_step: optimizer.step()`) and zeroes the gradients on e
 its backward: each step then sees the last call's gradients only (not where this file gives its
 `Accelerator` an accumulation count, whose prepared optimizer skips `zero_grad()` on those calls).
 A backward that runs now and then and is cleared in its own branch before any step (a probe's
-`probe_loss.backward(); optimizer.zero_grad()`) feeds no window and is left out.
+`probe_loss.backward(); optimizer.zero_grad()`) feeds no window and is left out, and so is a part of
+the stepped model zeroed after every backward (`model.teacher.zero_grad()`: data2vec's EMA teacher
+takes no gradient step): it is kept out of every step on purpose.
 
 ## Why is this bad?
 Under accumulation the optimizer steps only every N micro-batches and relies on `backward()`
@@ -33,6 +35,7 @@ from loopcheck.fixes import move_to_step
 from loopcheck.model import Event, FileModel, Guard, GuardKind, Kind, Loop, Style, TrainingLoop
 from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.model.guards import ACCUMULATING_CALL
+from loopcheck.model.optimizers import Zeroing
 from loopcheck.model.syntax import dotted, source, walk
 from loopcheck.rules._base import Rule, Violation
 
@@ -130,9 +133,12 @@ for i, (x, y) in enumerate(loader):
             # a step method whose caller marks the calls that only accumulate
             flag = training.step_guard if training.style is Style.GUARDED and not training.loop.is_loop and \
                 training.step_guard is not None and _marked_by_caller(training.step_guard) else None
+            zeroing = Zeroing(model, {s.optimizer for s in training.steps if s.optimizer})
             for zero in training.events(Kind.ZERO_GRAD):
                 if training.guard(zero).kind not in (GuardKind.ALWAYS, GuardKind.NOT_PERIODIC):
                     continue  # the `else:` of the step condition zeroes every non-boundary micro-batch
+                if _kept_out(zeroing, training, zero, backwards):
+                    continue  # one part of the stepped model kept out of every step (an EMA teacher)
                 if training.style is Style.ACCELERATE and zero.target == "optimizer":
                     continue  # Accelerate's prepared optimizer skips zero_grad on non-sync steps
                 if flag is not None:
@@ -163,6 +169,14 @@ for i, (x, y) in enumerate(loader):
         for zero in scope.events(Kind.ZERO_GRAD):
             if zero.order < training.loop.order and training.guard(zero).always and not _gated(model, zero):
                 yield self.at(zero, _across_message(zero, scope, guards[0]))
+
+
+def _kept_out(zeroing: Zeroing, training: TrainingLoop, zero: Event, backwards: list[Event]) -> bool:
+    """``model.teacher.zero_grad()`` after every backward of the iteration, where the optimizer steps
+    all of ``model``: that part never has gradients when a step runs, on any micro-batch (data2vec's
+    EMA teacher, updated by its own rule); the rest of the model accumulates as it should."""
+    return zero.order > max(b.order for b in backwards) and zero.loop is training.loop \
+        and any(zeroing.partial(zero, step) for step in training.steps)
 
 
 def _cancelled(training: TrainingLoop, backward: Event) -> bool:
