@@ -468,7 +468,8 @@ def _position(node: cst.CSTNode, name: str) -> int | None:
 
 
 def _loss_names(loss: cst.BaseExpression | None) -> list[str]:
-    """``loss`` for ``loss``, ``loss / N``, ``loss.mean()``: the names whose graph backward runs."""
+    """``loss`` for ``loss``, ``loss / N``, ``loss.mean()``, ``scaler.scale(loss)``: the names whose
+    graph backward runs."""
     if loss is None:
         return []
     name = dotted(loss)
@@ -480,4 +481,6 @@ def _loss_names(loss: cst.BaseExpression | None) -> list[str]:
         called = method(loss)
         if called is not None and called[1] in _KEEPING:
             return _loss_names(called[0])
+        if called is not None and called[1] == "scale" and len(loss.args) == 1 and loss.args[0].keyword is None:
+            return _loss_names(loss.args[0].value)  # `(scaler.scale(loss) + aux).backward()`
     return []

@@ -18,9 +18,11 @@ range(gradient_accumulation_steps):`, or before an inner loop over loss terms), 
 whenever it is filled from one iteration's tensors (`show = []` in the logging branch that then
 appends the prediction's channels to it; a loop over a loader between the two, or one that runs the
 model, still gathers a graph per batch), nor a
-back-propagated loss kept by a short fixed run such as a test's `for _ in range(5):`, or summed into
-a total that a periodic logging branch resets (`if i % log_interval == 0: ...; total = 0`): backward
-has freed their activations and what stays is bounded.
+back-propagated loss kept by a short fixed run such as a test's `for _ in range(5):`, summed into
+a total that a periodic logging branch resets (`if i % log_interval == 0: ...; total = 0`), or summed
+by a loop of a function that steps nowhere in it, over the pieces of one step rather than a loader,
+into a total the function binds before it on every call (GradCache's `training_step` over the chunks
+of one batch): backward has freed their activations and what stays is bounded.
 
 ## Fix
 Keep a number, not the tensor: `total_loss += loss.item()` (or `loss.detach()` to stay on
@@ -193,7 +195,7 @@ for epoch in range(epochs):
                     continue  # kept on purpose: a backward later runs through it
                 reader = reader or GraphReader(model, training)
                 if (_short_fixed_run(training) or _reset_periodically(training, container)
-                        or _reset_around_repeats(training, container)) \
+                        or _reset_around_repeats(training, container) or _one_step_per_call(training, container)) \
                         and _backpropagated_binding(reader, value, holder):
                     continue
                 known = len(reader.sources)
@@ -328,6 +330,22 @@ def _reset_around_repeats(training: TrainingLoop, container: str) -> bool:
         return False
     return any(container in a.names and a.op == "=" and _empty(a.value) and a.order < loop.order
                and a.conds == loop.conds for a in loop.parent.assignments)
+
+
+def _one_step_per_call(training: TrainingLoop, container: str) -> bool:
+    """A loop of a function, not over a loader and with no optimizer step of its own, summing into a
+    total the function binds before it on every call (GradCache's ``training_step``: ``grad_cache,
+    total_loss = self.gc.build_cache(...)``, then ``for chunk in chunked_inputs: ... backward();
+    total_loss += lm_loss``, stepped by the trainer that calls it): the total holds one step's pieces
+    and is dropped when the call returns."""
+    loop = training.loop
+    scope = loop.parent
+    if scope is None or scope.is_loop or scope.function is None or is_data_loop(loop):
+        return False
+    if loop.events(Kind.STEP, deep=True):
+        return False
+    return any(container in a.names and a.op == "=" and a.order < loop.order and a.conds == loop.conds
+               for a in scope.assignments)
 
 
 def _made_fresh_to_fill(training: TrainingLoop, container: str, holder: object, model: FileModel) -> bool:

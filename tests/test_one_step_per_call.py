@@ -1,0 +1,36 @@
+"""A loop of a function that back-propagates the pieces of one step (GradCache's chunks of one batch)
+and sums their losses into a total the function binds before it on every call keeps one step's
+graphs at most: not LC601. A loop over a loader, or one that steps, still gathers a graph per batch."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from loopcheck.engine import check_source
+
+FIXTURE = Path(__file__).parent / "fixtures" / "must_not_flag" / "grad_cache_chunk_losses_summed_per_call.py"
+
+
+def lc601(source: str) -> list[int]:
+    return [f.line for f in check_source(source, "trainer.py", select=["LC601"])]
+
+
+def test_the_chunks_of_one_step() -> None:
+    assert lc601(FIXTURE.read_text()) == []
+
+
+def test_a_loop_over_a_loader_keeps_a_graph_per_batch() -> None:
+    source = FIXTURE.read_text().replace("enumerate(chunked_inputs)", "enumerate(self.get_train_dataloader())")
+    assert lc601(source) == [38]
+
+
+def test_a_loop_that_steps_keeps_a_graph_per_step() -> None:
+    source = FIXTURE.read_text().replace("            total_loss += lm_loss\n",
+                                         "            self.optimizer.step()\n            total_loss += lm_loss\n")
+    assert lc601(source) == [39]
+
+
+def test_a_total_the_call_does_not_bind() -> None:
+    source = FIXTURE.read_text().replace("grad_cache, total_loss = self.gc.build_cache(cls_hiddens)",
+                                         "grad_cache, _ = self.gc.build_cache(cls_hiddens)")
+    source = source.replace("total_loss", "self.total_loss")
+    assert lc601(source) == [38]
