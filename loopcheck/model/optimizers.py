@@ -82,7 +82,6 @@ class Zeroing:
             return False  # `netG.zero_grad()` clears the generator's optimizer, not the discriminator's
         return None
 
-
     def partial(self, zero: Event, step: Event) -> bool:
         """``model.codebook.zero_grad()`` where ``step``'s optimizer is built over all of ``model``: one
         part's gradients cleared on purpose (VQ-VAE trains its codebook by the VQ loss alone, data2vec's
