@@ -70,3 +70,27 @@ def test_the_message_says_from_which_torch_it_warns() -> None:
                         'use `torch.amp.GradScaler("cuda", ...)`',
                         '`torch.cuda.amp.autocast` is deprecated (FutureWarning since torch 2.4): '
                         'use `torch.amp.autocast("cuda", ...)`']
+
+
+def test_an_install_command_of_the_readme_pins_torch(project: Path, run_cli) -> None:
+    # HyenaDNA documents `conda install pytorch==1.13.0 ...` and has no pin file naming torch
+    _write(project, {"train.py": TRAINER, "README.md": "## Install\n```\nconda install pytorch==1.13.0 "
+                     "torchvision==0.14.0 pytorch-cuda=11.7 -c pytorch -c nvidia\n```\n"})
+    assert _codes(run_cli, "train.py") == []
+    _write(project, {"README.md": "pip install torch==1.13.1\nor, for CUDA 12: pip install torch==2.5.1\n"})
+    assert _codes(run_cli, "train.py") == ["LC206", "LC206"]  # the newest documented install warns
+
+
+def test_a_readme_that_states_a_lower_bound_gives_an_example_only(project: Path, run_cli) -> None:
+    # ConvNeXt: "Install Pytorch>=1.8.0 ... For example: pip install torch==1.8.0+cu111 ..."
+    _write(project, {"train.py": TRAINER, "INSTALL.md": "Install [Pytorch](https://pytorch.org/)>=1.8.0. For example:\n"
+                     "pip install torch==1.8.0+cu111 torchvision==0.9.0+cu111 -f https://download.pytorch.org/whl\n"})
+    assert _codes(run_cli, "train.py") == ["LC206", "LC206"]
+
+
+def test_the_pin_files_decide_over_the_readme(project: Path, run_cli) -> None:
+    _write(project, {"train.py": TRAINER, "requirements.txt": "torch>=2.0\n",
+                     "install.sh": "pip install torch==1.9.1+cu111\n"})
+    assert _codes(run_cli, "train.py") == ["LC206", "LC206"]
+    _write(project, {"requirements.txt": "numpy\n"})
+    assert _codes(run_cli, "train.py") == []

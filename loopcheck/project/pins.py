@@ -8,7 +8,9 @@ Read: ``requirements*.txt`` and ``requirements/*.txt`` (with the files they incl
 ``setup.py`` / ``setup.cfg`` ``install_requires``, ``pyproject.toml`` ``[project].dependencies`` and Poetry's ``[tool.poetry]`` tables, and
 ``environment.yml`` / ``environment.yaml`` (conda and ``pip:`` entries). Only a requirement that
 bounds the version from above decides (``==``, ``<``, ``<=``, ``~=``, conda's ``=``): a lower bound
-or no pin may install today's release, so the current behaviour holds.
+or no pin may install today's release, so the current behaviour holds. Where none of them names torch,
+the install commands of the root's README, INSTALL or install.sh (``conda install pytorch==1.13.0``,
+``pip install torch==1.9.1+cu111``) pin it to the newest version they install.
 
 >>> pins = Pins({"accelerate": [(0, 16)]})
 >>> pins.below("accelerate", "0.16"), pins.below("torch", "1.1")
@@ -34,6 +36,12 @@ _MAX_BYTES = 200_000
 _NAME = Pattern(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(.*)$")  # name, [extras], clauses
 _CLAUSE = Pattern(r"^(===|==|~=|<=|<|=)\s*v?([0-9][0-9a-zA-Z.*+]*)")  # only the bounds from above
 _CONDA_NAMES = {"pytorch": "torch"}
+# Install instructions at a project's root: README.md, INSTALL.md, install.sh (and their variants)
+_DOCS = Pattern(r"^(?:readme|install)[\w.-]*\.(?:md|rst|txt|sh)$", re.IGNORECASE)
+_INSTALL = Pattern(r"\b(?:pip3?|conda|mamba|micromamba)\s+install\b")
+# `torch==1.9.1+cu111`, conda's `pytorch=1.10.1` (not torchvision, torchaudio, pytorch-cuda)
+_FLOOR = Pattern(r"(?i)\b(?:py)?torch\b[^\n]{0,80}?(?:>=|≥|\bv?\d+(?:\.\d+)+\+(?!\w))")
+_INSTALLED = Pattern(r"(?<![\w.-])(torch|pytorch)(==|=)(\d[\w.+]*)(?![\w-])")
 
 Version = tuple[int, ...]
 
@@ -124,7 +132,46 @@ def _pins_of(root: Path) -> Pins:
             floor = _floor(spec)
             if name is not None and floor is not None:
                 floors.add((name, floor))
+    for name, bound in _documented(root).items():
+        if name not in named:  # the pin files decide what they name
+            bounds[name] = [bound]
     return Pins(bounds, tuple(sorted(named)), tuple(sorted(floors)))
+
+
+def _documented(root: Path) -> dict[str, Version]:
+    """Packages the project's install instructions pin in a ``pip install`` / ``conda install`` command
+    (``conda install pytorch==1.13.0 torchvision==0.14.0 -c pytorch`` in README.md, ``pip install
+    torch==1.9.1+cu111`` in install.sh): for each, the bound of the newest version a command installs,
+    so the environment is read as the documented one only where every command installs an older one.
+    Not where the text also states a lower bound (``PyTorch>=1.8.0``, ``PyTorch 1.10+``): the command
+    is then an example, and newer versions are supported."""
+    found: dict[str, Version] = {}
+    floor = False
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return found
+    for name in names:
+        if not _DOCS.match(name):
+            continue
+        try:
+            if (root / name).stat().st_size > _MAX_BYTES:
+                continue
+            text = (root / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        floor = floor or _FLOOR.search(text) is not None
+        for line in text.splitlines():
+            command = _INSTALL.search(line)
+            if command is None:
+                continue
+            for _, op, version in _INSTALLED.findall(line[command.end():]):
+                parsed = _bound(f"pytorch{op}{version}", True)  # conda's name, read as torch
+                if parsed is not None:
+                    found[parsed[0]] = max(found.get(parsed[0], parsed[1]), parsed[1])
+    if floor:  # "Install PyTorch>=1.8.0 ... For example: pip install torch==1.8.0": newer ones are supported
+        found.pop("torch", None)
+    return found
 
 
 def _requirements(path: Path, seen: set[Path]) -> list[tuple[str, bool]]:

@@ -4,8 +4,8 @@ Checks for `torch.cuda.amp.autocast(...)` and `torch.cuda.amp.GradScaler(...)`, 
 `torch.cuda.amp.custom_fwd` / `custom_bwd` decorators of custom autograd functions.
 
 ## Why is this bad?
-Both are deprecated since PyTorch 2.4 and emit a `FutureWarning` on every construction (every
-iteration, for an autocast in the loop); the device-generic `torch.amp` API replaces them and
+Both are deprecated since PyTorch 2.4 and raise a `FutureWarning` on every construction (Python's
+default filters show it once per calling line); the device-generic `torch.amp` API replaces them and
 also covers CPU, XPU and other backends with the same code.
 
 ## Fix
@@ -17,8 +17,10 @@ calls, and `from torch.cuda.amp import GradScaler, autocast` together with every
 imported names (`GradScaler("cuda")`, `autocast("cuda", ...)`) when all of its uses are such calls
 and no other import binds the same name (one per test method: no fix). A file that already uses the
 new API for the same object (a fallback for old PyTorch versions) is not reported, nor is a
-project whose pins allow only a PyTorch older than 2.4 (`torch==1.11.0` in its requirements): there
-the old spelling warns about nothing, and `torch.amp.GradScaler` does not exist before 2.3. In a
+project whose pins allow only a PyTorch older than 2.4 (`torch==1.11.0` in its requirements, or,
+where no pin file names torch, the install commands of its README, INSTALL or install.sh, such as
+`conda install pytorch==1.13.0`, unless that text also states a lower bound like `PyTorch>=1.8`):
+there the old spelling warns about nothing, and `torch.amp.GradScaler` does not exist before 2.3. In a
 repository of several sub-projects, the pins of the nearest folder that names torch decide. Where a
 lower bound says the project supports an older torch (`torch>=2.0.0`), the rewrite is unsafe if the
 new name did not exist there yet (`torch.amp.GradScaler` before 2.3, `torch.amp.autocast` before 1.10).
