@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import libcst as cst
 
 from loopcheck.model.events import Loop
-from loopcheck.model.syntax import dotted, func_name, int_value, last_part, method, names_in, walk
+from loopcheck.model.syntax import dotted, func_name, int_value, last_part, method, names_in, source, walk
 from loopcheck.patterns import Pattern
 
 
@@ -73,7 +73,7 @@ class _Reader:
         for a in assignments:
             if a.op in ("DivideAssign", "FloorDivideAssign"):
                 return self._divisor(a.value)
-            if a.op == "MultiplyAssign" and not _is_loss_scale(a.value):
+            if a.op == "MultiplyAssign" and not _divides_nothing(a.value):
                 return Scaling.MULTIPLIED
             if a.op not in ("=", "MultiplyAssign"):
                 return Scaling.UNKNOWN  # `loss += ...`: summed over something we do not follow
@@ -89,10 +89,13 @@ class _Reader:
         if isinstance(expr.operator, _DIV):
             return self._divisor(expr.right)
         if isinstance(expr.operator, cst.Multiply):
-            if _is_loss_scale(expr.right):
+            if _divides_nothing(expr.right):
                 return self.scaling(expr.left, order, depth + 1)
-            if _is_loss_scale(expr.left):
+            if _divides_nothing(expr.left):
                 return self.scaling(expr.right, order, depth + 1)
+            for factor, other in ((expr.left, expr.right), (expr.right, expr.left)):
+                if self._objective_weight(factor, order):
+                    return self.scaling(other, order, depth + 1)
             return Scaling.MULTIPLIED
         left = self.scaling(expr.left, order, depth + 1)
         right = self.scaling(expr.right, order, depth + 1)
@@ -101,13 +104,35 @@ class _Reader:
             return Scaling.RAW  # `loss_qa + opts.lw_st_ed * loss_st_ed`: a weighted component, no normalisation
         return left if left == right else Scaling.UNKNOWN
 
+    def _objective_weight(self, factor: cst.BaseExpression, order: int) -> bool:
+        """``lambda_coeff * loss``, ``loss * self.kl_weight``: the weight of one objective among several
+        (each back-propagated and summed into the window like any loss), named so and bound to nothing
+        here that divides or names the accumulation count (``w = 1 / N`` is the normalisation)."""
+        name = dotted(factor)
+        if name is None or _WEIGHT_WORDS.isdisjoint(last_part(name).lower().split("_")) \
+                or last_part(name) in self.accumulation_names:
+            return False
+        values = [a.value if a.op == "=" else None for a in self.loop.assignments_before(name, order)]
+        outer = self.loop.parent
+        while outer is not None:  # bound before the loop (`loss_weight = 1.0 / N`)
+            values += [a.value if a.op == "=" else None for a in outer.assignments if name in a.names]
+            outer = outer.parent
+        if "." in name:  # `self.loss_weight`, bound in another method of the file
+            attribute = last_part(name)
+            values += [node.value for fns in self.known_functions.values() for fn in fns for node in walk(fn)
+                       if isinstance(node, (cst.Assign, cst.AugAssign)) and any(
+                           last_part(dotted(t) or "") == attribute
+                           for t in ([t.target for t in node.targets] if isinstance(node, cst.Assign)
+                                     else [node.target]))]
+        return all(value is not None and not _normalises(value, self.accumulation_names) for value in values)
+
     def _call(self, expr: cst.Call, order: int, depth: int) -> Scaling:
         called = method(expr)
         args = [a.value for a in expr.args if a.keyword is None]
         if called is not None and called[1] in _DIV_METHODS and args:  # `loss.sum().div(n)`
             return self._divisor(args[0])
         if called is not None and called[1] in _MUL_METHODS and args:  # edm's `.mul(scale / total)`
-            if _is_loss_scale(args[0]):
+            if _divides_nothing(args[0]):
                 return self.scaling(called[0], order, depth + 1)
             if any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, _DIV) for n in walk(args[0])):
                 return Scaling.DIVIDED
@@ -168,17 +193,29 @@ def _forwards_only(found: list[cst.FunctionDef]) -> bool:
         return False  # a short wrapper around the forward, or not one
     params = {p.name.value for p in fn.params.params}
     calls: set[str] = set()  # names bound to a call of a parameter
+    pieces: set[str] = set()  # names bound to a piece of a parameter (`ids = batch["question_ids"]`)
     returned: list[cst.BaseExpression | None] = []
     for node in walk(fn.body):
         if isinstance(node, (cst.BinaryOperation, cst.AugAssign)):
             return False
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and dotted(node.value.func) in params:
             calls.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
+        elif isinstance(node, cst.Assign) and isinstance(node.value, cst.Subscript) \
+                and dotted(node.value.value) in params:
+            pieces.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
         elif isinstance(node, cst.Return):
             returned.append(node.value)
+
+    def output(value: cst.BaseExpression | None) -> bool:
+        return isinstance(value, cst.Call) and dotted(value.func) in params \
+            or isinstance(value, cst.Name) and value.value in calls
+
+    # `return outputs, question_ids`: the model's outputs handed back beside a piece of its input
     return bool(returned) and all(
-        isinstance(value, cst.Call) and dotted(value.func) in params
-        or isinstance(value, cst.Name) and value.value in calls for value in returned)
+        output(value) or isinstance(value, cst.Tuple) and any(output(e.value) for e in value.elements)
+        and all(output(e.value) or isinstance(e.value, cst.Name) and e.value.value in pieces
+                for e in value.elements)
+        for value in returned)
 
 
 def _weighted_term(expr: cst.BaseExpression) -> bool:
@@ -199,6 +236,44 @@ def _weighted_term(expr: cst.BaseExpression) -> bool:
 # the words of a loss weight's name: `lw_st_ed`, `kl_weight`, `lambda_mlm`, `aux_coef`, `w_reg`
 _WEIGHT_WORDS = frozenset({"lw", "w", "weight", "weights", "lambda", "lambd", "lamb", "coef", "coeff", "alpha",
                            "beta", "gamma"})
+
+
+def _divides_nothing(expr: cst.BaseExpression) -> bool:
+    """A factor that is no normalisation of the loss, so the other operand's scaling decides: a
+    mixed-precision loss scale, or a count of labels."""
+    return _is_loss_scale(expr) or _label_count(expr)
+
+
+# `cfg.num_labels`, `n_classes`, `num_answers`: how many outputs a mean over the label axis averaged
+_LABEL_COUNT = Pattern(r"^(num|n|nb|number_of)_?(labels?|class(es)?|answers?|categories)$", re.I)
+# `targets`, `batch["labels"]`, `answer_targets`: the multi-label targets the label axis is read from
+_LABELS = Pattern(r"target|label", re.I)
+
+
+def _normalises(value: cst.BaseExpression, accumulation_names: set[str]) -> bool:
+    """A weight's value that divides, or names the accumulation count (``1.0 / N``, ``N ** -1``)."""
+    return any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, (*_DIV, cst.Power))
+               or isinstance(n, cst.Call) and (method(n) or (None, ""))[1] in _DIV_METHODS for n in walk(value)) \
+        or any(last_part(n) in accumulation_names for n in names_in(value))
+
+
+def _label_count(expr: cst.BaseExpression) -> bool:
+    """``cfg.num_labels``, ``targets.size(1)``, ``batch["targets"].shape[-1]``: the number of labels,
+    by which a mean over a multi-label (BCE) loss's label axis is undone (UNITER's instance-level
+    BCE). It turns a per-element mean into a per-example sum of labels, still averaged over the
+    micro-batch: it divides nothing by the accumulation count."""
+    name = dotted(expr)
+    if name is not None:
+        return bool(_LABEL_COUNT.search(last_part(name)))
+    if isinstance(expr, cst.Call):
+        called = method(expr)
+        args = [a.value for a in expr.args if a.keyword is None]
+        return called is not None and called[1] == "size" and len(args) == 1 and int_value(args[0]) in (1, -1) \
+            and bool(_LABELS.search(source(called[0])))
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape" \
+            and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+        return int_value(expr.slice[0].slice.value) in (1, -1) and bool(_LABELS.search(source(expr.value.value)))
+    return False
 
 
 def _is_loss_scale(expr: cst.BaseExpression) -> bool:

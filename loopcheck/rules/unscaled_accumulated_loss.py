@@ -247,6 +247,8 @@ for step, batch in enumerate(train_dataloader):
                     continue
                 scaling = loss_scaling(backward.loss, backward.loop, backward.order, helpers,  # type: ignore[arg-type]
                                        accumulation_names, through_forward_helpers=True)
+                if scaling is Scaling.UNKNOWN and not training.loop.is_loop:
+                    scaling = _scaling_at_calls(model, training, backward, accumulation_names)
                 count = f"`{source(n)}`" if n is not None else "N"
                 if scaling is Scaling.RUNNING:
                     yield self.at(backward, "the loss is divided by a running count of micro-batches, so the k-th "
@@ -259,6 +261,58 @@ for step, batch in enumerate(train_dataloader):
                     fix = _divide_at_backward(model, training, backward, n) if n is not None else None
                     yield self.at(backward, f"the loss is back-propagated on every micro-batch without being divided "
                                             f"by {count}: {effect}", fix)
+
+
+def _scaling_at_calls(model: FileModel, training: TrainingLoop, backward: Event,
+                      accumulation_names: set[str]) -> Scaling:
+    """A step function back-propagating its parameter (``def optimize(self, loss): ...
+    scaled_loss.backward()``, called once per micro-batch by ``mt_step``, ``clm_step``, ...): the
+    loss as every call of the file hands it. Each call must sit in a function with no loop of its
+    own (the loss read there is that call's), and every one must agree."""
+    fn = training.loop.function
+    loss = backward.loss
+    if fn is None or not isinstance(loss, cst.Name) or backward.origin is not fn \
+            or len(model.index.functions.get(fn.name.value, [])) != 1 \
+            or backward.loop.assignments_before(loss.value, backward.order):
+        return Scaling.UNKNOWN
+    params = [p.name.value for p in fn.params.params]
+    method_call = bool(params) and params[0] in ("self", "cls")
+    if loss.value not in params:
+        return Scaling.UNKNOWN
+    position = params.index(loss.value) - method_call
+    from loopcheck.model.builder import Builder  # only for this rare shape: the callers' scopes
+    builder = Builder(model.module, model.index, model.project)
+    found: set[Scaling] = set()
+    for callers in model.index.functions.values():
+        for caller in callers:
+            if caller is fn:
+                continue
+            sites = [c for c in walk(caller.body) if isinstance(c, cst.Call) and _calls(c, fn, method_call)]
+            if not sites:
+                continue
+            if caller in model.index.with_loops:
+                return Scaling.UNKNOWN  # called from a loop: read there, not here
+            scope = builder.scope(caller)
+            nodes = {id(n): i for i, n in enumerate(walk(caller.body))}
+            for site in sites:
+                given = keyword(site, loss.value) or (
+                    site.args[position].value if position < len(site.args) and site.args[position].keyword is None
+                    and not site.args[position].star else None)
+                if given is None:
+                    return Scaling.UNKNOWN
+                after = [a.order for a in scope.assignments if nodes.get(id(a.node), -1) > nodes[id(site)]]
+                order = min(after, default=builder.order + 1)
+                found.add(loss_scaling(given, scope, order, model.index.functions, accumulation_names,
+                                       through_forward_helpers=True))
+    return found.pop() if len(found) == 1 else Scaling.UNKNOWN
+
+
+def _calls(call: cst.Call, fn: cst.FunctionDef, method_call: bool) -> bool:
+    """``self.optimize(...)`` for a method, ``optimize(...)`` for a function."""
+    if method_call:
+        return isinstance(call.func, cst.Attribute) and call.func.attr.value == fn.name.value \
+            and isinstance(call.func.value, cst.Name) and call.func.value.value in ("self", "cls")
+    return isinstance(call.func, cst.Name) and call.func.value == fn.name.value
 
 
 def _grads_divided(model: FileModel, training: TrainingLoop) -> bool:
