@@ -67,6 +67,51 @@ def test_lc501_on_apex_ddp_advises_its_own_switch() -> None:
     assert "disable_allreduce" not in torch_ddp.message and "no_sync()" in torch_ddp.message
 
 
+APEX_OR_TORCH_DDP_BY_FLAG = """
+import apex
+import torch
+import torch.nn as nn
+
+
+class Trainer:
+    def __init__(self, model, params):
+        self.params = params
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        if params.multi_gpu and params.amp == -1:
+            model = nn.parallel.DistributedDataParallel(model, device_ids=[params.local_rank])
+        if params.amp >= 0 and params.multi_gpu:
+            model = apex.parallel.DistributedDataParallel(model, delay_allreduce=True)
+        self.model = model
+        self.n_iter = 0
+
+    def optimize(self, loss):
+        params = self.params
+        if params.amp == -1:
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+        else:
+            loss.backward()
+            if self.n_iter % params.accumulate_gradients == 0:
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+
+    def iter(self):
+        self.n_iter += 1
+"""
+
+
+def test_lc501_names_the_wrap_of_the_accumulating_branch() -> None:
+    # accumulation runs only where amp is on, and there the model is in apex's DDP (XLM's trainer)
+    (finding,) = check_source(APEX_OR_TORCH_DDP_BY_FLAG, select=["LC501"])
+    assert "apex's DistributedDataParallel" in finding.message and "disable_allreduce()" in finding.message
+    # the torch wrap on the accumulating branch: torch's advice
+    swapped = APEX_OR_TORCH_DDP_BY_FLAG.replace("params.amp == -1:\n            model", "params.amp >= 0:\n            model") \
+        .replace("if params.amp >= 0 and params.multi_gpu:", "if params.amp == -1 and params.multi_gpu:")
+    (torch_ddp,) = check_source(swapped, select=["LC501"])
+    assert "disable_allreduce" not in torch_ddp.message and "no_sync()" in torch_ddp.message
+
+
 COUNTER_WITHOUT_INDEX = """
 import torch
 from tqdm import tqdm

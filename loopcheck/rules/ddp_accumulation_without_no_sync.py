@@ -336,7 +336,7 @@ class SemanticTrainer:
                                             "micro-batches before the last: each of them all-reduces, N-1 of N times "
                                             "for nothing")
                 continue
-            if ddp and apex_wraps(model, ddp):
+            if ddp and (apex_wraps(model, ddp) or _apex_wrap_applies(model, training, ddp)):
                 yield Violation(node, stmt, "the model is wrapped in apex's DistributedDataParallel and gradients are "
                                             f"accumulated ({training.style.value}), but its all-reduce is never "
                                             "switched off (apex's DDP has no `no_sync()`: `model.disable_allreduce()` "
@@ -492,3 +492,17 @@ def _class_of(function: cst.FunctionDef | None, model: FileModel) -> str | None:
 
 # Backward passes whose gradient sync nobody but DDP decides (engines and accumulate() decide their own).
 _OWN_SYNC = (Framework.TORCH, Framework.LOSS_SCALER, Framework.ACCELERATE)
+
+
+def _apex_wrap_applies(model: FileModel, training: TrainingLoop, ddp: list[cst.Call]) -> bool:
+    """The file wraps in torch's DDP on one branch of a flag and in apex's on the other, and the loop's
+    variant fixes that flag to the apex side (``if params.amp == -1: ...DistributedDataParallel`` /
+    ``if params.amp >= 0: apex.parallel.DistributedDataParallel``, accumulation only where amp is on)."""
+    if not training.assumptions or not any(apex_wraps(model, [c]) for c in ddp):
+        return False
+    wanted = {id(c) for c in ddp}
+    holders = {id(c): fn for fns in model.index.functions.values() for fn in fns for c in walk(fn.body)
+               if id(c) in wanted}
+    live = [c for c in ddp if not dead_in(c, holders.get(id(c)), training.assumptions)]
+    return bool(live) and apex_wraps(model, live)
+
