@@ -25,8 +25,14 @@ apex's `with amp.scale_loss(loss, optimizer) as scaled_loss: scaled_loss.backwar
 the backward of `loss` (its scale is undone before the step, as a GradScaler's is). A component
 weighted into a sum of losses (`loss_qa + opts.lw_st_ed * loss_st_ed`, `ce + 0.5 * aux`) is a loss
 weight, not a scale of the whole loss: the sum is still undivided. A helper of the file that only
-runs the model and hands back its outputs (`outputs = forward_step(cfg, model, batch)`) normalises
-nothing; one with any arithmetic in it may.
+runs the model and hands back its outputs (`outputs = forward_step(cfg, model, batch)`, also beside
+a piece of its input: `return outputs, question_ids`) normalises nothing; one with any arithmetic in
+it may. A multiplication by the number of labels (`loss * cfg.num_labels`, `loss.mean() *
+targets.size(1)`: a multi-label BCE's mean over labels undone) or by an objective's weight
+(`lambda_coeff * loss`, bound to nothing that divides or names N) divides nothing by N either; a
+factor bound to `1 / N` is the normalisation. A step function that back-propagates its parameter
+(`def optimize(self, loss)`, called once per micro-batch) is read at the file's calls of it: every
+caller must hand the loss undivided.
 A backward skipped only for a NaN, infinite or exploding loss (`if torch.isfinite(loss):`, or a
 helper of the file that returns such a test, `if is_valid_number(loss.item()):`) still runs on
 every micro-batch that trains.
