@@ -16,11 +16,12 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from loopcheck.model.events import Event, Kind, Loop
+from loopcheck.model.events import Cond, Event, Kind, Loop
 from loopcheck.model.guards import GuardKind, Phase, enumerate_start, exclusive, unwrap_iterable
 from loopcheck.model.syntax import (children, conjuncts, dotted, exit_statement, func_name, is_zero, keyword, last_part,
                                     last_small, names_in, positional, same, small_statements, walk)
@@ -43,6 +44,7 @@ class PartialWindow:
     tail: Tail
     zeroing: Event | None  # the zeroing that wipes the tail (DROPPED)
     spans_epochs: bool  # the counter runs on across epochs (only a wiped spanning window is wrong)
+    at_refresh: bool = False  # the zeroing runs where a hand-made endless iterator is renewed
 
 
 def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | None:
@@ -50,9 +52,15 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
     guard = training.step_guard
     if training.style is not Style.GUARDED or guard is None or guard.kind is not GuardKind.PERIODIC:
         return None
-    if guard.flush is not False or guard.restarts is None:
+    if guard.flush is not False:
         return None  # `... or last batch` steps it (None: `or` something we cannot read)
     loop = training.loop
+    if loop.is_loop and not is_data_loop(loop) and not _zeroed_every_micro_batch(training):
+        zeroing = _zeroing_at_refresh(training)
+        if zeroing is not None:
+            return PartialWindow(Tail.DROPPED, zeroing, True, at_refresh=True)
+    if guard.restarts is None:
+        return None
     if not is_data_loop(loop) or _endless(model, loop) or any(_stops(skip, loop) for skip in loop.skips):
         return None
     if _ends_at_a_count(loop, guard.index if guard.restarts else None) or _capped_at_windows(loop, guard.modulus):
@@ -79,6 +87,43 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
     if guard.restarts:
         return PartialWindow(Tail.DROPPED if zeroing is not None else Tail.CARRIED, zeroing, False)
     return PartialWindow(Tail.DROPPED, zeroing, True)
+
+
+def _zeroing_at_refresh(training: TrainingLoop) -> Event | None:
+    """``try: batch = next(it) except StopIteration: ...; it = iter(loader)``: a loop over batches
+    that renews its exhausted iterator by hand, whose counter runs on (no window restarts there), and
+    whose renewal also zeroes the gradients the step uses (directly, or in a helper it calls there:
+    ANCE's ``evaluate_dev()`` runs ``loss.backward(); model.zero_grad()`` on dev batches). The window
+    that spans the two passes loses the micro-batches back-propagated before the renewal."""
+    loop = training.loop
+    handlers = [c.owner for r in loop.events(Kind.LOADER_RESTART) for c in r.conds
+                if c.branch == "except" and _catches_stop_iteration(c.owner)]
+    if not handlers:
+        return None
+    index = training.step_guard.index if training.step_guard is not None else None
+    if index is None or any(index in a.names and a.op == "=" for a in loop.assignments):
+        return None  # the counter is set again in the loop: windows may restart at the renewal
+    stepped = {z.receiver for z in training.events(Kind.ZERO_GRAD) if training.guard(z).periodic} \
+        | {s.optimizer or s.receiver for s in training.steps}
+    stepped.discard(None)
+
+    def under_handler(conds: tuple[Cond, ...]) -> bool:
+        return any(c.branch == "except" and any(c.owner is h for h in handlers) for c in conds)
+
+    def zeroings(inner: Loop, outer: tuple[Cond, ...]) -> Iterator[Event]:
+        for item in inner.items:
+            if isinstance(item, Loop):
+                yield from zeroings(item, outer + item.conds)
+            elif item.kind is Kind.ZERO_GRAD and under_handler(outer + item.conds) and item.receiver in stepped:
+                yield item
+
+    return next(zeroings(loop, ()), None)
+
+
+def _catches_stop_iteration(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Try) and any(
+        handler.type is not None and "StopIteration" in {last_part(n) for n in names_in(handler.type)}
+        for handler in node.handlers)
 
 
 def _zeroed_every_micro_batch(training: TrainingLoop) -> bool:

@@ -9,7 +9,11 @@ next epoch's first micro-batch (its wrong phase is LC106's finding). An exit at 
 batch loop that can end a pass early (`if step >= steps_per_epoch: break`) may leave no window
 partial; one on a counter that no pass restarts, restating the run's bound (`while step <= total:`
 around `if step > total: break`), ends only the last pass, so every other pass still leaves its tail. A short run for debugging
-(`if args.debug and step > 5: break`) is no real pass's end. A step condition written as a
+(`if args.debug and step > 5: break`) is no real pass's end. A loop that renews its exhausted
+iterator by hand (`try: batch = next(it)` / `except StopIteration: it = iter(loader)`) with a
+counter that runs on keeps whole windows across passes, unless the renewal also zeroes the gradients
+the step uses, itself or in a helper it calls there (an evaluation that back-propagates dev batches
+and runs `model.zero_grad()`): the window that spans the two passes then loses its first part. A step condition written as a
 predicate of the file (`def should_step(i, n): return (i + 1) % n == 0`, then `if should_step(i, n):`)
 is read as the expression it returns for the call's arguments.
 
@@ -214,7 +218,15 @@ for epoch in range(epochs):
             if _short_pass_only(training, guard):
                 add = "its last-batch test holds only in an epoch of at most N batches; " + add
             zeroing = f"`{window.zeroing.receiver}.zero_grad()`" if window.zeroing is not None else "the zeroing"
-            if window.spans_epochs:
+            if window.at_refresh and window.zeroing is not None:
+                origin = window.zeroing.origin
+                helper = f" (in `{origin.name.value}()`)" if origin is not None and origin is not training.loop.function \
+                    else ""
+                message = (f"the accumulation window that spans two passes over the data loses its first part: "
+                           f"{zeroing}{helper}, run where the exhausted iterator is renewed, wipes the gradients of "
+                           "the last micro-batches of the pass before, and the next step then comes after fewer "
+                           "than N micro-batches")
+            elif window.spans_epochs:
                 message = (f"the accumulation window that spans two epochs loses its first part: {zeroing} at "
                            "the start of each epoch wipes the gradients of the last micro-batches of the epoch "
                            "before, and the next step then comes after fewer than N micro-batches")
