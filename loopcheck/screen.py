@@ -144,7 +144,11 @@ def _trains(tree: ast.Module, source: str, matches: Callable[[], Iterable[re.Mat
     # for a step function: calls with arguments or a `.backward()` (not a `NativeScaler()` built)
     direct = sorted({bisect.bisect_right(starts, m.start()) for m in found
                      if m.group().startswith(".") or not source[m.end():m.end() + 40].lstrip().startswith(")")})
-    return _step_function(functions, direct, source, starts)
+    if _step_function(functions, direct, source, starts):
+        return True
+    # or one whose backward is in a helper of the file it calls (`backward_step(optimizer, model, loss)`)
+    return bool(direct) and _MODULO.search(source) is not None and _step_function(
+        functions, _with_training_functions(functions, direct, source, starts), source, starts)
 
 
 # A modulo the model can read as a step condition: compared (`n % N == 0`, also in `need = ...`) or

@@ -444,17 +444,31 @@ class Builder:
 
     # -- inlining -------------------------------------------------------------------------
     def _same_file_function(self, call: cst.Call, st: _State) -> cst.FunctionDef | None:
-        if len(st.inlining) >= _MAX_INLINE_DEPTH or not st.loop.is_loop and not st.conds:
-            return None  # outside loops a function is modelled as a scope of its own
+        if len(st.inlining) >= _MAX_INLINE_DEPTH:
+            return None
+        outside = not st.loop.is_loop  # outside loops a function is modelled as a scope of its own
+        if outside and (st.inlining != (st.function,) or st.function in self.index.with_loops):
+            return None
         name = own_call_name(call)
         if name is None:
             return None
         candidates = [f for f in self.index.functions.get(name, []) if f not in st.inlining]
         if len(candidates) != 1 or candidates[0] not in self.index.eventful:
             return None
-        if not st.loop.is_loop and not self._stepping_helper_call(st):
+        if outside and not (st.conds and self._stepping_helper_call(st)) \
+                and not self._backward_helper_call(st, candidates[0]):
             return None
         return candidates[0]
+
+    def _backward_helper_call(self, st: _State, helper: cst.FunctionDef) -> bool:
+        """A step function (no loop of its own) that has not back-propagated yet calls a helper of the
+        file that back-propagates and steps nothing (``backward_step(optimizer, model, loss, args)``),
+        and steps itself (``if step % N == 0: optimizer.step()``): the helper's backward is the
+        function's own, read in place, so the function accumulates across its calls."""
+        fn = st.function
+        if fn is None or st.loop.node is not fn or st.loop.events(Kind.BACKWARD) or helper in self.index.with_loops:
+            return False
+        return _calls_method(helper, "backward") and not _calls_method(helper, "step") and _calls_method(fn, "step")
 
     def _stepping_helper_call(self, st: _State) -> bool:
         """A step function (no loop of its own: called once per micro-batch) that has back-propagated
@@ -755,4 +769,10 @@ def _clears(value: cst.BaseExpression) -> bool:
         return True
     called = method(value)
     return called is not None and called[1] == "zero_"
+
+
+def _calls_method(fn: cst.FunctionDef, name: str) -> bool:
+    """``fn``'s own code calls ``x.<name>(...)``."""
+    return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == name
+               for n in walk(fn.body))
 

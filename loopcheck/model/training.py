@@ -93,7 +93,9 @@ class TrainingLoop:
 
 
 # Tests of a value being finite (True) or NaN / infinite (False).
-_FINITE_TESTS = {"isfinite": True, "isnan": False, "isinf": False, "isneginf": False, "isposinf": False}
+# Megatron's `DynamicLossScaler._has_inf_or_nan(x)` (copied into many fp16 code bases) is the last kind.
+_FINITE_TESTS = {"isfinite": True, "isnan": False, "isinf": False, "isneginf": False, "isposinf": False,
+                 "_has_inf_or_nan": False, "has_inf_or_nan": False}
 
 
 def _finite_side(cond: Cond, functions: Mapping[str, list[cst.FunctionDef]]) -> bool:

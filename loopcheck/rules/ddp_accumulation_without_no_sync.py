@@ -19,7 +19,11 @@ another name (`DistributedDataParallel as NativeDDP`) is DDP, and so is a subcla
 (`MMDistributedDataParallel`, a project's `PyTorchDistributedDataParallel`). A trainer that rebinds
 its model to a project helper's DDP wrapper through a module it was handed
 (`self.model = self.adapter.model_to_ddp(self.model)`, the helper defined in another module) is
-wrapped too.
+wrapped too. A step function (no loop of its own, called once per micro-batch) that steps every N
+calls accumulates across them, also where it back-propagates through a helper of the file
+(`backward_step(optimizer, model, loss, args)`, a helper that steps nothing). Where the file wraps
+in torch's DDP on one side of a flag and in apex's on the other, the message names the wrap on the
+side the accumulating loop runs (`if params.amp == -1:` torch's, `else:` apex's with accumulation).
 
 ## Why is this bad?
 DDP all-reduces the gradients in every backward pass. Under accumulation only the last
