@@ -220,8 +220,8 @@ for epoch in range(epochs):
             zeroing = f"`{window.zeroing.receiver}.zero_grad()`" if window.zeroing is not None else "the zeroing"
             if window.at_refresh and window.zeroing is not None:
                 origin = window.zeroing.origin
-                helper = f" (in `{origin.name.value}()`)" if origin is not None and origin is not training.loop.function \
-                    else ""
+                inside = origin is not None and origin is not training.loop.function
+                helper = f" (in `{origin.name.value}()`)" if inside and origin is not None else ""
                 message = (f"the accumulation window that spans two passes over the data loses its first part: "
                            f"{zeroing}{helper}, run where the exhausted iterator is renewed, wipes the gradients of "
                            "the last micro-batches of the pass before, and the next step then comes after fewer "
