@@ -381,20 +381,24 @@ def forwards(training: TrainingLoop, module: str, before: Event, index: Index | 
 
 
 def forward_helper(call: cst.Call, module: str, index: Index) -> bool:
-    """``self._train_forward(batch)`` where the file's one function of that name calls ``module(...)``
+    """``self._train_forward(batch)`` where the file's function of that name calls ``module(...)``
     and leaves the sync alone (no ``no_sync()`` or sync flag of its own), with gradients on (no
-    ``no_grad`` / ``inference_mode`` anywhere in it)."""
+    ``no_grad`` / ``inference_mode`` anywhere in it). Where several classes of the file define it
+    (a trainer's ``compute_loss`` and its subclass's), every one must: whichever runs, runs the forward."""
     name = own_call_name(call)
     found = index.functions.get(name, []) if name is not None else []
-    if len(found) != 1 or any(last_part(_decorator_name(d.decorator)) in ("no_grad", "inference_mode")
-                              for d in found[0].decorators):
+    return bool(found) and all(_runs_forward(call, function, module) for function in found)
+
+
+def _runs_forward(call: cst.Call, function: cst.FunctionDef, module: str) -> bool:
+    if any(last_part(_decorator_name(d.decorator)) in ("no_grad", "inference_mode") for d in function.decorators):
         return False
-    nodes = list(walk(found[0]))
+    nodes = list(walk(function))
     if any(isinstance(n, cst.Attribute) and n.attr.value in SYNC_CONTROLS
            or isinstance(n, cst.Call) and last_part(func_name(n) or "") in ("no_grad", "inference_mode")
            for n in nodes):
         return False
-    called = {module} | _parameters_given(call, found[0], module)
+    called = {module} | _parameters_given(call, function, module)
     return any(isinstance(n, cst.Call) and dotted(n.func) in called for n in nodes)
 
 

@@ -27,6 +27,7 @@ from loopcheck.project import callers as _callers
 from loopcheck.project import ddp_helpers as _ddp_helpers
 from loopcheck.project import index as _index
 from loopcheck.project.index import ProjectIndex, find_root, project_index
+from loopcheck.project import launches as _launches
 from loopcheck.project import pins as _pins
 
 if TYPE_CHECKING:
@@ -465,11 +466,22 @@ class Imported:
         sub-project's own pin files, between the file and the root, decide the packages they name."""
         return _pins.pins_for(self.path, self.index.root)
 
+    @property
+    def single_process_launches(self) -> bool:
+        """Whether the project documents launches of this script and all of them run one process
+        (``python train.py``; ``loopcheck.project.launches``): an Accelerate-prepared model is then
+        no DistributedDataParallel. Read only for a file that imports Accelerate."""
+        return self._uses_accelerate() and _launches.single_process(self.path, self.index.root)
+
+    def _uses_accelerate(self) -> bool:
+        return any((module or attr or "").split(".")[0] == "accelerate" and not level
+                   for module, attr, level in self.own.imports.values())
+
     def digest(self) -> str:
         """Changes whenever a project module this file imports changes (its size or modification
         time: the facts are read only when the model asks), the entry scripts that wrap it do, the
-        schedulers its callers pass it do, or the project's dependency pins do (a pinned version
-        changes what a library does)."""
+        schedulers its callers pass it do, the project's dependency pins do (a pinned version
+        changes what a library does), or whether its documented launches run one process."""
         stamps = []
         # `import src.util`: LC303 reads `src.util.set_optim(...)`'s schedulers (``dotted_summary``)
         dotted = [self.index.resolve(self.path, name, 0) for name in self.own.dotted_imports]
@@ -482,6 +494,7 @@ class Imported:
         text = "\n".join([*stamps, "<ddp importers>", *self.ddp_importers, "<ddp helpers>",
                           *_ddp_helpers.stamps(self.index, self.path), "<ddp helpers called>",
                           *(f"{name} {where}" for name, where in self.ddp_helpers_called), "<pins>", repr(self.pins),
+                          "<single-process launches>", repr(self.single_process_launches),
                           "<schedulers passed>", repr(sorted(self.passed_schedulers.items()))])
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -759,6 +772,7 @@ def forget() -> None:
     """Drop the indexes read so far in this process (a new run reads the files again)."""
     _index.forget()
     _pins.forget()
+    _launches.forget()
     _OPEN.clear()
 
 

@@ -12,7 +12,10 @@ model.no_sync(): ...backward()` / `else: ...backward(); optimizer.step()`) run o
 micro-batch: that is not this problem. Nor is an update every N iterations whose branch zeroes the
 gradients of the optimizer it steps before its backward (`if step % policy_update_period == 0:
 opt.zero_grad(); loss.backward(); opt.step()`, an RL update period): nothing is accumulated
-between updates, and the losses of the other iterations feed statistics.
+between updates, and the losses of the other iterations feed statistics. A loss divided by that
+same N before its backward (`train_loss /= cfg.gradient_accumulation_steps`, then `if (step + 1) %
+cfg.gradient_accumulation_steps == 0: optimizer.zero_grad(); train_loss.backward(); optimizer.step()`)
+is scaled as one of N micro-batches meant to be summed: the other N-1 are thrown away, and that is flagged.
 
 ## Fix
 Call `backward()` on every micro-batch and keep only `optimizer.step()` in the step branch.
@@ -24,8 +27,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.model import Event, FileModel, Kind, Loop, Style
-from loopcheck.model.syntax import dotted, names_in
+from loopcheck.model import Event, FileModel, Kind, Loop, Style, TrainingLoop
+from loopcheck.model.syntax import dotted, last_part, names_in, walk
 from loopcheck.model.training import is_data_iterable, zeroed_for_the_step
 from loopcheck.rules._base import Rule, Violation
 
@@ -109,18 +112,32 @@ while True:
     optimizer.step()
     optimizer.zero_grad()
 """,
+        """
+for step, (x, y) in enumerate(loader):
+    train_loss = criterion(model(x), y)
+    if cfg.gradient_accumulation_steps > 1:
+        train_loss /= cfg.gradient_accumulation_steps
+    if (step + 1) % cfg.gradient_accumulation_steps == 0:
+        optimizer.zero_grad()
+        train_loss.backward()  # LC113
+        optimizer.step()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
         for training in model.training_loops:
-            if training.style is not Style.GUARDED:
+            # an update every N iterations (read as one backward per step) whose loss is divided by N
+            if training.style not in (Style.GUARDED, Style.PLAIN):
                 continue
             for backward in training.backwards:
-                if training.every_iteration(backward):
+                if training.style is Style.PLAIN and not training.guard(backward).periodic \
+                        or training.every_iteration(backward):
                     continue  # the other micro-batches back-propagate in the complementary branch
-                if zeroed_for_the_step(training.loop, training.reader, backward):
+                if zeroed_for_the_step(training.loop, training.reader, backward) \
+                        and not _divided_by_period(training, backward) or training.style is Style.PLAIN \
+                        and not _divided_by_period(training, backward):
                     continue  # an update every N iterations that keeps nothing between them
-                if training.guard(backward).periodic and _overwritten_every_iteration(training.loop, backward):
+                if training.guard(backward).periodic and _overwritten_every_iteration(training, backward):
                     yield self.at(backward, "backward runs only on the step's micro-batch: the losses of the "
                                             "other micro-batches in the window are computed and thrown away")
         for backward in model.events(Kind.BACKWARD):
@@ -134,13 +151,37 @@ while True:
                                         "back-propagated once after it: only the last micro-batch trains the model")
 
 
-def _overwritten_every_iteration(loop: Loop, backward: Event) -> bool:
-    """``loss = ...`` unconditionally on every micro-batch, not ``total = total + ...``."""
+def _divided_by_period(training: TrainingLoop, backward: Event) -> bool:
+    """The loss back-propagated is divided by the N of the step's periodic test (``loss /= N``,
+    ``loss = loss / N``, ``(loss / N).backward()``): scaled as one of N micro-batches to be summed."""
+    name = dotted(backward.loss) if backward.loss is not None else None
+    modulus = training.guard(backward).modulus
+    if modulus is None or backward.loss is None:
+        return False
+    counts = {last_part(n) for n in names_in(modulus)}
+    values = [backward.loss]
+    for assignment in reversed(backward.loop.assignments_before(name, backward.order) if name is not None else []):
+        if assignment.op == "DivideAssign" and counts & {last_part(n) for n in names_in(assignment.value)}:
+            return True
+        if assignment.op == "=":  # the value back-propagated starts here
+            values.append(assignment.value)
+            break
+    return any(isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide)
+               and counts & {last_part(n) for n in names_in(node.right)} for value in values for node in walk(value))
+
+
+def _overwritten_every_iteration(training: TrainingLoop, backward: Event) -> bool:
+    """``loss = ...`` unconditionally on every micro-batch, not ``total = total + ...`` (a scaling of it
+    after, ``loss /= N``, keeps it one micro-batch's)."""
     name = dotted(backward.loss) if backward.loss is not None else None
     if name is None:
         return False
-    before = loop.assignments_before(name, backward.order)
-    return bool(before) and before[-1].op == "=" and not before[-1].conds and name not in names_in(before[-1].value)
+    before = [a for a in training.loop.assignments_before(name, backward.order)
+              if a.op not in ("DivideAssign", "MultiplyAssign")]
+    # under a flag only (`if cfg.amp: loss = ...` / `else: loss = ...`): still every micro-batch
+    return bool(before) and before[-1].op == "=" and (
+        not before[-1].conds or training.reader.guard(before[-1].conds, before[-1].order).always) \
+        and name not in names_in(before[-1].value)
 
 
 def _adds_to_itself(name: str, value: cst.BaseExpression) -> bool:

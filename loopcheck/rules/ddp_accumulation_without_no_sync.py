@@ -33,7 +33,10 @@ accumulating at all. The result is correct, only slow, hence a warning. A model 
 Accelerate (`accelerator.prepare(model)`, also in a list the file unpacks into it: `components =
 [self.model, self.optimizer]`, `accelerator.prepare(*components)`) is a DDP module under a multi-process launch: manual
 accumulation around `accelerator.backward(loss)` outside `accelerator.accumulate(model)` all-reduces
-every micro-batch too. So does a model set up by Lightning Fabric (`fabric.setup(model, optimizer)`,
+every micro-batch too; not where the project documents launches of the script and every
+one runs a single process (`python train.py` in its shell scripts and READMEs, nothing about
+`accelerate launch`, `torchrun`, several GPUs or processes anywhere in them: `loopcheck.project.launches`),
+since Accelerate then wraps nothing. So does a model set up by Lightning Fabric (`fabric.setup(model, optimizer)`,
 DDP on several devices under Fabric's default or a DDP strategy): `fabric.backward(loss)` accumulates
 nothing itself, so a loop that steps every N micro-batches without `fabric.no_backward_sync(model,
 enabled=is_accumulating)` all-reduces every one. Accelerate's `accumulate()`, FSDP and DeepSpeed engines
@@ -357,7 +360,8 @@ class SemanticTrainer:
                                             f"several devices) and gradients are accumulated ({training.style.value}), "
                                             "but no micro-batch runs under `fabric.no_backward_sync(model)`: every "
                                             "backward all-reduces, N-1 of N times for nothing")
-            else:
+            elif model.project is None or not model.project.single_process_launches:
+                # every documented launch of the script is `python script.py`: one process, no DDP
                 yield Violation(node, stmt, "the model is prepared by Accelerate (DistributedDataParallel under a "
                                             f"multi-process launch) and gradients are accumulated by hand "
                                             f"({training.style.value}) outside `accelerator.accumulate()`: every "

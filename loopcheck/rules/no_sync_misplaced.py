@@ -5,7 +5,8 @@ after the forward pass it was meant for), a `no_sync() if cond else nullcontext(
 condition is inverted so that the last micro-batch runs un-synced, and `no_sync()` (or
 Accelerate's `accelerator.no_sync(model)`) wrapping only `backward()` while the forward pass ran
 outside it (itself, or in a function of the file that runs it, `loss = self._train_forward(batch)`,
-`lp = self._log_prob(batch, self.model)`; also a sync choice bound per micro-batch and entered later,
+`lp = self._log_prob(batch, self.model)`, also a method that a trainer and its base class both define
+and both run the model in, as a gradient-cache trainer's `self.compute_loss(model, chunk)`; also a sync choice bound per micro-batch and entered later,
 `sync_context = model.no_sync if not last else nullcontext` ... `with sync_context(): loss.backward()`,
 and a branch that runs the forward outside it where another branch runs it inside), or a trainer's own sync switch (a context manager
 of the file that sets `require_backward_grad_sync` on its DDP modules or enters their
