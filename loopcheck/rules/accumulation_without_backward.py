@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.model import Event, FileModel, Kind, Loop, Style, TrainingLoop
+from loopcheck.model import Event, FileModel, Kind, Style, TrainingLoop
 from loopcheck.model.syntax import dotted, last_part, names_in, walk
 from loopcheck.model.training import is_data_iterable, zeroed_for_the_step
 from loopcheck.rules._base import Rule, Violation
@@ -133,8 +133,7 @@ for step, (x, y) in enumerate(loader):
                 if training.style is Style.PLAIN and not training.guard(backward).periodic \
                         or training.every_iteration(backward):
                     continue  # the other micro-batches back-propagate in the complementary branch
-                if zeroed_for_the_step(training.loop, training.reader, backward) \
-                        and not _divided_by_period(training, backward) or training.style is Style.PLAIN \
+                if (training.style is Style.PLAIN or zeroed_for_the_step(training.loop, training.reader, backward)) \
                         and not _divided_by_period(training, backward):
                     continue  # an update every N iterations that keeps nothing between them
                 if training.guard(backward).periodic and _overwritten_every_iteration(training, backward):
