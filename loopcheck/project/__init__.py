@@ -473,6 +473,9 @@ class Imported:
         no DistributedDataParallel. Read only for a file that imports Accelerate."""
         return self._uses_accelerate() and _launches.single_process(self.path, self.index.root)
 
+    def _launch_stamps(self) -> list[str]:
+        return _launches.stamps(self.path, self.index.root) if self._uses_accelerate() else []
+
     def _uses_accelerate(self) -> bool:
         return any((module or attr or "").split(".")[0] == "accelerate" and not level
                    for module, attr, level in self.own.imports.values())
@@ -481,7 +484,7 @@ class Imported:
         """Changes whenever a project module this file imports changes (its size or modification
         time: the facts are read only when the model asks), the entry scripts that wrap it do, the
         schedulers its callers pass it do, the project's dependency pins do (a pinned version
-        changes what a library does), or whether its documented launches run one process."""
+        changes what a library does), or the documents that say how its script is launched do."""
         stamps = []
         # `import src.util`: LC303 reads `src.util.set_optim(...)`'s schedulers (``dotted_summary``)
         dotted = [self.index.resolve(self.path, name, 0) for name in self.own.dotted_imports]
@@ -494,7 +497,7 @@ class Imported:
         text = "\n".join([*stamps, "<ddp importers>", *self.ddp_importers, "<ddp helpers>",
                           *_ddp_helpers.stamps(self.index, self.path), "<ddp helpers called>",
                           *(f"{name} {where}" for name, where in self.ddp_helpers_called), "<pins>", repr(self.pins),
-                          "<single-process launches>", repr(self.single_process_launches),
+                          "<launch documents>", *self._launch_stamps(),
                           "<schedulers passed>", repr(sorted(self.passed_schedulers.items()))])
         return hashlib.sha256(text.encode()).hexdigest()
 

@@ -1,12 +1,15 @@
-"""How the project documents launching a script: its shell scripts, READMEs, Makefiles, notebooks and
-YAML files, anywhere under the project root.
+"""How the project documents launching a script: the shell scripts, READMEs, Makefiles, notebooks and
+YAML files of the script's folder, of each folder above it up to the project root, and of the root's
+``scripts/`` and ``docs/`` folders.
 
 A model prepared by Accelerate is DistributedDataParallel only when several processes run the script
 (``accelerate launch``, ``torchrun``, ``deepspeed``, a Slurm ``srun``...); ``python train.py`` runs
 one process, and Accelerate then wraps nothing. A project whose every documented launch of a script
-is a plain ``python script.py`` (and that says nothing of a multi-process launch anywhere) shows how
-it is run. The reading is conservative: a multi-process word anywhere in those documents (prose
-included), a script no document launches, or a project too large to read, keeps the question open.
+is a plain ``python script.py`` (and that says nothing of a multi-process launch in those documents)
+shows how it is run. The reading is conservative: a multi-process word in those documents (prose
+included), a script none of them launches, or a folder too large to read, keeps the question open.
+Only those folders are read, each once per run, never the whole tree: the answer is part of the
+cache key of every file that imports Accelerate, so it is asked on every run, warm ones too.
 
 >>> _launched("bert.py", ["CUDA_VISIBLE_DEVICES=3 python bert.py --gpus 3", "python distilbert.py"])
 True
@@ -32,54 +35,96 @@ _MULTI = Pattern(r"accelerate[ _-]+launch|accelerate\.commands|torchrun|torch\.d
                  re.IGNORECASE)
 _SUFFIXES = (".sh", ".bash", ".zsh", ".slurm", ".sbatch", ".job", ".md", ".rst", ".yaml", ".yml", ".ipynb")
 _NAMES = ("makefile", "dockerfile", "justfile", "procfile")
-_SKIP = frozenset({"node_modules", "site-packages", "__pycache__", "venv", "env"})
-_MAX_FILES = 3000
+_DOC_FOLDERS = ("scripts", "docs")  # of the root: where projects keep their launch commands
+_MAX_FILES = 500  # documents of one folder
 _MAX_BYTES = 1_000_000  # one document
-_MAX_TOTAL = 20_000_000
 
 
 def single_process(path: Path, root: Path) -> bool:
     """Whether the project at ``root`` documents launches of the script ``path`` and every document
-    it has speaks of single-process runs only."""
-    documents = _documents(real_path(root))
-    return documents is not None and _launched(path.name, documents)
+    read for it speaks of single-process runs only."""
+    documents: list[str] = []
+    for directory in _folders(real_path(path).parent, real_path(root)):
+        texts = _single_process_documents(directory)
+        if texts is None:
+            return False
+        documents.extend(texts)
+    return _runs(path.name, documents)
+
+
+def stamps(path: Path, root: Path) -> list[str]:
+    """The size and modification time of every document ``single_process`` reads for ``path``: what a
+    cached result that used the answer depends on (cheaper to ask on a warm run than the answer)."""
+    return [stamp for directory in _folders(real_path(path).parent, real_path(root)) for stamp in _stamps(directory)]
 
 
 def forget() -> None:
-    _documents.cache_clear()
+    _single_process_documents.cache_clear()
+    _stamps.cache_clear()
+
+
+def _folders(directory: Path, root: Path) -> list[Path]:
+    """The script's folder and those above it up to ``root``, and the root's documentation folders."""
+    found = [directory]
+    while directory != root and root in directory.parents:
+        directory = directory.parent
+        found.append(directory)
+    return found + [root / name for name in _DOC_FOLDERS]
 
 
 def _launched(name: str, documents: list[str]) -> bool:
     """``name`` is run by a command of the documents (``python name``, ``python dir/name``), and
     none of them says anything of several processes."""
-    if any(_MULTI.search(text) for text in documents):
-        return False
+    return not any(_MULTI.search(text) for text in documents) and _runs(name, documents)
+
+
+def _runs(name: str, documents: list[str]) -> bool:
+    """A command of the documents runs ``name``."""
     command = re.compile(rf"(?:^|[\s/'\"`=(]){re.escape(name)}(?![\w.-])", re.MULTILINE)
     return any(command.search(text) for text in documents)
 
 
-@lru_cache(maxsize=64)
-def _documents(root: Path) -> list[str] | None:
-    """The texts of the project's launch documents; None where there are too many to read."""
+@lru_cache(maxsize=4096)  # the scripts of one folder share it
+def _single_process_documents(directory: Path) -> list[str] | None:
+    """One folder's launch documents where none of them speaks of several processes; None where one
+    does, or where there are too many to read (the scripts of every folder below ask it again)."""
+    texts = _documents(directory)
+    return None if texts is None or any(_MULTI.search(text) for text in texts) else texts
+
+
+@lru_cache(maxsize=4096)
+def _stamps(directory: Path) -> tuple[str, ...]:
+    try:
+        with os.scandir(directory) as entries:
+            found = [entry for entry in entries if _is_document(entry.name.lower())]
+        return tuple(f"{entry.path}:{st.st_size}:{st.st_mtime_ns}" for entry in sorted(found, key=lambda e: e.name)
+                     if (st := entry.stat()) is not None)
+    except OSError:
+        return ()
+
+
+def _is_document(lower: str) -> bool:
+    return lower.endswith(_SUFFIXES) or lower in _NAMES or lower.startswith(("readme", "makefile"))
+
+
+def _documents(directory: Path) -> list[str] | None:
+    """The texts of one folder's launch documents; None where there are too many to read."""
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
     texts: list[str] = []
-    total = 0
-    for directory, folders, files in os.walk(root):
-        folders[:] = sorted(f for f in folders if not f.startswith(".") and f not in _SKIP)
-        for name in sorted(files):
-            lower = name.lower()
-            if not (lower.endswith(_SUFFIXES) or lower in _NAMES or lower.startswith(("readme", "makefile"))):
-                continue
-            if len(texts) >= _MAX_FILES:
-                return None
-            try:
-                with open(os.path.join(directory, name), "rb") as handle:
-                    data = handle.read(_MAX_BYTES + 1)
-            except OSError:
-                continue
-            if len(data) > _MAX_BYTES:
-                return None  # an unread tail may hold the launch
-            total += len(data)
-            if total > _MAX_TOTAL:
-                return None
-            texts.append(data.decode("utf-8", errors="replace"))
+    for name in names:
+        if not _is_document(name.lower()):
+            continue
+        if len(texts) >= _MAX_FILES:
+            return None
+        try:
+            with open(os.path.join(directory, name), "rb") as handle:
+                data = handle.read(_MAX_BYTES + 1)
+        except OSError:
+            continue  # a folder of that name, or unreadable
+        if len(data) > _MAX_BYTES:
+            return None  # an unread tail may hold the launch
+        texts.append(data.decode("utf-8", errors="replace"))
     return texts
