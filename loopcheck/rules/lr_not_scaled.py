@@ -8,7 +8,9 @@ declared in `[tool.loopcheck.lr-scaling]` (`reference-batch-size`, `reference-lr
 assignment or an argparse default) against the rule for the effective batch (micro-batch x
 accumulation x world size), where all three are visible; otherwise it says nothing. A learning
 rate divided by the batch size (`LR / batch_size`, Darknet's normalisation of a loss summed over
-the batch) follows no scaling rule and is left alone.
+the batch) follows no scaling rule and is left alone, and so is the number of processes where the
+batch size is a parameter of the function that scales by it (a scheduler class handed `batch_size`):
+whether the caller passes the per-process or the global batch, the file does not show.
 
 ## Why is this bad?
 The linear scaling rule is about the batch one optimizer step sees. With accumulation N and W
@@ -113,7 +115,8 @@ for i, (x, y) in enumerate(loader):
             counts = {last_part(n) for n in accumulation}
             if accumulation and not any(_ACCUM.search(last_part(n)) or last_part(n) in counts for n in used):
                 missing.append(f"the accumulation count `{sorted(accumulation)[0]}`")
-            if data_parallel and not any(_WORLD.search(last_part(n)) for n in used) and not _global_batch(model):
+            if data_parallel and not any(_WORLD.search(last_part(n)) for n in used) and not _global_batch(model) \
+                    and not _batch_from_caller(value, used, model):
                 missing.append("the number of processes")
             if missing:
                 yield Violation(value, value, f"`{name}` is scaled by the per-step micro-batch but not by "
@@ -239,6 +242,23 @@ def _global_batch(model: FileModel) -> bool:
                     names = {last_part(n) for n in names_in(node)}
                     if any(_BATCH.search(n) for n in names) and any(_WORLD.search(n) for n in names):
                         return True
+    return False
+
+
+def _batch_from_caller(value: cst.BaseExpression, used: set[str], model: FileModel) -> bool:
+    """Every batch size ``value`` scales by is a parameter of the function computing it (``def
+    __init__(self, base_lr_per_img, batch_size)``): whether the caller hands it the per-process
+    batch or the global one that a data loader of another module splits over the processes, this
+    file does not show."""
+    batches = {n for n in used if _BATCH.search(last_part(n))}
+    if not batches or any("." in n for n in batches):
+        return False
+    for defs in model.index.functions.values():
+        for fn in defs:
+            if any(node is value for node in walk(fn.body)):
+                params = fn.params
+                names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+                return batches <= names
     return False
 
 
