@@ -232,7 +232,7 @@ class Builder:
         elif len(st.loop.items) == before and any(
                 self.roles.of(dotted(a.value)) is Role.OPTIMIZER for a in call.args if dotted(a.value)) \
                 and not self._leaves_gradients(call):
-            st.loop.opaque_calls.append(call)
+            _opaque(st.loop, call, st.conds)
 
     def _leaves_gradients(self, call: cst.Call) -> bool:
         """A call handed an optimizer that cannot clear its gradients: a Python built-in (`hasattr`,
@@ -260,8 +260,9 @@ class Builder:
         for node in walk(fn.body, into_functions=True):
             if isinstance(node, cst.Attribute) and node.attr.value == "grad":
                 return False
-            if isinstance(node, cst.Call) and any(dotted(a.value) in handed for a in node.args):
-                return False  # handed on to what this file cannot see into
+            if isinstance(node, cst.Call) and any(dotted(a.value) in handed for a in node.args) \
+                    and func_name(node) not in _LEAVES_GRADIENTS:
+                return False  # handed on to what this file cannot see into (`hasattr(optimizer, ...)` reads)
         return bool(handed)
 
     def _base_method(self, call: cst.Call, stmt: cst.CSTNode, st: _State) -> bool:
@@ -276,7 +277,7 @@ class Builder:
         assert self.project is not None
         found = self.project.base_events(call, self.roles, base)
         if found is None:
-            st.loop.opaque_calls.append(call)
+            _opaque(st.loop, call, st.conds)
             return False
         for kind, recv, fields in found:
             gates: tuple[Cond, ...] = fields.pop("conds", ())  # type: ignore[assignment]
@@ -718,8 +719,21 @@ def _flatten_chunk_loops(loop: Loop) -> None:
         for assignment in chunk.assignments:
             assignment.conds = chunk.conds + assignment.conds
             loop.assignments.append(assignment)
-        loop.opaque_calls.extend(chunk.opaque_calls)
+        _adopt_opaque(loop, chunk)
     loop.items = items
+
+
+def _opaque(loop: Loop, call: cst.Call, conds: tuple[Cond, ...]) -> None:
+    """Keep ``call`` as one the model cannot see into, with the conditions it runs under."""
+    loop.opaque_calls.append(call)
+    loop.opaque_conds[id(call)] = conds
+
+
+def _adopt_opaque(loop: Loop, inner: Loop) -> None:
+    """The opaque calls of a loop whose items move up into ``loop``, under the inner loop's conditions."""
+    for call in inner.opaque_calls:
+        loop.opaque_calls.append(call)
+        loop.opaque_conds[id(call)] = inner.conds + inner.opaque_conds.get(id(call), ())
 
 
 def _is_data(loop: Loop) -> bool:
@@ -749,7 +763,7 @@ def _lift_loops_without_backward(loop: Loop) -> None:
                     assignment.in_loop = assignment.in_loop or item.node
                     assignment.lifted = (item, *assignment.lifted)
                     loop.assignments.append(assignment)
-                loop.opaque_calls.extend(item.opaque_calls)
+                _adopt_opaque(loop, item)
                 continue
         items.append(item)
     loop.items = items

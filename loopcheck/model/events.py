@@ -121,6 +121,10 @@ class Loop:
     # Calls the model cannot see into that receive an optimizer (``helpers.step(optimizer)``):
     # they might zero or step, so rules about missing events stay silent.
     opaque_calls: list[cst.Call] = field(default_factory=list)
+    # The conditions each of them runs under in this loop (by ``id`` of the call): one in a branch
+    # that a variant's flags rule out (a `bmtrain` step function beside the plain PyTorch one) is
+    # no call of that variant.
+    opaque_conds: dict[int, tuple[Cond, ...]] = field(default_factory=dict)
     # What the loop iterates once names bound before it are followed (``pbar = tqdm(enumerate(dl))``).
     iterable: cst.BaseExpression | None = None
     # What names in the iterable were bound to before the loop (``it = tqdm(train_loader)``).

@@ -275,7 +275,7 @@ def _view(scope: Loop, target: Loop, assumptions: dict[str, bool], int_inits: di
         conds = item.conds
         if not conds:
             return False
-        if any(c.test is not None and _flag_value(c.test, c.negated, assumptions) is False for c in conds):
+        if _ruled_out(conds, assumptions):
             return True
         # near the loop, a per-iteration contradiction also kills (`not need_update` around `if need_update:`)
         return near and len(conds) > 1 and reader(loop).guard(conds, item.order).never
@@ -290,7 +290,9 @@ def _view(scope: Loop, target: Loop, assumptions: dict[str, bool], int_inits: di
     def build(loop: Loop, parent: Loop | None) -> Loop:
         near = _inside(loop, target)
         view = replace(loop, parent=parent, items=[], assumptions=assumptions,
-                       assignments=[a for a in loop.assignments if not dead(loop, a, False)])
+                       assignments=[a for a in loop.assignments if not dead(loop, a, False)],
+                       opaque_calls=[c for c in loop.opaque_calls if not _ruled_out(loop.opaque_conds.get(id(c), ()),
+                                                                                     assumptions)])
         for item in loop.items:
             if dead(loop, item, near):
                 continue
@@ -305,6 +307,11 @@ def _view(scope: Loop, target: Loop, assumptions: dict[str, bool], int_inits: di
         return view
 
     return _find(build(scope, scope.parent), target.node)
+
+
+def _ruled_out(conds: tuple[Cond, ...], assumptions: dict[str, bool]) -> bool:
+    """Some condition of ``conds`` is false under the assumed flags alone."""
+    return any(c.test is not None and _flag_value(c.test, c.negated, assumptions) is False for c in conds)
 
 
 def _flag_value(test: cst.BaseExpression, negated: bool, assumptions: dict[str, bool]) -> bool | None:

@@ -266,9 +266,10 @@ for real, _ in loader:
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
-        # once per loop and optimizer: the variants of a loop (an AMP and an fp32 branch) step it at
-        # different calls, but it is one missing zeroing
-        reported: set[tuple[int, str | None]] = set()
+        # once per loop, optimizer and function holding the step: the variants of a loop (an AMP and
+        # an fp32 branch) step it at different calls, but it is one missing zeroing; step functions
+        # of their own (`train_step_pytorch`, `train_step_ddp` chosen by the run's setting) each miss theirs
+        reported: set[tuple[int, str | None, int]] = set()
         for training in model.training_loops:
             if training.style in (Style.FRAMEWORK, Style.NO_STEP):
                 continue
@@ -295,7 +296,7 @@ for real, _ in loader:
                       for z in s.loop.events(Kind.ZERO_GRAD, deep=True)]
             zeroing = Zeroing(model, {s.optimizer for s in steps if s.optimizer})
             for step in steps:
-                key = (id(training.loop.node), step.optimizer)
+                key = (id(training.loop.node), step.optimizer, id(step.origin))
                 clearing = [z for z in zeros if zeroing.clears(z, step) is not False]
                 if key in reported:
                     continue
