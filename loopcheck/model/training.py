@@ -74,15 +74,22 @@ class TrainingLoop:
     def events(self, *kinds: Kind) -> list[Event]:
         return self.loop.events(*kinds)
 
+    def finite_guard(self, event: Event) -> Guard:
+        """The guard of ``event`` on the micro-batches whose loss is finite: a skip of a micro-batch
+        whose loss is NaN or infinite (``if not _has_inf_or_nan(loss): backward(); clip(); ...``) is
+        an accident, not a schedule."""
+        guard = self.guard(event)
+        if not guard.always and any(_finite_side(c, self.functions) for c in event.conds):
+            guard = self.guard(event, tuple(c for c in event.conds if not _finite_side(c, self.functions)))
+        return guard
+
     def every_iteration(self, event: Event) -> bool:
         """``event`` runs on every micro-batch, itself or with a twin in the complementary branch of
         the boundary test (``if not boundary: with no_sync(): loss.backward()`` / ``else:
         loss.backward()``): one of the two runs on each iteration. A skip of a micro-batch whose loss
         is NaN or infinite (``if torch.isnan(loss).any(): ... else: loss.backward()``) is an accident,
         not a schedule: the branch for a finite loss runs on every micro-batch."""
-        guard = self.guard(event)
-        if not guard.always and any(_finite_side(c, self.functions) for c in event.conds):
-            guard = self.guard(event, tuple(c for c in event.conds if not _finite_side(c, self.functions)))
+        guard = self.finite_guard(event)
         if guard.always:
             return True
         if guard.kind not in (GuardKind.PERIODIC, GuardKind.NOT_PERIODIC, GuardKind.SYNC, GuardKind.NOT_SYNC) \

@@ -113,7 +113,7 @@ for real in loader:
                     training.style is Style.ACCELERATE and accumulation_setting(model) is not None):
                 # accelerator.clip_grad_norm_ is not gated by accumulate(): only `if accelerator.sync_gradients:` is
                 for clip in training.events(Kind.CLIP):
-                    if not training.guard(clip).always:
+                    if not training.finite_guard(clip).always:
                         continue
                     fix = _clip_at_step(model, training, clip) if training.style is not Style.ACCELERATE else None
                     yield self.at(clip, "gradients are clipped on every micro-batch, on a partial sum of the "
