@@ -50,6 +50,7 @@ _MAX_INLINE_DEPTH = 4
 _LEAVES_GRADIENTS = {"hasattr", "getattr", "isinstance", "vars", "str", "repr", "print", "len", "id", "type",
                      "amp.scale_loss", "amp.master_params", "apex.amp.scale_loss", "apex.amp.master_params"}
 _PREDICATE_TESTS = (cst.Call, cst.UnaryOperation)  # `if should_step(i):`, `if not should_step(i):`
+_OPTIMIZERS = Pattern(r"optim|^opts?$|_opts?$", re.I)
 _EMA_UPDATE = Pattern(r"^(update_ema|ema_update|update_ema_model|ema_step|step_ema)$", re.I)
 
 
@@ -96,6 +97,7 @@ class Builder:
             scope.per_call = frozenset(params | {f"self.{name}" for name in self.index.incremented})
         self._block(body, _State(loop=scope, function=fn, inlining=(fn,) if fn else ()), node)
         _lift_loops_without_backward(scope)
+        _flatten_optimizer_loops(scope)
         _flatten_chunk_loops(scope)
         return scope
 
@@ -691,6 +693,44 @@ def _handed_back(assignment: Assignment, name: str) -> cst.BaseExpression:
 def _has_backward(loop: Loop) -> bool:
     return any(isinstance(i, Event) and i.kind is Kind.BACKWARD or isinstance(i, Loop) and _has_backward(i)
                for i in loop.items)
+
+
+def _flatten_optimizer_loops(loop: Loop) -> None:
+    """A loop over the optimizers (``for opt_idx, optimizer in enumerate(self.optimizers):`` in a
+    Lightning-style ``run_training_batch``) that back-propagates and steps the optimizer it binds is
+    one pass per optimizer over the same micro-batch: its events belong to the loop around it, whose
+    iterations are the micro-batches the step conditions count."""
+    for sub in loop.loops:
+        _flatten_optimizer_loops(sub)
+    if not any(_over_optimizers(sub) for sub in loop.loops):
+        return
+    items: list[Event | Loop] = []
+    for item in loop.items:
+        if not isinstance(item, Loop) or not _over_optimizers(item):
+            items.append(item)
+            continue
+        for sub in item.items:
+            sub.conds = item.conds + sub.conds
+            if isinstance(sub, Event):
+                sub.loop = loop
+            else:
+                sub.parent = loop
+            items.append(sub)
+        for assignment in item.assignments:
+            assignment.conds = item.conds + assignment.conds
+            loop.assignments.append(assignment)
+        _adopt_opaque(loop, item)
+    loop.items = items
+
+
+def _over_optimizers(loop: Loop) -> bool:
+    """``loop`` iterates a collection of optimizers (``self.optimizers``, ``[opt_d, opt_g]``), steps
+    the one it binds and back-propagates, and holds no loop of its own."""
+    if not isinstance(loop.node, cst.For) or loop.loops or not loop.events(Kind.BACKWARD):
+        return False
+    bound = names_in(loop.node.target)
+    stepped = {s.receiver for s in loop.events(Kind.STEP)}
+    return bool(bound & stepped) and any(_OPTIMIZERS.search(last_part(n)) for n in names_in(loop.node.iter))
 
 
 def _flatten_chunk_loops(loop: Loop) -> None:

@@ -75,12 +75,13 @@ class TrainingLoop:
         return self.loop.events(*kinds)
 
     def finite_guard(self, event: Event) -> Guard:
-        """The guard of ``event`` on the micro-batches whose loss is finite: a skip of a micro-batch
-        whose loss is NaN or infinite (``if not _has_inf_or_nan(loss): backward(); clip(); ...``) is
-        an accident, not a schedule."""
+        """The guard of ``event`` on the micro-batches whose loss is finite and has a graph: a skip of
+        a micro-batch whose loss is NaN or infinite (``if not _has_inf_or_nan(loss): backward(); clip();
+        ...``) or does not require grad (``if loss.requires_grad: loss.backward()``) is an accident, not
+        a schedule."""
         guard = self.guard(event)
-        if not guard.always and any(_finite_side(c, self.functions) for c in event.conds):
-            guard = self.guard(event, tuple(c for c in event.conds if not _finite_side(c, self.functions)))
+        if not guard.always and any(_usable_side(c, self.functions) for c in event.conds):
+            guard = self.guard(event, tuple(c for c in event.conds if not _usable_side(c, self.functions)))
         return guard
 
     def every_iteration(self, event: Event) -> bool:
@@ -103,6 +104,24 @@ class TrainingLoop:
 # Megatron's `DynamicLossScaler._has_inf_or_nan(x)` (copied into many fp16 code bases) is the last kind.
 _FINITE_TESTS = {"isfinite": True, "isnan": False, "isinf": False, "isneginf": False, "isposinf": False,
                  "_has_inf_or_nan": False, "has_inf_or_nan": False}
+
+
+_SKIPPED_WHEN_NONE = Pattern(r"batch|data|sample|input|loss", re.I)
+
+
+def _usable_side(cond: Cond, functions: Mapping[str, list[cst.FunctionDef]]) -> bool:
+    """``cond`` is the branch on which the loss can be back-propagated: it is finite, it requires
+    grad (the body of ``if loss.requires_grad:``), or the batch or loss is there at all (past ``if
+    batch is None: return``)."""
+    test = cond.test
+    if type(test) is cst.Attribute and test.attr.value == "requires_grad":
+        return not cond.negated
+    if type(test) is cst.Comparison and len(test.comparisons) == 1 \
+            and type(test.comparisons[0].comparator) is cst.Name and test.comparisons[0].comparator.value == "None" \
+            and _SKIPPED_WHEN_NONE.search(last_part(dotted(test.left) or "")):
+        # `if batch is None: return` / `if loss is None: continue`: an empty micro-batch skipped
+        return cond.negated is (type(test.comparisons[0].operator) is cst.Is)
+    return _finite_side(cond, functions)
 
 
 def _finite_side(cond: Cond, functions: Mapping[str, list[cst.FunctionDef]]) -> bool:
