@@ -700,15 +700,18 @@ def _flatten_optimizer_loops(loop: Loop) -> None:
     Lightning-style ``run_training_batch``) that back-propagates and steps the optimizer it binds is
     one pass per optimizer over the same micro-batch: its events belong to the loop around it, whose
     iterations are the micro-batches the step conditions count."""
-    for sub in loop.loops:
+    subs = loop.loops
+    for sub in subs:
         _flatten_optimizer_loops(sub)
-    if not any(_over_optimizers(sub) for sub in loop.loops):
+    flat = [sub for sub in subs if _over_optimizers(sub)]
+    if not flat:
         return
     items: list[Event | Loop] = []
     for item in loop.items:
-        if not isinstance(item, Loop) or not _over_optimizers(item):
+        if not any(item is sub for sub in flat):
             items.append(item)
             continue
+        assert isinstance(item, Loop)
         for sub in item.items:
             sub.conds = item.conds + sub.conds
             if isinstance(sub, Event):
@@ -726,11 +729,11 @@ def _flatten_optimizer_loops(loop: Loop) -> None:
 def _over_optimizers(loop: Loop) -> bool:
     """``loop`` iterates a collection of optimizers (``self.optimizers``, ``[opt_d, opt_g]``), steps
     the one it binds and back-propagates, and holds no loop of its own."""
-    if not isinstance(loop.node, cst.For) or loop.loops or not loop.events(Kind.BACKWARD):
+    node = loop.node
+    if type(node) is not cst.For or not any(_OPTIMIZERS.search(last_part(n)) for n in names_in(node.iter)) \
+            or loop.loops or not loop.events(Kind.BACKWARD):
         return False
-    bound = names_in(loop.node.target)
-    stepped = {s.receiver for s in loop.events(Kind.STEP)}
-    return bool(bound & stepped) and any(_OPTIMIZERS.search(last_part(n)) for n in names_in(loop.node.iter))
+    return bool(names_in(node.target) & {s.receiver for s in loop.events(Kind.STEP)})
 
 
 def _flatten_chunk_loops(loop: Loop) -> None:
