@@ -137,7 +137,10 @@ def test_returned_marks_parameters_and_follows_locals() -> None:
     ("    return CosineAnnealingLR(optimizer, T_max=EPOCHS)", "CosineAnnealingLR(\x000\x00, T_max=None)"),  # a module constant
     ("    total = args.epochs\n    total += 1\n    return CosineAnnealingLR(optimizer, T_max=total)",  # assigned twice
      "CosineAnnealingLR(\x000\x00, T_max=None)"),
-    ("    return LambdaLR(optimizer, lambda step: step / args.epochs)", "LambdaLR(\x000\x00, None)"),  # bound inside
+    # a schedule function: what it reads of the factory's parameters is handed to it, as a caller would
+    ("    return LambdaLR(optimizer, lambda step: step / args.epochs)",
+     "LambdaLR(\x000\x00, partial('lambda', \x001\x00.epochs))"),
+    ("    return LambdaLR(optimizer, lambda step: step / len([s for s in args.steps]))", "LambdaLR(\x000\x00, None)"),
     ("    return OneCycleLR(optimizer, max_lr=[g['lr'] for g in optimizer.param_groups], total_steps=args.steps)",
      "OneCycleLR(\x000\x00, max_lr=None, total_steps=\x001\x00.steps)"),
 ])
@@ -214,8 +217,11 @@ def test_own_factory_keeps_the_module_names_the_caller_shares() -> None:
 
 
 @pytest.mark.parametrize(("text", "schedules"), [
-    # a schedule function defined inside reads the factory's own locals: that argument is not read
+    # a schedule function defined inside: the factory's lengths it reads are handed to it (the
+    # function itself is the factory's local, which the caller cannot name)
     ("def build(optimizer, epochs):\n    def f(step):\n        return step / epochs\n"
+     "    return LambdaLR(optimizer, f)\n", ("LambdaLR(\x000\x00, partial('f', \x001\x00))",)),
+    ("def build(optimizer, epochs):\n    def f(step):\n        return 0.9 ** step\n"
      "    return LambdaLR(optimizer, f)\n", ("LambdaLR(\x000\x00, None)",)),
     ("def build(optimizer):\n    import math\n    return CosineAnnealingLR(optimizer, T_max=math.pi)\n",
      ("CosineAnnealingLR(\x000\x00, T_max=None)",)),
@@ -379,3 +385,66 @@ def test_returned_reads_one_element_of_the_tuples_returned() -> None:
     assert step.startswith("torch.optim.lr_scheduler.StepLR(") and step.endswith(", step_size=\x001\x00.lr_decay_epochs)")
     assert facts.schedules == () and 0 not in dict(facts.schedules_at)
     assert returned(nodes, {"model": 0, "args": 1}, position=2) == ()
+
+
+# a factory that hands `LambdaLR` a schedule function closing over its lengths (two phases, as
+# pre-training scripts decay, then warm up again for fine-tuning)
+CLOSURE = """
+    from torch.optim.lr_scheduler import LambdaLR
+
+
+    def get_two_phase_schedule(optimizer, num_training_steps, finetune_prop=0.5, last_epoch=-1):
+        num_finetune_steps = int(num_training_steps * finetune_prop)
+
+        def lr_lambda(current_step):
+            if current_step < num_finetune_steps:
+                return 1.0 - current_step / num_finetune_steps
+            return max(0.0, (num_training_steps - current_step) / (num_training_steps - num_finetune_steps))
+        return LambdaLR(optimizer, lr_lambda, last_epoch)
+"""
+
+
+def test_returned_hands_a_schedule_function_the_lengths_it_closes_over() -> None:
+    """The lengths a nested schedule function reads are handed to it as a caller would hand them
+    (`partial(...)`); one that reads none of them has no horizon, and `last_epoch` left to its
+    default is no length."""
+    params, schedules = own_factory(textwrap.dedent(CLOSURE).split("\n\n\n", 1)[1], False)
+    assert params == ("optimizer", "num_training_steps", "finetune_prop", "last_epoch")
+    assert schedules == ("LambdaLR(\x000\x00, partial('lr_lambda', int(\x001\x00 * \x002\x00), \x001\x00), \x003\x00)",)
+    assert as_called(schedules[0], {0: "opt", 1: "total", 2: "0.25"}) == \
+        "LambdaLR(opt, partial('lr_lambda', int(total * (0.25)), total), None)"
+    assert as_called("CosineAnnealingLR(\x000\x00, T_max=\x001\x00, last_epoch=\x002\x00)", {0: "o", 1: "t"}) == \
+        "CosineAnnealingLR(o, T_max=t, last_epoch=None)"
+    assert as_called("CosineAnnealingLR(\x000\x00, T_max=\x001\x00)", {0: "o"}) is None  # the horizon itself
+    assert as_called("LambdaLR(\x000\x00, partial('f', \x001\x00, \x002\x00))", {0: "o", 1: "t"}) is None
+    constant = "def f(optimizer, gamma):\n    def lr_lambda(step):\n        return 0.95 ** step\n" \
+               "    return LambdaLR(optimizer, lr_lambda)\n"
+    assert own_factory(constant, False)[1] == ("LambdaLR(\x000\x00, None)",)
+
+
+@pytest.mark.parametrize(("total", "flagged"), [
+    ("len(train_loader) * args.epochs", True),  # batches, stepped once per update
+    ("len(train_loader) // args.accum_steps * args.epochs", False),  # updates
+    ("args.total_steps", False),  # a setting: no unit shown
+])
+def test_a_schedule_function_closing_over_a_factorys_lengths(project: Path, run_cli, total: str,
+                                                             flagged: bool) -> None:
+    train = TRAIN.replace('parser.add_argument("--epochs", type=int, default=10)',
+                          'parser.add_argument("--epochs", type=int, default=10)\n'
+                          '    parser.add_argument("--accum_steps", type=int, default=4)\n'
+                          '    parser.add_argument("--total_steps", type=int, default=100)') \
+        .replace("from utils import build_scheduler", "from utils import get_two_phase_schedule") \
+        .replace("BUILT", f"get_two_phase_schedule(optimizer, {total}, 0.25)") \
+        .replace("        for x in train_loader:\n            optimizer.zero_grad()\n            model(x).sum().backward()\n"
+                 "            optimizer.step()\n            STEP_PER_BATCH\n        STEP_PER_EPOCH\n",
+                 "        for i, x in enumerate(train_loader):\n            (model(x).sum() / args.accum_steps).backward()\n"
+                 "            if (i + 1) % args.accum_steps == 0 or i + 1 == len(train_loader):\n"
+                 "                optimizer.step()\n                scheduler.step()\n                optimizer.zero_grad()\n")
+    _write(project, {"train.py": train, "utils.py": CLOSURE})
+    found = _codes(run_cli, "train.py")
+    if not flagged:
+        assert found == []
+        return
+    assert len(found) == 1 and " LC303 " in found[0]
+    assert "horizon `len(train_loader) * args.epochs` (one of the 2 lengths its schedule function is given) " \
+           "counts batches (built by `get_two_phase_schedule`, utils.py:5)" in found[0]

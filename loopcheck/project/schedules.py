@@ -78,6 +78,7 @@ def returned(nodes: list[ast.AST], index: Mapping[str, int], kept: Collection[st
             return ()
         if branches is None:
             branches = _branch_values(nodes, assigned, index)  # read only for a function that builds one
+        value = _closure_given(value, nodes, index, assigned)
         for variant in _variants(value, branches, assigned):
             written = _constructed(value, index, variant, kept)
             if written is None:
@@ -157,6 +158,66 @@ def _values(returned: ast.expr | None, index: Mapping[str, int], nodes: list[ast
             elif any(isinstance(n, ast.Name) and n.id == name for n in walk(target)):
                 return [returned]  # not a plain `name = value`: what it holds is not read
     return values or [returned]
+
+
+# Schedules that call a function of the step count, which may close over the factory's lengths
+_SCHEDULE_FUNCTIONS = ("LambdaLR", "MultiplicativeLR")
+
+
+def _closure_given(call: ast.Call, nodes: list[ast.AST], index: Mapping[str, int],
+                   assigned: Mapping[str, ast.expr | None]) -> ast.Call:
+    """``LambdaLR(optimizer, lr_lambda)`` where ``lr_lambda`` is defined inside the factory (a nested
+    ``def`` or a ``lambda``) and reads the factory's parameters or locals (``num_training_steps``,
+    ``num_fintune_steps = int(num_training_steps * finetune_prop)``): written as ``LambdaLR(optimizer,
+    partial("lr_lambda", num_training_steps, ...))``, the lengths it closes over handed to it the way a
+    caller hands them (``partial(warmup_cosine, total=args.epochs)``), so that the caller's file reads
+    them. ``call`` itself where the function reads none of them (``lambda step: 0.95 ** step``)."""
+    if last_name(call.func) not in _SCHEDULE_FUNCTIONS:
+        return call
+    fn = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "lr_lambda"), None)
+    if isinstance(fn, ast.Lambda):
+        body: list[ast.AST] = [fn.body]
+        own = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
+        label = "lambda"
+    elif isinstance(fn, ast.Name):
+        defs = [n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == fn.id]
+        if len(defs) != 1:
+            return call
+        body = list(defs[0].body)
+        own = {a.arg for a in [*defs[0].args.posonlyargs, *defs[0].args.args, *defs[0].args.kwonlyargs]}
+        own |= {n.id for b in body for n in walk(b) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        label = fn.id
+    else:
+        return call
+    outer = {name for name in [*index, *assigned] if name not in own}
+    read: dict[str, ast.expr] = {}
+    for b in body:
+        _read_from(b, outer, read)
+    if not read:
+        return call
+    given = ast.Call(func=ast.Name(id="partial", ctx=ast.Load()),
+                     args=[ast.Constant(value=label), *read.values()], keywords=[])
+    rebuilt = copy.copy(call)
+    if len(call.args) > 1:
+        rebuilt.args = [call.args[0], given, *call.args[2:]]
+    else:
+        rebuilt.keywords = [ast.keyword(arg=k.arg, value=given) if k.arg == "lr_lambda" else k for k in call.keywords]
+    return rebuilt
+
+
+def _read_from(node: ast.AST, outer: Collection[str], read: dict[str, ast.expr]) -> None:
+    """Each whole expression of ``node`` that reads one of the ``outer`` names (``args.epochs``,
+    ``cfg["epochs"]``, ``num_training_steps``), by its text."""
+    chain = node.func if isinstance(node, ast.Call) else node
+    if isinstance(chain, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(getattr(chain, "ctx", None), ast.Load):
+        root = chain
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id in outer and (chain is node or isinstance(chain, ast.Attribute)):
+            read.setdefault(ast.unparse(node), copy.deepcopy(node))  # type: ignore[arg-type]
+            return
+    for child in ast.iter_child_nodes(node):
+        _read_from(child, outer, read)
 
 
 def _none(value: ast.expr | None) -> bool:
@@ -262,24 +323,73 @@ def own_factory(text: str, method: bool, position: int | None = None) -> tuple[t
 
 
 def as_called(marked: str, args: Mapping[int, str]) -> str | None:
-    """``marked`` with the caller's argument texts in place (None where one is not passed)."""
+    """``marked`` with the caller's argument texts in place (None where one is not passed). A
+    parameter not passed that is the step to resume from (``last_epoch``, left to its default in
+    ``LambdaLR(optimizer, lr_lambda, last_epoch)``) or ``verbose`` is written ``None``: no length."""
     missing = False
 
     def put(match: re.Match[str]) -> str:
         nonlocal missing
-        text = args.get(int(match.group(1)))
-        if text is None:
-            missing = True
-            return ""
         head = marked[:match.start()].rstrip()
         before, after = head[-1:], marked[match.end():].lstrip()[:1]
         # a whole argument (`T_max=<marker>`, not `a == <marker>`)
         whole = (before in ("(", ",") or before == "=" and head[-2:-1] not in ("=", "!", "<", ">")) \
             and after in (",", ")")
+        text = args.get(int(match.group(1)))
+        if text is None:
+            if whole and _depth(head) == 1 and _no_length(head):
+                return "None"
+            missing = True
+            return ""
         return text if whole or _primary(text) else f"({text})"
 
     text = _MARK.sub(put, marked)
     return None if missing else text
+
+
+# Arguments of a scheduler constructor that say nothing of its length
+_NO_LENGTH_KEYWORDS = ("last_epoch", "verbose")
+_KEYWORD_BEFORE = Pattern(r"(\w+)\s*=$")
+_LAST_EPOCH_THIRD = ("LambdaLR", "MultiplicativeLR")  # (optimizer, lr_lambda, last_epoch)
+
+
+def _no_length(head: str) -> bool:
+    """The argument that ``head`` (the constructor's text up to it) is about to give is no length:
+    ``last_epoch=`` or ``verbose=``, or the third positional argument of ``LambdaLR``."""
+    keyword = _KEYWORD_BEFORE.search(head)
+    if keyword is not None:
+        return keyword.group(1) in _NO_LENGTH_KEYWORDS
+    name = head.split("(", 1)[0].strip().rsplit(".", 1)[-1]
+    if name not in _LAST_EPOCH_THIRD:
+        return False
+    commas, depth, quote = 0, 0, ""
+    for char in head.split("(", 1)[1] if "(" in head else "":
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            commas += 1
+    return commas == 2
+
+
+def _depth(text: str) -> int:
+    """How many brackets are open at the end of ``text`` (quoted text left out)."""
+    depth, quote = 0, ""
+    for char in text:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+    return depth
 
 
 def _primary(text: str) -> bool:

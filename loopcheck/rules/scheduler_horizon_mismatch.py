@@ -55,7 +55,10 @@ the same schedule over a horizon the user sets; another schedule with a horizon 
 silent.
 A `LambdaLR` whose schedule function is handed its lengths
 (`partial(warmup_cosine, warmup=args.warmup_epochs, total=args.epochs)`, `lambda s:
-warmup_cosine(s, args.warmup_epochs, args.epochs)`) counts in the unit all of them share. A step
+warmup_cosine(s, args.warmup_epochs, args.epochs)`) counts in the unit all of them share; so does
+one a factory defines inside and hands to `LambdaLR` (`def lr_lambda(step): ...` reading the factory's
+`num_training_steps` and the locals it makes of it), which is handed those lengths as the factory's
+caller passes them (a `last_epoch` left to its default is no length). A step
 under `isinstance` tests on the scheduler (`if isinstance(scheduler, OneCycleLR): scheduler.step()`,
 its `else` branch, `if not isinstance(scheduler, OneCycleLR):`) steps only the schedules of the classes
 the tests let through; a factory's argument that the caller cannot read (`max_lr=[g["lr"] for g in
@@ -400,7 +403,7 @@ for epoch in range(config["epochs"]):
                     what = _DECAY_WORDS.get(last_part(func_name(calls[0]) or ""), "horizon")
                     counts = "count" if what == "milestones" else "counts"
                     yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
-                                             f"but its {what} `{source(horizons[0])}` {counts} {units[0].value}"
+                                             f"but its {what} {_shown(horizons[0], what)} {counts} {units[0].value}"
                                              f"{passed[0] if passed else _built_by(scheduler, model)}")
                     continue
                 # a scheduler bound in several configurations (`if opt.scheduler == "fixed": FixedScheduler(...)
@@ -658,6 +661,16 @@ def _built_by(scheduler: Event, model: FileModel) -> str:
 
 _DECAY_WORDS = {"StepLR": "step size", "MultiStepLR": "milestones", "SequentialLR": "milestones",
                 "CyclicLR": "half cycle"}
+
+
+def _shown(horizon: cst.BaseExpression | None, what: str) -> str:
+    """The horizon as the message quotes it: where it is the several lengths a schedule function is
+    given (``partial(lr_lambda, num_warmup_steps, num_training_steps)``, each in the same unit), the
+    shortest of them and how many there are."""
+    if what == "horizon" and isinstance(horizon, cst.List) and len(horizon.elements) > 1:
+        shortest = min((source(e.value) for e in horizon.elements), key=len)
+        return f"`{shortest}` (one of the {len(horizon.elements)} lengths its schedule function is given)"
+    return f"`{source(horizon)}`" if horizon is not None else "``"
 
 
 def _length(call: cst.Call, index: Index) -> cst.BaseExpression | None:
