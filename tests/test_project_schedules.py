@@ -435,11 +435,14 @@ def test_a_schedule_function_closing_over_a_factorys_lengths(project: Path, run_
                           '    parser.add_argument("--total_steps", type=int, default=100)') \
         .replace("from utils import build_scheduler", "from utils import get_two_phase_schedule") \
         .replace("BUILT", f"get_two_phase_schedule(optimizer, {total}, 0.25)") \
-        .replace("        for x in train_loader:\n            optimizer.zero_grad()\n            model(x).sum().backward()\n"
+        .replace("        for x in train_loader:\n            optimizer.zero_grad()\n"
+                 "            model(x).sum().backward()\n"
                  "            optimizer.step()\n            STEP_PER_BATCH\n        STEP_PER_EPOCH\n",
-                 "        for i, x in enumerate(train_loader):\n            (model(x).sum() / args.accum_steps).backward()\n"
+                 "        for i, x in enumerate(train_loader):\n"
+                 "            (model(x).sum() / args.accum_steps).backward()\n"
                  "            if (i + 1) % args.accum_steps == 0 or i + 1 == len(train_loader):\n"
-                 "                optimizer.step()\n                scheduler.step()\n                optimizer.zero_grad()\n")
+                 "                optimizer.step()\n                scheduler.step()\n"
+                 "                optimizer.zero_grad()\n")
     _write(project, {"train.py": train, "utils.py": CLOSURE})
     found = _codes(run_cli, "train.py")
     if not flagged:

@@ -209,7 +209,8 @@ def _read_from(node: ast.AST, outer: Collection[str], read: dict[str, ast.expr])
     """Each whole expression of ``node`` that reads one of the ``outer`` names (``args.epochs``,
     ``cfg["epochs"]``, ``num_training_steps``), by its text."""
     chain = node.func if isinstance(node, ast.Call) else node
-    if isinstance(chain, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(getattr(chain, "ctx", None), ast.Load):
+    loaded = isinstance(getattr(chain, "ctx", None), ast.Load)
+    if isinstance(chain, (ast.Name, ast.Attribute, ast.Subscript)) and loaded:
         root = chain
         while isinstance(root, (ast.Attribute, ast.Subscript)):
             root = root.value
