@@ -8,9 +8,9 @@ Read: ``requirements*.txt`` and ``requirements/*.txt`` (with the files they incl
 ``setup.py`` / ``setup.cfg`` ``install_requires``, ``pyproject.toml`` ``[project].dependencies`` and Poetry's ``[tool.poetry]`` tables, and
 ``environment.yml`` / ``environment.yaml`` (conda and ``pip:`` entries). Only a requirement that
 bounds the version from above decides (``==``, ``<``, ``<=``, ``~=``, conda's ``=``): a lower bound
-or no pin may install today's release, so the current behaviour holds. Where none of them names torch,
-the install commands of the root's README, INSTALL or install.sh (``conda install pytorch==1.13.0``,
-``pip install torch==1.9.1+cu111``) pin it to the newest version they install.
+or no pin may install today's release, so the current behaviour holds. Where the root's pin files do
+not name torch, the torch versions its README, INSTALL and install scripts name decide in their place
+(``loopcheck.project.documented``; a sub-project folder's own documents speak for its files).
 
 >>> pins = Pins({"accelerate": [(0, 16)]})
 >>> pins.below("accelerate", "0.16"), pins.below("torch", "1.1")
@@ -36,12 +36,6 @@ _MAX_BYTES = 200_000
 _NAME = Pattern(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(.*)$")  # name, [extras], clauses
 _CLAUSE = Pattern(r"^(===|==|~=|<=|<|=)\s*v?([0-9][0-9a-zA-Z.*+]*)")  # only the bounds from above
 _CONDA_NAMES = {"pytorch": "torch"}
-# Install instructions at a project's root: README.md, INSTALL.md, install.sh (and their variants)
-_DOCS = Pattern(r"^(?:readme|install)[\w.-]*\.(?:md|rst|txt|sh)$", re.IGNORECASE)
-_INSTALL = Pattern(r"\b(?:pip3?|conda|mamba|micromamba)\s+install\b")
-# `torch==1.9.1+cu111`, conda's `pytorch=1.10.1` (not torchvision, torchaudio, pytorch-cuda)
-_FLOOR = Pattern(r"(?i)\b(?:py)?torch\b[^\n]{0,80}?(?:>=|≥|\bv?\d+(?:\.\d+)+\+(?!\w))")
-_INSTALLED = Pattern(r"(?<![\w.-])(torch|pytorch)(==|=)(\d[\w.+]*)(?![\w-])")
 
 Version = tuple[int, ...]
 
@@ -54,12 +48,17 @@ class Pins:
     bounds: dict[str, list[Version]]
     named: tuple[str, ...] = ()  # every package the pin files name, bounded from above or not (sorted)
     floors: tuple[tuple[str, Version], ...] = ()  # the lowest version a lower bound allows (`torch>=2.0`)
+    # the upper bounds of the torch versions the README, INSTALL and install scripts name
+    # (``loopcheck.project.documented``) of the root, or of the nearest folder whose own documents
+    # name torch; read only where no pin file names torch
+    documented: tuple[Version, ...] = ()
 
     def below(self, package: str, version: str) -> bool:
-        """Whether the project pins ``package`` below ``version``: every version a pin allows is older."""
+        """Whether the project pins ``package`` below ``version``: every version a pin allows is older
+        (for torch, where no pin file names it, every version its documents name)."""
         limit = _trim(_version(version))
-        return any(bound <= limit for bound in self.bounds.get(_normal(package), ()))
-
+        return any(bound <= limit for bound in self.bounds.get(_normal(package), ())) or \
+            _normal(package) == "torch" and self.documents_torch_below(version)
 
     def allows_below(self, package: str, version: str) -> bool:
         """Whether a lower bound the pins name allows a version older than ``version`` (``torch>=2.0``
@@ -67,10 +66,20 @@ class Pins:
         limit = _trim(_version(version))
         return any(name == _normal(package) and floor < limit for name, floor in self.floors)
 
+    def documents_torch_below(self, version: str) -> bool:
+        """Whether the project documents only a torch older than ``version`` (a README's ``conda install
+        pytorch==1.13.0``, "PyTorch 1.10.1" under Installation) where no pin file names torch: the pin
+        files win (a lower bound or a bare ``torch`` there allows today's release, as AutoGPTQ's
+        ``torch>=1.13.0`` under a README whose wheels are "compatible with PyTorch 2.0.1"), and so
+        does any statement of the documents that allows newer releases ("PyTorch 1.12+")."""
+        limit = _trim(_version(version))
+        return bool(self.documented) and "torch" not in self.named and all(b <= limit for b in self.documented)
+
 
 def pins_of(root: Path) -> Pins:
-    """The pins of the project at ``root`` (read once per run)."""
-    return _pins_of(root)
+    """The pins of the project at ``root``, with the torch versions its documents name (read once
+    per run)."""
+    return _root_pins(real_path(root))
 
 
 def pins_for(path: Path, root: Path) -> Pins:
@@ -83,21 +92,45 @@ def pins_for(path: Path, root: Path) -> Pins:
 @lru_cache(maxsize=4096)  # the files of one directory share it
 def _pins_for(directory: Path, root: Path) -> Pins:
     if directory == root or root not in directory.parents:
-        return _pins_of(root)
+        return _root_pins(root)
     outer = _pins_for(directory.parent, root)
-    if not _pin_files(directory):
-        return outer
-    own = _pins_of(directory)
-    bounds = {name: found for name, found in outer.bounds.items() if name not in own.named}
-    bounds.update(own.bounds)
-    floors = tuple(sorted({*(f for f in outer.floors if f[0] not in own.named), *own.floors}))
-    return Pins(bounds, tuple(sorted({*outer.named, *own.named})), floors)
+    pins = outer
+    if _pin_files(directory):
+        own = _pins_of(directory)
+        bounds = {name: found for name, found in outer.bounds.items() if name not in own.named}
+        bounds.update(own.bounds)
+        floors = tuple(sorted({*(f for f in outer.floors if f[0] not in own.named), *own.floors}))
+        pins = Pins(bounds, tuple(sorted({*outer.named, *own.named})), floors, outer.documented)
+    if "torch" not in pins.named:
+        # a sub-project's own README or install script (`pip3 install torch` in protein/README.md
+        # under a root install.sh that installs torch 1.9.1) speaks for its files
+        own_documented = _documented(directory)
+        if own_documented:
+            pins = Pins(pins.bounds, pins.named, pins.floors, own_documented)
+    return pins
+
+
+@lru_cache(maxsize=64)
+def _root_pins(root: Path) -> Pins:
+    """The root's pins, and where they do not name torch, the torch versions its documents name
+    (their ``repr`` is in the cache digest: an edited README invalidates what depended on it)."""
+    pins = _pins_of(root)
+    return pins if "torch" in pins.named else Pins(pins.bounds, pins.named, pins.floors, _documented(root))
+
+
+@lru_cache(maxsize=4096)
+def _documented(directory: Path) -> tuple[Version, ...]:
+    from loopcheck.project.documented import torch_bounds  # only for a project with no torch pin
+
+    return torch_bounds(directory)
 
 
 def forget() -> None:
     _pin_files.cache_clear()
     _pins_of.cache_clear()
     _pins_for.cache_clear()
+    _root_pins.cache_clear()
+    _documented.cache_clear()
 
 
 @lru_cache(maxsize=4096)
@@ -132,46 +165,7 @@ def _pins_of(root: Path) -> Pins:
             floor = _floor(spec)
             if name is not None and floor is not None:
                 floors.add((name, floor))
-    for name, bound in _documented(root).items():
-        if name not in named:  # the pin files decide what they name
-            bounds[name] = [bound]
     return Pins(bounds, tuple(sorted(named)), tuple(sorted(floors)))
-
-
-def _documented(root: Path) -> dict[str, Version]:
-    """Packages the project's install instructions pin in a ``pip install`` / ``conda install`` command
-    (``conda install pytorch==1.13.0 torchvision==0.14.0 -c pytorch`` in README.md, ``pip install
-    torch==1.9.1+cu111`` in install.sh): for each, the bound of the newest version a command installs,
-    so the environment is read as the documented one only where every command installs an older one.
-    Not where the text also states a lower bound (``PyTorch>=1.8.0``, ``PyTorch 1.10+``): the command
-    is then an example, and newer versions are supported."""
-    found: dict[str, Version] = {}
-    floor = False
-    try:
-        names = sorted(os.listdir(root))
-    except OSError:
-        return found
-    for name in names:
-        if not _DOCS.match(name):
-            continue
-        try:
-            if (root / name).stat().st_size > _MAX_BYTES:
-                continue
-            text = (root / name).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        floor = floor or _FLOOR.search(text) is not None
-        for line in text.splitlines():
-            command = _INSTALL.search(line)
-            if command is None:
-                continue
-            for _, op, version in _INSTALLED.findall(line[command.end():]):
-                parsed = _bound(f"pytorch{op}{version}", True)  # conda's name, read as torch
-                if parsed is not None:
-                    found[parsed[0]] = max(found.get(parsed[0], parsed[1]), parsed[1])
-    if floor:  # "Install PyTorch>=1.8.0 ... For example: pip install torch==1.8.0": newer ones are supported
-        found.pop("torch", None)
-    return found
 
 
 def _requirements(path: Path, seen: set[Path]) -> list[tuple[str, bool]]:

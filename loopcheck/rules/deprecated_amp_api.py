@@ -17,11 +17,18 @@ calls, and `from torch.cuda.amp import GradScaler, autocast` together with every
 imported names (`GradScaler("cuda")`, `autocast("cuda", ...)`) when all of its uses are such calls
 and no other import binds the same name (one per test method: no fix). A file that already uses the
 new API for the same object (a fallback for old PyTorch versions) is not reported, nor is a
-project whose pins allow only a PyTorch older than 2.4 (`torch==1.11.0` in its requirements, or,
-where no pin file names torch, the install commands of its README, INSTALL or install.sh, such as
-`conda install pytorch==1.13.0`, unless that text also states a lower bound like `PyTorch>=1.8`):
-there the old spelling warns about nothing, and `torch.amp.GradScaler` does not exist before 2.3. In a
-repository of several sub-projects, the pins of the nearest folder that names torch decide. Where a
+project whose pins allow only a PyTorch older than 2.4 (`torch==1.11.0` in its requirements): there
+the old spelling warns about nothing, and `torch.amp.GradScaler` does not exist before 2.3. In a
+repository of several sub-projects, the pins of the nearest folder that names torch decide. Where no
+pin file names torch, the documents at the project root decide the same way (a sub-project folder's
+own README or install script, for its files): install commands in the `*.sh` scripts at the root and
+in `scripts/` and on any line of the `README*` and `INSTALL*` files (`pip install torch==2.1.2`,
+`conda install pytorch==1.13.0`, `torch==1.9.1+cu111`), a requirement line in their code blocks
+(`torch==1.8.0`), and, under a heading such as Requirements, Dependencies or Installation, a
+requirement or a version written after the name (`PyTorch == 1.11.0`, "We use Python 3.8, PyTorch
+1.10.1", "tested using pytorch 1.7.1"). Every version they name must be older than 2.4, and a
+statement that allows newer ones (`PyTorch 1.12+`, `PyTorch >= 1.9`, "1.10 or later", `pip install
+torch` without a version) keeps the finding. Where a
 lower bound says the project supports an older torch (`torch>=2.0.0`), the rewrite is unsafe if the
 new name did not exist there yet (`torch.amp.GradScaler` before 2.3, `torch.amp.autocast` before 1.10).
 """
@@ -122,7 +129,8 @@ class ScaledMatmul(torch.autograd.Function):
 
     def check(self, model: FileModel) -> Iterator[Violation]:
         if model.project is not None and model.project.pins.below("torch", "2.4"):
-            return  # every torch the project allows predates the deprecation (and torch.amp.GradScaler)
+            # every torch the project pins or documents predates the deprecation (and torch.amp.GradScaler)
+            return
         aliases = import_aliases(model.index.imports)
         found: list[tuple[cst.CSTNode, cst.Call, str]] = []
         current: set[str] = set()

@@ -22,7 +22,8 @@ other `transformers` `get_*_with_warmup` schedules, with a warmup that is not a 
 flagged: the value stepping first skips is a learning rate of 0, and skipping it loses no update
 (stepped once per epoch, it saves a whole epoch at learning rate 0).
 Before 1.1 the scheduler was stepped first, so a project that pins `torch` below 1.1 (in its
-requirements, setup.py, pyproject.toml or environment.yml) is not flagged. Neither is a schedule
+requirements, setup.py, pyproject.toml or environment.yml, or, where none names torch, in the install
+commands and requirements of its README, INSTALL or install scripts, as LC206 reads them) is not flagged. Neither is a schedule
 class of the project that derives from nothing (`class WarmupLinearLRSchedule:` with its own
 `step()`): it is not torch's scheduler, and its `step()` may set the value of the period it starts.
 
