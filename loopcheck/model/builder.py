@@ -712,17 +712,7 @@ def _flatten_optimizer_loops(loop: Loop) -> None:
             items.append(item)
             continue
         assert isinstance(item, Loop)
-        for sub in item.items:
-            sub.conds = item.conds + sub.conds
-            if isinstance(sub, Event):
-                sub.loop = loop
-            else:
-                sub.parent = loop
-            items.append(sub)
-        for assignment in item.assignments:
-            assignment.conds = item.conds + assignment.conds
-            loop.assignments.append(assignment)
-        _adopt_opaque(loop, item)
+        items.extend(_moved_up(loop, item))
     loop.items = items
 
 
@@ -755,15 +745,26 @@ def _flatten_chunk_loops(loop: Loop) -> None:
         if item is not chunk:
             items.append(item)
             continue
-        for sub in chunk.items:
-            sub.conds = chunk.conds + sub.conds
-            sub.loop = loop  # type: ignore[union-attr]
-            items.append(sub)
-        for assignment in chunk.assignments:
-            assignment.conds = chunk.conds + assignment.conds
-            loop.assignments.append(assignment)
-        _adopt_opaque(loop, chunk)
+        items.extend(_moved_up(loop, chunk))
     loop.items = items
+
+
+def _moved_up(loop: Loop, inner: Loop) -> list[Event | Loop]:
+    """The items of ``inner``, a loop of ``loop``, made items of ``loop`` under ``inner``'s
+    conditions, with its assignments and opaque calls."""
+    moved: list[Event | Loop] = []
+    for sub in inner.items:
+        sub.conds = inner.conds + sub.conds
+        if isinstance(sub, Event):
+            sub.loop = loop
+        else:
+            sub.parent = loop
+        moved.append(sub)
+    for assignment in inner.assignments:
+        assignment.conds = inner.conds + assignment.conds
+        loop.assignments.append(assignment)
+    _adopt_opaque(loop, inner)
+    return moved
 
 
 def _opaque(loop: Loop, call: cst.Call, conds: tuple[Cond, ...]) -> None:

@@ -363,8 +363,19 @@ def _no_length(head: str) -> bool:
     name = head.split("(", 1)[0].strip().rsplit(".", 1)[-1]
     if name not in _LAST_EPOCH_THIRD:
         return False
-    commas, depth, quote = 0, 0, ""
-    for char in head.split("(", 1)[1] if "(" in head else "":
+    return _brackets(head.split("(", 1)[1] if "(" in head else "")[1] == 2
+
+
+def _depth(text: str) -> int:
+    """How many brackets are open at the end of ``text`` (quoted text left out)."""
+    return _brackets(text)[0]
+
+
+def _brackets(text: str) -> tuple[int, int]:
+    """How many brackets are open at the end of ``text``, and how many commas stand outside every
+    bracket (quoted text left out)."""
+    depth, commas, quote = 0, 0, ""
+    for char in text:
         if quote:
             quote = "" if char == quote else quote
         elif char in "'\"":
@@ -375,22 +386,7 @@ def _no_length(head: str) -> bool:
             depth -= 1
         elif char == "," and depth == 0:
             commas += 1
-    return commas == 2
-
-
-def _depth(text: str) -> int:
-    """How many brackets are open at the end of ``text`` (quoted text left out)."""
-    depth, quote = 0, ""
-    for char in text:
-        if quote:
-            quote = "" if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-    return depth
+    return depth, commas
 
 
 def _primary(text: str) -> bool:
