@@ -18,7 +18,11 @@ Under accumulation the optimizer steps only every N micro-batches and relies on 
 summing the gradients of the whole window. Zeroing on every micro-batch throws away N-1 of the N
 backward passes: each step sees one micro-batch, at N times the compute. Nothing crashes; the
 model just trains worse. Inside `accelerator.accumulate()` a prepared optimizer's `zero_grad()`
-is gated by Accelerate, but `model.zero_grad()` is not.
+is gated by Accelerate, but `model.zero_grad()` is not. The gate opens on the micro-batch the
+optimizer steps on, from the moment `accumulate()` is entered: a prepared optimizer's `zero_grad()`
+at the top of the block, before the backward (the order of an early Accelerate example), clears the
+window's first N-1 micro-batches there, and each step sees the last one only (with an accumulation
+count given to the `Accelerator`; before the block, or after the step, it is right).
 
 ## Fix
 Move the zeroing into the step branch, after `optimizer.step()` (or guard it with the window
@@ -140,7 +144,15 @@ for i, (x, y) in enumerate(loader):
                 if _kept_out(zeroing, training, zero, backwards):
                     continue  # one part of the stepped model kept out of every step (an EMA teacher)
                 if training.style is Style.ACCELERATE and zero.target == "optimizer":
-                    continue  # Accelerate's prepared optimizer skips zero_grad on non-sync steps
+                    # Accelerate's prepared optimizer skips zero_grad on non-sync steps, but on the
+                    # sync step one before the backward clears the whole window
+                    if _before_backward_in_accumulate(model, zero, backwards):
+                        yield self.at(zero, f"`{zero.receiver}.zero_grad()` runs before the backward inside "
+                                            "`accelerator.accumulate()`: the prepared optimizer zeroes only on the "
+                                            "micro-batch it steps on, so there it clears the N-1 micro-batches "
+                                            "accumulated before it and each step sees the last micro-batch only; "
+                                            "zero after the optimizer step")
+                    continue
                 if flag is not None:
                     if not _gated(model, zero):
                         yield self.at(zero, _across_message(zero, training.loop, flag),
@@ -169,6 +181,17 @@ for i, (x, y) in enumerate(loader):
         for zero in scope.events(Kind.ZERO_GRAD):
             if zero.order < training.loop.order and training.guard(zero).always and not _gated(model, zero):
                 yield self.at(zero, _across_message(zero, scope, guards[0]))
+
+
+def _before_backward_in_accumulate(model: FileModel, zero: Event, backwards: list[Event]) -> bool:
+    """A prepared optimizer's ``zero_grad()`` inside ``with accelerator.accumulate(model):`` and before
+    the iteration's backward, where the ``Accelerator`` accumulates (``gradient_accumulation_steps=N``):
+    ``accumulate()`` sets ``sync_gradients`` on entering the window's last micro-batch, and the
+    prepared optimizer zeroes exactly then (before ``zero_grad()`` followed the step, this clears the
+    window). Outside the block, before it, the zeroing still sees the previous iteration's flag: it
+    clears right after a step, which is right."""
+    return any(c.kind == "accumulate" for c in zero.contexts) and all(zero.order < b.order for b in backwards) \
+        and accumulation_setting(model) is not None
 
 
 def _kept_out(zeroing: Zeroing, training: TrainingLoop, zero: Event, backwards: list[Event]) -> bool:
