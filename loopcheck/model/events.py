@@ -52,6 +52,11 @@ class Cond:
     # expression that predicate returns for these arguments (loopcheck.model.predicates)
     reads: cst.BaseExpression | None = None
 
+    @property
+    def meaning(self) -> cst.BaseExpression | None:
+        """What the condition tests: the predicate's expression where ``test`` calls one, else ``test``."""
+        return self.reads if self.reads is not None else self.test
+
 
 @dataclass(frozen=True)
 class Context:

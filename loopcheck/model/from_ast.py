@@ -840,6 +840,16 @@ def conjunction(left: cst.BaseExpression, right: cst.BaseExpression) -> cst.Bool
     return _BooleanOperation(left, _BOOLEAN[ast.And], right)  # type: ignore[no-any-return]
 
 
+def disjunction(left: cst.BaseExpression, right: cst.BaseExpression) -> cst.BooleanOperation:
+    """A new ``left or right``, composed like ``conjunction``'s."""
+    return _BooleanOperation(left, _BOOLEAN[ast.Or], right)  # type: ignore[no-any-return]
+
+
+def negation(operand: cst.BaseExpression) -> cst.UnaryOperation:
+    """A new ``not operand``, composed like ``conjunction``'s."""
+    return _UnaryOperation(_UNARY[ast.Not], operand)  # type: ignore[no-any-return]
+
+
 def extent(node: cst.CSTNode) -> tuple[int, int, int, int] | None:
     """``_Builder.extent`` of ``node`` when it is a node of the tree ``module`` built last."""
     if _last is None:

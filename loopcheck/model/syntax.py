@@ -194,6 +194,11 @@ def source(node: cst.CSTNode) -> str:
         return _composed(node)
 
 
+_COMPARISON_TOKENS = {cst.Equal: "==", cst.NotEqual: "!=", cst.LessThan: "<", cst.LessThanEqual: "<=",
+                      cst.GreaterThan: ">", cst.GreaterThanEqual: ">=", cst.Is: "is", cst.IsNot: "is not",
+                      cst.In: "in", cst.NotIn: "not in"}
+
+
 def _composed(node: cst.CSTNode) -> str:
     """The code libcst writes for a new ``len(x)`` or ``a * b`` (no whitespace of their own) whose
     parts come from a tree built from ``ast`` (which libcst cannot write)."""
@@ -205,6 +210,18 @@ def _composed(node: cst.CSTNode) -> str:
     if kind is cst.BooleanOperation:
         left, right = node.left, node.right  # type: ignore[attr-defined]
         return f"{_operand(left)} {node.operator._get_token()} {_operand(right)}"  # type: ignore[attr-defined]
+    if kind is cst.Comparison:  # `n <= 1` with `n` bound to a predicate's argument
+        parts = [_operand(node.left)]  # type: ignore[attr-defined]
+        for target in node.comparisons:  # type: ignore[attr-defined]
+            parts += [_COMPARISON_TOKENS[type(target.operator)], _operand(target.comparator)]
+        return " ".join(parts)
+    if kind is cst.Attribute:
+        return f"{source(node.value)}.{node.attr.value}"  # type: ignore[attr-defined]
+    if kind is cst.UnaryOperation:
+        operand = node.expression  # type: ignore[attr-defined]
+        loose = isinstance(operand, (cst.BooleanOperation, cst.Comparison, cst.IfExp, cst.Lambda, cst.NamedExpr))
+        token = node.operator._get_token()  # type: ignore[attr-defined]
+        return f"{token} ({source(operand)})" if loose else f"{token} {source(operand)}"
     raise TypeError(f"no code for a composed {kind.__name__}")
 
 

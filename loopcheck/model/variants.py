@@ -130,7 +130,7 @@ def collect_flags(loop: Loop, int_inits: dict[str, set[int | None]]
         for cond in conds:
             if cond.test is None:
                 continue
-            atoms = list(_atoms(cond.test, cond.negated))
+            atoms = list(_atoms(cond.meaning, cond.negated))  # type: ignore[arg-type]
             flags = []
             for atom, negated, required in atoms:
                 if atom not in cache:
@@ -205,7 +205,7 @@ def _step_moduli(loop: Loop) -> set[str]:
     for event in loop.events(Kind.STEP, deep=True):
         for cond in event.conds:
             if cond.test is not None:
-                found.update(name for node in walk(cond.test) if isinstance(node, cst.BinaryOperation)
+                found.update(name for node in walk(cond.meaning) if isinstance(node, cst.BinaryOperation)
                              and isinstance(node.operator, cst.Modulo) for name in names_in(node.right))
     return found
 
@@ -246,7 +246,7 @@ def _tested_names(loop: Loop) -> set[str]:
     for event in loop.events(deep=True):
         for cond in event.conds:
             if cond.test is not None:
-                names |= {n.value for n in walk(cond.test) if isinstance(n, cst.Name)}
+                names |= {n.value for n in walk(cond.meaning) if isinstance(n, cst.Name)}
     return names
 
 
@@ -311,7 +311,7 @@ def _view(scope: Loop, target: Loop, assumptions: dict[str, bool], int_inits: di
 
 def _ruled_out(conds: tuple[Cond, ...], assumptions: dict[str, bool]) -> bool:
     """Some condition of ``conds`` is false under the assumed flags alone."""
-    return any(c.test is not None and _flag_value(c.test, c.negated, assumptions) is False for c in conds)
+    return any(c.test is not None and _flag_value(c.meaning, c.negated, assumptions) is False for c in conds)  # type: ignore[arg-type]
 
 
 def _flag_value(test: cst.BaseExpression, negated: bool, assumptions: dict[str, bool]) -> bool | None:
