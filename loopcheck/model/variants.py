@@ -311,7 +311,7 @@ def _view(scope: Loop, target: Loop, assumptions: dict[str, bool], int_inits: di
 
 def _ruled_out(conds: tuple[Cond, ...], assumptions: dict[str, bool]) -> bool:
     """Some condition of ``conds`` is false under the assumed flags alone."""
-    return any(c.test is not None and _flag_value(c.meaning, c.negated, assumptions) is False for c in conds)  # type: ignore[arg-type]
+    return any(c.meaning is not None and _flag_value(c.meaning, c.negated, assumptions) is False for c in conds)
 
 
 def _flag_value(test: cst.BaseExpression, negated: bool, assumptions: dict[str, bool]) -> bool | None:
