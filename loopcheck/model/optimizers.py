@@ -55,6 +55,7 @@ class Zeroing:
         self.owners = {k: v for k, v in optimizer_modules(model).items() if v}
         self.stepped = {last_part(s) for s in stepped}  # the optimizers the loop steps
         self.roles = model.index.roles
+        self.values = model.index.values
 
     def clears(self, zero: Event, step: Event) -> bool | None:
         """True: certainly clears the gradients ``step``'s optimizer applies; False: it certainly clears
@@ -80,7 +81,24 @@ class Zeroing:
         others = [mods for opt, mods in self.owners.items() if opt != mine and opt in self.stepped]
         if mine in self.owners and any(_overlaps(module, mods) for mods in others):
             return False  # `netG.zero_grad()` clears the generator's optimizer, not the discriminator's
+        if mine in self.owners and all(self._apart(module, owner) for owner in self.owners[mine]):
+            return False  # a half-precision copy zeroed after its gradients went to the stepped fp32 model
         return None
+
+    def _apart(self, module: str, owner: str) -> bool:
+        """``gpu_model`` and ``cpu_model`` each built by a call of its own that names nothing of the other
+        (``gpu_model = GPT2LMHeadModel.from_pretrained(name).half().to("cuda")``, ``cpu_model =
+        GPT2LMHeadModel.from_pretrained(name)``), every binding of each: two modules that share no
+        parameter. A wrapper (``model = DDP(net)``), a part (``enc = model.encoder``) or a copy made
+        from the other names it; a name bound elsewhere than by a call (a parameter) is unknown."""
+        if "." in module or "." in owner or module == owner:
+            return False
+        mine, theirs = self.values.get(module), self.values.get(owner)
+        if not mine or not theirs:
+            return False
+        if not all(isinstance(v, cst.Call) for v in (*mine, *theirs)):
+            return False
+        return not any(module in _names(v) for v in theirs) and not any(owner in _names(v) for v in mine)
 
     def partial(self, zero: Event, step: Event) -> bool:
         """``model.codebook.zero_grad()`` where ``step``'s optimizer is built over all of ``model``: one
@@ -125,6 +143,10 @@ class Zeroing:
                 return f"{argument}.{rest}" if rest else argument
             loop = loop.parent
         return None
+
+
+def _names(node: cst.CSTNode) -> set[str]:
+    return {n.value for n in walk(node) if isinstance(n, cst.Name)}
 
 
 def _overlaps(module: str, modules: set[str]) -> bool:

@@ -22,7 +22,10 @@ back-propagated loss kept by a short fixed run such as a test's `for _ in range(
 a total that a periodic logging branch resets (`if i % log_interval == 0: ...; total = 0`), or summed
 by a loop of a function that steps nowhere in it, over the pieces of one step rather than a loader,
 into a total the function binds before it on every call (GradCache's `training_step` over the chunks
-of one batch): backward has freed their activations and what stays is bounded.
+of one batch): backward has freed their activations and what stays is bounded. An `append` to an
+object built only by a class of an installed library (MONAI's `run_loss = CumulativeAverage()` then
+`run_loss.append(loss, count=n)`, which detaches and keeps a sum) is the library's to keep, not a
+Python list's; `deque`, `UserList` and a class of the project's own modules still are read as lists.
 
 ## Fix
 Keep a number, not the tensor: `total_loss += loss.item()` (or `loss.detach()` to stay on
@@ -184,7 +187,7 @@ for epoch in range(epochs):
         backpropagated: set[str] | None = None
         for training in model.training_loops:
             reader: GraphReader | None = None
-            for holder, container, value, node, stmt in _kept(training):
+            for holder, container, value, node, stmt in _kept(training, model):
                 if _reset_every_iteration(training, container) or _window_local(training, container):
                     continue
                 if _made_fresh_to_fill(training, container, holder, model):
@@ -221,14 +224,17 @@ def _detach(value: cst.BaseExpression) -> Fix:
                    f"keep `{source(value)}.detach()`")
 
 
-def _kept(training: TrainingLoop) -> Iterator[tuple[object, str, cst.BaseExpression, cst.CSTNode, cst.CSTNode]]:
+def _kept(training: TrainingLoop, model: FileModel | None = None) -> Iterator[tuple[object, str, cst.BaseExpression, cst.CSTNode, cst.CSTNode]]:
     """(holder, container, value kept, node, statement) for `c += v`, `c = c + v`, `c.append(v)`."""
     for store in training.loop.events(Kind.STORE):
         call = store.node
         # `c.append(v)`, or a method of another module's class that keeps its argument (`avg.update_value(k, v)`)
         if (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value != "extend"
                 and store.value is not None and dotted(call.func.value) and not store.in_context("no_grad")):
-            yield store, dotted(call.func.value), store.value, store.node, store.stmt  # type: ignore[misc]
+            container = dotted(call.func.value)
+            if call.func.attr.value == "append" and _library_object(model, container):  # type: ignore[arg-type]
+                continue
+            yield store, container, store.value, store.node, store.stmt  # type: ignore[misc]
     for assignment in training.loop.assignments:
         if any(c.kind == "no_grad" for c in assignment.contexts):
             continue
@@ -245,6 +251,55 @@ def _kept(training: TrainingLoop) -> Iterator[tuple[object, str, cst.BaseExpress
         elif (assignment.op == "=" and isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add)
               and dotted(value.left) == name):
             yield assignment, name, value.right, assignment.node, assignment.node
+
+
+# library classes whose `append` keeps what it is handed as a list does
+_LIST_LIKE = {"UserList", "ModuleList", "ParameterList", "ListConfig", "ShareableList"}
+
+
+def _library_object(model: FileModel | None, container: str | None) -> bool:
+    """``run_loss`` where every binding of it in the file is a call of a class imported from an
+    installed library (``from monai.metrics import CumulativeAverage`` ... ``run_loss =
+    CumulativeAverage()``): its ``append`` is the library's method, which keeps what the library
+    keeps (a detached running sum), not a Python list holding the graph. Lower-case callables
+    (``deque``, ``list``), list-like classes, classes the file defines and classes of the project's
+    own modules (a relative import, or one the project resolves) are not."""
+    if model is None or container is None:
+        return False
+    values = model.index.values.get(last_part(container))
+    if not values or not all(isinstance(v, cst.Call) for v in values):
+        return False
+    for value in values:
+        called = func_name(value)  # type: ignore[arg-type]
+        if not called or not called.split(".")[-1][:1].isupper() or called.split(".")[-1] in _LIST_LIKE:
+            return False
+        origin = _imported_from(model, called.split(".")[0])
+        if origin is None:
+            return False
+        module, level = origin
+        if level or model.project is not None and model.project.index.resolve(model.project.path, module, 0):
+            return False
+    return True
+
+
+def _imported_from(model: FileModel, name: str) -> tuple[str, int] | None:
+    """(module, relative level) of the import binding ``name`` in the file, if any."""
+    for node in model.index.imports:
+        if isinstance(node, cst.ImportFrom):
+            if isinstance(node.names, cst.ImportStar):
+                continue
+            module = dotted(node.module) if node.module is not None else ""
+            for alias in node.names:
+                bound = alias.asname.name if alias.asname is not None else alias.name
+                if dotted(bound) == name:  # type: ignore[arg-type]
+                    return module or "", len(node.relative)
+        else:
+            for alias in node.names:
+                full = dotted(alias.name) or ""
+                bound = dotted(alias.asname.name) if alias.asname is not None else full.split(".")[0]  # type: ignore[arg-type]
+                if bound == name:
+                    return full, 0
+    return None
 
 
 def _keyed_container(node: cst.CSTNode) -> str | None:
