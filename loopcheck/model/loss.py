@@ -33,6 +33,10 @@ _DIV_METHODS = ("div", "div_", "true_divide", "divide")
 _MUL_METHODS = ("mul", "mul_", "multiply")
 
 
+_ACCUMULATION = Pattern(r"accum|grad_acc", re.I)
+_DIVIDING = (cst.Divide, cst.FloorDivide, cst.DivideAssign, cst.FloorDivideAssign, cst.Power, cst.PowerAssign)
+
+
 def loss_scaling(expr: cst.BaseExpression, loop: Loop, order: int,
                  known_functions: Mapping[str, list[cst.FunctionDef]], accumulation_names: set[str],
                  depth: int = 0, through_forward_helpers: bool = False) -> Scaling:
@@ -195,8 +199,15 @@ def _forwards_only(found: list[cst.FunctionDef]) -> bool:
     calls: set[str] = set()  # names bound to a call of a parameter
     pieces: set[str] = set()  # names bound to a piece of a parameter (`ids = batch["question_ids"]`)
     returned: list[cst.BaseExpression | None] = []
+    # statements before the first call of a parameter only prepare its input: arithmetic there that
+    # divides nothing and names no accumulation count (ALPRO's ``repeat_counts = [e * cfg.num_labels
+    # for e in batch["n_examples_list"]]``) cannot scale what the model returns
+    first_call = next((i for i, stmt in enumerate(fn.body.body) if any(
+        isinstance(n, cst.Call) and dotted(n.func) in params for n in walk(stmt))), len(fn.body.body))
+    before = {id(n) for stmt in fn.body.body[:first_call] for n in walk(stmt)
+              if isinstance(n, (cst.BinaryOperation, cst.AugAssign)) and _prepares_input(n)}
     for node in walk(fn.body):
-        if isinstance(node, (cst.BinaryOperation, cst.AugAssign)):
+        if isinstance(node, (cst.BinaryOperation, cst.AugAssign)) and id(node) not in before:
             return False
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and dotted(node.value.func) in params:
             calls.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
@@ -216,6 +227,14 @@ def _forwards_only(found: list[cst.FunctionDef]) -> bool:
         and all(output(e.value) or isinstance(e.value, cst.Name) and e.value.value in pieces
                 for e in value.elements)
         for value in returned)
+
+
+def _prepares_input(node: cst.BinaryOperation | cst.AugAssign) -> bool:
+    """Arithmetic that is no division and names no accumulation count."""
+    if any(isinstance(n, (cst.BinaryOperation, cst.AugAssign)) and isinstance(n.operator, _DIVIDING)
+           for n in walk(node)):
+        return False
+    return not any(_ACCUMULATION.search(n) for n in names_in(node))
 
 
 def _weighted_term(expr: cst.BaseExpression) -> bool:

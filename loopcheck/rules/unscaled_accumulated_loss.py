@@ -26,8 +26,10 @@ the backward of `loss` (its scale is undone before the step, as a GradScaler's i
 weighted into a sum of losses (`loss_qa + opts.lw_st_ed * loss_st_ed`, `ce + 0.5 * aux`) is a loss
 weight, not a scale of the whole loss: the sum is still undivided. A helper of the file that only
 runs the model and hands back its outputs (`outputs = forward_step(cfg, model, batch)`, also beside
-a piece of its input: `return outputs, question_ids`) normalises nothing; one with any arithmetic in
-it may. A multiplication by the number of labels (`loss * cfg.num_labels`, `loss.mean() *
+a piece of its input: `return outputs, question_ids`) normalises nothing, nor does arithmetic that
+prepares its input before the model runs, dividing nothing and naming no accumulation count (ALPRO's
+`repeat_counts = [e * cfg.num_labels for e in batch["n_examples_list"]]`); one with other arithmetic
+in it may. A multiplication by the number of labels (`loss * cfg.num_labels`, `loss.mean() *
 targets.size(1)`: a multi-label BCE's mean over labels undone) or by an objective's weight
 (`lambda_coeff * loss`, bound to nothing that divides or names N) divides nothing by N either; a
 factor bound to `1 / N` is the normalisation. A step function that back-propagates its parameter
