@@ -12,7 +12,12 @@ nor is clearing one submodule of the stepped model between the passes (`model.co
 VQ-VAE trains its codebook by the VQ loss alone) or after the last one (`model.teacher.zero_grad()`:
 an EMA teacher inside the stepped model takes no gradient step), nor a zeroing only under a test of
 the gradients themselves (`if not torch.isfinite(total_norm) or total_norm > max_norm:` with
-`total_norm` from `clip_grad_norm_`): that skips one update on purpose.
+`total_norm` from `clip_grad_norm_`): that skips one update on purpose. Nor is zeroing a module
+built apart from the one the stepped optimizer is built over, each by a call that names nothing of
+the other (an fp16 copy, `gpu_model = GPT2LMHeadModel.from_pretrained(name).half()`, whose gradients
+were copied into the fp32 `cpu_model` of `optimizer = Adam(cpu_model.parameters())`): the step's
+gradients are not the ones cleared. A wrapper or a part of the stepped model (`model = DDP(net)`,
+`half = master.half()`, the same module) is.
 
 A same-file helper that zeroes the optimizer it is passed (`reset_grad(optimizer)`) is read at
 its call, and so is an epoch function's optimizer parameter, for its zeroing and its step alike
