@@ -154,6 +154,7 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0, seen: frozenset[str
         return Unit.BATCHES if unit_of(scaled, index, depth, seen) in (Unit.UPDATES, None) else None
     found: set[Unit] = set()
     divided_by_accum = ambiguous = False
+    over_data = _comprehended_data(expr, index)
     for node in walk(expr):
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Divide, cst.FloorDivide)):
             if _counts_data(node.right, index):
@@ -163,7 +164,7 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0, seen: frozenset[str
             carried = _carries_accumulation(node.right, index)
             divided_by_accum = divided_by_accum or carried is True
             ambiguous = ambiguous or carried is None
-        if isinstance(node, cst.Call) and func_name(node) == "len" and _counts_data(node, index):
+        if isinstance(node, cst.Call) and func_name(node) == "len" and _counts_data(node, index, over_data):
             found.add(Unit.BATCHES)
     epoch_counts = 0
     names = keyed_names(expr)
@@ -196,13 +197,22 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0, seen: frozenset[str
     return None
 
 
-def _counts_data(expr: cst.BaseExpression, index: Index) -> bool:
+def _comprehended_data(expr: cst.CSTNode, index: Index) -> set[str]:
+    """The names a comprehension binds over the data (``d`` of ``sum(len(d) for d in train_loaders)``):
+    ``len(d)`` counts batches as ``len(train_loader)`` does."""
+    return {n for node in walk(expr) if isinstance(node, cst.CompFor) for n in names_in(node.target)
+            if any(_DATA.search(last_part(m)) or bound_to_data(m, index.values) for m in names_in(node.iter))}
+
+
+def _counts_data(expr: cst.BaseExpression, index: Index, over_data: set[str] | None = None) -> bool:
     """``len(train_loader)``, ``len(dataset)``: a count of the data, whole or as a divisor's factor;
     by its name, or by what the file binds the name to (``dl = DataLoader(...)``; ``len(dl)``)."""
+    over_data = over_data or set()
     for node in walk(expr):
         if isinstance(node, cst.Call) and func_name(node) == "len":
             args = positional(node)
-            if args and any(_DATA.search(last_part(n)) or bound_to_data(n, index.values) for n in names_in(args[0])):
+            if args and any(_DATA.search(last_part(n)) or bound_to_data(n, index.values) or n in over_data
+                            for n in names_in(args[0])):
                 return True
     return False
 

@@ -85,6 +85,29 @@ class Zeroing:
             return False  # a half-precision copy zeroed after its gradients went to the stepped fp32 model
         return None
 
+    def covered(self, optimizer: str, zeros: list[Event]) -> bool:
+        """An optimizer built over other modules' ``.parameters()`` and nothing else (infoGAN's
+        ``Adam(chain(G.parameters(), D.parameters()))`` beside ``G_optimizer`` and ``D_optimizer``), where
+        every one of those modules is cleared on each iteration by an unconditional zeroing (its own
+        optimizer's or the module's): nothing the optimizer steps with adds up across iterations."""
+        from loopcheck.model.memory import module_name
+
+        mine = last_part(optimizer)
+        owners = self.owners.get(mine)
+        calls = self.roles.constructed.get(mine, [])
+        if not owners or not calls or not all(_only_parameters(_params_argument(c)) for c in calls):
+            return False
+        cleared: set[str] = set()
+        for zero in zeros:
+            zero = self.as_called(zero)
+            if zero.conds or not zero.receiver:
+                continue
+            if zero.target == "model":
+                cleared.add(module_name(zero.receiver))
+            elif zero.target == "optimizer" and last_part(zero.receiver) != mine:
+                cleared |= self.owners.get(last_part(zero.receiver), set())
+        return all(any(o == c or o.startswith(c + ".") for c in cleared) for o in owners)
+
     def _apart(self, module: str, owner: str) -> bool:
         """``gpu_model`` and ``cpu_model`` each built by a call of its own that names nothing of the other
         (``gpu_model = GPT2LMHeadModel.from_pretrained(name).half().to("cuda")``, ``cpu_model =
@@ -143,6 +166,36 @@ class Zeroing:
                 return f"{argument}.{rest}" if rest else argument
             loop = loop.parent
         return None
+
+
+def _params_argument(call: cst.Call) -> cst.BaseExpression | None:
+    """What an optimizer constructor is given to step: ``params=`` or its first argument."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "params":
+            return arg.value
+    first = call.args[0] if call.args else None
+    return first.value if first is not None and first.keyword is None and not first.star else None
+
+
+def _only_parameters(expr: cst.BaseExpression | None) -> bool:
+    """``m.parameters()``, or lists, chains, sums and parameter groups of them, and nothing else: no
+    tensor of its own (``[latent] + list(G.parameters())``), no filtered or named selection."""
+    if isinstance(expr, cst.Call):
+        name = last_part(func_name(expr) or "")
+        if name == "parameters" and isinstance(expr.func, cst.Attribute) and dotted(expr.func.value) and not expr.args:
+            return True
+        if name in ("chain", "list", "tuple") and expr.args:
+            return all(a.keyword is None and not a.star and _only_parameters(a.value) for a in expr.args)
+        return False
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        return _only_parameters(expr.left) and _only_parameters(expr.right)
+    if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
+        return all(isinstance(e, cst.Element) and _only_parameters(e.value) for e in expr.elements)
+    if isinstance(expr, cst.Dict):
+        groups = [e.value for e in expr.elements if isinstance(e, cst.DictElement)
+                  and isinstance(e.key, cst.SimpleString) and e.key.evaluated_value == "params"]
+        return len(groups) == 1 and _only_parameters(groups[0])
+    return False
 
 
 def _names(node: cst.CSTNode) -> set[str]:

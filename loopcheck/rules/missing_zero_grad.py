@@ -263,6 +263,21 @@ for real, _ in loader:
     errG.backward()
     optimizerG.step()
 """,
+        """
+optimizer_d = torch.optim.Adam(disc.parameters(), lr=2e-4)
+optimizer_g = torch.optim.Adam(gen.parameters(), lr=2e-4)
+optimizer_info = torch.optim.Adam(itertools.chain(gen.parameters(), disc.parameters(), [latent]), lr=2e-4)
+for x, z in loader:
+    optimizer_d.zero_grad()
+    criterion(disc(x)[0], ones).backward()
+    optimizer_d.step()
+    optimizer_g.zero_grad()
+    fake, code = disc(gen(z + latent))
+    criterion(fake, ones).backward(retain_graph=True)
+    optimizer_g.step()
+    ((code - z) ** 2).mean().backward()
+    optimizer_info.step()  # LC103
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -311,6 +326,8 @@ for real, _ in loader:
                     continue
                 if clearing or _scaler_may_clear(model, step):
                     continue  # some zeroing may clear this optimizer's gradients
+                if step.optimizer and zeroing.covered(step.optimizer, zeros):
+                    continue  # built over modules each zeroed every iteration through their own optimizers
                 if any(_built_in(loop, step.optimizer) for loop in nest):
                     continue  # a fresh optimizer per iteration, often over fresh tensors: nothing to carry
                 if result_discarded(training, step.optimizer):

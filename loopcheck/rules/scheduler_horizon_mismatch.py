@@ -238,6 +238,19 @@ for epoch in range(args.epochs):
     ]
     INVALID = [
         """
+accelerator = Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps)
+total = sum(len(d) for d in train_loaders) * args.epochs
+lr_scheduler = get_scheduler("cosine", optimizer=optimizer, num_warmup_steps=0, num_training_steps=total)
+model, optimizer, lr_scheduler, loader = accelerator.prepare(model, optimizer, lr_scheduler, train_loaders[0])
+for epoch in range(args.epochs):
+    for batch in loader:
+        with accelerator.accumulate(model):
+            accelerator.backward(model(batch))
+            optimizer.step()
+            lr_scheduler.step()  # LC303
+            optimizer.zero_grad()
+""",
+        """
 scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
 for epoch in range(args.epochs):
     for x, y in train_loader:
