@@ -96,3 +96,52 @@ def test_a_floor_below_the_new_api_makes_its_rewrite_unsafe(project: Path, run_c
     assert _fixes(run_cli) == {"torch.cuda.amp.GradScaler": False, "torch.cuda.amp.autocast": False}
     _write(project, {"requirements.txt": "torch>=2.4\n"})
     assert _fixes(run_cli) == {"torch.cuda.amp.GradScaler": True, "torch.cuda.amp.autocast": True}
+
+
+# A vendored package keeps its own setup.py (detectron2 copied under a sub-project's third_party/): that
+# folder becomes the file's project root, yet the package runs in the environment of the sub-project
+# that vendors it. Its library documents ("PyTorch >= 1.8") state what it supports, not what is installed.
+VENDORED = {"video_chat/models/third_party/CenterNet2/setup.py": "from setuptools import setup\nsetup(name='d2')\n",
+            "video_chat/models/third_party/CenterNet2/INSTALL.md": "### Requirements\n- PyTorch \u2265 1.8\n",
+            "video_chat/models/third_party/CenterNet2/detectron2/engine/train_loop.py": TRAINER}
+VENDORED_FILE = "video_chat/models/third_party/CenterNet2/detectron2/engine/train_loop.py"
+
+
+def test_a_vendored_package_takes_the_torch_pin_of_the_sub_project_around_it(project: Path, run_cli) -> None:
+    (project / ".git").mkdir()
+    _write(project, {**VENDORED, "video_chat/requirements.txt": "torch==1.13.1\ntorchvision==0.14.1\n"})
+    assert _codes(run_cli, VENDORED_FILE) == []
+
+
+def test_a_vendored_package_reports_where_the_pin_around_it_allows_2_4_or_is_absent(project: Path, run_cli) -> None:
+    (project / ".git").mkdir()
+    _write(project, {**VENDORED, "video_chat/requirements.txt": "torch>=1.13.1\n"})
+    assert _codes(run_cli, VENDORED_FILE) == ["LC206", "LC206"]
+    _write(project, {"video_chat/requirements.txt": "numpy==1.24.0\n"})
+    assert _codes(run_cli, VENDORED_FILE) == ["LC206", "LC206"]  # names no torch: today's torch
+
+
+def test_the_vendored_package_s_own_pin_decides(project: Path, run_cli) -> None:
+    (project / ".git").mkdir()
+    _write(project, {**VENDORED, "video_chat/requirements.txt": "torch==1.13.1\n",
+                     "video_chat/models/third_party/CenterNet2/setup.py":
+                         "from setuptools import setup\nsetup(name='d2', install_requires=['torch>=2.0'])\n"})
+    assert _codes(run_cli, VENDORED_FILE) == ["LC206", "LC206"]
+    _write(project, {"requirements.txt": "torch>=2.5\n", "video_chat/requirements.txt": "numpy\n",
+                     "video_chat/models/third_party/CenterNet2/setup.py":
+                         "from setuptools import setup\nsetup(name='d2', install_requires=['torch==1.13.1'])\n"})
+    assert _codes(run_cli, VENDORED_FILE) == []
+
+
+def test_the_pin_above_a_nested_root_stops_at_the_repository(tmp_path: Path) -> None:
+    # the folder holding the checkout pins an old torch; the checkout (its own .git) is another project
+    _write(tmp_path, {"requirements.txt": "torch==1.7.0\n", "repo/vendor/pkg/setup.py": "", "repo/vendor/pkg/m.py": ""})
+    (tmp_path / "repo" / ".git").mkdir()
+    pkg = tmp_path / "repo" / "vendor" / "pkg"
+    assert not pins_for(pkg / "m.py", pkg).below("torch", "2.4")
+    _write(tmp_path, {"repo/requirements.txt": "torch==1.7.0\n"})
+    from loopcheck import project as project_module
+
+    project_module.forget()
+    assert pins_for(pkg / "m.py", pkg).below("torch", "2.4")
+    assert "torch" in repr(pins_for(pkg / "m.py", pkg))  # the cache digest sees the pin above

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from loopcheck.config import toml_parser
 from loopcheck.patterns import Pattern
-from loopcheck.project.index import real_path
+from loopcheck.project.index import _marked, real_path
 
 _FILES = ("setup.py", "setup.cfg", "pyproject.toml", "environment.yml", "environment.yaml")
 _REQUIREMENTS = Pattern(r"requirements.*\.txt$", re.IGNORECASE)
@@ -92,7 +92,7 @@ def pins_for(path: Path, root: Path) -> Pins:
 @lru_cache(maxsize=4096)  # the files of one directory share it
 def _pins_for(directory: Path, root: Path) -> Pins:
     if directory == root or root not in directory.parents:
-        return _root_pins(root)
+        return _nested_root_pins(root)
     outer = _pins_for(directory.parent, root)
     pins = outer
     if _pin_files(directory):
@@ -108,6 +108,48 @@ def _pins_for(directory: Path, root: Path) -> Pins:
         if own_documented:
             pins = Pins(pins.bounds, pins.named, pins.floors, own_documented)
     return pins
+
+
+@lru_cache(maxsize=64)
+def _nested_root_pins(root: Path) -> Pins:
+    """The root's pins, and where its pin files do not name torch and the root is a folder nested in
+    an outer root (a vendored package's own ``setup.py`` inside a sub-project whose requirements.txt
+    pins torch==1.13.1), the torch pins of the nearest folder above it, up to the outer root, whose
+    pin files name torch: the package runs in the environment of the project that vendors it. As
+    within a root, pin files win over documents (a vendored detectron2's "PyTorch >= 1.8" states what
+    the library supports, not what the project installs), and the nearest documents decide where no
+    pin file names torch. Only the pins look above the root: the project index and its facts stay
+    the nested root's."""
+    pins = _root_pins(root)
+    if "torch" in pins.named or os.path.exists(root / ".git"):
+        return pins  # a root with its own repository is its own environment
+    outer = _outer_root(root)
+    if outer is None:
+        return pins
+    above = _pins_for(root.parent, outer)
+    if "torch" in above.named:
+        bounds = dict(pins.bounds)
+        if "torch" in above.bounds:
+            bounds["torch"] = above.bounds["torch"]
+        floors = tuple(sorted({*pins.floors, *(f for f in above.floors if f[0] == "torch")}))
+        return Pins(bounds, tuple(sorted({*pins.named, "torch"})), floors, ())
+    if above.documented and not pins.documented:
+        return Pins(pins.bounds, pins.named, pins.floors, above.documented)
+    return pins
+
+
+@lru_cache(maxsize=64)
+def _outer_root(root: Path) -> Path | None:
+    """The root that encloses the project root ``root``: the nearest folder above it that holds a
+    repository (``.git``), else the outermost folder above it with a project marker; None if none."""
+    outer = None
+    directory = _marked(root.parent) if root.parent != root else None
+    while directory is not None:
+        if os.path.exists(directory / ".git"):
+            return directory
+        outer = directory
+        directory = _marked(directory.parent) if directory.parent != directory else None
+    return outer
 
 
 @lru_cache(maxsize=64)
@@ -130,6 +172,8 @@ def forget() -> None:
     _pins_of.cache_clear()
     _pins_for.cache_clear()
     _root_pins.cache_clear()
+    _nested_root_pins.cache_clear()
+    _outer_root.cache_clear()
     _documented.cache_clear()
 
 

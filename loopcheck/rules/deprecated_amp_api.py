@@ -19,7 +19,9 @@ and no other import binds the same name (one per test method: no fix). A file th
 new API for the same object (a fallback for old PyTorch versions) is not reported, nor is a
 project whose pins allow only a PyTorch older than 2.4 (`torch==1.11.0` in its requirements): there
 the old spelling warns about nothing, and `torch.amp.GradScaler` does not exist before 2.3. In a
-repository of several sub-projects, the pins of the nearest folder that names torch decide. Where no
+repository of several sub-projects, the pins of the nearest folder that names torch decide; a
+vendored package with its own `setup.py` (a detectron2 copy under a sub-project's `third_party/`)
+whose pin files name no torch takes the pins of the folders above it, up to the repository. Where no
 pin file names torch, the documents at the project root decide the same way (a sub-project folder's
 own README or install script, for its files): install commands in the `*.sh` scripts at the root and
 in `scripts/` and on any line of the `README*` and `INSTALL*` files (`pip install torch==2.1.2`,
