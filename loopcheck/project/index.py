@@ -61,13 +61,13 @@ def find_root(path: Path) -> Path:
 
 
 @lru_cache(maxsize=4096)
-def _marked(directory: Path) -> Path | None:
+def marked_folder(directory: Path) -> Path | None:
     """The nearest of ``directory`` and its ancestors that holds a project marker, if any (the
     directories of a project share their ancestors: each is looked at once)."""
     if any(os.path.exists(os.path.join(directory, marker)) for marker in _MARKERS):
         return directory
     parent = directory.parent
-    return None if parent == directory else _marked(parent)
+    return None if parent == directory else marked_folder(parent)
 
 
 _REAL: dict[Path, Path] = {}
@@ -84,7 +84,7 @@ def real_path(path: Path) -> Path:
 
 @lru_cache(maxsize=4096)  # the files of one directory share it
 def _root_of(start: Path) -> Path:
-    marked = _marked(start)
+    marked = marked_folder(start)
     if marked is not None:
         return marked
     while (start / "__init__.py").is_file() and start.parent != start:
@@ -431,6 +431,6 @@ def forget() -> None:
     reads the files again, and a marker file may have been added."""
     project_index.cache_clear()
     _root_of.cache_clear()
-    _marked.cache_clear()
+    marked_folder.cache_clear()
     _REAL.clear()
     _READERS.clear()

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from loopcheck.config import toml_parser
 from loopcheck.patterns import Pattern
-from loopcheck.project.index import _marked, real_path
+from loopcheck.project.index import marked_folder, real_path
 
 _FILES = ("setup.py", "setup.cfg", "pyproject.toml", "environment.yml", "environment.yaml")
 _REQUIREMENTS = Pattern(r"requirements.*\.txt$", re.IGNORECASE)
@@ -143,12 +143,12 @@ def _outer_root(root: Path) -> Path | None:
     """The root that encloses the project root ``root``: the nearest folder above it that holds a
     repository (``.git``), else the outermost folder above it with a project marker; None if none."""
     outer = None
-    directory = _marked(root.parent) if root.parent != root else None
+    directory = marked_folder(root.parent) if root.parent != root else None
     while directory is not None:
         if os.path.exists(directory / ".git"):
             return directory
         outer = directory
-        directory = _marked(directory.parent) if directory.parent != directory else None
+        directory = marked_folder(directory.parent) if directory.parent != directory else None
     return outer
 
 
