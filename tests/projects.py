@@ -14,3 +14,21 @@ def write_project(root: Path, files: dict[str, str]) -> None:
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text))
+
+
+# A training loop on the deprecated `torch.cuda.amp` names: what LC206 reports unless the project pins
+# an older torch (the pin-reading tests write it under the pins they test).
+OLD_AMP_TRAINER = """
+    import torch
+
+
+    def train(model, loader, optimizer):
+        scaler = torch.cuda.amp.GradScaler()
+        for x, y in loader:
+            optimizer.zero_grad()
+            with torch.cuda.amp.autocast():
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+"""

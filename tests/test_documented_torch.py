@@ -12,20 +12,9 @@ import pytest
 
 from loopcheck.project.pins import forget, pins_for, pins_of
 
-TRAINER = """
-    import torch
+from tests.projects import OLD_AMP_TRAINER
 
-
-    def train(model, loader, optimizer):
-        scaler = torch.cuda.amp.GradScaler()
-        for x, y in loader:
-            optimizer.zero_grad()
-            with torch.cuda.amp.autocast():
-                loss = torch.nn.functional.cross_entropy(model(x), y)
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-"""
+TRAINER = OLD_AMP_TRAINER
 
 FENCE = "```"
 
