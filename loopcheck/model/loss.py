@@ -39,17 +39,21 @@ _DIVIDING = (cst.Divide, cst.FloorDivide, cst.DivideAssign, cst.FloorDivideAssig
 
 def loss_scaling(expr: cst.BaseExpression, loop: Loop, order: int,
                  known_functions: Mapping[str, list[cst.FunctionDef]], accumulation_names: set[str],
-                 depth: int = 0, through_forward_helpers: bool = False) -> Scaling:
+                 depth: int = 0, through_forward_helpers: bool = False, module: cst.Module | None = None) -> Scaling:
     """How ``expr`` is scaled; ``known_functions`` are the file's functions by name (a helper may
     normalise inside). With ``through_forward_helpers``, a helper that only runs the model and returns
-    its outputs is read as the model's own (unscaled) outputs."""
-    return _Reader(loop, known_functions, accumulation_names, through_forward_helpers).scaling(expr, order, depth)
+    its outputs is read as the model's own (unscaled) outputs, and (given the ``module``) a method of
+    the loop's own class that runs the model and a criterion and returns the loss undivided as that
+    raw loss."""
+    return _Reader(loop, known_functions, accumulation_names, through_forward_helpers, module).scaling(
+        expr, order, depth)
 
 
 class _Reader:
     def __init__(self, loop: Loop, known_functions: Mapping[str, list[cst.FunctionDef]], accumulation_names: set[str],
-                 through_forward_helpers: bool) -> None:
+                 through_forward_helpers: bool, module: cst.Module | None = None) -> None:
         self.loop = loop
+        self.module = module
         self.known_functions = known_functions
         self.through_forward_helpers = through_forward_helpers
         self.accumulation_names = accumulation_names
@@ -153,6 +157,10 @@ class _Reader:
                 n in self.accumulation_names or n.split(".")[-1] in self.accumulation_names
                 for arg in expr.args for n in names_in(arg.value)):
             return Scaling.RAW  # `outputs = forward_step(cfg, model, batch)`: the model's own outputs
+        if self.through_forward_helpers and self._own_loss_method(name) and not any(
+                n in self.accumulation_names or n.split(".")[-1] in self.accumulation_names
+                for arg in expr.args for n in names_in(arg.value)):
+            return Scaling.RAW  # `loss = self._get_loss(x, target)`: one micro-batch's criterion, undivided
         if name.split(".", 1)[0] in self.known_functions or name.startswith("self.") and not _criterion_attribute(
                 name, self.known_functions):
             return Scaling.UNKNOWN  # a helper of this file (or of a base class), which may normalise inside
@@ -162,6 +170,23 @@ class _Reader:
                for arg in expr.args for n in names_in(arg.value)):
             return Scaling.UNKNOWN  # it is told N: it may divide by it
         return Scaling.RAW
+
+    def _own_loss_method(self, name: str) -> bool:
+        """``self.name`` is a method of the loop's own class (the file's only function of that name)
+        whose body runs the model and a criterion and returns that loss undivided."""
+        parts = name.split(".")
+        found = self.known_functions.get(parts[-1], [])
+        if self.module is None or len(parts) != 2 or parts[0] != "self" or len(found) != 1 \
+                or self.loop.function is None:
+            return False
+        fn = found[0]
+        params = fn.params.params
+        if not params or params[0].name.value != "self":
+            return False
+        same_class = any(isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock)
+                         and fn in stmt.body.body and self.loop.function in stmt.body.body
+                         for stmt in self.module.body)
+        return same_class and _returns_own_loss(fn, self.accumulation_names, self.known_functions)
 
     def _divisor(self, divisor: cst.BaseExpression) -> Scaling:
         """``loss / k`` with ``k += 1`` in the loop (alone or ``k + 1``-style): a running count."""
@@ -227,6 +252,57 @@ def _forwards_only(found: list[cst.FunctionDef]) -> bool:
         and all(output(e.value) or isinstance(e.value, cst.Name) and e.value.value in pieces
                 for e in value.elements)
         for value in returned)
+
+
+def _returns_own_loss(fn: cst.FunctionDef, accumulation_names: set[str],
+                      known_functions: Mapping[str, list[cst.FunctionDef]]) -> bool:
+    """``out = self.model(x); loss = self.criterion(out, target); return loss`` (holocron's
+    ``Trainer._get_loss``): a method that runs the model held by the object and a criterion it holds,
+    and returns that loss (alone, or beside the model's outputs). Any division, power, ``div`` call or
+    name of the accumulation count in it keeps the helper unread: it may normalise."""
+    for node in walk(fn.body):
+        if isinstance(node, (cst.BinaryOperation, cst.AugAssign)) and isinstance(node.operator, _DIVIDING):
+            return False
+        if isinstance(node, cst.Call) and (method(node) or (None, ""))[1] in (*_DIV_METHODS, *_MUL_METHODS):
+            return False
+    if any(_ACCUMULATION.search(n) or last_part(n) in accumulation_names for n in names_in(fn.body)):
+        return False
+
+    def criterion(value: cst.BaseExpression) -> bool:  # `self.criterion(...)`, `cast(Tensor, self.criterion(...))`
+        if isinstance(value, cst.Call) and func_name(value) == "cast" and len(value.args) == 2:
+            value = value.args[1].value
+        while isinstance(value, cst.Call) and (method(value) or (None, ""))[1] in _PASS_THROUGH:
+            value = method(value)[0]  # type: ignore[index]  # `self.criterion(out, y).mean()`
+        name = func_name(value) if isinstance(value, cst.Call) else None
+        return name is not None and name.startswith("self.") and _criterion_attribute(name, known_functions)
+
+    outputs: set[str] = set()  # names bound to `self.model(...)`
+    losses: set[str] = set()  # names bound to the criterion's value
+    returned: list[cst.BaseExpression | None] = []
+    for node in walk(fn.body):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            target = node.targets[0].target.value
+            if isinstance(node.value, cst.Call) and func_name(node.value) == "self.model":
+                outputs.add(target)
+            elif criterion(node.value):
+                losses.add(target)
+            elif target in losses | outputs:
+                return False  # rebound to something else
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            return False  # the loss or outputs rebound by arithmetic: not read
+        elif isinstance(node, cst.Return):
+            returned.append(node.value)
+    if not outputs or not losses or not returned:
+        return False
+
+    def loss(value: cst.BaseExpression | None) -> bool:
+        return isinstance(value, cst.Name) and value.value in losses or value is not None and criterion(value)
+
+    # `return loss, out`: the loss beside the model's outputs
+    return all(loss(value) or isinstance(value, cst.Tuple) and sum(loss(e.value) for e in value.elements) == 1
+               and all(loss(e.value) or isinstance(e.value, cst.Name) and e.value.value in outputs
+                       for e in value.elements)
+               for value in returned)
 
 
 def _prepares_input(node: cst.BinaryOperation | cst.AugAssign) -> bool:

@@ -29,7 +29,10 @@ runs the model and hands back its outputs (`outputs = forward_step(cfg, model, b
 a piece of its input: `return outputs, question_ids`) normalises nothing, nor does arithmetic that
 prepares its input before the model runs, dividing nothing and naming no accumulation count (ALPRO's
 `repeat_counts = [e * cfg.num_labels for e in batch["n_examples_list"]]`); one with other arithmetic
-in it may. A multiplication by the number of labels (`loss * cfg.num_labels`, `loss.mean() *
+in it may. A method of the loop's own class that runs `self.model` and a criterion the object holds
+and returns that loss (`batch_loss = self._get_loss(x, target)`, with `out = self.model(x); loss =
+self.criterion(out, target); return loss`) hands back one micro-batch's loss undivided; one with a
+division, or naming the accumulation count, may normalise. A multiplication by the number of labels (`loss * cfg.num_labels`, `loss.mean() *
 targets.size(1)`: a multi-label BCE's mean over labels undone) or by an objective's weight
 (`lambda_coeff * loss`, bound to nothing that divides or names N) divides nothing by N either; a
 factor bound to `1 / N` is the normalisation. A step function that back-propagates its parameter
@@ -254,7 +257,7 @@ for step, batch in enumerate(train_dataloader):
                                                  or training.loop.node):
                     continue
                 scaling = loss_scaling(backward.loss, backward.loop, backward.order, helpers,  # type: ignore[arg-type]
-                                       accumulation_names, through_forward_helpers=True)
+                                       accumulation_names, through_forward_helpers=True, module=model.module)
                 if scaling is Scaling.UNKNOWN and not training.loop.is_loop:
                     scaling = _scaling_at_calls(model, training, backward, accumulation_names)
                 count = f"`{source(n)}`" if n is not None else "N"
