@@ -59,6 +59,19 @@ def test_unit_of(setup: str, expr: str, unit: Unit | None) -> None:
     assert _unit(setup, expr) is unit
 
 
+@pytest.mark.parametrize("setup, expr, unit", [
+    # Accelerate's count for a prepared scheduler: per process, what the other factor counts
+    ("", "args.num_train_epochs * len(train_dataloader) * accelerator.num_processes", Unit.BATCHES),
+    ("", "accelerator.num_processes * args.epochs", Unit.EPOCHS),
+    ("steps_per_epoch = len(loader) // args.gradient_accumulation_steps\n",
+     "steps_per_epoch * args.epochs * self.accelerator.num_processes", Unit.UPDATES),
+    ("", "args.max_train_steps * accelerator.num_processes", None),  # a setting: its name says no unit
+])
+def test_a_count_times_the_process_count_counts_what_the_count_counts(setup: str, expr: str,
+                                                                     unit: Unit | None) -> None:
+    assert _unit(setup, expr) is unit
+
+
 @pytest.mark.parametrize("call, horizon, warmup", [
     ("WarmupLinearSchedule(optimizer, warmup_steps=args.warmup_steps, t_total=t_total)", "t_total",
      "args.warmup_steps"),

@@ -451,3 +451,15 @@ def test_a_schedule_function_closing_over_a_factorys_lengths(project: Path, run_
     assert len(found) == 1 and " LC303 " in found[0]
     assert "horizon `len(train_loader) * args.epochs` (one of the 2 lengths its schedule function is given) " \
            "counts batches (built by `get_two_phase_schedule`, utils.py:5)" in found[0]
+
+
+def test_returned_reads_the_lengths_named_beside_extra_keyword_settings() -> None:
+    """``**params`` of extra settings beside the lengths the call names: a length it held would be given
+    twice (a TypeError), so the named ones are the schedule's and are read; the rest is left out."""
+    import ast
+
+    body = "    return LinearLR(optimizer, end_factor=0.1, total_iters=args.steps, **args.sched_kwargs)"
+    tree = ast.parse(f"def build_scheduler(optimizer, args):\n{body}\n")
+    function = tree.body[0]
+    assert returned(list(ast.walk(function))[1:], {"optimizer": 0, "args": 1}) == (
+        "LinearLR(\x000\x00, end_factor=0.1, total_iters=\x001\x00.steps)",)

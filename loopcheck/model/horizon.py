@@ -147,7 +147,12 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0, seen: frozenset[str
         units = {unit_of(_uncast(e.value), index, depth, seen) if isinstance(e, cst.Element) else None
                  for e in expr.elements}
         return units.pop() if len(units) == 1 else None
-    scaled = _times_accumulation(expr)
+    per_process = times_processes(expr)
+    if per_process is not None:
+        # `max_train_steps * accelerator.num_processes`: Accelerate's count for a prepared scheduler, which
+        # steps once per process on every optimizer step; per process it counts what the other factor counts
+        return unit_of(per_process, index, depth, seen)
+    scaled = times_accumulation(expr)
     if scaled is not None:
         # a count times the accumulation count is micro-batches (`max_train_steps * grad_accum`): the
         # factor counts optimizer steps, whether or not the file shows where it comes from
@@ -264,7 +269,19 @@ def _given_setting(value: cst.BaseExpression) -> bool:
         isinstance(n, (cst.Call, cst.BinaryOperation)) for n in walk(value))
 
 
-def _times_accumulation(expr: cst.CSTNode) -> cst.BaseExpression | None:
+def times_processes(expr: cst.CSTNode) -> cst.BaseExpression | None:
+    """The other factor of ``x * accelerator.num_processes`` (either order; any object's
+    ``num_processes`` attribute: ``self.accelerator.num_processes``, ``AcceleratorState().num_processes``),
+    or None."""
+    if not isinstance(expr, cst.BinaryOperation) or not isinstance(expr.operator, cst.Multiply):
+        return None
+    for count, other in ((expr.right, expr.left), (expr.left, expr.right)):
+        if isinstance(count, cst.Attribute) and count.attr.value == "num_processes":
+            return other
+    return None
+
+
+def times_accumulation(expr: cst.CSTNode) -> cst.BaseExpression | None:
     """The other factor of ``x * accumulation_count`` (either order), or None."""
     if not isinstance(expr, cst.BinaryOperation) or not isinstance(expr.operator, cst.Multiply):
         return None

@@ -96,6 +96,9 @@ class Roles:
 
     constructed: dict[str, list[cst.Call]] = field(default_factory=dict)
     prepared: set[str] = field(default_factory=set)  # returned by accelerator.prepare(...)
+    # `self._optimizer, self._lr_scheduler = accelerator.prepare(optimizer, lr_scheduler)`: short name ->
+    # the names handed to `prepare` at its position
+    prepared_from: dict[str, list[str]] = field(default_factory=dict)
     full_names: dict[str, set[str]] = field(default_factory=dict)  # `ema` -> {"self.ema"}: where it is bound
     # `v0, v1 = build(...)`: short name -> (the call, the element's position)
     unpacked: dict[str, list[tuple[cst.Call, int]]] = field(default_factory=dict)
@@ -116,6 +119,11 @@ class Roles:
         called = method(value)
         if called is not None and called[1] == "prepare":
             self.prepared.update(last_part(n) for n in names)
+            args = value.args
+            if len(names) == len(args) and not any(a.star or a.keyword is not None for a in args):
+                for name, arg in zip(names, args):
+                    if (handed := dotted(arg.value)) is not None and handed != name:
+                        self.prepared_from.setdefault(last_part(name), []).append(handed)
             return
         if len(names) == 1:
             self.constructed.setdefault(last_part(names[0]), []).append(value)

@@ -325,6 +325,21 @@ def same(a: cst.CSTNode | None, b: cst.CSTNode | None) -> bool:
     return source(a).replace(" ", "").strip("()") == source(b).replace(" ", "").strip("()")
 
 
+def same_setting(a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
+    """The same expression, or the same configuration field read through two names for one object:
+    ``cfg.trainer.max_train_steps`` where the scheduler is built and ``self.config.trainer.max_train_steps``
+    in the trainer that stored ``cfg`` (the path after the root object agrees)."""
+    if same(a, b):
+        return True
+    tails = []
+    for expr in (a, b):
+        name = dotted(expr) if isinstance(expr, cst.Attribute) else None
+        parts = (name or "").split(".")
+        parts = parts[1:] if parts[0] == "self" else parts
+        tails.append(parts[1:])
+    return bool(tails[0]) and tails[0] == tails[1]
+
+
 def param_names(params: cst.Parameters) -> set[str]:
     """The names of a function's or lambda's parameters, positional-only and keyword-only included
     (not ``*args`` / ``**kwargs``)."""

@@ -230,10 +230,17 @@ def _constructed(call: ast.Call, index: Mapping[str, int], assigned: Mapping[str
     """The constructor as the caller would write it, an argument that names what the caller cannot
     see given as ``None`` (``max_lr=[g["lr"] for g in optimizer.param_groups]``, ``schedulers=[warmup,
     cosine]`` with ``warmup`` assigned in two branches): the rule reads only the lengths, and a length
-    that is ``None`` has no unit. None where the positions of the arguments are not known (``*args``,
-    ``**kwargs``)."""
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+    that is ``None`` has no unit. None where the positions of the arguments are not known (``*args``),
+    or where ``**kwargs`` comes with nothing but the optimizer. Beside arguments the call names, a
+    ``**params`` of extra settings is left out: a length it could hold is one the call does not name
+    (Python refuses a keyword given twice), so the lengths the call names are still read."""
+    if any(isinstance(a, ast.Starred) for a in call.args):
         return None
+    if any(k.arg is None for k in call.keywords):
+        named = [k for k in call.keywords if k.arg is not None]
+        if len(call.args) + len(named) < 2:
+            return None  # `CosineAnnealingLR(optimizer, **kwargs)`: its lengths are all in what the caller cannot see
+        call = ast.Call(func=call.func, args=call.args, keywords=named)
     whole = _written(call, index, assigned, 0, kept)
     if whole is not None:
         return whole  # type: ignore[return-value]

@@ -68,6 +68,20 @@ parameter's default, another module's constant), a scheduler built in another mo
 an object, a `scheduler.step(...)` with arguments, a step under a configuration flag, and an accumulation count
 that is 1 as the file ships it (a batch is then an optimizer step; so is a parameter of the loop's function
 whose default is 1 where no call of the file passes it, `def do_train(..., gradient_accumulation_steps=1)`).
+Accelerate also counts processes (`loopcheck.model.process_count`, read from accelerate's source): a scheduler
+handed to `accelerator.prepare` is stepped once per process on every optimizer step (unless the Accelerator
+splits batches, `split_batches=True`, or is built with `step_scheduler_with_optimizer=False`), a scheduler left
+out of it (`model, optimizer, _, _ = accelerator.prepare(model, optimizer, loader, lr_scheduler)` discards the
+prepared one) once per call. `X * accelerator.num_processes` counts what `X` counts, per process. So a
+prepared scheduler whose horizon is a setting counted in one process's optimizer steps (`total_iters=cfg.steps`
+for a loop over `range(cfg.steps * cfg.gradient_accumulation_steps)`, or the bound of a loop on a count of real
+optimizer steps), not multiplied by the process count, runs P times too fast on P processes; an unprepared one
+whose horizon or warmup is multiplied by it (the diffusers scripts' form, right only for a prepared scheduler)
+runs P times too slow. Not flagged: a horizon worked out from a loader's length (taken before `prepare`
+shards the loader it is the global count, P times each process's), one the file does not bind, a file that
+builds no Accelerator of its own, and a script whose every documented launch runs one process (as for LC501:
+`python train.py` in its shell scripts and READMEs, `loopcheck.project.launches`); a multi-process launch, or
+none documented, keeps the finding, which holds on P > 1 processes only.
 The warmup length (`num_warmup_steps` of the `transformers` schedules) is read the same way: `warmup_steps *
 gradient_accumulation_steps` for a scheduler stepped once per update stretches the ramp N times.
 So are the step size of `StepLR`, the half cycle of `CyclicLR` (`step_size_up`) and the milestones
@@ -103,14 +117,16 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import Cond, Event, FileModel, Framework, Kind, Loop, Role, Style, TrainingLoop
-from loopcheck.model.accelerate import accumulation_setting, scheduler_gated
+from loopcheck.model.accelerate import accumulation_setting, scheduler_gated, updates_bound
 from loopcheck.model.from_ast import statement_text
 from loopcheck.model.guards import GuardKind
 from loopcheck.model.index import Index
-from loopcheck.model.horizon import ACCUMULATION_NAME, Unit, decay_expr, horizon_expr, unit_of, warmup_expr
+from loopcheck.model.horizon import (ACCUMULATION_NAME, Unit, decay_expr, horizon_expr, times_accumulation, unit_of,
+                                     warmup_expr)
 from loopcheck.model.narrowing import kind_tests, lets_through
+from loopcheck.model.process_count import left_unprepared, per_process_count, process_scaled, steps_per_process
 from loopcheck.model.syntax import (conjuncts, dotted, func_name, int_value, last_part, lines, names_in, own_call_name,
-                                    param_names, positional, same, small_statements, source, walk)
+                                    param_names, positional, same, same_setting, small_statements, source, walk)
 from loopcheck.model.training import is_data_loop
 from loopcheck.model.values import accumulation_gates_nothing, numeric
 from loopcheck.project import arguments
@@ -440,10 +456,71 @@ for epoch in range(config["epochs"]):
                     yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
                                              f"but its warmup `{source(warmups[0])}` counts {wunits[0].value}"
                                              f"{passed[0] if passed else _built_by(scheduler, model)}")
+                    continue
+                # Accelerate steps a prepared scheduler once per process: a horizon that leaves the process
+                # count out of a prepared scheduler, or puts it in for an unprepared one, fits one process only
+                if training.style is Style.ACCELERATE and passed is None and stepped is not None and \
+                        not (model.project is not None and model.project.single_process_launches):
+                    said = _process_count_mismatch(scheduler, stepped, calls, horizons, warmups, units, training, model)
+                    if said is not None:
+                        yield self.at(scheduler, said + _built_by(scheduler, model))
 
 
 # schedules with no horizon: their learning rate does not run out, whatever the stepping
 _NO_HORIZON = {"ExponentialLR", "ReduceLROnPlateau", "MultiplicativeLR", "ConstantLR", "get_constant_schedule"}
+
+
+def _process_count_mismatch(scheduler: Event, stepped: Unit, calls: list[cst.Call],
+                            horizons: list[cst.BaseExpression | None], warmups: list[cst.BaseExpression | None],
+                            units: list[Unit | None], training: TrainingLoop, model: FileModel) -> str | None:
+    """The message where the horizon's process count contradicts how Accelerate steps the scheduler
+    (``loopcheck.model.process_count``): a scheduler left out of ``prepare`` whose horizon (or warmup) is
+    multiplied by ``accelerator.num_processes`` in every configuration, or a prepared one, stepped once
+    per process on every optimizer step, whose horizon counts one process's optimizer steps (a setting,
+    not multiplied by the process count) in a configuration, where no configuration multiplies it.
+    None otherwise. (A prepared scheduler stepped once per epoch is stepped once per process too; not
+    read here.)"""
+    name, index = scheduler.receiver, model.index
+    if left_unprepared(model, name):
+        for what, lengths in (("horizon", horizons), ("warmup", warmups)):
+            if lengths and all(h is not None and process_scaled(h, index) for h in lengths):
+                effect = "it reaches only 1/P of its length" if what == "horizon" else "its warmup lasts P times longer"
+                return (f"`{name}` is left out of `accelerator.prepare`, so it steps once per call, but its {what} "
+                        f"`{source(lengths[0])}` is multiplied by the process count, as for a prepared scheduler "
+                        f"(which Accelerate steps once per process): on P > 1 processes the schedule runs P times "
+                        f"too slow: {effect}")
+        return None
+    if not model.roles.is_prepared(name) or scheduler_gated(model, name) is not True or \
+            not steps_per_process(model) or stepped is not Unit.UPDATES:
+        return None
+    if any(h is not None and process_scaled(h, index) for h in (*horizons, *warmups)):
+        return None  # the file counts processes in some configuration: the others are its choice
+    for i, (call, horizon) in enumerate(zip(calls, horizons)):
+        if horizon is None or not per_process_count(horizon, index):
+            continue
+        unit = units[i] if units[i] is stepped else _per_update_bound(horizon, training, index)
+        if unit is not stepped:
+            continue
+        which = f" in the configuration that builds `{last_part(func_name(call) or '')}`" if len(calls) > 1 else ""
+        return (f"`{name}` is handed to `accelerator.prepare`, which steps it once per process on every "
+                f"{_ONE[stepped]} (no `split_batches=True`), but its horizon `{source(horizon)}`{which} counts "
+                f"{stepped.value} of one process, not multiplied by `accelerator.num_processes`: on P > 1 processes "
+                f"the schedule runs P times too fast and ends after 1/P of training")
+    return None
+
+
+def _per_update_bound(horizon: cst.BaseExpression, training: TrainingLoop, index: Index) -> Unit | None:
+    """A horizon the loop's bound shows to count optimizer steps: ``for step in range(steps *
+    gradient_accumulation_steps)`` (the other factor counts updates), or ``if done >= max_steps: break``
+    on a counter of real optimizer steps; read through a name bound once (``steps =
+    self._config.optimization.steps``) and across two names of one configuration object."""
+    values = index.values.get(horizon.value, []) if isinstance(horizon, cst.Name) else []
+    shown = values[0] if len(values) == 1 else horizon
+    bounds = [times_accumulation(b) for b in _loop_bounds(training.loop) if b is not None]
+    counted = updates_bound(training.loop)
+    if any(b is not None and same_setting(b, shown) for b in (*bounds, counted)):
+        return Unit.UPDATES
+    return None
 
 
 def _mismatched_variant(calls: list[cst.Call], horizons: list[cst.BaseExpression | None], units: list[Unit | None],
@@ -525,6 +602,11 @@ def _constructors(name: str | None, model: FileModel) -> list[cst.Call]:
             factories = {own_call_name(call) for call, _ in model.roles.unpacked.get(last_part(name), [])}
             inside = {id(n) for f in factories if f for d in model.index.functions.get(f, []) for n in walk(d)}
             found = [c for c in found if id(c) not in inside] + unpacked
+        if not found and model.roles.is_prepared(name):
+            # `self._optimizer, self._lr_scheduler = self._accelerator.prepare(optimizer, lr_scheduler)`:
+            # the prepared scheduler is the one built under the name handed to `prepare` at its position
+            found = [c for handed in model.roles.prepared_from.get(last_part(name), []) if handed != name
+                     for c in _constructors(handed, model)]
     return found
 
 

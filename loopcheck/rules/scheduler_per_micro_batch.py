@@ -17,7 +17,10 @@ micro-batches, and nothing shows which it counts. A scheduler that the file leav
 Accelerate loop on a count of updates (`while completed_steps < max_train_steps:` where
 `completed_steps += 1` runs only under `if accelerator.sync_gradients:`) counts optimizer steps;
 so does the bound of a loop that accumulates by hand on a count of the steps it takes under its
-step test (`while done < args.total_steps:` where `done += 1` runs only under `if micro % N == 0:`).
+step test (`while done < args.total_steps:` where `done += 1` runs only under `if micro % N == 0:`),
+also multiplied by `accelerator.num_processes` (`num_training_steps=args.max_train_steps *
+accelerator.num_processes`, the diffusers scripts' horizon, counts optimizer steps per process: the
+message adds that on P processes it also stretches an unprepared schedule P times, LC303's finding).
 
 ## Fix
 Move `scheduler.step()` into the step branch, right after `optimizer.step()`.
@@ -32,9 +35,9 @@ import libcst as cst
 from loopcheck.fixes import move_to_step
 from loopcheck.model import FileModel, Kind, Role, Style
 from loopcheck.model.accelerate import accumulation_setting, scheduler_gated, updates_bound
-from loopcheck.model.horizon import Unit, horizon_expr, unit_of
+from loopcheck.model.horizon import Unit, horizon_expr, times_processes, unit_of
 from loopcheck.model.roles import role_of_constructor
-from loopcheck.model.syntax import dotted, func_name, same
+from loopcheck.model.syntax import func_name, same_setting, source
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -43,21 +46,6 @@ def _built_in_file(model: FileModel) -> list[cst.Call]:
     loop over a list of schedulers): all of them must show a horizon in optimizer steps to flag it."""
     return [call for calls in model.roles.constructed.values() for call in calls
             if role_of_constructor(func_name(call) or "") is Role.SCHEDULER]
-
-
-def _same_setting(a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
-    """The same expression, or the same configuration field read through two names for one object:
-    ``cfg.trainer.max_train_steps`` where the scheduler is built and ``self.config.trainer.max_train_steps``
-    in the trainer that stored ``cfg`` (the path after the root object agrees)."""
-    if same(a, b):
-        return True
-    tails = []
-    for expr in (a, b):
-        name = dotted(expr) if isinstance(expr, cst.Attribute) else None
-        parts = (name or "").split(".")
-        parts = parts[1:] if parts[0] == "self" else parts
-        tails.append(parts[1:])
-    return bool(tails[0]) and tails[0] == tails[1]
 
 
 class SchedulerPerMicroBatch(Rule):
@@ -156,12 +144,21 @@ for i, (x, y) in enumerate(loader):
                     updates_bound(training.loop, training.step_guard.test) \
                     if training.style is Style.GUARDED and training.step_guard is not None \
                     and training.step_guard.test is not None else None
+                horizons = [horizon_expr(c, model.index) for c in calls]
+                # `max_train_steps * accelerator.num_processes` counts per process what `max_train_steps` counts
                 per_update = [isinstance(h, cst.Integer) or (h is not None and unit_of(h, model.index) in
                                                              (Unit.UPDATES, Unit.EPOCHS))
-                              or (counted is not None and h is not None and _same_setting(h, counted))
-                              for h in (horizon_expr(c, model.index) for c in calls)]
+                              or (counted is not None and h is not None and
+                                  same_setting(times_processes(h) or h, counted))
+                              for h in horizons]
                 if not (any(per_update) if own else all(per_update)):
                     continue  # a horizon in micro-batches, or one we cannot read: no guess
                 fix = move_to_step(model, training, scheduler, "move the scheduler step after the optimizer step")
+                scaled = next((h for h, p in zip(horizons, per_update) if p and h is not None
+                               and times_processes(h) is not None), None) if own else None
+                # a horizon multiplied by the process count, for a scheduler stepped once per call: on P
+                # processes that offsets P of the N (LC303 says so of the horizon)
+                also = f" (on P processes its horizon `{source(scaled)}` also stretches it P times: N/P times " \
+                       "in all)" if scaled is not None else ""
                 yield self.at(scheduler, f"`{scheduler.receiver}.step()` runs on every micro-batch but the optimizer "
-                                         "steps every N: the schedule advances N times too fast", fix)
+                                         f"steps every N: the schedule advances N times too fast{also}", fix)
