@@ -34,7 +34,7 @@ adopting on an existing repository: `loopcheck check --write-baseline loopcheck-
 once, then `loopcheck check --baseline loopcheck-baseline.json` reports only new findings.
 
 which files are parsed: only those whose text mentions a training loop's call (`backward(`,
-`loss_scaler(`) or, for LC206, `cuda.amp` / `torch.cuda import`; a syntax error in one of them is
+`loss_scaler(`, `self.training_step(`) or, for LC206, `cuda.amp` / `torch.cuda import`; a syntax error in one of them is
 LC000, other files are not parsed (README: "Which files are parsed"). LC001: a file loopcheck could
 not analyse (it says why; never fails the run). LC002: an unknown code in a suppression comment.
 

@@ -21,7 +21,7 @@ from loopcheck.catalog import CODES, NOT_ANALYSED, SYNTAX_ERROR
 from loopcheck.config import Options
 from loopcheck.excerpt import excerpt
 from loopcheck.findings import Finding
-from loopcheck.screen import TRAINING_LOOP_TEXT, Verdict, called_among, may_train_with, screen
+from loopcheck.screen import Verdict, called_among, has_training_text, may_train_with, screen
 from loopcheck.selection import resolve
 from loopcheck.suppression import is_suppressed
 
@@ -49,10 +49,6 @@ class TextTest:
         if self.training_loop and not (has_training_text(source) if trains is None else trains):
             return False
         return any(text in source for text in self.any_of) and all(text in source for text in self.all_of)
-
-
-def has_training_text(source: str) -> bool:
-    return any(text in source for text in TRAINING_LOOP_TEXT)
 
 
 @lru_cache(maxsize=None)
@@ -245,7 +241,8 @@ def _check(module: cst.Module, source: str, filename: str, rules: list[object], 
             if key not in seen:
                 seen.add(key)
                 violations.append((rule, violation))
-    violations = [(rule, _with_setting(model, rule, _placed(model, v))) for rule, v in violations]
+    violations = [(rule, _with_setting(model, rule, _inherited(model, rule, _placed(model, v))))
+                  for rule, v in violations]
     return _findings(module, source, filename, violations, tree, built) if violations else []
 
 
@@ -262,6 +259,42 @@ def _placed(model: FileModel, violation: Violation) -> Violation:
     if project.stand_in(stmt) is not None:  # type: ignore[union-attr]
         stmt = call
     return replace(violation, node=call, stmt=stmt, fix=None)
+
+
+def _inherited(model: FileModel, rule: Rule, violation: Violation) -> Violation:
+    """The violation, its message naming the library method that back-propagates, where it is about a
+    loop whose only backward is one the class inherits (``self.training_step(model, inputs)`` of a
+    ``transformers.Trainer`` subclass): the loop's own code shows none."""
+    from dataclasses import replace
+
+    inside = _inherited_loops(model)
+    if not inside or id(violation.node) not in inside:
+        return violation
+    method = inside[id(violation.node)]
+    return replace(violation, message=(violation.message or rule.message) +  # type: ignore[attr-defined]
+                   f" (the backward is in the inherited `{method}`, which divides the loss by "
+                   "`gradient_accumulation_steps` and back-propagates it)")
+
+
+def _inherited_loops(model: FileModel) -> dict[int, str]:
+    """id of every node of an outermost loop whose backward passes are all inherited -> the method."""
+    from loopcheck.model import Kind
+    from loopcheck.model.syntax import walk
+
+    found: dict[int, str] = {}
+    tops: dict[int, tuple[object, list[object]]] = {}
+    for event in model.events(Kind.BACKWARD):
+        loop = event.loop
+        if loop is None:
+            continue
+        while loop.parent is not None and loop.parent.is_loop:
+            loop = loop.parent
+        tops.setdefault(id(loop.node), (loop.node, []))[1].append(event)
+    for node, events in tops.values():
+        if events and all(e.inherited for e in events):  # type: ignore[attr-defined]
+            method = events[0].inherited  # type: ignore[attr-defined]
+            found.update((id(n), method) for n in walk(node))  # type: ignore[arg-type]
+    return found
 
 
 def _with_setting(model: FileModel, rule: Rule, violation: Violation) -> Violation:

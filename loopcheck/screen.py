@@ -25,9 +25,22 @@ from dataclasses import dataclass, field
 
 from loopcheck.patterns import Pattern
 
-# A training loop back-propagates, itself or through a timm/MAE-style `loss_scaler(loss, optimizer)`:
-# text every file with a training loop contains.
-TRAINING_LOOP_TEXT = ("backward(", "loss_scaler(")
+# A training loop back-propagates, itself or through a timm/MAE-style `loss_scaler(loss, optimizer)`,
+# or through the `self.training_step(model, inputs)` a `transformers.Trainer` subclass inherits: text
+# every file with a training loop contains.
+TRAINING_LOOP_TEXT = ("backward(", "loss_scaler(", "training_step(")
+INHERITED_STEP_TEXT = ("self.training_step(", "self._training_step(")
+
+
+def has_training_text(source: str) -> bool:
+    return "backward(" in source or "loss_scaler(" in source or inherited_triggers(source) != ()
+
+
+def inherited_triggers(source: str) -> tuple[str, ...]:
+    """Calls that back-propagate in a method the file's classes may inherit: ``self.training_step(model,
+    inputs)`` of a ``transformers.Trainer`` subclass (``loopcheck.model.inherited``)."""
+    return ("training_step",) if any(text in source for text in INHERITED_STEP_TEXT) else ()
+
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 # Statements that hold statements (and the handlers and cases that do), and where they hold them.
@@ -68,7 +81,7 @@ class Screen:
         """The verdict again, counting calls of ``triggers`` (imported functions that back-propagate)."""
         if self.tree is None or self.verdict is not Verdict.NO_TRAINING_LOOP or not triggers:
             return self
-        found = has_training_loop(self.tree, source, triggers)
+        found = has_training_loop(self.tree, source, (*triggers, *inherited_triggers(source)))
         return Screen(Verdict.TRAINING_LOOP if found else Verdict.NO_TRAINING_LOOP, tree=self.tree)
 
 
@@ -83,7 +96,7 @@ def screen(source: str, filename: str = "<unknown>", triggers: Collection[str] =
         return Screen(Verdict.TOO_DEEP, reason=f"{type(error).__name__}: {error}")
     except ValueError as error:  # source code string cannot contain null bytes
         return Screen(Verdict.SYNTAX_ERROR, error=SyntaxError(str(error), (filename, 1, 1, "")))
-    found = has_training_loop(tree, source, triggers)
+    found = has_training_loop(tree, source, (*triggers, *inherited_triggers(source)))
     return Screen(Verdict.TRAINING_LOOP if found else Verdict.NO_TRAINING_LOOP, tree=tree)
 
 

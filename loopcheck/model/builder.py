@@ -20,6 +20,7 @@ from loopcheck.model.distributed import conditional_no_sync
 from loopcheck.model.from_ast import conjunction
 from loopcheck.model.guards import unwrap_iterable
 from loopcheck.model.index import Index
+from loopcheck.model.inherited import STEP_METHODS, TRAINER, divided_loss, inherited_step, model_argument, trainer_subclass_methods
 from loopcheck.model.iterators import first_batch_of, iterated, taken_from
 from loopcheck.model.predicates import predicate_test
 from loopcheck.model.roles import Role
@@ -79,6 +80,11 @@ class Builder:
         self.owners: dict[cst.CSTNode, cst.CSTNode] = {}  # statement -> the block statement holding it
         # method -> the first base of its class, where that is a name (`Trainer(BaseTrainer)`)
         self.bases: dict[cst.FunctionDef, str] = {}
+        # methods of `transformers.Trainer` subclasses that inherit its `training_step`
+        self.trainer_methods: set[cst.FunctionDef] = set()
+        if index.imports and not index.attributes.isdisjoint(STEP_METHODS):
+            self.trainer_methods = trainer_subclass_methods(
+                module, index.imports, project.inherits_trainer_step if project is not None else None)
         if project is not None:
             for stmt in module.body:
                 if isinstance(stmt, cst.ClassDef) and stmt.bases and isinstance(stmt.body, cst.IndentedBlock):
@@ -220,6 +226,8 @@ class Builder:
             for kind, recv, fields in imported:
                 self._event(st, kind, call, stmt, recv, **fields)
             return
+        if self.trainer_methods and self._inherited_step(call, stmt, st):
+            return
         if self.bases and self._base_method(call, stmt, st):
             return
         before = len(st.loop.items)
@@ -235,6 +243,19 @@ class Builder:
                 self.roles.of(dotted(a.value)) is Role.OPTIMIZER for a in call.args if dotted(a.value)) \
                 and not self._leaves_gradients(call):
             _opaque(st.loop, call, st.conds)
+
+    def _inherited_step(self, call: cst.Call, stmt: cst.CSTNode, st: _State) -> bool:
+        """``self.training_step(model, inputs)`` of a ``transformers.Trainer`` subclass that does not
+        override it: one micro-batch of the library's method, ``model.train()``, then the backward of
+        the loss divided by the accumulation count (``loopcheck.model.inherited``)."""
+        name = inherited_step(call, st.inlining[-1] if st.inlining else st.function, self.trainer_methods)
+        if name is None or name in self.index.functions:
+            return False
+        model = dotted(model_argument(call))
+        if model is not None:
+            self._event(st, Kind.TRAIN_MODE, call, stmt, model)
+        self._event(st, Kind.BACKWARD, call, stmt, None, loss=divided_loss(call), inherited=f"{TRAINER}.{name}")
+        return True
 
     def _leaves_gradients(self, call: cst.Call) -> bool:
         """A call handed an optimizer that cannot clear its gradients: a Python built-in (`hasattr`,

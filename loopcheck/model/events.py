@@ -94,6 +94,8 @@ class Event:
     # The loops without backward it was lifted out of, outermost first (``for k in range(c):``
     # inside a logging branch, a validation helper's ``for x in val_loader:``)
     lifted: tuple[Loop, ...] = ()
+    # BACKWARD of a library method the class inherits and calls (``transformers.Trainer.training_step``)
+    inherited: str = ""
 
     def in_context(self, kind: str) -> bool:
         return any(c.kind == kind for c in self.contexts)

@@ -69,6 +69,7 @@ class Imported:
     _helpers_called: list[tuple[str, str]] | None = None
     _passed: dict[tuple[str, str], _callers.Passed | None] | None = None
     _base_wraps: dict[str, str | None] = field(default_factory=dict)
+    _trainer_bases: dict[str, bool] = field(default_factory=dict)  # base class -> inherits_trainer_step
     _modules: dict[str, ModuleFacts | None] = field(default_factory=dict)
     _where: dict[int, str] = field(default_factory=dict)
     # (method's path:line, its `if` number, id(call)) -> that test parsed; id(node) -> (node, call) for them
@@ -381,6 +382,53 @@ class Imported:
             path = self.index.resolve(self.path, module, level) if attr else None
         return self.index.class_bases(path, name) if path is not None and name else None
 
+    def inherits_trainer_step(self, base: str) -> bool:
+        """The class ``base`` (``BaseTrainer``, ``trainers.BaseTrainer``) of another project module derives
+        from ``transformers.Trainer`` (directly or through classes of its module) and neither it nor
+        those classes define ``training_step`` or ``_training_step`` (``loopcheck.model.inherited``)."""
+        if base not in self._trainer_bases:
+            self._trainer_bases[base] = self._inherits_trainer_step(base)
+        return self._trainer_bases[base]
+
+    def _inherits_trainer_step(self, base: str) -> bool:
+        import ast
+
+        from loopcheck.model.inherited import STEP_METHODS, inherits, trainer_names
+
+        local, _, name = base.rpartition(".")
+        imported = self.own.imports.get(local or name)
+        if imported is None or "." in local:
+            return False
+        module, attr, level = imported
+        if local:
+            path = self.index.resolve(self.path, f"{module}.{attr}" if attr and module else (attr or module), level)
+        else:
+            name = attr
+            path = self.index.resolve(self.path, module, level) if attr else None
+        if path is None or not name or not self.index.may_define(path, name):
+            return False
+        text = self.index.text_of(path)
+        if b"transformers" not in text:
+            return False
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+        imports: list[tuple[str | None, str, str | None]] = []
+        classes = {}
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                imports += [(None, a.name, a.asname) for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                imports += [(node.module, a.name, a.asname) for a in node.names]
+            elif isinstance(node, ast.ClassDef):
+                bases = [_ast_dotted(b) for b in node.bases]
+                defines = any(isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name in STEP_METHODS
+                              or isinstance(m, ast.Assign) and any(isinstance(t, ast.Name) and t.id in STEP_METHODS
+                                                                   for t in m.targets) for m in node.body)
+                classes[node.name] = (bases if not node.keywords else [None], defines)
+        return inherits(name, classes, trainer_names(imports))
+
     def base_ddp_wrap(self, base: str) -> str | None:
         """``path:line`` where the class ``base`` (``BaseTrainer``, ``engine.BaseTrainer``), defined
         in another project module, builds a DDP wrapper in its own body, where that module touches
@@ -616,6 +664,19 @@ def _libcst() -> tuple[ModuleType, ModuleType]:
 # Words of a module that touches DDP's gradient sync (``no_sync()``, the sync flag, apex's switch)
 _SYNC_WORDS = ("no_sync", "require_backward_grad_sync", "no_backward_sync", "set_requires_gradient_sync",
                "skip_gradient_sync", "disable_allreduce")
+
+
+def _ast_dotted(node: object) -> str | None:
+    """``a.b.c`` for an ``ast`` Name/Attribute chain, None for anything else."""
+    import ast
+
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
 
 
 def _class_span(text: bytes, name: str) -> tuple[int, int] | None:

@@ -24,6 +24,10 @@ calls accumulates across them, also where it back-propagates through a helper of
 (`backward_step(optimizer, model, loss, args)`, a helper that steps nothing). Where the file wraps
 in torch's DDP on one side of a flag and in apex's on the other, the message names the wrap on the
 side the accumulating loop runs (`if params.amp == -1:` torch's, `else:` apex's with accumulation).
+A subclass of `transformers.Trainer` that copies the library's 3.x `train()` loop (DDP wrap
+included) and calls the inherited `self.training_step(model, inputs)` back-propagates every
+micro-batch there: no version of that method skips the all-reduce (the library's own 4.x loop runs
+it under `model.no_sync()`, later under `accelerator.accumulate(model)`, and so does a copy of it).
 
 ## Why is this bad?
 DDP all-reduces the gradients in every backward pass. Under accumulation only the last
