@@ -241,7 +241,8 @@ def _check(module: cst.Module, source: str, filename: str, rules: list[object], 
             if key not in seen:
                 seen.add(key)
                 violations.append((rule, violation))
-    violations = [(rule, _with_setting(model, rule, _inherited(model, rule, _placed(model, v))))
+    inside = _inherited_loops(model) if violations else {}
+    violations = [(rule, _with_setting(model, rule, _inherited(inside, rule, _placed(model, v))))
                   for rule, v in violations]
     return _findings(module, source, filename, violations, tree, built) if violations else []
 
@@ -261,14 +262,13 @@ def _placed(model: FileModel, violation: Violation) -> Violation:
     return replace(violation, node=call, stmt=stmt, fix=None)
 
 
-def _inherited(model: FileModel, rule: Rule, violation: Violation) -> Violation:
+def _inherited(inside: dict[int, str], rule: Rule, violation: Violation) -> Violation:
     """The violation, its message naming the library method that back-propagates, where it is about a
     loop whose only backward is one the class inherits (``self.training_step(model, inputs)`` of a
-    ``transformers.Trainer`` subclass): the loop's own code shows none."""
+    ``transformers.Trainer`` subclass): the loop's own code shows none. ``inside``: ``_inherited_loops``."""
     from dataclasses import replace
 
-    inside = _inherited_loops(model)
-    if not inside or id(violation.node) not in inside:
+    if id(violation.node) not in inside:
         return violation
     method = inside[id(violation.node)]
     return replace(violation, message=(violation.message or rule.message) +  # type: ignore[attr-defined]
@@ -281,9 +281,12 @@ def _inherited_loops(model: FileModel) -> dict[int, str]:
     from loopcheck.model import Kind
     from loopcheck.model.syntax import walk
 
+    backwards = model.events(Kind.BACKWARD)
+    if not any(e.inherited for e in backwards):
+        return {}
     found: dict[int, str] = {}
     tops: dict[int, tuple[object, list[object]]] = {}
-    for event in model.events(Kind.BACKWARD):
+    for event in backwards:
         loop = event.loop
         if loop is None:
             continue
