@@ -5,16 +5,22 @@ dataset) is created on every step to take one batch from it. Also spelled
 `next(it)`, or inside a same-file helper the loop calls on every step (`self.get_batch()`). A
 loader handed to the function that runs the loop (`def train(self, dataloader, num_steps)`) is what
 the file's calls pass for it (also where the file calls it from an epoch loop, `train(model,
-train_loader, optimizer)` once per epoch), or, called from elsewhere, what its name says.
+train_loader, optimizer)` once per epoch), or, called from elsewhere, what its name says. Also
+checked in a loop that runs no backward (an evaluation loop, in a file with a training loop) where
+it counts the loader's batches (`for i in range(len(loader)):`, also through `tqdm`, `enumerate` or
+a name bound to `len(loader)`) and takes one on every iteration, also in a function named `test`.
 
 ## Why is this bad?
 Every `iter(loader)` starts a new epoch of the loader: its worker processes are started again
 (seconds per step with `num_workers > 0`) and, without shuffling, it yields the same first batch
 every time, so the model trains on one batch over and over. With shuffling it silently samples
-with replacement and ignores epoch boundaries. Taking one batch outside the loop (to get shapes
-or a fixed visualisation batch), under a condition, or in an `except StopIteration` handler is
-not flagged, nor is an iterator bound once per epoch in an outer loop and advanced in the inner
-one, nor `next(iter(x))` where the file binds `x` to an iterator or generator (`iter()` returns it,
+with replacement and ignores epoch boundaries. An evaluation loop meant as one pass over the
+loader scores its first batch `len(loader)` times (or a random sample with replacement), so the
+metric is not the dataset's. Taking one batch outside the loop (to get shapes or a fixed
+visualisation batch), under a condition, or in an `except StopIteration` handler is not flagged,
+nor is an iterator bound once per epoch in an outer loop and advanced in the inner one, an
+evaluation loop of another count (`for _ in range(1):`) or one that can stop early (`break`), nor
+`next(iter(x))` where the file binds `x` to an iterator or generator (`iter()` returns it,
 advanced), a tensor or list, or a loader over one of its `IterableDataset` classes (a stream).
 
 ## Fix
@@ -30,7 +36,7 @@ import libcst as cst
 
 from loopcheck.model import Event, FileModel, Kind, Loop
 from loopcheck.model.iterators import first_batch_of, iterated
-from loopcheck.model.syntax import dotted, func_name, keyword, last_part, positional, source, walk
+from loopcheck.model.syntax import dotted, func_name, int_value, keyword, last_part, positional, source, walk
 from loopcheck.model.training import bound_to_data, is_data_iterable
 from loopcheck.rules._base import Rule, Violation
 
@@ -71,6 +77,20 @@ def test_sync_with_repeated_batch(ddp_model, dataloader):
             ddp_model(x).sum().backward()
 """,
         """
+def show_batch(model, val_loader):
+    for _ in range(1):
+        x, y = next(iter(val_loader))
+        save_figure(x, model(x).argmax(1), y)
+
+for epoch in range(epochs):
+    for x, y in train_loader:
+        loss = criterion(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    show_batch(model, val_loader)
+""",
+        """
 for epoch in range(epochs):
     train_iter = iter(train_loader)
     for step in range(steps_per_epoch):
@@ -82,6 +102,23 @@ for epoch in range(epochs):
 """,
     ]
     INVALID = [
+        """
+def evaluate(model, val_loader):
+    correct = 0
+    with torch.no_grad():
+        for i in range(len(val_loader)):
+            x, y = next(iter(val_loader))  # LC604
+            correct += (model(x).argmax(1) == y).sum().item()
+    return correct / len(val_loader.dataset)
+
+for epoch in range(epochs):
+    for x, y in train_loader:
+        loss = criterion(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    print(evaluate(model, val_loader))
+""",
         """
 for step in range(max_steps):
     x, y = next(iter(train_loader))  # LC604
@@ -115,10 +152,18 @@ class Trainer:
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
+        reported: set[int] = set()
+        for restart in model.events(Kind.LOADER_RESTART):
+            if restart.lifted and id(restart.node) not in reported and _pass_over_repeated(model, restart):
+                reported.add(id(restart.node))
+                yield self.at(restart, _evaluation_message(restart))
         for training in model.training_loops:
-            if training.loop.function is not None and training.loop.function.name.value.startswith("test"):
-                continue  # a test re-reads a fixed first batch on purpose
             for restart in training.loop.events(Kind.LOADER_RESTART):
+                if id(restart.node) in reported:
+                    continue
+                if training.loop.function is not None and training.loop.function.name.value.startswith("test") \
+                        and not _counts_batches_of(training.loop, restart.value, training.loop.parent):
+                    continue  # a test re-reads a fixed first batch on purpose (not in a loop over the loader's length)
                 loader = _passed(model, training.loop, restart)
                 if not (is_data_iterable(loader) or bound_to_data(dotted(loader), model.index.values)):
                     continue  # `next(iter(model.parameters()))` and the like take no data
@@ -131,6 +176,73 @@ class Trainer:
                 yield self.at(restart, f"{_how(restart, loader)}: the loader starts over each time (its worker "
                                        "processes too, and its sampler: a shuffling loader draws from a new "
                                        "permutation, one without shuffling yields the same first batch every step)")
+
+
+def _pass_over_repeated(model: FileModel, restart: Event) -> bool:
+    """``restart`` runs on every iteration of a loop without backward (an evaluation loop, lifted
+    into the loop or function around it) that counts the loader's batches (``for i in
+    range(len(loader)):``): the loop means one pass over the loader and takes its first batch
+    ``len(loader)`` times instead. A loop of another count (``range(1)``, a few visualised batches)
+    or one that may stop early (``break``, ``return``) takes what it means to take."""
+    counting = restart.lifted[-1]  # the innermost loop the restart ran in
+    outer = {id(c) for loop in restart.lifted for c in loop.conds}
+    if any(id(c) not in outer for c in restart.conds):
+        return False  # under a test, or in an except handler, inside that loop
+    if not isinstance(counting.node, cst.For) or _stops_early(counting.node):
+        return False
+    if not _counts_batches_of(counting, restart.value, restart.loop):
+        return False
+    loader = _passed(model, restart.loop, restart)
+    sources = [loader] if loader is not None else \
+        model.index.arguments.get(f"{restart.origin.name.value}({dotted(restart.value)})", []) \
+        if restart.origin is not None else []
+    if not sources or not all(is_data_iterable(s) or bound_to_data(dotted(s), model.index.values) for s in sources):
+        return False
+    if any(_no_pass_to_restart(model, s) for s in [*sources, restart.value]):
+        return False
+    return not any(restart.receiver in a.names and counting in a.lifted and not isinstance(a.node, cst.Call)
+                   for a in restart.loop.assignments)  # the loader rebuilt in the loop
+
+
+def _stops_early(loop: cst.For) -> bool:
+    """A ``break`` or ``return`` of the loop's own body (not of a loop or function inside it)."""
+    def visit(node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.Break, cst.Return)):
+            return True
+        if isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        return any(visit(child) for child in node.children)
+    return any(visit(stmt) for stmt in loop.body.children)
+
+
+_COUNTED = {"tqdm", "enumerate"}  # wrappers that keep the count
+_RANGES = {"range", "trange"}
+
+
+def _counts_batches_of(loop: Loop, loader: cst.BaseExpression | None, around: Loop | None) -> bool:
+    """``loop`` iterates ``range(len(loader))`` (through ``tqdm`` / ``enumerate``, or a name bound to
+    the count before it in ``around`` or a loop around that: ``n = len(loader)``; ``for i in
+    tqdm(range(n), total=n):``)."""
+    name = dotted(loader)
+    iterable = loop.iter
+    while isinstance(iterable, cst.Call) and last_part(func_name(iterable) or "") in _COUNTED and positional(iterable):
+        iterable = positional(iterable)[0]
+    if name is None or not isinstance(iterable, cst.Call) or last_part(func_name(iterable) or "") not in _RANGES:
+        return False
+    args = positional(iterable)
+    if len(args) == 2 and int_value(args[0]) == 0:
+        args = args[1:]
+    if len(args) != 1:
+        return False
+    count = args[0]
+    while isinstance(count, cst.Name) and around is not None:
+        bound = around.assignments_before(count.value, loop.order)
+        if bound:
+            count = bound[-1].value if bound[-1].op == "=" and bound[-1].names == (count.value,) else None
+            break
+        around = around.parent
+    return isinstance(count, cst.Call) and func_name(count) == "len" and len(positional(count)) == 1 \
+        and dotted(positional(count)[0]) == name
 
 
 def _passed(model: FileModel, loop: Loop, restart: Event) -> cst.BaseExpression | None:
@@ -215,6 +327,15 @@ def _rebuilt(loop: Loop, name: str | None) -> bool:
     parameter to the caller's argument."""
     return any(name in a.names and not isinstance(a.node, cst.Call) for a in loop.assignments) \
         or any(_rebuilt(sub, name) for sub in loop.loops)
+
+
+def _evaluation_message(restart: Event) -> str:
+    loader = source(restart.value)
+    return (f"{_how(restart, restart.value).replace(' on every step', ' on every iteration')} of a loop over "
+            f"its `len({loader})` batches: the loader starts over each time (its worker processes too), so the "
+            f"loop never makes one pass over the data: it sees the first batch `len({loader})` times (a loader "
+            "without shuffling) or batches drawn at random with replacement (a shuffling loader), and what it "
+            "computes from them (an evaluation metric) comes from those batches, not from the dataset")
 
 
 def _how(restart: Event, loader: cst.BaseExpression) -> str:
