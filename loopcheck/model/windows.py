@@ -25,6 +25,7 @@ from loopcheck.model.events import Cond, Event, Kind, Loop
 from loopcheck.model.guards import GuardKind, Phase, enumerate_start, exclusive, unwrap_iterable
 from loopcheck.model.syntax import (children, conjuncts, dotted, exit_statement, func_name, is_zero, keyword, last_part,
                                     last_small, names_in, positional, same, small_statements, walk)
+from loopcheck.model.summed import SUMMED, cleared
 from loopcheck.model.training import Style, TrainingLoop, is_data_loop
 from loopcheck.patterns import Pattern
 
@@ -45,6 +46,7 @@ class PartialWindow:
     zeroing: Event | None  # the zeroing that wipes the tail (DROPPED)
     spans_epochs: bool  # the counter runs on across epochs (only a wiped spanning window is wrong)
     at_refresh: bool = False  # the zeroing runs where a hand-made endless iterator is renewed
+    summed: str | None = None  # the window is a sum of losses in this name, set again before each pass (DROPPED)
 
 
 def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | None:
@@ -67,7 +69,8 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
         return None  # the pass may end on a window boundary before the loader's last batch
     if all(_once_per_pass(b, loop) for b in training.backwards):
         return None  # `if step == 0: ... backward()`: no micro-batch of a window back-propagates
-    if not any(training.every_iteration(b) for b in training.backwards) \
+    summed = training.notes.get(SUMMED)
+    if not summed and not any(training.every_iteration(b) for b in training.backwards) \
             and all(training.guard(b).periodic for b in training.backwards):
         return None  # backward only on the step's micro-batch: the last ones of a pass leave no gradient (LC113)
     if _zeroed_every_micro_batch(training):
@@ -79,6 +82,12 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
         return None  # the same in `main()` called once from `if __name__ == "__main__":`
     if any(s.order > loop.order for s in parent.events(Kind.STEP)):
         return None  # the leftover window is stepped after the loop
+    if isinstance(summed, str):
+        # The tail's losses are summed but never back-propagated: lost where each pass sets the sum
+        # again (a local of the function that runs the pass, or set in the epoch loop).
+        if not _set_before(parent, summed, loop.order) or _batch_count_checked(model, loop, guard.modulus):
+            return None
+        return PartialWindow(Tail.DROPPED, None, False, summed=summed)
     zeroing = _zeroing_between_passes(training)
     if guard.phase is Phase.START and zeroing is None and _starts_at_zero(loop, guard.index):
         return None  # `i % N == 0` steps the tail with the next pass's first micro-batch: at most N in it
@@ -87,6 +96,13 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
     if guard.restarts:
         return PartialWindow(Tail.DROPPED if zeroing is not None else Tail.CARRIED, zeroing, False)
     return PartialWindow(Tail.DROPPED, zeroing, True)
+
+
+def _set_before(parent: Loop, name: str, order: int) -> bool:
+    """``name = 0`` (or another cleared value) in ``parent``'s own iteration before ``order``."""
+    bound = parent.assignments_before(name, order)
+    return bool(bound) and bound[-1].op == "=" and cleared(bound[-1].value) and not bound[-1].lifted \
+        and not bound[-1].conds
 
 
 def _zeroing_at_refresh(training: TrainingLoop) -> Event | None:

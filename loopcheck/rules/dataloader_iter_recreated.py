@@ -36,7 +36,7 @@ import libcst as cst
 
 from loopcheck.model import Event, FileModel, Kind, Loop
 from loopcheck.model.iterators import first_batch_of, iterated
-from loopcheck.model.syntax import dotted, func_name, int_value, keyword, last_part, positional, source, walk
+from loopcheck.model.syntax import children, dotted, func_name, int_value, keyword, last_part, positional, source, walk
 from loopcheck.model.training import bound_to_data, is_data_iterable
 from loopcheck.rules._base import Rule, Violation
 
@@ -211,8 +211,8 @@ def _stops_early(loop: cst.For) -> bool:
             return True
         if isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             return False
-        return any(visit(child) for child in node.children)
-    return any(visit(stmt) for stmt in loop.body.children)
+        return any(visit(child) for child in children(node))
+    return visit(loop.body)
 
 
 _COUNTED = {"tqdm", "enumerate"}  # wrappers that keep the count

@@ -15,7 +15,11 @@ counter that runs on keeps whole windows across passes, unless the renewal also 
 the step uses, itself or in a helper it calls there (an evaluation that back-propagates dev batches
 and runs `model.zero_grad()`): the window that spans the two passes then loses its first part. A step condition written as a
 predicate of the file (`def should_step(i, n): return (i + 1) % n == 0`, then `if should_step(i, n):`)
-is read as the expression it returns for the call's arguments.
+is read as the expression it returns for the call's arguments. A loss summed as a graph over the
+window (`acc += loss / N` on the micro-batches, `acc.backward(); optimizer.step(); acc = 0` under the
+step condition) is such a window too: where each pass sets the sum again before its loop (a local of
+the epoch function, `acc = 0` before the batch loop), the losses summed after the last step of a
+pass are never back-propagated.
 
 ## Why is this bad?
 When the number of batches is not a multiple of N, the gradients of the last few batches of
@@ -43,6 +47,7 @@ from loopcheck.model import FileModel, GuardKind, Phase, TrainingLoop
 from loopcheck.model.guards import Guard, enumerate_start, unwrap_iterable
 from loopcheck.model.syntax import children, func_name, int_value, names_in, positional, same, source, walk
 from loopcheck.model.values import accumulation_gates_nothing
+from loopcheck.model.summed import summed_window
 from loopcheck.model.windows import Tail, partial_window
 from loopcheck.rules._base import Rule, Violation
 
@@ -143,6 +148,20 @@ for epoch in range(epochs):
             n = 0
 """,
         """
+def train_epoch(model, loader, optimizer):
+    summed = 0
+    for i, (x, y) in enumerate(loader):
+        summed += criterion(model(x), y) / accum
+        if (i + 1) % accum == 0:  # LC105
+            optimizer.zero_grad()
+            summed.backward()
+            optimizer.step()
+            summed = 0
+
+for epoch in range(epochs):
+    train_epoch(model, loader, optimizer)
+""",
+        """
 last_opt_step = -1
 for epoch in range(epochs):
     optimizer.zero_grad()
@@ -188,7 +207,7 @@ for epoch in range(epochs):
 
     def check(self, model: FileModel) -> Iterator[Violation]:
         done: set[int] = set()  # loops reported: one finding per loop, in however many variants it shows
-        for training in model.training_loops:
+        for training in [*model.training_loops, *filter(None, map(summed_window, model.training_loops))]:
             if id(training.loop.node) in done:
                 continue
             window = partial_window(model, training)
@@ -207,7 +226,8 @@ for epoch in range(epochs):
             # a test calling a predicate of the file (`if should_step(i):`) is fixed in the predicate,
             # which other callers may share: no fix
             called = any(c.test is guard.test and c.reads is not None for c in step.conds)
-            fix = _also_last(training, guard, last) if last and not window.spans_epochs and not called else None
+            fix = _also_last(training, guard, last) if last and not window.spans_epochs and not called \
+                and window.summed is None else None
             # advice only: a step counter other than the loop's index still steps on the loop's last batch
             hint = last or (_last_batch_test(target.value, target.names[0], enumerate_start(target, target.names[0]),
                                              through_log_every=True)
@@ -226,6 +246,11 @@ for epoch in range(epochs):
                            f"{zeroing}{helper}, run where the exhausted iterator is renewed, wipes the gradients of "
                            "the last micro-batches of the pass before, and the next step then comes after fewer "
                            "than N micro-batches")
+            elif window.summed is not None:
+                message = ("when the number of batches is not a multiple of the accumulation count, the last, "
+                           f"partial window of each epoch is never back-propagated: the losses summed into "
+                           f"`{window.summed}` since the last step are dropped, as each pass starts the sum again "
+                           "before its loop, so those batches never train the model; " + add)
             elif window.spans_epochs:
                 message = (f"the accumulation window that spans two epochs loses its first part: {zeroing} at "
                            "the start of each epoch wipes the gradients of the last micro-batches of the epoch "
