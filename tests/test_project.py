@@ -50,6 +50,25 @@ def test_ddp_helper_of_another_module_counts(project: Path, run_cli) -> None:
     assert " LC501 " in found[0] and "by utils.py:5" in found[0]
 
 
+@pytest.mark.parametrize("wrap", [
+    "DDP(module=model.to(f\"cuda:{rank}\"), device_ids=[rank])",  # the module by keyword
+    "DDP(model.to(rank), device_ids=[rank])",
+])
+def test_ddp_helper_wrapping_its_argument_by_keyword_counts(project: Path, run_cli, wrap: str) -> None:
+    helper = SMART_DDP.replace("def smart_ddp(model):", "def smart_ddp(model, rank=0):") \
+        .replace("DDP(model, device_ids=[0])", wrap)
+    write_project(project, {"train.py": ACCUMULATING, "utils.py": helper})
+    found = _codes(run_cli, "train.py")
+    assert len(found) == 1 and " LC501 " in found[0] and "by utils.py:5" in found[0], found
+
+
+def test_a_helper_wrapping_something_else_by_keyword_wraps_no_argument(project: Path, run_cli) -> None:
+    helper = SMART_DDP.replace("DDP(model, device_ids=[0])", "DDP(module=torch.nn.Linear(2, 2), device_ids=[0])") \
+        .replace("from torch", "import torch\n    from torch")
+    write_project(project, {"train.py": ACCUMULATING, "utils.py": helper})
+    assert _codes(run_cli, "train.py") == []
+
+
 def test_without_the_wrap_nothing_is_reported(project: Path, run_cli) -> None:
     write_project(project, {"train.py": ACCUMULATING, "utils.py": "def smart_ddp(model):\n    return model\n"})
     assert _codes(run_cli, "train.py") == []

@@ -976,8 +976,11 @@ def _wraps_ddp(nodes: list[ast.AST], index: dict[str, int]) -> bool:
 
 
 def _is_ddp_of_argument(expr: ast.expr, index: dict[str, int]) -> bool:
-    return (isinstance(expr, ast.Call) and last_name(expr.func) in _DDP and bool(expr.args)
-            and bool(_names(expr.args[0]) & set(index)))
+    """``DDP(model, ...)`` or ``DDP(module=model.to(rank), ...)`` of an argument of the function."""
+    if not (isinstance(expr, ast.Call) and last_name(expr.func) in _DDP):
+        return False
+    wrapped = expr.args[0] if expr.args else next((k.value for k in expr.keywords if k.arg == "module"), None)
+    return wrapped is not None and bool(_names(wrapped) & set(index))
 
 
 def _returns_graph(node: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST], index: dict[str, int]) -> bool:
