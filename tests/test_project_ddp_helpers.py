@@ -145,3 +145,106 @@ def test_a_changed_entry_or_helper_invalidates_the_cached_result(project: Path, 
     assert len(_codes(run_cli, "worker.py", cache=True)) == 1
     write_project(project, change)
     assert _codes(run_cli, "worker.py", cache=True) == []
+
+
+# One hop further: a project function returns what the DDP-returning helper of another module returned
+# (llm-random's `get_model()` in lizrd/train/train_utils.py around `wrap_in_ddp()` of lizrd/core/distributed.py),
+# and the entry script hands that function's result to the loop file's class.
+WRAP_IN_DDP = """
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+    def wrap_in_ddp(module, local_rank):
+        return DDP(module=module.to(f"cuda:{local_rank}"), device_ids=[local_rank])
+"""
+
+GET_MODEL = """
+    import torch
+
+    from lizrd.core.distributed import wrap_in_ddp
+
+
+    def get_model(dm, ddp_enabled, local_rank=None):
+        model = torch.nn.Linear(dm, dm)
+        if ddp_enabled:
+            model = wrap_in_ddp(module=model, local_rank=local_rank)
+        return model
+"""
+
+RUN = """
+    import torch
+
+    from lizrd.train.train_utils import get_model
+    from trainer import Trainer
+
+
+    def main(rank, args):
+        model = get_model(args.dm, ddp_enabled=rank is not None, local_rank=rank)
+        trainer = Trainer(model=model, gradient_accumulation_steps=args.acc)
+        trainer.train(args.n_steps)
+"""
+
+TRAINER = """
+    import torch
+
+
+    class Trainer:
+        def __init__(self, model, gradient_accumulation_steps):
+            self.model = model
+            self.optimizer = torch.optim.AdamW(model.parameters())
+            self.gradient_accumulation_steps = gradient_accumulation_steps
+
+        def train(self, n_steps):
+            for step in range(n_steps):
+                batch = torch.randn(8, 4)
+                for i in range(self.gradient_accumulation_steps):
+                    chunk = batch.chunk(self.gradient_accumulation_steps)[i]
+                    loss = self.model(chunk).pow(2).mean() / self.gradient_accumulation_steps
+                    loss.backward()
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+"""
+
+OWN_MODEL = GET_MODEL.replace("        return model\n", "        return torch.nn.Linear(dm, dm)\n")
+RELAYED = {"lizrd/__init__.py": "", "lizrd/core/__init__.py": "", "lizrd/train/__init__.py": "",
+           "lizrd/core/distributed.py": WRAP_IN_DDP, "lizrd/train/train_utils.py": GET_MODEL, "run.py": RUN,
+           "trainer.py": TRAINER}
+
+
+def test_a_function_returning_a_helpers_ddp_module_hands_it_on(project: Path, run_cli) -> None:
+    write_project(project, RELAYED)
+    found = _codes(run_cli, "trainer.py")
+    assert len(found) == 1 and found[0].startswith("trainer.py:17:") and "(by run.py:9)" in found[0], found
+
+
+@pytest.mark.parametrize("change", [
+    # the function returns a module of its own, not the helper's
+    {"lizrd/train/train_utils.py": OWN_MODEL},
+    # a relay of the relay: one hop only
+    {"lizrd/train/build.py": "from lizrd.train.train_utils import get_model\n\n\ndef build(dm, rank):\n"
+                             "    model = get_model(dm, True, rank)\n    return model\n",
+     "run.py": RUN.replace("from lizrd.train.train_utils import get_model", "from lizrd.train.build import build")
+     .replace("get_model(args.dm, ddp_enabled=rank is not None, local_rank=rank)", "build(args.dm, rank)")},
+])
+def test_no_relayed_ddp_module_reaches_the_trainer(project: Path, run_cli, change: dict[str, str]) -> None:
+    write_project(project, {**RELAYED, **change})
+    assert _codes(run_cli, "trainer.py") == []
+
+
+@pytest.mark.parametrize("change", [
+    {"lizrd/train/train_utils.py": OWN_MODEL},
+    {"run.py": RUN.replace("Trainer(model=model,", "Trainer(model=torch.nn.Linear(4, 4),")},
+])
+def test_a_changed_relay_or_entry_invalidates_the_cached_result(project: Path, run_cli,
+                                                                 change: dict[str, str]) -> None:
+    write_project(project, RELAYED)
+    assert len(_codes(run_cli, "trainer.py", cache=True)) == 1
+    write_project(project, change)
+    assert _codes(run_cli, "trainer.py", cache=True) == []
+
+
+def test_a_function_that_starts_relaying_invalidates_the_cached_result(project: Path, run_cli) -> None:
+    write_project(project, {**RELAYED, "lizrd/train/train_utils.py": OWN_MODEL})
+    assert _codes(run_cli, "trainer.py", cache=True) == []
+    write_project(project, {"lizrd/train/train_utils.py": GET_MODEL})
+    assert len(_codes(run_cli, "trainer.py", cache=True)) == 1

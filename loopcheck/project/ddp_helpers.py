@@ -7,8 +7,14 @@ and builds the training loop's object with what it got (``WORKER(Gen=Gen, Dis=Di
 runs DDP modules: ``handed`` names ``worker.py`` as such a target, with the helper's call as where
 the wrap comes from.
 
+The helper may also be one hop further: ``lizrd/train/train_utils.py``'s ``get_model()`` returns what
+``wrap_in_ddp()`` of ``lizrd/core/distributed.py`` returned (``model = wrap_in_ddp(module=model, ...)``
+... ``return model``), and the entry script hands ``get_model()``'s result to the trainer class: such a
+relaying function counts as a helper too (one hop, no more).
+
 Read only where a project file builds a DDP wrapper in a top-level function that returns it
-(``ModuleFacts.returns_ddp``); then only the files whose text calls such a function are parsed.
+(``ModuleFacts.returns_ddp``); then only the files whose text calls such a function are parsed (and
+the files calling a relaying function of those).
 """
 
 from __future__ import annotations
@@ -30,34 +36,92 @@ def handed(index: ProjectIndex) -> list[tuple[str, Path]]:
     the calling file then hands the helper's results to), once per index."""
     if index.ddp_handed is None:
         index.ddp_handed = []
+        relays = _relays(index)
+        wrapping = {(index.relative(path), name) for helpers in (_helpers(index), relays)
+                    for path, names in helpers.items() for name in names}
+        files = dict(_callers(index))
+        files.update((f, t) for f, t in _relay_callers(index) if f not in files)
+        for file, text in files.items():
+            tree = _parsed(text)
+            if tree is not None:
+                index.ddp_handed.extend(_handed_by(index, file, tree, wrapping))
+    return index.ddp_handed
+
+
+def _parsed(text: bytes) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _relay_callers(index: ProjectIndex) -> list[tuple[Path, bytes]]:
+    """(file, text) of each project file but the wrapping ones whose text calls a relaying function."""
+    if index.ddp_relay_callers is None:
+        relays = _relays(index)
+        index.ddp_relay_callers = _callers(index, relays) if relays else []
+    return index.ddp_relay_callers
+
+
+def _relays(index: ProjectIndex) -> dict[Path, set[str]]:
+    """Project file -> its top-level functions that return what a DDP-returning helper of another
+    module returned (``model = wrap_in_ddp(module=model, ...)`` ... ``return model``), once per index."""
+    if index.ddp_relays is None:
+        index.ddp_relays = {}
         wrapping = {(index.relative(path), name) for path, names in _helpers(index).items() for name in names}
         for file, text in _callers(index):
-            try:
-                tree = ast.parse(text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = _parsed(text)
+            if tree is None:
                 continue
-            index.ddp_handed.extend(_handed_by(index, file, tree, wrapping))
-    return index.ddp_handed
+            imports = import_table(_statements(tree))
+            for node in tree.body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                        and _returns_helper_result(index, file, imports, node, wrapping):
+                    index.ddp_relays.setdefault(file, set()).add(node.name)
+    return index.ddp_relays
+
+
+def _returns_helper_result(index: ProjectIndex, file: Path, imports: dict[str, tuple[str, str, int]],
+                           function: ast.FunctionDef | ast.AsyncFunctionDef, wrapping: set[tuple[str, str]]) -> bool:
+    """``function`` returns a helper's call or a name bound to one, alone or in a tuple."""
+    def wraps(value: ast.expr) -> bool:
+        callee = _callee(index, file, imports, value.func) if isinstance(value, ast.Call) else None
+        return callee is not None and (index.relative(callee[0]), callee[1]) in wrapping
+
+    statements = _statements(function)  # type: ignore[arg-type]
+    held = {n.id for st in statements if isinstance(st, ast.Assign) and wraps(st.value)
+            for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    for st in statements:
+        if isinstance(st, ast.Return) and st.value is not None:
+            values = st.value.elts if isinstance(st.value, ast.Tuple) else [st.value]
+            if any(isinstance(v, ast.Name) and v.id in held or wraps(v) for v in values):
+                return True
+    return False
 
 
 def stamps(index: ProjectIndex, path: Path) -> list[str]:
     """What ``handed`` may say of ``path`` besides the helpers' own modules (whose facts say what
-    they return): the files whose text calls a helper and names ``path``'s module, with their sizes
-    and modification times, and the helpers. Cheap (no parse): a checked file's cache key holds it,
-    while ``handed`` runs only for a loop that asks."""
+    they return): the files whose text calls a helper or a relaying function and names ``path``'s
+    module, with their sizes and modification times, then the helpers' callers (where a relaying
+    function may change), the helpers and the relaying functions. Cheap: a checked file's cache key
+    holds it, while ``handed`` runs only for a loop that asks; only the helpers' callers (at most
+    ``MAX_CALLERS`` files, where a project has a DDP-returning helper) are parsed, once per index."""
     module = (path.parent.name if path.name == "__init__.py" else path.stem).encode()
-    found = []
-    for file, text in _callers(index):
-        if module not in text:
-            continue  # cannot import it
-        try:
-            st = os.stat(file)
-        except OSError:
-            continue
-        found.append(f"{index.relative(file)}:{st.st_size}:{st.st_mtime_ns}")
-    if found:
+    callers = _callers(index)
+    found = [_stamp(index, file) for file, text in [*callers, *_relay_callers(index)] if module in text]
+    if any(found):
+        found += [_stamp(index, file) for file, _ in callers]  # where a relaying function may change
         found += [f"{index.relative(p)}:{','.join(sorted(names))}" for p, names in _helpers(index).items()]
-    return found
+        found += [f"{index.relative(p)}:{','.join(sorted(names))}" for p, names in _relays(index).items()]
+    return list(dict.fromkeys(f for f in found if f))
+
+
+def _stamp(index: ProjectIndex, file: Path) -> str:
+    try:
+        st = os.stat(file)
+    except OSError:
+        return ""
+    return f"{index.relative(file)}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def called_by(index: ProjectIndex, path: Path) -> list[tuple[str, str]]:
@@ -90,14 +154,17 @@ def _helpers(index: ProjectIndex) -> dict[Path, set[str]]:
     return helpers
 
 
-def _callers(index: ProjectIndex) -> list[tuple[Path, bytes]]:
+def _callers(index: ProjectIndex, helpers: dict[Path, set[str]] | None = None) -> list[tuple[Path, bytes]]:
     """(file, text) of each project file but the wrapping ones whose text calls a DDP-returning
-    helper; [] where there are too many files to read or too many callers (a library's API)."""
-    if index.ddp_helper_callers is not None:
+    helper (or one of ``helpers``: the relaying functions, see ``_relay_callers``); [] where there are
+    too many files to read or too many callers (a library's API)."""
+    if helpers is None and index.ddp_helper_callers is not None:
         return index.ddp_helper_callers
-    index.ddp_helper_callers = found = []
-    helpers = _helpers(index)
-    files = index.python_files() if helpers else []
+    found: list[tuple[Path, bytes]] = []
+    if helpers is None:
+        index.ddp_helper_callers = found
+        helpers = _helpers(index)
+    files = index.python_files() if any(helpers.values()) else []
     if len(files) > MAX_FILES:
         return found
     words = [f"{name}(".encode() for names in helpers.values() for name in names]

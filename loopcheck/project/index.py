@@ -117,6 +117,8 @@ class ProjectIndex:
         self.ddp_passes: list[tuple[str, str, str]] | None = None  # see loopcheck.project._ddp_passes
         self.ddp_handed: list[tuple[str, Path]] | None = None  # see loopcheck.project.ddp_helpers.handed
         self.ddp_helper_callers: list[tuple[Path, bytes]] | None = None  # see loopcheck.project.ddp_helpers._callers
+        self.ddp_relays: dict[Path, set[str]] | None = None  # see loopcheck.project.ddp_helpers._relays
+        self.ddp_relay_callers: list[tuple[Path, bytes]] | None = None  # see loopcheck.project.ddp_helpers._callers
         # (file, function, parameter, position) -> see loopcheck.project.callers.passed
         self.passed_schedulers: dict[tuple[str, str, str, int | None], object] = {}
         self._files: list[tuple[str, str]] | None = None

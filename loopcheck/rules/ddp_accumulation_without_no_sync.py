@@ -2,7 +2,8 @@
 Checks for gradient accumulation under `DistributedDataParallel` (the file wraps the model in
 `DistributedDataParallel` / `DDP`, or another module of the project does: a helper such as
 `smart_DDP(model)`, the entry script that imports the training loop, a file that gets DDP modules
-from a project helper returning them and hands them to the loop's class or function, a subclass of
+from a project helper returning them (or from a project function returning what such a helper
+returned: `get_model()` around `wrap_in_ddp()`) and hands them to the loop's class or function, a subclass of
 another module that wraps the model for the base class's loop, or the base class of another module that wraps it
 for the subclass's loop, where that module touches no sync) that never uses
 `model.no_sync()` or `model.require_backward_grad_sync` (itself or through a helper), nor apex's
