@@ -159,11 +159,16 @@ def _trains(tree: ast.Module, source: str, matches: Callable[[], Iterable[re.Mat
                      if m.group().startswith(".") or not source[m.end():m.end() + 40].lstrip().startswith(")")})
     if _step_function(functions, direct, source, starts):
         return True
+    # or an ignite process function (`Engine(update)` calls it once per batch): one that back-propagates
+    if "ignite" in source and _ENGINE_CALL.search(source) is not None and any(
+            _any_within(direct, first, last) for _, first, last in functions):
+        return True
     # or one whose backward is in a helper of the file it calls (`backward_step(optimizer, model, loss)`)
     return bool(direct) and _MODULO.search(source) is not None and _step_function(
         functions, _with_training_functions(functions, direct, source, starts), source, starts)
 
 
+_ENGINE_CALL = Pattern(r"\bEngine\s*\(")
 # A modulo the model can read as a step condition: compared (`n % N == 0`, also in `need = ...`) or
 # tested by an `if` (`if (i + 1) % N:`); not `"%d" % x`. Or the flag a step method's caller sets on
 # the calls that only accumulate (`if not self.is_grad_accumulation_step:`).
@@ -177,6 +182,9 @@ def _step_function(functions: list[tuple[str, int, int]], direct: list[int], sou
     optimizer.step()``) or its caller's accumulation flag: called once per micro-batch, it accumulates
     across its calls."""
     modulo = sorted({bisect.bisect_right(starts, m.start()) for m in _MODULO.finditer(source)})
+    if modulo and functions:
+        # or calls a predicate of the file that tests it (`if should_step(iteration, n):`)
+        modulo = _with_training_functions(functions, modulo, source, starts)
     return bool(modulo) and any(_any_within(direct, first, last) and _any_within(modulo, first, last)
                                 for _, first, last in functions)
 

@@ -38,3 +38,20 @@ def test_an_epoch_or_a_count_kept_on_self_is_not_a_call_counter() -> None:
                   "self.global_step % args.gradient_accumulation_steps"):
         assert _codes(source.replace(COUNTER, other).replace("def update(engine, batch)",
                                                              "def update(self, engine, batch)")) == []
+
+
+PROCESS = ROOT / "rules" / "fixtures" / "LC101" / "ignite_process_function_zeroes_every_micro_batch.py"
+
+
+def test_a_process_function_is_read_only_where_ignite_calls_it() -> None:
+    """The function passed to ignite's `Engine` is a batch loop's body however it steps; the same
+    function handed to an `Engine` of another library, with a plain step, is not read."""
+    source = (ROOT / "rules" / "fixtures" / "LC103" / "ignite_update_never_zeroes.py").read_text()
+    assert _codes(source) == ["LC103"]
+    assert _codes(source.replace("from ignite.engine import Engine, Events", "from mylib import Engine, Events")) == []
+
+
+def test_a_step_predicate_of_the_file_counts_the_calls() -> None:
+    source = PROCESS.read_text()
+    assert "if should_perform_optimizer_step(iteration, args.grad_acc_steps):" in source
+    assert _codes(source) == ["LC101", "LC107"]

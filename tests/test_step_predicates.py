@@ -33,6 +33,13 @@ def _value(module: str, call: str) -> str | None:
      "    return is_accumulated or is_final\n",
      "should_step(j, len(loader), acc)", "(j + 1) % acc == 0 or j + 1 == len(loader)"),
     ("def should_step(i):\n    return (i + 1) % self.every == 0\n", "should_step(b)", "(b + 1) % self.every == 0"),
+    # an exit returning an expression before a constant return (EIR's should_perform_optimizer_step)
+    ("def should_step(iteration, grad_acc_steps):\n    if grad_acc_steps and grad_acc_steps > 1:\n"
+     "        return iteration % grad_acc_steps == 0\n    return True\n",
+     'should_step(iteration=state["iteration"], grad_acc_steps=n)',
+     'not (n and n > 1) or state["iteration"] % n == 0'),
+    ("def should_step(i, n):\n    if n > 1:\n        return i % n == 0\n    return False\n", "should_step(k, acc)",
+     "acc > 1 and k % acc == 0"),
 ])
 def test_predicate_value_binds_the_arguments(module: str, call: str, expected: str) -> None:
     assert _value(module, call) == expected
@@ -46,6 +53,8 @@ def test_predicate_value_binds_the_arguments(module: str, call: str, expected: s
     ("def should_step(i, n):\n    if i < 0:\n        return i\n    return (i + 1) % n == 0\n",
      "should_step(i, n)"),  # an early return of no bool
     ("def should_step(i, n):\n    if i < 0:\n        return True\n    return True\n", "should_step(i, n)"),  # constant
+    ("def should_step(i, n):\n    if n > 1:\n        return i % n == 0\n    if n < 0:\n        return i == 0\n"
+     "    return True\n", "should_step(i, n)"),  # an expression exit that is not the last one
     ("def should_step(i, n):\n    if i < 0:\n        return True\n    k = i + 1\n    return k % n == 0\n",
      "should_step(i, n)"),  # a name bound after an exit
     ("def should_step(self, i):\n    return (i + 1) % self.n == 0\n", "should_step(i)"),  # a method by plain name

@@ -19,6 +19,7 @@ from loopcheck.config import Options
 from loopcheck.model.builder import Builder
 from loopcheck.model.events import Assignment, Cond, Context, Event, Framework, Kind, Loop
 from loopcheck.model.guards import Guard, GuardKind, Phase, forget_flag_keys
+from loopcheck.model.ignite import process_functions
 from loopcheck.model.index import Index, index_module
 from loopcheck.model.roles import Role, Roles
 from loopcheck.model.syntax import int_value
@@ -73,6 +74,7 @@ def build(module: cst.Module, source: str = "", options: Options | None = None,
           project: Imported | None = None) -> FileModel:
     forget_flag_keys()
     index = index_module(module)
+    index.process_functions = process_functions(index)
     _add_option_defaults(index)
     _add_call_arguments(index)
     builder = Builder(module, index, project)

@@ -19,10 +19,11 @@ from loopcheck.model.events import CLIP_FUNCTIONS, Assignment, Cond, Context, Ev
 from loopcheck.model.distributed import conditional_no_sync
 from loopcheck.model.from_ast import conjunction
 from loopcheck.model.guards import unwrap_iterable
+from loopcheck.model.ignite import iteration_counter
 from loopcheck.model.index import Index
 from loopcheck.model.inherited import STEP_METHODS, TRAINER, divided_loss, inherited_step, model_argument, trainer_subclass_methods
 from loopcheck.model.iterators import first_batch_of, iterated, taken_from
-from loopcheck.model.predicates import predicate_test
+from loopcheck.model.predicates import predicate_test, predicate_value
 from loopcheck.model.roles import Role
 from loopcheck.model.syntax import (
     calls,
@@ -101,6 +102,8 @@ class Builder:
         if fn is not None:
             params = {p.name.value for p in [*fn.params.params, *fn.params.kwonly_params]} - {"self", "cls"}
             scope.per_call = frozenset(params | {f"self.{name}" for name in self.index.incremented})
+            if fn in self.index.process_functions:
+                scope.engine_counter = iteration_counter(fn)
         self._block(body, _State(loop=scope, function=fn, inlining=(fn,) if fn else ()), node)
         _lift_loops_without_backward(scope)
         _flatten_optimizer_loops(scope)
@@ -332,6 +335,11 @@ class Builder:
                 self._event(st, Kind.EMA_UPDATE, call, stmt, name)
             elif "zero_grad" in short:  # helpers such as `zero_grad(model_params)`
                 self._event(st, Kind.ZERO_GRAD, call, stmt, name, target="param")
+            else:
+                bound = self._bound_step(call)
+                if bound is not None:
+                    recv = receiver(bound)
+                    self._step(call, recv, self.roles.of(recv), [], stmt, st)
             return
         recv_expr, name = called
         if name in ("next", "__next__") and not call.args:
@@ -436,6 +444,22 @@ class Builder:
         elif role is Role.ENGINE or (not call.args and "backward" in self.index.methods_called.get(last_part(recv), ())):
             self._event(st, Kind.STEP, call, stmt, recv, optimizer=recv, framework=Framework.ENGINE)
 
+    def _bound_step(self, call: cst.Call) -> cst.BaseExpression | None:
+        """``step_func()`` where the file binds ``step_func`` once, to an optimizer's bound ``step``
+        (``step_func = optimizer.step``, or ``step_func = get_step_func(optimizer=opt)`` with a
+        function of the file that returns ``optimizer.step``): what that ``step`` is called on."""
+        if type(call.func) is not cst.Name or call.args:
+            return None
+        values = self.index.values.get(call.func.value, [])
+        if len(values) != 1:
+            return None
+        value = values[0]
+        if type(value) is cst.Call:
+            value = predicate_value(value, self.index.functions)
+        if type(value) is not cst.Attribute or value.attr.value != "step":
+            return None
+        return value.value if self.roles.of(receiver(value.value)) is Role.OPTIMIZER else None
+
     def _loss_scaler(self, call: cst.Call, stmt: cst.CSTNode, st: _State, name: str) -> None:
         """timm/MAE/DeiT ``loss_scaler(loss, optimizer, ..., update_grad=cond)``: owns backward+step."""
         args = positional(call)
@@ -480,9 +504,20 @@ class Builder:
         if len(candidates) != 1 or candidates[0] not in self.index.eventful:
             return None
         if outside and not (st.conds and self._stepping_helper_call(st)) \
-                and not self._backward_helper_call(st, candidates[0]):
+                and not self._backward_helper_call(st, candidates[0]) and not self._clipping_helper_call(st, candidates[0]):
             return None
         return candidates[0]
+
+    def _clipping_helper_call(self, st: _State, helper: cst.FunctionDef) -> bool:
+        """A step function (no loop of its own) that has back-propagated and steps itself calls a helper
+        of the file that clips and does nothing else a training loop does
+        (``maybe_apply_gradient_clipping_to_model(model, max_norm)``): the clip is the function's own,
+        read in place, on every call the helper is called on."""
+        fn = st.function
+        if fn is None or st.loop.node is not fn or not st.loop.events(Kind.BACKWARD) or helper in self.index.with_loops:
+            return False
+        clips = any(isinstance(n, cst.Call) and last_part(func_name(n) or "") in CLIP_FUNCTIONS for n in walk(helper.body))
+        return clips and not any(_calls_method(helper, name) for name in ("backward", "step", "zero_grad"))
 
     def _backward_helper_call(self, st: _State, helper: cst.FunctionDef) -> bool:
         """A step function (no loop of its own) that has not back-propagated yet calls a helper of the

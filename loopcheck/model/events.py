@@ -143,6 +143,9 @@ class Loop:
     # A function's pseudo-loop: names that may change from one call to the next, read as counters
     # there (its parameters, attributes the file increments such as `self.n_iter += 1`)
     per_call: frozenset[str] = frozenset()
+    # An ignite process function's pseudo-loop: the counter ignite keeps of its calls
+    # (`engine.state.iteration`: 1 on the first call of a run, never reset between epochs)
+    engine_counter: str | None = None
 
     @property
     def is_loop(self) -> bool:

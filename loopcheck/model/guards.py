@@ -652,7 +652,12 @@ class GuardReader:
         appended = self._appended_once(expr)
         if appended is not None:
             return Count(f"len({appended})")
+        keyed = self._keyed_call_counter(expr)
+        if keyed is not None:
+            return Count(keyed)  # `state["iteration"]` of a state dict the caller passes on every call
         name = dotted(expr)
+        if name is not None and name == self.loop.engine_counter and not self.varies(name):
+            return Count(name, 1, False)  # ignite's count of the calls: 1 first, on across epochs
         if name is not None and not self.varies(name) and (name in self.loop.per_call or self._call_counter(name)):
             return Count(name)  # a step function's call counter: its start is not visible here
         if name is None or not self.varies(name):
@@ -695,6 +700,21 @@ class GuardReader:
         root, _, rest = name.partition(".")
         return bool(rest) and root != "self" and root in self.loop.per_call and \
             _CALL_COUNTER.search(last_part(name)) is not None
+
+    def _keyed_call_counter(self, expr: cst.BaseExpression) -> str | None:
+        """``state["iteration"]`` in a step function handed a ``state`` dict per call (a hook of a
+        trainer that counts its calls there), read like ``engine.state.iteration``; its text, or None."""
+        if type(expr) is not cst.Subscript or type(expr.value) is not cst.Name or len(expr.slice) != 1:
+            return None
+        key = expr.slice[0].slice
+        key = key.value if type(key) is cst.Index else None
+        if type(key) is not cst.SimpleString or not isinstance(key.evaluated_value, str):
+            return None
+        root = expr.value.value
+        if root == "self" or root not in self.loop.per_call or self.varies(root) \
+                or _CALL_COUNTER.search(key.evaluated_value) is None:
+            return None
+        return f"{root}[{key.value}]"
 
     def _appended_once(self, expr: cst.BaseExpression) -> str | None:
         """``len(losses)`` where the loop body appends to ``losses`` in one statement of its own top

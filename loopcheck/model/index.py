@@ -37,6 +37,8 @@ class Index:
     # "fn(param)" -> what the file's calls of its one function `fn` pass for `param`
     arguments: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
     returns: dict[cst.FunctionDef, list[cst.BaseExpression | None]] = field(default_factory=dict)  # what each returns
+    # functions an ignite `Engine(...)` calls once per batch (loopcheck.model.ignite)
+    process_functions: set[cst.FunctionDef] = field(default_factory=set)
 
 
 # Method and function names that can be training events (see Builder._classify).
@@ -60,7 +62,7 @@ def index_module(module: cst.Module) -> Index:
     index.roles.values, index.roles.functions, index.roles.returns = index.values, index.functions, index.returns
     calls_by_fn: dict[cst.FunctionDef, set[str]] = {}
     _index_scope(index, module, [module], calls_by_fn)
-    roots = _import_roots(index.imports)
+    roots = import_roots(index.imports)
     if roots & FOREIGN_FRAMEWORKS and "torch" not in roots:
         index.foreign = True
         index.with_loops.clear()  # out of scope: no loop of the file is modelled
@@ -157,7 +159,7 @@ def _index_call(index: Index, node: cst.Call) -> None:
             index.passed.add(last_part(name))
 
 
-def _import_roots(imports: list[cst.Import | cst.ImportFrom]) -> set[str]:
+def import_roots(imports: list[cst.Import | cst.ImportFrom]) -> set[str]:
     roots: set[str] = set()
     for node in imports:
         if isinstance(node, cst.Import):

@@ -13,7 +13,9 @@ its body stays a setting, as written) or a static method, whose body (past a doc
 ``if <bad argument>: raise ...`` checks) binds local names once each and returns one expression,
 after early ``if <c>: return True`` / ``return False`` exits (read as ``c or rest`` / ``not c and
 rest``: ``if accumulation_steps <= 1: return True`` then ``return (step + 1) % accumulation_steps
-== 0``). Other decorators, ``*args``, lambdas and comprehensions (their own names) are left alone.
+== 0``). The last exit may return an expression where the function then returns a constant (``if
+grad_acc_steps and grad_acc_steps > 1: return iteration % grad_acc_steps == 0`` then ``return True``:
+``not c or x``; before ``return False``: ``c and x``). Other decorators, ``*args``, lambdas and comprehensions (their own names) are left alone.
 """
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ def _returned_with_locals(fn: cst.FunctionDef) -> tuple[cst.BaseExpression, list
     if type(body) is not cst.IndentedBlock or fn.asynchronous is not None:
         return None
     local: list[tuple[str, cst.BaseExpression]] = []
-    exits: list[tuple[cst.BaseExpression, bool]] = []  # `if c: return True` / `return False`, in order
+    exits: list[tuple[cst.BaseExpression, bool | cst.BaseExpression]] = []  # `if c: return True`, in order
     statements = list(body.body)
     for i, stmt in enumerate(statements):
         if type(stmt) is cst.If and stmt.orelse is None:
@@ -114,6 +116,10 @@ def _returned_with_locals(fn: cst.FunctionDef) -> tuple[cst.BaseExpression, list
             returned = _returned_bool(stmt.body)
             if returned is not None:
                 exits.append((stmt.test, returned))
+                continue
+            value = _returned_expression(stmt.body)
+            if value is not None and i == len(statements) - 2:
+                exits.append((stmt.test, value))  # the last exit, read only before a constant return
                 continue
             return None
         if type(stmt) is not cst.SimpleStatementLine or len(stmt.body) != 1:
@@ -146,17 +152,36 @@ def _returned_bool(body: cst.BaseSuite) -> bool | None:
     return _bool(statements[0].body[0].value)
 
 
+def _returned_expression(body: cst.BaseSuite) -> cst.BaseExpression | None:
+    """The expression a body returns where it is that single ``return`` of something else than a
+    constant (``return iteration % grad_acc_steps == 0``)."""
+    statements = body.body if type(body) is cst.IndentedBlock else [body]
+    if len(statements) != 1 or type(statements[0]) not in (cst.SimpleStatementLine, cst.SimpleStatementSuite) \
+            or len(statements[0].body) != 1 or type(statements[0].body[0]) is not cst.Return:
+        return None
+    value = statements[0].body[0].value
+    return value if value is not None and _bool(value) is None else None
+
+
 def _bool(expr: cst.BaseExpression | None) -> bool | None:
     if type(expr) is cst.Name and expr.value in ("True", "False"):
         return expr.value == "True"
     return None
 
 
-def _folded(exits: list[tuple[cst.BaseExpression, bool]], last: cst.BaseExpression) -> cst.BaseExpression | None:
+def _folded(exits: list[tuple[cst.BaseExpression, bool | cst.BaseExpression]], last: cst.BaseExpression
+            ) -> cst.BaseExpression | None:
     """The value of early exits then ``return last``: ``if c: return True`` before ``rest`` is
     ``c or rest``, ``if c: return False`` is ``not c and rest``; None where it is a constant."""
     value: cst.BaseExpression | None = last
     constant = _bool(last)
+    if exits and not isinstance(exits[-1][1], bool):
+        # `if c: return x` then `return True` is `not c or x`; then `return False`, `c and x`
+        if constant is None:
+            return None
+        test, returned = exits.pop()
+        value = disjunction(negation(test), returned) if constant else conjunction(test, returned)  # type: ignore[arg-type]
+        constant = None
     if constant is not None:  # `...; if b: return True; return False`: the last exit decides
         if not exits or exits[-1][1] == constant:
             return None  # always the same value after the exits

@@ -38,8 +38,10 @@ def training_loops(scopes: list[Loop], index: Index,
     out: list[TrainingLoop] = []
     for scope in scopes:
         if scope.function is not None and scope.events(Kind.BACKWARD):
-            # a step function: its calls are the iterations, where it steps on a counter of them
-            out.extend(t for t in variants(scope, scope, index.int_inits) if _steps_on_call_count(t))
+            # a step function: its calls are the iterations, where it steps on a counter of them; an
+            # ignite process function is the body of the batch loop ignite runs, however it steps
+            engine = scope.function in index.process_functions
+            out.extend(t for t in variants(scope, scope, index.int_inits) if engine or _steps_on_call_count(t))
         for loop in _loops(scope):
             if loop.events(Kind.BACKWARD):
                 found = variants(scope, loop, index.int_inits)
@@ -98,9 +100,13 @@ def _steps_on_call_count(training: TrainingLoop) -> bool:
     looks for in functions without a loop), or on the calls its caller does not mark as accumulation
     steps (``if not self.is_grad_accumulation_step:``)."""
     guard = training.step_guard
-    return training.style is Style.GUARDED and guard is not None and guard.test is not None and any(
-        isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo)
-        or isinstance(n, cst.Attribute) and ACCUMULATING_CALL.match(dotted(n) or "") for n in walk(guard.test))
+    if training.style is not Style.GUARDED or guard is None or guard.test is None:
+        return False
+    # `if should_step(iteration, n):`: the guard points at the call, the predicate's value is read
+    read = [c.meaning for s in training.steps for c in s.conds if c.test is guard.test and c.reads is not None]
+    return any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo)
+               or isinstance(n, cst.Attribute) and ACCUMULATING_CALL.match(dotted(n) or "")
+               for test in (guard.test, *read) for n in walk(test))
 
 
 # -- which flags -----------------------------------------------------------------------------

@@ -16,13 +16,21 @@ fp16 model gradients scaled until its own `step()`: a `clip_grad_norm_` on the m
 between the two compares scaled gradients with the threshold too (its `clip_master_grads(max_norm)`
 is the clip it offers).
 
+Lightning Fabric does the same under `Fabric(precision="16-mixed")` (also `"16"` or `16`): its
+precision plugin holds a GradScaler, `fabric.backward(loss)` back-propagates the scaled loss, and the
+gradients stay scaled until the wrapped optimizer's `step()`. A torch clip between the two is
+flagged where the file builds that Fabric with such a precision, or with an option of its own whose
+default or choices include it; `"bf16-mixed"` has no scaler, and on `accelerator="cpu"` Fabric runs
+"16-mixed" as bf16.
+
 A clip told the current loss scale (`clip_grad_norm_(params, max_norm * scaler.get_scale())`, a
 helper called with `scale=scaler.get_scale()`) compares scaled gradients with a threshold scaled
 alike: not flagged, and unscaling before it would make its threshold thousands of times too large.
 
 ## Fix
 Call `scaler.unscale_(optimizer)` right before clipping; `scaler.step(optimizer)` then knows the
-gradients are unscaled and does not unscale them again.
+gradients are unscaled and does not unscale them again. With Fabric, clip with
+`fabric.clip_gradients(model, optimizer, max_norm=...)`, which unscales first.
 
 A clip on every micro-batch of an accumulation window is also LC107: each micro-batch compares a
 scaled partial sum with the threshold. Its fix is to move the clip into the step branch, after one
@@ -38,7 +46,9 @@ import libcst as cst
 from loopcheck.fixes import Fix, insert_before, move_before, own_line
 from loopcheck.model import Event, FileModel, Framework, GuardKind, Kind, Role, Roles, Style, TrainingLoop
 from loopcheck.model.amp import backward_scaler, same_scaler, scaled_backwards, scaler_disabled
+from loopcheck.model.fabric import loss_scaling
 from loopcheck.model.guards import exclusive
+from loopcheck.model.training import is_fabric_backward
 from loopcheck.model.syntax import dotted, func_name, last_part, names_in, source
 from loopcheck.rules._base import Rule, Violation
 
@@ -137,6 +147,18 @@ for x, y in loader:
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
 """,
+        """
+from lightning.fabric import Fabric
+
+fabric = Fabric(accelerator="cuda", precision="16-mixed")
+model, optimizer = fabric.setup(model, optimizer)
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    fabric.backward(loss)
+    fabric.clip_gradients(model, optimizer, max_norm=1.0)
+    optimizer.step()
+""",
     ]
     INVALID = [
         """
@@ -170,6 +192,18 @@ for i, (x, y) in enumerate(loader):
         optimizer.zero_grad()
 """,
         """
+from lightning.fabric import Fabric
+
+fabric = Fabric(accelerator="cuda", precision="16-mixed")
+model, optimizer = fabric.setup(model, optimizer)
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    fabric.backward(loss)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # LC201
+    optimizer.step()
+""",
+        """
 class Trainer:
     def _run_batch(self, source, targets, train=True):
         with torch.autocast("cuda", dtype=torch.float16, enabled=self.use_amp):
@@ -199,6 +233,7 @@ class Trainer:
                 yield from self._apex_fp16(training, model.roles)
             if training.style in (Style.FRAMEWORK, Style.ACCELERATE, Style.NO_STEP):
                 continue
+            yield from self._fabric_scaled(training, model)
             scaled = scaled_backwards(training.backwards, model.roles)
             if not scaled or all(scaler_disabled(model.roles, backward_scaler(b, model.roles)) for b in scaled):
                 continue
@@ -216,6 +251,45 @@ class Trainer:
                                         f"(`{scaler}.scale(loss)` and no `{scaler}.unscale_(optimizer)` before "
                                         "the clip): the threshold is compared with scaled gradients",
                                   None if every else _unscale_first(model, clip, scaler, training))
+
+    def _fabric_scaled(self, training: TrainingLoop, model: FileModel) -> Iterator[Violation]:
+        """A torch clip between ``fabric.backward(loss)`` of a Fabric whose precision scales the loss
+        (``Fabric(precision="16-mixed")``) and the optimizer step: Fabric unscales in the step, or in
+        its own ``fabric.clip_gradients``, never for a clip it does not make."""
+        loop = training.step_loop
+        backwards = [b for b in loop.events(Kind.BACKWARD, deep=True) if is_fabric_backward(b)]
+        if not backwards or any("unscale" in (func_name(c) or "") for c in loop.opaque_calls):
+            return
+        for clip in loop.events(Kind.CLIP, deep=True):
+            if not self._plain_clip(clip, model.roles):
+                continue
+            for backward in backwards:
+                when = loss_scaling(model, backward.receiver)
+                if when is None or backward.order > clip.order or exclusive(backward.conds, clip.conds) \
+                        or not any(s.order > clip.order and not exclusive(s.conds, clip.conds) for s in training.steps):
+                    continue
+                only = f" (only when {when})" if when else ""
+                yield self.at(clip, f"gradients are clipped while still multiplied by the loss scale (`{backward.receiver}"
+                                    ".backward(loss)` scales the loss with a GradScaler under 16-mixed precision and "
+                                    "unscales only in the optimizer step): the threshold is compared with scaled "
+                                    f"gradients; clip with `{backward.receiver}.clip_gradients(model, optimizer, "
+                                    f"max_norm=...)`, which unscales first{only}")
+                break
+
+    @staticmethod
+    def _plain_clip(clip: Event, roles: Roles) -> bool:
+        """A clip that does not unscale first and is not told the scale: not Accelerate's or Fabric's
+        own, not a helper handed the scaler or the optimizer, not a threshold times the scale."""
+        owner = (clip.receiver or "").lower()
+        called = func_name(clip.node) if isinstance(clip.node, cst.Call) else None
+        if "accelerator" in owner or "fabric" in owner or called == "self.clip_gradients":
+            return False
+        if not isinstance(clip.node, cst.Call):
+            return True
+        if clip.target != "param" and any(roles.of(dotted(a.value)) in (Role.SCALER, Role.OPTIMIZER)
+                                          for a in clip.node.args if dotted(a.value)):
+            return False
+        return not any(_reads_scaler(a.value, roles) for a in clip.node.args)
 
     def _apex_fp16(self, training: TrainingLoop, roles: Roles) -> Iterator[Violation]:
         """A clip between ``optimizer.backward(loss)`` of an apex ``FP16_Optimizer`` (the file builds the
@@ -241,18 +315,11 @@ class Trainer:
                                         "`max_grad_norm`)")
                     break
 
-    @staticmethod
-    def _unscaled_clip(training: TrainingLoop, clip: Event, scaled: list[Event], unscales: list[Event],
-                      roles: Roles) -> bool:
-        owner = (clip.receiver or "").lower()
-        called = func_name(clip.node) if isinstance(clip.node, cst.Call) else None
-        if "accelerator" in owner or "fabric" in owner or called == "self.clip_gradients":
-            return False  # Accelerate/Fabric unscale before they clip
-        if clip.target != "param" and isinstance(clip.node, cst.Call) and any(
-                roles.of(dotted(a.value)) in (Role.SCALER, Role.OPTIMIZER) for a in clip.node.args if dotted(a.value)):
-            return False  # a helper told the scaler or optimizer may unscale before it clips
-        if isinstance(clip.node, cst.Call) and any(_reads_scaler(a.value, roles) for a in clip.node.args):
-            return False  # `max_norm * scaler.get_scale()`, `scale=scaler.get_scale()`: a threshold in scaled units
+    @classmethod
+    def _unscaled_clip(cls, training: TrainingLoop, clip: Event, scaled: list[Event], unscales: list[Event],
+                       roles: Roles) -> bool:
+        if not cls._plain_clip(clip, roles):
+            return False
         if any(u.order < clip.order for u in unscales):
             return False
         before = [b for b in scaled if b.order < clip.order and not exclusive(b.conds, clip.conds)]

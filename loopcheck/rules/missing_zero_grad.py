@@ -65,6 +65,29 @@ def _helper_zeroing(model: FileModel, scope: Loop) -> list[Event]:
     return found
 
 
+def _sibling_zeroing(model: FileModel, scope: Loop) -> list[Event]:
+    """Zeroing in the functions defined beside a step function (the other methods of its class, the
+    other nested functions of its enclosing function): called once per batch by a framework (an
+    ignite ``Engine``, a trainer's ``__call__``), it is not the whole iteration, and its caller may
+    zero through one of them (``self._reset_optimizers(engine)`` before ``self._update_optimizers``,
+    an ``ITERATION_STARTED`` handler)."""
+    fn = scope.function
+    if fn is None:
+        return []
+    siblings: list[cst.CSTNode] = []
+    stack: list[cst.CSTNode] = [model.module]
+    while stack and not siblings:
+        node = stack.pop()
+        body = getattr(node, "body", None)
+        block = body.body if isinstance(body, cst.IndentedBlock) else body if isinstance(body, (list, tuple)) else ()
+        if any(stmt is fn for stmt in block):
+            siblings = [stmt for stmt in block if isinstance(stmt, cst.FunctionDef) and stmt is not fn]
+            break
+        stack.extend(stmt for stmt in block if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)))
+    return [z for s in model.scopes if s.function is not None and s.function in siblings
+            for z in s.events(Kind.ZERO_GRAD, deep=True)]
+
+
 def _periodic_only(training: TrainingLoop, step: Event, clearing: list[Event]) -> Guard | None:
     """The test of the one accumulation-style condition (``(i + 1) % N == 0``) every zeroing of the
     optimizer runs under, where the step itself runs on every iteration after a backward on every
@@ -291,6 +314,8 @@ for x, z in loader:
             steps = [s for s in training.steps if not s.closure and s.framework is not Framework.ENGINE]
             if not steps or len(steps) != len(training.steps):
                 continue
+            if not training.loop.is_loop and training.loop.function not in model.index.process_functions:
+                continue  # a step function called from elsewhere: its caller may zero (another module's)
             nest = list(_nest(training.loop))
             if any(loop.opaque_calls for loop in nest):
                 continue
@@ -305,6 +330,7 @@ for x, z in loader:
                 # `train_step` a loop elsewhere calls): a zeroing in that body runs between steps
                 zeros += training.step_loop.events(Kind.ZERO_GRAD)
                 zeros += _helper_zeroing(model, training.step_loop)
+                zeros += _sibling_zeroing(model, training.step_loop)
             # steps in a method of their own (an `update()` beside the method that back-propagates):
             # a zeroing there runs between steps
             zeros += [z for s in steps if s.loop is not None and s.loop not in nest and not s.loop.is_loop
