@@ -55,3 +55,17 @@ def test_a_step_predicate_of_the_file_counts_the_calls() -> None:
     source = PROCESS.read_text()
     assert "if should_perform_optimizer_step(iteration, args.grad_acc_steps):" in source
     assert _codes(source) == ["LC101", "LC107"]
+
+
+def test_ignite_own_trainer_with_accumulation_is_silent() -> None:
+    """`create_supervised_trainer(..., gradient_accumulation_steps=N)` builds ignite's own update
+    function (the library's): nothing of the user's file accumulates, nothing is flagged."""
+    source = (
+        "import torch\nimport torch.nn as nn\nfrom ignite.engine import create_supervised_trainer\n\n\n"
+        "def main(loader, accumulation_steps=4):\n"
+        "    model = nn.Linear(8, 1)\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)\n"
+        "    trainer = create_supervised_trainer(model, optimizer, nn.MSELoss(),\n"
+        "                                        gradient_accumulation_steps=accumulation_steps)\n"
+        "    trainer.run(loader, max_epochs=3)\n")
+    assert _codes(source) == []

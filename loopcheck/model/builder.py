@@ -417,6 +417,9 @@ class Builder:
                 framework = Framework.LIGHTNING
             self._event(st, Kind.BACKWARD, call, stmt, recv, loss=args[0], framework=framework)
             return
+        if isinstance(recv_expr, cst.Call) and func_name(recv_expr) in ("cast", "typing.cast") \
+                and len(positional(recv_expr)) == 2:
+            recv_expr = positional(recv_expr)[1]  # `cast(torch.Tensor, scaler.scale(loss))`: a type checker's view
         loss: cst.BaseExpression = recv_expr
         scaler = None
         if isinstance(recv_expr, cst.Name) and st.scaled:
