@@ -104,12 +104,13 @@ class Cache:
         data = self._read(key) if self.enabled else None
         try:
             if isinstance(data, list) and data and all(
-                    isinstance(t, list) and all(isinstance(x, str) for x in t[0] + t[1]) for t in data):
-                return tuple(TextTest(tuple(a), tuple(b), bool(c)) for a, b, c in data)
+                    isinstance(t, list) and len(t) == 4 and all(isinstance(x, str) for x in t[0] + t[1] + t[3])
+                    for t in data):
+                return tuple(TextTest(tuple(a), tuple(b), bool(c), tuple(d)) for a, b, c, d in data)
         except (TypeError, ValueError):
             pass  # a foreign entry: computed again
         tests = compute()
-        self._write(key, [[list(t.any_of), list(t.all_of), t.training_loop] for t in tests])
+        self._write(key, [[list(t.any_of), list(t.all_of), t.training_loop, list(t.without_loop)] for t in tests])
         return tests
 
     def _path(self, key: str) -> Path:

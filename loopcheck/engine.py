@@ -43,10 +43,13 @@ class TextTest:
     any_of: tuple[str, ...]
     all_of: tuple[str, ...] = ()
     training_loop: bool = True  # also the text of a training loop (``backward(``, ``loss_scaler(``)
+    # texts that stand in for a training loop's (a framework hook the rule reads on its own)
+    without_loop: tuple[str, ...] = ()
 
     def passes(self, source: str, trains: bool | None = None) -> bool:
         """``trains``: whether ``source`` holds a training loop's text (``has_training_text``), if known."""
-        if self.training_loop and not (has_training_text(source) if trains is None else trains):
+        if self.training_loop and not (has_training_text(source) if trains is None else trains) \
+                and not any(text in source for text in self.without_loop):
             return False
         return any(text in source for text in self.any_of) and all(text in source for text in self.all_of)
 
@@ -59,7 +62,8 @@ def _rules(codes: frozenset[str]) -> tuple[object, ...]:
 
 
 def _text_test(rule: object) -> TextTest:
-    return TextTest(rule.requires, rule.requires_all, rule.needs_training_loop)  # type: ignore[attr-defined]
+    return TextTest(rule.requires + rule.without_training_loop, rule.requires_all,  # type: ignore[attr-defined]
+                    rule.needs_training_loop, rule.without_training_loop)  # type: ignore[attr-defined]
 
 
 @lru_cache(maxsize=None)
@@ -151,7 +155,8 @@ def analyse(source: str, filename: str, codes: frozenset[str], options: Options 
             screened.error.msg or "").startswith("too many"):  # a CPython limit: libcst would hang
         return None, [(_python_syntax_error(filename, source, screened.error), None)]
     if screened.verdict is Verdict.NO_TRAINING_LOOP:
-        rules = [r for r in rules if not r.needs_training_loop]  # type: ignore[attr-defined]
+        rules = [r for r in rules if not r.needs_training_loop  # type: ignore[attr-defined]
+                 or any(text in source for text in r.without_training_loop)]  # type: ignore[attr-defined]
         if not rules:
             return None, []
     import libcst as cst  # imported here: `loopcheck run` and files skipped above never pay for it

@@ -20,7 +20,7 @@ from loopcheck.model.distributed import conditional_no_sync
 from loopcheck.model.from_ast import conjunction
 from loopcheck.model.guards import unwrap_iterable
 from loopcheck.model.ignite import iteration_counter
-from loopcheck.model.index import Index
+from loopcheck.model.index import EVENT_METHODS, Index
 from loopcheck.model.inherited import STEP_METHODS, TRAINER, divided_loss, inherited_step, model_argument, trainer_subclass_methods
 from loopcheck.model.iterators import first_batch_of, iterated, taken_from
 from loopcheck.model.predicates import predicate_test, predicate_value
@@ -86,6 +86,7 @@ class Builder:
         if index.imports and not index.attributes.isdisjoint(STEP_METHODS):
             self.trainer_methods = trainer_subclass_methods(
                 module, index.imports, project.inherits_trainer_step if project is not None else None)
+        self._owners: dict[str, dict[str, list[cst.FunctionDef]]] | None = None  # see _method_owners
         if project is not None:
             for stmt in module.body:
                 if isinstance(stmt, cst.ClassDef) and stmt.bases and isinstance(stmt.body, cst.IndentedBlock):
@@ -502,7 +503,10 @@ class Builder:
             return None
         name = own_call_name(call)
         if name is None:
-            return None
+            found = self._object_method(call)
+            if found is None or found in st.inlining or not st.loop.is_loop:
+                return None
+            return found
         candidates = [f for f in self.index.functions.get(name, []) if f not in st.inlining]
         if len(candidates) != 1 or candidates[0] not in self.index.eventful:
             return None
@@ -521,6 +525,56 @@ class Builder:
             return False
         clips = any(isinstance(n, cst.Call) and last_part(func_name(n) or "") in CLIP_FUNCTIONS for n in walk(helper.body))
         return clips and not any(_calls_method(helper, name) for name in ("backward", "step", "zero_grad"))
+
+    def _object_method(self, call: cst.Call) -> cst.FunctionDef | None:
+        """The method of a class of this file that ``model.optimize_parameters(current_iter,
+        apply_gradient)`` runs in a loop (BasicSR's model classes): the receiver is built from that
+        class in the file (``model = SRModel(opt)``), or bound nowhere in the file (a parameter)
+        while that class is the only one of the file that defines the method. Its parameters are
+        bound to the call's arguments like those of a function of the file, so its ``if
+        apply_gradient:`` reads the loop's own step test. Methods the model reads as events
+        (``step``, ``update``, ``backward``...) and receivers with a role are left alone."""
+        func = call.func
+        if type(func) is not cst.Attribute or type(func.value) not in (cst.Name, cst.Attribute):
+            return None
+        recv = dotted(func.value)
+        name = func.attr.value
+        if recv is None or recv == "self" or name in EVENT_METHODS or name.startswith("_") \
+                or any(w in name.lower() for w in ("backward", "zero_grad", "scaler", "ema")) \
+                or self.roles.of(recv) is not Role.UNKNOWN:
+            return None
+        owners = self._method_owners().get(name, {})
+        if len(self.index.functions.get(name, [])) != sum(len(v) for v in owners.values()):
+            return None  # a function of that name too: not only methods
+        short = last_part(recv)
+        built = self.roles.constructed.get(short, [])
+        if built:
+            classes = {func_name(c) for c in built}
+            if len(classes) != 1 or next(iter(classes)) not in owners:
+                return None
+            methods = owners[next(iter(classes))]
+        elif short not in self.index.values and len(owners) == 1:
+            methods = next(iter(owners.values()))
+        else:
+            return None
+        if len(methods) != 1 or methods[0] not in self.index.eventful:
+            return None
+        fn = methods[0]
+        params = fn.params.params
+        if not params or params[0].name.value != "self" or fn.decorators:
+            return None
+        return fn if _steps_on_parameter(fn, {p.name.value for p in params[1:]}) else None
+
+    def _method_owners(self) -> dict[str, dict[str, list[cst.FunctionDef]]]:
+        """Method name -> the top-level classes of the file that define it -> those definitions."""
+        if self._owners is None:
+            self._owners = {}
+            for stmt in self.module.body:
+                if type(stmt) is cst.ClassDef and type(stmt.body) is cst.IndentedBlock:
+                    for m in stmt.body.body:
+                        if type(m) is cst.FunctionDef:
+                            self._owners.setdefault(m.name.value, {}).setdefault(stmt.name.value, []).append(m)
+        return self._owners
 
     def _backward_helper_call(self, st: _State, helper: cst.FunctionDef) -> bool:
         """A step function (no loop of its own) that has not back-propagated yet calls a helper of the
@@ -585,6 +639,18 @@ class Builder:
                                                      else dotted(d.decorator)) or "") in ("no_grad", "inference_mode"))
         self._block(lines(fn.body), replace(st, inlining=st.inlining + (fn,), site=st.site or (call, stmt),
                                              contexts=contexts), fn)
+
+
+def _steps_on_parameter(fn: cst.FunctionDef, params: set[str]) -> bool:
+    """Whether ``fn`` steps an optimizer under a test that reads one of ``params`` (``if
+    apply_gradient: self.optimizer_g.step()``): the caller decides which calls step. A method that
+    steps on a counter of its object (``if self.n_iter % N == 0:``) is read on its own instead."""
+    for node in walk(fn.body):
+        if type(node) is cst.If and names_in(node.test) & params and any(
+                type(c) is cst.Call and type(c.func) is cst.Attribute and c.func.attr.value == "step"
+                for branch in (node.body, node.orelse) if branch is not None for c in walk(branch)):
+            return True
+    return False
 
 
 def _is_framework_backward(recv: str, role: Role, first: cst.BaseExpression) -> bool:

@@ -42,7 +42,7 @@ class Index:
 
 
 # Method and function names that can be training events (see Builder._classify).
-_EVENT_METHODS = {"backward", "manual_backward", "step", "step_update", "zero_grad", "zero_", "update",
+EVENT_METHODS = {"backward", "manual_backward", "step", "step_update", "zero_grad", "zero_", "update",
                   "update_parameters", "update_model_average", "unscale_", "eval", "train", *CLIP_FUNCTIONS}
 
 
@@ -50,7 +50,7 @@ def _may_be_event(call: cst.Call) -> bool:
     called = method(call)
     name = called[1] if called else last_part(func_name(call) or "")
     low = name.lower()
-    return name in _EVENT_METHODS or any(w in low for w in ("backward", "zero_grad", "scaler", "ema")) \
+    return name in EVENT_METHODS or any(w in low for w in ("backward", "zero_grad", "scaler", "ema")) \
         or name in ("next", "__next__") and first_batch_of(call) is not None \
         or name == "clamp_" and called is not None and (dotted(called[0]) or "").endswith((".grad", ".grad.data"))
     # `def get_batch(): return next(iter(dl))` takes a batch; `p.grad.data.clamp_(-c, c)` clips

@@ -42,6 +42,9 @@ class Rule:
     # whose `ast` shows a loop that back-propagates (loopcheck.screen). False for a rule that reads
     # the whole file (imports, calls) and can find something in a file without one.
     needs_training_loop: ClassVar[bool] = True
+    # Texts that let such a rule run on a file without a training loop: a framework hook it reads on
+    # its own (Lightning's `optimizer_step` override); the file must still hold one of them.
+    without_training_loop: ClassVar[tuple[str, ...]] = ()
     # For a rule that reads only the top-level statements mentioning one of these words (and the
     # imports, and the names they bind to such things): where it runs alone, libcst parses only
     # those statements (loopcheck.excerpt). Empty: the rule reads the whole file.

@@ -4,6 +4,12 @@ Checks for an optimizer stepped twice on the same gradients in one iteration, e.
 second backward with nothing zeroing its gradients between the two steps (a second loss whose
 step names the wrong optimizer, a second GradScaler stepping the first one's optimizer).
 
+A LightningModule's `optimizer_step` hook that steps with its closure
+(`self.optimizer.step(optimizer_closure)`) and then calls `super().optimizer_step(...)`, whose
+default body is `optimizer.step(closure=optimizer_closure)`, steps twice per batch and runs
+`training_step` and `backward` twice (two steps with the closure in a straight run of the hook's
+statements; not in branches of a test, and not where the module turns automatic optimization off).
+
 ## Why is this bad?
 The second step applies the same gradients again: for SGD a doubled learning rate, for Adam a
 second moment update from stale gradients, and under AMP an update that bypasses the scaler's
@@ -23,7 +29,8 @@ import libcst as cst
 from loopcheck.model import FileModel, Framework, Kind, Style
 from loopcheck.model.events import Event, Loop
 from loopcheck.model.from_ast import start
-from loopcheck.model.syntax import same
+from loopcheck.model.lightning_hooks import restepped
+from loopcheck.model.syntax import same, source
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -79,7 +86,17 @@ for x, y in loader:
 """,
     ]
 
+    # `super().optimizer_step(...)` in a Lightning hook, in a file with no training loop of its own
+    without_training_loop = (".optimizer_step(",)
+
     def check(self, model: FileModel) -> Iterator[Violation]:
+        for second, stmt, first in restepped(model.module):
+            again = "`super().optimizer_step(...)` steps again with it (Lightning's default hook is " \
+                "`optimizer.step(closure=optimizer_closure)`)" if second.func.attr.value == "optimizer_step" \
+                else "this call steps again with it"  # type: ignore[attr-defined]
+            yield Violation(second, stmt, f"this `optimizer_step` hook already stepped with its closure "
+                                          f"(`{source(first)}`); {again}: every batch runs `training_step` and "
+                                          "`backward` twice and the optimizer steps twice")
         for training in model.training_loops:
             if training.style in (Style.FRAMEWORK, Style.NO_STEP):
                 continue
