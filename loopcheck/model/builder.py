@@ -3,7 +3,9 @@
 Statements are walked explicitly so that every event knows the conditions, ``with`` contexts
 and loop it runs in; calls to functions of the same file are inlined at the call site (with their
 parameters bound to the call's arguments), so a loop that calls ``train_step(batch)`` is seen
-with the events of ``train_step``.
+with the events of ``train_step``; so is a method of a class of the file called on an object built
+from it (``model.optimize_parameters(current_iter, apply_gradient)``) where it steps under a test of
+one of its parameters.
 """
 
 from __future__ import annotations
