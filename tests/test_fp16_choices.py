@@ -2,7 +2,10 @@
 conditional expression, a device type computed as "cuda" or "cpu"."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from loopcheck.engine import check_source
+from loopcheck.model.roles import Role, Roles
 
 LOOP = """
 import contextlib
@@ -130,3 +133,26 @@ def test_the_message_names_the_branch_that_opens_the_autocast() -> None:
     outer = LOOP.format(context='torch.autocast("cuda")').replace(
         "    for x, y in loader:\n", "    if args.train:\n     for x, y in loader:\n")
     assert lc205_messages(outer) == [f"the forward runs under float16 autocast {UNDERFLOW}"]
+
+
+def test_a_scaler_known_by_what_is_done_with_it_keeps_float16_silent() -> None:
+    # LSGM hands its GradScaler in as `grad_scalar`: its scale, step and update say what it is
+    fixture = Path(__file__).parent / "fixtures" / "must_not_flag" / "fp16_grad_scaler_passed_in_under_another_name.py"
+    source = fixture.read_text()
+    assert lc205(source) == []
+    # the same loop back-propagating and stepping directly has nothing that scales its loss
+    plain = source.replace("grad_scalar.scale(q_loss).backward(", "q_loss.backward(") \
+        .replace("grad_scalar.scale(p_loss).backward()", "p_loss.backward()") \
+        .replace("grad_scalar.step(vae_optimizer)", "vae_optimizer.step()") \
+        .replace("grad_scalar.step(dae_optimizer)", "dae_optimizer.step()") \
+        .replace("            grad_scalar.unscale_(dae_optimizer)\n", "").replace("        grad_scalar.update()\n", "")
+    assert "grad_scalar.scale" not in plain and "grad_scalar.update" not in plain
+    assert lc205(plain) == [13]
+    # a name used for something else that is also scaled and updated (a dict of logged scalars) is no scaler
+    assert role_of_use({"update", "items"}) is False and role_of_use({"scale", "step", "update"}) is True
+
+
+def role_of_use(methods: set[str]) -> bool:
+    """Whether the roles table reads a parameter on which the file calls ``methods`` as a GradScaler."""
+    roles = Roles(methods_called={"thing": methods})
+    return roles.of("thing") is Role.SCALER

@@ -380,6 +380,66 @@ def test_eval_mid_epoch_by_another_module_restored_by_the_step_method(project: P
     assert len(found) == 1 and found[0].startswith("training.py:22:") and "prediction.py:5" in found[0]
 
 
+def test_eval_undone_by_the_epoch_function_of_another_module(project: Path, run_cli) -> None:
+    # LSGM's shape: each epoch trains through a function of another module that starts with
+    # `dae.train()`; the evaluation after it (another module too) leaves the model in eval mode
+    objective = """
+        import torch
+
+
+        def train_epoch(loader, dae, optimizer, scaler):
+            dae.train()
+            for x in loader:
+                optimizer.zero_grad()
+                loss = torch.nn.functional.mse_loss(dae(x), x)
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            return 0.0
+    """
+    evaluation = """
+        import torch
+
+
+        def evaluation(loader, dae):
+            dae.eval()
+            with torch.no_grad():
+                return sum(float(dae(x).sum()) for x in loader)
+    """
+    # (the entry script mentions `backward()` only in an option's help, as LSGM's does: enough for the
+    # screen that skips files without a training loop)
+    loop = """
+        import argparse
+        import torch
+        from objective import train_epoch
+        from evaluation import evaluation
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--grad_mode", help="use backward() instead of grad()")
+
+
+        def main(dae, loader, val_loader, epochs=10):
+            optimizer = torch.optim.Adam(dae.parameters())
+            scaler = torch.amp.GradScaler("cuda")
+            for epoch in range(epochs):
+                train_epoch(loader, dae, optimizer, scaler)
+                if (epoch + 1) % 5 == 0:
+                    evaluation(val_loader, dae)
+    """
+    write_project(project, {"train.py": loop, "objective.py": objective, "evaluation.py": evaluation})
+    assert _codes(run_cli, "train.py") == []
+    # an epoch function that switches the mode on only after its updates does not undo the leak
+    late = objective.replace("            dae.train()\n", "").replace("            return 0.0", "            dae.train()\n            return 0.0")
+    assert late != objective
+    write_project(project, {"objective.py": late})
+    found = _codes(run_cli, "train.py")
+    assert len(found) == 1 and found[0].startswith("train.py:17:") and " LC605 " in found[0]
+    # without it the rest of the run trains in eval mode
+    write_project(project, {"objective.py": objective.replace("            dae.train()\n", "")})
+    found = _codes(run_cli, "train.py")
+    assert len(found) == 1 and found[0].startswith("train.py:17:") and "evaluation.py:5" in found[0]
+
+
 def test_eval_mode_of_a_model_class_of_another_module(project: Path, run_cli) -> None:
     models = """
         from torch import nn

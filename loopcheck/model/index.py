@@ -60,6 +60,7 @@ def index_module(module: cst.Module) -> Index:
     index = Index()
     # roles follow what names hold and what the file's functions return
     index.roles.values, index.roles.functions, index.roles.returns = index.values, index.functions, index.returns
+    index.roles.methods_called = index.methods_called
     calls_by_fn: dict[cst.FunctionDef, set[str]] = {}
     _index_scope(index, module, [module], calls_by_fn)
     roots = import_roots(index.imports)

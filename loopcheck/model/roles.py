@@ -42,6 +42,8 @@ _OPTIMIZERS = {"SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax", "ASGD", 
 _OPTIMIZER_FACTORY = Pattern(r"(create|build|get|make|init|configure)_?optim", re.I)
 _SCHEDULER = Pattern(r"(LR|Scheduler|_schedule_with_warmup|schedule)$|^(get|create|build)_.*sched", re.I)
 _SCALERS = {"GradScaler", "ShardedGradScaler", "NativeScaler", "NativeScalerWithGradNormCount", "ApexScaler"}
+# The methods a GradScaler's user calls on it and nothing else has together
+_SCALER_USE = frozenset({"scale", "step", "update"})
 _EMAS = {"AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3", "EMA", "ExponentialMovingAverage", "EMAModel",
          "LitEma", "KarrasEMA", "PostHocEMA"}
 
@@ -107,6 +109,7 @@ class Roles:
     values: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
     functions: dict[str, list[cst.FunctionDef]] = field(default_factory=dict)
     returns: dict[cst.FunctionDef, list[cst.BaseExpression | None]] = field(default_factory=dict)  # `return` values
+    methods_called: dict[str, set[str]] = field(default_factory=dict)  # shared with the Index: short name -> methods
     _roles: dict[str, Role] = field(default_factory=dict, repr=False)  # of(name), until the next record()
 
     def record(self, names: list[str], value: cst.BaseExpression) -> None:
@@ -161,7 +164,14 @@ class Roles:
         role = self._flow(name, set())
         if role is _FOREIGN:
             return Role.UNKNOWN  # `paddle.optimizer.Momentum(...)`: not torch's, out of scope
-        return role if role is not Role.UNKNOWN else role_of_name(name)
+        if role is not Role.UNKNOWN:
+            return role
+        role = role_of_name(name)
+        if role is Role.UNKNOWN and _SCALER_USE <= self.methods_called.get(last_part(name), set()):
+            # `grad_scalar.scale(loss)`, `grad_scalar.step(opt)`, `grad_scalar.update()` on a parameter whose
+            # name says nothing (LSGM/NVAE spell it "scalar"): what is done with it says GradScaler
+            return Role.SCALER
+        return role
 
     def _flow(self, name: str, seen: set[str], by_name: bool = True) -> Role:
         """What the file binds ``name`` to says it is (never its own name): UNKNOWN when nothing does.

@@ -277,6 +277,9 @@ class Imported:
         for position in facts.evals:
             if position in args:
                 specs.append((Kind.EVAL_MODE, receiver(args[position]), {}))
+        # an epoch function of another module that starts with `model.train()`: the mode switch comes
+        # before its backward and steps
+        specs[:0] = [(Kind.TRAIN_MODE, receiver(args[p]), {}) for p in facts.trains if p in args]
         if not specs and called is not None and (not _CLASSIFIED.search(called[1]) or called[1] == "update"
                                                  and roles.of(receiver(called[0])) is Role.UNKNOWN):
             # `keep_avg.update_value("loss", loss)`, `losses.update(loss, n)` (an AverageMeter of the

@@ -59,6 +59,9 @@ class FunctionFacts:
     zeroes: bool = False  # clears gradients (`zero_grad(...)`, `p.grad = None`)
     clips: bool = False  # clips gradients (`clip_grad_norm_`, `p.grad.data.clamp_(-c, c)`) and unscales none
     evals: tuple[int, ...] = ()  # arguments left in eval mode when it returns
+    # arguments put in train mode before the function's first backward or step (an epoch function that
+    # starts with `model.train()`), or last left in train mode by one that trains nothing
+    trains: tuple[int, ...] = ()
     wraps_ddp: bool = False  # returns DistributedDataParallel(<argument>)
     controls_sync: bool = False  # enters no_sync() / sets require_backward_grad_sync
     returns_graph: bool = False  # returns what calling an argument (a model) computed, undetached
@@ -312,7 +315,7 @@ def _is_grad(node: ast.expr | None) -> bool:
 def _effective(facts: FunctionFacts) -> bool:
     """Whether a loop calling the function can see an effect (else its facts are left out, as a
     lookup that finds nothing)."""
-    return (facts.backward is not None or bool(facts.steps or facts.scaler_steps or facts.evals)
+    return (facts.backward is not None or bool(facts.steps or facts.scaler_steps or facts.evals or facts.trains)
             or facts.zeroes or facts.clips or facts.wraps_ddp or facts.controls_sync or facts.returns_graph
             or bool(facts.derived or facts.builds or facts.graph_from or facts.keeps or facts.schedules
                     or facts.schedules_at or facts.numbers or facts.own) or facts.own_partial)
@@ -626,6 +629,8 @@ class _Reader:
         updated: set[str] = set()  # receivers of `.update()` (a scaler's, among others)
         zeroes = controls_sync = clips = unscales = False
         modes: dict[int, bool] = {}  # argument -> in train mode after its last mode switch
+        switched_on: dict[int, int] = {}  # argument -> line of its first switch into train mode
+        updating: list[int] = []  # lines of the backward passes and steps, its own or a callee's
         nodes = self._nodes.get(id(node))
         if nodes is None:
             nodes = self._nodes[id(node)] = own_nodes(node)
@@ -645,6 +650,8 @@ class _Reader:
             name = last_name(func)
             receiver = func.value if isinstance(func, ast.Attribute) else None
             recv = receiver.id if isinstance(receiver, ast.Name) else None
+            if name in ("backward", "step") and receiver is not None:
+                updating.append(sub.lineno)
             if name == "backward" and receiver is not None and backward is None:
                 used = [index[n] for n in _names(receiver) if n in index]
                 if len(used) == 1:
@@ -673,6 +680,8 @@ class _Reader:
                 mode = sub.args[0] if sub.args else next((k.value for k in sub.keywords if k.arg == "mode"), None)
                 off = name == "eval" or isinstance(mode, ast.Constant) and mode.value is False
                 modes[index[recv]] = not off
+                if not off:
+                    switched_on[index[recv]] = min(sub.lineno, switched_on.get(index[recv], sub.lineno))
             if depth < _MAX_DEPTH:
                 callee = self._callee(sub, methods)
                 if callee is not None and callee is not node:
@@ -692,12 +701,19 @@ class _Reader:
                     for e in inner.evals:
                         if (i := mapping.get(e)) is not None:
                             modes[i] = False
+                    for t in inner.trains:
+                        if (i := mapping.get(t)) is not None:
+                            switched_on[i] = min(sub.lineno, switched_on.get(i, sub.lineno))
+                    if inner.backward is not None or inner.steps or inner.scaler_steps:
+                        updating.append(sub.lineno)
         return FunctionFacts(
             line=node.lineno, params=tuple(args), backward=backward, steps=tuple(sorted(steps)),
             scaler_steps=tuple((scaler, opt, not written or written in updated)
                                for (scaler, opt), written in scaled.items()),
             zeroes=zeroes, clips=clips and not unscales,
             evals=tuple(sorted(i for i, train in modes.items() if not train)),
+            trains=tuple(sorted(i for i, line in switched_on.items()
+                                if (line < min(updating) if updating else modes.get(i, True)))),
             wraps_ddp=_wraps_ddp(nodes, index), controls_sync=controls_sync,
             returns_graph=_returns_graph(node, nodes, index),
             derived=_derived(nodes), builds=_builds(nodes, self.module_functions), numbers=_numbers(nodes, args),

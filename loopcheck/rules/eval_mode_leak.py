@@ -41,7 +41,8 @@ earlier versions, 2 true of 10, were opt-in.
 Only the first epoch (or the steps before the first evaluation) trains in training mode. After
 that, dropout is off and BatchNorm normalises with its running statistics and stops updating
 them: the model trains as a different network than intended, usually worse, and nothing fails.
-`model.train()` at the start of the epoch loop, inside the training helper, or right after the
+`model.train()` at the start of the epoch loop, inside the training helper (also an epoch function
+of another module that starts with `model.train()` before its backward and steps), or right after the
 evaluation is correct and not flagged; so is `.eval()` on a model that is not trained here (a
 frozen teacher, an EMA copy) or that the code freezes (`requires_grad_(False)`), and a GAN's
 discriminator put in eval mode for the generator's update, as long as it is back in train mode

@@ -9,6 +9,8 @@ indexed by a precision option (`{"bf16": ..., "fp16": torch.autocast("cuda", dty
 `with`, or a device type the file computes as `"cuda"` or `"cpu"`;
 the finding then says what picks float16 ("may run under float16 autocast (when `args.precision` is
 \"fp16\")"), and says it runs under float16 only where nothing else decides.
+A scaler is known by its constructor, its name, or what the file does with it: an object handed in
+under another name (LSGM's `grad_scalar`) whose `scale`, `step` and `update` the file calls is one.
 
 ## Why is this bad?
 float16 represents nothing below about 6e-8: small gradients of the float16 activations underflow

@@ -16,6 +16,9 @@ grow without bound and training diverges or stalls, silently.
 A loop that steps on every micro-batch but clears the gradients only under an accumulation condition
 (`optimizer.step()` after every backward, `if (step + 1) % N == 0: optimizer.zero_grad()`) is flagged
 too: each step but the first of a window re-applies the gradients of micro-batches already stepped on.
+Not where the step is a loss-scaling helper's (`loss_scaler(loss, optimizer, ...)`) that may itself step
+only at the window's end: its `__call__` in this file steps under a test, or, out of sight, the loop
+hands it the iteration counter first (`loss_scaler.set_iters(i)`).
 
 Not flagged: a loop that trains a module its function builds and then throws away, reading nothing
 it computes but the loss it back-propagates (a timing or memory benchmark): how it trains changes
@@ -35,7 +38,8 @@ from loopcheck.latent import setting_note
 from loopcheck.model import Event, FileModel, Framework, GuardKind, Kind, Loop, Style, TrainingLoop
 from loopcheck.model.guards import Guard
 from loopcheck.model.discarded import result_discarded
-from loopcheck.model.syntax import children, exit_statement, func_name, last_part, lines, own_call_name, source, walk
+from loopcheck.model.syntax import (children, dotted, exit_statement, func_name, last_part, lines, names_in,
+                                   own_call_name, source, walk)
 from loopcheck.model.optimizers import Zeroing
 from loopcheck.rules._base import Rule, Violation
 
@@ -177,6 +181,25 @@ def _scaler_may_clear(model: FileModel, step: Event) -> bool:
                    for fn in helpers for n in walk(fn.body))
     return not any(isinstance(i, cst.ImportFrom) and i.module is not None
                    and source(i.module).split(".")[0] == "timm" for i in model.index.imports)
+
+
+def _scaler_may_hold_back(model: FileModel, training: TrainingLoop, step: Event) -> bool:
+    """A ``loss_scaler(loss, optimizer, ...)`` step the helper itself may skip: its ``__call__`` in
+    this file steps under a test, or, where the file cannot see it, the loop hands the scaler its
+    iteration counter (``loss_scaler.set_iters(ii)`` before the call: ViTs-vs-CNNs' AccumulativeScaler
+    steps only when ``(iteration + 1) % forward_time == 0``)."""
+    if step.framework is not Framework.LOSS_SCALER or not step.scaler:
+        return False
+    helpers = model.index.functions.get("__call__", [])
+    if helpers:
+        return any(isinstance(n, cst.If) and any(isinstance(c, cst.Call) and last_part(func_name(c) or "") == "step"
+                                                 for c in walk(n)) for fn in helpers for n in walk(fn.body))
+    loop = training.loop.node
+    if not isinstance(loop, cst.For):
+        return False
+    counters = names_in(loop.target)
+    return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and dotted(n.func.value) == step.scaler
+               and any(names_in(a.value) & counters for a in n.args) for n in walk(loop.body))
 
 
 def _built_in(loop: Loop, optimizer: str | None) -> bool:
@@ -342,6 +365,8 @@ for x, z in loader:
                 if key in reported:
                     continue
                 periodic = _periodic_only(training, step, clearing)
+                if periodic is not None and _scaler_may_hold_back(model, training, step):
+                    continue  # the helper may step only where the loop zeroes
                 if periodic is not None:
                     reported.add(key)
                     test = source(periodic.test)  # type: ignore[arg-type]
