@@ -129,3 +129,35 @@ def test_a_list_emptied_every_window_keeps_one_windows_graphs_and_the_message_sa
     never_emptied = [f.message for f in check_source(_WINDOW_LIST.replace("            metrics = []\n", ""),
                                                      select=["LC601"])]
     assert [m.split(": ")[1].split(";")[0] for m in never_emptied] == ["memory grows every step"]
+
+
+_SUMMED_AFTER_BACKWARD = '''
+import torch
+
+
+def train(model, optimizer, batches, epochs):
+    for epoch in range(epochs):
+        model.train()
+        loss, s = 0, 0
+        for batch in batches:
+            batch_loss = model(batch)
+            optimizer.zero_grad()
+            batch_loss.backward()
+            optimizer.step()
+            loss += batch_loss
+            s += 1
+        print(epoch, loss.item() / s)
+'''
+
+
+def test_a_back_propagated_loss_summed_over_the_epoch_keeps_only_graph_nodes_and_the_message_says_so() -> None:
+    # MixGCF: `loss += batch_loss` after `batch_loss.backward()`: backward freed the saved activations,
+    # what piles up is the graph's node objects (about 20 KB a step for a 3-layer MLP, measured on CPU)
+    found = [f.message for f in check_source(_SUMMED_AFTER_BACKWARD, select=["LC601"])]
+    assert len(found) == 1 and found[0].endswith(
+        "across iterations: memory grows every step (by the graph's nodes only: its backward already freed the "
+        "saved activations); keep `.item()` or `.detach()` instead")
+    # the model's outputs, never back-propagated themselves, keep their activations: no such note
+    outputs = _SUMMED_AFTER_BACKWARD.replace("            loss += batch_loss\n", "            loss += model(batch)\n")
+    found = [f.message for f in check_source(outputs, select=["LC601"])]
+    assert len(found) == 1 and "nodes only" not in found[0] and "memory grows every step" in found[0]
