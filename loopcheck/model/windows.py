@@ -23,6 +23,7 @@ import libcst as cst
 
 from loopcheck.model.events import Cond, Event, Kind, Loop
 from loopcheck.model.guards import GuardKind, Phase, enumerate_start, exclusive, unwrap_iterable
+from loopcheck.model.sentinels import never_equal
 from loopcheck.model.syntax import (children, conjuncts, dotted, exit_statement, func_name, is_zero, keyword, last_part,
                                     last_small, names_in, positional, same, small_statements, walk)
 from loopcheck.model.summed import SUMMED, cleared
@@ -63,9 +64,10 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
             return PartialWindow(Tail.DROPPED, zeroing, True, at_refresh=True)
     if guard.restarts is None:
         return None
-    if not is_data_loop(loop) or _endless(model, loop) or any(_stops(skip, loop) for skip in loop.skips):
+    if not is_data_loop(loop) or _endless(model, loop) or any(_stops(skip, loop, model) for skip in loop.skips):
         return None
-    if _ends_at_a_count(loop, guard.index if guard.restarts else None) or _capped_at_windows(loop, guard.modulus):
+    if _ends_at_a_count(loop, guard.index if guard.restarts else None, model) \
+            or _capped_at_windows(loop, guard.modulus):
         return None  # the pass may end on a window boundary before the loader's last batch
     if all(_once_per_pass(b, loop) for b in training.backwards):
         return None  # `if step == 0: ... backward()`: no micro-batch of a window back-propagates
@@ -293,11 +295,12 @@ def _zeroing_between_passes(training: TrainingLoop) -> Event | None:
     return None
 
 
-def _stops(skip: cst.If, loop: Loop) -> bool:
+def _stops(skip: cst.If, loop: Loop, model: FileModel) -> bool:
     """A loop-top exit that can end the epoch early (``if step >= steps_per_epoch: break``, or the same
     with ``continue``): the last window may then be whole. A resume skip (``if i < start: continue``),
     a skipped bad batch, or a guard the index never reaches cannot."""
-    if _never_reached(skip.test, loop) or _counts_down_a_prefix(skip) or _ends_the_run(skip.test, loop):
+    if _never_reached(skip.test, loop) or never_equal(skip.test, loop, model) or _counts_down_a_prefix(skip) \
+            or _ends_the_run(skip.test, loop):
         return False
     if isinstance(exit_statement(skip), (cst.Break, cst.Return)):
         return True
@@ -324,7 +327,7 @@ def _ends_the_run(test: cst.BaseExpression, loop: Loop) -> bool:
     return not names & changed
 
 
-def _ends_at_a_count(loop: Loop, counter: str | None) -> bool:
+def _ends_at_a_count(loop: Loop, counter: str | None, model: FileModel) -> bool:
     """A ``break`` (or return) further down the body when a counter of this pass reaches a bound
     (``if (i + 1) // N >= steps_per_epoch: break``): the pass may end after a whole window. A stop on
     a counter that runs on across epochs (``global_step >= max_steps``) ends only the last one."""
@@ -340,7 +343,8 @@ def _ends_at_a_count(loop: Loop, counter: str | None) -> bool:
         if isinstance(node, cst.If) and isinstance(last_small(node.body), (cst.Break, cst.Return)) and any(
                 isinstance(n, cst.ComparisonTarget) and isinstance(n.operator, (
                     cst.GreaterThan, cst.GreaterThanEqual, cst.Equal)) for n in walk(node.test)) \
-                and names_in(node.test) & counters and not _debug_only(node.test):
+                and names_in(node.test) & counters and not _debug_only(node.test) \
+                and not never_equal(node.test, loop, model):
             return True
         stack.extend(children(node))
     return False

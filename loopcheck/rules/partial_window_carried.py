@@ -9,7 +9,9 @@ next epoch's first micro-batch (its wrong phase is LC106's finding). An exit at 
 batch loop that can end a pass early (`if step >= steps_per_epoch: break`) may leave no window
 partial; one on a counter that no pass restarts, restating the run's bound (`while step <= total:`
 around `if step > total: break`), ends only the last pass, so every other pass still leaves its tail. A short run for debugging
-(`if args.debug and step > 5: break`) is no real pass's end. A loop that renews its exhausted
+(`if args.debug and step > 5: break`) is no real pass's end, nor is a break on a value the index
+never takes (`if i == self.break_iter: break` with `self.break_iter = -1` the only value the file
+gives it, or an option defaulting to -1). A loop that renews its exhausted
 iterator by hand (`try: batch = next(it)` / `except StopIteration: it = iter(loader)`) with a
 counter that runs on keeps whole windows across passes, unless the renewal also zeroes the gradients
 the step uses, itself or in a helper it calls there (an evaluation that back-propagates dev batches
