@@ -4,7 +4,9 @@ Checks for an EMA / averaged model (`AveragedModel`, timm `ModelEma*`, `ema_pyto
 constructed with a decay of 0 (`EMA(0)`) copies the weights on every update: it is a store for them
 (a backup while the averaged weights are evaluated), not an average, and is left alone; so is one
 built from literals alone (`averager = EMA()`, `EMA(0.99)`): it is handed no model, so it smooths
-values it is fed later (`losses = averager(losses)`), not weights.
+values it is fed later (`losses = averager(losses)`), not weights. Nor is a temporary EMA whose
+state another EMA of the file loads (`ema_unet.load_state_dict(load_model.state_dict())`, the
+diffusers scripts' resume path): the other one is the EMA the loop must update.
 
 ## Why is this bad?
 The EMA keeps the weights it was created with. It is often what gets evaluated and saved as
@@ -153,6 +155,26 @@ def _mutates(function: cst.FunctionDef) -> bool:
     return False
 
 
+def _loaded_into_another(model: FileModel, name: str) -> bool:
+    """``name`` is a stand-in whose weights another EMA of the file takes over
+    (``ema_unet.load_state_dict(load_model.state_dict())``, the diffusers scripts' resume path that
+    builds an ``EMAModel`` from the checkpoint only to load the real EMA from it): that other EMA is
+    the one the loop averages into, and the finding, if any, is its own."""
+    emas = {n for n, calls in model.roles.constructed.items()
+            if any(role_of_constructor(func_name(c) or "") is Role.EMA for c in calls)} - {name}
+    for call in model.index.calls:
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "load_state_dict" and call.args):
+            continue
+        if last_part(dotted(func.value) or "") not in emas:
+            continue
+        state = call.args[0].value
+        if isinstance(state, cst.Call) and isinstance(state.func, cst.Attribute) \
+                and state.func.attr.value == "state_dict" and last_part(dotted(state.func.value) or "") == name:
+            return True
+    return False
+
+
 def _elements(value: cst.BaseExpression) -> list[cst.BaseExpression]:
     """The value itself, or what a list, tuple, set or dict literal holds."""
     if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
@@ -262,5 +284,7 @@ class Trainer:
                 continue  # handed to code that may update it
             if _updated_elsewhere(model, name, func_name(ema) or ""):
                 continue
+            if _loaded_into_another(model, name):
+                continue  # a checkpoint's EMA read into the real one (`ema.load_state_dict(tmp.state_dict())`)
             yield Violation(ema, ema, f"`{name}` is created but never updated: it keeps the initial "
                                       "weights, and evaluating or saving it ships an untrained model")
