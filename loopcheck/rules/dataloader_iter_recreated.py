@@ -21,7 +21,11 @@ visualisation batch), under a condition, or in an `except StopIteration` handler
 nor is an iterator bound once per epoch in an outer loop and advanced in the inner one, an
 evaluation loop of another count (`for _ in range(1):`) or one that can stop early (`break`), nor
 `next(iter(x))` where the file binds `x` to an iterator or generator (`iter()` returns it,
-advanced), a tensor or list, or a loader over one of its `IterableDataset` classes (a stream).
+advanced), a tensor or list, or a loader over one of its `IterableDataset` classes (a stream),
+nor a loader of a project class whose `__iter__` goes on with one iterator its `__init__` made
+(yolov5's `InfiniteDataLoader`: `self.iterator = super().__iter__()`, then `yield next(self.iterator)`),
+built in the file or by a factory of the file or of the project module it imports
+(`train_loader, dataset = create_dataloader(...)`): `iter()` of it hands out the next batch.
 
 ## Fix
 Create the iterator once and advance it: `it = iter(loader)` before the loop, `batch = next(it)`
@@ -30,6 +34,7 @@ inside (re-creating it on `StopIteration`), or iterate `for batch in loader:`.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
 import libcst as cst
@@ -38,6 +43,7 @@ from loopcheck.model import Event, FileModel, Kind, Loop
 from loopcheck.model.iterators import first_batch_of, iterated
 from loopcheck.model.syntax import children, dotted, func_name, int_value, keyword, last_part, positional, source, walk
 from loopcheck.model.training import bound_to_data, is_data_iterable
+from loopcheck.project.loaders import resumes, resumes_imported
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -173,6 +179,8 @@ class Trainer:
                     continue  # once per epoch, in an except handler, or every N steps
                 if _rebuilt(training.loop, restart.receiver):
                     continue  # the loader itself is rebuilt in the loop: its first pass, not a restart
+                if _goes_on(model, loader):
+                    continue  # yolov5's InfiniteDataLoader: `iter()` of it hands out its one iterator
                 yield self.at(restart, f"{_how(restart, loader)}: the loader starts over each time (its worker "
                                        "processes too, and its sampler: a shuffling loader draws from a new "
                                        "permutation, one without shuffling yields the same first batch every step)")
@@ -302,6 +310,47 @@ def _no_pass_to_restart(model: FileModel, loader: cst.BaseExpression) -> bool:
         if last_part(called) == "DataLoader" and dataset is not None and _streams(model, dataset):
             return True
     return False
+
+
+def _goes_on(model: FileModel, loader: cst.BaseExpression | None) -> bool:
+    """The file binds ``loader`` to an instance of a loader class of the project whose ``__iter__``
+    goes on with one iterator made in ``__init__`` (``loopcheck.project.loaders``): built here, or by
+    a factory of this file or of the project module it is imported from (``train_loader, dataset =
+    create_dataloader(...)``). Any such binding is enough."""
+    name = dotted(loader) if loader is not None else None
+    if name is None:
+        return False
+    tree: ast.Module | None = None
+    for value, position in _bindings(model, name):
+        called = func_name(value)
+        if not called:
+            continue
+        if "." not in called:
+            if tree is None:
+                try:
+                    tree = ast.parse(model.source or model.module.code)
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    tree = ast.Module(body=[], type_ignores=[])
+            if resumes(tree, called, position):
+                return True
+        if model.project is not None and resumes_imported(model.project, called, position):
+            return True
+    return False
+
+
+def _bindings(model: FileModel, name: str) -> Iterator[tuple[cst.Call, int | None]]:
+    """The calls the file assigns to ``name``, with the position of ``name`` where it is unpacked
+    from the call's result (``loader, dataset = create_dataloader(...)``: 0)."""
+    for node in walk(model.module, into_functions=True):
+        if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Call):
+            continue
+        for target in node.targets:
+            if dotted(target.target) == name:
+                yield node.value, None
+            elif isinstance(target.target, (cst.Tuple, cst.List)):
+                for position, element in enumerate(target.target.elements):
+                    if dotted(element.value) == name:
+                        yield node.value, position
 
 
 def _generator(model: FileModel, called: str) -> bool:
