@@ -4,7 +4,9 @@ loop, directly or in an evaluation helper of the same file that the loop calls, 
 by `model.train()` before the loop's next training step. A mode helper's branch for another mode
 (`if mode == 'eval': m.eval()` in `set_mode('train', models)`) never runs; an evaluation method that
 takes the model from its own object (`model = self.model; model.eval()`) switches the module a
-`train()` method trains as `model = self.model`. A module counts as trained where its parameters
+`train()` method trains as `model = self.model`; a local that the training function binds once,
+to an attribute (`model = context.model`, `model = self.model`), is that attribute, so an inline
+`model.eval()` and a helper handed `context.model` both switch the module it trains. A module counts as trained where its parameters
 go to an optimizer, also one built by a call that is no torch constructor (`getattr(optim,
 args.optim)(model.parameters())`, `set_optimizer(opt, model)`), or where `train()` is called on it;
 not where its only optimizer is built with `lr=0` in a file that calls apex's `amp.initialize` (CMC
@@ -25,7 +27,9 @@ It also ignores `eval()` on a `deepcopy` of the model or on a network an evaluat
 for itself (`net = Net(cfg); net.load_state_dict(weights); net.eval()`, even where the trained
 model is also called `net`), `eval()` written at the top of every training iteration right before
 that module's own forward, backward and step with no evaluation in between (a backbone trained with
-its pretrained BatchNorm statistics on purpose), and backward passes that train nothing (a
+its pretrained BatchNorm statistics on purpose, a PPO policy update with dropout off; a DeepSpeed
+engine's `engine.step()` in a branch beside the optimizer's step reads as that step, and a loop over
+the model's parameters summing a gradient norm is no evaluation), and backward passes that train nothing (a
 Grad-CAM backward that no optimizer step follows, a step whose loss was computed before the
 `eval()` (the evaluation runs between the forward and the step, and the next iteration calls
 `model.train()` before its forward), a shared epoch helper's backward under
@@ -64,7 +68,7 @@ from dataclasses import replace
 import libcst as cst
 
 from loopcheck.fixes import Fix, insert_before
-from loopcheck.model import Assignment, Cond, Event, FileModel, Kind, Loop
+from loopcheck.model import Assignment, Cond, Event, FileModel, Framework, Kind, Loop
 from loopcheck.model.guards import exclusive
 from loopcheck.model.memory import frozen_modules, module_name, trained_modules
 from loopcheck.model.modes import inert_unless
@@ -277,11 +281,17 @@ for step, (x, y) in enumerate(train_loader):
                 continue
             # what the trained modules are called where the loop starts (`model = self.model`)
             aliases = {r for t in trained if (r := _resolve(t, loop, loop.order)) is not None}
+            # ... and those of them a local bound once to it stands for (`model = context.model`): that
+            # attribute is the trained module, where the loop's code calls the local's eval() or a helper
+            # is handed the attribute itself (`predict(context.model)`)
+            attributes = {r: t for t in sorted(trained) if _alias_of_attribute(t, loop)
+                          and (r := _resolve(t, loop, loop.order)) is not None}
             for leak in evals:
                 if _dead(leak, loop, at_call=True):
                     continue  # `if mode == "eval": m.eval()` in a mode helper called with "train"
                 name = _resolve(leak.receiver, loop, leak.order)
-                if name not in trained and not (name in aliases and _takes_own_module(leak, loop)) \
+                if name not in trained and not (name in attributes and _names_the_attribute(leak, loop, name)) \
+                        and not (name in aliases and _takes_own_module(leak, loop)) \
                         or _built_in_helper(leak, loop):
                     continue  # a frozen teacher, an EMA copy, a submodule: may stay in eval mode
                 if _alternating(leak, name, events, loop):
@@ -298,15 +308,17 @@ for step, (x, y) in enumerate(train_loader):
                     continue
                 inert = inert_unless(model, name)
                 if inert is None or inert:
+                    # the module as the loop's code calls it (`model` for `model = context.model`)
+                    shown = attributes.get(name, name)
                     # `train()` first in the body helps only where no update follows the leak in the iteration
-                    fix = _train_first(loop, name) if not any(u > leak.order for u in updates) \
+                    fix = _train_first(loop, shown) if not any(u > leak.order for u in updates) \
                         and not _helper_local(name, leak, loop) else None
                     elsewhere = model.project.where(leak.node) if model.project is not None else None
                     what = (f"`{source(leak.node.func)}(...)` ({elsewhere}) leaves `{leak.receiver}` in eval mode"
                             if elsewhere and isinstance(leak.node, cst.Call) else f"`{source(leak.node)}` runs")
                     # the layers eval mode changes: only dropouts where the file shows the module; else unknown
                     effect = "dropout off" if inert else "dropout off, BatchNorm frozen, where it has them"
-                    yield self.at(leak, f"{what} inside the training loop and nothing calls `{name}.train()` before "
+                    yield self.at(leak, f"{what} inside the training loop and nothing calls `{shown}.train()` before "
                                         f"the next training step: from then on it trains in eval mode ({effect})"
                                         f"{_only_when(model, inert)}", fix if not elsewhere else None)
 
@@ -389,6 +401,54 @@ def _takes_own_module(leak: Event, loop: Loop) -> bool:
         for a in mine)
 
 
+def _alias_of_attribute(local: str, loop: Loop) -> bool:
+    """Whether the function that runs ``loop`` binds ``local`` once, to an attribute (``model =
+    context.model``, ``model = self.model``), and in no other way (no parameter, no second binding):
+    the local is that module under another name."""
+    scope = loop.function
+    if scope is None or "." in local:
+        return False
+    params = [*scope.params.params, *scope.params.kwonly_params, *scope.params.posonly_params]
+    if any(p.name.value == local for p in params):
+        return False
+    bindings = [node for node in walk(scope.body, into_functions=True) if _binds(node, local)]
+    if len(bindings) != 1:
+        return False
+    binding = bindings[0]
+    return isinstance(binding, cst.Assign) and len(binding.targets) == 1 \
+        and isinstance(binding.value, cst.Attribute) and dotted(binding.value) is not None
+
+
+def _names_the_attribute(leak: Event, loop: Loop, attribute: str) -> bool:
+    """Whether ``leak`` is in the loop's own code (``model.eval()`` on the local), or in a helper whose
+    parameter the call binds to ``attribute`` itself (``predict(context.model, loader)``). A helper
+    handed the local (``zo_forward(model, inputs)``) is followed only to the caller's name, as for any
+    module handed to a helper: such a helper may be part of the training (a zeroth-order forward run
+    in eval mode on purpose)."""
+    if leak.site is None:
+        return True
+    bound = [a for scope in _scopes(leak, loop) for a in scope.assignments
+             if a.names == (leak.receiver,) and a.op == "=" and a.order < leak.order]
+    if not bound:
+        return False
+    last = max(bound, key=lambda a: a.order)
+    return isinstance(last.node, cst.Call) and _wrapped(last.value) == attribute  # a parameter bound at a call
+
+
+def _binds(node: cst.CSTNode, name: str) -> bool:
+    """``node`` binds ``name``: an assignment, loop, ``with``, walrus or augmented target, an import,
+    or a nested function or class of that name."""
+    if isinstance(node, cst.Assign):
+        return any(name in names_in(t.target) for t in node.targets)
+    if isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr)):
+        return name in names_in(node.target)
+    if isinstance(node, cst.AsName):
+        return name in names_in(node.name)
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        return node.name.value == name
+    return False
+
+
 def _inside(node: cst.CSTNode, outer: cst.CSTNode) -> bool:
     """Whether ``node`` is ``outer`` or one of its descendants."""
     return any(n is node for n in walk(outer, into_functions=True))
@@ -406,6 +466,13 @@ def _trains_in_eval_mode(leak: Event, name: str, owners: dict[str, set[str]], st
             isinstance(leak.node, cst.Call) and isinstance(leak.node.func, cst.Attribute)
             and leak.node.func.attr.value in ("eval", "train")):
         return False  # a helper that switches modes (an attack on the model, an evaluation) is no choice of mode
+    # A DeepSpeed engine's step (`engine.step()` in an `if distributed_type == DEEPSPEED:` branch) steps
+    # the optimizer the engine wraps, the model's own: where the loop also steps an optimizer by name,
+    # that step stands for both, so the branch reads as the plain loop does.
+    engine = {e.order for e in events if e.kind is Kind.STEP and e.framework is Framework.ENGINE}
+    if not engine or all(s in engine for s in steps):
+        engine = set()
+    steps = [s for s in steps if s not in engine]
     later = _later(leak, steps, events, loop)
     if not later:
         return False
@@ -414,7 +481,7 @@ def _trains_in_eval_mode(leak: Event, name: str, owners: dict[str, set[str]], st
     if step is None or step.loop is not loop:
         return False
     mine = _updates_of(name, owners, events, loop, leak.order)
-    stepped = {e.optimizer or e.receiver for e in events if e.kind is Kind.STEP}
+    stepped = {e.optimizer or e.receiver for e in events if e.kind is Kind.STEP and e.order not in engine}
     if first not in mine if mine else len(stepped) != 1:
         return False  # another module's update first, or several optimizers none of which is known to be name's
     body = lines(loop.node.body)
@@ -431,8 +498,11 @@ def _trains_in_eval_mode(leak: Event, name: str, owners: dict[str, set[str]], st
 
 def _evaluates(stmt: cst.CSTNode) -> bool:
     """Whether ``stmt`` holds what an evaluation looks like: a loop (over validation data) or a
-    ``no_grad`` / ``inference_mode`` block."""
+    ``no_grad`` / ``inference_mode`` block. A loop over the model's own parameters (a gradient norm
+    summed by hand after the backward) reads gradients, not data."""
     for node in walk(stmt, into_functions=True):
+        if isinstance(node, cst.For) and _over_parameters(node):
+            continue
         if isinstance(node, (cst.For, cst.While)):
             return True
         if isinstance(node, cst.WithItem):
@@ -441,6 +511,12 @@ def _evaluates(stmt: cst.CSTNode) -> bool:
             if last_part(name or "") in ("no_grad", "inference_mode"):
                 return True
     return False
+
+
+def _over_parameters(loop: cst.For) -> bool:
+    """``for n, p in model.named_parameters():`` (also ``parameters()``)."""
+    return isinstance(loop.iter, cst.Call) and isinstance(loop.iter.func, cst.Attribute) \
+        and loop.iter.func.attr.value in ("parameters", "named_parameters")
 
 
 def _later(leak: Event, updates: list[int], events: list[Event], loop: Loop) -> list[int]:
