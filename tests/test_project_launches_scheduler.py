@@ -78,3 +78,37 @@ def test_a_multi_process_launch_reports_both(project: Path, run_cli) -> None:
 def test_no_documented_launch_reports_both(project: Path, run_cli) -> None:
     write_project(project, {"train.py": DISCARDED, "trainer.py": PREPARED})
     assert len(_lc303(run_cli, "train.py")) == 1 and len(_lc303(run_cli, "trainer.py")) == 1
+
+
+# a prepared scheduler stepped once per epoch over a horizon of epochs: Accelerate steps it once per process
+EPOCHS = """
+    import torch
+    from accelerate import Accelerator
+
+
+    def main(args, model, train_dataloader):
+        accelerator = Accelerator()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+        scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
+        model, optimizer, train_dataloader, scheduler = accelerator.prepare(model, optimizer, train_dataloader,
+                                                                            scheduler)
+        for epoch in range(args.epochs):
+            for batch in train_dataloader:
+                accelerator.backward(model(batch))
+                optimizer.step()
+                optimizer.zero_grad()
+            scheduler.step()
+"""
+
+
+def test_per_epoch_prepared_scheduler_follows_the_launches(project: Path, run_cli) -> None:
+    for sub in ("one", "multi", "none"):
+        (project / sub).mkdir()
+    write_project(project / "one", {"epochs.py": EPOCHS, "README.md": "```\npython epochs.py --epochs 10\n```\n"})
+    write_project(project / "multi", {"epochs.py": EPOCHS,
+                                      "README.md": "```\naccelerate launch --num_processes 4 epochs.py\n```\n"})
+    write_project(project / "none", {"epochs.py": EPOCHS})
+    assert _lc303(run_cli, "one/epochs.py") == []
+    found = _lc303(run_cli, "multi/epochs.py")
+    assert len(found) == 1 and "stepped once per epoch" in found[0] and "P times too fast" in found[0]
+    assert len(_lc303(run_cli, "none/epochs.py")) == 1

@@ -77,7 +77,10 @@ prepared scheduler whose horizon is a setting counted in one process's optimizer
 for a loop over `range(cfg.steps * cfg.gradient_accumulation_steps)`, or the bound of a loop on a count of real
 optimizer steps), not multiplied by the process count, runs P times too fast on P processes; an unprepared one
 whose horizon or warmup is multiplied by it (the diffusers scripts' form, right only for a prepared scheduler)
-runs P times too slow. Not flagged: a horizon worked out from a loader's length (taken before `prepare`
+runs P times too slow. A prepared scheduler stepped once per epoch (after the batch loop, whose last batch
+syncs) is stepped once per process as well: a horizon of epochs (`CosineAnnealingLR(optimizer,
+T_max=args.epochs)`) is spent after 1/P of the epochs (leave an epoch scheduler out of `prepare`, or build
+the Accelerator with `step_scheduler_with_optimizer=False`). Not flagged: a horizon worked out from a loader's length (taken before `prepare`
 shards the loader it is the global count, P times each process's), one the file does not bind, a file that
 builds no Accelerator of its own, and a script whose every documented launch runs one process (as for LC501:
 `python train.py` in its shell scripts and READMEs, `loopcheck.project.launches`); a multi-process launch, or
@@ -459,7 +462,10 @@ for epoch in range(config["epochs"]):
                     continue
                 # Accelerate steps a prepared scheduler once per process: a horizon that leaves the process
                 # count out of a prepared scheduler, or puts it in for an unprepared one, fits one process only
-                if training.style is Style.ACCELERATE and passed is None and stepped is not None and \
+                # (a prepared scheduler stepped once per epoch is stepped once per process too, whether or not
+                # the batch loop enters `accumulate()`)
+                if (training.style is Style.ACCELERATE or stepped is Unit.EPOCHS) and passed is None and \
+                        stepped is not None and \
                         not (model.project is not None and model.project.single_process_launches):
                     said = _process_count_mismatch(scheduler, stepped, calls, horizons, warmups, units, training, model)
                     if said is not None:
@@ -478,8 +484,9 @@ def _process_count_mismatch(scheduler: Event, stepped: Unit, calls: list[cst.Cal
     multiplied by ``accelerator.num_processes`` in every configuration, or a prepared one, stepped once
     per process on every optimizer step, whose horizon counts one process's optimizer steps (a setting,
     not multiplied by the process count) in a configuration, where no configuration multiplies it.
-    None otherwise. (A prepared scheduler stepped once per epoch is stepped once per process too; not
-    read here.)"""
+    None otherwise. A prepared scheduler stepped once per epoch is stepped once per process too (the epoch's
+    last batch syncs): a horizon counted in epochs, not multiplied by the process count, runs out P times
+    too early."""
     name, index = scheduler.receiver, model.index
     if left_unprepared(model, name):
         for what, lengths in (("horizon", horizons), ("warmup", warmups)):
@@ -490,6 +497,8 @@ def _process_count_mismatch(scheduler: Event, stepped: Unit, calls: list[cst.Cal
                         f"(which Accelerate steps once per process): on P > 1 processes the schedule runs P times "
                         f"too slow: {effect}")
         return None
+    if stepped is Unit.EPOCHS:
+        return _epochs_per_process(name, horizons, warmups, units, model)
     if not model.roles.is_prepared(name) or scheduler_gated(model, name) is not True or \
             not steps_per_process(model) or stepped is not Unit.UPDATES:
         return None
@@ -507,6 +516,25 @@ def _process_count_mismatch(scheduler: Event, stepped: Unit, calls: list[cst.Cal
                 f"{stepped.value} of one process, not multiplied by `accelerator.num_processes`: on P > 1 processes "
                 f"the schedule runs P times too fast and ends after 1/P of training")
     return None
+
+
+def _epochs_per_process(name: str, horizons: list[cst.BaseExpression | None],
+                        warmups: list[cst.BaseExpression | None], units: list[Unit | None],
+                        model: FileModel) -> str | None:
+    """A prepared scheduler stepped once per epoch whose horizon counts epochs in every configuration
+    (``CosineAnnealingLR(optimizer, T_max=args.epochs)``): Accelerate steps it once per process on each
+    call (``loopcheck.model.process_count``), so each epoch advances it P epochs. Not where the file's
+    Accelerator may step it once (``split_batches``, ``step_scheduler_with_optimizer=False``, settings
+    from elsewhere) or where a horizon or warmup is multiplied by the process count."""
+    if not model.roles.is_prepared(name) or not steps_per_process(model) or \
+            any(h is not None and process_scaled(h, model.index) for h in (*horizons, *warmups)):
+        return None
+    if not units or any(h is None or u is not Unit.EPOCHS for h, u in zip(horizons, units)):
+        return None
+    return (f"`{name}` is handed to `accelerator.prepare`, which steps it once per process on every call "
+            f"(no `split_batches=True`), and it is stepped once per epoch over a horizon "
+            f"`{source(horizons[0])}` of epochs: on P > 1 processes every epoch advances it P epochs, so the "
+            f"schedule runs P times too fast and its horizon is spent after 1/P of the epochs")
 
 
 def _per_update_bound(horizon: cst.BaseExpression, training: TrainingLoop, index: Index) -> Unit | None:
