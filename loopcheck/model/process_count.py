@@ -13,18 +13,22 @@ run the schedule P times too fast or too slow on P processes, and are right on o
 
 A count of the data taken before ``prepare`` shards the loader (``len(train_dataloader) * epochs //
 accumulation`` in accelerate's own examples) is already the global count, P times the per-process
-one: a horizon built from a ``len(...)`` is never read as a per-process count here.
+one: ``per_process_count`` never reads a ``len(...)``. Taken after ``prepare`` (``model, optimizer,
+train_dataloader = accelerator.prepare(...)`` and then ``math.ceil(len(train_dataloader) / N)``), it
+counts one process's batches: ``sharded_length`` reads that, by the order of the file's code.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from loopcheck.model.accelerate import accelerator_calls
 from loopcheck.model.horizon import times_processes
-from loopcheck.model.syntax import func_name, last_part, method, names_in, walk
+from loopcheck.model.syntax import dotted, func_name, last_part, method, names_in, walk
+from loopcheck.patterns import Pattern
 
 if TYPE_CHECKING:
     from loopcheck.model import FileModel
@@ -121,3 +125,63 @@ def per_process_count(expr: cst.BaseExpression, index: Index, seen: frozenset[st
 
 
 _CASTS = ("int", "round", "ceil", "floor")
+_DEVICES = Pattern(r"world|gpu|process|device|node|rank|replica|shard", re.I)
+
+
+def sharded_length(expr: cst.BaseExpression, constructor: cst.Call, model: FileModel) -> str | None:
+    """The loader whose length ``expr`` counts, where it counts one process's batches: every ``len(X)``
+    it is built from (directly or through every value of the names it reads) is the length of a loader
+    the file hands to ``accelerator.prepare``, taken after that ``prepare`` call in the file's order, as is
+    the scheduler's ``constructor``; the other parts are counts as ``per_process_count`` reads them (no
+    other call, no name the file does not bind, no process count). None otherwise (a name bound before
+    ``prepare`` anywhere, the diffusers scripts' global count, silences it)."""
+    lengths: list[cst.Call] = []
+    if not _lengths(expr, model.index, lengths, frozenset()) or not lengths:
+        return None
+    order: dict[int, int] | None = None
+    loader = None
+    for length in lengths:
+        loader = dotted(length.args[0].value)
+        if loader is None or not model.roles.is_prepared(loader):
+            return None
+        prepares = [call for call in model.index.calls if (called := method(call)) is not None and called[1] == "prepare"
+                    and any(dotted(a.value) is not None and last_part(dotted(a.value) or "") == last_part(loader)
+                            for a in call.args)]
+        if not prepares:
+            return None
+        if order is None:
+            order = {id(node): i for i, node in enumerate(walk(model.module, into_functions=True))}
+        first = min(order.get(id(call), -1) for call in prepares)
+        if first < 0 or not first < order.get(id(length), -1) or not first < order.get(id(constructor), -1):
+            return None
+    return loader
+
+
+def _lengths(expr: cst.BaseExpression, index: Index, found: list[cst.Call], seen: frozenset[str]) -> bool:
+    """Collect the ``len(X)`` calls ``expr`` is built from into ``found``; False where it holds another
+    call, a process count or a name the file does not bind."""
+    if len(seen) > 4:
+        return False
+    measured: set[str | None] = set()  # the loaders measured here: their own values are not counts
+    for node in walk(expr):
+        if isinstance(node, cst.Call):
+            called = last_part(func_name(node) or "")
+            if called == "len" and len(node.args) == 1 and dotted(node.args[0].value) is not None:
+                found.append(node)
+                measured.add(dotted(node.args[0].value))
+            elif called not in _CASTS:
+                return False
+        if isinstance(node, cst.Attribute) and node.attr.value in ("num_processes", "world_size"):
+            return False
+    for name in names_in(expr):
+        short = last_part(name)
+        if short in seen or name in measured or short in _CASTS or name in ("math", "len"):
+            continue
+        if _DEVICES.search(short):
+            return False  # `* args.n_gpu`, `* world_size`: the file may count the processes its own way
+        values = index.values.get(short, [])
+        if not values and "." not in name:
+            return False
+        if not all(_lengths(v, index, found, seen | {short}) for v in values):
+            return False
+    return True

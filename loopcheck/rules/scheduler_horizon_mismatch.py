@@ -80,8 +80,11 @@ whose horizon or warmup is multiplied by it (the diffusers scripts' form, right 
 runs P times too slow. A prepared scheduler stepped once per epoch (after the batch loop, whose last batch
 syncs) is stepped once per process as well: a horizon of epochs (`CosineAnnealingLR(optimizer,
 T_max=args.epochs)`) is spent after 1/P of the epochs (leave an epoch scheduler out of `prepare`, or build
-the Accelerator with `step_scheduler_with_optimizer=False`). Not flagged: a horizon worked out from a loader's length (taken before `prepare`
-shards the loader it is the global count, P times each process's), one the file does not bind, a file that
+the Accelerator with `step_scheduler_with_optimizer=False`). A loader's length taken after `prepare` has
+sharded the loader counts one process's batches: a prepared scheduler built on it afterwards
+(`num_training_steps=num_epochs * len(train_dataloader)`, then `lr_scheduler = accelerator.prepare(lr_scheduler)`)
+runs P times too fast, in any loop. Not flagged: a horizon worked out from a loader's length before `prepare`
+(the global count, P times each process's), one the file does not bind, a file that
 builds no Accelerator of its own, and a script whose every documented launch runs one process (as for LC501:
 `python train.py` in its shell scripts and READMEs, `loopcheck.project.launches`); a multi-process launch, or
 none documented, keeps the finding, which holds on P > 1 processes only.
@@ -127,7 +130,8 @@ from loopcheck.model.index import Index
 from loopcheck.model.horizon import (ACCUMULATION_NAME, Unit, decay_expr, horizon_expr, times_accumulation, unit_of,
                                      warmup_expr)
 from loopcheck.model.narrowing import kind_tests, lets_through
-from loopcheck.model.process_count import left_unprepared, per_process_count, process_scaled, steps_per_process
+from loopcheck.model.process_count import (left_unprepared, per_process_count, process_scaled, sharded_length,
+                                          steps_per_process)
 from loopcheck.model.syntax import (conjuncts, dotted, func_name, int_value, last_part, lines, names_in, own_call_name,
                                     param_names, positional, same, same_setting, small_statements, source, walk)
 from loopcheck.model.training import is_data_loop
@@ -464,7 +468,7 @@ for epoch in range(config["epochs"]):
                 # count out of a prepared scheduler, or puts it in for an unprepared one, fits one process only
                 # (a prepared scheduler stepped once per epoch is stepped once per process too, whether or not
                 # the batch loop enters `accumulate()`)
-                if (training.style is Style.ACCELERATE or stepped is Unit.EPOCHS) and passed is None and \
+                if training.style in (Style.ACCELERATE, Style.PLAIN, Style.GUARDED) and passed is None and \
                         stepped is not None and \
                         not (model.project is not None and model.project.single_process_launches):
                     said = _process_count_mismatch(scheduler, stepped, calls, horizons, warmups, units, training, model)
@@ -483,12 +487,17 @@ def _process_count_mismatch(scheduler: Event, stepped: Unit, calls: list[cst.Cal
     (``loopcheck.model.process_count``): a scheduler left out of ``prepare`` whose horizon (or warmup) is
     multiplied by ``accelerator.num_processes`` in every configuration, or a prepared one, stepped once
     per process on every optimizer step, whose horizon counts one process's optimizer steps (a setting,
-    not multiplied by the process count) in a configuration, where no configuration multiplies it.
+    not multiplied by the process count, in an ``accumulate()`` loop; or, in any loop, a count worked out
+    from a loader's length after ``prepare`` sharded it) in a configuration, where no configuration
+    multiplies it.
     None otherwise. A prepared scheduler stepped once per epoch is stepped once per process too (the epoch's
     last batch syncs): a horizon counted in epochs, not multiplied by the process count, runs out P times
     too early."""
     name, index = scheduler.receiver, model.index
+    accelerate_loop = training.style is Style.ACCELERATE
     if left_unprepared(model, name):
+        if not accelerate_loop and stepped is not Unit.EPOCHS:
+            return None
         for what, lengths in (("horizon", horizons), ("warmup", warmups)):
             if lengths and all(h is not None and process_scaled(h, index) for h in lengths):
                 effect = "it reaches only 1/P of its length" if what == "horizon" else "its warmup lasts P times longer"
@@ -500,21 +509,31 @@ def _process_count_mismatch(scheduler: Event, stepped: Unit, calls: list[cst.Cal
     if stepped is Unit.EPOCHS:
         return _epochs_per_process(name, horizons, warmups, units, model)
     if not model.roles.is_prepared(name) or scheduler_gated(model, name) is not True or \
-            not steps_per_process(model) or stepped is not Unit.UPDATES:
+            not steps_per_process(model) or stepped not in (Unit.UPDATES, Unit.BATCHES):
         return None
     if any(h is not None and process_scaled(h, index) for h in (*horizons, *warmups)):
         return None  # the file counts processes in some configuration: the others are its choice
     for i, (call, horizon) in enumerate(zip(calls, horizons)):
-        if horizon is None or not per_process_count(horizon, index):
+        if horizon is None:
             continue
-        unit = units[i] if units[i] is stepped else _per_update_bound(horizon, training, index)
+        # a setting counted per process (read in `accumulate()` loops stepped per update), or, in any loop
+        # (outside `accumulate()` every call is an optimizer step), a count of a loader taken after
+        # `prepare` sharded it
+        setting = accelerate_loop and stepped is Unit.UPDATES and per_process_count(horizon, index)
+        loader = None if setting else sharded_length(horizon, call, model)
+        if not setting and loader is None:
+            continue
+        unit = units[i] if units[i] is stepped else \
+            _per_update_bound(horizon, training, index) if stepped is Unit.UPDATES else None
         if unit is not stepped:
             continue
         which = f" in the configuration that builds `{last_part(func_name(call) or '')}`" if len(calls) > 1 else ""
+        counted = (f", worked out from `len({loader})` after `prepare` sharded that loader," if loader is not None
+                   else "")
         return (f"`{name}` is handed to `accelerator.prepare`, which steps it once per process on every "
-                f"{_ONE[stepped]} (no `split_batches=True`), but its horizon `{source(horizon)}`{which} counts "
-                f"{stepped.value} of one process, not multiplied by `accelerator.num_processes`: on P > 1 processes "
-                f"the schedule runs P times too fast and ends after 1/P of training")
+                f"{_ONE[stepped]} (no `split_batches=True`), but its horizon `{source(horizon)}`{which}{counted} "
+                f"counts {stepped.value} of one process, not multiplied by `accelerator.num_processes`: on P > 1 "
+                f"processes the schedule runs P times too fast and ends after 1/P of training")
     return None
 
 
