@@ -206,7 +206,7 @@ def _pass_over_repeated(model: FileModel, restart: Event) -> bool:
         if restart.origin is not None else []
     if not sources or not all(is_data_iterable(s) or bound_to_data(dotted(s), model.index.values) for s in sources):
         return False
-    if any(_no_pass_to_restart(model, s) for s in [*sources, restart.value]):
+    if any(_no_pass_to_restart(model, s) for s in [*sources, restart.value]) or any(_goes_on(model, s) for s in sources):
         return False
     return not any(restart.receiver in a.names and counting in a.lifted and not isinstance(a.node, cst.Call)
                    for a in restart.loop.assignments)  # the loader rebuilt in the loop
