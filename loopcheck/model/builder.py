@@ -24,7 +24,7 @@ from loopcheck.model.guards import unwrap_iterable
 from loopcheck.model.ignite import iteration_counter
 from loopcheck.model.index import EVENT_METHODS, Index
 from loopcheck.model.inherited import STEP_METHODS, TRAINER, divided_loss, inherited_step, model_argument, trainer_subclass_methods
-from loopcheck.model.iterators import first_batch_of, iterated, taken_from
+from loopcheck.model.iterators import first_batch_of, is_data_loop, iterated, taken_from
 from loopcheck.model.predicates import predicate_test, predicate_value
 from loopcheck.model.roles import Role
 from loopcheck.model.syntax import (
@@ -908,8 +908,6 @@ def _adopt_opaque(loop: Loop, inner: Loop) -> None:
 
 
 def _is_data(loop: Loop) -> bool:
-    from loopcheck.model.training import is_data_loop  # training imports this module's neighbours
-
     return is_data_loop(loop)
 
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field, replace
 import libcst as cst
 
 from loopcheck.model.events import Assignment, Cond, Kind, Loop
+from loopcheck.model.iterators import is_data_loop
+from loopcheck.model.micro_steps import counted, last_of
 from loopcheck.model.syntax import (dotted, func_name, int_value, last_part, names_in, positional, same, small_statements,
                                     source, walk)
 from loopcheck.patterns import Pattern
@@ -107,6 +109,9 @@ _PER_ITERATION = ("sync_gradients", "gradient_state", "is_accumulating", "traini
 # (`self.is_grad_accumulation_step`): the complement of a window's boundary, as Accelerate's
 # `sync_gradients` is the boundary; never a setting of the run.
 ACCUMULATING_CALL = Pattern(r"^self\.is_(grad_|gradient_)?accumulation_step$")
+# The count of a micro-step loop that is not nested in another loop (a step function's): an
+# accumulation count or the pieces of a split batch.
+_MICRO_COUNT = Pattern(r"accum|micro|chunk|split|sub_?batch", re.I)
 _CONFIG_LIKE = Pattern(r"accum|max_|min_|warmup|freq|interval|every|period|_size$|^(is|use|has|do|with|enable|"
                        r"should|disable|no|skip)_", re.I)
 
@@ -360,6 +365,9 @@ class GuardReader:
                 return value
         if name is not None and ACCUMULATING_CALL.match(name) and name not in self.aliases:
             return Guard(GuardKind.NOT_SYNC, test=test)
+        micro = self._last_micro_step(test)
+        if micro is not None:
+            return micro
         modular = self._modular(test, order)
         if modular is not None:
             return modular
@@ -502,6 +510,25 @@ class GuardReader:
         guard = Guard(GuardKind.PERIODIC, modulus=modulus, index=count.index, phase=phase, test=test,
                       restarts=count.restarts)
         return negate(guard) if negated else guard
+
+    def _last_micro_step(self, test: cst.BaseExpression) -> Guard | None:
+        """``i == N - 1`` in ``for i in range(N):`` (``i == len(chunks) - 1`` in ``for i, c in
+        enumerate(chunks):``): the last of the loop's N micro-steps, the boundary ``(i + 1) % N == 0``
+        of a window of exactly N. Read so only in a micro-step loop: nested in another loop (the
+        window is one of its iterations) or counting an accumulation by name, and not over the data
+        (``i == len(loader) - 1`` is the last batch of an epoch)."""
+        found = counted(self.loop)
+        if found is None:
+            return None
+        index, count = found
+        last = last_of(test, index, count)
+        if last is None or any(self.varies(n) for n in names_in(count)) or is_data_loop(self.loop) \
+                or not (self.loop.parent is not None and self.loop.parent.is_loop or _MICRO_COUNT.search(source(count))):
+            return None
+        if self._assumed_one(count):
+            return ALWAYS if last else NEVER
+        guard = Guard(GuardKind.PERIODIC, modulus=count, index=index, phase=Phase.BOUNDARY, test=test, restarts=True)
+        return guard if last else negate(guard)
 
     def _assumed_one(self, modulus: cst.BaseExpression) -> bool:
         """Whether the variant's flags leave ``modulus`` no value but 1 (``N > 1`` assumed false;

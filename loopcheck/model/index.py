@@ -39,6 +39,9 @@ class Index:
     returns: dict[cst.FunctionDef, list[cst.BaseExpression | None]] = field(default_factory=dict)  # what each returns
     # functions an ignite `Engine(...)` calls once per batch (loopcheck.model.ignite)
     process_functions: set[cst.FunctionDef] = field(default_factory=set)
+    # ids of the defaults of a dataclass-like class's fields (`steps: int = 1` under `@dataclass`,
+    # attrs' `@define`): what the constructor's caller overrides, as a flag's default is
+    field_defaults: set[int] = field(default_factory=set)
 
 
 # Method and function names that can be training events (see Builder._classify).
@@ -101,6 +104,8 @@ def _index_scope(index: Index, scope: cst.FunctionDef | cst.Module, stack: list[
             index.with_loops.add(scope)
         elif (kind is cst.Assign or kind is cst.AnnAssign) and node.value is not None:  # type: ignore[attr-defined]
             _index_assignment(index, node)  # type: ignore[arg-type]
+        elif kind is cst.ClassDef and node.decorators:  # type: ignore[attr-defined]
+            _index_fields(index, node)  # type: ignore[arg-type]
         elif kind is cst.Attribute:
             index.attributes.add(node.attr.value)  # type: ignore[attr-defined]
         elif kind is cst.AugAssign:
@@ -124,6 +129,21 @@ def _index_scope(index: Index, scope: cst.FunctionDef | cst.Module, stack: list[
                 if callee:
                     calls_by_fn[scope].add(callee)
         stack.extend(inner_nodes(node))
+
+
+# decorators that make a class's annotated attributes constructor parameters
+_FIELD_CLASS_DECORATORS = {"dataclass", "define", "frozen", "mutable", "s", "attrs"}
+
+
+def _index_fields(index: Index, node: cst.ClassDef) -> None:
+    if not any(last_part(func_name(d.decorator) if isinstance(d.decorator, cst.Call) else dotted(d.decorator) or "")
+               in _FIELD_CLASS_DECORATORS for d in node.decorators) or not isinstance(node.body, cst.IndentedBlock):
+        return
+    for stmt in node.body.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.AnnAssign) and small.value is not None:
+                    index.field_defaults.add(id(small.value))
 
 
 def _index_assignment(index: Index, node: cst.Assign | cst.AnnAssign) -> None:

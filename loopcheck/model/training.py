@@ -11,7 +11,7 @@ import libcst as cst
 
 from loopcheck.model.events import Cond, Event, Framework, Kind, Loop
 from loopcheck.model.guards import Guard, GuardKind, GuardReader, either
-from loopcheck.model.iterators import iterated, taken_from
+from loopcheck.model.iterators import is_data_iterable, is_data_loop, iterated, taken_from
 from loopcheck.model.syntax import dotted, func_name, last_part, method, names_in, positional
 from loopcheck.patterns import Pattern
 
@@ -25,14 +25,6 @@ class Style(enum.Enum):
     STEP_OUTSIDE = "step after a data loop"  # for batch in loader: backward; then step
     NO_STEP = "no optimizer step visible"
     UNKNOWN = "unrecognised"
-
-
-# `batch_samples` / `micro_batches` lists are windows of one step, not the data: not data loops.
-# fairseq's `epoch_itr.next_epoch_itr()` makes one pass over the data.
-_DATA_NAME = Pattern(r"load|(^|_)dl($|_)|dataset|data_iter|(^|_)data$|^next_epoch_itr$", re.I)
-# what reads a file (a checkpoint, a config), by its full name: `torch.load(path)` is not a loader
-_DESERIALIZERS = frozenset({"torch.load", "json.load", "json.loads", "pickle.load", "pickle.loads", "np.load",
-                            "numpy.load", "yaml.load", "yaml.safe_load", "yaml.full_load", "joblib.load"})
 
 
 @dataclass(eq=False)
@@ -182,54 +174,12 @@ def _returned(defs: list[cst.FunctionDef]) -> cst.BaseExpression | None:
     return body[0].body[0].value
 
 
-def is_data_iterable(iterable: cst.BaseExpression | None) -> bool:
-    """``loader`` / ``enumerate(tqdm(train_dl))``: one batch of data per iteration. A deserializer
-    (``torch.load``, ``json.load``) reads a file, not the data: ``range(start_epoch, epochs)`` with
-    ``start_epoch = checkpoint["epoch"]`` and ``checkpoint = torch.load(path)`` counts epochs."""
-    return iterable is not None and any(_DATA_NAME.search(last_part(n)) and n not in _DESERIALIZERS
-                                        for n in names_in(iterable))
-
-
 def bound_to_data(name: str | None, values: Mapping[str, list[cst.BaseExpression]]) -> bool:
     """Every value the file assigns to the plain name ``name`` is a loader or dataset
     (``v = DataLoader(...)``, ``v = tqdm(train_loader)``, ``v = self.train_loader``): ``values`` is
     the file's (``Index.values``)."""
     bound = values.get(name, []) if name and "." not in name else []
     return bool(bound) and all(is_data_iterable(v) for v in bound)
-
-
-def is_data_loop(loop: Loop) -> bool:
-    """The loop goes over a data loader, itself or through names bound to one before the loop
-    (``epoch_iterator = tqdm(train_loader)``; ``for step, batch in enumerate(epoch_iterator)``), or
-    over the batches of a collection by number (``for step in range(len(samples) // batch_size):``)."""
-    return is_data_iterable(loop.iter) or any(is_data_iterable(e) for e in loop.iter_sources) \
-        or _batch_numbers(loop.iter)
-
-
-def _batch_numbers(iterable: cst.BaseExpression | None) -> bool:
-    """``range(len(xs) // bs)``, ``range(math.ceil(len(xs) / bs))``, ``range(0, len(xs), bs)``: one
-    batch of a collection per iteration, its count derived from the collection's length."""
-    if iterable is not None and isinstance(iterable, cst.Call) and func_name(iterable) == "enumerate":
-        iterable = positional(iterable)[0] if positional(iterable) else None
-    if not (isinstance(iterable, cst.Call) and func_name(iterable) == "range"):
-        return False
-    args = positional(iterable)
-    if len(args) == 3:
-        return _is_len(args[1]) and not isinstance(args[2], cst.Integer)
-    if len(args) != 1:
-        return False
-    bound = args[0]
-    if isinstance(bound, cst.Call) and last_part(func_name(bound) or "") in ("ceil", "int") and positional(bound):
-        bound = positional(bound)[0]
-    while isinstance(bound, cst.BinaryOperation) and isinstance(bound.operator, (cst.Add, cst.Subtract)) \
-            and isinstance(bound.right, cst.Integer):
-        bound = bound.left  # `len(xs) // bs + 1`
-    return isinstance(bound, cst.BinaryOperation) and isinstance(bound.operator, (cst.FloorDivide, cst.Divide)) \
-        and _is_len(bound.left) and not isinstance(bound.right, cst.Integer)
-
-
-def _is_len(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Call) and func_name(expr) == "len"
 
 
 def _splits_the_batch(loop: Loop, parent: Loop) -> bool:

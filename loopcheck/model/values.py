@@ -59,10 +59,13 @@ def option_defaults(index: Index) -> Iterator[tuple[str, cst.BaseExpression | No
 
 def definitions(name: str, index: Index, defaults: bool = True) -> list[cst.BaseExpression]:
     """Every value the file gives ``name`` (its last part): assignments, or else an argparse default
-    (unless ``defaults`` is False: a flag's default is what the user overrides)."""
+    (unless ``defaults`` is False: a flag's default is what the user overrides, and so is the default
+    of a dataclass's or attrs class's field, which the constructor's caller sets)."""
     short = last_part(name)
     found = index.values.get(short, [])
-    if found or not defaults:
+    if not defaults:
+        return [v for v in found if id(v) not in index.field_defaults]
+    if found:
         return found
     default = argparse_defaults(index).get(short)
     return [default] if default is not None else []

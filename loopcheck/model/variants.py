@@ -23,6 +23,7 @@ import libcst as cst
 from loopcheck.model.events import Assignment, Cond, Event, Framework, Kind, Loop
 from loopcheck.model.guards import ACCUMULATING_CALL, GuardReader, complement_key, flag_key
 from loopcheck.model.index import Index
+from loopcheck.model.micro_steps import counted, last_of
 from loopcheck.model.syntax import children, dotted, names_in, walk
 from loopcheck.model.training import Style, TrainingLoop, analyse, is_data_loop
 from loopcheck.patterns import Pattern
@@ -206,13 +207,21 @@ def collect_flags(loop: Loop, int_inits: dict[str, set[int | None]]
 
 
 def _step_moduli(loop: Loop) -> set[str]:
-    """The names a step of the loop is tested against by ``%`` (``if (i + 1) % N == 0: step()``)."""
+    """The names a step of the loop is tested against by ``%`` (``if (i + 1) % N == 0: step()``), or
+    the count of a micro-step loop whose last iteration a test of the loop picks (``if i == N - 1:
+    step()`` in ``for i in range(N):``, directly or through a name set to it)."""
     found: set[str] = set()
-    for event in loop.events(Kind.STEP, deep=True):
-        for cond in event.conds:
-            if cond.test is not None:
-                found.update(name for node in walk(cond.meaning) if isinstance(node, cst.BinaryOperation)
-                             and isinstance(node.operator, cst.Modulo) for name in names_in(node.right))
+    tests = [cond.meaning for event in loop.events(Kind.STEP, deep=True) for cond in event.conds
+             if cond.test is not None]
+    for test in tests:
+        found.update(name for node in walk(test) if isinstance(node, cst.BinaryOperation)
+                     and isinstance(node.operator, cst.Modulo) for name in names_in(node.right))
+    micro = counted(loop) if tests else None
+    if micro is not None:
+        index, count = micro
+        values = [a.value for a in loop.assignments if a.op == "="]
+        if any(last_of(node, index, count) is not None for test in (*tests, *values) for node in walk(test)):
+            found.update(names_in(count))
     return found
 
 
