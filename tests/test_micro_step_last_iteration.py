@@ -144,3 +144,17 @@ def test_a_field_default_of_one_is_what_the_constructor_overrides() -> None:
     assert [(f.line, f.code) for f in check_source(FIELD_CLASS)] == [(17, "LC501")]
     plain = FIELD_CLASS.replace("@attr.s(auto_attribs=True)\n", "")
     assert check_source(plain) == []  # a class attribute set to 1 is the count
+
+
+def test_beside_a_periodic_test_it_is_the_last_batch() -> None:
+    """``(mi + 1) % accum == 0 or mi == len(micro_batches) - 1``: windows of ``accum`` over a list of
+    micro-batches, the last (partial) one stepped too; not one window of the whole list."""
+    source = ("import torch\n\n\ndef train(model, optimizer, loader, epochs, accum):\n"
+              "    for epoch in range(epochs):\n        micro_batches = list(loader)\n"
+              "        for mi, (x, y) in enumerate(micro_batches):\n"
+              "            loss = torch.nn.functional.mse_loss(model(x), y)\n            loss.backward()\n"
+              "            if (mi + 1) % accum == 0 or mi == len(micro_batches) - 1:\n"
+              "                optimizer.step()\n                optimizer.zero_grad()\n")
+    [training] = build(cst.parse_module(source)).training_loops
+    assert training.style is Style.GUARDED and training.step_guard is not None
+    assert cst.Module([]).code_for_node(training.modulus) == "accum" and training.step_guard.flush is True

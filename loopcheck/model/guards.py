@@ -63,6 +63,9 @@ class Guard:
     # PERIODIC: the counter starts again with every pass over the data (an enumerate index, a count
     # set before the loop) or runs on across passes (a global step); None where unknown
     restarts: bool | None = None
+    # LAST: the last iteration of a micro-step loop of exactly ``modulus`` iterations (``i == N - 1``
+    # in ``for i in range(N):``), which is also the boundary of its one window
+    micro: bool = False
 
     @property
     def always(self) -> bool:
@@ -129,6 +132,8 @@ def negate(guard: Guard) -> Guard:
             GuardKind.ALWAYS: GuardKind.NEVER, GuardKind.NEVER: GuardKind.ALWAYS}
     if guard.partial:
         return _UNKNOWN  # not (a subset of P) is not a set we can name
+    if guard.kind is GuardKind.LAST and guard.micro:
+        return replace(_window_boundary(guard), kind=GuardKind.NOT_PERIODIC)  # every micro-step but the last
     if guard.kind in flip:
         return replace(guard, kind=flip[guard.kind])
     if guard.kind is GuardKind.INVARIANT:
@@ -137,6 +142,13 @@ def negate(guard: Guard) -> Guard:
 
 
 _negate = negate
+
+
+def _window_boundary(last: Guard) -> Guard:
+    """The last iteration of a loop of exactly N micro-steps as the boundary ``(i + 1) % N == 0`` of
+    its one window of N."""
+    return Guard(GuardKind.PERIODIC, modulus=last.modulus, index=last.index, phase=Phase.BOUNDARY, test=last.test,
+                 restarts=True)
 
 
 def both(a: Guard, b: Guard) -> Guard:
@@ -333,7 +345,8 @@ class GuardReader:
 
     def atom(self, test: cst.BaseExpression, negated: bool, order: int | None, depth: int) -> Guard:
         guard = self._positive(test, order, depth)
-        return negate(guard) if negated else guard
+        guard = negate(guard) if negated else guard
+        return _window_boundary(guard) if guard.kind is GuardKind.LAST and guard.micro else guard
 
     def _positive(self, test: cst.BaseExpression, order: int | None, depth: int) -> Guard:
         if depth > 8:
@@ -513,10 +526,12 @@ class GuardReader:
 
     def _last_micro_step(self, test: cst.BaseExpression) -> Guard | None:
         """``i == N - 1`` in ``for i in range(N):`` (``i == len(chunks) - 1`` in ``for i, c in
-        enumerate(chunks):``): the last of the loop's N micro-steps, the boundary ``(i + 1) % N == 0``
-        of a window of exactly N. Read so only in a micro-step loop: nested in another loop (the
-        window is one of its iterations) or counting an accumulation by name, and not over the data
-        (``i == len(loader) - 1`` is the last batch of an epoch)."""
+        enumerate(chunks):``): the last of the loop's N micro-steps. Alone it is the boundary of a
+        window of exactly N (``atom`` reads it as ``(i + 1) % N == 0``); beside another test (``(i +
+        1) % N == 0 or i == len(micro_batches) - 1``) it is the last batch, as before. Read so only
+        in a micro-step loop: nested in another loop (the window is one of its iterations) or
+        counting an accumulation by name, and not over the data (``i == len(loader) - 1`` is the
+        last batch of an epoch)."""
         found = counted(self.loop)
         if found is None:
             return None
@@ -527,7 +542,7 @@ class GuardReader:
             return None
         if self._assumed_one(count):
             return ALWAYS if last else NEVER
-        guard = Guard(GuardKind.PERIODIC, modulus=count, index=index, phase=Phase.BOUNDARY, test=test, restarts=True)
+        guard = Guard(GuardKind.LAST, modulus=count, index=index, test=test, micro=True)
         return guard if last else negate(guard)
 
     def _assumed_one(self, modulus: cst.BaseExpression) -> bool:
