@@ -158,3 +158,17 @@ def test_beside_a_periodic_test_it_is_the_last_batch() -> None:
     [training] = build(cst.parse_module(source)).training_loops
     assert training.style is Style.GUARDED and training.step_guard is not None
     assert cst.Module([]).code_for_node(training.modulus) == "accum" and training.step_guard.flush is True
+
+
+def test_a_loop_that_does_not_step_is_no_such_window() -> None:
+    """A PGD attack loop (UER-py's fine-tuning): ``if t != K - 1: model.zero_grad()`` on every attack
+    step but the last, whose backward adds to the restored gradients, then one step after the loop.
+    The loop steps nothing itself: its last-iteration test is not read as a window boundary (not LC101)."""
+    source = ("import torch\n\n\ndef train(model, optimizer, loader, adv, K):\n"
+              "    for x, y in loader:\n        loss = torch.nn.functional.mse_loss(model(x), y)\n"
+              "        loss.backward()\n        adv.backup_grad()\n        for t in range(K):\n"
+              "            adv.attack(is_first_attack=(t == 0))\n            if t != K - 1:\n"
+              "                model.zero_grad()\n            else:\n                adv.restore_grad()\n"
+              "            loss_adv = torch.nn.functional.mse_loss(model(x), y)\n            loss_adv.backward()\n"
+              "        adv.restore()\n        optimizer.step()\n        model.zero_grad()\n")
+    assert [f.code for f in check_source(source)] == []

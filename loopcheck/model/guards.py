@@ -530,9 +530,10 @@ class GuardReader:
         window of exactly N (``atom`` reads it as ``(i + 1) % N == 0``); beside another test (``(i +
         1) % N == 0 or i == len(micro_batches) - 1``) it is the last batch, as before. Read so only
         in a micro-step loop: nested in another loop (the window is one of its iterations) or
-        counting an accumulation by name, and not over the data (``i == len(loader) - 1`` is the
-        last batch of an epoch)."""
-        found = counted(self.loop)
+        counting an accumulation by name, that steps the optimizer itself (a PGD attack loop's
+        ``if t != K - 1: model.zero_grad()`` before the step after it is no window), and not over the
+        data (``i == len(loader) - 1`` is the last batch of an epoch)."""
+        found = counted(self.loop) if self.loop.events(Kind.STEP) else None
         if found is None:
             return None
         index, count = found
