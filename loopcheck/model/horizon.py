@@ -139,24 +139,26 @@ def horizon_expr(call: cst.Call, index: Index) -> cst.CSTNode | None:
     return value
 
 
-def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0, seen: frozenset[str] = frozenset()) -> Unit | None:
+def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0, seen: frozenset[str] = frozenset(),
+            counts: frozenset[str] = frozenset()) -> Unit | None:
     """The unit ``expr`` counts in, or None where the file does not make it certain (``seen``: the
-    names whose values are being read, outside in)."""
+    names whose values are being read, outside in; ``counts``: the names the loop's step test uses as
+    its accumulation count, whatever they are called: ``N`` of ``(i + 1) % N == 0``)."""
     if isinstance(expr, (cst.List, cst.Tuple)):
         # milestones: each counts in the same unit, or the list has none
-        units = {unit_of(_uncast(e.value), index, depth, seen) if isinstance(e, cst.Element) else None
+        units = {unit_of(_uncast(e.value), index, depth, seen, counts) if isinstance(e, cst.Element) else None
                  for e in expr.elements}
         return units.pop() if len(units) == 1 else None
     per_process = times_processes(expr)
     if per_process is not None:
         # `max_train_steps * accelerator.num_processes`: Accelerate's count for a prepared scheduler, which
         # steps once per process on every optimizer step; per process it counts what the other factor counts
-        return unit_of(per_process, index, depth, seen)
-    scaled = times_accumulation(expr)
+        return unit_of(per_process, index, depth, seen, counts)
+    scaled = times_accumulation(expr, counts)
     if scaled is not None:
         # a count times the accumulation count is micro-batches (`max_train_steps * grad_accum`): the
         # factor counts optimizer steps, whether or not the file shows where it comes from
-        return Unit.BATCHES if unit_of(scaled, index, depth, seen) in (Unit.UPDATES, None) else None
+        return Unit.BATCHES if unit_of(scaled, index, depth, seen, counts) in (Unit.UPDATES, None) else None
     found: set[Unit] = set()
     divided_by_accum = ambiguous = False
     over_data = _comprehended_data(expr, index)
@@ -166,7 +168,7 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0, seen: frozenset[str
                 # `args.iters / len(train_dataloader)`: iterations over the batches of an epoch are epochs,
                 # or whatever the numerator makes of them; no batches
                 return None
-            carried = _carries_accumulation(node.right, index)
+            carried = _carries_accumulation(node.right, index, counts)
             divided_by_accum = divided_by_accum or carried is True
             ambiguous = ambiguous or carried is None
         if isinstance(node, cst.Call) and func_name(node) == "len" and _counts_data(node, index, over_data):
@@ -177,7 +179,7 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0, seen: frozenset[str
         short = last_part(name)
         # what the file assigns outweighs the name: `num_update_steps_per_epoch = len(train_dataloader)`
         # counts batches whatever it is called
-        if depth < 3 and (sub := _assigned_unit(name, index, depth, seen)) is not None:
+        if depth < 3 and (sub := _assigned_unit(name, index, depth, seen, counts)) is not None:
             if sub is Unit.EPOCHS:
                 epoch_counts += 1  # a number of epochs, however it is named: `n_epochs = args.epochs`
             else:
@@ -222,17 +224,24 @@ def _counts_data(expr: cst.BaseExpression, index: Index, over_data: set[str] | N
     return False
 
 
-def _carries_accumulation(divisor: cst.BaseExpression, index: Index) -> bool | None:
+def is_accumulation_count(name: str, counts: frozenset[str] = frozenset()) -> bool:
+    """``name`` names an accumulation count: by what it is called (``grad_accum``), or because the loop's
+    step test uses it as the count (``counts``)."""
+    return bool(ACCUMULATION_NAME.search(name)) or last_part(name) in counts
+
+
+def _carries_accumulation(divisor: cst.BaseExpression, index: Index, counts: frozenset[str] = frozenset()) -> bool | None:
     """Whether a divisor includes the accumulation count: by name (``// gradient_accumulation_steps``)
     or through what the file assigns to a name in it (``batch_size = per_gpu * gradient_accumulation_steps
     * world_size``; then ``len(dataset) // batch_size`` counts optimizer steps). None where some of the
     name's values carry it and others do not."""
     names = keyed_names(divisor)
-    if any(ACCUMULATION_NAME.search(n) for n in names):
+    if any(is_accumulation_count(n, counts) for n in names):
         return True
     verdict: bool | None = False
     for name in names:
-        carried = [any(ACCUMULATION_NAME.search(n) for n in names_in(v)) for v in index.values.get(last_part(name), [])]
+        carried = [any(is_accumulation_count(n, counts) for n in names_in(v))
+                   for v in index.values.get(last_part(name), [])]
         if carried and all(carried):
             return True
         if any(carried):
@@ -240,7 +249,8 @@ def _carries_accumulation(divisor: cst.BaseExpression, index: Index) -> bool | N
     return verdict
 
 
-def _assigned_unit(name: str, index: Index, depth: int, seen: frozenset[str]) -> Unit | None:
+def _assigned_unit(name: str, index: Index, depth: int, seen: frozenset[str],
+                   counts: frozenset[str] = frozenset()) -> Unit | None:
     """The unit every value the file assigns to ``name`` agrees on (``args.max_train_steps = epochs *
     num_update_steps_per_epoch``, assigned once per branch; a name set alike in two functions). A
     setting taken as given in another branch (``total_train_steps = int(training_args.max_steps)``
@@ -249,7 +259,7 @@ def _assigned_unit(name: str, index: Index, depth: int, seen: frozenset[str]) ->
     short = last_part(name)
     values = index.values.get(short, [])
     inner = seen | {short}
-    units = [unit_of(v, index, depth + 1, inner) for v in values]
+    units = [unit_of(v, index, depth + 1, inner, counts) for v in values]
     if len(set(units)) == 1:
         return units[0]
     # a value copied back from an outer name being read (``steps_per_epoch = total_train_steps`` in the
@@ -281,13 +291,13 @@ def times_processes(expr: cst.CSTNode) -> cst.BaseExpression | None:
     return None
 
 
-def times_accumulation(expr: cst.CSTNode) -> cst.BaseExpression | None:
+def times_accumulation(expr: cst.CSTNode, counts: frozenset[str] = frozenset()) -> cst.BaseExpression | None:
     """The other factor of ``x * accumulation_count`` (either order), or None."""
     if not isinstance(expr, cst.BinaryOperation) or not isinstance(expr.operator, cst.Multiply):
         return None
     for count, other in ((expr.right, expr.left), (expr.left, expr.right)):
         names = keyed_names(count)
-        if names and all(ACCUMULATION_NAME.search(last_part(n)) for n in names):
+        if names and all(is_accumulation_count(last_part(n), counts) for n in names):
             return other
     return None
 

@@ -49,6 +49,15 @@ class TrainingLoop:
         return self.style in (Style.GUARDED, Style.MICRO_LOOP, Style.ACCELERATE)
 
     @property
+    def count_names(self) -> frozenset[str]:
+        """The name the step test divides by (``N`` of ``(i + 1) % N == 0``, ``accum`` of ``args.accum``):
+        an accumulation count by its use in the test, whatever it is called."""
+        if self.modulus is None or not isinstance(self.modulus, (cst.Name, cst.Attribute)):
+            return frozenset()
+        name = dotted(self.modulus)
+        return frozenset({last_part(name)}) if name else frozenset()
+
+    @property
     def step_loop(self) -> Loop:
         return self.loop.parent if self.style in (Style.MICRO_LOOP, Style.STEP_OUTSIDE) and self.loop.parent \
             else self.loop

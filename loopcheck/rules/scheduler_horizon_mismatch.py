@@ -418,7 +418,8 @@ for epoch in range(config["epochs"]):
                              if lets_through(kinds, last_part(func_name(c) or ""))]
                     horizons = [_length(call, model.index) for call in calls]
                     # the loop's own bound counts its iterations, whatever its name says (`range(max_epoch)`)
-                    units = [(_loop_unit(h, training, model.index) or _parameter_bound_unit(h, training) or unit_of(h, model.index))
+                    units = [(_loop_unit(h, training, model.index) or _parameter_bound_unit(h, training)
+                              or unit_of(h, model.index, counts=training.count_names))
                              if h is not None else None for h in horizons]
                 # every scheduler the name may hold must mismatch (`if per_batch: scheduler = OneCycleLR(...)`)
                 # a horizon divided by the accumulation count (`len(loader) // gradient_accumulation_steps *

@@ -145,9 +145,10 @@ for i, (x, y) in enumerate(loader):
                     if training.style is Style.GUARDED and training.step_guard is not None \
                     and training.step_guard.test is not None else None
                 horizons = [horizon_expr(c, model.index) for c in calls]
-                # `max_train_steps * accelerator.num_processes` counts per process what `max_train_steps` counts
-                per_update = [isinstance(h, cst.Integer) or (h is not None and unit_of(h, model.index) in
-                                                             (Unit.UPDATES, Unit.EPOCHS))
+                # `max_train_steps * accelerator.num_processes` counts per process what `max_train_steps`
+                # counts; the horizon's divisor is the step test's own count, whatever it is called (`/ N`)
+                per_update = [isinstance(h, cst.Integer) or (h is not None and unit_of(
+                                  h, model.index, counts=training.count_names) in (Unit.UPDATES, Unit.EPOCHS))
                               or (counted is not None and h is not None and
                                   same_setting(times_processes(h) or h, counted))
                               for h in horizons]
