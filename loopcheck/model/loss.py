@@ -23,6 +23,7 @@ class Scaling(enum.Enum):
     DIVIDED = "divided"  # by N, a count, a token total: normalised
     MULTIPLIED = "multiplied"  # an explicit scale (yolov5's `* batch_size`): the author decided
     RUNNING = "divided by a running count"  # `loss / k` with k counting micro-batches: weights 1/k
+    TIMES_COUNT = "multiplied by the accumulation count"  # `loss * N`: an N^2-fold window sum, not a mean
     RAW = "raw"  # straight from a criterion or model output
     UNKNOWN = "unknown"
 
@@ -81,6 +82,9 @@ class _Reader:
         for a in assignments:
             if a.op in ("DivideAssign", "FloorDivideAssign"):
                 return self._divisor(a.value)
+            if a.op == "MultiplyAssign" and self._is_count(a.value) and self.scaling(
+                    expr, a.order, depth + 1) is Scaling.RAW:
+                return Scaling.TIMES_COUNT  # `loss *= N` on one micro-batch's raw loss
             if a.op == "MultiplyAssign" and not _divides_nothing(a.value):
                 return Scaling.MULTIPLIED
             if a.op not in ("=", "MultiplyAssign"):
@@ -104,6 +108,9 @@ class _Reader:
             for factor, other in ((expr.left, expr.right), (expr.right, expr.left)):
                 if self._objective_weight(factor, order):
                     return self.scaling(other, order, depth + 1)
+            for factor, other in ((expr.right, expr.left), (expr.left, expr.right)):
+                if self._is_count(factor) and self.scaling(other, order, depth + 1) is Scaling.RAW:
+                    return Scaling.TIMES_COUNT
             return Scaling.MULTIPLIED
         left = self.scaling(expr.left, order, depth + 1)
         right = self.scaling(expr.right, order, depth + 1)
@@ -111,6 +118,11 @@ class _Reader:
                 and _weighted_term(expr.right if right is Scaling.MULTIPLIED else expr.left):
             return Scaling.RAW  # `loss_qa + opts.lw_st_ed * loss_st_ed`: a weighted component, no normalisation
         return left if left == right else Scaling.UNKNOWN
+
+    def _is_count(self, factor: cst.BaseExpression) -> bool:
+        """``factor`` is the step test's accumulation count itself (``accum_iters``, ``self.accum_iters``)."""
+        name = dotted(factor)
+        return name is not None and last_part(name) in self.accumulation_names
 
     def _objective_weight(self, factor: cst.BaseExpression, order: int) -> bool:
         """``lambda_coeff * loss``, ``loss * self.kl_weight``: the weight of one objective among several
@@ -142,6 +154,8 @@ class _Reader:
         if called is not None and called[1] in _MUL_METHODS and args:  # edm's `.mul(scale / total)`
             if _divides_nothing(args[0]):
                 return self.scaling(called[0], order, depth + 1)
+            if self._is_count(args[0]) and self.scaling(called[0], order, depth + 1) is Scaling.RAW:
+                return Scaling.TIMES_COUNT
             if any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, _DIV) for n in walk(args[0])):
                 return Scaling.DIVIDED
             return Scaling.MULTIPLIED

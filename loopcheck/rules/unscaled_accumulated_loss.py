@@ -265,6 +265,12 @@ for step, batch in enumerate(train_dataloader):
                     yield self.at(backward, "the loss is divided by a running count of micro-batches, so the k-th "
                                             "micro-batch of a window weighs 1/k: divide every micro-batch by the "
                                             f"same {count}")
+                elif scaling is Scaling.TIMES_COUNT:
+                    # `loss * N` on every micro-batch: the window sums N losses each N times too large
+                    effect = _effect(model, training, f"{count}^2")
+                    if effect is not None:
+                        yield self.at(backward, f"the loss is multiplied by {count} instead of divided by it: "
+                                                f"{effect}")
                 elif scaling is Scaling.RAW and not _lr_divided(model, training, accumulation_names):
                     effect = _effect(model, training, count)
                     if effect is None:
