@@ -25,7 +25,7 @@ import libcst as cst
 from loopcheck.model.events import Assignment, Cond, Kind, Loop
 from loopcheck.model.iterators import is_data_loop
 from loopcheck.model.micro_steps import counted, last_of
-from loopcheck.model.syntax import (dotted, func_name, int_value, last_part, names_in, positional, same, small_statements,
+from loopcheck.model.syntax import (dotted, func_name, int_value, last_part, method, names_in, positional, same, small_statements,
                                     source, walk)
 from loopcheck.patterns import Pattern
 
@@ -557,6 +557,8 @@ class GuardReader:
             return None
         comparison = test.comparisons[0]
         op = comparison.operator
+        if isinstance(op, (cst.LessThan, cst.LessThanEqual)):
+            return self._below_samples(test, order)
         if not isinstance(op, (cst.GreaterThanEqual, cst.GreaterThan, cst.Equal)):
             return None
         left, modulus = test.left, comparison.comparator
@@ -581,6 +583,8 @@ class GuardReader:
             return None
         increments = [a for a in self.aliases.get(name, []) if a.op == "AddAssign"]
         resets = [a for a in self.aliases.get(name, []) if a.op == "="]
+        if isinstance(op, cst.GreaterThanEqual) and len(increments) == 1 and _batch_size(increments[0].value):
+            return self._sample_window(test, name, increments[0], resets, order, negated=False)
         if len(increments) != 1 or int_value(increments[0].value) != 1 or increments[0].conds or not resets:
             return None
         if not all(_inside(reset, test) and int_value(reset.value) == 0 for reset in resets):
@@ -597,6 +601,37 @@ class GuardReader:
         elif extra:
             phase = Phase.OFF
         return Guard(GuardKind.PERIODIC, modulus=modulus, index=name, phase=phase, test=test,
+                     restarts=self._set_per_pass(name))
+
+    def _below_samples(self, test: cst.Comparison, order: int | None) -> Guard | None:
+        """``if seen < K:`` (skip) ``else:`` (step) on a count of samples: the negation of ``seen >= K``."""
+        if not isinstance(test.comparisons[0].operator, cst.LessThan):
+            return None
+        name = dotted(test.left)
+        if name is None or not self.varies(name):
+            return None
+        increments = [a for a in self.aliases.get(name, []) if a.op == "AddAssign"]
+        resets = [a for a in self.aliases.get(name, []) if a.op == "="]
+        if len(increments) != 1 or not _batch_size(increments[0].value):
+            return None
+        guard = self._sample_window(test, name, increments[0], resets, order, negated=True)
+        return negate(guard) if guard is not None else None
+
+    def _sample_window(self, test: cst.Comparison, name: str, increment: Assignment, resets: list[Assignment],
+                       order: int | None, negated: bool) -> Guard | None:
+        """``seen += x.shape[0]`` on every micro-batch, ``if seen >= K:`` step and ``seen = 0``: a window
+        that closes once K samples are gathered, ``ceil(K / B)`` micro-batches of B samples. How many
+        that is the file does not say (no N to divide by: the modulus is unknown)."""
+        branch = [next((i for i, c in enumerate(r.conds) if c.test is test and c.negated is negated), None)
+                  for r in resets]
+        if not resets or any(i is None or int_value(r.value) != 0 for i, r in zip(branch, resets)):
+            return None
+        # the count grows wherever the test is read (both under `if x.shape[0] != 0:`, or neither)
+        if any(increment.conds != r.conds[:i] for i, r in zip(branch, resets)):  # type: ignore[misc]
+            return None
+        before = order is not None and increment.order < order
+        phase = Phase.BOUNDARY if before and self._fresh_value(name) == 0 else Phase.UNKNOWN
+        return Guard(GuardKind.PERIODIC, modulus=None, index=name, phase=phase, test=test,
                      restarts=self._set_per_pass(name))
 
     # -- k == C with k kept in range(N): `k += 1; k = k % N` or `k = (k + 1) % N` ------------
@@ -1086,6 +1121,20 @@ def _element(assignment: Assignment, name: str) -> cst.BaseExpression | None:
     if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(assignment.names):
         return value.elements[assignment.names.index(name)].value
     return None
+
+
+def _batch_size(expr: cst.BaseExpression) -> bool:
+    """``x.shape[0]``, ``x.size(0)``, ``len(x)``: the number of samples in a micro-batch."""
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape":
+        return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) \
+            and int_value(expr.slice[0].slice.value) == 0
+    if isinstance(expr, cst.Call):
+        args = positional(expr)
+        called = method(expr)
+        if called is not None and called[1] == "size":
+            return len(args) == 1 and int_value(args[0]) == 0
+        return func_name(expr) == "len" and len(args) == 1
+    return False
 
 
 def _inside(assignment: Assignment, test: cst.BaseExpression) -> bool:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from loopcheck.model.events import Cond, Event, Framework, Kind, Loop
+from loopcheck.model.events import Assignment, Cond, Event, Framework, Kind, Loop
 from loopcheck.model.guards import Guard, GuardKind, GuardReader, either
 from loopcheck.model.iterators import is_data_iterable, is_data_loop, iterated, taken_from
 from loopcheck.model.syntax import dotted, func_name, last_part, method, names_in, positional
@@ -359,3 +359,34 @@ def _styled(loop: Loop, backwards: list[Event], steps: list[Event], reader: Guar
                 return make(Style.STEP_OUTSIDE, after)
             return make(Style.MICRO_LOOP, after, modulus=micro_count(loop))
     return make(Style.NO_STEP, [])
+
+
+def one_micro_batch_loss(training: TrainingLoop, backward: Event) -> bool:
+    """The loss back-propagated is one micro-batch's: ``loss = ...`` set anew on every micro-batch, not
+    ``total = total + ...`` (a scaling of it after, ``loss /= N`` or ``loss = loss / k``, keeps it one
+    micro-batch's)."""
+    name = dotted(backward.loss) if backward.loss is not None else None
+    if name is None:
+        return False
+    before = [a for a in training.loop.assignments_before(name, backward.order)
+              if a.op not in ("DivideAssign", "MultiplyAssign") and not _scales_itself(name, a)]
+    # under a flag only (`if cfg.amp: loss = ...` / `else: loss = ...`): still every micro-batch
+    # under the conditions the backward itself sits in (`if predictions.shape[0] != 0:` around both the loss
+    # and the step test): on every micro-batch that reaches the test
+    conds = before[-1].conds if before else ()
+    if not before or before[-1].op != "=" or name in names_in(before[-1].value):
+        return False
+    if not conds:
+        return True
+    guard = training.reader.guard(conds, before[-1].order)
+    # (a loss computed only under a periodic test of its own, a probe every K steps, is no micro-batch's)
+    return guard.always or backward.conds[:len(conds)] == conds and guard.kind not in (
+        GuardKind.PERIODIC, GuardKind.NOT_PERIODIC, GuardKind.SYNC, GuardKind.NOT_SYNC, GuardKind.LAST)
+
+
+def _scales_itself(name: str, assignment: Assignment) -> bool:
+    """``loss = loss / k``, ``loss = loss * w``: the same micro-batch's loss rescaled, as ``loss /= k`` is."""
+    value = assignment.value
+    return assignment.op == "=" and isinstance(value, cst.BinaryOperation) \
+        and isinstance(value.operator, (cst.Divide, cst.Multiply)) and dotted(value.left) == name \
+        and name not in names_in(value.right)

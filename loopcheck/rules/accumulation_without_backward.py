@@ -29,7 +29,7 @@ import libcst as cst
 
 from loopcheck.model import Event, FileModel, Kind, Style, TrainingLoop
 from loopcheck.model.syntax import dotted, last_part, names_in, walk
-from loopcheck.model.training import is_data_iterable, zeroed_for_the_step
+from loopcheck.model.training import is_data_iterable, one_micro_batch_loss, zeroed_for_the_step
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -136,7 +136,7 @@ for step, (x, y) in enumerate(loader):
                 if (training.style is Style.PLAIN or zeroed_for_the_step(training.loop, training.reader, backward)) \
                         and not _divided_by_period(training, backward):
                     continue  # an update every N iterations that keeps nothing between them
-                if training.guard(backward).periodic and _overwritten_every_iteration(training, backward):
+                if training.guard(backward).periodic and one_micro_batch_loss(training, backward):
                     yield self.at(backward, "backward runs only on the step's micro-batch: the losses of the "
                                             "other micro-batches in the window are computed and thrown away")
         for backward in model.events(Kind.BACKWARD):
@@ -167,20 +167,6 @@ def _divided_by_period(training: TrainingLoop, backward: Event) -> bool:
             break
     return any(isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide)
                and counts & {last_part(n) for n in names_in(node.right)} for value in values for node in walk(value))
-
-
-def _overwritten_every_iteration(training: TrainingLoop, backward: Event) -> bool:
-    """``loss = ...`` unconditionally on every micro-batch, not ``total = total + ...`` (a scaling of it
-    after, ``loss /= N``, keeps it one micro-batch's)."""
-    name = dotted(backward.loss) if backward.loss is not None else None
-    if name is None:
-        return False
-    before = [a for a in training.loop.assignments_before(name, backward.order)
-              if a.op not in ("DivideAssign", "MultiplyAssign")]
-    # under a flag only (`if cfg.amp: loss = ...` / `else: loss = ...`): still every micro-batch
-    return bool(before) and before[-1].op == "=" and (
-        not before[-1].conds or training.reader.guard(before[-1].conds, before[-1].order).always) \
-        and name not in names_in(before[-1].value)
 
 
 def _adds_to_itself(name: str, value: cst.BaseExpression) -> bool:

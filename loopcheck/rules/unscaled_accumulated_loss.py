@@ -73,7 +73,7 @@ from loopcheck.model.accelerate import accelerator_calls, accumulation_setting
 from loopcheck.model.loss import Scaling, loss_scaling
 from loopcheck.model.syntax import (calls, dotted, func_name, int_value, is_zero, keyword, last_part, method,
                                     names_in, positional, same, source, walk)
-from loopcheck.model.training import draws_batches, is_data_loop, is_fabric_backward, is_manual_backward
+from loopcheck.model.training import draws_batches, is_data_loop, is_fabric_backward, is_manual_backward, one_micro_batch_loss
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.rules._base import Rule, Violation
 
@@ -237,8 +237,8 @@ for step, batch in enumerate(train_dataloader):
                 continue
             if _grads_divided(model, training):
                 continue  # `for p in model.parameters(): p.grad /= N` after the window normalises instead
-            if training.step_guard is not None and training.step_guard.window_unknown:
-                continue  # a step under two periodic tests: what the loss should be divided by is unclear
+            # a step under two periodic tests: what the loss should be divided by is unclear
+            window_unknown = training.step_guard is not None and training.step_guard.window_unknown
             n = training.modulus
             accumulation_names = {name.rsplit(".", 1)[-1] for name in names_in(n)} if n is not None else set()
             for backward in training.backwards:
@@ -252,6 +252,16 @@ for step, batch in enumerate(train_dataloader):
                     # Accelerator built in another module may be configured with that N
                     continue
                 if not training.every_iteration(backward):
+                    if training.guard(backward).periodic and one_micro_batch_loss(training, backward) and loss_scaling(
+                            backward.loss, backward.loop, backward.order, helpers, accumulation_names,
+                            module=model.module) is Scaling.RUNNING:
+                        # one micro-batch's loss, back-propagated on the step only (LC113), divided by a count
+                        # of the micro-batches since the last step: each step weighs one batch by 1/k
+                        yield self.at(backward, "the loss back-propagated on the step is one micro-batch's, divided by "
+                                                "a running count of the micro-batches since the last step: each step "
+                                                "takes 1/k of one micro-batch's gradient, k varying from step to step")
+                    continue
+                if window_unknown:
                     continue
                 if in_place and _scaled_in_place(backward, backward.origin or training.loop.function
                                                  or training.loop.node):
