@@ -16,6 +16,11 @@ between updates, and the losses of the other iterations feed statistics. A loss 
 same N before its backward (`train_loss /= cfg.gradient_accumulation_steps`, then `if (step + 1) %
 cfg.gradient_accumulation_steps == 0: optimizer.zero_grad(); train_loss.backward(); optimizer.step()`)
 is scaled as one of N micro-batches meant to be summed: the other N-1 are thrown away, and that is flagged.
+So is a step taken once a count of samples reaches a threshold (`accumulated_samples +=
+predictions.shape[0]`; `if accumulated_samples < 128:` collect predictions, `else: loss.backward();
+optimizer.step(); accumulated_samples = 0`), also where the loss is rescaled by a running count
+(`loss = loss / accumulation_steps`) or computed under a condition the backward shares (`if
+predictions.shape[0] != 0:`).
 
 ## Fix
 Call `backward()` on every micro-batch and keep only `optimizer.step()` in the step branch.

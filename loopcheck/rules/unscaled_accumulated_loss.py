@@ -11,8 +11,14 @@ changing N silently changes the effective learning rate. `accelerator.backward(l
 N itself, but only by the N given to `Accelerator(gradient_accumulation_steps=N)`: a loop that
 accumulates by hand around it without that setting is flagged; and a loss the author scales explicitly (`* batch_size`, a token count) is left alone;
 a manual fp16 loss scale (`loss * 2 ** lg_loss_scale`) is undone before the step and divides
-nothing. Dividing by a running count (`k += 1; loss / k`) weighs the k-th micro-batch of a window
-1/k: the first micro-batch counts as much as all the others together. Inner loops that split or
+nothing. Multiplying by the accumulation count instead of dividing (`loss * accum_iters`) is no
+normalisation: the window sums N losses each N times too large, N^2 times the mean gradient.
+Dividing by a running count (`k += 1; loss / k`) weighs the k-th micro-batch of a window
+1/k: the first micro-batch counts as much as all the others together; where only the step's
+micro-batch is back-propagated (LC113) and its loss is divided by the count of micro-batches since
+the last step, each step takes 1/k of one micro-batch's gradient. A window closed by a count of
+samples (`seen += x.shape[0]`; `if seen >= 128:` step and `seen = 0`) holds `ceil(128 / B)`
+micro-batches: an undivided mean loss sums that many mean gradients. Inner loops that split or
 replay the loader's own batch (chunks of one batch, GradCache-style re-forwarding) are left alone:
 whether their sum is right depends on the loss's reduction. Micro-steps that each take a new batch
 from an iterator over the loader (`for i in range(len(loader) // N):` around `for _ in range(N):
