@@ -12,7 +12,7 @@ import libcst as cst
 from loopcheck.model.events import Assignment, Cond, Event, Framework, Kind, Loop
 from loopcheck.model.guards import Guard, GuardKind, GuardReader, either
 from loopcheck.model.iterators import is_data_iterable, is_data_loop, iterated, taken_from
-from loopcheck.model.syntax import dotted, func_name, last_part, method, names_in, positional
+from loopcheck.model.syntax import dotted, func_name, int_value, last_part, method, names_in, positional, source, walk
 from loopcheck.patterns import Pattern
 
 
@@ -264,6 +264,60 @@ def _iterates_data(iterator: cst.BaseExpression, loop: Loop) -> bool:
     return False
 
 
+_SPLITS = ("split", "chunk")
+
+
+def slices_of_a_batch(loop: Loop) -> str | None:
+    """How many slices of one batch the loop goes over, as text (``ceil(batch_size / microbatch)``),
+    where it visibly goes over slices: ``for i in range(0, B, mb):`` with ``x[i : i + mb]`` in its
+    body (guided-diffusion's ``forward_backward``), or ``for micro in torch.split(x, mb)`` /
+    ``x.chunk(k)`` (zipped or not). None for any other loop."""
+    node = loop.node
+    it = getattr(node, "iter", None) if loop.is_loop else None
+    if it is None:
+        return None
+    if isinstance(it, cst.Call) and func_name(it) == "range":
+        args = positional(it)
+        target = dotted(node.target) if isinstance(node, cst.For) else None
+        if len(args) != 3 or int_value(args[0]) != 0 or target is None:
+            return None
+        step = source(args[2])
+        for sub in walk(node.body):
+            if isinstance(sub, cst.Slice) and sub.lower is not None and dotted(sub.lower) == target \
+                    and isinstance(sub.upper, cst.BinaryOperation) and isinstance(sub.upper.operator, cst.Add) \
+                    and dotted(sub.upper.left) == target and source(sub.upper.right) == step:
+                return f"ceil({source(args[1])} / {step})"
+        return None
+    if isinstance(it, cst.Call) and func_name(it) == "zip":
+        # `zip(torch.split(x, mb), torch.split(y, mb))`: the pieces of one batch's fields, as many of each
+        found = [slices_of_a_batch_call(a) for a in positional(it)]
+        return found[0] if found and all(f is not None for f in found) else None
+    return slices_of_a_batch_call(it)
+
+
+def slices_of_a_batch_call(expr: cst.BaseExpression) -> str | None:
+    """``torch.split(x, mb)``, ``x.split(mb)`` (``ceil(len(x) / mb)`` slices), ``torch.chunk(x, k)``,
+    ``x.chunk(k)`` (``k`` slices)."""
+    if not isinstance(expr, cst.Call):
+        return None
+    args = positional(expr)
+    called = method(expr)
+    name = last_part(func_name(expr) or "")
+    if name not in _SPLITS:
+        return None
+    if called is not None and dotted(called[0]) not in ("torch",) and len(args) == 1:
+        tensor, size = called[0], args[0]
+    elif len(args) == 2 and (func_name(expr) or "").startswith("torch."):
+        tensor, size = args
+    else:
+        return None
+    if isinstance(size, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+        return None  # `line.split(",")`: words, not slices of a tensor
+    if name == "chunk":
+        return source(size)
+    return f"ceil(len({source(tensor)}) / {source(size)})" if name == "split" else None
+
+
 def micro_count(loop: Loop) -> cst.BaseExpression | None:
     """N of ``for micro_step in range(N)``."""
     it = loop.iter
@@ -355,7 +409,7 @@ def _styled(loop: Loop, backwards: list[Event], steps: list[Event], reader: Guar
     if parent is not None:
         after = [e for e in parent.events(Kind.STEP) if e.order > loop.order and not _fed_afresh(parent, loop, e)]
         if after:
-            if is_data_loop(loop) and not _splits_the_batch(loop, parent):
+            if is_data_loop(loop) and not _splits_the_batch(loop, parent) and slices_of_a_batch(loop) is None:
                 return make(Style.STEP_OUTSIDE, after)
             return make(Style.MICRO_LOOP, after, modulus=micro_count(loop))
     return make(Style.NO_STEP, [])

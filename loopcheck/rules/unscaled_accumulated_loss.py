@@ -20,7 +20,11 @@ the last step, each step takes 1/k of one micro-batch's gradient. A window close
 samples (`seen += x.shape[0]`; `if seen >= 128:` step and `seen = 0`) holds `ceil(128 / B)`
 micro-batches: an undivided mean loss sums that many mean gradients. Inner loops that split or
 replay the loader's own batch (chunks of one batch, GradCache-style re-forwarding) are left alone:
-whether their sum is right depends on the loss's reduction. Micro-steps that each take a new batch
+whether their sum is right depends on the loss's reduction; except where the loop visibly goes over
+slices of one batch (`for i in range(0, B, mb): micro = batch[i : i + mb]`, `torch.split(batch, mb)`,
+guided-diffusion's `forward_backward`) and each slice's loss is visibly a mean (`(losses["loss"] *
+weights).mean()`, no `reduction="sum"`) back-propagated undivided: the step then sums `ceil(B / mb)`
+slice means where the batch mean was meant. Micro-steps that each take a new batch
 from an iterator over the loader (`for i in range(len(loader) // N):` around `for _ in range(N):
 x, y = next(loader_iter)`) are micro-batches of the loader, not pieces of one batch. Dividing the gradients instead of the
 loss before the step (`for p in model.parameters(): p.grad /= N`) is the same normalisation.
@@ -79,7 +83,8 @@ from loopcheck.model.accelerate import accelerator_calls, accumulation_setting
 from loopcheck.model.loss import Scaling, loss_scaling
 from loopcheck.model.syntax import (calls, dotted, func_name, int_value, is_zero, keyword, last_part, method,
                                     names_in, positional, same, source, walk)
-from loopcheck.model.training import draws_batches, is_data_loop, is_fabric_backward, is_manual_backward, one_micro_batch_loss
+from loopcheck.model.training import (draws_batches, is_data_loop, is_fabric_backward, is_manual_backward,
+                                      one_micro_batch_loss, slices_of_a_batch)
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.rules._base import Rule, Violation
 
@@ -234,8 +239,10 @@ for step, batch in enumerate(train_dataloader):
         for training in model.training_loops:
             if training.style not in (Style.GUARDED, Style.MICRO_LOOP):
                 continue
+            # slices of one batch (`for i in range(0, B, mb): micro = batch[i : i + mb]`, `torch.split(batch, mb)`)
+            slices = slices_of_a_batch(training.loop) if training.style is Style.MICRO_LOOP else None
             if training.style is Style.MICRO_LOOP and is_data_loop(training.step_loop) \
-                    and not draws_batches(training.loop):
+                    and not draws_batches(training.loop) and slices is None:
                 # the micro-steps split or replay the loader's batch (flair's chunks of one batch with
                 # summed losses, open_clip's GradCache): whether the sum is right depends on the loss
                 continue
@@ -277,6 +284,15 @@ for step, batch in enumerate(train_dataloader):
                 if scaling is Scaling.UNKNOWN and not training.loop.is_loop:
                     scaling = _scaling_at_calls(model, training, backward, accumulation_names)
                 count = f"`{source(n)}`" if n is not None else "N"
+                if slices is not None and n is None:
+                    # a sum of per-slice means is the batch mean only if each slice weighs its share
+                    effect = _effect(model, training, f"`{slices}`") \
+                        if scaling is Scaling.RAW and _slice_mean(backward) else None
+                    if effect is not None:
+                        yield self.at(backward, "the mean loss of each slice of the batch is back-propagated "
+                                                "undivided, so the step sums the slices' mean gradients: "
+                                                f"{effect}; scale each slice's loss by its share of the batch")
+                    continue
                 if scaling is Scaling.RUNNING:
                     yield self.at(backward, "the loss is divided by a running count of micro-batches, so the k-th "
                                             "micro-batch of a window weighs 1/k: divide every micro-batch by the "
@@ -338,6 +354,26 @@ def _scaling_at_calls(model: FileModel, training: TrainingLoop, backward: Event,
                 found.add(loss_scaling(given, scope, order, model.index.functions, accumulation_names,
                                        through_forward_helpers=True))
     return found.pop() if len(found) == 1 else Scaling.UNKNOWN
+
+
+def _slice_mean(backward: Event) -> bool:
+    """The loss back-propagated for a slice is visibly a mean over that slice: ``(losses["loss"] *
+    weights).mean()``, ``torch.mean(...)`` (a sum, ``reduction="sum"``, adds up to the batch's own sum)."""
+    loss = backward.loss
+    name = dotted(loss) if loss is not None else None
+    if name is not None:
+        assigned = [a for a in backward.loop.assignments_before(name, backward.order) if a.op != "for"]
+        loss = assigned[-1].value if assigned and assigned[-1].op == "=" else None
+    if not isinstance(loss, cst.Call):
+        return False
+    # a per-sample loss summed anywhere on the way (`F.mse_loss(..., reduction="sum")`, then `.mean()`)
+    values = [loss, *(a.value for a in backward.loop.assignments if a.order < backward.order and a.op == "=")]
+    if any(isinstance(n, cst.Call) and (keyword(n, "reduction") is not None and "sum" in source(keyword(n, "reduction"))
+                                        or (method(n) or (None, ""))[1] == "sum") for v in values for n in walk(v)):
+        return False
+    called = method(loss)
+    return called is not None and called[1] == "mean" and not loss.args \
+        or func_name(loss) == "torch.mean"
 
 
 def _calls(call: cst.Call, fn: cst.FunctionDef, method_call: bool) -> bool:
