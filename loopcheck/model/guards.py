@@ -25,8 +25,8 @@ import libcst as cst
 from loopcheck.model.events import Assignment, Cond, Kind, Loop
 from loopcheck.model.iterators import is_data_loop
 from loopcheck.model.micro_steps import counted, last_of
-from loopcheck.model.syntax import (dotted, func_name, int_value, last_part, method, names_in, positional, same, small_statements,
-                                    source, walk)
+from loopcheck.model.syntax import (dotted, func_name, int_value, last_part, method, names_in, positional, same,
+                                    small_statements, source, walk)
 from loopcheck.patterns import Pattern
 
 

@@ -230,7 +230,8 @@ def is_accumulation_count(name: str, counts: frozenset[str] = frozenset()) -> bo
     return bool(ACCUMULATION_NAME.search(name)) or last_part(name) in counts
 
 
-def _carries_accumulation(divisor: cst.BaseExpression, index: Index, counts: frozenset[str] = frozenset()) -> bool | None:
+def _carries_accumulation(divisor: cst.BaseExpression, index: Index,
+                          counts: frozenset[str] = frozenset()) -> bool | None:
     """Whether a divisor includes the accumulation count: by name (``// gradient_accumulation_steps``)
     or through what the file assigns to a name in it (``batch_size = per_gpu * gradient_accumulation_steps
     * world_size``; then ``len(dataset) // batch_size`` counts optimizer steps). None where some of the

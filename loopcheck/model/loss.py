@@ -165,8 +165,8 @@ class _Reader:
             return self.scaling(args[0], order, depth + 1)
         if called is not None and called[1] in _PASS_THROUGH:
             # `(losses["loss"] * weights).mean()`: the mean of what the parentheses compute
-            if dotted(called[0]) is not None or isinstance(called[0], (cst.Subscript, cst.Attribute, cst.Call,
-                                                                        cst.BinaryOperation)):
+            if dotted(called[0]) is not None or isinstance(
+                    called[0], (cst.Subscript, cst.Attribute, cst.Call, cst.BinaryOperation)):
                 return self.scaling(called[0], order, depth + 1)
         name = func_name(expr) or ""
         if self.through_forward_helpers and _forwards_only(self.known_functions.get(name, [])) and not any(
