@@ -286,8 +286,12 @@ for step, batch in enumerate(train_dataloader):
                 count = f"`{source(n)}`" if n is not None else "N"
                 if slices is not None and n is None:
                     # a sum of per-slice means is the batch mean only if each slice weighs its share
+                    # only where the file shows the step itself (`opt.step()`): behind a trainer's wrapper
+                    # (guided-diffusion's `mp_trainer.optimize(opt)` of an AdamW, no clipping) what the sum
+                    # changes is unread, and an Adam-like step ignores it
+                    direct = all(_direct_step(step.node) for step in training.steps)
                     effect = _effect(model, training, f"`{slices}`") \
-                        if scaling is Scaling.RAW and _slice_mean(backward) else None
+                        if direct and scaling is Scaling.RAW and _slice_mean(backward) else None
                     if effect is not None:
                         yield self.at(backward, "the mean loss of each slice of the batch is back-propagated "
                                                 "undivided, so the step sums the slices' mean gradients: "
