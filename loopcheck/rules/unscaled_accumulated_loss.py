@@ -24,7 +24,9 @@ whether their sum is right depends on the loss's reduction; except where the loo
 slices of one batch (`for i in range(0, B, mb): micro = batch[i : i + mb]`, `torch.split(batch, mb)`,
 guided-diffusion's `forward_backward`) and each slice's loss is visibly a mean (`(losses["loss"] *
 weights).mean()`, no `reduction="sum"`) back-propagated undivided: the step then sums `ceil(B / mb)`
-slice means where the batch mean was meant. Micro-steps that each take a new batch
+slice means where the batch mean was meant. That is reported only where the file shows the step itself
+(`opt.step()`): behind a trainer's wrapper (guided-diffusion's `mp_trainer.optimize(opt)` of an AdamW,
+nothing clipped) what the sum changes is unread, and an Adam-like step ignores the scale. Micro-steps that each take a new batch
 from an iterator over the loader (`for i in range(len(loader) // N):` around `for _ in range(N):
 x, y = next(loader_iter)`) are micro-batches of the loader, not pieces of one batch. Dividing the gradients instead of the
 loss before the step (`for p in model.parameters(): p.grad /= N`) is the same normalisation.
