@@ -25,6 +25,7 @@ from loopcheck.model.roles import Role, Roles
 from loopcheck.model.syntax import int_value
 from loopcheck.model.training import Style, TrainingLoop
 from loopcheck.model.values import option_defaults
+from loopcheck.model.batch_callers import per_batch_calls
 from loopcheck.model.variants import training_loops
 
 if TYPE_CHECKING:
@@ -92,7 +93,8 @@ def build(module: cst.Module, source: str = "", options: Options | None = None,
     if constants:
         for loop in [*scopes, *model.loops()]:
             loop.assumptions = constants
-    model.training_loops = training_loops(scopes, index, _steps_beside(module, builder))
+    model.training_loops = training_loops(scopes, index, _steps_beside(module, builder),
+                                          lambda fn: bool(per_batch_calls(module, index, fn)))
     return model
 
 

@@ -41,10 +41,32 @@ def optimizer_modules(model: FileModel) -> dict[str, set[str]]:
     from loopcheck.model.memory import module_name
 
     found: dict[str, set[str]] = {}
+    stored = _stored_parameters(model)
     for name, calls in model.index.roles.constructed.items():
         for call in calls:
             if role_of_constructor(func_name(call) or "") is Role.OPTIMIZER:
-                found.setdefault(name, set()).update(module_name(m) for m in parameter_owners(call))
+                owners = {module_name(m) for m in parameter_owners(call)}
+                # `self.optD = Adam(discriminator.parameters())` in an `__init__` that keeps
+                # `self.discriminator = discriminator`: the methods zero it as `self.discriminator`
+                owners |= {f"{stored[id(call)][head]}{rest}" for o in owners
+                           for head, dot, rest in [o.partition(".")] if head in stored.get(id(call), {})
+                           for rest in [dot + rest]}
+                found.setdefault(name, set()).update(owners)
+    return found
+
+
+def _stored_parameters(model: FileModel) -> dict[int, dict[str, str]]:
+    """For each call in an ``__init__`` of the file: its parameters stored whole on the object
+    (``self.discriminator = discriminator``), by parameter name."""
+    found: dict[int, dict[str, str]] = {}
+    for init in model.index.functions.get("__init__", []):
+        params = param_names(init.params)
+        kept = {target: value for node in walk(init.body) if isinstance(node, cst.Assign) and len(node.targets) == 1
+                for target, value in [(dotted(node.targets[0].target), dotted(node.value))]
+                if target and target.startswith("self.") and target.count(".") == 1 and value in params}
+        if kept:
+            by_param = {value: target for target, value in kept.items()}  # type: ignore[misc]
+            found.update({id(n): by_param for n in walk(init.body) if isinstance(n, cst.Call)})
     return found
 
 
@@ -54,6 +76,10 @@ class Zeroing:
     def __init__(self, model: FileModel, stepped: set[str]) -> None:
         self.owners = {k: v for k, v in optimizer_modules(model).items() if v}
         self.stepped = {last_part(s) for s in stepped}  # the optimizers the loop steps
+        # Last parts that two stepped optimizers share (`self.generator.optimizer` and
+        # `self.discriminator.optimizer`, each submodule owning one): told apart by their full path
+        self.full = set(stepped)
+        self.shared = {p for p in self.stepped if sum(last_part(s) == p for s in self.full) > 1}
         self.roles = model.index.roles
         self.values = model.index.values
 
@@ -70,12 +96,23 @@ class Zeroing:
         mine = last_part(optimizer)
         if zero.target == "optimizer":
             zeroed = last_part(zero.receiver)
+            if mine in self.shared and optimizer in self.full:
+                if zero.receiver == optimizer:
+                    return True
+                return False if zero.receiver in self.full else None
             if zeroed == mine:
                 return True
             return False if zeroed in self.stepped else None
         if zero.target != "model":
             return None  # `p.grad = None`, `zero_grad(params)`: whose parameters is not visible
         module = module_name(zero.receiver)
+        if mine in self.shared and optimizer in self.full and self.owners.get(mine) == {"self"}:
+            # `self.optimizer = Adam(self.parameters())` in the submodules' class: `self.generator.optimizer`
+            # steps `self.generator`'s parameters, `self.discriminator.optimizer` the discriminator's
+            if _overlaps(module, {optimizer.rpartition(".")[0]}):
+                return True
+            others = {o.rpartition(".")[0] for o in self.full if last_part(o) == mine and o != optimizer}
+            return False if _overlaps(module, others) else None
         if _overlaps(module, self.owners.get(mine, set())):
             return True
         others = [mods for opt, mods in self.owners.items() if opt != mine and opt in self.stepped]

@@ -34,14 +34,17 @@ _CORE = (Kind.BACKWARD, Kind.STEP, Kind.ZERO_GRAD)
 
 
 def training_loops(scopes: list[Loop], index: Index,
-                   steps_elsewhere: Callable[[cst.FunctionDef], list[Event]] | None = None) -> list[TrainingLoop]:
-    """``steps_elsewhere(fn)``: the optimizer steps of the methods beside ``fn`` in its class."""
+                   steps_elsewhere: Callable[[cst.FunctionDef], list[Event]] | None = None,
+                   per_batch: Callable[[cst.FunctionDef], bool] | None = None) -> list[TrainingLoop]:
+    """``steps_elsewhere(fn)``: the optimizer steps of the methods beside ``fn`` in its class;
+    ``per_batch(fn)``: the file calls ``fn`` once per iteration of a loop (loopcheck.model.batch_callers)."""
     out: list[TrainingLoop] = []
     for scope in scopes:
         if scope.function is not None and scope.events(Kind.BACKWARD):
             # a step function: its calls are the iterations, where it steps on a counter of them; an
             # ignite process function is the body of the batch loop ignite runs, however it steps
-            engine = scope.function in index.process_functions
+            engine = scope.function in index.process_functions \
+                or per_batch is not None and per_batch(scope.function)
             out.extend(t for t in variants(scope, scope, index.int_inits) if engine or _steps_on_call_count(t))
         for loop in _loops(scope):
             if loop.events(Kind.BACKWARD):

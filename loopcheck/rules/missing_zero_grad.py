@@ -36,6 +36,7 @@ import libcst as cst
 
 from loopcheck.latent import setting_note
 from loopcheck.model import Event, FileModel, Framework, GuardKind, Kind, Loop, Style, TrainingLoop
+from loopcheck.model.batch_callers import per_batch_calls
 from loopcheck.model.guards import Guard
 from loopcheck.model.discarded import result_discarded
 from loopcheck.model.syntax import (children, dotted, exit_statement, func_name, last_part, lines, names_in,
@@ -337,7 +338,12 @@ for x, z in loader:
             steps = [s for s in training.steps if not s.closure and s.framework is not Framework.ENGINE]
             if not steps or len(steps) != len(training.steps):
                 continue
-            if not training.loop.is_loop and training.loop.function not in model.index.process_functions:
+            # a loop-less method the file calls once per iteration of a loop, on an object it builds
+            per_batch = per_batch_calls(model.module, model.index, training.loop.function) \
+                if not training.loop.is_loop and training.loop.function is not None \
+                and training.loop.function not in model.index.process_functions else []
+            if not training.loop.is_loop and training.loop.function not in model.index.process_functions \
+                    and not per_batch:
                 continue  # a step function called from elsewhere: its caller may zero (another module's)
             nest = list(_nest(training.loop))
             if any(loop.opaque_calls for loop in nest):
@@ -387,5 +393,9 @@ for x, z in loader:
                 others = " (the loop zeroes only other optimizers' gradients)" if zeros else ""
                 elsewhere = model.project.where(step.node) if model.project is not None else None
                 through = f" (in `{source(step.node)}`, {elsewhere})" if elsewhere else ""
-                yield self.at(step, f"`{step.receiver}` steps{through} but its gradients are never cleared in this loop"
+                span = f"between the calls of `{source(per_batch[0].func)}()`, one per iteration of a loop" \
+                    if per_batch else "in this loop"
+                if per_batch and others:
+                    others = " (it zeroes only other optimizers' gradients)"
+                yield self.at(step, f"`{step.receiver}` steps{through} but its gradients are never cleared {span}"
                                     f"{others}: each step adds up the gradients of all previous ones")

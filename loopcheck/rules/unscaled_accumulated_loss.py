@@ -82,6 +82,7 @@ import libcst as cst
 from loopcheck.fixes import Fix, called_once, replace
 from loopcheck.model import Event, FileModel, Framework, Role, Style, TrainingLoop
 from loopcheck.model.accelerate import accelerator_calls, accumulation_setting
+from loopcheck.model.divided_twice import divisions
 from loopcheck.model.loss import Scaling, loss_scaling
 from loopcheck.model.syntax import (calls, dotted, func_name, int_value, is_zero, keyword, last_part, method,
                                     names_in, positional, same, source, walk)
@@ -239,6 +240,7 @@ for step, batch in enumerate(train_dataloader):
         helpers = model.index.functions
         in_place = not model.index.attributes.isdisjoint(_IN_PLACE)  # a file with no such call has no walk to do
         for training in model.training_loops:
+            yield from self._divided_twice(model, training)
             if training.style not in (Style.GUARDED, Style.MICRO_LOOP):
                 continue
             # slices of one batch (`for i in range(0, B, mb): micro = batch[i : i + mb]`, `torch.split(batch, mb)`)
@@ -316,6 +318,30 @@ for step, batch in enumerate(train_dataloader):
                     fix = _divide_at_backward(model, training, backward, n) if n is not None else None
                     yield self.at(backward, f"the loss is back-propagated on every micro-batch without being divided "
                                             f"by {count}: {effect}", fix)
+
+    def _divided_twice(self, model: FileModel, training: TrainingLoop) -> Iterator[Violation]:
+        """A loss divided by the accumulation count twice on its way to ``backward``: by hand twice, or
+        by hand and again by ``accelerator.backward`` inside ``accumulate()`` of an Accelerator configured
+        with that count (it divides by ``gradient_accumulation_steps`` itself)."""
+        setting = accumulation_setting(model) if training.style is Style.ACCELERATE else None
+        configured = dotted(setting[0].value) if setting is not None and setting[0].keyword is not None else None
+        n = training.modulus if training.style in (Style.GUARDED, Style.MICRO_LOOP) else None
+        for backward in training.backwards:
+            if backward.loss is None or not training.every_iteration(backward):
+                continue
+            if configured is not None and backward.framework is Framework.ACCELERATE \
+                    and backward.in_context("accumulate") and len(accelerator_calls(model)) == 1:
+                found = divisions(backward.loss, backward.loop, backward.order, backward.conds, {last_part(configured)})
+                if found:
+                    yield self.at(backward, f"the loss is divided by `{configured}` and then back-propagated with "
+                                            f"`accelerator.backward`, which divides it by `{setting[1]}` again: "  # type: ignore[index]
+                                            "divided twice, every step is N times too small; drop the manual division")
+            elif n is not None and backward.framework is Framework.TORCH and dotted(n) is not None:
+                found = divisions(backward.loss, backward.loop, backward.order, backward.conds,
+                                  {last_part(dotted(n))})  # type: ignore[arg-type]
+                if found is not None and found >= 2:
+                    yield self.at(backward, f"the loss is divided by `{source(n)}` twice before it is back-propagated: "
+                                            "divided twice, every step is N times too small; divide once")
 
 
 def _scaling_at_calls(model: FileModel, training: TrainingLoop, backward: Event,
