@@ -6,7 +6,11 @@ it on to nothing (`adjust_learning_rate(optimizer, epoch)` writing `param_group[
 `save_checkpoint(model, optimizer)` saving its `state_dict()`), a function of another project
 module (its facts show any clearing), a class built around it (a scheduler), Python built-ins
 (`hasattr`), apex's `amp.scale_loss`. A Lightning Fabric loop (`fabric.backward(loss)`) steps and
-zeroes in its own code, so it is read as written.
+zeroes in its own code, so it is read as written. A method with no loop of its own (`GAN.step(self,
+data)`) is read as one iteration where the file builds its object (`gan = GAN(...)`) and calls it only
+inside loops that clear nothing and hand the object to no other call (`for data in loader:
+gan.step(data)`). Optimizers that share a last name (`self.generator.optimizer`,
+`self.discriminator.optimizer`) are told apart by their full path.
 
 ## Why is this bad?
 `backward()` adds into `.grad`. Without `optimizer.zero_grad()` (or `model.zero_grad()`,

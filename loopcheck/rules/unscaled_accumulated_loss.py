@@ -66,6 +66,11 @@ BertAdam clips each gradient inside its step), the loss is flagged; a call hande
 weighs the micro-batches unequally, which no optimizer undoes. Nor is a raw loss flagged where every
 optimizer the loop steps gets a learning rate divided by N (Darknet's `base_lr = LR / batch_size /
 subdivision` for losses summed over the batch): `lr / N` times the window's sum is `lr` times its mean.
+A loss divided by N twice is flagged too: `loss = loss / N` followed by `(loss / N).backward()`, or
+`loss / N` handed to `accelerator.backward` inside `accumulate()` of an
+`Accelerator(gradient_accumulation_steps=N)`, which divides by N again: every step is N times too
+small. Only divisions that run whenever the backward does are counted (`if not use_accelerate: loss =
+loss / N` is not).
 
 ## Fix
 Divide where the loss is back-propagated: `(loss / accum_steps).backward()` or
@@ -332,9 +337,9 @@ for step, batch in enumerate(train_dataloader):
             if configured is not None and backward.framework is Framework.ACCELERATE \
                     and backward.in_context("accumulate") and len(accelerator_calls(model)) == 1:
                 found = divisions(backward.loss, backward.loop, backward.order, backward.conds, {last_part(configured)})
-                if found:
+                if found and setting is not None:
                     yield self.at(backward, f"the loss is divided by `{configured}` and then back-propagated with "
-                                            f"`accelerator.backward`, which divides it by `{setting[1]}` again: "  # type: ignore[index]
+                                            f"`accelerator.backward`, which divides it by `{setting[1]}` again: "
                                             "divided twice, every step is N times too small; drop the manual division")
             elif n is not None and backward.framework is Framework.TORCH and dotted(n) is not None:
                 found = divisions(backward.loss, backward.loop, backward.order, backward.conds,
