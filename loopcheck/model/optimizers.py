@@ -78,7 +78,8 @@ class Zeroing:
         self.stepped = {last_part(s) for s in stepped}  # the optimizers the loop steps
         # Last parts that two stepped optimizers share (`self.generator.optimizer` and
         # `self.discriminator.optimizer`, each submodule owning one): told apart by their full path
-        self.full = set(stepped)
+        # (an owner's path each, not `self`: `optimizer` and `self.optimizer` may be one object)
+        self.full = {s for s in stepped if s.rpartition(".")[0] not in ("", "self")}
         self.shared = {p for p in self.stepped if sum(last_part(s) == p for s in self.full) > 1}
         self.roles = model.index.roles
         self.values = model.index.values
