@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from loopcheck.patterns import Pattern
+from loopcheck.project.environments import environment_constructor, environment_name
 from loopcheck.project.facts import FunctionFacts, ModuleFacts
 from loopcheck.project import callers as _callers
 from loopcheck.project import ddp_helpers as _ddp_helpers
@@ -259,7 +260,8 @@ class Imported:
         for position in facts.steps:
             if position in args and position not in through_scaler:
                 optimizer = receiver(args[position])
-                specs.append((Kind.STEP, optimizer, {"optimizer": optimizer}))
+                if not _stepped_as_other(optimizer, roles):
+                    specs.append((Kind.STEP, optimizer, {"optimizer": optimizer}))
         for scaler, position, updates in facts.scaler_steps:
             name = _scaler_name(call, scaler, args)
             if name in (None, "None") or position not in args:
@@ -701,6 +703,21 @@ def _optimizer_named(name: str) -> bool:
     from loopcheck.project.facts import _OPTIMIZER_NAME
 
     return _OPTIMIZER_NAME.search(name.rsplit(".", 1)[-1]) is not None
+
+
+def _stepped_as_other(name: str | None, roles: Roles) -> bool:
+    """What the loop hands a helper's ``arg.step(...)`` is no optimizer: the file builds or names it as
+    a scheduler, scaler, EMA or accelerator (``adjust(scheduler, val_loss)``), or as an environment
+    (``test_net(net, test_env)`` with ``test_env = gym.make(...)``, whose ``step`` takes an action)."""
+    from loopcheck.model.roles import Role
+    from loopcheck.model.syntax import func_name, last_part
+
+    if not name:
+        return False
+    if roles.of(name) in (Role.SCHEDULER, Role.SCALER, Role.EMA, Role.ACCELERATOR) or environment_name(name):
+        return True
+    return any((built := func_name(c)) is not None and environment_constructor(built)
+               for c in roles.constructed.get(last_part(name), []))
 
 
 def _scaler_name(call: cst.Call, scaler: int | str, args: dict[int, cst.BaseExpression]) -> str | None:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, replace
 
 from loopcheck.patterns import Pattern
+from loopcheck.project.environments import not_an_optimizer_step, unpacked_results
 from loopcheck.project.flow import graph_from, keeps, may_flow
 from loopcheck.project.schedules import SCHEDULE_TEXT, returned, returned_in_tuples
 from loopcheck.project.walk import last_name, own_nodes, walk
@@ -637,6 +638,7 @@ class _Reader:
         # `model = deepcopy(model)`: the mode switches that follow act on a copy
         copied = {t.id for sub in nodes if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call)
                   and last_name(sub.value.func) in ("deepcopy", "copy") for t in sub.targets if isinstance(t, ast.Name)}
+        unpacked: set[int] | None = None  # calls whose result is unpacked or indexed, found on the first `step`
         for sub in nodes:
             if isinstance(sub, ast.Attribute) and sub.attr in _SYNC:
                 controls_sync = True
@@ -665,7 +667,10 @@ class _Reader:
                 if isinstance(optimizer, ast.Name) and optimizer.id in index and scaler is not None and written:
                     scaled[(scaler, index[optimizer.id])] = written
             elif name == "step" and recv in index:
-                steps.add(index[recv])
+                if unpacked is None:
+                    unpacked = unpacked_results(nodes)
+                if not not_an_optimizer_step(sub, recv, unpacked):  # `obs, r, done, info = env.step(action)`
+                    steps.add(index[recv])
             elif name == "update" and receiver is not None and not sub.args and (written := ast_dotted(receiver)):
                 updated.add(written)
             elif "zero_grad" in name:
