@@ -44,6 +44,10 @@ TEST_NET = """
         clock.step(0.01)
 
 
+    def denoise(noise_scheduler, model_output, t, sample):
+        return noise_scheduler.step(model_output, t, sample).prev_sample
+
+
     def adjust(scheduler, metric):
         scheduler.step(metric)
 
@@ -55,7 +59,7 @@ TEST_NET = """
 LOOP = """
     import gym
     import torch
-    from lib import adjust, advance, rollout, test_net, tick
+    from lib import adjust, advance, denoise, rollout, test_net, tick
 
     net = torch.nn.Linear(4, 2)
     opt = torch.optim.Adam(net.parameters())
@@ -83,6 +87,7 @@ def _codes(run_cli, *paths: str) -> list[str]:
     "advance(physics, 0.01)",  # the helper's parameter is named as a simulator
     "tick(physics)",  # handed a literal time increment, not a closure
     "adjust(sched, loss.item())",  # the loop's scheduler
+    "denoise(sampler, net(batch), 10, batch)",  # a diffusion sampler's step: model output, timestep, sample
 ])
 def test_a_helper_stepping_something_else_is_no_optimizer_step(project: Path, run_cli, call: str) -> None:
     write_project(project, {"lib/__init__.py": TEST_NET, "train.py": LOOP.replace("CALL", call)})
