@@ -9,6 +9,9 @@ micro-batch brings a new value to average.
 Between optimizer steps the weights do not change, so N-1 of N updates just pull the average
 towards the same weights again: the effective decay becomes `decay ** N` and the EMA tracks
 the raw weights far more closely than configured. Accelerate does not gate EMA updates either.
+A loss-scaling helper of another module that the loop tells its iteration
+(`loss_scaler.set_iters(i)`), with the zeroing under a window test on the same counter, steps
+only once per window too.
 
 ## Fix
 Move the EMA update into the step branch, after `optimizer.step()`
@@ -22,7 +25,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.fixes import move_to_step
-from loopcheck.model import Event, FileModel, Kind, Style
+from loopcheck.model import Event, FileModel, Kind, Style, TrainingLoop
+from loopcheck.model.scaler_counter import told_the_iteration, zeroes_per_window
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -73,15 +77,25 @@ for batch in loader:
 
     def check(self, model: FileModel) -> Iterator[Violation]:
         for training in model.training_loops:
-            if training.style not in (Style.GUARDED, Style.MICRO_LOOP, Style.ACCELERATE):
+            if training.style not in (Style.GUARDED, Style.MICRO_LOOP, Style.ACCELERATE) \
+                    and not _steps_per_window_in_a_helper(model, training):
                 continue
             if not all(training.guard(b).always for b in training.backwards):
                 continue
             for ema in training.events(Kind.EMA_UPDATE):
                 if training.guard(ema).always:
                     fix = move_to_step(model, training, ema, "move the EMA update after the optimizer step", exact=True) \
-                        if training.style is not Style.ACCELERATE else None
+                        if training.style in (Style.GUARDED, Style.MICRO_LOOP) else None
                     yield self.at(ema, _message(ema), fix)
+
+
+def _steps_per_window_in_a_helper(model: FileModel, training: TrainingLoop) -> bool:
+    """A loop read as stepping on every iteration whose only steps are a loss-scaling helper the file
+    cannot see into (no ``__call__`` of its own), told the loop counter before each call, while the
+    loop clears the gradients only under a window test on that counter: the helper steps per window
+    (ViTs-vs-CNNs' AccumulativeScaler), and each micro-batch in between sees unchanged weights."""
+    return training.style is Style.PLAIN and bool(training.steps) and not model.index.functions.get("__call__") \
+        and all(told_the_iteration(training, s) for s in training.steps) and zeroes_per_window(training)
 
 
 def _message(ema: Event) -> str:

@@ -43,9 +43,10 @@ from loopcheck.model import Event, FileModel, Framework, GuardKind, Kind, Loop, 
 from loopcheck.model.batch_callers import per_batch_calls
 from loopcheck.model.guards import Guard
 from loopcheck.model.discarded import result_discarded
-from loopcheck.model.syntax import (children, dotted, exit_statement, func_name, last_part, lines, names_in,
-                                   own_call_name, source, walk)
+from loopcheck.model.syntax import (children, exit_statement, func_name, last_part, lines, own_call_name, source,
+                                   walk)
 from loopcheck.model.optimizers import Zeroing
+from loopcheck.model.scaler_counter import told_the_iteration
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -199,12 +200,7 @@ def _scaler_may_hold_back(model: FileModel, training: TrainingLoop, step: Event)
     if helpers:
         return any(isinstance(n, cst.If) and any(isinstance(c, cst.Call) and last_part(func_name(c) or "") == "step"
                                                  for c in walk(n)) for fn in helpers for n in walk(fn.body))
-    loop = training.loop.node
-    if not isinstance(loop, cst.For):
-        return False
-    counters = names_in(loop.target)
-    return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and dotted(n.func.value) == step.scaler
-               and any(names_in(a.value) & counters for a in n.args) for n in walk(loop.body))
+    return told_the_iteration(training, step)
 
 
 def _built_in(loop: Loop, optimizer: str | None) -> bool:
