@@ -31,10 +31,12 @@ def per_batch_calls(module: cst.Module, index: Index, fn: cst.FunctionDef) -> li
     name is ``Cls(...)``), where every such call sits in a loop that clears no gradient and hands the
     object to no other call, and the object's method is used nowhere but in such calls. Empty where
     any of that does not hold."""
+    name = fn.name.value
+    if name not in index.attributes:
+        return []  # no `x.<name>` anywhere in the file: nothing calls it on an object
     cls = _class_of(module, fn)
     if cls is None:
         return []
-    name = fn.name.value
     instances = {n for n, values in index.values.items()
                  if values and all(isinstance(v, cst.Call) and last_part(func_name(v) or "") == cls.name.value
                                    for v in values)}

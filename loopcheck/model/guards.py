@@ -322,6 +322,8 @@ class GuardReader:
         self.assumptions = assumptions if assumptions is not None else loop.assumptions
         self.variant = _steady(loop, loop.assigned_names())
         self._outer_variant: set[str] | None = None
+        self._counted: tuple[str, cst.BaseExpression] | None = None  # see _last_micro_step
+        self._counted_read = False
         self.aliases: dict[str, list[Assignment]] = {}
         for assignment in loop.assignments:
             for name in assignment.names:
@@ -533,7 +535,12 @@ class GuardReader:
         counting an accumulation by name, that steps the optimizer itself (a PGD attack loop's
         ``if t != K - 1: model.zero_grad()`` before the step after it is no window), and not over the
         data (``i == len(loader) - 1`` is the last batch of an epoch)."""
-        found = counted(self.loop) if self.loop.events(Kind.STEP) else None
+        if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+            return None
+        if not self._counted_read:  # once per reader: a micro-step loop's index and count
+            self._counted = counted(self.loop) if self.loop.events(Kind.STEP) else None
+            self._counted_read = True
+        found = self._counted
         if found is None:
             return None
         index, count = found

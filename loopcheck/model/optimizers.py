@@ -41,11 +41,13 @@ def optimizer_modules(model: FileModel) -> dict[str, set[str]]:
     from loopcheck.model.memory import module_name
 
     found: dict[str, set[str]] = {}
-    stored = _stored_parameters(model)
+    stored: dict[int, dict[str, str]] | None = None
     for name, calls in model.index.roles.constructed.items():
         for call in calls:
             if role_of_constructor(func_name(call) or "") is Role.OPTIMIZER:
                 owners = {module_name(m) for m in parameter_owners(call)}
+                if stored is None:
+                    stored = _stored_parameters(model)
                 # `self.optD = Adam(discriminator.parameters())` in an `__init__` that keeps
                 # `self.discriminator = discriminator`: the methods zero it as `self.discriminator`
                 owners |= {f"{stored[id(call)][head]}{rest}" for o in owners
@@ -61,12 +63,18 @@ def _stored_parameters(model: FileModel) -> dict[int, dict[str, str]]:
     found: dict[int, dict[str, str]] = {}
     for init in model.index.functions.get("__init__", []):
         params = param_names(init.params)
-        kept = {target: value for node in walk(init.body) if isinstance(node, cst.Assign) and len(node.targets) == 1
-                for target, value in [(dotted(node.targets[0].target), dotted(node.value))]
-                if target and target.startswith("self.") and target.count(".") == 1 and value in params}
+        kept: dict[str, str] = {}
+        calls: list[int] = []
+        for node in walk(init.body):  # one walk: the assignments and the calls
+            kind = type(node)
+            if kind is cst.Call:
+                calls.append(id(node))
+            elif kind is cst.Assign and len(node.targets) == 1:  # type: ignore[attr-defined]
+                target, value = dotted(node.targets[0].target), dotted(node.value)  # type: ignore[attr-defined]
+                if target and target.startswith("self.") and target.count(".") == 1 and value in params:
+                    kept[value] = target  # type: ignore[index]
         if kept:
-            by_param = {value: target for target, value in kept.items()}  # type: ignore[misc]
-            found.update({id(n): by_param for n in walk(init.body) if isinstance(n, cst.Call)})
+            found.update((call, kept) for call in calls)
     return found
 
 

@@ -284,13 +284,16 @@ for step, (x, y) in enumerate(train_loader):
             # ... and those of them a local bound once to it stands for (`model = context.model`): that
             # attribute is the trained module, where the loop's code calls the local's eval() or a helper
             # is handed the attribute itself (`predict(context.model)`)
-            attributes = {r: t for t in sorted(trained) if _alias_of_attribute(t, loop)
-                          and (r := _resolve(t, loop, loop.order)) is not None}
+            # (one walk of the function, where a leak's module is an attribute none of the trained names is)
+            attributes: dict[str | None, str] | None = None
             for leak in evals:
                 if _dead(leak, loop, at_call=True):
                     continue  # `if mode == "eval": m.eval()` in a mode helper called with "train"
                 name = _resolve(leak.receiver, loop, leak.order)
-                if name not in trained and not (name in attributes and _names_the_attribute(leak, loop, name)) \
+                if name not in trained and name is not None and "." in name and attributes is None:
+                    attributes = {r: t for t in sorted(_attribute_aliases(trained, loop))
+                                  if (r := _resolve(t, loop, loop.order)) is not None}
+                if name not in trained and not (name in (attributes or {}) and _names_the_attribute(leak, loop, name)) \
                         and not (name in aliases and _takes_own_module(leak, loop)) \
                         or _built_in_helper(leak, loop):
                     continue  # a frozen teacher, an EMA copy, a submodule: may stay in eval mode
@@ -309,7 +312,7 @@ for step, (x, y) in enumerate(train_loader):
                 inert = inert_unless(model, name)
                 if inert is None or inert:
                     # the module as the loop's code calls it (`model` for `model = context.model`)
-                    shown = attributes.get(name, name)
+                    shown = (attributes or {}).get(name, name)
                     # `train()` first in the body helps only where no update follows the leak in the iteration
                     fix = _train_first(loop, shown) if not any(u > leak.order for u in updates) \
                         and not _helper_local(name, leak, loop) else None
@@ -401,22 +404,23 @@ def _takes_own_module(leak: Event, loop: Loop) -> bool:
         for a in mine)
 
 
-def _alias_of_attribute(local: str, loop: Loop) -> bool:
-    """Whether the function that runs ``loop`` binds ``local`` once, to an attribute (``model =
+def _attribute_aliases(locals_: set[str], loop: Loop) -> set[str]:
+    """Those of ``locals_`` that the function running ``loop`` binds once, to an attribute (``model =
     context.model``, ``model = self.model``), and in no other way (no parameter, no second binding):
-    the local is that module under another name."""
+    each is that module under another name. One walk of the function for all of them."""
     scope = loop.function
-    if scope is None or "." in local:
-        return False
+    wanted = {name for name in locals_ if "." not in name}
+    if scope is None or not wanted:
+        return set()
     params = [*scope.params.params, *scope.params.kwonly_params, *scope.params.posonly_params]
-    if any(p.name.value == local for p in params):
-        return False
-    bindings = [node for node in walk(scope.body, into_functions=True) if _binds(node, local)]
-    if len(bindings) != 1:
-        return False
-    binding = bindings[0]
-    return isinstance(binding, cst.Assign) and len(binding.targets) == 1 \
-        and isinstance(binding.value, cst.Attribute) and dotted(binding.value) is not None
+    wanted -= {p.name.value for p in params}
+    bindings: dict[str, list[cst.CSTNode]] = {}
+    for node in walk(scope.body, into_functions=True):
+        for name in _bound_names(node) & wanted:
+            bindings.setdefault(name, []).append(node)
+    return {name for name, nodes in bindings.items() if len(nodes) == 1 and isinstance(nodes[0], cst.Assign)
+            and len(nodes[0].targets) == 1 and isinstance(nodes[0].value, cst.Attribute)
+            and dotted(nodes[0].value) is not None}
 
 
 def _names_the_attribute(leak: Event, loop: Loop, attribute: str) -> bool:
@@ -435,18 +439,18 @@ def _names_the_attribute(leak: Event, loop: Loop, attribute: str) -> bool:
     return isinstance(last.node, cst.Call) and _wrapped(last.value) == attribute  # a parameter bound at a call
 
 
-def _binds(node: cst.CSTNode, name: str) -> bool:
-    """``node`` binds ``name``: an assignment, loop, ``with``, walrus or augmented target, an import,
-    or a nested function or class of that name."""
+def _bound_names(node: cst.CSTNode) -> set[str]:
+    """The names ``node`` binds: an assignment, loop, ``with``, walrus or augmented target, an import,
+    or a nested function or class."""
     if isinstance(node, cst.Assign):
-        return any(name in names_in(t.target) for t in node.targets)
+        return {n for t in node.targets for n in names_in(t.target)}
     if isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr)):
-        return name in names_in(node.target)
+        return set(names_in(node.target))
     if isinstance(node, cst.AsName):
-        return name in names_in(node.name)
+        return set(names_in(node.name))
     if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-        return node.name.value == name
-    return False
+        return {node.name.value}
+    return set()
 
 
 def _inside(node: cst.CSTNode, outer: cst.CSTNode) -> bool:
