@@ -594,7 +594,7 @@ class GuardReader:
             return self._sample_window(test, name, increments[0], resets, order, negated=False)
         if len(increments) != 1 or int_value(increments[0].value) != 1 or increments[0].conds or not resets:
             return None
-        if not all(_inside(reset, test) and int_value(reset.value) == 0 for reset in resets):
+        if not all(_inside(reset, test, name) and int_value(reset.value) == 0 for reset in resets):
             return None
         # On the k-th micro-batch of a window the count is k when it is incremented before the test:
         # `n >= N` holds at k = N (the boundary), `n > N` at k = N + 1 (every window one too long).
@@ -1144,9 +1144,28 @@ def _batch_size(expr: cst.BaseExpression) -> bool:
     return False
 
 
-def _inside(assignment: Assignment, test: cst.BaseExpression) -> bool:
-    """The assignment runs only where ``test`` holds (it sits in that ``if``'s body)."""
-    return any(c.test is test and not c.negated for c in assignment.conds)
+def _inside(assignment: Assignment, test: cst.BaseExpression, counter: str | None = None) -> bool:
+    """The assignment runs only where ``test`` holds (it sits in that ``if``'s body). With ``counter``,
+    also where ``test`` is one conjunct of that ``if``'s test and no other conjunct reads the counter
+    (``if n == N and phase == 'train': n = 0``): a guard beside the count does not move the window's
+    end, as in the ``%`` reading of the same test."""
+    for c in assignment.conds:
+        if c.negated or c.test is None:
+            continue
+        if c.test is test:
+            return True
+        if counter is not None:
+            parts = _conjuncts(c.test)
+            if any(p is test for p in parts) and all(p is test or counter not in names_in(p) for p in parts):
+                return True
+    return False
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands of an ``and`` chain (``a and b and c``), or the test itself."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _conjuncts(test.left) + _conjuncts(test.right)
+    return [test]
 
 
 def _is_minus_one(expr: cst.BaseExpression, modulus: cst.BaseExpression) -> bool:
