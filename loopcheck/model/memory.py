@@ -260,14 +260,16 @@ class GraphReader:
             return False
         if any(n == name and a is assignment for n, a in self.backpropagated):
             return True
+        if self.scaled_into_backward(name, assignment):
+            return True
         if assignment.op != "=" or len(assignment.names) != 1:
             if assignment.op == "=" and isinstance(assignment.value, cst.Call):
-                position = _position(assignment.node, name)
+                position = target_position(assignment.node, name)
                 if position is not None and self._own_function(assignment.value) is not None:
                     # `loss, parts = compute_loss(out, y)`: what that element of the helper's return holds
                     return self._returned(assignment.value, assignment.order, assignment.conds, depth, position)
                 if position is not None and self._derived(assignment.value, position, lambda a: any(
-                        a == _position(assignment.node, n) and b is assignment for n, b in self.backpropagated)):
+                        a == target_position(assignment.node, n) and b is assignment for n, b in self.backpropagated)):
                     return True
                 if position is not None and self.project is not None and position in self.project.returned_numbers(
                         assignment.value, self.roles):
@@ -278,6 +280,20 @@ class GraphReader:
         if isinstance(assignment.value, cst.List) and not assignment.value.elements:
             return self._filled(name, assignment, depth)
         return self.carries(assignment.value, assignment.order, assignment.conds, depth + 1)
+
+    def scaled_into_backward(self, name: str, assignment: Assignment) -> bool:
+        """``loss`` rebound to ``loss / N`` (or ``loss * w``) later in the iteration, and that binding
+        handed to backward (``avg += loss`` between the two): the value back-propagated is this one
+        divided by a number, so this one carries the graph too."""
+        for n, later in self.backpropagated:
+            if n != name or later is None or later is assignment or later.op != "=" or later.names != (name,):
+                continue
+            value = later.value
+            if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.Divide, cst.Multiply)) \
+                    and dotted(value.left) == name and name not in names_in(value.right) \
+                    and self.binding(name, later.order, later.conds) is assignment:
+                return True
+        return False
 
     def _filled(self, name: str, assignment: Assignment, depth: int) -> bool | None:
         """``picked = []`` then ``picked.append(scores[i])``: the list holds a graph where what is
@@ -456,7 +472,7 @@ class _Scan:
 _NO_GRAD = Pattern(r"\b(no_grad|inference_mode)\b")
 
 
-def _position(node: cst.CSTNode, name: str) -> int | None:
+def target_position(node: cst.CSTNode, name: str) -> int | None:
     """Where ``name`` sits in the flat tuple target of ``a, name = ...``."""
     if not isinstance(node, cst.Assign) or len(node.targets) != 1:
         return None
