@@ -14,7 +14,9 @@ the saved activations and what piles up is the graph's node objects, much less: 
 `.item()`, `.detach()`, `float(...)` and values computed under
 `torch.no_grad()` hold no graph and are not flagged, nor are the numbers a model of another
 module of the project returns beside its loss (`return lm_loss, lm_loss.item()` in its
-`forward`); neither is a running sum that is itself back-propagated (a loss summed over micro-batches on purpose). Neither is a list or a total made fresh
+`forward`); neither is a running sum that is itself back-propagated (a loss summed over micro-batches on purpose), nor
+one a function makes empty before its loop on every call and returns to a caller of the same file that
+back-propagates it (a learned optimizer's unrolled meta-loss). Neither is a list or a total made fresh
 for one optimizer step (`losses = []` or `total = torch.zeros(n)` before `for _ in
 range(gradient_accumulation_steps):`, or before an inner loop over loss terms), nor one made fresh
 whenever it is filled from one iteration's tensors (`show = []` in the logging branch that then
@@ -43,7 +45,7 @@ import libcst as cst
 from loopcheck.fixes import Fix, replace
 from loopcheck.model import Assignment, FileModel, Kind
 from loopcheck.model.horizon import ACCUMULATION_NAME
-from loopcheck.model.memory import GraphReader, backpropagated_names, module_name, trained_modules
+from loopcheck.model.memory import GraphReader, backpropagated_names, module_name, target_position, trained_modules
 from loopcheck.model.syntax import dotted, func_name, last_part, names_in, source, walk
 from loopcheck.model.training import Style, TrainingLoop, is_data_iterable, is_data_loop, micro_count
 from loopcheck.rules._base import Rule, Violation
@@ -198,6 +200,8 @@ for epoch in range(epochs):
                     backpropagated = backpropagated_names(model)
                 if container in backpropagated:
                     continue  # kept on purpose: a backward later runs through it
+                if _returned_to_backward(training, container, model):
+                    continue  # kept on purpose: the caller back-propagates the returned sum
                 reader = reader or GraphReader(model, training)
                 if (_short_fixed_run(training) or _reset_periodically(training, container)
                         or _reset_around_repeats(training, container) or _one_step_per_call(training, container)) \
@@ -370,7 +374,8 @@ def _backpropagated_binding(reader: GraphReader, value: cst.BaseExpression, hold
     if name is None or not reader.is_backpropagated(name):
         return False
     binding = reader.binding(name, holder.order, holder.conds)  # type: ignore[attr-defined]
-    return any(n == name and a is binding for n, a in reader.backpropagated)
+    return any(n == name and a is binding for n, a in reader.backpropagated) \
+        or binding is not None and reader.scaled_into_backward(name, binding)
 
 
 def _reset_periodically(training: TrainingLoop, container: str) -> bool:
@@ -407,6 +412,64 @@ def _one_step_per_call(training: TrainingLoop, container: str) -> bool:
         return False
     return any(container in a.names and a.op == "=" and a.order < loop.order and a.conds == loop.conds
                for a in scope.assignments)
+
+
+def _returned_to_backward(training: TrainingLoop, container: str, model: FileModel) -> bool:
+    """A total the loop's function makes empty before the loop on every call and returns, where a
+    caller in the file back-propagates what it returns there (a learned optimizer's unrolled
+    meta-loss: ``self.total = 0``, ``self.total += loss`` per unroll step, ``return losses,
+    self.total``, then ``_, meta_loss = learner(k); meta_loss.backward()``): the graph is kept so that
+    backward can run through every step of the call, and it goes with the next call's reset."""
+    loop, function = training.loop, training.loop.function
+    scope = loop.parent
+    if function is None or scope is None or scope.is_loop or scope.function is not function:
+        return False
+    if not any(container in a.names and a.op == "=" and _empty(a.value) and a.order < loop.order
+               and loop.conds[:len(a.conds)] == a.conds for a in scope.assignments):
+        return False
+    positions = {_returned_position(value, container) for value in model.index.returns.get(function, [])} - {False}
+    if not positions:
+        return False
+    for caller in [*model.scopes, *model.loops()]:
+        for assignment in caller.assignments:
+            value = assignment.value
+            if assignment.op != "=" or not isinstance(value, cst.Call) or not _calls_it(value, function, model):
+                continue
+            # the caller's own backward of what it bound (not a same-named loss of another function)
+            read = {n for b in caller.events(Kind.BACKWARD, deep=True)
+                    if b.loss is not None and b.order > assignment.order for n in names_in(b.loss)}
+            for name in assignment.names:
+                if name in read and target_position(assignment.node, name) in positions:
+                    return True
+    return False
+
+
+def _returned_position(value: cst.BaseExpression | None, container: str) -> int | None | bool:
+    """Where ``container`` sits in a returned value: None for the whole value, its index in a
+    returned tuple, False where it is not returned there."""
+    if value is not None and dotted(value) == container:
+        return None
+    if isinstance(value, cst.Tuple):
+        found = [i for i, e in enumerate(value.elements) if dotted(e.value) == container]
+        if len(found) == 1:
+            return found[0]
+    return False
+
+
+def _calls_it(call: cst.Call, function: cst.FunctionDef, model: FileModel) -> bool:
+    """``call`` runs ``function``: by its name (``f(...)``; a method also as ``self.f(...)`` or
+    ``obj.f(...)``), or for a ``__call__`` method, through a name bound to an instance of its class
+    (``learner = Learner(...)`` then ``learner(k)``)."""
+    called = dotted(call.func)
+    if called is None:
+        return False
+    name = function.name.value
+    owner = next((c for c in model.module.body if isinstance(c, cst.ClassDef)
+                  and any(s is function for s in c.body.body)), None)  # type: ignore[union-attr]
+    if name != "__call__":
+        return called == name if owner is None else last_part(called) == name
+    return owner is not None and any(isinstance(v, cst.Call) and last_part(func_name(v) or "") == owner.name.value
+                                     for v in model.index.values.get(last_part(called), []))
 
 
 def _made_fresh_to_fill(training: TrainingLoop, container: str, holder: object, model: FileModel) -> bool:
