@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from loopcheck.patterns import Pattern
 from loopcheck.project.environments import environment_constructor, environment_name
-from loopcheck.project.facts import FunctionFacts, ModuleFacts
+from loopcheck.project.facts import FunctionFacts, ModuleFacts, ast_dotted
 from loopcheck.project import callers as _callers
 from loopcheck.project import ddp_helpers as _ddp_helpers
 from loopcheck.project import index as _index
@@ -427,7 +427,7 @@ class Imported:
             elif isinstance(node, ast.ImportFrom) and not node.level:
                 imports += [(node.module, a.name, a.asname) for a in node.names]
             elif isinstance(node, ast.ClassDef):
-                bases = [_ast_dotted(b) for b in node.bases]
+                bases = [ast_dotted(b) for b in node.bases]
                 defines = any(isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name in STEP_METHODS
                               or isinstance(m, ast.Assign) and any(isinstance(t, ast.Name) and t.id in STEP_METHODS
                                                                    for t in m.targets) for m in node.body)
@@ -670,18 +670,6 @@ def _libcst() -> tuple[ModuleType, ModuleType]:
 _SYNC_WORDS = ("no_sync", "require_backward_grad_sync", "no_backward_sync", "set_requires_gradient_sync",
                "skip_gradient_sync", "disable_allreduce")
 
-
-def _ast_dotted(node: object) -> str | None:
-    """``a.b.c`` for an ``ast`` Name/Attribute chain, None for anything else."""
-    import ast
-
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return ".".join([node.id, *reversed(parts)])
 
 
 def _class_span(text: bytes, name: str) -> tuple[int, int] | None:
