@@ -24,7 +24,7 @@ from loopcheck.model.guards import unwrap_iterable
 from loopcheck.model.ignite import iteration_counter
 from loopcheck.model.index import EVENT_METHODS, Index
 from loopcheck.model.inherited import STEP_METHODS, TRAINER, divided_loss, inherited_step, model_argument, trainer_subclass_methods
-from loopcheck.model.iterators import first_batch_of, is_data_loop, iterated, taken_from
+from loopcheck.model.iterators import counted_part, first_batch_of, is_data_loop, iterated, taken_from
 from loopcheck.model.predicates import predicate_test, predicate_value
 from loopcheck.model.roles import Role
 from loopcheck.model.syntax import (
@@ -184,7 +184,9 @@ class Builder:
         if isinstance(node, cst.For):
             resolved = _resolve_iterable(node.iter, st.loop)
             loop.iterable = resolved if resolved is not node.iter else None
-            loop.iter_sources = _bound_values(resolved, st.loop) + self._passed_in(resolved, st)
+            counted = counted_part(resolved)
+            loop.iter_sources = [v for part in counted for v in _bound_values(part, st.loop)] \
+                + [v for part in counted for v in self._passed_in(part, st)]
             loop.assignments.append(
                 Assignment(tuple(target_names(node.target)), resolved, "for", node, (), loop.order))
         self._block(lines(node.body), replace(st, loop=loop, conds=(), site=None), node)

@@ -32,8 +32,20 @@ def is_data_loop(loop: Loop) -> bool:
     """The loop goes over a data loader, itself or through names bound to one before the loop
     (``epoch_iterator = tqdm(train_loader)``; ``for step, batch in enumerate(epoch_iterator)``), or
     over the batches of a collection by number (``for step in range(len(samples) // batch_size):``)."""
-    return is_data_iterable(loop.iter) or any(is_data_iterable(e) for e in loop.iter_sources) \
-        or _batch_numbers(loop.iter)
+    return any(is_data_iterable(e) for e in counted_part(loop.iter)) \
+        or any(is_data_iterable(e) for e in loop.iter_sources) or _batch_numbers(loop.iter)
+
+
+def counted_part(iterable: cst.BaseExpression | None) -> list[cst.BaseExpression]:
+    """What says what a loop goes over: ``range(start, stop[, step])`` without its start, anything else
+    whole. The start of a range is where a resumed run picks up (``range(start_epoch, epochs)`` with
+    ``start_epoch = state["epoch"] + 1`` and ``state = torch.load(cfg.LOADCKPT)``, ``range(args.load_epoch,
+    n)``): names read there say nothing about the data."""
+    if isinstance(iterable, cst.Call) and func_name(iterable) == "range" and not any(a.star for a in iterable.args):
+        args = positional(iterable)
+        if len(args) >= 2:
+            return args[1:]
+    return [iterable] if iterable is not None else []
 
 
 def _batch_numbers(iterable: cst.BaseExpression | None) -> bool:
