@@ -40,10 +40,12 @@ from loopcheck.model.syntax import (
     names_in,
     positional,
     receiver,
+    source as text_of,
     target_names,
     walk,
 )
 from loopcheck.patterns import Pattern
+from loopcheck.project.state_init import empty_state_test
 
 if TYPE_CHECKING:
     from loopcheck.project import Imported
@@ -317,6 +319,9 @@ class Builder:
 
     def _event(self, st: _State, kind: Kind, node: cst.CSTNode, stmt: cst.CSTNode, recv: str | None,
                **fields: object) -> None:
+        if kind is Kind.STEP and any(not c.negated and c.test is not None and empty_state_test(text_of(c.test))
+                                     for c in st.conds):
+            return  # a step that only creates the optimizer's state (loopcheck.project.state_init)
         event = Event(kind=kind, node=node, stmt=stmt, receiver=recv, conds=st.conds, loop=st.loop,
                       order=self._next(), contexts=st.contexts, origin=st.inlining[-1] if st.inlining else None,
                       site=st.site, **fields)  # type: ignore[arg-type]

@@ -25,6 +25,7 @@ from loopcheck.patterns import Pattern
 from loopcheck.project.environments import not_an_optimizer_step, unpacked_results
 from loopcheck.project.flow import graph_from, keeps, may_flow
 from loopcheck.project.schedules import SCHEDULE_TEXT, returned, returned_in_tuples
+from loopcheck.project.state_init import empty_state_test
 from loopcheck.project.walk import last_name, own_nodes, walk
 
 _DDP = {"DistributedDataParallel", "DDP"}
@@ -597,6 +598,13 @@ def ast_dotted(expr: ast.expr) -> str | None:
     return None
 
 
+def _state_initialising(nodes: list[ast.AST]) -> set[int]:
+    """The calls in the body of an ``if`` that holds only while an optimizer has no state (``if
+    len(state_dict["state"]) == 0:``): the step there creates the state (loopcheck.project.state_init)."""
+    return {id(call) for sub in nodes if isinstance(sub, ast.If) and empty_state_test(ast.unparse(sub.test))
+            for stmt in sub.body for call in walk(stmt) if isinstance(call, ast.Call)}
+
+
 def _names(expr: ast.AST) -> set[str]:
     return {n.id for n in walk(expr) if isinstance(n, ast.Name)}
 
@@ -639,6 +647,7 @@ class _Reader:
         copied = {t.id for sub in nodes if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call)
                   and last_name(sub.value.func) in ("deepcopy", "copy") for t in sub.targets if isinstance(t, ast.Name)}
         unpacked: set[int] | None = None  # calls whose result is unpacked or indexed, found on the first `step`
+        initialising: set[int] | None = None  # calls under a test that the optimizer has no state yet
         for sub in nodes:
             if isinstance(sub, ast.Attribute) and sub.attr in _SYNC:
                 controls_sync = True
@@ -669,8 +678,10 @@ class _Reader:
             elif name == "step" and recv in index:
                 if unpacked is None:
                     unpacked = unpacked_results(nodes)
-                if not not_an_optimizer_step(sub, recv, unpacked):  # `obs, r, done, info = env.step(action)`
-                    steps.add(index[recv])
+                if initialising is None:
+                    initialising = _state_initialising(nodes)
+                if not not_an_optimizer_step(sub, recv, unpacked) and id(sub) not in initialising:
+                    steps.add(index[recv])  # not `obs, r, done, info = env.step(action)`, nor a state initialisation
             elif name == "update" and receiver is not None and not sub.args and (written := ast_dotted(receiver)):
                 updated.add(written)
             elif "zero_grad" in name:
