@@ -10,6 +10,11 @@ default body is `optimizer.step(closure=optimizer_closure)`, steps twice per bat
 `training_step` and `backward` twice (two steps with the closure in a straight run of the hook's
 statements; not in branches of a test, and not where the module turns automatic optimization off).
 
+A step under a test that the optimizer has no state yet (`if len(optimizer.state_dict()["state"]) == 0:`,
+`if not optimizer.state:`), in the file or in a helper of another module, only creates that state
+(horovod's `broadcast_optimizer_state` steps once on zeroed gradients): it never runs after a step and
+is not a second one.
+
 ## Why is this bad?
 The second step applies the same gradients again: for SGD a doubled learning rate, for Adam a
 second moment update from stale gradients, and under AMP an update that bypasses the scaler's
