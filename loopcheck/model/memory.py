@@ -17,16 +17,18 @@ False
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from loopcheck.model.events import Assignment, Cond, Kind
+from loopcheck.model.forward_numbers import forward_returns_number
 from loopcheck.model.guards import exclusive
 from loopcheck.model.optimizers import parameter_owners
 from loopcheck.model.roles import Role, role_of_constructor
 from loopcheck.model.syntax import dotted, func_name, is_zero, method, names_in, own_call_name, positional, source, target_names, walk
+from loopcheck.model.syntax import children
 from loopcheck.model.training import TrainingLoop
 from loopcheck.patterns import Pattern
 
@@ -123,21 +125,77 @@ def frozen_modules(model: FileModel) -> set[str]:
 
 def backpropagated_names(model: FileModel) -> set[str]:
     """Every name a backward pass of the file reads, directly or through the assignments that
-    built its loss (``torch.stack(losses).mean().backward()`` reads ``losses``)."""
+    built its loss (``torch.stack(losses).mean().backward()`` reads ``losses``) and what was
+    appended to the lists it reads (see ``_stored_values``)."""
     values: dict[str, list[cst.BaseExpression]] = {}
     for loop in [*model.scopes, *model.loops()]:
         for assignment in loop.assignments:
-            for name in assignment.names:
-                values.setdefault(name, []).append(assignment.value)
+            for name, value in _zipped(assignment):
+                values.setdefault(name, []).append(value)
+    for name, value in _stored_values(model):
+        values.setdefault(name, []).append(value)
     found: set[str] = set()
-    todo = [n for b in model.events(Kind.BACKWARD) if b.loss is not None for n in names_in(b.loss)]
+    todo = [n for b in model.events(Kind.BACKWARD) if b.loss is not None for n in _graph_reads(b.loss)]
     while todo and len(found) < 200:
         name = todo.pop()
         if name in found:
             continue
         found.add(name)
-        todo.extend(n for value in values.get(name, []) for n in names_in(value))
+        todo.extend(n for value in values.get(name, []) for n in _graph_reads(value))
     return found
+
+
+def _graph_reads(expr: cst.BaseExpression) -> set[str]:
+    """The names whose graph ``expr`` can carry on: ``names_in``, less what is read only through
+    ``.item()``, ``.detach()``, ``float(...)``, ``.data`` (``r - value.item()`` takes no graph from
+    ``value``), plus the receiver of a method called on it (``memory.sample_memory()`` reads
+    ``memory``, ``total.mean()`` reads ``total``)."""
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            called = method(node)
+            if called is not None and called[1] in _DETACHING or func_name(node) in _PLAIN:
+                continue
+            if called is not None and dotted(called[0]) is not None:
+                found.add(dotted(called[0]))  # type: ignore[arg-type]
+                stack.extend(node.args)
+                continue
+        elif isinstance(node, cst.Attribute) and node.attr.value in ("data", "grad", "shape"):
+            continue
+        elif isinstance(node, (cst.Name, cst.Attribute)) and dotted(node) is not None:
+            found.add(dotted(node))  # type: ignore[arg-type]
+            continue
+        elif isinstance(node, (cst.Lambda, cst.FunctionDef)):
+            continue
+        stack.extend(children(node))
+    return found
+
+
+def _zipped(assignment: Assignment) -> list[tuple[str, cst.BaseExpression]]:
+    """(name, value) for each name the assignment binds; ``for log_prob, value, r in zip(a, b, c):``
+    binds each name to its own list (``value`` to ``b``), any other binding every name to the whole value."""
+    node, value = assignment.node, assignment.value
+    if assignment.op == "for" and isinstance(node, cst.For) and isinstance(node.target, cst.Tuple) \
+            and isinstance(value, cst.Call) and func_name(value) == "zip" \
+            and len(positional(value)) == len(value.args) == len(node.target.elements) \
+            and not any(isinstance(e, cst.StarredElement) for e in node.target.elements):
+        return [(name, arg) for element, arg in zip(node.target.elements, positional(value))
+                for name in target_names(element.value)]
+    return [(name, value) for name in assignment.names]
+
+
+def _stored_values(model: FileModel) -> Iterator[tuple[str, cst.BaseExpression]]:
+    """(list, value) for every ``list.append(value)`` of the file: a backward reading the list
+    reads the value. An actor-critic's end-of-episode update builds its losses as
+    ``for log_prob, value, r in zip(saved_logprobs, saved_values, returns):
+    value_losses.append(F.smooth_l1_loss(value, r))``, then back-propagates
+    ``torch.stack(value_losses).sum()``: through that list and the loop's names the backward reads
+    ``saved_values``, the list the episode's steps kept their graphs in for it."""
+    for store in model.events(Kind.STORE):
+        if store.receiver and store.value is not None:
+            yield store.receiver, store.value
 
 
 class GraphReader:
@@ -148,6 +206,7 @@ class GraphReader:
         self.modules = trained_modules(model)
         self.project = model.project
         self.roles = model.roles
+        self.module = model.module
         self.functions = model.index.functions
         self.scans: dict[cst.FunctionDef, _Scan] = {}  # shared with the readers of same-file functions
         self.memo: dict[object, bool | None] = {}
@@ -274,6 +333,8 @@ class GraphReader:
                 if position is not None and self.project is not None and position in self.project.returned_numbers(
                         assignment.value, self.roles):
                     return False  # `loss, logged = model(x)` where the project's forward returns `loss.item()` there
+                if position is not None and forward_returns_number(self.module, self.roles, assignment.value, position):
+                    return False  # `action, value = agent(s)`: this file's forward returns `action.numpy()[0]` there
                 # `logits, loss = model(x, y)`: each element of the model's output carries the graph
                 return True if self._call(assignment.value, assignment.order, assignment.conds, depth) else None
             return None

@@ -380,7 +380,7 @@ class _Blocks:
         params = {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}
         return bool(_EFFECT.search(text) or params & called and _calls_argument(text, params & called)
                     or not called.isdisjoint(self.defined) or not called.isdisjoint(methods)
-                    or _may_derive(text) or _NUMBER_RETURN.search(text) is not None and _RETURNS_NAMES.search(text) is not None
+                    or _may_derive(text) or _number_return(text)
                     or not node.name.startswith("__") and may_flow(text, params)
                     or not methods and SCHEDULE_TEXT.search(text) is not None)
 
@@ -565,7 +565,7 @@ def _with_effects(tree: ast.Module, source: str) -> set[ast.AST]:
                 params = {a.arg for a in [*member.args.posonlyargs, *member.args.args, *member.args.kwonlyargs]}
                 if _EFFECT.search(text) or params & called and _calls_argument(text, params & called):
                     wanted.add(member)
-                elif _may_derive(text) or _NUMBER_RETURN.search(text) and _RETURNS_NAMES.search(text) \
+                elif _may_derive(text) or _number_return(text) \
                         or called & classes and _may_build(text, classes) \
                         or not member.name.startswith("__") and may_flow(text, params) \
                         or member is node and SCHEDULE_TEXT.search(text):
@@ -1112,18 +1112,33 @@ def _derived(nodes: list[ast.AST]) -> tuple[tuple[int, int], ...]:
     return tuple(sorted(found or ()))
 
 
-# `x = loss.item()`, `float(...)`: what a tuple return may hold as a plain number (`_numbers`' candidates)
-_NUMBER_RETURN = Pattern(r"\.item\(\)|\b(?:float|int)\(")
+# `x = loss.item()`, `float(...)`, `action.numpy()[0]`: what a tuple return may hold as a plain number
+# (`_numbers`' candidates)
+_NUMBER_RETURN = Pattern(r"\.(?:item|numpy|tolist)\(\)|\b(?:float|int)\(")
 _NUMBER_CALLS = {"float", "int", "len", "round"}
+# `return action.numpy()[0], v, log_prob, hx`: a tuple return whose elements are not all names
+_RETURNS_CONVERTED = Pattern(r"\breturn\b(?=[^\n#]*,)[^\n#]*\.(?:item|numpy|tolist)\(\)")
+
+
+def _number_return(text: str) -> bool:
+    """The function's text may return a tuple holding a plain number (``_numbers`` reads it)."""
+    return _NUMBER_RETURN.search(text) is not None and (
+        _RETURNS_NAMES.search(text) is not None or _RETURNS_CONVERTED.search(text) is not None)
 
 
 def _is_number(expr: ast.expr | None) -> bool:
-    """A number literal, ``x.item()``, ``float(x)``, ``int(x)``, ``len(x)``, ``round(x)``."""
+    """A number literal, ``x.item()``, ``float(x)``, ``int(x)``, ``len(x)``, ``round(x)``, or a
+    NumPy value or Python list taken from a tensor (``action.numpy()[0]``, ``x.tolist()``: they
+    hold no graph, and ``.numpy()`` refuses a tensor that requires grad)."""
     if isinstance(expr, ast.Constant):
         return isinstance(expr.value, (int, float)) and not isinstance(expr.value, bool)
+    if isinstance(expr, ast.Subscript):
+        expr = expr.value
+        return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) \
+            and expr.func.attr in ("numpy", "tolist") and not expr.args
     if isinstance(expr, ast.Call):
         func = expr.func
-        return (isinstance(func, ast.Attribute) and func.attr == "item" and not expr.args) or (
+        return (isinstance(func, ast.Attribute) and func.attr in ("item", "numpy", "tolist") and not expr.args) or (
             isinstance(func, ast.Name) and func.id in _NUMBER_CALLS)
     return False
 
