@@ -6,7 +6,9 @@ constructed with a decay of 0 (`EMA(0)`) copies the weights on every update: it 
 built from literals alone (`averager = EMA()`, `EMA(0.99)`): it is handed no model, so it smooths
 values it is fed later (`losses = averager(losses)`), not weights. Nor is a temporary EMA whose
 state another EMA of the file loads (`ema_unet.load_state_dict(load_model.state_dict())`, the
-diffusers scripts' resume path): the other one is the EMA the loop must update.
+diffusers scripts' resume path): the other one is the EMA the loop must update. Nor is one that hooks itself onto something that
+runs every step (`ema.add_to_optimizer_post_step_hook(optimizer)`, ema_pytorch's: the optimizer's
+`step()` then calls `ema.update()`).
 
 ## Why is this bad?
 The EMA keeps the weights it was created with. It is often what gets evaluated and saved as
@@ -280,6 +282,8 @@ class Trainer:
             methods = model.index.methods_called.get(name, set())
             if name in updated or methods & _UPDATES or any(m.startswith("update") for m in methods):
                 continue
+            if any("hook" in m for m in methods):
+                continue  # `ema.add_to_optimizer_post_step_hook(optimizer)`: the optimizer's step updates it
             if name in model.index.passed and not _only_read_by_helpers(model, name):
                 continue  # handed to code that may update it
             if _updated_elsewhere(model, name, func_name(ema) or ""):
