@@ -47,6 +47,11 @@ nothing itself, so a loop that steps every N micro-batches without `fabric.no_ba
 enabled=is_accumulating)` all-reduces every one. Accelerate's `accumulate()`, FSDP and DeepSpeed engines
 (also as Fabric strategies) handle the sync themselves and are not flagged.
 
+Micro-steps that run under `with` contexts made by a function the project does not define, handed the
+accelerator or the model (`for forward_context in model_forward_contexts(accelerator, model, N): with
+forward_context(): ...`, pytorch-custom-utils' helper, which enters `accelerator.no_sync(model)` on all
+but the last), are not flagged: whether they skip the sync cannot be read.
+
 A loop whose losses come from the wrapped module itself (`self.model.module.train_step(batch)`)
 and never from the wrapper's forward is not flagged: DDP reduces only a backward its own forward
 prepared, so nothing is all-reduced at all there (the ranks never sync, which is another problem).
@@ -68,7 +73,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.model import Assignment, Event, FileModel, Framework, Style, TrainingLoop
+from loopcheck.model import Assignment, Event, FileModel, Framework, Role, Style, TrainingLoop
 from loopcheck.model.fabric import ddp_setups
 from loopcheck.model.index import Index
 from loopcheck.model.accelerate import prepared_modules
@@ -322,6 +327,8 @@ class SemanticTrainer:
                          and training.every_iteration(b)]
             if not backwards or ddp and _wrapper_bypassed(model, training, ddp, backwards):
                 continue
+            if _under_unread_contexts(model, training, backwards):
+                continue  # `with forward_context():` from a library helper handed the accelerator or model
             # a file that touches the sync itself: only loops its sync code cannot reach (the
             # units walk the whole file: read for the first loop that gets this far)
             unsynced = None
@@ -491,6 +498,49 @@ def _runs_wrapper(call: cst.Call, wrapped: set[str], full: set[str], model: File
         or parts != ["hasattr"] and parts != ["isinstance"] and any(
             last_part(dotted(a.value) or "") in wrapped for a in call.args) \
         or any(forward_helper(call, name, model.index) for name in full)
+
+
+def _under_unread_contexts(model: FileModel, training: TrainingLoop, backwards: list[Event]) -> bool:
+    """Every backward runs under a ``with`` context that a function this project does not define made
+    from the accelerator or the model (``for forward_context in model_forward_contexts(accelerator,
+    model, N): with forward_context(): ...``, pytorch-custom-utils' helper that enters
+    ``accelerator.no_sync(model)`` on all micro-steps but the last, or ``with helper(model, step):``):
+    whether it skips the sync cannot be read here."""
+    scope = training.loop.function or model.module
+    makers: set[str] = set()  # for-targets bound to what such a helper yields
+    for node in walk(scope):
+        if isinstance(node, cst.For) and isinstance(node.iter, cst.Call) and _unread_helper_of(model, node.iter):
+            makers.update(n for n in names_in(node.target))
+    covering = [node for node in walk(scope) if isinstance(node, cst.With) and any(
+        isinstance(item.item, cst.Call) and (isinstance(item.item.func, cst.Name) and item.item.func.value in makers
+                                             or _unread_helper_of(model, item.item)) for item in node.items)]
+    if not covering:
+        return False
+    inside = {id(n) for w in covering for n in walk(w.body)}
+    return all(id((b.site or (b.node, b.stmt))[0]) in inside for b in backwards)
+
+
+def _unread_helper_of(model: FileModel, call: cst.Call) -> bool:
+    """``call`` runs an imported function that no module of the project defines, handed the
+    accelerator or a module the file trains."""
+    name = dotted(call.func)
+    if name is None or "." in name or name in model.index.functions or not _imported(model, name):
+        return False
+    if model.project is not None and model.project.defines(call):
+        return False
+    trained = trained_modules(model)
+    return any(model.roles.of(dotted(a.value)) is Role.ACCELERATOR or dotted(a.value) in trained
+               or last_part(dotted(a.value) or "") in model.roles.prepared for a in call.args)
+
+
+def _imported(model: FileModel, name: str) -> bool:
+    """``name`` is bound by ``from module import name`` (or ``... as name``)."""
+    for statement in model.index.imports:
+        if isinstance(statement, cst.ImportFrom) and not isinstance(statement.names, cst.ImportStar):
+            if any((alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
+                    else dotted(alias.name)) == name for alias in statement.names):
+                return True
+    return False
 
 
 def _class_of(function: cst.FunctionDef | None, model: FileModel) -> str | None:
