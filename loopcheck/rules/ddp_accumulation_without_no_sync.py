@@ -55,6 +55,9 @@ but the last), are not flagged: whether they skip the sync cannot be read.
 A loop whose losses come from the wrapped module itself (`self.model.module.train_step(batch)`)
 and never from the wrapper's forward is not flagged: DDP reduces only a backward its own forward
 prepared, so nothing is all-reduced at all there (the ranks never sync, which is another problem).
+Nor is one whose losses all come from an object built around the model before the statement that
+rebinds the model to its wrapper (`train_wrapper = TrainerWrapper(model)`, then `model, optim =
+accelerator.prepare(model, optim)`): that object holds the unwrapped module.
 
 ## Fix
 Run the forward and backward of every micro-batch but the last under `with model.no_sync():`,
@@ -98,7 +101,7 @@ from loopcheck.model.distributed import (
     wrap_calls,
 )
 from loopcheck.model.memory import trained_modules
-from loopcheck.model.syntax import dotted, last_part, names_in, walk
+from loopcheck.model.syntax import dotted, last_part, names_in, target_names, walk
 from loopcheck.model.training import is_fabric_backward
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.model.variants import dead_in
@@ -327,6 +330,8 @@ class SemanticTrainer:
                          and training.every_iteration(b)]
             if not backwards or ddp and _wrapper_bypassed(model, training, ddp, backwards):
                 continue
+            if (ddp or prepared) and _forwards_built_before_the_wrap(model, training, ddp or prepared, backwards):
+                continue  # the losses come from an object built around the unwrapped model: DDP never ran
             if _under_unread_contexts(model, training, backwards):
                 continue  # `with forward_context():` from a library helper handed the accelerator or model
             # a file that touches the sync itself: only loops its sync code cannot reach (the
@@ -498,6 +503,49 @@ def _runs_wrapper(call: cst.Call, wrapped: set[str], full: set[str], model: File
         or parts != ["hasattr"] and parts != ["isinstance"] and any(
             last_part(dotted(a.value) or "") in wrapped for a in call.args) \
         or any(forward_helper(call, name, model.index) for name in full)
+
+
+def _forwards_built_before_the_wrap(model: FileModel, training: TrainingLoop, wraps: list[cst.Call],
+                                    backwards: list[Event]) -> bool:
+    """Every loss comes from an object built around the model before the statement that rebinds the
+    model to its wrapper (``train_wrapper = RecurrentTrainerWrapper(model)``, later ``model, optim =
+    accelerator.prepare(model, optim)``), never from the rebound name itself: the object holds the
+    unwrapped module, DDP's forward never runs, and no backward all-reduces (nor does the last one:
+    the ranks never sync, which is another problem)."""
+    scope = training.loop.function or model.module
+    order = {id(n): i for i, n in enumerate(walk(scope))}
+    rebound: dict[str, int] = {}  # model names rebound to a wrapper -> where
+    trained = trained_modules(model)  # not the optimizer or loaders `prepare` rebinds beside it
+    handed = {d for w in wraps for a in w.args if (d := dotted(a.value))}  # a wrapper prepared itself runs DDP
+    for node in walk(scope):
+        if isinstance(node, cst.Assign) and any(node.value is w for w in wraps):
+            args = {dotted(a.value) for a in node.value.args} - {None}
+            for t in node.targets:
+                rebound.update({n: order[id(node)] for n in target_names(t.target) if n in args and n in trained})
+    if not rebound:
+        return False
+    for backward in backwards:
+        sources = loss_sources(training, backward)
+        if not sources or any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) in rebound
+                              for source in sources for n in walk(source.value)):
+            return False  # the wrapped model runs (or is handed on) here
+        if not any(_built_before(model, call, rebound, handed, order) for source in sources
+                   for call in walk(source.value) if isinstance(call, cst.Call)):
+            return False
+    return True
+
+
+def _built_before(model: FileModel, call: cst.Call, rebound: dict[str, int], handed: set[str],
+                  order: dict[int, int]) -> bool:
+    """``call`` runs an object built once, around a model name, before that name is rebound to the
+    wrapper, and never handed to the wrapping itself."""
+    name = dotted(call.func) or ""
+    made = model.roles.constructed.get(name, [])
+    if name in handed or len(made) != 1 or len(model.index.values.get(last_part(name), [])) > 1:
+        return False
+    where = order.get(id(made[0]))
+    around = {dotted(a.value) for a in made[0].args}
+    return where is not None and any(n in around and where < at for n, at in rebound.items())
 
 
 def _under_unread_contexts(model: FileModel, training: TrainingLoop, backwards: list[Event]) -> bool:
