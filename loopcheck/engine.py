@@ -238,6 +238,7 @@ def _check(module: cst.Module, source: str, filename: str, rules: list[object], 
     from loopcheck.model import build
 
     model = build(module, source, options, project)
+    model.filename = filename
     violations = []
     seen: set[tuple[str, int]] = set()
     for rule in rules:

@@ -45,6 +45,7 @@ class FileModel:
     owners: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)  # statement -> block statement
     options: Options = field(default_factory=Options)  # settings from [tool.loopcheck]
     project: Imported | None = None  # facts of the project modules the file imports (loopcheck.project)
+    filename: str = ""  # the checked file's path as given ("<string>" for text)
 
     def owner(self, stmt: cst.CSTNode) -> cst.CSTNode | None:
         """The statement whose block holds ``stmt`` directly (a For, If, Else, With, def...)."""

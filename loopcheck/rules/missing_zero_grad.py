@@ -26,7 +26,10 @@ hands it the iteration counter first (`loss_scaler.set_iters(i)`).
 
 Not flagged: a loop that trains a module its function builds and then throws away, reading nothing
 it computes but the loss it back-propagates (a timing or memory benchmark): how it trains changes
-nothing anyone sees.
+nothing anyone sees. Nor a loop in a pytest test (a `test_*` function in a `test_*.py` or `*_test.py`
+file, or under a `tests/` folder): its few steps check a property of the gradients on purpose (two
+modules' identically accumulated gradients, an optimizer wrapper's update), and no model it trains is
+used afterwards. An evaluation function called `test` in a training script is no pytest test.
 
 ## Fix
 Call `optimizer.zero_grad()` once per optimizer step, after `optimizer.step()`.
@@ -46,6 +49,7 @@ from loopcheck.model.discarded import result_discarded
 from loopcheck.model.syntax import (children, exit_statement, func_name, last_part, lines, own_call_name, source,
                                    walk)
 from loopcheck.model.optimizers import Zeroing
+from loopcheck.model.pytest_tests import in_pytest_test
 from loopcheck.model.scaler_counter import told_the_iteration
 from loopcheck.rules._base import Rule, Violation
 
@@ -335,6 +339,8 @@ for x, z in loader:
         for training in model.training_loops:
             if training.style in (Style.FRAMEWORK, Style.NO_STEP):
                 continue
+            if in_pytest_test(model, training.loop):
+                continue  # a unit test's few steps check a property of the gradients; no model is trained
             steps = [s for s in training.steps if not s.closure and s.framework is not Framework.ENGINE]
             if not steps or len(steps) != len(training.steps):
                 continue
