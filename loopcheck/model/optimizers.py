@@ -60,21 +60,13 @@ def optimizer_modules(model: FileModel) -> dict[str, set[str]]:
 def _stored_parameters(model: FileModel) -> dict[int, dict[str, str]]:
     """For each call in an ``__init__`` of the file: its parameters stored whole on the object
     (``self.discriminator = discriminator``), by parameter name."""
+    from loopcheck.model.stored import stored_whole
+
     found: dict[int, dict[str, str]] = {}
     for init in model.index.functions.get("__init__", []):
-        params = param_names(init.params)
-        kept: dict[str, str] = {}
-        calls: list[int] = []
-        for node in walk(init.body):  # one walk: the assignments and the calls
-            kind = type(node)
-            if kind is cst.Call:
-                calls.append(id(node))
-            elif kind is cst.Assign and len(node.targets) == 1:  # type: ignore[attr-defined]
-                target, value = dotted(node.targets[0].target), dotted(node.value)  # type: ignore[attr-defined]
-                if target and target.startswith("self.") and target.count(".") == 1 and value in params:
-                    kept[value] = target  # type: ignore[index]
+        kept = stored_whole(init)
         if kept:
-            found.update((call, kept) for call in calls)
+            found.update((id(node), kept) for node in walk(init.body) if type(node) is cst.Call)
     return found
 
 

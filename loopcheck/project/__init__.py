@@ -73,6 +73,7 @@ class Imported:
     _trainer_bases: dict[str, bool] = field(default_factory=dict)  # base class -> inherits_trainer_step
     _modules: dict[str, ModuleFacts | None] = field(default_factory=dict)
     _where: dict[int, str] = field(default_factory=dict)
+    _class_defs: dict[str, cst.ClassDef | None] = field(default_factory=dict)
     # (method's path:line, its `if` number, id(call)) -> that test parsed; id(node) -> (node, call) for them
     _gate_nodes: dict[tuple[str, int, int], cst.If] = field(default_factory=dict)
     _stand_ins: dict[int, tuple[cst.CSTNode, cst.Call]] = field(default_factory=dict)
@@ -375,6 +376,11 @@ class Imported:
         """The bases, as written, of the class a project module defines that ``constructor`` names
         (``Cls`` imported from it, or ``module.Cls`` of a module imported whole); None where no
         project module is seen to define it."""
+        found = self._class_module(constructor)
+        return self.index.class_bases(*found) if found is not None else None
+
+    def _class_module(self, constructor: str) -> tuple[Path, str] | None:
+        """The project module and class name that ``constructor`` (``Cls``, ``module.Cls``) names."""
         local, _, name = constructor.rpartition(".")
         imported = self.own.imports.get(local or name)
         if imported is None or "." in local:
@@ -385,7 +391,24 @@ class Imported:
         else:
             name = attr
             path = self.index.resolve(self.path, module, level) if attr else None
-        return self.index.class_bases(path, name) if path is not None and name else None
+        return (path, name) if path is not None and name else None
+
+    def class_def(self, constructor: str) -> cst.ClassDef | None:
+        """The top-level class a project module defines that ``constructor`` names, parsed (libcst) when
+        first asked; None where no project module is seen to define it."""
+        if constructor not in self._class_defs:
+            found = self._class_module(constructor)
+            cls = None
+            if found is not None and self.index.may_define(*found):
+                libcst, _ = _libcst()
+                try:
+                    module = libcst.parse_module(self.index.text_of(found[0]).decode("utf-8", "replace"))
+                except Exception:  # noqa: BLE001  (a module libcst cannot parse defines nothing we read)
+                    module = None
+                cls = next((n for n in module.body if isinstance(n, libcst.ClassDef) and n.name.value == found[1]),
+                           None) if module is not None else None
+            self._class_defs[constructor] = cls
+        return self._class_defs[constructor]
 
     def inherits_trainer_step(self, base: str) -> bool:
         """The class ``base`` (``BaseTrainer``, ``trainers.BaseTrainer``) of another project module derives

@@ -46,7 +46,9 @@ Only the first epoch (or the steps before the first evaluation) trains in traini
 that, dropout is off and BatchNorm normalises with its running statistics and stops updating
 them: the model trains as a different network than intended, usually worse, and nothing fails.
 `model.train()` at the start of the epoch loop, inside the training helper (also an epoch function
-of another module that starts with `model.train()` before its backward and steps), or right after the
+of another module that starts with `model.train()` before its backward and steps, or through an
+object that holds the model: `d_net.s_net.train()` where `d_net = Distiller(t_net, s_net)` and the
+class, of the file or of a project module, keeps `self.s_net = s_net`), or right after the
 evaluation is correct and not flagged; so is `.eval()` on a model that is not trained here (a
 frozen teacher, an EMA copy) or that the code freezes (`requires_grad_(False)`), and a GAN's
 discriminator put in eval mode for the generator's update, as long as it is back in train mode
@@ -73,6 +75,7 @@ from loopcheck.model.guards import exclusive
 from loopcheck.model.memory import frozen_modules, module_name, trained_modules
 from loopcheck.model.modes import inert_unless
 from loopcheck.model.optimizers import optimizer_modules
+from loopcheck.model.stored import attribute_aliases
 from loopcheck.model.values import option_defaults
 from loopcheck.model.syntax import dotted, func_name, last_part, lines, names_in, positional, source, walk
 from loopcheck.patterns import Pattern
@@ -307,7 +310,7 @@ for step, (x, y) in enumerate(train_loader):
                     continue  # one finding per leak: the last eval() before the next update reports it
                 if _trains_in_eval_mode(leak, name, owners, steps, loop, events):
                     continue  # `for x in loader: model.eval(); loss = f(model(x)); ...; opt.step()`: on purpose
-                if self._undone(leak, name, events, updates, loop, trained):
+                if self._undone(leak, name, events, updates, loop, trained, model):
                     continue
                 inert = inert_unless(model, name)
                 if inert is None or inert:
@@ -327,8 +330,11 @@ for step, (x, y) in enumerate(train_loader):
 
     @staticmethod
     def _undone(leak: Event, name: str, events: list[Event], updates: list[int], loop: Loop,
-                trained: set[str]) -> bool:
-        """Whether ``name.train()`` runs between the leak and the next update that trains ``name``."""
+                trained: set[str], model: FileModel) -> bool:
+        """Whether ``name.train()`` runs between the leak and the next update that trains ``name``,
+        also as an attribute that holds it (``d_net.s_net.train()`` where ``d_net = Distiller(t_net,
+        s_net)`` keeps ``self.s_net = s_net``)."""
+        stored: dict[str, str] | None = None
         later = _later(leak, updates, events, loop)
         if later:
             def window(order: int) -> bool:
@@ -339,6 +345,10 @@ for step, (x, y) in enumerate(train_loader):
         for train in events:
             if train.kind is Kind.TRAIN_MODE and window(train.order) and not _dead(train, loop, at_call=True):
                 resolved = _resolve(train.receiver, loop, train.order)
+                if resolved is not None and resolved != name and resolved.count(".") == 1:
+                    if stored is None:
+                        stored = attribute_aliases(model)
+                    resolved = stored.get(resolved, resolved)
                 if resolved is None or resolved == name or resolved not in trained:
                     return True  # the same model, or one we cannot tell apart from it
                 if resolved.startswith(name + ".") or name.startswith(resolved + "."):
