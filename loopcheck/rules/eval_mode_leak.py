@@ -50,7 +50,10 @@ of another module that starts with `model.train()` before its backward and steps
 object that holds the model: `d_net.s_net.train()` where `d_net = Distiller(t_net, s_net)` and the
 class, of the file or of a project module, keeps `self.s_net = s_net`), or right after the
 evaluation is correct and not flagged; so is `.eval()` on a model that is not trained here (a
-frozen teacher, an EMA copy) or that the code freezes (`requires_grad_(False)`), and a GAN's
+frozen teacher, an EMA copy) or that the code freezes (`requires_grad_(False)`), an `eval()` inside a loop whose function
+already puts that module in eval mode before the loop and never back in train mode in it (an
+architecture controller's loop that scores the generator through `get_is(gen_net)`: every iteration
+runs with the generator in eval mode anyway), and a GAN's
 discriminator put in eval mode for the generator's update, as long as it is back in train mode
 (itself or through its DDP wrapper) before its own optimizer steps. The same holds for a component
 put in eval mode after its own updates while one training helper goes on to train the next
@@ -300,6 +303,8 @@ for step, (x, y) in enumerate(train_loader):
                         and not (name in aliases and _takes_own_module(leak, loop)) \
                         or _built_in_helper(leak, loop):
                     continue  # a frozen teacher, an EMA copy, a submodule: may stay in eval mode
+                if _kept_in_eval(leak, name, events, loop):
+                    continue  # `gen_net.eval()` before a controller's loop: every iteration runs in eval mode
                 if _alternating(leak, name, events, loop):
                     continue  # `if phase == "G": G.train(); D.eval() else: G.eval(); D.train()`
                 updates = [u for u in _updates_of(name, owners, events, loop, leak.order) if u in steps] \
@@ -727,6 +732,32 @@ def _train_first(loop: Loop, name: str) -> Fix | None:
         return None
     fix = insert_before(body.body[0], f"{name}.train()", f"call `{name}.train()` at the start of each iteration")
     return replace(fix, safe=False)
+
+
+def _kept_in_eval(leak: Event, name: str, events: list[Event], loop: Loop) -> bool:
+    """Whether the function puts ``name`` in eval mode itself, unconditionally, before the loop, and
+    nothing in the loop puts it back in train mode (``gen_net.eval()`` before a loop that trains only
+    an architecture controller and scores the generator in each iteration): every iteration already
+    runs with the module in eval mode, so an ``eval()`` of it inside the loop changes nothing."""
+    scope = loop.parent
+    if not loop.is_loop or scope is None:
+        return False
+
+    def related(event: Event, order: int) -> bool:
+        resolved = _resolve(event.receiver, loop, order)
+        return resolved is None or resolved == name or resolved.startswith(name + ".") \
+            or name.startswith(resolved + ".")
+
+    before = [e for e in scope.events(Kind.EVAL_MODE, Kind.TRAIN_MODE) if e.order < loop.order]
+    last = max((e for e in before if related(e, e.order)), key=lambda e: e.order, default=None)
+    # in the loop's own function, unconditional there: its scope's code, or inlined with the loop from
+    # the helper that holds both (at the caller's loop, under the same conditions as the loop)
+    return last is not None and last.kind is Kind.EVAL_MODE \
+        and (not last.conds and last.site is None and not scope.is_loop
+             or last.site is not None and last.origin is not None and _inside(loop.node, last.origin.body)
+             and [id(c) for c in last.conds] == [id(c) for c in loop.conds]) \
+        and _resolve(last.receiver, loop, last.order) == name \
+        and not any(e.kind is Kind.TRAIN_MODE and related(e, e.order) for e in events)
 
 
 def _alternating(leak: Event, name: str, events: list[Event], loop: Loop) -> bool:
