@@ -4,12 +4,8 @@ A ``test_*`` function in a file pytest collects (``test_*.py``, ``*_test.py``) o
 folder checks a property of a few hand-written steps (two modules' gradients accumulated the same
 way, an optimizer wrapper's update): it trains no model that is used afterwards.
 
->>> import libcst as cst
->>> from loopcheck.model import build
->>> m = build(cst.parse_module("def test_grads():\\n    for x in xs:\\n        opt.step()\\n"))
->>> m.filename = "tests/test_optim.py"
->>> in_pytest_test(m, next(m.loops()))
-True
+>>> pytest_file("tests/optim/test_wrapper.py"), pytest_file("train.py"), pytest_file("tests/helpers.py")
+(True, False, True)
 """
 
 from __future__ import annotations
