@@ -10,8 +10,13 @@ way, an optimizer wrapper's update): it trains no model that is used afterwards.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import PurePath
 from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from loopcheck.model.syntax import children, func_name
 
 if TYPE_CHECKING:
     from loopcheck.model import FileModel, Loop
@@ -25,7 +30,27 @@ def pytest_file(filename: str) -> bool:
 
 
 def in_pytest_test(model: FileModel, loop: Loop) -> bool:
-    """Whether ``loop`` is in a ``test_*`` function (a pytest test) of a file pytest collects: not an
-    evaluation function called ``test``, nor a ``test_*`` helper of a training script."""
+    """Whether ``loop`` is in a ``test_*`` function (a pytest test) of a file pytest collects, or in a
+    helper of that file that only such tests call (``_test_wrapper(name)`` shared by ``test_lookahead``
+    and ``test_scout``): not an evaluation function called ``test``, nor a ``test_*`` helper of a
+    training script."""
     function = loop.function
-    return function is not None and function.name.value.startswith("test_") and pytest_file(model.filename)
+    if function is None or not pytest_file(model.filename):
+        return False
+    name = function.name.value
+    if name.startswith("test_"):
+        return True
+    callers = [outer for outer, call in _calls_in_functions(model.module) if func_name(call) == name]
+    return bool(callers) and all(c is not None and c.name.value.startswith("test_") for c in callers)
+
+
+def _calls_in_functions(module: cst.Module) -> Iterator[tuple[cst.FunctionDef | None, cst.Call]]:
+    """Every call of the module with the function whose body holds it (None: module level)."""
+    stack: list[tuple[cst.CSTNode, cst.FunctionDef | None]] = [(module, None)]
+    while stack:
+        node, outer = stack.pop()
+        if isinstance(node, cst.FunctionDef):
+            outer = node
+        elif isinstance(node, cst.Call):
+            yield outer, node
+        stack.extend((child, outer) for child in children(node))

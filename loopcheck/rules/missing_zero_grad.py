@@ -27,7 +27,8 @@ hands it the iteration counter first (`loss_scaler.set_iters(i)`).
 Not flagged: a loop that trains a module its function builds and then throws away, reading nothing
 it computes but the loss it back-propagates (a timing or memory benchmark): how it trains changes
 nothing anyone sees. Nor a loop in a pytest test (a `test_*` function in a `test_*.py` or `*_test.py`
-file, or under a `tests/` folder): its few steps check a property of the gradients on purpose (two
+file, or under a `tests/` folder, or a helper of such a file that only `test_*` functions call): its
+few steps check a property of the gradients on purpose (two
 modules' identically accumulated gradients, an optimizer wrapper's update), and no model it trains is
 used afterwards. An evaluation function called `test` in a training script is no pytest test.
 

@@ -1,0 +1,28 @@
+"""LC103 in pytest files: silent in tests and in helpers only tests call, not elsewhere."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from loopcheck.engine import check_source
+
+ROOT = Path(__file__).resolve().parent.parent
+HELPER = (ROOT / "rules" / "fixtures" / "LC103" / "helper_of_a_training_script_also_called_by_main.py").read_text()
+TEST_ONLY = HELPER.split('if __name__ == "__main__":')[0]
+
+
+def _lc103(source: str, filename: str) -> int:
+    return sum(f.code == "LC103" for f in check_source(source, filename=filename, select=["LC103"]))
+
+
+def test_helper_called_only_by_tests_of_a_pytest_file_is_silent():
+    assert _lc103(TEST_ONLY, "tests/test_fit.py") == 0
+    assert _lc103(TEST_ONLY, "fit_test.py") == 0
+
+
+def test_helper_also_called_by_main_is_flagged_even_in_a_pytest_file():
+    assert _lc103(HELPER, "tests/test_fit.py") == 1
+
+
+def test_the_same_code_outside_a_pytest_file_is_flagged():
+    assert _lc103(TEST_ONLY, "train.py") == 1
+    assert _lc103(TEST_ONLY.replace("def test_fit", "def check_fit"), "tests/test_fit.py") == 1
