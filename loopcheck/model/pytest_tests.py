@@ -35,13 +35,25 @@ def in_pytest_test(model: FileModel, loop: Loop) -> bool:
     and ``test_scout``): not an evaluation function called ``test``, nor a ``test_*`` helper of a
     training script."""
     function = loop.function
-    if function is None or not pytest_file(model.filename):
+    if function is None or not pytest_file(_within_project(model)):
         return False
     name = function.name.value
     if name.startswith("test_"):
         return True
     callers = [outer for outer, call in _calls_in_functions(model.module) if func_name(call) == name]
     return bool(callers) and all(c is not None and c.name.value.startswith("test_") for c in callers)
+
+
+def _within_project(model: FileModel) -> str:
+    """The checked path relative to the project root where there is one: a checkout that itself
+    lives under some ``tests/`` folder does not make every file a test."""
+    project = model.project
+    if project is not None:
+        try:
+            return project.index.relative(project.path)
+        except (OSError, ValueError):
+            pass
+    return model.filename
 
 
 def _calls_in_functions(module: cst.Module) -> Iterator[tuple[cst.FunctionDef | None, cst.Call]]:
