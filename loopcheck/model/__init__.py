@@ -46,6 +46,8 @@ class FileModel:
     options: Options = field(default_factory=Options)  # settings from [tool.loopcheck]
     project: Imported | None = None  # facts of the project modules the file imports (loopcheck.project)
     filename: str = ""  # the checked file's path as given ("<string>" for text)
+    # what several rules read of the whole file, read once (``optimizer_modules``)
+    read_once: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     def owner(self, stmt: cst.CSTNode) -> cst.CSTNode | None:
         """The statement whose block holds ``stmt`` directly (a For, If, Else, With, def...)."""

@@ -37,7 +37,15 @@ def parameter_owners(call: cst.Call) -> set[str]:
 
 
 def optimizer_modules(model: FileModel) -> dict[str, set[str]]:
-    """Optimizer (its short name) -> the modules whose ``.parameters()`` the file builds it over."""
+    """Optimizer (its short name) -> the modules whose ``.parameters()`` the file builds it over
+    (read once per file; not to be changed by the caller)."""
+    known = model.read_once.get("optimizer_modules")
+    if known is None:
+        known = model.read_once["optimizer_modules"] = _optimizer_modules(model)
+    return known  # type: ignore[return-value]
+
+
+def _optimizer_modules(model: FileModel) -> dict[str, set[str]]:
     from loopcheck.model.memory import module_name
 
     found: dict[str, set[str]] = {}

@@ -332,8 +332,6 @@ class SemanticTrainer:
                 continue
             if (ddp or prepared) and _forwards_built_before_the_wrap(model, training, ddp or prepared, backwards):
                 continue  # the losses come from an object built around the unwrapped model: DDP never ran
-            if _under_unread_contexts(model, training, backwards):
-                continue  # `with forward_context():` from a library helper handed the accelerator or model
             # a file that touches the sync itself: only loops its sync code cannot reach (the
             # units walk the whole file: read for the first loop that gets this far)
             unsynced = None
@@ -349,6 +347,8 @@ class SemanticTrainer:
                     unsynced = _unsynced_branch(training, backwards, model.variants(training), model.index)
                     if unsynced is None:
                         continue
+            if _under_unread_contexts(model, training, backwards):
+                continue  # `with forward_context():` from a library helper handed the accelerator or model
             # one finding per loop, however many losses it back-propagates, in however many variants
             done.add(id(training.loop.node))
             # at the loop's own call that back-propagates (a helper may serve several loops)
@@ -555,11 +555,19 @@ def _under_unread_contexts(model: FileModel, training: TrainingLoop, backwards: 
     ``accelerator.no_sync(model)`` on all micro-steps but the last, or ``with helper(model, step):``):
     whether it skips the sync cannot be read here."""
     scope = training.loop.function or model.module
-    makers: set[str] = set()  # for-targets bound to what such a helper yields
-    for node in walk(scope):
-        if isinstance(node, cst.For) and isinstance(node.iter, cst.Call) and _unread_helper_of(model, node.iter):
-            makers.update(n for n in names_in(node.target))
-    covering = [node for node in walk(scope) if isinstance(node, cst.With) and any(
+    withs: list[cst.With] = []
+    fors: list[cst.For] = []
+    for node in walk(scope):  # one walk: the `with` blocks, and the loops over a call's results
+        kind = type(node)
+        if kind is cst.With:
+            withs.append(node)  # type: ignore[arg-type]
+        elif kind is cst.For and type(node.iter) is cst.Call:  # type: ignore[attr-defined]
+            fors.append(node)  # type: ignore[arg-type]
+    if not withs:
+        return False
+    # for-targets bound to what such a helper yields
+    makers = {n for f in fors if _unread_helper_of(model, f.iter) for n in names_in(f.target)}  # type: ignore[arg-type]
+    covering = [node for node in withs if any(
         isinstance(item.item, cst.Call) and (isinstance(item.item.func, cst.Name) and item.item.func.value in makers
                                              or _unread_helper_of(model, item.item)) for item in node.items)]
     if not covering:
