@@ -292,14 +292,20 @@ for step, (x, y) in enumerate(train_loader):
             # is handed the attribute itself (`predict(context.model)`)
             # (one walk of the function, where a leak's module is an attribute none of the trained names is)
             attributes: dict[str | None, str] | None = None
+
+            def aliased() -> dict[str | None, str]:
+                nonlocal attributes
+                if attributes is None:
+                    attributes = {r: t for t in sorted(_attribute_aliases(trained, loop))
+                                  if (r := _resolve(t, loop, loop.order)) is not None}
+                return attributes
+
             for leak in evals:
                 if _dead(leak, loop, at_call=True):
                     continue  # `if mode == "eval": m.eval()` in a mode helper called with "train"
                 name = _resolve(leak.receiver, loop, leak.order)
-                if name not in trained and name is not None and "." in name and attributes is None:
-                    attributes = {r: t for t in sorted(_attribute_aliases(trained, loop))
-                                  if (r := _resolve(t, loop, loop.order)) is not None}
-                if name not in trained and not (name in (attributes or {}) and _names_the_attribute(leak, loop, name)) \
+                if name not in trained and not (name is not None and "." in name and name in aliased()
+                                                and _names_the_attribute(leak, loop, name)) \
                         and not (name in aliases and _takes_own_module(leak, loop)) \
                         or _built_in_helper(leak, loop):
                     continue  # a frozen teacher, an EMA copy, a submodule: may stay in eval mode
@@ -320,7 +326,7 @@ for step, (x, y) in enumerate(train_loader):
                 inert = inert_unless(model, name)
                 if inert is None or inert:
                     # the module as the loop's code calls it (`model` for `model = context.model`)
-                    shown = (attributes or {}).get(name, name)
+                    shown = aliased().get(name, name)
                     # `train()` first in the body helps only where no update follows the leak in the iteration
                     fix = _train_first(loop, shown) if not any(u > leak.order for u in updates) \
                         and not _helper_local(name, leak, loop) else None
