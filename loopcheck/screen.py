@@ -28,12 +28,13 @@ from loopcheck.patterns import Pattern
 # A training loop back-propagates, itself or through a timm/MAE-style `loss_scaler(loss, optimizer)`,
 # or through the `self.training_step(model, inputs)` a `transformers.Trainer` subclass inherits: text
 # every file with a training loop contains.
-TRAINING_LOOP_TEXT = ("backward(", "loss_scaler(", "training_step(")
+_BACKWARD_TEXT = ("backward(", "loss_scaler(")
+TRAINING_LOOP_TEXT = (*_BACKWARD_TEXT, "training_step(")
 INHERITED_STEP_TEXT = ("self.training_step(", "self._training_step(")
 
 
 def has_training_text(source: str) -> bool:
-    return "backward(" in source or "loss_scaler(" in source or inherited_triggers(source) != ()
+    return any(text in source for text in _BACKWARD_TEXT) or inherited_triggers(source) != ()
 
 
 def inherited_triggers(source: str) -> tuple[str, ...]:
