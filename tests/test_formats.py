@@ -18,7 +18,7 @@ from tests.conftest import BUGGY, CLEAN
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "tests" / "data" / "sarif-schema-2.1.0.json"  # OASIS SARIF 2.1.0 (errata 01), see its NOTICE
 WARNING_EXAMPLE = textwrap.dedent("""\
-    for x, y in loader:
+    for epoch in range(epochs):
         optimizer.zero_grad()
         criterion(model(x), y).backward()
         scheduler.step()

@@ -42,8 +42,8 @@ SCHEDULER_FIRST = """
 
     def train(model, loader, optimizer, scheduler):
         for epoch in range(10):
+            scheduler.step()
             for x, y in loader:
-                scheduler.step()
                 optimizer.zero_grad()
                 torch.nn.functional.cross_entropy(model(x), y).backward()
                 optimizer.step()

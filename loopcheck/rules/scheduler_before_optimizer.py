@@ -13,10 +13,17 @@ such a test holds on every iteration or on none. None is where the file binds th
 the step never runs (an optimizer such as `BertAdam(..., t_total=...)` schedules itself). A step
 under an option (`if args.cosine: scheduler.step()`) is reported with it: "(only when `args.cosine` holds)".
 
+Only a schedule counted in epochs is checked in the loop that steps the optimizer: that loop goes
+over epochs (`for epoch in range(epochs):`, training on the whole data each time). Stepped once per
+batch (in the batch loop, in the step branch of an accumulation window, or in a function called per
+batch), the order shifts a schedule of thousands of values by one, which no run notices; PyTorch
+still warns once, and `loopcheck run` reports the learning rate the first step actually used.
+
 ## Why is this bad?
 Since PyTorch 1.1 `scheduler.step()` must follow `optimizer.step()`. Stepping it first skips the
-first value of the schedule (the initial learning rate is never used, a warmup starts one step
-late, a step decay comes one epoch early). PyTorch warns once, which is easy to miss in logs.
+first value of the schedule: the initial learning rate is never used, a warmup starts one epoch
+late, a step decay comes one epoch early. With a schedule of a few dozen epochs, that is a few
+percent of the run on the wrong learning rate. PyTorch warns once, which is easy to miss in logs.
 A schedule that warms up from zero (`get_linear_schedule_with_warmup(optimizer, 8, total)` and the
 other `transformers` `get_*_with_warmup` schedules, with a warmup that is not a literal 0) is not
 flagged: the value stepping first skips is a learning rate of 0, and skipping it loses no update
@@ -44,10 +51,11 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.fixes import move_after, own_line
-from loopcheck.model import Event, FileModel, Framework, Kind, Style
+from loopcheck.model import Event, FileModel, Framework, Kind, Loop, Style
 from loopcheck.model.guards import GuardReader, exclusive
 from loopcheck.model.roles import Role, role_of_constructor
-from loopcheck.model.syntax import dotted, func_name, int_value, is_none, keyword, last_part, own_call_name, positional
+from loopcheck.model.syntax import (dotted, func_name, int_value, is_none, keyword, last_part, names_in, own_call_name,
+                                    positional)
 from loopcheck.model.training import is_data_loop
 from loopcheck.project.index import class_bases
 from loopcheck.rules._base import Rule, Violation
@@ -114,35 +122,34 @@ optimizer, scheduler = prep_optimizer(model, total_steps)
 for epoch in range(epochs):
     train_epoch(model, loader, optimizer, scheduler)
 """,
+        """
+scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.1, total_steps=epochs * len(loader))
+for epoch in range(epochs):
+    for x, y in loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        scheduler.step()
+        optimizer.step()
+""",
     ]
     INVALID = [
         """
-sched_g = torch.optim.lr_scheduler.LambdaLR(opt_g, lambda it: min(1.0, (it + 1) / 1000))
-for real in loader:
+sched_g = torch.optim.lr_scheduler.StepLR(opt_g, step_size=30)
+for epoch in range(epochs):
     opt_d.zero_grad()
-    d_loss(real).backward()
+    d_loss(graph).backward()
     opt_d.step()
     sched_g.step()  # LC302
     opt_g.zero_grad()
-    g_loss(real).backward()
+    g_loss(graph).backward()
     opt_g.step()
 """,
         """
-for x, y in loader:
+for epoch in range(epochs):
     optimizer.zero_grad()
-    criterion(model(x), y).backward()
+    criterion(model(features), labels).backward()
     scheduler.step()  # LC302
     optimizer.step()
-""",
-        """
-def train(model, optimizer, lr_scheduler, loader, accum_steps):
-    for i, (x, y) in enumerate(loader):
-        (criterion(model(x), y) / accum_steps).backward()
-        if (i + 1) % accum_steps == 0:
-            if lr_scheduler is not None and not isinstance(lr_scheduler, ReduceLROnPlateau):
-                lr_scheduler.step()  # LC302
-            optimizer.step()
-            optimizer.zero_grad()
 """,
         """
 for epoch in range(epochs):
@@ -174,7 +181,9 @@ for epoch in range(epochs):
                     continue  # stepped on every micro-batch, the optimizer only on some: LC301's finding
                 if _plain_class(model, scheduler.receiver) or _warms_up_from_zero(model, scheduler.receiver):
                     continue
-                yield self._report(model, scheduler, first.stmt, "iteration")
+                if not _counts_epochs(loop):
+                    continue  # a schedule of batches: the order shifts it by one of its many values
+                yield self._report(model, scheduler, first.stmt, "epoch")
             outer = loop.parent
             if outer is None or not outer.is_loop or is_data_loop(outer) or outer.events(Kind.STEP):
                 continue  # `for _ in range(disc_updates)` inside the batch loop is not the batch loop
@@ -254,6 +263,16 @@ def _warms_up_from_zero(model: FileModel, receiver: str | None) -> bool:
         if warmup is None or int_value(warmup) == 0:
             return False
     return bool(calls)
+
+
+def _counts_epochs(loop: Loop) -> bool:
+    """The loop whose iterations step the optimizer counts epochs (``for epoch in range(epochs):`` training
+    on the whole data each time): not a loop over a loader or over batches, nor a function's calls."""
+    if not loop.is_loop or is_data_loop(loop):
+        return False
+    node = loop.node
+    parts = [node.target, node.iter] if isinstance(node, cst.For) else [node.test]
+    return any("epoch" in name.lower() for part in parts for name in names_in(part))
 
 
 def _checks_itself(scheduler: Event, first: Event) -> bool:
