@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from loopcheck.project.facts import ModuleReader
 from tests.projects import write_project
 
 
@@ -248,3 +249,19 @@ def test_a_function_that_starts_relaying_invalidates_the_cached_result(project: 
     assert _codes(run_cli, "trainer.py", cache=True) == []
     write_project(project, {"lizrd/train/train_utils.py": GET_MODEL})
     assert len(_codes(run_cli, "trainer.py", cache=True)) == 1
+
+
+def test_a_warm_run_does_not_parse_the_helpers_callers_again(project: Path, run_cli,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every checked file's cache key asks which functions relay a helper's result: what the callers'
+    functions return is kept with their facts, so a run whose results are all cached parses none."""
+    write_project(project, RELAYED)
+    assert len(_codes(run_cli, "trainer.py", "run.py", cache=True)) == 1
+    read = []
+    real = ModuleReader.returned_calls
+    monkeypatch.setattr(ModuleReader, "returned_calls", lambda self: read.append(self.path) or real(self))
+    assert len(_codes(run_cli, "trainer.py", "run.py", cache=True)) == 1
+    assert read == []
+    write_project(project, {"lizrd/train/train_utils.py": OWN_MODEL})  # a new version is read again
+    assert _codes(run_cli, "trainer.py", "run.py", cache=True) == []
+    assert read == ["lizrd/train/train_utils.py"]

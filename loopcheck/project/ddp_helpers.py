@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopcheck.project.callers import MAX_CALLERS, MAX_FILES
-from loopcheck.project.facts import _statements, import_table
+from loopcheck.project.facts import _statements, ast_dotted, import_table
 
 if TYPE_CHECKING:
     from loopcheck.project.index import ProjectIndex
@@ -69,34 +69,15 @@ def _relays(index: ProjectIndex) -> dict[Path, set[str]]:
     if index.ddp_relays is None:
         index.ddp_relays = {}
         wrapping = {(index.relative(path), name) for path, names in _helpers(index).items() for name in names}
-        for file, text in _callers(index):
-            tree = _parsed(text)
-            if tree is None:
-                continue
-            imports = import_table(_statements(tree))
-            for node in tree.body:
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-                        and _returns_helper_result(index, file, imports, node, wrapping):
-                    index.ddp_relays.setdefault(file, set()).add(node.name)
+        for file, _ in _callers(index):
+            # what each function returns is read once per version of the file (the facts cache keeps
+            # it): a warm run asks for the relays of every checked file's cache key
+            facts = index.facts(file, functions=False, returns=True)
+            for function, callees in (facts.returned_calls or {}).items() if facts is not None else ():
+                if any((found := _named_callee(index, file, facts.imports, callee)) is not None
+                       and (index.relative(found[0]), found[1]) in wrapping for callee in callees):
+                    index.ddp_relays.setdefault(file, set()).add(function)
     return index.ddp_relays
-
-
-def _returns_helper_result(index: ProjectIndex, file: Path, imports: dict[str, tuple[str, str, int]],
-                           function: ast.FunctionDef | ast.AsyncFunctionDef, wrapping: set[tuple[str, str]]) -> bool:
-    """``function`` returns a helper's call or a name bound to one, alone or in a tuple."""
-    def wraps(value: ast.expr) -> bool:
-        callee = _callee(index, file, imports, value.func) if isinstance(value, ast.Call) else None
-        return callee is not None and (index.relative(callee[0]), callee[1]) in wrapping
-
-    statements = _statements(function)  # type: ignore[arg-type]
-    held = {n.id for st in statements if isinstance(st, ast.Assign) and wraps(st.value)
-            for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    for st in statements:
-        if isinstance(st, ast.Return) and st.value is not None:
-            values = st.value.elts if isinstance(st.value, ast.Tuple) else [st.value]
-            if any(isinstance(v, ast.Name) and v.id in held or wraps(v) for v in values):
-                return True
-    return False
 
 
 def stamps(index: ProjectIndex, path: Path) -> list[str]:
@@ -105,7 +86,8 @@ def stamps(index: ProjectIndex, path: Path) -> list[str]:
     module, with their sizes and modification times, then the helpers' callers (where a relaying
     function may change), the helpers and the relaying functions. Cheap: a checked file's cache key
     holds it, while ``handed`` runs only for a loop that asks; only the helpers' callers (at most
-    ``MAX_CALLERS`` files, where a project has a DDP-returning helper) are parsed, once per index."""
+    ``MAX_CALLERS`` files, where a project has a DDP-returning helper) are parsed, once per version of
+    each (what their functions return is kept with their facts)."""
     module = (path.parent.name if path.name == "__init__.py" else path.stem).encode()
     callers = _callers(index)
     found = [_stamp(index, file) for file, text in [*callers, *_relay_callers(index)] if module in text]
@@ -215,22 +197,24 @@ def _callee(index: ProjectIndex, file: Path, imports: dict[str, tuple[str, str, 
             ) -> tuple[Path, str] | None:
     """(project file, name) of what ``func`` names through ``file``'s imports: ``name`` imported
     from a module, or ``module.name`` of a module imported whole; None for anything else."""
-    parts: list[str] = []
-    while isinstance(func, ast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    if not isinstance(func, ast.Name) or func.id not in imports:
+    dotted = ast_dotted(func)
+    return _named_callee(index, file, imports, dotted) if dotted is not None else None
+
+
+def _named_callee(index: ProjectIndex, file: Path, imports: dict[str, tuple[str, str, int]], dotted: str
+                  ) -> tuple[Path, str] | None:
+    """``_callee`` of a callee's dotted name (``utils.wrap``)."""
+    first, *parts = dotted.split(".")
+    if first not in imports:
         return None
-    parts.reverse()
-    module, attr, level = imports[func.id]
+    module, attr, level = imports[first]
     if not parts:
         if not attr:
             return None
         path = index.resolve(file, module, level)
         name = attr
     else:
-        dotted = ".".join([p for p in (module, attr) if p] + parts[:-1])
-        path = index.resolve(file, dotted, level)
+        path = index.resolve(file, ".".join([p for p in (module, attr) if p] + parts[:-1]), level)
         name = parts[-1]
     if path is None or not index.may_define(path, name):
         return None

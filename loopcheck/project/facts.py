@@ -110,6 +110,11 @@ class ModuleFacts:
     returns_ddp: tuple[str, ...] = ()
     # `import a.b` (no `as`): the submodules a call `a.b.fn(...)` may run, which `imports` names as `a`
     dotted_imports: tuple[str, ...] = ()
+    # top-level function -> the callees (dotted names) whose results it returns (``return wrap(m)``, or
+    # ``m = wrap(m)`` ... ``return m``, alone or in a tuple); read only for the files that call a
+    # DDP-returning helper (``loopcheck.project.ddp_helpers``), kept so that a warm run need not parse
+    # them again; None: not read
+    returned_calls: dict[str, tuple[str, ...]] | None = None
     complete: bool = True  # every function read (else only those of ``names``: a checked file's own view has none)
     # when not complete: the top-level functions and methods read (``Trainer.step``; ``*.step``: of every class)
     names: tuple[str, ...] = ()
@@ -133,7 +138,7 @@ class ModuleFacts:
                 "classes": {c: {k: dict(vars(f)) for k, f in ms.items()} for c, ms in self.classes.items()},
                 "imports": dict(self.imports), "ddp_lines": self.ddp_lines, "called": self.called,
                 "passes_ddp": self.passes_ddp, "returns_ddp": self.returns_ddp,
-                "dotted_imports": self.dotted_imports,
+                "dotted_imports": self.dotted_imports, "returned_calls": self.returned_calls,
                 "complete": self.complete, "names": self.names, "outlined": self.outlined}
 
     @classmethod
@@ -151,6 +156,8 @@ class ModuleFacts:
             passes_ddp=tuple(tuple(p) for p in data.get("passes_ddp", ())),  # type: ignore[union-attr, misc]
             returns_ddp=tuple(data.get("returns_ddp", ())),  # type: ignore[arg-type]
             dotted_imports=tuple(data.get("dotted_imports", ())),  # type: ignore[arg-type]
+            returned_calls=None if (returned := data.get("returned_calls")) is None
+            else {k: tuple(v) for k, v in returned.items()},  # type: ignore[attr-defined]
             complete=bool(data.get("complete", True)),
             names=tuple(data.get("names", ())),  # type: ignore[arg-type]
             outlined=bool(data.get("outlined", True)),
@@ -229,6 +236,14 @@ class ModuleReader:
                 facts.passes_ddp = _passes_ddp(nodes, facts.imports)
                 facts.returns_ddp = _returns_ddp(tree, ddp_lines)
         return facts
+
+    def returned_calls(self) -> dict[str, tuple[str, ...]]:
+        """``ModuleFacts.returned_calls``: each top-level function that returns a call's result."""
+        found: dict[str, set[str]] = {}
+        for node in self.tree.body if self.tree is not None else ():
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (calls := _returned_calls(node)):
+                found.setdefault(node.name, set()).update(calls)  # a name defined twice: either may run
+        return {name: tuple(sorted(calls)) for name, calls in found.items()}
 
     def read(self, facts: ModuleFacts, names: Collection[str] | None) -> ModuleFacts:
         """``facts`` (an ``outline``, or facts of other names) plus those of ``names``: top-level
@@ -513,6 +528,28 @@ def _returns_ddp(tree: ast.Module, ddp_lines: list[int]) -> tuple[str, ...]:
                 found.append(node.name)
                 break
     return tuple(found)
+
+
+def _returned_calls(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The callees (dotted names) whose call's result ``function`` returns: ``return f(x)``, or a name
+    bound to ``f(x)`` anywhere in it, alone or in a tuple (``m = f(m)`` ... ``return m, opt``)."""
+    statements = _statements(function)  # type: ignore[arg-type]
+    bound: dict[str, set[str]] = {}  # a name -> the callees of the calls bound to it
+    for st in statements:
+        if isinstance(st, ast.Assign) and isinstance(st.value, ast.Call) and (callee := ast_dotted(st.value.func)):
+            for target in st.targets:
+                for n in ast.walk(target):
+                    if isinstance(n, ast.Name):
+                        bound.setdefault(n.id, set()).add(callee)
+    found: set[str] = set()
+    for st in statements:
+        if isinstance(st, ast.Return) and st.value is not None:
+            for v in st.value.elts if isinstance(st.value, ast.Tuple) else [st.value]:
+                if isinstance(v, ast.Name):
+                    found |= bound.get(v.id, set())
+                elif isinstance(v, ast.Call) and (callee := ast_dotted(v.func)):
+                    found.add(callee)
+    return found
 
 
 def _passes_ddp(nodes: list[ast.AST], imports: dict[str, tuple[str, str, int]]) -> tuple[tuple[str, str], ...]:
