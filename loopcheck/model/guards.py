@@ -328,8 +328,17 @@ class GuardReader:
         for assignment in loop.assignments:
             for name in assignment.names:
                 self.aliases.setdefault(name, []).append(assignment)
+        # the rules ask again and again for the guards of the same events (five of six asks repeat one)
+        self._guards: dict[tuple[tuple[Cond, ...], int | None], Guard] = {}
 
     def guard(self, conds: tuple[Cond, ...], order: int | None = None) -> Guard:
+        key = (tuple(conds), order)
+        found = self._guards.get(key)
+        if found is None:
+            found = self._guards[key] = self._guard(*key)
+        return found
+
+    def _guard(self, conds: tuple[Cond, ...], order: int | None) -> Guard:
         result = ALWAYS
         for cond in conds:
             if cond.reads is not None:
