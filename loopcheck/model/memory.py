@@ -58,7 +58,15 @@ def trained_modules(model: FileModel) -> set[str]:
     constructor (``getattr(optim, args.optim)(model.parameters())``, ``set_optimizer(opt, model)``,
     ``construct_optimizer(model, cfg)``) trains the modules it is handed. A torch optimizer built with
     ``lr=0`` in a file that calls apex's ``amp.initialize`` trains nothing: apex needs an optimizer to
-    cast a momentum encoder to fp16, and its learning rate keeps the weights where they are."""
+    cast a momentum encoder to fp16, and its learning rate keeps the weights where they are.
+    Read once per file (several rules ask, some once per loop); not to be changed by the caller."""
+    known = model.read_once.get("trained_modules")
+    if known is None:
+        known = model.read_once["trained_modules"] = _trained_modules(model)
+    return known  # type: ignore[return-value]
+
+
+def _trained_modules(model: FileModel) -> set[str]:
     found = {e.receiver for e in model.events(Kind.TRAIN_MODE) if e.receiver}
     apex = "amp.initialize" in model.source
     for call in model.index.calls:

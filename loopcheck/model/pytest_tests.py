@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from loopcheck.model.syntax import children, func_name
+from loopcheck.model.syntax import func_name, inner_nodes
 
 if TYPE_CHECKING:
     from loopcheck.model import FileModel, Loop
@@ -61,8 +61,9 @@ def _calls_in_functions(module: cst.Module) -> Iterator[tuple[cst.FunctionDef | 
     stack: list[tuple[cst.CSTNode, cst.FunctionDef | None]] = [(module, None)]
     while stack:
         node, outer = stack.pop()
-        if isinstance(node, cst.FunctionDef):
-            outer = node
-        elif isinstance(node, cst.Call):
-            yield outer, node
-        stack.extend((child, outer) for child in children(node))
+        kind = type(node)  # exact types: libcst's classes are ABCs, and isinstance() on them is slow
+        if kind is cst.FunctionDef:
+            outer = node  # type: ignore[assignment]
+        elif kind is cst.Call:
+            yield outer, node  # type: ignore[misc]
+        stack.extend((child, outer) for child in inner_nodes(node))  # a leaf (a name) holds no call
