@@ -140,12 +140,13 @@ def _add_call_arguments(index: Index) -> None:
     starts where the callers say, not at the default."""
     for call in index.calls:
         func = call.func
-        name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+        kind = type(func)  # exact types: isinstance() on libcst's ABCs is slow
+        name = func.value if kind is cst.Name else func.attr.value if kind is cst.Attribute else None
         fns = index.functions.get(name, []) if name else []
         if len(fns) != 1:
             continue
         params = [p.name.value for p in fns[0].params.params if p.name.value not in ("self", "cls")]
-        if isinstance(func, cst.Name) and fns[0].params.params and fns[0].params.params[0].name.value == "self":
+        if kind is cst.Name and fns[0].params.params and fns[0].params.params[0].name.value == "self":
             continue
         for position, arg in enumerate(call.args):
             if arg.star:

@@ -73,15 +73,18 @@ def _attributes(node: cst.CSTNode, loop: cst.For | cst.While | None, call: cst.C
     stack = [(node, loop, call)]
     while stack:
         current, around, calling = stack.pop()
-        if isinstance(current, cst.Attribute):
-            out.append((current, around, calling))
+        kind = type(current)  # exact types: libcst's classes are ABCs, and isinstance() on them is slow
+        if kind is cst.Attribute:
+            out.append((current, around, calling))  # type: ignore[arg-type]
+        looping = kind is cst.For or kind is cst.While
         for child in children(current):
             inner = around
-            if isinstance(child, (cst.FunctionDef, cst.Lambda)):
+            if type(child) is cst.FunctionDef or type(child) is cst.Lambda:
                 inner = None
-            elif isinstance(current, (cst.For, cst.While)) and child is current.body:
-                inner = current
-            stack.append((child, inner, current if isinstance(current, cst.Call) and child is current.func else None))
+            elif looping and child is current.body:  # type: ignore[attr-defined]
+                inner = current  # type: ignore[assignment]
+            called = kind is cst.Call and child is current.func  # type: ignore[attr-defined]
+            stack.append((child, inner, current if called else None))
     return out
 
 

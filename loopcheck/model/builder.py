@@ -28,6 +28,7 @@ from loopcheck.model.iterators import counted_part, first_batch_of, is_data_loop
 from loopcheck.model.predicates import predicate_test, predicate_value
 from loopcheck.model.roles import Role
 from loopcheck.model.syntax import (
+    EXITS,
     calls,
     dotted,
     exit_statement,
@@ -606,7 +607,7 @@ class Builder:
     def _partial_of(self, call: cst.Call, st: _State) -> tuple[cst.FunctionDef, list[cst.Arg]] | None:
         """``backwards = partial(loss_backwards, self.fp16)`` bound before the loop, then
         ``backwards(loss, opt)``: the same-file function and the arguments the partial fixes."""
-        if not isinstance(call.func, cst.Name) or len(st.inlining) >= _MAX_INLINE_DEPTH or not st.loop.is_loop:
+        if type(call.func) is not cst.Name or len(st.inlining) >= _MAX_INLINE_DEPTH or not st.loop.is_loop:
             return None
         outer: Loop | None = st.loop
         while outer is not None:
@@ -751,10 +752,10 @@ def _early_exit_test(stmt: cst.CSTNode, nested: dict[cst.If, cst.BaseExpression]
     test. ``if a: ... if b: return`` (an exit that ends the body, no else at either level) exits when
     ``a and b``: ``if N != 1: if step % N != 0: return`` before a step gates it like the flat test
     (``nested``: the composed test of each such ``if``, one node however often it is inlined)."""
-    if not isinstance(stmt, cst.If) or exit_statement(stmt) is None:
+    if type(stmt) is not cst.If or exit_statement(stmt) is None:  # exact types: isinstance() on an ABC is slow
         return None
-    if isinstance(last_small(stmt.body), (cst.Continue, cst.Return, cst.Break)):
-        return stmt.test
+    if type(last_small(stmt.body)) in EXITS:  # type: ignore[attr-defined]
+        return stmt.test  # type: ignore[attr-defined]
     found = nested.get(stmt)
     if found is None:
         inner = _early_exit_test(lines(stmt.body)[-1], nested)
@@ -963,6 +964,6 @@ def _clears(value: cst.BaseExpression) -> bool:
 
 def _calls_method(fn: cst.FunctionDef, name: str) -> bool:
     """``fn``'s own code calls ``x.<name>(...)``."""
-    return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == name
-               for n in walk(fn.body))
+    return any(type(n) is cst.Call and type(n.func) is cst.Attribute  # exact types: isinstance() on an ABC is slow
+               and n.func.attr.value == name for n in walk(fn.body))  # type: ignore[attr-defined]
 

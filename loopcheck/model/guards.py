@@ -1120,8 +1120,10 @@ def _plain_value(assignment: Assignment) -> str | None:
     name = dotted(assignment.value)
     if name is not None:
         return name
-    return source(assignment.value) if isinstance(assignment.value, (cst.Integer, cst.Float, cst.SimpleString)) \
-        else None
+    return source(assignment.value) if type(assignment.value) in _LITERALS else None
+
+
+_LITERALS = (cst.Integer, cst.Float, cst.SimpleString)  # exact types: isinstance() on libcst's ABCs is slow
 
 
 def _roots(text: str) -> set[str]:

@@ -163,7 +163,8 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0, seen: frozenset[str
     divided_by_accum = ambiguous = False
     over_data = _comprehended_data(expr, index)
     for node in walk(expr):
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Divide, cst.FloorDivide)):
+        kind = type(node)  # exact types: isinstance() on libcst's ABCs is slow
+        if kind is cst.BinaryOperation and type(node.operator) in (cst.Divide, cst.FloorDivide):
             if _counts_data(node.right, index):
                 # `args.iters / len(train_dataloader)`: iterations over the batches of an epoch are epochs,
                 # or whatever the numerator makes of them; no batches
@@ -171,7 +172,7 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0, seen: frozenset[str
             carried = _carries_accumulation(node.right, index, counts)
             divided_by_accum = divided_by_accum or carried is True
             ambiguous = ambiguous or carried is None
-        if isinstance(node, cst.Call) and func_name(node) == "len" and _counts_data(node, index, over_data):
+        if kind is cst.Call and func_name(node) == "len" and _counts_data(node, index, over_data):
             found.add(Unit.BATCHES)
     epoch_counts = 0
     names = keyed_names(expr)
@@ -207,7 +208,7 @@ def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0, seen: frozenset[str
 def _comprehended_data(expr: cst.CSTNode, index: Index) -> set[str]:
     """The names a comprehension binds over the data (``d`` of ``sum(len(d) for d in train_loaders)``):
     ``len(d)`` counts batches as ``len(train_loader)`` does."""
-    return {n for node in walk(expr) if isinstance(node, cst.CompFor) for n in names_in(node.target)
+    return {n for node in walk(expr) if type(node) is cst.CompFor for n in names_in(node.target)
             if any(_DATA.search(last_part(m)) or bound_to_data(m, index.values) for m in names_in(node.iter))}
 
 

@@ -372,6 +372,9 @@ def last_small(suite: cst.BaseSuite) -> cst.BaseSmallStatement | None:
     return last.body[-1] if type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite) else None  # type: ignore[union-attr]
 
 
+EXITS = (cst.Continue, cst.Return, cst.Break)  # exact types: isinstance() on libcst's ABCs is slow
+
+
 def exit_statement(node: cst.If) -> cst.BaseSmallStatement | None:
     """The ``continue``/``return``/``break`` that ends ``if t: ... continue``, or that ends the last
     ``if`` of such a body (``if a: if b: return``), with no ``else`` at any level; else None."""
@@ -379,7 +382,7 @@ def exit_statement(node: cst.If) -> cst.BaseSmallStatement | None:
         if node.orelse is not None or not node.body.body:
             return None
         last = last_small(node.body)
-        if isinstance(last, (cst.Continue, cst.Return, cst.Break)):
+        if type(last) in EXITS:
             return last
         inner = lines(node.body)[-1]
         if type(inner) is not cst.If:

@@ -234,7 +234,7 @@ def _counts_modulus(expr: cst.BaseExpression, modulus: cst.BaseExpression | None
 
 
 def _has_len(expr: cst.BaseExpression) -> bool:
-    return any(isinstance(n, cst.Call) and func_name(n) == "len" for n in walk(expr))
+    return any(type(n) is cst.Call and func_name(n) == "len" for n in walk(expr))  # type: ignore[arg-type]
 
 
 def _once_per_pass(event: Event, loop: Loop) -> bool:

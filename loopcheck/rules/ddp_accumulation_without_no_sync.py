@@ -513,15 +513,17 @@ def _forwards_built_before_the_wrap(model: FileModel, training: TrainingLoop, wr
     unwrapped module, DDP's forward never runs, and no backward all-reduces (nor does the last one:
     the ranks never sync, which is another problem)."""
     scope = training.loop.function or model.module
-    order = {id(n): i for i, n in enumerate(walk(scope))}
+    order: dict[int, int] = {}
     rebound: dict[str, int] = {}  # model names rebound to a wrapper -> where
     trained = trained_modules(model)  # not the optimizer or loaders `prepare` rebinds beside it
     handed = {d for w in wraps for a in w.args if (d := dotted(a.value))}  # a wrapper prepared itself runs DDP
-    for node in walk(scope):
-        if isinstance(node, cst.Assign) and any(node.value is w for w in wraps):
+    for at, node in enumerate(walk(scope)):  # one walk: each node's place, and the rebindings
+        order[id(node)] = at
+        # an exact type: libcst's classes are ABCs, and isinstance() on them is slow
+        if type(node) is cst.Assign and any(node.value is w for w in wraps):
             args = {dotted(a.value) for a in node.value.args} - {None}
             for t in node.targets:
-                rebound.update({n: order[id(node)] for n in target_names(t.target) if n in args and n in trained})
+                rebound.update({n: at for n in target_names(t.target) if n in args and n in trained})
     if not rebound:
         return False
     for backward in backwards:

@@ -463,15 +463,19 @@ def _names_the_attribute(leak: Event, loop: Loop, attribute: str) -> bool:
 def _bound_names(node: cst.CSTNode) -> set[str]:
     """The names ``node`` binds: an assignment, loop, ``with``, walrus or augmented target, an import,
     or a nested function or class."""
-    if isinstance(node, cst.Assign):
-        return {n for t in node.targets for n in names_in(t.target)}
-    if isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr)):
-        return set(names_in(node.target))
-    if isinstance(node, cst.AsName):
-        return set(names_in(node.name))
-    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-        return {node.name.value}
+    kind = type(node)  # exact types: libcst's classes are ABCs, and isinstance() on them is slow
+    if kind is cst.Assign:
+        return {n for t in node.targets for n in names_in(t.target)}  # type: ignore[attr-defined]
+    if kind in _TARGETED:
+        return set(names_in(node.target))  # type: ignore[attr-defined]
+    if kind is cst.AsName:
+        return set(names_in(node.name))  # type: ignore[attr-defined]
+    if kind is cst.FunctionDef or kind is cst.ClassDef:
+        return {node.name.value}  # type: ignore[attr-defined]
     return set()
+
+
+_TARGETED = (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr)
 
 
 def _inside(node: cst.CSTNode, outer: cst.CSTNode) -> bool:

@@ -401,12 +401,12 @@ class Brain:
                 if context.kind == "no_sync?":
                     candidates[id(context.call)] = context.call
         for assignment in training.loop.assignments:
-            if isinstance(assignment.value, cst.IfExp):
+            if type(assignment.value) is cst.IfExp:  # exact types: isinstance() on libcst's ABCs is slow
                 candidates[id(assignment.value)] = assignment.value
         for node in walk(training.loop.node):
-            if isinstance(node, cst.With):
-                for item in node.items:
-                    if isinstance(item.item, cst.IfExp):
+            if type(node) is cst.With:
+                for item in node.items:  # type: ignore[attr-defined]
+                    if type(item.item) is cst.IfExp:
                         candidates[id(item.item)] = item.item
         for expr in candidates.values():
             parsed = conditional_no_sync(expr)
