@@ -106,8 +106,8 @@ def _steps_beside(module: cst.Module, builder: Builder) -> Callable[[cst.Functio
     back-propagates (an ``update()`` that clips, steps and zeroes), modelled on first use."""
     classes: dict[cst.FunctionDef, list[cst.FunctionDef]] = {}
     for stmt in module.body:
-        if isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
-            methods = [m for m in stmt.body.body if isinstance(m, cst.FunctionDef)]
+        if type(stmt) is cst.ClassDef and type(stmt.body) is cst.IndentedBlock:  # type: ignore[attr-defined]
+            methods = [m for m in stmt.body.body if type(m) is cst.FunctionDef]  # type: ignore[attr-defined]
             for m in methods:
                 classes[m] = methods
     found: dict[cst.FunctionDef, list[Event]] = {}

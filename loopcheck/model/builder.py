@@ -94,7 +94,7 @@ class Builder:
         self._owners: dict[str, dict[str, list[cst.FunctionDef]]] | None = None  # see _method_owners
         if project is not None:
             for stmt in module.body:
-                if isinstance(stmt, cst.ClassDef) and stmt.bases and isinstance(stmt.body, cst.IndentedBlock):
+                if type(stmt) is cst.ClassDef and stmt.bases and type(stmt.body) is cst.IndentedBlock:
                     first = dotted(stmt.bases[0].value) if stmt.bases[0].keyword is None else None
                     if first is not None:
                         self.bases.update((m, first) for m in stmt.body.body if isinstance(m, cst.FunctionDef))

@@ -125,7 +125,7 @@ def _index_scope(index: Index, scope: cst.FunctionDef | cst.Module, stack: list[
                     index.methods_in.setdefault(scope, {}).setdefault(base, set()).add(called[1])  # type: ignore[index]
                 if _may_be_event(node):
                     index.eventful.add(scope)
-                callee = node.func.attr.value if isinstance(node.func, cst.Attribute) else dotted(node.func)
+                callee = node.func.attr.value if type(node.func) is cst.Attribute else dotted(node.func)
                 if callee:
                     calls_by_fn[scope].add(callee)
         stack.extend(inner_nodes(node))
@@ -164,7 +164,7 @@ def _index_assignment(index: Index, node: cst.Assign | cst.AnnAssign) -> None:
             short = last_part(names[0])
             index.values.setdefault(short, []).append(value)
             index.int_inits.setdefault(short, set()).add(
-                int(value.value, 0) if isinstance(value, cst.Integer) else None)
+                int(value.value, 0) if type(value) is cst.Integer else None)  # type: ignore[attr-defined]
 
 
 def _index_call(index: Index, node: cst.Call) -> None:

@@ -38,7 +38,7 @@ def last_of(test: cst.BaseExpression, index: str, count: cst.BaseExpression) -> 
     """True where ``test`` holds on the last of ``count`` iterations only (``i == N - 1``, ``i + 1 ==
     N``, ``i >= N - 1``), False where it holds on every iteration but that one (``i != N - 1``, ``i <
     N - 1``, ``i + 1 < N``); None where it is neither."""
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:  # type: ignore[attr-defined]
         return None
     left, op, right = test.left, type(test.comparisons[0].operator), test.comparisons[0].comparator
     if dotted(right) == index or isinstance(right, cst.BinaryOperation) and dotted(right.left) == index:

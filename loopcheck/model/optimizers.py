@@ -30,7 +30,7 @@ def parameter_owners(call: cst.Call) -> set[str]:
     """The modules whose ``.parameters()`` (or ``.named_parameters()``) a call reads."""
     found = set()
     for node in walk(call):
-        called = method(node) if isinstance(node, cst.Call) else None
+        called = method(node) if type(node) is cst.Call else None  # type: ignore[arg-type]
         if called is not None and called[1] in ("parameters", "named_parameters") and dotted(called[0]):
             found.add(dotted(called[0]))  # type: ignore[arg-type]
     return found

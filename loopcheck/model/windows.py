@@ -338,9 +338,10 @@ def _ends_at_a_count(loop: Loop, counter: str | None, model: FileModel) -> bool:
     stack: list[cst.CSTNode] = [loop.node.body]
     while stack:
         node = stack.pop()
-        if isinstance(node, (cst.For, cst.While)) or any(node is skip for skip in loop.skips):
+        kind = type(node)  # exact types: libcst's classes are ABCs, and isinstance() on them is slow
+        if kind is cst.For or kind is cst.While or any(node is skip for skip in loop.skips):
             continue  # a break there ends that inner loop only; loop-top exits are `_stops`'s
-        if isinstance(node, cst.If) and isinstance(last_small(node.body), (cst.Break, cst.Return)) and any(
+        if kind is cst.If and type(last_small(node.body)) in (cst.Break, cst.Return) and any(
                 isinstance(n, cst.ComparisonTarget) and isinstance(n.operator, (
                     cst.GreaterThan, cst.GreaterThanEqual, cst.Equal)) for n in walk(node.test)) \
                 and names_in(node.test) & counters and not _debug_only(node.test) \

@@ -139,7 +139,7 @@ class Imported:
         cst, syntax = _libcst()
         func = call.func
         name = syntax.dotted(func)
-        attr = func.attr.value if isinstance(func, cst.Attribute) else None  # type: ignore[attr-defined]
+        attr = func.attr.value if type(func) is cst.Attribute else None  # type: ignore[attr-defined]
         key = (name, attr, id(roles))
         known = self._by_name.get(key)
         if known is None or known[0] is not roles:

@@ -127,7 +127,7 @@ def _path_to(node: cst.CSTNode, target: cst.CSTNode) -> list[cst.CSTNode] | None
     if node is target:
         return [node]
     for child in children(node):
-        if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if type(child) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):  # exact types: isinstance() on an ABC is slow
             continue
         path = _path_to(child, target)
         if path is not None:
