@@ -78,6 +78,7 @@ class Builder:
     def __init__(self, module: cst.Module, index: Index, project: Imported | None = None) -> None:
         self.module = module
         self.index = index
+        self._calls: dict[cst.CSTNode, list[cst.Call]] = {}  # see _calls_in
         self.project = project  # what the project modules this file imports do (loopcheck.project)
         self.roles = index.roles
         self.order = 0
@@ -226,7 +227,10 @@ class Builder:
     def _calls_in(self, nodes: Sequence[cst.CSTNode], stmt: cst.CSTNode, st: _State) -> None:
         found: list[cst.Call] = []
         for node in nodes:
-            found.extend(calls(node))
+            known = self._calls.get(node)  # a function inlined at several calls is read once
+            if known is None:
+                known = self._calls[node] = calls(node)
+            found.extend(known)
         # Inner calls run first: `scaler.scale(loss).backward()` scales, then back-propagates.
         for call in reversed(found):
             self._call(call, stmt, st)
