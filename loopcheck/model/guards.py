@@ -328,7 +328,7 @@ class GuardReader:
         for assignment in loop.assignments:
             for name in assignment.names:
                 self.aliases.setdefault(name, []).append(assignment)
-        # the rules ask again and again for the guards of the same events (five of six asks repeat one)
+        # the rules ask again and again for the guards of the same events (four of five asks repeat one)
         self._guards: dict[tuple[tuple[Cond, ...], int | None], Guard] = {}
 
     def guard(self, conds: tuple[Cond, ...], order: int | None = None) -> Guard:
