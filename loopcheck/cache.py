@@ -73,10 +73,10 @@ class Cache:
         digest.update(source.encode("utf-8", "surrogatepass"))
         return digest.hexdigest()
 
-    def get(self, key: str, name: str, project: Callable[[], str | None] | None = None) -> list[Finding] | None:
+    def get(self, key: str, name: str, project: Callable[[str], str | None] | None = None) -> list[Finding] | None:
         """The cached findings of the file (with ``name`` as their filename), or None. An entry made
-        with facts of other project modules is used only while ``project()`` (their digest now)
-        gives the same digest."""
+        with facts of other project modules is used only while ``project(digest)`` (their digest
+        now, told which facts the entry's digest covers) gives the same digest."""
         if not self.enabled:
             return None
         data = self._read(key)
@@ -85,7 +85,7 @@ class Cache:
                 raise ValueError
             findings = [_finding(item, name) for item in data["findings"]]
             used = data["project"]
-            if used is not None and (project is None or project() != used):
+            if used is not None and (project is None or project(used) != used):
                 raise ValueError("a fact of another module changed")
         except (TypeError, ValueError, KeyError):
             self.misses += 1

@@ -340,7 +340,7 @@ def _read(files: list[Path], codes: frozenset[str], config: Config, cache: Cache
         if cache is not None:
             key = cache.key(name, file_codes, source)
             # valid while the facts of the project modules it used are the same (a DDP wrap elsewhere)
-            cached = cache.get(key, name, lambda file=file: _project_digest(file, project_dir))
+            cached = cache.get(key, name, lambda used, file=file: _project_digest(file, project_dir, used))
             if cached is not None:
                 findings.extend(cached)
                 continue
@@ -379,11 +379,12 @@ def _check_job(job: _Job) -> tuple[list[Finding], str | None, object]:
     return findings, project.digest, new
 
 
-def _project_digest(file: Path, project_dir: Path | None) -> str | None:
+def _project_digest(file: Path, project_dir: Path | None, used: str | None = None) -> str | None:
+    """The digest of the project facts of ``file`` now, of those ``used`` (a cached digest) covers."""
     from loopcheck.project import for_file
 
     project = for_file(file, project_dir)
-    return project.digest() if project is not None else None
+    return project.digest(used) if project is not None else None
 
 
 def _ignored(file: Path, root: Path, per_file: list[tuple[PathSpec, frozenset[str]]]) -> frozenset[str]:

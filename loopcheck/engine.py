@@ -98,7 +98,8 @@ class LazyProject:
 
     def __init__(self, path: str, cache_dir: Path | None = None) -> None:
         self.path, self.cache_dir = Path(path), cache_dir
-        self.digest: str | None = None  # of the facts load() read (taken before the model queries them)
+        self._digest: str | None = None  # of the facts load() read (taken before the model queries them)
+        self._loaded: Imported | None = None
 
     def load(self, tree: ast.Module | None = None) -> Imported | None:
         """``tree``: the file's own ``ast`` (from the screen), not parsed again."""
@@ -106,8 +107,17 @@ class LazyProject:
 
         loaded = for_file(self.path, self.cache_dir, tree)
         # the digest keys the result cache (where the facts are cached too): without it, no use
-        self.digest = loaded.digest() if loaded is not None and self.cache_dir is not None else None
+        self._digest = loaded.digest() if loaded is not None and self.cache_dir is not None else None
+        self._loaded = loaded
         return loaded
+
+    @property
+    def digest(self) -> str | None:
+        """The digest of the facts the check used (None if none were read): that of ``load``, with
+        the project's configurations where the model asked about one (``Imported.with_settings``)."""
+        if self._digest is None or self._loaded is None:
+            return self._digest
+        return self._loaded.with_settings(self._digest)
 
     def imports_own_module(self, imports: Iterable[tuple[str, int]]) -> bool:
         from loopcheck.project.index import find_root, project_index
@@ -248,8 +258,8 @@ def _check(module: cst.Module, source: str, filename: str, rules: list[object], 
                 seen.add(key)
                 violations.append((rule, violation))
     inside = _inherited_loops(model) if violations else {}
-    violations = [(rule, _with_setting(model, rule, _inherited(inside, rule, _placed(model, v))))
-                  for rule, v in violations]
+    violations = [(rule, said) for rule, v in violations
+                  if (said := _with_setting(model, rule, _inherited(inside, rule, _placed(model, v)))) is not None]
     return _findings(module, source, filename, violations, tree, built) if violations else []
 
 
@@ -306,13 +316,19 @@ def _inherited_loops(model: FileModel) -> dict[int, str]:
     return found
 
 
-def _with_setting(model: FileModel, rule: Rule, violation: Violation) -> Violation:
-    """The violation, its message naming the configuration value it holds under, if any."""
+def _with_setting(model: FileModel, rule: Rule, violation: Violation) -> Violation | None:
+    """The violation, its message naming the configuration value it holds under, if any; None where
+    that value is inert in everything the project ships (``loopcheck.latent.inert``)."""
     from dataclasses import replace
 
-    from loopcheck.latent import condition
+    from loopcheck.latent import condition, inert, setting
 
-    said = condition(model, rule.code, violation.node)
+    held = setting(model, rule.code, violation.node)
+    if held is None:
+        return violation
+    if inert(model, held):
+        return None
+    said = condition(model, rule.code, violation.node, held)
     if said is None:
         return violation
     return replace(violation, message=(violation.message or rule.message) + said)

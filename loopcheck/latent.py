@@ -25,8 +25,21 @@ from loopcheck.model.values import option_defaults
 ACCUMULATION_RULES = frozenset({"LC101", "LC102", "LC105", "LC106", "LC107", "LC204", "LC301", "LC401", "LC501"})
 
 
-def condition(model: FileModel, code: str, node: cst.CSTNode) -> str | None:
-    """`` (only when `X` > 1; its default is 1)`` for a finding of ``code`` at ``node``, or None."""
+def condition(model: FileModel, code: str, node: cst.CSTNode, held: str | None = None) -> str | None:
+    """`` (only when `X` > 1; its default is 1)`` for a finding of ``code`` at ``node``, or None
+    (``held``: its ``setting``, where already known)."""
+    held = held if held is not None else setting(model, code, node)
+    if held is None:
+        return None
+    default = _default(model, _setting_name(held))
+    if default is None:
+        return f" (only when `{held}` > 1)"
+    return f" (only when `{held}` > 1; its default is {default})" if default in (0, 1) else None
+
+
+def setting(model: FileModel, code: str, node: cst.CSTNode) -> str | None:
+    """The configuration value a finding of ``code`` at ``node`` holds under (``args.accum``: the
+    loop accumulates only when it is above 1), or None."""
     if code not in ACCUMULATION_RULES:
         return None
     holding = [t for t in model.training_loops if node in _event_nodes(t)]
@@ -34,18 +47,19 @@ def condition(model: FileModel, code: str, node: cst.CSTNode) -> str | None:
     if len(settings) == 2 and None in settings:
         # `if not N or (i + 1) % N == 0:` also has a variant where N is off (0, None) and every
         # micro-batch steps: that variant is the setting's other side, not another way to step
-        setting = next(s for s in settings if s is not None)
-        if all(_setting(model, t) is not None or _turns_off(t, setting) for t in holding):
-            settings = {setting}
-    if len(settings) != 1:
-        return None
-    setting = settings.pop()
-    if setting is None:
-        return None
-    default = _default(model, _setting_name(setting))
-    if default is None:
-        return f" (only when `{setting}` > 1)"
-    return f" (only when `{setting}` > 1; its default is {default})" if default in (0, 1) else None
+        found = next(s for s in settings if s is not None)
+        if all(_setting(model, t) is not None or _turns_off(t, found) for t in holding):
+            settings = {found}
+    return settings.pop() if len(settings) == 1 else None
+
+
+def inert(model: FileModel, held: str) -> bool:
+    """Whether the configuration key of the setting ``held`` (``cfg.training.accum``, ``cfg['accum']``;
+    not a plain name, which callers may pass by position) is inert (0, 1, null) in every configuration,
+    launch script and document the project ships, and no command-line option sets it
+    (``loopcheck.project.inert_settings``): as shipped, the loop never accumulates."""
+    return model.project is not None and ("." in held or held.endswith("]")) and \
+        model.project.inert_setting(_setting_name(held))
 
 
 def setting_note(model: FileModel, modulus: cst.BaseExpression | None) -> str:

@@ -28,6 +28,7 @@ from loopcheck.project import callers as _callers
 from loopcheck.project import ddp_helpers as _ddp_helpers
 from loopcheck.project import index as _index
 from loopcheck.project.index import ProjectIndex, find_root, project_index
+from loopcheck.project import inert_settings as _inert_settings
 from loopcheck.project import launches as _launches
 from loopcheck.project import pins as _pins
 
@@ -42,7 +43,8 @@ if TYPE_CHECKING:
 __all__ = ["Imported", "Summary", "for_file", "forget", "merge", "new_facts", "save"]
 
 
-_OPEN: dict[tuple[Path, Path | None], ProjectIndex] = {}  # the indexes read in this run, to save
+_OPEN: dict[tuple[Path, Path | None], ProjectIndex] = {}
+_SETTINGS = "+settings:"  # in a digest: the result asked ``inert_setting``  # the indexes read in this run, to save
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ class Imported:
     _ddp_importers: list[str] | None = None
     _helpers_called: list[tuple[str, str]] | None = None
     _passed: dict[tuple[str, str], _callers.Passed | None] | None = None
+    _settings_read: bool = False  # whether ``inert_setting`` was asked (its files join the digest)
     _base_wraps: dict[str, str | None] = field(default_factory=dict)
     _trainer_bases: dict[str, bool] = field(default_factory=dict)  # base class -> inherits_trainer_step
     _modules: dict[str, ModuleFacts | None] = field(default_factory=dict)
@@ -552,15 +555,32 @@ class Imported:
     def _launch_stamps(self) -> list[str]:
         return _launches.stamps(self.path, self.index.root) if self._uses_accelerate() else []
 
+    def inert_setting(self, name: str) -> bool:
+        """Whether the configuration key ``name`` is inert (0, 1, null) in every configuration, script
+        and document the project ships, and no command-line option sets it
+        (``loopcheck.project.inert_settings``): an accumulation finding that holds only when it is
+        above 1 describes a loop the project never runs. The files read then join ``digest``."""
+        self._settings_read = True
+        return _inert_settings.inert(self.index, name)
+
+    def with_settings(self, digest: str) -> str:
+        """``digest`` (taken before the model asked), with the stamp of the files ``inert_setting``
+        read where it was asked: a file's cached result then follows the project's configurations."""
+        return f"{digest}{_SETTINGS}{_inert_settings.stamp(self.index)}" if self._settings_read else digest
+
     def _uses_accelerate(self) -> bool:
         return any((module or attr or "").split(".")[0] == "accelerate" and not level
                    for module, attr, level in self.own.imports.values())
 
-    def digest(self) -> str:
+    def digest(self, used: str | None = None) -> str:
         """Changes whenever a project module this file imports changes (its size or modification
         time: the facts are read only when the model asks), the entry scripts that wrap it do, the
         schedulers its callers pass it do, the project's dependency pins do (a pinned version
-        changes what a library does), or the documents that say how its script is launched do."""
+        changes what a library does), or the documents that say how its script is launched do;
+        where ``used`` (the digest a cached result was made with) says the result asked whether a
+        configuration key is inert (``with_settings``), the project's configurations too."""
+        if used is not None and _SETTINGS in used:
+            return f"{self.digest()}{_SETTINGS}{_inert_settings.stamp(self.index)}"
         stamps = []
         # `import src.util`: LC303 reads `src.util.set_optim(...)`'s schedulers (``dotted_summary``)
         dotted = [self.index.resolve(self.path, name, 0) for name in self.own.dotted_imports]

@@ -123,6 +123,9 @@ class ProjectIndex:
         # (file, function, parameter, position) -> see loopcheck.project.callers.passed
         self.passed_schedulers: dict[tuple[str, str, str, int | None], object] = {}
         self._files: list[tuple[str, str]] | None = None
+        self._documents: list[str] = []  # the other files of the walk a configuration may be in
+        self.settings: dict[str, bool] = {}  # see loopcheck.project.inert_settings.inert
+        self.settings_stamp: str | None = None  # see loopcheck.project.inert_settings.stamp
 
     # -- modules ---------------------------------------------------------------------------
     def facts(self, path: Path, functions: bool = True, tree: ast.Module | None = None,
@@ -365,11 +368,19 @@ class ProjectIndex:
             subdirs[:] = sorted(d for d in subdirs if d not in _SKIP_DIRS and not d.startswith("."))
             rel = os.path.relpath(directory, root).replace(os.sep, "/")
             prefix = "" if rel == "." else f"{rel}/"
-            found.extend((os.path.join(directory, f), f"{prefix}{f}") for f in sorted(files) if f.endswith(".py"))
+            names = sorted(files)
+            found.extend((os.path.join(directory, f), f"{prefix}{f}") for f in names if f.endswith(".py"))
+            self._documents.extend(os.path.join(directory, f) for f in names if _is_document(f))
             if len(found) > _MAX_WALKED:
                 break
         self._files = found
         return found
+
+    def documents(self) -> list[str] | None:
+        """The configuration files, shell scripts and documents of the project (YAML, JSON, TOML,
+        INI, ``*.sh``, Markdown, notebooks, ``README*``), found in the walk of ``python_files``;
+        None where the walk stopped early (a collection of projects, not one)."""
+        return None if len(self._python_files()) > _MAX_WALKED else self._documents
 
     # -- disk cache --------------------------------------------------------------------------
     def _put(self, rel: str, entry: list[object]) -> None:
@@ -418,6 +429,15 @@ class ProjectIndex:
             self.dirty = False
         except OSError:
             self.cache_file = None  # read-only: run on without it
+
+
+_DOCUMENT_SUFFIXES = (".yaml", ".yml", ".json", ".toml", ".cfg", ".ini", ".sh", ".bash", ".zsh", ".slurm", ".sbatch",
+                      ".md", ".rst", ".ipynb")
+
+
+def _is_document(name: str) -> bool:
+    lower = name.lower()
+    return lower.endswith(_DOCUMENT_SUFFIXES) or lower.startswith("readme")
 
 
 def _richness(entry: list[object]) -> int:

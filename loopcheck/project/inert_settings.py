@@ -1,0 +1,163 @@
+"""Whether a configuration key is inert in everything the project ships.
+
+An accumulation rule's finding holds only when the loop accumulates, i.e. when its window count N
+is above 1 (``loopcheck.latent``). Where N is a configuration value
+(``self.global_step % cfg.training.gradient_accumulate_every == 0``, ``if config.train.accumulation_steps
+> 1:``) and every configuration the project ships sets it to 1 or 0, nothing accumulates at the values
+the project is run with: the finding describes a loop nobody runs. The key is then inert when:
+
+- its last name (``gradient_accumulate_every``; case and ``-``/``_`` aside, as command-line options
+  write it) is found at least once with a value, in the project's YAML, JSON, TOML and INI files,
+  its shell scripts, Markdown documents and notebooks (a README command line), or in its Python files
+  (a yacs default ``_C.TRAIN.ACCUMULATION_STEPS = 0``, a dataclass field ``accum: int = 1``, a keyword
+  ``accum=1``, a dict entry ``"accum": 1``, a launcher's ``"training.accum=4"``);
+- every value found is inert: 0, 1, null / None / ``~``, false;
+- nothing else names it: no command-line option (``add_argument("--accumulation-steps")``, a
+  ``dest="..."``), no value that is not a literal (``config.TRAIN.ACCUMULATION_STEPS =
+  args.accumulation_steps``, an argparse option copied into it; ``self.accum = accum``, a constructor
+  argument), no mention in a document without a value (prose that documents the key, ``--accum $N``);
+- a value in Python is no command-line option's default: where the project uses a parser that makes
+  options of dataclass fields or function parameters (``HfArgumentParser``, tyro, fire, click...),
+  a key set in Python is unclear.
+
+Anything unclear keeps the finding. Read only when a finding with such a setting is about to be
+reported, once per key and project in a run; the files read are those of the project's walk
+(``ProjectIndex.python_files`` and ``documents``), and their sizes and modification times (``stamp``)
+join the cache digest of a file whose result asked.
+
+>>> _values(b"  gradient_accumulate_every: 1\\n", "gradient_accumulate_every", False)
+[1]
+>>> _values(b"python train.py --accumulation-steps 4", "accumulation_steps", False)
+[2]
+>>> _values(b"parser.add_argument('--accumulation-steps', type=int)", "accumulation_steps", True)
+[None]
+>>> _values(b"_c.train.accumulation_steps = 0", "accumulation_steps", True)
+[0]
+>>> _values(b"if config.train.accumulation_steps > 1:", "accumulation_steps", True)
+[]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from typing import TYPE_CHECKING
+
+from loopcheck.patterns import Pattern
+
+if TYPE_CHECKING:
+    from loopcheck.project.index import ProjectIndex
+
+_MAX_BYTES = 1_000_000  # one file: a larger one is data, not a configuration
+_MAX_DOCUMENTS = 5_000  # the documents of a project: past that, a data set checked in, not read
+UNCLEAR = None  # a value that says nothing sure: the key is set some other way
+# a literal value (the text is lower-cased), then where it ends: a value that goes on is an expression
+_LITERAL = r"(-?\d+(?:\.\d+)?|null|none|~|false|true)(?=[\"'`]?\s*(?:[,;)}\]#\r\n]|$|\s))"
+# in a document, after the key: `key: 1`, `key=1`, `--key 4`, `"key": 1`, `key = 1`
+_DOCUMENT_VALUE = Pattern(r"[\"'`]?[ \t]*(?:[:=][ \t]*|[ \t]+)[\"']?" + _LITERAL)
+# in Python, after the key: an assignment, a keyword or parameter default, an annotated field
+_ASSIGNED = Pattern(r"[ \t]*(?::[ \t]*[\w\[\]., |]{1,80}?[ \t]*)?=(?!=)[ \t]*[\"']?")
+_DICT_ENTRY = Pattern(r"[\"'][ \t]*:[ \t]*")
+_VALUE = Pattern(_LITERAL)
+# before the key in Python: a command-line option's name or destination
+_OPTION = Pattern(r"(?:[\"']-{1,2}|dest[ \t]*=[ \t]*[\"'])$")
+# command-line parsers that make options of dataclass fields or of a function's parameters
+_FIELD_PARSERS = (b"hfargumentparser", b"tyro", b"simple_parsing", b"jsonargparse", b"pyrallis", b"draccus",
+                  b"import fire", b"from fire", b"import typer", b"from typer", b"import click", b"from click",
+                  b"argparse_dataclass", b"datargs", b"clize", b"absl")
+
+
+def inert(index: ProjectIndex, name: str) -> bool:
+    """Whether the configuration key ``name`` (the setting's last name) is inert in everything the
+    project ships (see the module's documentation); False where anything is unclear."""
+    key = name.lower().replace("-", "_")
+    found = index.settings.get(key)
+    if found is None:
+        found = index.settings[key] = _inert(index, key)
+    return found
+
+
+def stamp(index: ProjectIndex) -> str:
+    """A digest of the sizes and modification times of every file ``inert`` may read (taken before
+    the files are read: a change during the run shows on the next)."""
+    if index.settings_stamp is None:
+        documents = index.documents()
+        lines = [] if documents is None else [str(p) for p in index.python_files()] + documents
+        digest = hashlib.sha256()
+        for path in lines:
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            digest.update(f"{path}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+        index.settings_stamp = digest.hexdigest()
+    return index.settings_stamp
+
+
+def _inert(index: ProjectIndex, key: str) -> bool:
+    stamp(index)
+    documents = index.documents()
+    if documents is None or len(documents) > _MAX_DOCUMENTS or len(key) < 3:
+        return False
+    values: list[int | None] = []
+    in_python, fields_parsed = False, False
+    for paths, python in ((documents, False), ([str(p) for p in index.python_files()], True)):
+        for path in paths:
+            text = _text(path)
+            if text is None:
+                return False  # a file too large to read may set it
+            found = _values(text, key, python)
+            if any(v is UNCLEAR or v > 1 for v in found):  # type: ignore[operator]
+                return False
+            values += found
+            in_python = in_python or (python and bool(found))
+            fields_parsed = fields_parsed or (python and any(word in text for word in _FIELD_PARSERS))
+    # a field or parameter default is a command-line option's where a parser builds options of them
+    return bool(values) and not (in_python and fields_parsed)
+
+
+def _text(path: str) -> bytes | None:
+    """The file's text, lower-cased (b"" where it cannot be read; None where it is too large)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(_MAX_BYTES + 1)
+    except OSError:
+        return b""
+    return None if len(data) > _MAX_BYTES else data.lower()
+
+
+def _values(text: bytes, key: str, python: bool) -> list[int | None]:
+    """The value given to ``key`` at each place the lower-cased ``text`` sets it: 0 or 1 for an
+    inert one, 2 for another literal, ``UNCLEAR`` for anything else (an option, an expression, a
+    mention without a value); nothing for a place that reads it (Python only)."""
+    if key.encode() not in text and key.replace("_", "-").encode() not in text:
+        return []  # (a spelling that mixes `-` and `_` is not looked for)
+    spelled = re.escape(key).replace("_", "[-_]")
+    found: list[int | None] = []
+    decoded = text.decode("utf-8", errors="replace")
+    for match in re.finditer(rf"(?<![\w]){spelled}(?![\w])", decoded):
+        before, after = decoded[max(0, match.start() - 24):match.start()], decoded[match.end():match.end() + 200]
+        if not python:
+            value = _DOCUMENT_VALUE.match(after)
+            found.append(_number(value.group(1)) if value is not None else UNCLEAR)
+            continue
+        if _OPTION.search(before):
+            found.append(UNCLEAR)  # a command-line option sets it
+            continue
+        assigned = _ASSIGNED.match(after) or (_DICT_ENTRY.match(after) if before.endswith(("'", '"')) else None)
+        if assigned is None:
+            continue  # a read: `cfg.accum`, `cfg["accum"]`, `accum > 1`
+        value = _VALUE.match(after, assigned.end())
+        found.append(_number(value.group(1)) if value is not None else UNCLEAR)
+    return found
+
+
+def _number(literal: str) -> int:
+    """0 or 1 for an inert value, 2 for any other."""
+    if literal in ("null", "none", "~", "false"):
+        return 0
+    if literal == "true":
+        return 2  # a count written as a flag: not clear
+    number = float(literal)
+    return int(number) if number in (0, 1) else 2

@@ -1,0 +1,198 @@
+"""An accumulation finding whose window count is a configuration key that everything the project ships
+leaves inert (every config sets it to 1 or 0, no command-line option sets it) describes a loop the
+project never runs accumulating: it is not reported. A key that a shipped config, launch script or
+README command sets above 1, one that a command-line option sets, one mentioned without a value, or
+one found nowhere keeps the finding. Shapes: a hydra workspace (``self.global_step %
+cfg.training.gradient_accumulate_every == 0``, every YAML at 1) and a Swin-style loop (``if
+config.TRAIN.ACCUMULATION_STEPS > 1:``, a yacs default 0, with or without ``--accumulation-steps``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loopcheck.project.inert_settings import _values
+from tests.projects import write_project
+
+WORKSPACE = """
+    import torch
+
+
+    class TrainWorkspace:
+        def run(self, cfg, model, optimizer, loader):
+            for epoch in range(cfg.training.num_epochs):
+                for batch in loader:
+                    loss = model(batch).mean() / cfg.training.gradient_accumulate_every
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                    if self.global_step % cfg.training.gradient_accumulate_every == 0:
+                        optimizer.step()
+                        optimizer.zero_grad()
+                    self.global_step += 1
+"""
+
+CONFIG = """
+    training:
+      num_epochs: 100
+      gradient_accumulate_every: {n}
+      use_ema: True
+"""
+
+SWIN_LOOP = """
+    import torch
+
+
+    def train_one_epoch(config, model, data_loader, optimizer):
+        optimizer.zero_grad()
+        for idx, (samples, targets) in enumerate(data_loader):
+            loss = model(samples, targets)
+            if config.TRAIN.ACCUMULATION_STEPS > 1:
+                loss = loss / config.TRAIN.ACCUMULATION_STEPS
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), config.TRAIN.CLIP_GRAD)
+                if (idx + 1) % config.TRAIN.ACCUMULATION_STEPS == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+            else:
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+"""
+
+YACS_DEFAULTS = """
+    from yacs.config import CfgNode as CN
+
+    _C = CN()
+    _C.TRAIN = CN()
+    _C.TRAIN.CLIP_GRAD = 5.0
+    # Gradient accumulation steps
+    _C.TRAIN.ACCUMULATION_STEPS = 0
+"""
+
+YACS_WITH_OPTION = YACS_DEFAULTS + """
+
+    def update_config(config, args):
+        if args.accumulation_steps:
+            config.TRAIN.ACCUMULATION_STEPS = args.accumulation_steps
+"""
+
+MAIN_WITH_OPTION = """
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--accumulation-steps', type=int, help="gradient accumulation steps")
+"""
+
+
+def _clips(run_cli, path: str) -> list[str]:
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC107", path)
+    return [line for line in out.splitlines() if ": LC107" in line]
+
+
+def test_every_shipped_config_at_one_is_silent(project: Path, run_cli) -> None:
+    write_project(project, {"workspace/train.py": WORKSPACE, "config/lowdim.yaml": CONFIG.format(n=1),
+                            "config/image.yaml": CONFIG.format(n=1),
+                            "README.md": "Train with `python train.py --config-name=lowdim`.\n"})
+    assert _clips(run_cli, "workspace/train.py") == []
+
+
+def test_a_shipped_config_that_accumulates_is_reported(project: Path, run_cli) -> None:
+    write_project(project, {"workspace/train.py": WORKSPACE, "config/lowdim.yaml": CONFIG.format(n=1),
+                            "config/image.yaml": CONFIG.format(n=4)})
+    found = _clips(run_cli, "workspace/train.py")
+    assert len(found) == 1 and "(only when `cfg.training.gradient_accumulate_every` > 1)" in found[0]
+
+
+def test_a_launch_script_that_accumulates_is_reported(project: Path, run_cli) -> None:
+    write_project(project, {"workspace/train.py": WORKSPACE, "config/lowdim.yaml": CONFIG.format(n=1),
+                            "scripts/big.sh": "python train.py training.gradient_accumulate_every=8\n"})
+    assert len(_clips(run_cli, "workspace/train.py")) == 1
+
+
+def test_a_readme_command_that_accumulates_is_reported(project: Path, run_cli) -> None:
+    write_project(project, {"workspace/train.py": WORKSPACE, "config/lowdim.yaml": CONFIG.format(n=1),
+                            "README.md": "```\npython train.py --gradient_accumulate_every 4\n```\n"})
+    assert len(_clips(run_cli, "workspace/train.py")) == 1
+
+
+def test_a_key_the_readme_documents_without_a_value_is_reported(project: Path, run_cli) -> None:
+    write_project(project, {"workspace/train.py": WORKSPACE, "config/lowdim.yaml": CONFIG.format(n=1),
+                            "README.md": "Raise `gradient_accumulate_every` to train on a smaller GPU.\n"})
+    assert len(_clips(run_cli, "workspace/train.py")) == 1
+
+
+def test_a_key_found_nowhere_is_reported(project: Path, run_cli) -> None:
+    write_project(project, {"workspace/train.py": WORKSPACE, "config/lowdim.yaml": "training:\n  num_epochs: 1\n"})
+    assert len(_clips(run_cli, "workspace/train.py")) == 1
+
+
+def test_a_python_default_without_an_option_is_silent(project: Path, run_cli) -> None:
+    # yacs default 0, no argparse option, no config file that sets it
+    write_project(project, {"main.py": SWIN_LOOP, "config.py": YACS_DEFAULTS,
+                            "configs/swin_tiny.yaml": "MODEL:\n  TYPE: swin\n"})
+    assert _clips(run_cli, "main.py") == []
+
+
+def test_a_command_line_option_copied_into_the_key_is_reported(project: Path, run_cli) -> None:
+    # `--accumulation-steps` (argparse, help text) writes config.TRAIN.ACCUMULATION_STEPS
+    write_project(project, {"main.py": SWIN_LOOP + MAIN_WITH_OPTION, "config.py": YACS_WITH_OPTION})
+    found = _clips(run_cli, "main.py")
+    assert len(found) == 1 and "(only when `config.TRAIN.ACCUMULATION_STEPS` > 1)" in found[0]
+
+
+def test_a_dataclass_field_a_parser_makes_an_option_of_is_reported(project: Path, run_cli) -> None:
+    # HfArgumentParser gives every field a --flag: the field's default 1 is an option's default
+    write_project(project, {"workspace/train.py": WORKSPACE, "config/lowdim.yaml": CONFIG.format(n=1),
+                            "arguments.py": """
+        from dataclasses import dataclass
+        from transformers import HfArgumentParser
+
+
+        @dataclass
+        class Training:
+            gradient_accumulate_every: int = 1
+
+
+        training, = HfArgumentParser(Training).parse_args_into_dataclasses()
+    """})
+    assert len(_clips(run_cli, "workspace/train.py")) == 1
+
+
+def test_a_changed_config_invalidates_the_cached_result(project: Path, run_cli,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopcheck import checker
+
+    write_project(project, {"workspace/train.py": WORKSPACE, "config/lowdim.yaml": CONFIG.format(n=1)})
+    first = run_cli("check", "workspace/train.py")
+    assert first[0] == 0 and "LC107" not in first[1]
+    with monkeypatch.context() as patched:  # the configs unchanged: the cached result holds
+        patched.setattr(checker, "_check_job", _not_checked_again)
+        assert run_cli("check", "workspace/train.py") == first
+    (project / "config" / "lowdim.yaml").write_text(CONFIG.format(n=16))
+    assert len(_clips(run_cli, "workspace/train.py")) == 1  # from the cache, had the configs not been in its key
+    (project / "config" / "lowdim.yaml").write_text(CONFIG.format(n=1))
+    assert _clips(run_cli, "workspace/train.py") == []
+    (project / "config" / "big.yaml").write_text(CONFIG.format(n=2))  # a new config file
+    assert len(_clips(run_cli, "workspace/train.py")) == 1
+
+
+def _not_checked_again(*args: object) -> None:
+    raise AssertionError("checked again although nothing it read changed")
+
+
+def test_values_read_from_configs_scripts_and_python() -> None:
+    assert _values(b"training:\n  gradient_accumulate_every: 1 # one\n", "gradient_accumulate_every", False) == [1]
+    assert _values(b'{"accum_iter": 8, "lr": 1}', "accum_iter", False) == [2]
+    assert _values(b"accum_iter: null\n", "accum_iter", False) == [0]
+    assert _values(b"accum_iter: ${oc.env:accum}\n", "accum_iter", False) == [None]
+    assert _values(b"python main.py --opts train.accumulation_steps=8", "accumulation_steps", False) == [2]
+    assert _values(b"python main.py --accumulation_steps $acc", "accumulation_steps", False) == [None]
+    # in Python: reads say nothing, a literal is a value, anything else (an option, an expression) is unclear
+    assert _values(b"loss = loss / cfg.accum_iter\nif cfg.accum_iter > 1:\n    pass\n", "accum_iter", True) == []
+    assert _values(b"accum_iter: int = 1\n", "accum_iter", True) == [1]
+    assert _values(b"cfg = dict(accum_iter=4)\n", "accum_iter", True) == [2]
+    assert _values(b"self.accum_iter = accum_iter\n", "accum_iter", True) == [None]
+    assert _values(b"parser.add_argument('--accum_iter', default=1)", "accum_iter", True) == [None]
+    assert _values(b"parser.add_argument('--accum', dest='accum_iter')", "accum_iter", True) == [None]
+    assert _values(b"config = {'accum_iter': 1}", "accum_iter", True) == [1]
