@@ -87,6 +87,7 @@ MAIN_WITH_OPTION = """
 
 def _clips(run_cli, path: str) -> list[str]:
     _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC107", path)
+    assert "LC001" not in out  # analysed
     return [line for line in out.splitlines() if ": LC107" in line]
 
 
@@ -160,7 +161,7 @@ def test_a_dataclass_field_a_parser_makes_an_option_of_is_reported(project: Path
 
 
 def test_a_changed_config_invalidates_the_cached_result(project: Path, run_cli,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from loopcheck import checker
 
     write_project(project, {"workspace/train.py": WORKSPACE, "config/lowdim.yaml": CONFIG.format(n=1)})

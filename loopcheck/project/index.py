@@ -123,7 +123,8 @@ class ProjectIndex:
         # (file, function, parameter, position) -> see loopcheck.project.callers.passed
         self.passed_schedulers: dict[tuple[str, str, str, int | None], object] = {}
         self._files: list[tuple[str, str]] | None = None
-        self._documents: list[str] = []  # the other files of the walk a configuration may be in
+        self._walked: list[tuple[str, list[str]]] = []  # (directory, its files) of that walk
+        self._documents: list[str] | None = None  # those a configuration may be in
         self.settings: dict[str, bool] = {}  # see loopcheck.project.inert_settings.inert
         self.settings_stamp: str | None = None  # see loopcheck.project.inert_settings.stamp
 
@@ -368,9 +369,8 @@ class ProjectIndex:
             subdirs[:] = sorted(d for d in subdirs if d not in _SKIP_DIRS and not d.startswith("."))
             rel = os.path.relpath(directory, root).replace(os.sep, "/")
             prefix = "" if rel == "." else f"{rel}/"
-            names = sorted(files)
-            found.extend((os.path.join(directory, f), f"{prefix}{f}") for f in names if f.endswith(".py"))
-            self._documents.extend(os.path.join(directory, f) for f in names if _is_document(f))
+            found.extend((os.path.join(directory, f), f"{prefix}{f}") for f in sorted(files) if f.endswith(".py"))
+            self._walked.append((directory, files))  # sorted through only where ``documents`` asks
             if len(found) > _MAX_WALKED:
                 break
         self._files = found
@@ -380,7 +380,12 @@ class ProjectIndex:
         """The configuration files, shell scripts and documents of the project (YAML, JSON, TOML,
         INI, ``*.sh``, Markdown, notebooks, ``README*``), found in the walk of ``python_files``;
         None where the walk stopped early (a collection of projects, not one)."""
-        return None if len(self._python_files()) > _MAX_WALKED else self._documents
+        if len(self._python_files()) > _MAX_WALKED:
+            return None
+        if self._documents is None:
+            self._documents = [os.path.join(directory, name) for directory, names in self._walked
+                               for name in sorted(names) if _is_document(name)]
+        return self._documents
 
     # -- disk cache --------------------------------------------------------------------------
     def _put(self, rel: str, entry: list[object]) -> None:

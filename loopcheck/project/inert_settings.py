@@ -42,6 +42,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from typing import TYPE_CHECKING
 
 from loopcheck.patterns import Pattern
@@ -49,7 +50,7 @@ from loopcheck.patterns import Pattern
 if TYPE_CHECKING:
     from loopcheck.project.index import ProjectIndex
 
-_MAX_BYTES = 1_000_000  # one file: a larger one is data, not a configuration
+_MAX_BYTES = 16_000_000  # one file: a larger one is data, not a configuration (a notebook with outputs is read)
 _MAX_DOCUMENTS = 5_000  # the documents of a project: past that, a data set checked in, not read
 UNCLEAR = None  # a value that says nothing sure: the key is set some other way
 # a literal value (the text is lower-cased), then where it ends: a value that goes on is an expression
@@ -105,8 +106,6 @@ def _inert(index: ProjectIndex, key: str) -> bool:
     for paths, python in ((documents, False), ([str(p) for p in index.python_files()], True)):
         for path in paths:
             text = _text(path)
-            if text is None:
-                return False  # a file too large to read may set it
             found = _values(text, key, python)
             if any(v is UNCLEAR or v > 1 for v in found):  # type: ignore[operator]
                 return False
@@ -117,14 +116,16 @@ def _inert(index: ProjectIndex, key: str) -> bool:
     return bool(values) and not (in_python and fields_parsed)
 
 
-def _text(path: str) -> bytes | None:
-    """The file's text, lower-cased (b"" where it cannot be read; None where it is too large)."""
+def _text(path: str) -> bytes:
+    """The file's text, lower-cased (b"" where it cannot be read, or is too large for a configuration)."""
     try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_BYTES:
+            return b""  # (a FIFO would block the read)
         with open(path, "rb") as handle:
-            data = handle.read(_MAX_BYTES + 1)
+            return handle.read().lower()
     except OSError:
         return b""
-    return None if len(data) > _MAX_BYTES else data.lower()
 
 
 def _values(text: bytes, key: str, python: bool) -> list[int | None]:
