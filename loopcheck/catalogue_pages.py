@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 from loopcheck.catalog import CODES, FILE_CODES, INVALID_SUPPRESSION, NOT_ANALYSED, SYNTAX_ERROR
+from loopcheck.latent import ACCUMULATION_RULES
 from loopcheck.rules import RULES, Rule
 
 PAGES = Path(__file__).resolve().parent.parent / "rules"
@@ -56,6 +57,22 @@ Correct the code, or remove the comment.
 }
 
 
+# The rules whose findings hold only where the loop accumulates (``loopcheck.latent``)
+_SETTING_SECTION = """## When the window count is a setting
+The finding holds only where the loop accumulates (N > 1). Where N is a configuration value
+(`args.gradient_accumulation_steps`, `cfg.training.accum_steps`), the message ends with
+"(only when `args.gradient_accumulation_steps` > 1; its default is 1)", the default where the file
+shows it. A configuration key that everything the project ships leaves inert is not reported: its
+last name is found with a value at least once (in the project's YAML, JSON, TOML and INI files,
+shell scripts, READMEs and notebooks, or as a Python default such as a yacs
+`_C.TRAIN.ACCUMULATION_STEPS = 0`), every value found is 0, 1, null or false, and no command-line
+option sets it (an argparse `--accumulation-steps`, a value copied from an option). A key that a
+shipped config, launch script or README command sets above 1, that an option sets, that a document
+mentions without a value, or that is found nowhere keeps the finding, and so does every key of a
+project whose options are not all written out (a parser that makes options of dataclass fields, such
+as `HfArgumentParser` with transformers' `TrainingArguments`, or of a config's keys)."""
+
+
 def page_name(code: str) -> str:
     return f"{code}-{(CODES.get(code) or FILE_CODES[code]).name}.md"
 
@@ -79,6 +96,8 @@ def render_page(code: str, rule: type[Rule] | None) -> str:
               "`loopcheck check --fix` applies the fix above where the model is certain enough (it moves, "
               "inserts or rewrites only the flagged statements; fixes that may change more than the finding "
               "need `--unsafe-fixes`); elsewhere the finding is reported without a fix." if rule.fixable else "No automatic fix: the right change depends on intent.", ""]
+    if code in ACCUMULATION_RULES:
+        lines += [_SETTING_SECTION, ""]
     lines += ["## Example", "```python", textwrap.dedent(rule.INVALID[0]).strip(), "```", "",
               "Use instead:", "```python", textwrap.dedent(rule.VALID[0]).strip(), "```", ""]
     if len(rule.INVALID) > 1:

@@ -8,6 +8,13 @@ the default takes it for a false alarm. The message then names the setting as th
 and, where the file shows it, its default: ``(only when `args.gradient_accumulation_steps` > 1;
 its default is 1)``. Nothing is added where N is a literal, where the default accumulates already,
 or where one of the loop's variants that holds the flagged statement steps another way.
+
+Where N is a configuration key (``cfg.training.gradient_accumulate_every``, ``config.TRAIN.ACCUMULATION_STEPS``,
+``cfg['accum']``; not a plain name, which a caller may pass by position) that everything the project
+ships leaves inert, the finding is not reported at all (``inert``): every shipped config, launch script
+and README command that gives the key a value gives 0 or 1 (or null, false), and no command-line
+option sets it (``loopcheck.project.inert_settings``). A key set above 1 anywhere, one an option sets,
+or one found nowhere keeps the finding and its note.
 """
 
 from __future__ import annotations

@@ -160,6 +160,31 @@ def test_a_dataclass_field_a_parser_makes_an_option_of_is_reported(project: Path
     assert len(_clips(run_cli, "workspace/train.py")) == 1
 
 
+def test_a_library_dataclass_a_parser_makes_options_of_is_reported(project: Path, run_cli) -> None:
+    # transformers' TrainingArguments give --gradient_accumulate_every... here a launch script passes 1
+    write_project(project, {"workspace/train.py": WORKSPACE, "scripts/run.sh": "python train.py "
+                            "--gradient_accumulate_every 1\n", "main.py": """
+        from transformers import HfArgumentParser, TrainingArguments
+
+        args, = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
+    """})
+    assert len(_clips(run_cli, "workspace/train.py")) == 1
+
+
+def test_options_made_of_a_configs_keys_are_reported(project: Path, run_cli) -> None:
+    write_project(project, {"workspace/train.py": WORKSPACE, "config/lowdim.yaml": CONFIG.format(n=1),
+                            "cli.py": """
+        import argparse
+
+        def parser_of(config):
+            parser = argparse.ArgumentParser()
+            for key, value in config.items():
+                parser.add_argument(f"--{key}", default=value)
+            return parser
+    """})
+    assert len(_clips(run_cli, "workspace/train.py")) == 1
+
+
 def test_a_changed_config_invalidates_the_cached_result(project: Path, run_cli,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from loopcheck import checker

@@ -377,9 +377,9 @@ class ProjectIndex:
         return found
 
     def documents(self) -> list[str] | None:
-        """The configuration files, shell scripts and documents of the project (YAML, JSON, TOML,
-        INI, ``*.sh``, Markdown, notebooks, ``README*``), found in the walk of ``python_files``;
-        None where the walk stopped early (a collection of projects, not one)."""
+        """The configuration files, scripts and documents of the project (YAML, JSON, TOML, INI, gin,
+        ``*.sh``, Slurm jobs, Makefiles, Markdown, notebooks, ``README*``), found in the walk of
+        ``python_files``; None where the walk stopped early (a collection of projects, not one)."""
         if len(self._python_files()) > _MAX_WALKED:
             return None
         if self._documents is None:
@@ -436,13 +436,14 @@ class ProjectIndex:
             self.cache_file = None  # read-only: run on without it
 
 
-_DOCUMENT_SUFFIXES = (".yaml", ".yml", ".json", ".toml", ".cfg", ".ini", ".sh", ".bash", ".zsh", ".slurm", ".sbatch",
-                      ".md", ".rst", ".ipynb")
+_DOCUMENT_SUFFIXES = (".yaml", ".yml", ".json", ".jsonnet", ".libsonnet", ".toml", ".cfg", ".ini", ".conf", ".gin",
+                      ".env", ".sh", ".bash", ".zsh", ".slurm", ".sbatch", ".job", ".pbs", ".bat", ".cmd", ".ps1",
+                      ".mk", ".md", ".rst", ".ipynb")
 
 
 def _is_document(name: str) -> bool:
     lower = name.lower()
-    return lower.endswith(_DOCUMENT_SUFFIXES) or lower.startswith("readme")
+    return lower.endswith(_DOCUMENT_SUFFIXES) or lower.startswith(("readme", "makefile", "dockerfile"))
 
 
 def _richness(entry: list[object]) -> int:

@@ -16,9 +16,10 @@ the project is run with: the finding describes a loop nobody runs. The key is th
   ``dest="..."``), no value that is not a literal (``config.TRAIN.ACCUMULATION_STEPS =
   args.accumulation_steps``, an argparse option copied into it; ``self.accum = accum``, a constructor
   argument), no mention in a document without a value (prose that documents the key, ``--accum $N``);
-- a value in Python is no command-line option's default: where the project uses a parser that makes
-  options of dataclass fields or function parameters (``HfArgumentParser``, tyro, fire, click...),
-  a key set in Python is unclear.
+- the project writes out every command-line option it has: where it uses a parser that makes options
+  of dataclass fields or function parameters (``HfArgumentParser``, whose ``TrainingArguments`` are
+  transformers' own; tyro, fire, click, absl flags...) or makes options of a config's keys
+  (``add_argument(f"--{key}")``), any key may be an option, and none is inert.
 
 Anything unclear keeps the finding. Read only when a finding with such a setting is about to be
 reported, once per key and project in a run; the files read are those of the project's walk
@@ -63,10 +64,14 @@ _DICT_ENTRY = Pattern(r"[\"'][ \t]*:[ \t]*")
 _VALUE = Pattern(_LITERAL)
 # before the key in Python: a command-line option's name or destination
 _OPTION = Pattern(r"(?:[\"']-{1,2}|dest[ \t]*=[ \t]*[\"'])$")
-# command-line parsers that make options of dataclass fields or of a function's parameters
-_FIELD_PARSERS = (b"hfargumentparser", b"tyro", b"simple_parsing", b"jsonargparse", b"pyrallis", b"draccus",
+# A project whose command-line options are not all written out as `add_argument("--name")`: a parser
+# that makes options of dataclass fields (``HfArgumentParser`` of transformers' own
+# ``TrainingArguments`` too) or of a function's parameters, flag definitions, or options made from a
+# config's keys (``add_argument(f"--{key}", default=value)``)
+_OPTIONS_BUILT = (b"hfargumentparser", b"tyro", b"simple_parsing", b"jsonargparse", b"pyrallis", b"draccus",
                   b"import fire", b"from fire", b"import typer", b"from typer", b"import click", b"from click",
-                  b"argparse_dataclass", b"datargs", b"clize", b"absl")
+                  b"argparse_dataclass", b"datargs", b"clize", b"absl", b"gflags", b"app.flags",
+                  b"(f'--{", b'(f"--{', b"('--' +", b'("--" +', b"'--%s'", b'"--%s"', b"'--{}'", b'"--{}"')
 
 
 def inert(index: ProjectIndex, name: str) -> bool:
@@ -102,7 +107,6 @@ def _inert(index: ProjectIndex, key: str) -> bool:
     if documents is None or len(documents) > _MAX_DOCUMENTS or len(key) < 3:
         return False
     values: list[int | None] = []
-    in_python, fields_parsed = False, False
     for paths, python in ((documents, False), ([str(p) for p in index.python_files()], True)):
         for path in paths:
             text = _text(path)
@@ -110,10 +114,9 @@ def _inert(index: ProjectIndex, key: str) -> bool:
             if any(v is UNCLEAR or v > 1 for v in found):  # type: ignore[operator]
                 return False
             values += found
-            in_python = in_python or (python and bool(found))
-            fields_parsed = fields_parsed or (python and any(word in text for word in _FIELD_PARSERS))
-    # a field or parameter default is a command-line option's where a parser builds options of them
-    return bool(values) and not (in_python and fields_parsed)
+            if python and any(word in text for word in _OPTIONS_BUILT):
+                return False  # options made of dataclass fields (a library's too) or of a config's keys
+    return bool(values)
 
 
 def _text(path: str) -> bytes:
