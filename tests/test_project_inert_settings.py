@@ -185,6 +185,13 @@ def test_options_made_of_a_configs_keys_are_reported(project: Path, run_cli) -> 
     assert len(_clips(run_cli, "workspace/train.py")) == 1
 
 
+def test_a_root_no_marker_names_is_reported(project: Path, run_cli) -> None:
+    # no .git, pyproject.toml or setup.py: the root is guessed, and what lies beside it is not read
+    write_project(project, {"workspace/train.py": WORKSPACE, "workspace/lowdim.yaml": CONFIG.format(n=1)})
+    (project / "pyproject.toml").unlink()
+    assert len(_clips(run_cli, "workspace/train.py")) == 1
+
+
 def test_a_changed_config_invalidates_the_cached_result(project: Path, run_cli,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from loopcheck import checker

@@ -21,7 +21,9 @@ the project is run with: the finding describes a loop nobody runs. The key is th
   transformers' own; tyro, fire, click, absl flags...) or makes options of a config's keys
   (``add_argument(f"--{key}")``), any key may be an option, and none is inert.
 
-Anything unclear keeps the finding. Read only when a finding with such a setting is about to be
+Anything unclear keeps the finding, and so does a project whose root no marker names (``.git``,
+``pyproject.toml``, ``setup.py``: ``loopcheck.project.index``): a root guessed from the packages may
+leave beside it the module that defines the options or the configs. Read only when a finding with such a setting is about to be
 reported, once per key and project in a run; the files read are those of the project's walk
 (``ProjectIndex.python_files`` and ``documents``), and their sizes and modification times (``stamp``)
 join the cache digest of a file whose result asked.
@@ -102,7 +104,11 @@ def stamp(index: ProjectIndex) -> str:
 
 
 def _inert(index: ProjectIndex, key: str) -> bool:
+    from loopcheck.project.index import marked_folder
+
     stamp(index)
+    if marked_folder(index.root) != index.root:
+        return False  # a root guessed from the packages: an option or config may lie beside it, unread
     documents = index.documents()
     if documents is None or len(documents) > _MAX_DOCUMENTS or len(key) < 3:
         return False
