@@ -160,6 +160,20 @@ def test_a_dataclass_field_a_parser_makes_an_option_of_is_reported(project: Path
     assert len(_clips(run_cli, "workspace/train.py")) == 1
 
 
+def test_click_options_of_other_scripts_leave_the_key_inert(project: Path, run_cli) -> None:
+    # click spells its options (`@click.option("--output")`): none of them is the key
+    write_project(project, {"workspace/train.py": WORKSPACE, "config/lowdim.yaml": CONFIG.format(n=1),
+                            "eval.py": """
+        import click
+
+        @click.command()
+        @click.option("--output", "-o")
+        def main(output):
+            pass
+    """})
+    assert _clips(run_cli, "workspace/train.py") == []
+
+
 def test_a_library_dataclass_a_parser_makes_options_of_is_reported(project: Path, run_cli) -> None:
     # transformers' TrainingArguments give --gradient_accumulate_every... here a launch script passes 1
     write_project(project, {"workspace/train.py": WORKSPACE, "scripts/run.sh": "python train.py "
@@ -228,4 +242,5 @@ def test_values_read_from_configs_scripts_and_python() -> None:
     assert _values(b"self.accum_iter = accum_iter\n", "accum_iter", True) == [None]
     assert _values(b"parser.add_argument('--accum_iter', default=1)", "accum_iter", True) == [None]
     assert _values(b"parser.add_argument('--accum', dest='accum_iter')", "accum_iter", True) == [None]
+    assert _values(b"flags.define_integer('accum_iter', 1, 'steps')", "accum_iter", True) == [None]
     assert _values(b"config = {'accum_iter': 1}", "accum_iter", True) == [1]

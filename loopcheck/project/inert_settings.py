@@ -13,20 +13,22 @@ the project is run with: the finding describes a loop nobody runs. The key is th
   ``accum=1``, a dict entry ``"accum": 1``, a launcher's ``"training.accum=4"``);
 - every value found is inert: 0, 1, null / None / ``~``, false;
 - nothing else names it: no command-line option (``add_argument("--accumulation-steps")``, a
-  ``dest="..."``), no value that is not a literal (``config.TRAIN.ACCUMULATION_STEPS =
-  args.accumulation_steps``, an argparse option copied into it; ``self.accum = accum``, a constructor
-  argument), no mention in a document without a value (prose that documents the key, ``--accum $N``);
-- the project writes out every command-line option it has: where it uses a parser that makes options
-  of dataclass fields or function parameters (``HfArgumentParser``, whose ``TrainingArguments`` are
-  transformers' own; tyro, fire, click, absl flags...) or makes options of a config's keys
-  (``add_argument(f"--{key}")``), any key may be an option, and none is inert.
+  ``dest="..."``, an absl ``flags.DEFINE_integer("accumulation_steps", ...)``), no value that is not
+  a literal (``config.TRAIN.ACCUMULATION_STEPS = args.accumulation_steps``, an argparse option copied
+  into it; ``self.accum = accum``, a constructor argument), no mention in a document without a value
+  (prose that documents the key, ``--accum $N``);
+- the key is no option the project's text does not spell: where the project uses a parser that
+  makes options of dataclass fields or function parameters (tyro, fire, typer...), a key set in
+  Python is unclear; where it makes options of a library's dataclass (``HfArgumentParser`` with
+  transformers' ``TrainingArguments``, ``LightningCLI``) or of a config's keys
+  (``add_argument(f"--{key}")``), no key is inert.
 
 Anything unclear keeps the finding, and so does a project whose root no marker names (``.git``,
 ``pyproject.toml``, ``setup.py``: ``loopcheck.project.index``): a root guessed from the packages may
-leave beside it the module that defines the options or the configs. Read only when a finding with such a setting is about to be
-reported, once per key and project in a run; the files read are those of the project's walk
-(``ProjectIndex.python_files`` and ``documents``), and their sizes and modification times (``stamp``)
-join the cache digest of a file whose result asked.
+leave beside it the module that defines the options or the configs. Read only when a finding with
+such a setting is about to be reported, once per key and project in a run; the files read are those
+of the project's walk (``ProjectIndex.python_files`` and ``documents``), and their sizes and
+modification times (``stamp``) join the cache digest of a file whose result asked.
 
 >>> _values(b"  gradient_accumulate_every: 1\\n", "gradient_accumulate_every", False)
 [1]
@@ -64,16 +66,17 @@ _DOCUMENT_VALUE = Pattern(r"[\"'`]?[ \t]*(?:[:=][ \t]*|[ \t]+)[\"']?" + _LITERAL
 _ASSIGNED = Pattern(r"[ \t]*(?::[ \t]*[\w\[\]., |]{1,80}?[ \t]*)?=(?!=)[ \t]*[\"']?")
 _DICT_ENTRY = Pattern(r"[\"'][ \t]*:[ \t]*")
 _VALUE = Pattern(_LITERAL)
-# before the key in Python: a command-line option's name or destination
-_OPTION = Pattern(r"(?:[\"']-{1,2}|dest[ \t]*=[ \t]*[\"'])$")
-# A project whose command-line options are not all written out as `add_argument("--name")`: a parser
-# that makes options of dataclass fields (``HfArgumentParser`` of transformers' own
-# ``TrainingArguments`` too) or of a function's parameters, flag definitions, or options made from a
-# config's keys (``add_argument(f"--{key}", default=value)``)
-_OPTIONS_BUILT = (b"hfargumentparser", b"tyro", b"simple_parsing", b"jsonargparse", b"pyrallis", b"draccus",
-                  b"import fire", b"from fire", b"import typer", b"from typer", b"import click", b"from click",
-                  b"argparse_dataclass", b"datargs", b"clize", b"absl", b"gflags", b"app.flags",
-                  b"(f'--{", b'(f"--{', b"('--' +", b'("--" +', b"'--%s'", b'"--%s"', b"'--{}'", b'"--{}"')
+# before the key in Python: a command-line option's name or destination, an absl flag's name
+_OPTION = Pattern(r"(?:[\"']-{1,2}|dest[ \t]*=[ \t]*[\"']|define_\w+\([ \t]*[\"'])$")
+# Parsers that make options of dataclass fields or of a function's parameters: a key the project
+# sets in Python (``accum: int = 1``, ``def main(accum=1)``) may be an option's default
+_FIELD_OPTIONS = (b"tyro", b"simple_parsing", b"pyrallis", b"draccus", b"import fire", b"from fire", b"typer",
+                  b"argparse_dataclass", b"datargs", b"clize")
+# Options the project's text never spells: those of a library's dataclass (transformers'
+# ``TrainingArguments`` through ``HfArgumentParser``, Lightning's ``Trainer`` through ``LightningCLI``),
+# options made of a config's keys (``add_argument(f"--{key}", default=value)``)
+_UNSPELLED_OPTIONS = (b"hfargumentparser", b"lightningcli", b"jsonargparse", b"(f'--{", b'(f"--{', b"('--' +",
+                      b'("--" +', b"'--%s'", b'"--%s"', b"'--{}'", b'"--{}"')
 
 
 def inert(index: ProjectIndex, name: str) -> bool:
@@ -113,6 +116,7 @@ def _inert(index: ProjectIndex, key: str) -> bool:
     if documents is None or len(documents) > _MAX_DOCUMENTS or len(key) < 3:
         return False
     values: list[int | None] = []
+    in_python = field_options = False
     for paths, python in ((documents, False), ([str(p) for p in index.python_files()], True)):
         for path in paths:
             text = _text(path)
@@ -120,9 +124,11 @@ def _inert(index: ProjectIndex, key: str) -> bool:
             if any(v is UNCLEAR or v > 1 for v in found):  # type: ignore[operator]
                 return False
             values += found
-            if python and any(word in text for word in _OPTIONS_BUILT):
-                return False  # options made of dataclass fields (a library's too) or of a config's keys
-    return bool(values)
+            if python and any(word in text for word in _UNSPELLED_OPTIONS):
+                return False
+            in_python = in_python or (python and bool(found))
+            field_options = field_options or (python and any(word in text for word in _FIELD_OPTIONS))
+    return bool(values) and not (in_python and field_options)
 
 
 def _text(path: str) -> bytes:
