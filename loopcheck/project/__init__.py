@@ -28,7 +28,6 @@ from loopcheck.project import callers as _callers
 from loopcheck.project import ddp_helpers as _ddp_helpers
 from loopcheck.project import index as _index
 from loopcheck.project.index import ProjectIndex, find_root, project_index
-from loopcheck.project import inert_settings as _inert_settings
 from loopcheck.project import launches as _launches
 from loopcheck.project import pins as _pins
 
@@ -560,13 +559,19 @@ class Imported:
         and document the project ships, and no command-line option sets it
         (``loopcheck.project.inert_settings``): an accumulation finding that holds only when it is
         above 1 describes a loop the project never runs. The files read then join ``digest``."""
+        from loopcheck.project import inert_settings  # (imported by the few files that ask)
+
         self._settings_read = True
-        return _inert_settings.inert(self.index, name)
+        return inert_settings.inert(self.index, name)
 
     def with_settings(self, digest: str) -> str:
         """``digest`` (taken before the model asked), with the stamp of the files ``inert_setting``
         read where it was asked: a file's cached result then follows the project's configurations."""
-        return f"{digest}{_SETTINGS}{_inert_settings.stamp(self.index)}" if self._settings_read else digest
+        if not self._settings_read:
+            return digest
+        from loopcheck.project import inert_settings
+
+        return f"{digest}{_SETTINGS}{inert_settings.stamp(self.index)}"
 
     def _uses_accelerate(self) -> bool:
         return any((module or attr or "").split(".")[0] == "accelerate" and not level
@@ -580,7 +585,9 @@ class Imported:
         where ``used`` (the digest a cached result was made with) says the result asked whether a
         configuration key is inert (``with_settings``), the project's configurations too."""
         if used is not None and _SETTINGS in used:
-            return f"{self.digest()}{_SETTINGS}{_inert_settings.stamp(self.index)}"
+            from loopcheck.project import inert_settings
+
+            return f"{self.digest()}{_SETTINGS}{inert_settings.stamp(self.index)}"
         stamps = []
         # `import src.util`: LC303 reads `src.util.set_optim(...)`'s schedulers (``dotted_summary``)
         dotted = [self.index.resolve(self.path, name, 0) for name in self.own.dotted_imports]
