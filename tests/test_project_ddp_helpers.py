@@ -265,3 +265,15 @@ def test_a_warm_run_does_not_parse_the_helpers_callers_again(project: Path, run_
     write_project(project, {"lizrd/train/train_utils.py": OWN_MODEL})  # a new version is read again
     assert _codes(run_cli, "trainer.py", "run.py", cache=True) == []
     assert read == ["lizrd/train/train_utils.py"]
+
+
+def test_files_that_start_with_a_byte_order_mark(project: Path, run_cli) -> None:
+    # editors on Windows save UTF-8 with a BOM (StyleGAN2-ADA's training loop has one): the facts of
+    # such a file are read as those of any other
+    write_project(project, {"models/__init__.py": "", "models/model.py": HELPER, "loader.py": ENTRY,
+                            "worker.py": WORKER})
+    for name in ("models/model.py", "loader.py", "worker.py"):
+        path = project / name
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    found = _codes(run_cli, "worker.py")
+    assert len(found) == 1 and found[0].startswith("worker.py:18:") and "(by loader.py:12)" in found[0], found

@@ -404,7 +404,7 @@ class Imported:
             if found is not None and self.index.may_define(*found):
                 libcst, _ = _libcst()
                 try:
-                    module = libcst.parse_module(self.index.text_of(found[0]).decode("utf-8", "replace"))
+                    module = libcst.parse_module(self.index.text_of(found[0]).decode("utf-8-sig", "replace"))
                 except Exception:  # noqa: BLE001  (a module libcst cannot parse defines nothing we read)
                     module = None
                 cls = next((n for n in module.body if isinstance(n, libcst.ClassDef) and n.name.value == found[1]),

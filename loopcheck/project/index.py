@@ -162,7 +162,7 @@ class ProjectIndex:
         reader = _READERS.pop(key, None)
         if reader is None:
             try:
-                source = path.read_text(encoding="utf-8", errors="replace")
+                source = path.read_text(encoding="utf-8-sig", errors="replace")
             except OSError:
                 return None
             reader = ModuleReader(source, rel, tree)

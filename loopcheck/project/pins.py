@@ -220,7 +220,7 @@ def _requirements(path: Path, seen: set[Path]) -> list[tuple[str, bool]]:
     try:
         if path.stat().st_size > _MAX_BYTES:
             return []
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = path.read_text(encoding="utf-8-sig", errors="replace")
     except OSError:
         return []
     name = path.name
