@@ -26,3 +26,16 @@ def test_helper_also_called_by_main_is_flagged_even_in_a_pytest_file():
 def test_the_same_code_outside_a_pytest_file_is_flagged():
     assert _lc103(TEST_ONLY, "train.py") == 1
     assert _lc103(TEST_ONLY.replace("def test_fit", "def check_fit"), "tests/test_fit.py") == 1
+
+
+MODES = (ROOT / "tests" / "fixtures" / "must_not_flag" / "pytest_test_evaluates_two_modules_between_steps.py").read_text()
+
+
+def _lc605(source: str, filename: str) -> int:
+    return sum(f.code == "LC605" for f in check_source(source, filename=filename, select=["LC605"]))
+
+
+def test_eval_mode_in_a_pytest_test_is_silent_and_flagged_in_a_script():
+    assert _lc605(MODES, "tests/test_deferred_batch_norm.py") == 0
+    assert _lc605(MODES, "train.py") == 2
+    assert _lc605(MODES.replace("def test_optimize", "def check_optimize"), "tests/test_deferred_batch_norm.py") == 2

@@ -36,6 +36,9 @@ Grad-CAM backward that no optimizer step follows, a step whose loss was computed
 `if mode == "train":` called with `"val"`, or under `if optimizer:` called with `None`), nor an
 `eval()` under `if not train` in a loop whose updates run under `if train`, a flag the loop never
 rebinds (an epoch helper serving training and validation: each run of it does one or the other).
+Nor is a loop in a pytest test (a `test_*` function of a file pytest collects, as LC103 reads it): a
+test that switches modes between its steps checks a property of a few steps and trains no model that
+is used afterwards.
 On by default since it was precise on real code:
 1 true of 1 finding on the broad 46-repository corpus, none on the real-world dev split, and the
 leaks fixed by real commits found before and not after the fix (benchmarks/results/lc605-real.md);
@@ -78,6 +81,7 @@ from loopcheck.model.guards import exclusive
 from loopcheck.model.memory import frozen_modules, module_name, trained_modules
 from loopcheck.model.modes import inert_unless
 from loopcheck.model.optimizers import optimizer_modules
+from loopcheck.model.pytest_tests import in_pytest_test
 from loopcheck.model.stored import attribute_aliases
 from loopcheck.model.values import option_defaults
 from loopcheck.model.syntax import dotted, func_name, last_part, lines, names_in, positional, source, walk
@@ -273,8 +277,8 @@ for step, (x, y) in enumerate(train_loader):
         owners = optimizer_modules(model)
         for loop in model.loops():
             evals = loop.events(Kind.EVAL_MODE)
-            if not evals:
-                continue
+            if not evals or in_pytest_test(model, loop):
+                continue  # a unit test's few steps check a property; it trains no model used afterwards
             events = loop.events(deep=True)
             # a backward under no_grad never runs (a helper shared by training and validation), nor
             # one behind `if mode == "train":` in a helper called with `"val"`
