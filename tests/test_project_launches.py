@@ -85,3 +85,90 @@ def test_a_new_multi_process_launch_invalidates_the_cached_result(project: Path,
     assert len(_lc501(run_cli, "bert.py")) == 1  # from the cache, had the launches not been in its key
     (project / "multi.sh").unlink()
     assert _lc501(run_cli, "bert.py") == []
+
+
+# titans-pytorch's shape: two training scripts side by side, the README runs one (`uv run train_mac.py`)
+HAND_ACCUMULATION_SCRIPT = """
+    import torch
+    from accelerate import Accelerator
+    from torch.optim import Adam
+
+    GRAD_ACCUM_EVERY = 4
+
+
+    def main(model, train_loader, num_batches):
+        optim = Adam(model.parameters(), lr=1e-4)
+        accelerator = Accelerator()
+        model, optim, train_loader = accelerator.prepare(model, optim, train_loader)
+        for i in range(num_batches):
+            model.train()
+            for _ in range(GRAD_ACCUM_EVERY):
+                data = next(train_loader)
+                loss = model(data, return_loss=True)
+                accelerator.backward(loss / GRAD_ACCUM_EVERY)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+            optim.step()
+            optim.zero_grad()
+"""
+
+SIBLING_TRAINING_SCRIPT = """
+    def main(model, optim, train_loader, num_batches):
+        for i in range(num_batches):
+            for _ in range(4):
+                loss = model(next(train_loader), return_loss=True)
+                loss.backward()
+            optim.step()
+            optim.zero_grad()
+"""
+
+UV_README = ("Then modify `train_mac.py` and run it\n\n```bash\n$ uv run train_mac.py\n```\n\n"
+             "@inproceedings{Behrouz2024TitansLT,\n    title = {Titans},\n}\n")
+
+
+def test_a_sibling_training_script_launched_alone_is_how_the_scripts_run(project: Path, run_cli) -> None:
+    # the README runs the other training script of the folder, one process; a BibTeX `@inproceedings`
+    # is no `nproc`
+    write_project(project, {"train_implicit_mlp_attn.py": HAND_ACCUMULATION_SCRIPT,
+                            "train_mac.py": SIBLING_TRAINING_SCRIPT, "README.md": UV_README})
+    assert _lc501(run_cli, "train_implicit_mlp_attn.py") == []
+
+
+def test_a_documented_script_that_trains_nothing_says_nothing_of_the_launch(project: Path, run_cli) -> None:
+    write_project(project, {"train_implicit_mlp_attn.py": HAND_ACCUMULATION_SCRIPT,
+                            "train_mac.py": "import torch\n\ntorch.save(torch.arange(10), 'data.pt')\n",
+                            "README.md": UV_README})
+    assert len(_lc501(run_cli, "train_implicit_mlp_attn.py")) == 1
+
+
+def test_a_sibling_that_stops_training_invalidates_the_cached_result(project: Path, run_cli) -> None:
+    write_project(project, {"train_implicit_mlp_attn.py": HAND_ACCUMULATION_SCRIPT,
+                            "train_mac.py": SIBLING_TRAINING_SCRIPT, "README.md": UV_README})
+    assert _lc501(run_cli, "train_implicit_mlp_attn.py") == []
+    (project / "train_mac.py").write_text("print('prepare the data')\n")
+    assert len(_lc501(run_cli, "train_implicit_mlp_attn.py")) == 1
+
+
+def test_no_documented_launch_of_any_script_keeps_the_finding(project: Path, run_cli) -> None:
+    # simple-hierarchical-transformer's shape: the README shows the library, no command
+    write_project(project, {"train.py": HAND_ACCUMULATION_SCRIPT, "README.md": "```python\nloss.backward()\n```\n"})
+    assert len(_lc501(run_cli, "train.py")) == 1
+
+
+LC502_FIXTURE = (Path(__file__).resolve().parents[1] / "rules" / "fixtures" / "LC502"
+                 / "accelerate_no_sync_around_backward.py").read_text()
+
+
+def _lc502(run_cli, path: str) -> list[str]:
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC502", path)
+    return [line for line in out.splitlines() if ": LC502" in line]
+
+
+def test_accelerate_no_sync_misplaced_on_one_process_is_silent(project: Path, run_cli) -> None:
+    # LC502 reads the same launches: on one process Accelerate wraps nothing, no sync is misplaced
+    write_project(project, {"grpo.py": LC502_FIXTURE, "run.sh": "python grpo.py --model gpt2\n"})
+    assert _lc502(run_cli, "grpo.py") == []
+
+
+def test_accelerate_no_sync_misplaced_without_documented_launch_is_reported(project: Path, run_cli) -> None:
+    write_project(project, {"grpo.py": LC502_FIXTURE})
+    assert len(_lc502(run_cli, "grpo.py")) == 1

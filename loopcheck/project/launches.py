@@ -6,8 +6,12 @@ A model prepared by Accelerate is DistributedDataParallel only when several proc
 (``accelerate launch``, ``torchrun``, ``deepspeed``, a Slurm ``srun``...); ``python train.py`` runs
 one process, and Accelerate then wraps nothing. A project whose every documented launch of a script
 is a plain ``python script.py`` (and that says nothing of a multi-process launch in those documents)
-shows how it is run. The reading is conservative: a multi-process word in those documents (prose
-included), a script none of them launches, or a folder too large to read, keeps the question open.
+shows how it is run; so does one that launches, that way, another training script of the same
+folder (a script that back-propagates: ``uv run train_mac.py`` beside ``train_implicit_mlp_attn.py``)
+where none of its documents launches this one. The reading is conservative: a multi-process word in
+those documents (prose included; a word, so BibTeX's ``@inproceedings`` is no ``nproc``), a script
+neither launched nor beside a launched training script, or a folder too large to read, keeps the
+question open.
 Only those folders are read, each once per run, never the whole tree: the answer is part of the
 cache key of every file that imports Accelerate, so it is asked on every run, warm ones too.
 
@@ -29,38 +33,63 @@ from loopcheck.project.index import real_path
 
 # a multi-process launch, its configuration, or prose about one
 _MULTI = Pattern(r"accelerate[ _-]+launch|accelerate\.commands|torchrun|torch\.distributed|distributed\.launch"
-                 r"|multi[ _-]?gpu|multi[ _-]?node|num[_-]processes|nproc|\bdeepspeed\b|\bsrun\b|\bsbatch\b"
+                 r"|multi[ _-]?gpu|multi[ _-]?node|num[_-]processes|\bnproc|\bdeepspeed\b|\bsrun\b|\bsbatch\b"
                  r"|\bsalloc\b|mpirun|mpiexec|horovod|notebook_launcher|debug_launcher|distributed_type|nnodes"
                  r"|world[_-]size|local[_-]rank|\bddp\b|\bfsdp\b|\bspawn\b|launch(?:er)?\.py|--ntasks|--gpus-per",
                  re.IGNORECASE)
 _SUFFIXES = (".sh", ".bash", ".zsh", ".slurm", ".sbatch", ".job", ".md", ".rst", ".yaml", ".yml", ".ipynb")
 _NAMES = ("makefile", "dockerfile", "justfile", "procfile")
+# a script a command names (`python train.py`, `uv run tools/train.py`): its file name
+_SCRIPT = Pattern(r"(?:^|[\s/'\"`=(])([\w.-]+\.py)(?![\w.-])", re.MULTILINE)
 _DOC_FOLDERS = ("scripts", "docs")  # of the root: where projects keep their launch commands
 _MAX_FILES = 500  # documents of one folder
 _MAX_BYTES = 1_000_000  # one document
 
 
 def single_process(path: Path, root: Path) -> bool:
-    """Whether the project at ``root`` documents launches of the script ``path`` and every document
-    read for it speaks of single-process runs only."""
+    """Whether the project at ``root`` documents launches of the script ``path`` (or, where it
+    documents none, of another training script of the same folder) and every document read for it
+    speaks of single-process runs only."""
     documents: list[str] = []
-    for directory in _folders(real_path(path).parent, real_path(root)):
+    folder = real_path(path).parent
+    for directory in _folders(folder, real_path(root)):
         texts = _single_process_documents(directory)
         if texts is None:
             return False
         documents.extend(texts)
-    return _runs(path.name, documents)
+    return _runs(path.name, documents) or _runs_a_sibling(folder, path.name, documents)
 
 
 def stamps(path: Path, root: Path) -> list[str]:
-    """The size and modification time of every document ``single_process`` reads for ``path``: what a
-    cached result that used the answer depends on (cheaper to ask on a warm run than the answer)."""
-    return [stamp for directory in _folders(real_path(path).parent, real_path(root)) for stamp in _stamps(directory)]
+    """The size and modification time of every document ``single_process`` reads for ``path``, and
+    of the scripts of its folder (``_runs_a_sibling`` reads them): what a cached result that used the
+    answer depends on (cheaper to ask on a warm run than the answer)."""
+    folder = real_path(path).parent
+    return [stamp for directory in _folders(folder, real_path(root)) for stamp in _stamps(directory)] \
+        + list(_script_stamps(folder))
+
+
+def _runs_a_sibling(folder: Path, name: str, documents: list[str]) -> bool:
+    """A command of the documents runs another script of ``folder`` that back-propagates (a training
+    script: ``uv run train_mac.py`` beside ``train_implicit_mlp_attn.py``): the project shows how it
+    runs the training scripts it keeps side by side, one process each. A documented data-preparation
+    or evaluation script says nothing of how training is launched."""
+    named = {found for text in documents for found in _SCRIPT.findall(text)} - {name}
+    for script in sorted(named & _scripts(folder)):
+        try:
+            with open(folder / script, "rb") as handle:
+                if b".backward(" in handle.read(_MAX_BYTES):
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def forget() -> None:
     _single_process_documents.cache_clear()
     _stamps.cache_clear()
+    _scripts.cache_clear()
+    _script_stamps.cache_clear()
 
 
 def _folders(directory: Path, root: Path) -> list[Path]:
@@ -97,6 +126,26 @@ def _stamps(directory: Path) -> tuple[str, ...]:
     try:
         with os.scandir(directory) as entries:
             found = [entry for entry in entries if _is_document(entry.name.lower())]
+        return tuple(f"{entry.path}:{st.st_size}:{st.st_mtime_ns}" for entry in sorted(found, key=lambda e: e.name)
+                     if (st := entry.stat()) is not None)
+    except OSError:
+        return ()
+
+
+@lru_cache(maxsize=4096)
+def _scripts(directory: Path) -> frozenset[str]:
+    """The names of the Python scripts of one folder."""
+    try:
+        return frozenset(name for name in os.listdir(directory) if name.endswith(".py"))
+    except OSError:
+        return frozenset()
+
+
+@lru_cache(maxsize=4096)
+def _script_stamps(directory: Path) -> tuple[str, ...]:
+    try:
+        with os.scandir(directory) as entries:
+            found = [entry for entry in entries if entry.name.endswith(".py")]
         return tuple(f"{entry.path}:{st.st_size}:{st.st_mtime_ns}" for entry in sorted(found, key=lambda e: e.name)
                      if (st := entry.stat()) is not None)
     except OSError:

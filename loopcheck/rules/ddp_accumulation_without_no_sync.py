@@ -38,8 +38,9 @@ accumulating at all. The result is correct, only slow, hence a warning. A model 
 Accelerate (`accelerator.prepare(model)`, also in a list the file unpacks into it: `components =
 [self.model, self.optimizer]`, `accelerator.prepare(*components)`) is a DDP module under a multi-process launch: manual
 accumulation around `accelerator.backward(loss)` outside `accelerator.accumulate(model)` all-reduces
-every micro-batch too; not where the project documents launches of the script and every
-one runs a single process (`python train.py` in its shell scripts and READMEs, nothing about
+every micro-batch too; not where the project documents launches of the script (or, where it
+launches none, of another training script of the same folder: `uv run train_mac.py` beside
+`train_implicit_mlp_attn.py`) and every one runs a single process (`python train.py` in its shell scripts and READMEs, nothing about
 `accelerate launch`, `torchrun`, several GPUs or processes anywhere in them: `loopcheck.project.launches`),
 since Accelerate then wraps nothing. So does a model set up by Lightning Fabric (`fabric.setup(model, optimizer)`,
 DDP on several devices under Fabric's default or a DDP strategy): `fabric.backward(loss)` accumulates

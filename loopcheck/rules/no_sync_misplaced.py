@@ -12,7 +12,10 @@ and a branch that runs the forward outside it where another branch runs it insid
 of the file that sets `require_backward_grad_sync` on its DDP modules or enters their
 `no_sync()`) entered around the backward of a loss computed before it; and the forward run
 before `with accelerator.accumulate(model):` is entered (accumulate() enters
-`no_sync()` for the non-boundary micro-batches when `gradient_accumulation_steps` is set).
+`no_sync()` for the non-boundary micro-batches when `gradient_accumulation_steps` is set). The
+Accelerate cases are not flagged where the project documents launches of the script (or of the
+training scripts beside it) and every one runs a single process (`python train.py`, as LC501 reads
+them): Accelerate then wraps nothing in DDP.
 
 ## Why is this bad?
 DDP decides at forward time whether the next backward all-reduces. If the last micro-batch of
@@ -60,6 +63,12 @@ from loopcheck.model.index import Index
 from loopcheck.model.syntax import dotted, last_part, names_in, own_call_name, positional, same, source, walk
 from loopcheck.model.training import TrainingLoop
 from loopcheck.rules._base import Rule, Violation
+
+
+def _one_process(model: FileModel) -> bool:
+    """Every documented launch of the script runs one process (``loopcheck.project.launches``):
+    Accelerate then wraps nothing in DDP, and there is no sync to misplace."""
+    return model.project is not None and model.project.single_process_launches
 
 
 class NoSyncMisplaced(Rule):
@@ -301,7 +310,7 @@ class Brain:
         accumulating = accumulation_setting(model) is not None
         for training in model.training_loops:
             yield from self._backward_only(training, model)
-            if accumulating and training.style is Style.ACCELERATE:
+            if accumulating and training.style is Style.ACCELERATE and not _one_process(model):
                 yield from self._forward_before_accumulate(training)
             if training.style in (Style.GUARDED, Style.MICRO_LOOP):
                 yield from self._flags(training)
@@ -324,7 +333,7 @@ class Brain:
                 continue
             module = no_sync_receiver(context.call) or (conditional_no_sync(context.call) or (0, 0, None))[2]
             shown = f"{module}.no_sync()"
-            if module is None and accelerates_ddp(model):
+            if module is None and accelerates_ddp(model) and not _one_process(model):
                 module = accelerator_no_sync(context.call, model.roles)
                 shown = source(context.call)
             if module is None:
