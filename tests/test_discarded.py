@@ -43,3 +43,34 @@ def test_any_way_to_observe_the_training_keeps_the_finding(old: str, new: str) -
     source = TIMING.replace(old, new)
     assert source != TIMING
     assert _codes(source) == ["LC103"]
+
+
+MEMORY = (Path(__file__).parent / "fixtures" / "must_not_flag"
+          / "memory_benchmark_two_steps_of_a_throwaway_model.py").read_text()
+MEMORY_STEP = "            optimizer.step()\n\n        max_memory = 0"
+
+
+def test_memory_benchmark_of_a_throwaway_model_is_silent() -> None:
+    assert _codes(MEMORY) == []
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # the trained model read after the steps, in the try's body, its `finally:` or after the try
+    ('        click.echo(f"Peak Activation', '        click.echo(f"{model.balance}")\n        click.echo(f"Peak Activation'),
+    ("    finally:\n", "    finally:\n        torch.save(model.state_dict(), 'unet.pt')\n"),
+    ('\n\nif __name__', "\n    return model\n\n\nif __name__"),
+    # a figure of the training taken inside the loop, or a number of the trained model after it
+    (MEMORY_STEP, "            optimizer.step()\n            click.echo(f\"{loss.item()}\")\n\n        max_memory = 0"),
+    (MEMORY_STEP, "            optimizer.step()\n        weight_norm = sum(p.norm() for p in model.parameters())\n"
+                  "        click.echo(f\"{weight_norm}\")\n\n        max_memory = 0"),
+    # what is read before the loop keeps a reference: a list of the parameters, a helper handed them
+    ("    param_scale = 2", "    params = list(model.parameters())\n    param_scale = 2"),
+    ("    param_count = sum(p.storage().size() for p in model.parameters())",
+     "    param_count = sum(register(p) for p in model.parameters())"),
+    # the steps in a branch or another loop: not run once at this place
+    ("        for _ in range(2):\n", "        if experiment:\n          for _ in range(2):\n"),
+])
+def test_any_way_to_observe_the_memory_benchmarks_training_keeps_the_finding(old: str, new: str) -> None:
+    source = MEMORY.replace(old, new)
+    assert source != MEMORY
+    assert _codes(source) == ["LC103"]

@@ -5,7 +5,12 @@ opt.step()``, then only the elapsed time printed) trains a module the function b
 throws it away: no statement after the loop reads the module, its optimizer or the loss, and inside
 the loop the loss only back-propagates. How that training goes (gradients summed, never cleared)
 changes nothing anyone sees. Only the plainest shape counts: local names, the loop a statement of the
-function's own body, no closure, generator, ``global`` or alias that could carry the module out.
+function's own body (or of a ``try``/``with`` block of it: a memory benchmark's ``try: ... finally:``),
+no closure, generator, ``global`` or alias that could carry the module out. Before the loop the
+function may read numbers or text of the module (``sum(p.numel() for p in model.parameters())``, an
+f-string of ``model.balance``, ``isinstance(model, GPipe)``): taken before any step, they show nothing
+of the training, and what they are bound to may be printed after it (torchgpipe's peak-memory
+benchmarks, two rounds of forward, backward and step, then only memory figures).
 """
 
 from __future__ import annotations
@@ -26,21 +31,26 @@ def result_discarded(training: TrainingLoop, optimizer: str | None) -> bool:
     fn = training.loop.function
     if fn is None or optimizer is None or "." in optimizer or not isinstance(fn.body, cst.IndentedBlock):
         return False
-    statements = list(fn.body.body)
-    if training.loop.node not in statements:
+    split = _split(fn.body, training.loop.node)
+    if split is None:
         return False
+    before, after = split
     values = _bindings(fn)
     module = _module_of(fn, optimizer, values)
     if module is None:
         return False
-    derived = _derived(values, module)
-    after = statements[statements.index(training.loop.node) + 1:]
+    # what the code reads of the module before training it, as numbers or text (`sum(p.numel() for p in
+    # model.parameters())`, `f"balance: {model.balance}"`): taken before any step, it shows nothing of
+    # how the training goes
+    snapshots: set[int] = set()
+    counted = _snapshot_bound(before, values, snapshots)
+    derived = _derived(values, module, counted)
     names = {module, optimizer, *derived}
     if any(next(_uses(stmt, names), None) is not None for stmt in after):
         return False
     parameters = 0
     for use, parent, assign in _uses(fn.body, names):
-        if isinstance(parent, cst.AssignTarget):
+        if id(use) in snapshots or isinstance(parent, cst.AssignTarget) or _unpacked_into(use, assign):
             continue
         if use.value == module and isinstance(parent, cst.Attribute) and parent.attr.value == "parameters":
             parameters += 1  # only the optimizer's binding may read them
@@ -52,6 +62,86 @@ def result_discarded(training: TrainingLoop, optimizer: str | None) -> bool:
         elif assign is None or not _binds(assign, derived):
             return False  # the module or what it computed read by anything but the loss
     return parameters == 1
+
+
+def _split(block: cst.IndentedBlock, loop: cst.CSTNode) -> tuple[list[cst.CSTNode], list[cst.CSTNode]] | None:
+    """(the statements before ``loop``, those that may run after it) where ``loop`` is a statement of
+    ``block`` or of the body of a ``try`` or ``with`` statement of it, at any depth (a benchmark's
+    ``try: ... finally:`` around its measured steps); None where it is elsewhere (a branch, another
+    loop: its iterations could run again after it)."""
+    statements = list(block.body)
+    if loop in statements:
+        at = statements.index(loop)
+        return statements[:at], statements[at + 1:]
+    for at, stmt in enumerate(statements):
+        if isinstance(stmt, (cst.Try, cst.With)) and isinstance(stmt.body, cst.IndentedBlock):
+            found = _split(stmt.body, loop)
+            if found is not None:
+                # a handler, `else:` or `finally:` runs after the try's body
+                rest: list[cst.CSTNode] = [*stmt.handlers, *filter(None, [stmt.orelse, stmt.finalbody])] \
+                    if isinstance(stmt, cst.Try) else []
+                return statements[:at] + found[0], found[1] + rest + statements[at + 1:]
+    return None
+
+
+_SNAPSHOTS = frozenset({"sum", "len", "int", "float", "str", "repr", "round", "bool", "isinstance", "format"})
+_LITERALS = (cst.Integer, cst.Float, cst.SimpleString)
+
+
+def _snapshot(node: cst.CSTNode) -> bool:
+    """``node`` turns what it reads into a new number, flag or text (a builtin of ``_SNAPSHOTS``, an
+    f-string's field) and calls nothing else than those and methods with no arguments but literals
+    (``p.storage().size()``, ``model.parameters()``): it cannot keep a reference to the module."""
+    if not (isinstance(node, cst.FormattedStringExpression)
+            or isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in _SNAPSHOTS):
+        return False
+    stack: list[cst.CSTNode] = list(children(node))
+    while stack:
+        inner = stack.pop()
+        if isinstance(inner, (cst.Lambda, cst.NamedExpr)):
+            return False
+        if isinstance(inner, cst.Call):
+            builtin = isinstance(inner.func, cst.Name) and inner.func.value in _SNAPSHOTS
+            if not builtin and not (isinstance(inner.func, cst.Attribute)
+                                    and all(isinstance(a.value, _LITERALS) for a in inner.args)):
+                return False
+        stack.extend(children(inner))
+    return True
+
+
+def _snapshot_bound(before: list[cst.CSTNode], values: dict[str, list[cst.BaseExpression]],
+                    snapshots: set[int]) -> set[str]:
+    """The names each binding of which is a snapshot taken before the loop (``param_size = sum(...)``);
+    the ids of every name read inside a snapshot there go into ``snapshots``."""
+    found: dict[str, int] = {}
+    stack = list(before)
+    while stack:
+        node = stack.pop()
+        if _snapshot(node):
+            snapshots.update(id(n) for n in _names_below(node))
+            continue
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
+                and _snapshot(node.value):
+            name = node.targets[0].target.value
+            found[name] = found.get(name, 0) + 1
+        stack.extend(children(node))
+    return {name for name, count in found.items() if count == len(values.get(name, []))}
+
+
+def _unpacked_into(name: cst.Name, assign: cst.Assign | None) -> bool:
+    """``name`` is one of the names a tuple assignment ``assign`` binds."""
+    return assign is not None and any(
+        isinstance(t.target, (cst.Tuple, cst.List)) and any(e.value is name for e in t.target.elements)
+        for t in assign.targets)
+
+
+def _names_below(node: cst.CSTNode) -> Iterator[cst.Name]:
+    stack = [node]
+    while stack:
+        inner = stack.pop()
+        if isinstance(inner, cst.Name):
+            yield inner
+        stack.extend(children(inner))
 
 
 def _module_of(fn: cst.FunctionDef, optimizer: str, values: dict[str, list[cst.BaseExpression]]) -> str | None:
@@ -85,18 +175,24 @@ def _bindings(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
             for target in node.targets:
                 if isinstance(target.target, cst.Name):
                     found.setdefault(target.target.value, []).append(node.value)
+                elif isinstance(target.target, (cst.Tuple, cst.List)) and isinstance(node.value, cst.Call):
+                    # `model, B, C, devices = build(devices)`: each name is a part of the call's result
+                    for element in target.target.elements:
+                        if isinstance(element.value, cst.Name):
+                            found.setdefault(element.value.value, []).append(node.value)
         stack.extend(children(node))
     return found
 
 
-def _derived(values: dict[str, list[cst.BaseExpression]], module: str) -> set[str]:
-    """Names assigned (``values``) from the module's outputs, directly or through each other."""
+def _derived(values: dict[str, list[cst.BaseExpression]], module: str, snapshots: set[str]) -> set[str]:
+    """Names assigned (``values``) from the module's outputs, directly or through each other; not
+    ``snapshots``, numbers taken of it before the loop."""
     derived: set[str] = set()
     changed = True
     while changed:
         changed = False
         for name, bound in values.items():
-            if name not in derived and name != module and \
+            if name not in derived and name != module and name not in snapshots and \
                     any(next(_uses(v, {module, *derived}), None) is not None for v in bound):
                 derived.add(name)
                 changed = True
