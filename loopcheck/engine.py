@@ -318,11 +318,14 @@ def _inherited_loops(model: FileModel) -> dict[int, str]:
 
 def _with_setting(model: FileModel, rule: Rule, violation: Violation) -> Violation | None:
     """The violation, its message naming the configuration value it holds under, if any; None where
-    that value is inert in everything the project ships (``loopcheck.latent.inert``)."""
+    that value is inert in everything the project ships (``loopcheck.latent.inert``), or only a builder
+    keyword's inert default no caller sets (``loopcheck.latent.unset``)."""
     from dataclasses import replace
 
-    from loopcheck.latent import condition, inert, setting
+    from loopcheck.latent import condition, inert, setting, unset
 
+    if unset(model, rule.code, violation.node):
+        return None  # N is a builder keyword's inert default no caller of the project sets
     held = setting(model, rule.code, violation.node)
     if held is None:
         return violation

@@ -15,6 +15,11 @@ ships leaves inert, the finding is not reported at all (``inert``): every shippe
 and README command that gives the key a value gives 0 or 1 (or null, false), and no command-line
 option sets it (``loopcheck.project.inert_settings``). A key set above 1 anywhere, one an option sets,
 or one found nowhere keeps the finding and its note.
+
+Where N is a configuration attribute (``cfg.grad_accum_iters``) that only a builder keyword's inert
+default of the project gives (``get_baseconfig_by_epoch(..., grad_accum_iters=1)`` in another module,
+no caller passing it, nothing else setting it: ``loopcheck.project.unset_keywords``), no run the
+project can make accumulates, and the finding is not reported at all (``unset``).
 """
 
 from __future__ import annotations
@@ -44,18 +49,20 @@ def condition(model: FileModel, code: str, node: cst.CSTNode, held: str | None =
     return f" (only when `{held}` > 1; its default is {default})" if default in (0, 1) else None
 
 
-def setting(model: FileModel, code: str, node: cst.CSTNode) -> str | None:
+def setting(model: FileModel, code: str, node: cst.CSTNode, sites: bool = False, plain: bool = True) -> str | None:
     """The configuration value a finding of ``code`` at ``node`` holds under (``args.accum``: the
-    loop accumulates only when it is above 1), or None."""
+    loop accumulates only when it is above 1), or None; ``sites``: a node where an event's helper is
+    called counts as the event's; ``plain=False``: a plain name is given as it is, whether or not the
+    file gives it a default (not read: the caller wants attributes only)."""
     if code not in ACCUMULATION_RULES:
         return None
-    holding = [t for t in model.training_loops if node in _event_nodes(t)]
-    settings = {_setting(model, t) for t in holding}
+    holding = [t for t in model.training_loops if node in _event_nodes(t, sites)]
+    settings = {_setting(model, t, plain) for t in holding}
     if len(settings) == 2 and None in settings:
         # `if not N or (i + 1) % N == 0:` also has a variant where N is off (0, None) and every
         # micro-batch steps: that variant is the setting's other side, not another way to step
         found = next(s for s in settings if s is not None)
-        if all(_setting(model, t) is not None or _turns_off(t, found) for t in holding):
+        if all(_setting(model, t, plain) is not None or _turns_off(t, found) for t in holding):
             settings = {found}
     return settings.pop() if len(settings) == 1 else None
 
@@ -67,6 +74,18 @@ def inert(model: FileModel, held: str) -> bool:
     (``loopcheck.project.inert_settings``): as shipped, the loop never accumulates."""
     return model.project is not None and ("." in held or held.endswith("]")) and \
         model.project.inert_setting(_setting_name(held))
+
+
+def unset(model: FileModel, code: str, node: cst.CSTNode) -> bool:
+    """A finding of ``code`` at ``node`` needs N > 1, and N is a setting (``cfg.grad_accum_iters``)
+    that only a builder keyword's inert default of the project gives, no caller setting it
+    (``loopcheck.project.unset_keywords``): nothing accumulates in any run the project can make.
+    Also where the finding is at the loop's call of a helper that back-propagates or steps."""
+    if code not in ACCUMULATION_RULES or model.project is None or not model.project.counts_to_an_attribute:
+        return False
+    held = setting(model, code, node, sites=True, plain=False)
+    return held is not None and "." in held and not held.endswith("]") \
+        and model.project.unset_setting(last_part(held))
 
 
 def setting_note(model: FileModel, modulus: cst.BaseExpression | None) -> str:
@@ -88,18 +107,20 @@ def _turns_off(training: TrainingLoop, setting: str) -> bool:
         or at_most_one(assumptions, setting)
 
 
-def _event_nodes(training: TrainingLoop) -> set[cst.CSTNode]:
+def _event_nodes(training: TrainingLoop, sites: bool = False) -> set[cst.CSTNode]:
     loop = training.loop
     events = [*loop.events(deep=True), *training.steps, *training.backwards,
               *(loop.parent.events() if loop.parent is not None else [])]
     nodes: set[cst.CSTNode] = {e.node for e in events}
+    if sites:
+        nodes.update(e.site[0] for e in events if e.site is not None)
     nodes.add(loop.node)
     if training.step_guard is not None and training.step_guard.test is not None:
         nodes.add(training.step_guard.test)  # a finding on the step condition itself
     return nodes
 
 
-def _setting(model: FileModel, training: TrainingLoop) -> str | None:
+def _setting(model: FileModel, training: TrainingLoop, plain: bool = True) -> str | None:
     """The configuration value the variant's step condition counts to (``args.accum_iter``, or the
     attribute every assignment of a local name binds: ``accum_iter = args.accum_iter``), None where the
     variant does not step under such a condition."""
@@ -116,7 +137,7 @@ def _setting(model: FileModel, training: TrainingLoop) -> str | None:
     if len(bound) == 1 and None not in bound:
         return bound.pop()
     # a plain name is a setting where the file gives it a default (a parameter, an option)
-    return name if _defaults(model, name) else None
+    return name if not plain or _defaults(model, name) else None
 
 
 def _accelerate_setting(model: FileModel) -> str | None:

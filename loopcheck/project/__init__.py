@@ -30,6 +30,7 @@ from loopcheck.project import index as _index
 from loopcheck.project.index import ProjectIndex, find_root, project_index
 from loopcheck.project import launches as _launches
 from loopcheck.project import pins as _pins
+from loopcheck.project import unset_keywords as _unset_keywords
 
 if TYPE_CHECKING:
     import ast
@@ -551,6 +552,23 @@ class Imported:
         no DistributedDataParallel. Read only for a file that imports Accelerate."""
         return self._uses_accelerate() and _launches.single_process(self.path, self.index.root)
 
+    @property
+    def counts_to_an_attribute(self) -> bool:
+        """Whether this file's text takes a modulus that is an attribute (``iteration %
+        cfg.grad_accum_iters``): only then does ``unset_setting`` read the project (from the file's
+        cached outline: a warm run does not read its text again)."""
+        return self.own.counts_to_attribute
+
+    def unset_setting(self, name: str) -> bool:
+        """Whether the setting ``name`` (``cfg.grad_accum_iters``'s last name) is only a builder
+        keyword's inert default that no caller of the project sets (``loopcheck.project.unset_keywords``),
+        in a file that counts to such an attribute."""
+        return self.counts_to_an_attribute and _unset_keywords.inert_default(self.index, name, self.path) is not None
+
+    def _unset_stamp(self) -> str:
+        """What ``unset_setting`` depends on: every Python file of the project."""
+        return self.index.python_stamp() if self.counts_to_an_attribute else ""
+
     def _launch_stamps(self) -> list[str]:
         return _launches.stamps(self.path, self.index.root) if self._uses_accelerate() else []
 
@@ -581,7 +599,8 @@ class Imported:
         """Changes whenever a project module this file imports changes (its size or modification
         time: the facts are read only when the model asks), the entry scripts that wrap it do, the
         schedulers its callers pass it do, the project's dependency pins do (a pinned version
-        changes what a library does), or the documents that say how its script is launched do;
+        changes what a library does), the documents that say how its script is launched do, or,
+        where it steps on a modulus that is an attribute, any Python file of the project does;
         where ``used`` (the digest a cached result was made with) says the result asked whether a
         configuration key is inert (``with_settings``), the project's configurations too."""
         if used is not None and _SETTINGS in used:
@@ -600,7 +619,7 @@ class Imported:
         text = "\n".join([*stamps, "<ddp importers>", *self.ddp_importers, "<ddp helpers>",
                           *_ddp_helpers.stamps(self.index, self.path), "<ddp helpers called>",
                           *(f"{name} {where}" for name, where in self.ddp_helpers_called), "<pins>", repr(self.pins),
-                          "<launch documents>", *self._launch_stamps(),
+                          "<launch documents>", *self._launch_stamps(), "<unset keywords>", self._unset_stamp(),
                           "<schedulers passed>", repr(sorted(self.passed_schedulers.items()))])
         return hashlib.sha256(text.encode()).hexdigest()
 

@@ -32,6 +32,9 @@ _DDP = {"DistributedDataParallel", "DDP"}
 # Where a module may call one of them: the name (not the end of a longer one, `smart_DDP`), then only
 # blanks, comments, line continuations or closing parentheses before the call's (walking every node
 # of a module that merely mentions DDP costs).
+# `% cfg.grad_accum_iters`, `% (self.cfg.n)`: a step condition that may count to a setting another
+# module gives (``loopcheck.project.unset_keywords``); a superset (`"%s.png" % name`), kept short to compile
+_MODULUS_ATTRIBUTE = Pattern(r"%[ \t(]*[^\W\d]\w*\.[^\W\d]")
 _DDP_CALL = Pattern(r"(?:DistributedDataParallel(?<!\wDistributedDataParallel)|DDP(?<!\wDDP))"
                     r"(?:\s|\\|\)|#[^\n]*)*\(")  # the look-behinds after the names: searched fast
 _SYNC = {"no_sync", "require_backward_grad_sync", "no_backward_sync", "set_requires_gradient_sync"}
@@ -115,6 +118,9 @@ class ModuleFacts:
     # DDP-returning helper (``loopcheck.project.ddp_helpers``), kept so that a warm run need not parse
     # them again; None: not read
     returned_calls: dict[str, tuple[str, ...]] | None = None
+    # its text takes a modulus that is an attribute (`iteration % cfg.grad_accum_iters`): a setting
+    # another module may give (``loopcheck.project.unset_keywords``)
+    counts_to_attribute: bool = False
     complete: bool = True  # every function read (else only those of ``names``: a checked file's own view has none)
     # when not complete: the top-level functions and methods read (``Trainer.step``; ``*.step``: of every class)
     names: tuple[str, ...] = ()
@@ -130,7 +136,8 @@ class ModuleFacts:
         """These facts with the imports and DDP wraps of ``outline``."""
         return replace(self, imports=outline.imports, ddp_lines=outline.ddp_lines, called=outline.called,
                        passes_ddp=outline.passes_ddp, returns_ddp=outline.returns_ddp,
-                       dotted_imports=outline.dotted_imports, outlined=True)
+                       dotted_imports=outline.dotted_imports, counts_to_attribute=outline.counts_to_attribute,
+                       outlined=True)
 
     def to_json(self) -> dict[str, object]:
         """Plain data for ``json`` (what ``asdict`` gives, without its deep copies)."""
@@ -139,6 +146,7 @@ class ModuleFacts:
                 "imports": dict(self.imports), "ddp_lines": self.ddp_lines, "called": self.called,
                 "passes_ddp": self.passes_ddp, "returns_ddp": self.returns_ddp,
                 "dotted_imports": self.dotted_imports, "returned_calls": self.returned_calls,
+                "counts_to_attribute": self.counts_to_attribute,
                 "complete": self.complete, "names": self.names, "outlined": self.outlined}
 
     @classmethod
@@ -158,6 +166,7 @@ class ModuleFacts:
             dotted_imports=tuple(data.get("dotted_imports", ())),  # type: ignore[arg-type]
             returned_calls=None if (returned := data.get("returned_calls")) is None
             else {k: tuple(v) for k, v in returned.items()},  # type: ignore[attr-defined]
+            counts_to_attribute=bool(data.get("counts_to_attribute", False)),
             complete=bool(data.get("complete", True)),
             names=tuple(data.get("names", ())),  # type: ignore[arg-type]
             outlined=bool(data.get("outlined", True)),
@@ -217,6 +226,7 @@ class ModuleReader:
         facts.imports.update(import_table(statements))
         facts.dotted_imports = tuple(sorted({alias.name for node in statements if isinstance(node, ast.Import)
                                              for alias in node.names if alias.asname is None and "." in alias.name}))
+        facts.counts_to_attribute = "%" in self.source and _MODULUS_ATTRIBUTE.search(self.source) is not None
         if ("DDP" in self.source or "DistributedDataParallel" in self.source) and _DDP_CALL.search(self.source):
             # an entry script, maybe (the substring tests rule out most modules faster than the pattern)
             ddp_lines, called = [], set()

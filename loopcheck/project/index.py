@@ -42,7 +42,7 @@ _MAX_BYTES = 2_000_000
 # one project: its entry scripts are not searched (on 87,000 files that search took minutes).
 _MAX_WALKED = 20_000  # Python files under the root
 _MAX_DDP_FILES = 100  # files building a DDP wrapper (the repositories measured hold at most 7)
-_FORMAT = 26
+_FORMAT = 27
 _KEEP_TEXTS = 64
 # Parsed modules kept for more of their names (a loop calls one imported function, then another;
 # the next file imports others), up to this much source text (their trees take ~35 bytes a character).
@@ -122,11 +122,13 @@ class ProjectIndex:
         self.ddp_relay_callers: list[tuple[Path, bytes]] | None = None  # see loopcheck.project.ddp_helpers._callers
         # (file, function, parameter, position) -> see loopcheck.project.callers.passed
         self.passed_schedulers: dict[tuple[str, str, str, int | None], object] = {}
+        self.unset_keywords: dict[str, int | None] = {}  # see loopcheck.project.unset_keywords
         self._files: list[tuple[str, str]] | None = None
         self._walked: list[tuple[str, list[str]]] = []  # (directory, its files) of that walk
         self._documents: list[str] | None = None  # those a configuration may be in
         self.settings: dict[str, bool] = {}  # see loopcheck.project.inert_settings.inert
         self.settings_stamp: str | None = None  # see loopcheck.project.inert_settings.stamp
+        self._python_stamp: str | None = None
 
     # -- modules ---------------------------------------------------------------------------
     def facts(self, path: Path, functions: bool = True, tree: ast.Module | None = None,
@@ -202,6 +204,21 @@ class ProjectIndex:
     def python_files(self) -> list[Path]:
         """Every Python file of the project (the walk ``ddp_files`` makes, made once)."""
         return [Path(name) for name, _ in self._python_files()]
+
+    def python_stamp(self) -> str:
+        """The size and modification time of every Python file of the project, hashed: what a
+        cached result that read the whole project's code depends on (a file that starts to pass a
+        builder's keyword changes it)."""
+        if self._python_stamp is None:
+            digest = hashlib.sha256()
+            for name, rel in self._python_files():
+                try:
+                    st = os.stat(name)
+                except OSError:
+                    continue
+                digest.update(f"{rel}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+            self._python_stamp = digest.hexdigest()
+        return self._python_stamp
 
     def _relative(self, path: Path) -> str:
         """``path`` relative to the root, links resolved (a resolve costs a system call per part)."""
