@@ -29,8 +29,16 @@ Only files whose text can hold something a selected rule looks for (`backward(`,
 editor. A file nested beyond the limits of Python's own parser (`too many nested parentheses`) is
 a syntax error too: Python refuses to run it.
 
+## Scripts written for torch < 0.4
+Before torch 0.4, `non_blocking=True` was spelled `async=True` (`target.cuda(async=True)`), and
+`async` is a keyword since Python 3.7. When that word, assigned (`async=`), is all that keeps
+a file from parsing, the syntax error is still reported (the file does not run on Python >= 3.7),
+and the rest of the file is checked as if it were a name: its other findings are reported too,
+without fixes.
+
 ## Fix
-Fix the syntax error; until then loopcheck cannot see the file's training loops.
+Fix the syntax error; until then loopcheck cannot see the file's training loops. For `async=True`,
+write `non_blocking=True` (torch >= 0.4).
 """,
     NOT_ANALYSED.code: """## What it does
 Reports a file that loopcheck did not analyse although Python accepts it, and why:

@@ -17,6 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from loopcheck.async_keyword import NOTE as ASYNC_NOTE
+from loopcheck.async_keyword import read_as_name
 from loopcheck.catalog import CODES, NOT_ANALYSED, SYNTAX_ERROR
 from loopcheck.config import Options
 from loopcheck.excerpt import excerpt
@@ -146,6 +148,9 @@ def analyse(source: str, filename: str, codes: frozenset[str], options: Options 
     if not rules:
         return None, []
     screened = screen(source, filename)
+    if screened.verdict is Verdict.SYNTAX_ERROR and screened.error is not None and \
+            (read := read_as_name(source)) is not None and screen(read, filename).verdict is not Verdict.SYNTAX_ERROR:
+        return None, _read_as_name(read, source, filename, codes, options, project, whole, screened.error)
     pins_only = False  # loaded only for a rule that reads the pins: no module of its own to read
     if isinstance(project, LazyProject):
         own = screened.verdict is Verdict.TRAINING_LOOP or (
@@ -196,6 +201,23 @@ def analyse(source: str, filename: str, codes: frozenset[str], options: Options 
         return module, _check(module, text, filename, rules, options, project, tree)
     except RecursionError:  # deep nesting that libcst parsed but its own passes cannot walk
         return module, [(not_analysed(filename, "RecursionError while analysing: nested too deeply"), None)]
+
+
+def _read_as_name(read: str, source: str, filename: str, codes: frozenset[str], options: Options,
+                  project: Imported | LazyProject | None, whole: bool,
+                  error: SyntaxError) -> list[tuple[Finding, Fix | None]]:
+    """The syntax error, told as a pre-3.7 ``async=`` (``loopcheck.async_keyword``), and the findings
+    of the file read with that word as a name. Without fixes: they would write the reading's
+    spelling into the file. The flagged lines shown are the file's own."""
+    from dataclasses import replace
+
+    lines = source.splitlines()
+    found = [replace(finding, fix_message=None,
+                     source_line=lines[finding.line - 1] if 0 < finding.line <= len(lines) else finding.source_line)
+             for finding, _ in analyse(read, filename, codes, options, project, whole)[1]]
+    syntax = _python_syntax_error(filename, source, error)
+    syntax = replace(syntax, message=f"{syntax.message} ({ASYNC_NOTE})")
+    return [(finding, None) for finding in sorted([syntax, *found])]
 
 
 def _check_built(tree: ast.Module, source: str, filename: str, rules: list[object], options: Options,
