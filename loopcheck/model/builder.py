@@ -27,6 +27,7 @@ from loopcheck.model.inherited import STEP_METHODS, TRAINER, divided_loss, inher
 from loopcheck.model.iterators import counted_part, first_batch_of, is_data_loop, iterated, taken_from
 from loopcheck.model.predicates import predicate_test, predicate_value
 from loopcheck.model.roles import Role
+from loopcheck.model.running_sums import kept_arguments
 from loopcheck.model.syntax import (
     EXITS,
     calls,
@@ -93,6 +94,7 @@ class Builder:
             self.trainer_methods = trainer_subclass_methods(
                 module, index.imports, project.inherits_trainer_step if project is not None else None)
         self._owners: dict[str, dict[str, list[cst.FunctionDef]]] | None = None  # see _method_owners
+        self._kept: dict[cst.FunctionDef, tuple[int, ...]] = {}  # see _kept_by_own_class
         if project is not None:
             for stmt in module.body:
                 if type(stmt) is cst.ClassDef and stmt.bases and type(stmt.body) is cst.IndentedBlock:
@@ -404,6 +406,29 @@ class Builder:
             self._event(st, Kind.EVAL_MODE if off else Kind.TRAIN_MODE, call, stmt, recv)
         elif name in ("append", "extend") and len(args) == 1:
             self._event(st, Kind.STORE, call, stmt, recv, value=args[0])
+        elif args and role is Role.UNKNOWN and name in self._method_owners():
+            self._kept_by_own_class(call, recv, name, args, stmt, st)
+
+    def _kept_by_own_class(self, call: cst.Call, recv: str, name: str, args: list[cst.BaseExpression],
+                           stmt: cst.CSTNode, st: _State) -> None:
+        """``train_loss.update(loss)`` on an object built from a class of this file whose ``update``
+        adds its argument into a sum or a list of the object (``loopcheck.model.running_sums``): the
+        object keeps what is handed in across calls, as a list keeps what is appended."""
+        built = self.roles.constructed.get(last_part(recv), [])
+        classes = {func_name(c) for c in built}
+        if len(classes) != 1:
+            return
+        owner = next(iter(classes)) or ""
+        methods = self._method_owners()[name].get(owner, [])
+        if len(methods) != 1:
+            return
+        fn = methods[0]
+        kept = self._kept.get(fn)
+        if kept is None:
+            kept = self._kept[fn] = kept_arguments(fn)
+        for position in kept:
+            if position < len(args):
+                self._event(st, Kind.STORE, call, stmt, recv, value=args[position], target=f"{owner}.{name}")
 
     def _next_batch(self, call: cst.Call, stmt: cst.CSTNode, st: _State) -> None:
         """A batch taken from an iterator made on the spot (``next(iter(loader))``), or from one bound

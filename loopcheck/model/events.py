@@ -83,7 +83,8 @@ class Event:
     closure: bool = False  # STEP(closure): LBFGS style, the closure owns zero_grad+backward
     has_args: bool = False  # SCHEDULER_STEP(epoch) / (metric)
     # ZERO_GRAD: "optimizer", "model" or "param"; CLIP: "param" where code the model read clips the
-    # gradients themselves and unscales nothing (an in-place clamp, a helper of another module)
+    # gradients themselves and unscales nothing (an in-place clamp, a helper of another module);
+    # STORE: the method of a class of this file that keeps the value (``Metric.update``), if any
     target: str = ""
     # STORE: what is kept; GRAD_SYNC_FLAG: the flag's value; LOADER_RESTART: what the new iterator goes over
     value: cst.BaseExpression | None = None

@@ -27,6 +27,7 @@ from loopcheck.model.forward_numbers import forward_returns_number
 from loopcheck.model.guards import exclusive
 from loopcheck.model.optimizers import parameter_owners
 from loopcheck.model.roles import Role, role_of_constructor
+from loopcheck.model.running_sums import DIFFERENTIABLE_COLLECTIVE
 from loopcheck.model.syntax import dotted, func_name, is_zero, method, names_in, own_call_name, positional, source, target_names, walk
 from loopcheck.model.syntax import children
 from loopcheck.model.training import TrainingLoop
@@ -267,6 +268,8 @@ class GraphReader:
         if functional is not None and functional.group(1) not in _GRAPHLESS:
             # `F.l1_loss(outputs, y)`, `torch.cat([a, b])`: differentiable in a graph-carrying argument
             return True if any(self.carries(a.value, order, conds, depth + 1) is True for a in call.args) else None
+        if name is not None and DIFFERENTIABLE_COLLECTIVE.match(name) and call.args and call.args[0].keyword is None:
+            return self.carries(call.args[0].value, order, conds, depth + 1)  # `hvd.allreduce(loss.cpu())`
         called = method(call)
         if called is not None:
             if called[1] in _DETACHING:

@@ -2,8 +2,11 @@
 Checks for a graph-carrying tensor of a training loop (the loss that is back-propagated, the
 trained model's outputs, or what a helper of the same file computes from them, such as a dict of
 loss terms) accumulated (`total_loss += loss`, `totals[name] += value`) or stored
-(`losses.append(loss)`, or handed to an object of another project module that keeps it, such as an
-`AverageMeter`'s `losses.update(loss, n)`) across iterations without `.item()` or `.detach()`.
+(`losses.append(loss)`, or handed to an object that keeps it, such as an `AverageMeter` of the project
+whose `losses.update(loss, n)` adds it into `self.sum`) across iterations without `.item()` or
+`.detach()`. A loss appended to a history and back-propagated as `losses[-1]` is kept too: the
+history holds every earlier loss with its graph. horovod's `hvd.allreduce(loss.cpu())` is
+differentiable, so what it returns carries the graph on.
 
 ## Why is this bad?
 A tensor that requires grad keeps a reference to the autograd graph that produced it. Summing
@@ -22,7 +25,8 @@ range(gradient_accumulation_steps):`, or before an inner loop over loss terms), 
 whenever it is filled from one iteration's tensors (`show = []` in the logging branch that then
 appends the prediction's channels to it; a loop over a loader between the two, or one that runs the
 model, still gathers a graph per batch), nor a
-back-propagated loss kept by a short fixed run such as a test's `for _ in range(5):`, summed into
+back-propagated loss kept by a short fixed run such as a test's `for _ in range(5):` (a function's own
+`for _ in range(max_iter):` with `max_iter=1000` is a whole optimisation, not a short run), summed into
 a total that a periodic logging branch resets (`if i % log_interval == 0: ...; total = 0`), or summed
 by a loop of a function that steps nowhere in it, over the pieces of one step rather than a loader,
 into a total the function binds before it on every call (GradCache's `training_step` over the chunks
@@ -30,6 +34,8 @@ of one batch): backward has freed their activations and what stays is bounded. A
 object built only by a class of an installed library (MONAI's `run_loss = CumulativeAverage()` then
 `run_loss.append(loss, count=n)`, which detaches and keeps a sum) is the library's to keep, not a
 Python list's; `deque`, `UserList` and a class of the project's own modules still are read as lists.
+A meter whose `update` keeps only the latest value (`self.val = val`), or takes the number itself
+(`self.sum += val.item() * n`), keeps no graph across iterations.
 
 ## Fix
 Keep a number, not the tensor: `total_loss += loss.item()` (or `loss.detach()` to stay on
@@ -43,10 +49,11 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.fixes import Fix, replace
-from loopcheck.model import Assignment, FileModel, Kind
+from loopcheck.model import Assignment, Event, FileModel, Kind, Loop
 from loopcheck.model.horizon import ACCUMULATION_NAME
 from loopcheck.model.memory import GraphReader, backpropagated_names, module_name, target_position, trained_modules
-from loopcheck.model.syntax import dotted, func_name, last_part, names_in, source, walk
+from loopcheck.model.guards import exclusive
+from loopcheck.model.syntax import dotted, func_name, int_value, last_part, method, names_in, source, walk
 from loopcheck.model.training import Style, TrainingLoop, is_data_iterable, is_data_loop, micro_count
 from loopcheck.rules._base import Rule, Violation
 
@@ -196,34 +203,84 @@ for epoch in range(epochs):
                     continue
                 if _made_fresh_to_fill(training, container, holder, model):
                     continue
+                newest = _newest_backpropagated(training, model, container, holder)
                 if backpropagated is None:
                     backpropagated = backpropagated_names(model)
-                if container in backpropagated:
+                if container in backpropagated and newest is None:
                     continue  # kept on purpose: a backward later runs through it
                 if _returned_to_backward(training, container, model):
                     continue  # kept on purpose: the caller back-propagates the returned sum
                 reader = reader or GraphReader(model, training)
+                # the very loss back-propagated this iteration: what stays is bounded by the runs below
+                propagated = newest is not None or _backpropagated_binding(reader, value, holder)
                 if (_short_fixed_run(training) or _reset_periodically(training, container)
                         or _reset_around_repeats(training, container) or _one_step_per_call(training, container)) \
-                        and _backpropagated_binding(reader, value, holder):
+                        and propagated:
                     continue
                 known = len(reader.sources)
-                if reader.carries(value, holder.order, holder.conds) is True:
+                if newest is not None or reader.carries(value, holder.order, holder.conds) is True:
                     verb = "accumulated into" if isinstance(holder, Assignment) else "stored in"
                     # the other module's function the graph was read through
                     via = f" (returned by {reader.sources[known]})" if len(reader.sources) > known else ""
                     keeper = model.project.where(node) if model.project is not None and verb == "stored in" else None
+                    if keeper is None and isinstance(holder, Event) and holder.target:
+                        keeper = f"`{holder.target}`"  # a method of a class of this file
                     kept = f" (kept by {keeper})" if keeper else ""
                     # emptied every N iterations (`metrics = []` at the step): it holds one window's graphs, not all
                     grows = "until it is emptied, every N iterations: up to N iterations' graphs are kept at once" \
                         if _reset_periodically(training, container) else "across iterations: memory grows every step"
-                    if _backpropagated_binding(reader, value, holder):
+                    if propagated and not _retained(training, value, newest):
                         # measured on CPU: about 20 KB a step for a 3-layer MLP, against about 5 MB a step
                         # where the activations stay
                         grows += " (by the graph's nodes only: its backward already freed the saved activations)"
+                    if newest is not None:  # `.detach()` here would leave `losses[-1].backward()` nothing to run
+                        yield Violation(node, stmt, f"`{source(value)}` still carries its autograd graph and is "
+                                                    f"{verb} `{container}` {grows}; back-propagate the loss itself "
+                                                    f"rather than `{container}[-1]`, and keep `.item()` or `.detach()`")
+                        continue
                     yield Violation(node, stmt, f"`{source(value)}` still carries its autograd graph{via} and is {verb} "
                                                 f"`{container}`{kept} {grows}; keep `.item()` or `.detach()` instead",
                                     _detach(value))
+
+
+def _newest_backpropagated(training: TrainingLoop, model: FileModel, container: str, holder: object) -> Event | None:
+    """The backward of this iteration that runs on ``container[-1]``, the value just appended
+    (``losses.append(reduce(lambda x, y: x + y, loss))`` then ``losses[-1].backward()``), where every
+    backward of the file reads the list that way only: what is appended is a loss, and the list keeps
+    every earlier one with its graph, none of which is back-propagated again."""
+    if not isinstance(holder, Event) or not isinstance(holder.node, cst.Call) or holder.target \
+            or method(holder.node) is None or method(holder.node)[1] != "append":  # type: ignore[index]
+        return None
+    if any(b.loss is not None and container in names_in(b.loss) and not _newest_of(b.loss, container)
+           for b in model.events(Kind.BACKWARD)):
+        return None  # the list itself is back-propagated (`torch.stack(losses).sum()`)
+    return next((b for b in training.backwards if b.loss is not None and _newest_of(b.loss, container)
+                 and b.order > holder.order and not exclusive(b.conds, holder.conds)), None)
+
+
+def _newest_of(loss: cst.BaseExpression, container: str) -> bool:
+    """``losses[-1]`` (also ``losses[-1].mean()``, ``scaler.scale(losses[-1])``)."""
+    while isinstance(loss, cst.Call):
+        called = method(loss)
+        if called is not None and called[1] == "scale" and len(loss.args) == 1:
+            loss = loss.args[0].value
+        elif called is not None and not loss.args:
+            loss = called[0]
+        else:
+            return False
+    return isinstance(loss, cst.Subscript) and dotted(loss.value) == container and len(loss.slice) == 1 \
+        and isinstance(loss.slice[0].slice, cst.Index) and int_value(loss.slice[0].slice.value) == -1
+
+
+def _retained(training: TrainingLoop, value: cst.BaseExpression, newest: Event | None) -> bool:
+    """The backward that ran on ``value`` (or ``newest``, on the list's last element) was told
+    ``retain_graph=True``: the saved activations stay with the graph it keeps, not just its nodes."""
+    name = dotted(value)
+    runs = [newest] if newest is not None else [b for b in training.backwards
+                                                 if name is not None and b.loss is not None and dotted(b.loss) == name]
+    return any(isinstance(b.node, cst.Call) and any(
+        a.keyword is not None and a.keyword.value == "retain_graph" and not (
+            isinstance(a.value, cst.Name) and a.value.value in ("False", "None")) for a in b.node.args) for b in runs)
 
 
 def _detach(value: cst.BaseExpression) -> Fix:
@@ -359,12 +416,18 @@ def _short_fixed_run(training: TrainingLoop) -> bool:
     loop = training.loop
     if loop.parent is not None and loop.parent.is_loop:
         return False
+    count = _run_length(loop)
+    return count is not None and count <= _SHORT_RUN
+
+
+def _run_length(loop: Loop) -> int | None:
+    """How many iterations ``for _ in range(5):`` runs, or ``range(epochs)`` with ``def ...(epochs=20)``."""
     count = micro_count(loop)
     if isinstance(count, cst.Name) and loop.function is not None:
         params = loop.function.params
         defaults = {p.name.value: p.default for p in [*params.params, *params.kwonly_params] if p.default is not None}
         count = defaults.get(count.value)
-    return isinstance(count, cst.Integer) and int(count.evaluated_value) <= _SHORT_RUN
+    return int(count.evaluated_value) if isinstance(count, cst.Integer) else None
 
 
 def _backpropagated_binding(reader: GraphReader, value: cst.BaseExpression, holder: object) -> bool:
@@ -392,6 +455,8 @@ def _reset_around_repeats(training: TrainingLoop, container: str) -> bool:
     loop = training.loop
     if loop.parent is None or is_data_loop(loop) or not isinstance(loop.node, cst.For):
         return False
+    if not loop.parent.is_loop and (count := _run_length(loop)) is not None and count > _SHORT_RUN:
+        return False  # a function's own `for _ in range(max_iter):` with `max_iter=1000`: a whole optimisation
     if not isinstance(loop.node.iter, cst.Call) or func_name(loop.node.iter) != "range":
         return False
     return any(container in a.names and a.op == "=" and _empty(a.value) and a.order < loop.order
