@@ -10,13 +10,23 @@ diffusers scripts' resume path): the other one is the EMA the loop must update. 
 runs every step (`ema.add_to_optimizer_post_step_hook(optimizer)`, ema_pytorch's: the optimizer's
 `step()` then calls `ema.update()`).
 
+A hand-rolled EMA, a copy of the trained model named as one (`self.ema = copy.deepcopy(self.net)`,
+`model_ema = copy.deepcopy(model).eval()`), is flagged when no code of the file changes it in place: no
+`e.mul_(d).add_(p)` or `v *= d` on its parameters or `state_dict()` values, no `torch._foreach_*` call,
+no `.data` assigned, no `load_state_dict` of other than a checkpoint's entry, and it is handed to no
+code that may change it (another module's updater, a helper of the file that changes tensors in place).
+An update that rebinds the loop's name (`for k, v in ema.state_dict().items(): v = v * d + ...`)
+changes nothing, and the finding points at it. Copies that are no averages (a distillation teacher, a
+target network, a frozen reference model) are not named as EMAs and are left alone.
+
 ## Why is this bad?
 The EMA keeps the weights it was created with. It is often what gets evaluated and saved as
 "the best model": the job reports and ships an untrained network, and nothing fails.
 
 ## Fix
 Update it once per optimizer step, after `optimizer.step()`: `ema.update(model)` /
-`ema_model.update_parameters(model)`.
+`ema_model.update_parameters(model)`; for a copy, change its tensors in place
+(`for e, p in zip(ema.parameters(), model.parameters()): e.mul_(d).add_(p.detach(), alpha=1 - d)`).
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ import libcst as cst
 
 from loopcheck.model import FileModel, Kind, Role
 from loopcheck.model.roles import role_of_constructor
+from loopcheck.model.weight_copies import copied_emas, copied_module
 from loopcheck.model.syntax import dotted, func_name, is_zero, keyword, last_part, target_names, walk
 from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
@@ -292,3 +303,34 @@ class Trainer:
                 continue  # a checkpoint's EMA read into the real one (`ema.load_state_dict(tmp.state_dict())`)
             yield Violation(ema, ema, f"`{name}` is created but never updated: it keeps the initial "
                                       "weights, and evaluating or saving it ships an untrained model")
+        if "deepcopy" in model.source and _EMA_WORD.search(model.source):
+            yield from _unchanged_copies(model)
+
+
+_EMA_WORD = Pattern(r"(?i)(?<![^\W_])ema(?![^\W_])")  # `ema`, `model_ema`, `self.ema_model`: a copy named so
+
+
+def _unchanged_copies(model: FileModel) -> Iterator[Violation]:
+    """A hand-rolled EMA, ``self.ema = copy.deepcopy(self.net)`` of the trained model, that no code
+    of the file changes in place (``loopcheck.model.weight_copies``): at the update that rebinds a
+    name instead, where there is one, else at the copy."""
+    from loopcheck.model.memory import module_name, trained_modules
+
+    trained: set[str] | None = None
+    for name, call, rebinding in copied_emas(model):
+        copied = copied_module(call) or ""
+        if trained is None:
+            trained = trained_modules(model)
+        if module_name(copied) not in trained:
+            continue  # a copy of something the file does not train
+        if rebinding is not None:
+            bound = dotted(rebinding.targets[0].target)
+            yield Violation(rebinding, rebinding,
+                            f"this update of `{name}` rebinds `{bound}` to the averaged value and leaves the tensor "
+                            f"it named as it was; nothing else changes the copy, so `{name}` keeps the weights "
+                            f"`copy.deepcopy({copied})` gave it, and evaluating or saving it ships them: change it "
+                            f"in place (`{bound}.mul_(d).add_(..., alpha=1 - d)` or `{bound}.copy_(...)`)")
+            continue
+        yield Violation(call, call, f"`{name}` is a copy of `{copied}` that no code of the file changes in place: "
+                                    "it keeps the weights it was copied with, and evaluating or saving it ships "
+                                    "them (an EMA update changes its tensors in place, `e.mul_(d).add_(p, alpha=1 - d)`)")
