@@ -145,7 +145,8 @@ def _updated_elsewhere(model: FileModel, name: str, constructor: str) -> bool:
     return False
 
 
-_READS_SELF = {"super", "isinstance", "getattr", "hasattr", "setattr", "type", "id", "print", "str", "repr"}
+_READS_SELF = {"super", "isinstance", "getattr", "hasattr", "setattr", "type", "id", "print", "str", "repr",
+               "__setattr__", "__delattr__", "__getattribute__"}  # `object.__setattr__(self, name, value)`
 
 
 def _hands_self_out(cls: cst.ClassDef) -> bool:
@@ -323,6 +324,8 @@ def _unchanged_copies(model: FileModel) -> Iterator[Violation]:
             trained = trained_modules(model)
         if module_name(copied) not in trained:
             continue  # a copy of something the file does not train
+        if name.startswith("self.") and _reached_from_outside(model, call):
+            continue
         if rebinding is not None:
             bound = dotted(rebinding.targets[0].target)
             yield Violation(rebinding, rebinding,
@@ -334,3 +337,15 @@ def _unchanged_copies(model: FileModel) -> Iterator[Violation]:
         yield Violation(call, call, f"`{name}` is a copy of `{copied}` that no code of the file changes in place: "
                                     "it keeps the weights it was copied with, and evaluating or saving it ships "
                                     "them (an EMA update changes its tensors in place, `e.mul_(d).add_(p, alpha=1 - d)`)")
+
+
+def _reached_from_outside(model: FileModel, call: cst.Call) -> bool:
+    """The class that binds ``self.ema`` has a base from elsewhere, or hands ``self`` to other code:
+    either may change the copy through the object."""
+    classes = [n for n in walk(model.module, into_functions=True) if isinstance(n, cst.ClassDef)]
+    names = {c.name.value for c in classes}
+    owner = next((c for c in reversed(classes) if any(n is call for n in walk(c, into_functions=True))), None)
+    if owner is None:
+        return True
+    return _hands_self_out(owner) or any(last_part(dotted(b.value) or "") not in _PLAIN_BASES | names
+                                         for b in owner.bases)
