@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from loopcheck.model.syntax import children, dotted, func_name, last_part, target_names, walk
+from loopcheck.model.syntax import dotted, func_name, last_part, target_names, walk
 from loopcheck.patterns import Pattern
 
 if TYPE_CHECKING:
@@ -62,15 +62,18 @@ def copied_emas(model: FileModel) -> Iterator[tuple[str, cst.Call, cst.Assign | 
             if name is not None and ema_name(name):
                 found.append((name, copy, node))  # type: ignore[arg-type]
     for name, call, binding in found:
-        if _bound_once(model, name, binding) and _read_elsewhere(model, name, binding) \
-                and not any(_changed_in(model, scope, name, binding) for scope in scopes):
+        if not _bound_once(model, name, binding) or not _read_elsewhere(model, name, binding):
+            continue
+        # functions whose code reads the copy: what they return may be its parameters (`self._param_pairs()`)
+        readers = frozenset(s.name.value for s in scopes[1:] if _mentions_copy(s.body, name))  # type: ignore[attr-defined]
+        if not any(_changed_in(model, scope, name, binding, readers) for scope in scopes):
             yield name, call, next((r for scope in scopes if (r := _rebinding(scope, name)) is not None), None)
 
 
 def _rebinding(scope: cst.CSTNode, name: str) -> cst.Assign | None:
     """``for k, v in self.ema.state_dict().items(): ... v = v * d + (1 - d) * msd[k]``: an update that
     rebinds the loop's name to the averaged value and leaves the tensor it named as it was."""
-    reaches = _reacher(name, _NO_NAMES)
+    reaches = _reacher(name, _NO_NAMES, _NO_NAMES)
     for node in walk(scope.body if type(scope) is cst.FunctionDef else scope):  # type: ignore[attr-defined]
         if type(node) is not cst.For or not reaches(node.iter):  # type: ignore[attr-defined]
             continue
@@ -80,6 +83,12 @@ def _rebinding(scope: cst.CSTNode, name: str) -> cst.Assign | None:
                                                   for t in inner.targets) and _mentions(inner.value, names):  # type: ignore[attr-defined]
                 return inner  # type: ignore[return-value]
     return None
+
+
+def _mentions_copy(body: cst.CSTNode, name: str) -> bool:
+    prefix = name + "."
+    return any(type(n) is cst.Name and n.value == name or type(n) is cst.Attribute and (  # type: ignore[attr-defined]
+        (d := dotted(n)) == name or d is not None and d.startswith(prefix)) for n in walk(body))  # type: ignore[arg-type]
 
 
 def _mentions(expr: cst.CSTNode, names: set[str]) -> bool:
@@ -134,14 +143,21 @@ def _read_elsewhere(model: FileModel, name: str, binding: cst.Assign) -> bool:
                                         and dotted(n) == name) for n in walk(model.module, into_functions=True))  # type: ignore[arg-type]
 
 
-def _changed_in(model: FileModel, scope: cst.CSTNode, name: str, binding: cst.Assign) -> bool:
-    """Whether code of ``scope`` (a function, or the module's own statements) may change the copy."""
+def _changed_in(model: FileModel, scope: cst.CSTNode, name: str, binding: cst.Assign,
+                readers: frozenset[str] = frozenset()) -> bool:
+    """Whether code of ``scope`` (a function, or the module's own statements) may change the copy, or
+    lets it out of the file's sight (returns it, stores it in another object)."""
     body = scope.body if type(scope) is cst.FunctionDef else scope  # type: ignore[attr-defined]
     nodes = list(walk(body))
-    derived = _derived(nodes, name)
-    reaches = _reacher(name, derived)
+    derived = _derived(nodes, name, readers)
+    reaches = _reacher(name, derived, readers)
     for node in nodes:
         kind = type(node)
+        if kind in (cst.Return, cst.Yield) and node.value is not None and reaches(node.value):  # type: ignore[attr-defined]
+            return True  # handed to the caller, which may average it
+        if kind is cst.Assign and node is not binding and reaches(node.value) and any(  # type: ignore[attr-defined]
+                type(t.target) is not cst.Name for t in node.targets):  # type: ignore[attr-defined]
+            return True  # `trainer.ema = ema`, `models["ema"] = self.ema`: held elsewhere too
         if kind is cst.Call:
             if _changing_call(model, node, reaches):  # type: ignore[arg-type]
                 return True
@@ -198,10 +214,10 @@ def _changes_in_place(function: cst.FunctionDef | None) -> bool:
     return False
 
 
-def _derived(nodes: list[cst.CSTNode], name: str) -> frozenset[str]:
+def _derived(nodes: list[cst.CSTNode], name: str, readers: frozenset[str] = frozenset()) -> frozenset[str]:
     """Names the scope binds from the copy or from names so bound."""
     derived: set[str] = set()
-    reaches = _reacher(name, derived)
+    reaches = _reacher(name, derived, readers)
     for _ in range(3):
         before = len(derived)
         for node in nodes:
@@ -217,7 +233,17 @@ def _derived(nodes: list[cst.CSTNode], name: str) -> frozenset[str]:
     return frozenset(derived) if derived else _NO_NAMES
 
 
-def _reacher(name: str, derived: set[str] | frozenset[str]) -> Callable[[cst.CSTNode], bool]:
+# calls whose result holds what their arguments hold (the copy's parameters, zipped or listed)
+_GATHERS = {"list", "tuple", "dict", "zip", "sorted", "enumerate", "iter", "reversed", "OrderedDict", "filter"}
+
+
+def _reacher(name: str, derived: set[str] | frozenset[str],
+             readers: frozenset[str] = frozenset()) -> Callable[[cst.CSTNode], bool]:
+    """Whether an expression holds the copy's weights: the copy, what its attributes and methods give
+    (``ema.module``, ``ema.parameters()``, ``v.data``), a name bound from those, those gathered
+    (``zip(ema.parameters(), ...)``, a comprehension over them), or what a function of the file that
+    reads the copy returns (``readers``). Not the copy's output (``ema(x)``), nor what other calls
+    compute from it (``evaluate(ema, loader)``), nor arithmetic (``v * d``: a new tensor)."""
     prefix = name + "."
 
     def copy_itself(expr: cst.CSTNode) -> bool:
@@ -225,20 +251,36 @@ def _reacher(name: str, derived: set[str] | frozenset[str]) -> Callable[[cst.CST
         return kind is cst.Name and (expr.value in derived or expr.value == name) or \
             kind is cst.Attribute and dotted(expr) == name  # type: ignore[attr-defined,arg-type]
 
-    def reaches(expr: cst.CSTNode) -> bool:
-        stack = [expr]
-        while stack:
-            n = stack.pop()
-            kind = type(n)
-            if kind is cst.Call and copy_itself(n.func):  # type: ignore[attr-defined]
-                continue  # `net(x)`: the copy's output, not its weights
-            if copy_itself(n):
+    def holds(expr: cst.CSTNode | None, depth: int = 0) -> bool:
+        if expr is None or depth > 20:
+            return False
+        kind = type(expr)
+        if copy_itself(expr):
+            return True
+        if kind is cst.Attribute:
+            d = dotted(expr)  # type: ignore[arg-type]
+            return d is not None and d.startswith(prefix) or holds(expr.value, depth + 1)  # type: ignore[attr-defined]
+        if kind is cst.Subscript:
+            return holds(expr.value, depth + 1)  # type: ignore[attr-defined]
+        if kind is cst.IfExp:
+            return holds(expr.body, depth + 1) or holds(expr.orelse, depth + 1)  # type: ignore[attr-defined]
+        if kind in (cst.List, cst.Tuple, cst.Set):
+            return any(holds(e.value, depth + 1) for e in expr.elements)  # type: ignore[attr-defined]
+        if kind in (cst.ListComp, cst.GeneratorExp, cst.SetComp):
+            return holds(expr.elt, depth + 1) or holds(expr.for_in.iter, depth + 1)  # type: ignore[attr-defined]
+        if kind is cst.Call:
+            func = expr.func  # type: ignore[attr-defined]
+            if copy_itself(func):
+                return False  # `ema(x)`: its output, not its weights
+            if type(func) is cst.Attribute:
+                return holds(func.value, depth + 1) or func.attr.value in _GATHERS \
+                    and any(holds(a.value, depth + 1) for a in expr.args)  # type: ignore[attr-defined]
+            called = last_part(func_name(expr) or "")  # type: ignore[arg-type]
+            if called in readers:
                 return True
-            if kind is cst.Attribute and (d := dotted(n)) is not None and d.startswith(prefix):  # type: ignore[arg-type]
-                return True
-            stack.extend(children(n))
+            return called in _GATHERS and any(holds(a.value, depth + 1) for a in expr.args)  # type: ignore[attr-defined]
         return False
-    return reaches
+    return holds
 
 
 def _checkpoint_read(call: cst.Call) -> bool:
