@@ -42,6 +42,9 @@ _READING_METHODS = {"format", "append", "extend", "info", "debug", "warning", "w
 # saving, exporting and tracing: `torch.onnx.export(net, ...)`, `torch.jit.trace`, `SaveModelByTrace(net, path)`
 _SAVES = Pattern(r"(?i)save|export|checkpoint|trace|script|onnx|^log")
 _NO_NAMES: frozenset[str] = frozenset()
+# the text of a candidate: `self.ema = copy.deepcopy(`, `model_ema = deepcopy(`, `ema_model = copy.deepcopy(`
+# (reading the module costs several walks over it: only files with such a line are read)
+COPIED_EMA_TEXT = Pattern(r"(?i)(?<![^\W_])ema(?:_\w*)?[ \t]*=[ \t]*(?:copy[ \t]*\.[ \t]*)?deepcopy[ \t]*\(")
 
 
 def ema_name(name: str) -> bool:
