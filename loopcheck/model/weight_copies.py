@@ -55,29 +55,61 @@ def ema_name(name: str) -> bool:
 def copied_emas(model: FileModel) -> Iterator[tuple[str, cst.Call, cst.Assign | None]]:
     """(name, the ``deepcopy`` call, an update that rebinds instead of changing in place, if any) of each
     EMA-named copy that no code of the file changes."""
-    found: list[tuple[str, cst.Call, cst.Assign]] = []
-    scopes: list[cst.CSTNode] = [model.module]
-    for node in walk(model.module, into_functions=True):
-        if type(node) is cst.FunctionDef:
-            scopes.append(node)
-        elif type(node) is cst.Assign and len(node.targets) == 1 and (copy := _copy(node.value)) is not None:  # type: ignore[attr-defined]
-            name = dotted(node.targets[0].target)  # type: ignore[attr-defined]
-            if name is not None and ema_name(name):
-                found.append((name, copy, node))  # type: ignore[arg-type]
+    scopes = _scopes(model.module)
+    found = [(name, copy, node) for _, nodes in scopes for node in nodes
+             if type(node) is cst.Assign and len(node.targets) == 1  # type: ignore[attr-defined]
+             and (copy := _copy(node.value)) is not None  # type: ignore[attr-defined]
+             and (name := dotted(node.targets[0].target)) is not None and ema_name(name)]  # type: ignore[attr-defined]
     for name, call, binding in found:
-        if not _bound_once(model, name, binding) or not _read_elsewhere(model, name, binding):
+        mentioning = [(scope, nodes) for scope, nodes in scopes if any(_names_copy(n, name) for n in nodes)]
+        if sum(_names_copy(n, name) for _, nodes in mentioning for n in nodes) < 2:
+            continue  # bound, never read
+        if not _bound_once(scopes, name, binding):
             continue
         # functions whose code reads the copy: what they return may be its parameters (`self._param_pairs()`)
-        readers = frozenset(s.name.value for s in scopes[1:] if _mentions_copy(s.body, name))  # type: ignore[attr-defined]
-        if not any(_changed_in(model, scope, name, binding, readers) for scope in scopes):
-            yield name, call, next((r for scope in scopes if (r := _rebinding(scope, name)) is not None), None)
+        readers = frozenset(s.name.value for s, _ in mentioning if type(s) is cst.FunctionDef)  # type: ignore[attr-defined]
+        mentions = {id(s) for s, _ in mentioning}
+        changes = _InPlace()
+        if not any(_changed_in(model, nodes, name, binding, readers, changes) for scope, nodes in scopes
+                   if id(scope) in mentions or readers and any(
+                       type(n) is cst.Call and last_part(func_name(n) or "") in readers for n in nodes)):  # type: ignore[arg-type]
+            yield name, call, next((r for _, nodes in mentioning if (r := _rebinding(nodes, name)) is not None), None)
 
 
-def _rebinding(scope: cst.CSTNode, name: str) -> cst.Assign | None:
+def _scopes(module: cst.Module) -> list[tuple[cst.CSTNode, list[cst.CSTNode]]]:
+    """Each scope (the module, a class body, a function) with its own nodes, every node of the module
+    once (a nested function or class is its own scope; lambdas stay with the scope around them)."""
+    found: list[tuple[cst.CSTNode, list[cst.CSTNode]]] = []
+    todo: list[cst.CSTNode] = [module]
+    while todo:
+        scope = todo.pop()
+        nodes = []
+        for n in walk(scope):
+            nodes.append(n)
+            if n is not scope and type(n) in (cst.FunctionDef, cst.ClassDef):
+                todo.append(n)
+            elif type(n) is cst.Lambda and n is not scope:
+                nodes.extend(walk(n.body))  # type: ignore[attr-defined]
+        found.append((scope, nodes))
+    return found
+
+
+def _names_copy(node: cst.CSTNode, name: str) -> bool:
+    kind = type(node)
+    if kind is cst.Name:
+        return node.value == name  # type: ignore[attr-defined]
+    return kind is cst.Attribute and node.attr.value == name.rpartition(".")[2] and dotted(node) == name  # type: ignore[attr-defined,arg-type]
+
+
+class _InPlace(dict):  # type: ignore[type-arg]
+    """Per function of the file: whether it changes tensors in place (asked once per function)."""
+
+
+def _rebinding(nodes: list[cst.CSTNode], name: str) -> cst.Assign | None:
     """``for k, v in self.ema.state_dict().items(): ... v = v * d + (1 - d) * msd[k]``: an update that
     rebinds the loop's name to the averaged value and leaves the tensor it named as it was."""
     reaches = _reacher(name, _NO_NAMES, _NO_NAMES)
-    for node in walk(scope.body if type(scope) is cst.FunctionDef else scope):  # type: ignore[attr-defined]
+    for node in nodes:
         if type(node) is not cst.For or not reaches(node.iter):  # type: ignore[attr-defined]
             continue
         names = set(target_names(node.target))  # type: ignore[attr-defined]
@@ -86,12 +118,6 @@ def _rebinding(scope: cst.CSTNode, name: str) -> cst.Assign | None:
                                                   for t in inner.targets) and _mentions(inner.value, names):  # type: ignore[attr-defined]
                 return inner  # type: ignore[return-value]
     return None
-
-
-def _mentions_copy(body: cst.CSTNode, name: str) -> bool:
-    prefix = name + "."
-    return any(type(n) is cst.Name and n.value == name or type(n) is cst.Attribute and (  # type: ignore[attr-defined]
-        (d := dotted(n)) == name or d is not None and d.startswith(prefix)) for n in walk(body))  # type: ignore[arg-type]
 
 
 def _mentions(expr: cst.CSTNode, names: set[str]) -> bool:
@@ -121,37 +147,32 @@ def copied_module(call: cst.Call) -> str | None:
     return dotted(value)
 
 
-def _bound_once(model: FileModel, name: str, binding: cst.Assign) -> bool:
-    for node in walk(model.module, into_functions=True):
-        if node is binding or type(node) is cst.Assign and type(node.value) is cst.Name \
-                and node.value.value == "None":  # type: ignore[attr-defined]
-            continue  # `self.ema = None` where EMA is off
-        kind = type(node)
-        targets = [t.target for t in node.targets] if kind is cst.Assign else (  # type: ignore[attr-defined]
-            [node.target] if kind in (cst.AugAssign, cst.AnnAssign, cst.For) else  # type: ignore[attr-defined]
-            [node.asname.name] if kind is cst.WithItem and node.asname is not None else [])  # type: ignore[attr-defined]
-        if any(dotted(t) == name for t in targets) or "." not in name and any(name in target_names(t) for t in targets):
-            return False
-        if kind is cst.Call and func_name(node) == "setattr" and len(node.args) > 1 \
-                and type(node.args[1].value) is cst.SimpleString \
-                and node.args[1].value.evaluated_value == last_part(name):  # type: ignore[attr-defined]
-            return False  # `setattr(self, "ema", ...)`
+def _bound_once(scopes: list[tuple[cst.CSTNode, list[cst.CSTNode]]], name: str, binding: cst.Assign) -> bool:
+    for _, nodes in scopes:
+        for node in nodes:
+            kind = type(node)
+            if kind is not cst.Assign and kind is not cst.AugAssign and kind is not cst.AnnAssign and kind is not cst.For \
+                    and kind is not cst.WithItem and kind is not cst.Call:
+                continue
+            if node is binding or kind is cst.Assign and type(node.value) is cst.Name \
+                    and node.value.value == "None":  # type: ignore[attr-defined]
+                continue  # `self.ema = None` where EMA is off
+            targets = [t.target for t in node.targets] if kind is cst.Assign else (  # type: ignore[attr-defined]
+                [node.target] if kind in (cst.AugAssign, cst.AnnAssign, cst.For) else  # type: ignore[attr-defined]
+                [node.asname.name] if kind is cst.WithItem and node.asname is not None else [])  # type: ignore[attr-defined]
+            if any(dotted(t) == name for t in targets) or "." not in name and any(name in target_names(t) for t in targets):
+                return False
+            if kind is cst.Call and func_name(node) == "setattr" and len(node.args) > 1 \
+                    and type(node.args[1].value) is cst.SimpleString \
+                    and node.args[1].value.evaluated_value == last_part(name):  # type: ignore[attr-defined]
+                return False  # `setattr(self, "ema", ...)`
     return True
 
 
-def _read_elsewhere(model: FileModel, name: str, binding: cst.Assign) -> bool:
-    """The copy is used (evaluated, saved, returned) somewhere besides its binding."""
-    inside = {id(n) for n in walk(binding)}
-    return any(id(n) not in inside and (type(n) is cst.Name and n.value == name or type(n) is cst.Attribute  # type: ignore[attr-defined]
-                                        and dotted(n) == name) for n in walk(model.module, into_functions=True))  # type: ignore[arg-type]
-
-
-def _changed_in(model: FileModel, scope: cst.CSTNode, name: str, binding: cst.Assign,
-                readers: frozenset[str] = frozenset()) -> bool:
-    """Whether code of ``scope`` (a function, or the module's own statements) may change the copy, or
-    lets it out of the file's sight (returns it, stores it in another object)."""
-    body = scope.body if type(scope) is cst.FunctionDef else scope  # type: ignore[attr-defined]
-    nodes = list(walk(body))
+def _changed_in(model: FileModel, nodes: list[cst.CSTNode], name: str, binding: cst.Assign,
+                readers: frozenset[str], changes: _InPlace) -> bool:
+    """Whether the code of one scope (``nodes``: a function, a class body, the module's own statements)
+    may change the copy, or lets it out of the file's sight (returns it, stores it in another object)."""
     derived = _derived(nodes, name, readers)
     reaches = _reacher(name, derived, readers)
     for node in nodes:
@@ -162,7 +183,7 @@ def _changed_in(model: FileModel, scope: cst.CSTNode, name: str, binding: cst.As
                 type(t.target) is not cst.Name for t in node.targets):  # type: ignore[attr-defined]
             return True  # `trainer.ema = ema`, `models["ema"] = self.ema`: held elsewhere too
         if kind is cst.Call:
-            if _changing_call(model, node, reaches):  # type: ignore[arg-type]
+            if _changing_call(model, node, reaches, changes):  # type: ignore[arg-type]
                 return True
         elif kind is cst.AugAssign and reaches(node.target):  # type: ignore[attr-defined]
             return True  # `v *= d` on a tensor of its state_dict: in place
@@ -173,7 +194,8 @@ def _changed_in(model: FileModel, scope: cst.CSTNode, name: str, binding: cst.As
     return False
 
 
-def _changing_call(model: FileModel, call: cst.Call, reaches: Callable[[cst.CSTNode], bool]) -> bool:
+def _changing_call(model: FileModel, call: cst.Call, reaches: Callable[[cst.CSTNode], bool],
+                   changes: _InPlace) -> bool:
     func = call.func
     called = func.attr.value if type(func) is cst.Attribute else last_part(func_name(call) or "")  # type: ignore[attr-defined]
     if type(func) is cst.Attribute and reaches(func.value):  # type: ignore[attr-defined]
@@ -187,10 +209,12 @@ def _changing_call(model: FileModel, call: cst.Call, reaches: Callable[[cst.CSTN
     name = func_name(call) or ""
     if name in _READERS or type(func) is cst.Attribute and called in _READING_METHODS:
         return False
-    if _SAVES.search(last_part(name)) or called.startswith(("log", "print", "eval", "test", "valid")):
-        return _changes_in_place(_own_function(model, name))  # saving or evaluating, unless the file's own changes
     function = _own_function(model, name)
-    return function is None or _changes_in_place(function)
+    if function is not None and function not in changes:
+        changes[function] = _changes_in_place(function)
+    if _SAVES.search(last_part(name)) or called.startswith(("log", "print", "eval", "test", "valid")):
+        return function is not None and changes[function]  # saving or evaluating, unless the file's own changes
+    return function is None or changes[function]
 
 
 def _own_function(model: FileModel, name: str) -> cst.FunctionDef | None:
@@ -269,6 +293,9 @@ def _reacher(name: str, derived: set[str] | frozenset[str],
             return holds(expr.body, depth + 1) or holds(expr.orelse, depth + 1)  # type: ignore[attr-defined]
         if kind in (cst.List, cst.Tuple, cst.Set):
             return any(holds(e.value, depth + 1) for e in expr.elements)  # type: ignore[attr-defined]
+        if kind is cst.Lambda:
+            return any(_names_copy(n, name) or type(n) is cst.Name and n.value in derived  # type: ignore[attr-defined]
+                       for n in walk(expr.body))  # type: ignore[attr-defined]  # a hook that reaches it
         if kind in (cst.ListComp, cst.GeneratorExp, cst.SetComp):
             return holds(expr.elt, depth + 1) or holds(expr.for_in.iter, depth + 1)  # type: ignore[attr-defined]
         if kind is cst.Call:
