@@ -27,7 +27,7 @@ from loopcheck.model.inherited import STEP_METHODS, TRAINER, divided_loss, inher
 from loopcheck.model.iterators import counted_part, first_batch_of, is_data_loop, iterated, taken_from
 from loopcheck.model.predicates import predicate_test, predicate_value
 from loopcheck.model.roles import Role
-from loopcheck.model.running_sums import kept_arguments
+from loopcheck.model.running_sums import is_number, kept_arguments
 from loopcheck.model.syntax import (
     EXITS,
     calls,
@@ -427,7 +427,7 @@ class Builder:
         if kept is None:
             kept = self._kept[fn] = kept_arguments(fn)
         for position in kept:
-            if position < len(args):
+            if position < len(args) and not is_number(args[position]):
                 self._event(st, Kind.STORE, call, stmt, recv, value=args[position], target=f"{owner}.{name}")
 
     def _next_batch(self, call: cst.Call, stmt: cst.CSTNode, st: _State) -> None:

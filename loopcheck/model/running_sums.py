@@ -26,6 +26,24 @@ _PLAIN_TYPES = {"int", "float", "bool", "str"}
 _NO_GRAD = Pattern(r"\b(no_grad|inference_mode)\b")
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
 
+# what an argument computed this way holds is a number, never a graph (`loss.item()`, `x.size(0)`,
+# `time.time() - end`): no need to keep an event for it
+_NUMBER_METHODS = {"item", "tolist", "size", "numel", "dim", "detach", "numpy"}
+_NUMBER_FUNCTIONS = {"float", "int", "len", "round", "bool", "time.time", "time.perf_counter", "time.monotonic"}
+
+
+def is_number(expr: cst.BaseExpression) -> bool:
+    """``loss.item()``, ``images.size(0)``, ``time.time() - end``, ``3``: no tensor that carries a graph."""
+    kind = type(expr)
+    if kind in (cst.Integer, cst.Float, cst.SimpleString):
+        return True
+    if kind is cst.BinaryOperation:
+        return is_number(expr.left) and is_number(expr.right)  # type: ignore[attr-defined]
+    if kind is cst.Call:
+        called = method(expr)  # type: ignore[arg-type]
+        return called is not None and called[1] in _NUMBER_METHODS or func_name(expr) in _NUMBER_FUNCTIONS  # type: ignore[arg-type]
+    return False
+
 
 def kept_arguments(fn: cst.FunctionDef) -> tuple[int, ...]:
     """Positions (after ``self``) of the arguments ``fn`` adds into a sum or a list of its object."""

@@ -52,6 +52,13 @@ def ema_name(name: str) -> bool:
     return "ema" in last_part(name).lower().split("_")
 
 
+def copies_by_index(model: FileModel) -> list[cst.Call]:
+    """The ``deepcopy`` calls bound to an EMA-named name, read off the file's index (no walk): the
+    candidates ``copied_emas`` may report, for a cheap test first."""
+    return [copy for short, values in model.index.values.items() if ema_name(short)
+            for value in values if (copy := _copy(value)) is not None]
+
+
 def copied_emas(model: FileModel) -> Iterator[tuple[str, cst.Call, cst.Assign | None]]:
     """(name, the ``deepcopy`` call, an update that rebinds instead of changing in place, if any) of each
     EMA-named copy that no code of the file changes."""

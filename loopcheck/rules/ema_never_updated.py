@@ -38,7 +38,7 @@ import libcst as cst
 
 from loopcheck.model import FileModel, Kind, Role
 from loopcheck.model.roles import role_of_constructor
-from loopcheck.model.weight_copies import COPIED_EMA_TEXT, copied_emas, copied_module
+from loopcheck.model.weight_copies import COPIED_EMA_TEXT, copied_emas, copied_module, copies_by_index
 from loopcheck.model.syntax import dotted, func_name, is_zero, keyword, last_part, target_names, walk
 from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
@@ -314,11 +314,11 @@ def _unchanged_copies(model: FileModel) -> Iterator[Violation]:
     name instead, where there is one, else at the copy."""
     from loopcheck.model.memory import module_name, trained_modules
 
-    trained: set[str] | None = None
+    trained = trained_modules(model)
+    if not any(module_name(copied_module(c) or "") in trained for c in copies_by_index(model)):
+        return  # no copy of a module the file trains: the module is not walked
     for name, call, rebinding in copied_emas(model):
         copied = copied_module(call) or ""
-        if trained is None:
-            trained = trained_modules(model)
         if module_name(copied) not in trained:
             continue  # a copy of something the file does not train
         if name.startswith("self.") and _reached_from_outside(model, call):

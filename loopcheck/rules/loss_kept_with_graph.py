@@ -203,6 +203,12 @@ for epoch in range(epochs):
                     continue
                 if _made_fresh_to_fill(training, container, holder, model):
                     continue
+                if isinstance(holder, Event) and holder.target:
+                    # a meter of the file: whether the value holds a graph settles it, read first (the
+                    # file-wide tests below cost more, and most meters are handed numbers or metrics)
+                    reader = reader or GraphReader(model, training)
+                    if reader.carries(value, holder.order, holder.conds) is not True:
+                        continue
                 newest = _newest_backpropagated(training, model, container, holder)
                 if backpropagated is None:
                     backpropagated = backpropagated_names(model)
