@@ -42,9 +42,19 @@ _READING_METHODS = {"format", "append", "extend", "info", "debug", "warning", "w
 # saving, exporting and tracing: `torch.onnx.export(net, ...)`, `torch.jit.trace`, `SaveModelByTrace(net, path)`
 _SAVES = Pattern(r"(?i)save|export|checkpoint|trace|script|onnx|^log")
 _NO_NAMES: frozenset[str] = frozenset()
-# the text of a candidate: `self.ema = copy.deepcopy(`, `model_ema = deepcopy(`, `ema_model = copy.deepcopy(`
-# (reading the module costs several walks over it: only files with such a line are read)
-COPIED_EMA_TEXT = Pattern(r"(?i)(?<![^\W_])ema(?:_\w*)?[ \t]*=[ \t]*(?:copy[ \t]*\.[ \t]*)?deepcopy[ \t]*\(")
+# what precedes `deepcopy(` on the line of a candidate: `self.ema = copy.`, `model_ema = `, `ema_model = copy.`
+_BOUND_TO_A_COPY = Pattern(r"(?i)(?<![^\W_])ema(?:_\w*)?[ \t]*=[ \t]*(?:copy[ \t]*\.[ \t]*)?$")
+
+
+def has_copied_ema_text(source: str) -> bool:
+    """A line binds an EMA-named name to a deepcopy (reading the module costs walks over it: only files
+    with such a line are read). Only the text before each ``deepcopy(`` on its line is searched."""
+    start = 0
+    while (found := source.find("deepcopy(", start)) >= 0:
+        if _BOUND_TO_A_COPY.search(source, source.rfind("\n", 0, found) + 1, found):
+            return True
+        start = found + 9
+    return False
 
 
 def ema_name(name: str) -> bool:

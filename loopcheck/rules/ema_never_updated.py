@@ -38,7 +38,7 @@ import libcst as cst
 
 from loopcheck.model import FileModel, Kind, Role
 from loopcheck.model.roles import role_of_constructor
-from loopcheck.model.weight_copies import COPIED_EMA_TEXT, copied_emas, copied_module, copies_by_index
+from loopcheck.model.weight_copies import copied_emas, copied_module, copies_by_index, has_copied_ema_text
 from loopcheck.model.syntax import dotted, func_name, is_zero, keyword, last_part, target_names, walk
 from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
@@ -304,7 +304,7 @@ class Trainer:
                 continue  # a checkpoint's EMA read into the real one (`ema.load_state_dict(tmp.state_dict())`)
             yield Violation(ema, ema, f"`{name}` is created but never updated: it keeps the initial "
                                       "weights, and evaluating or saving it ships an untrained model")
-        if "deepcopy" in model.source and COPIED_EMA_TEXT.search(model.source):
+        if "deepcopy(" in model.source and has_copied_ema_text(model.source):
             yield from _unchanged_copies(model)
 
 
