@@ -49,9 +49,48 @@ _ADAM = "the step size of an Adam-like optimizer does not change, but "
     ("Adam(model.parameters(), 1e-3, (0.9, 0.999), 1e-8, 0.05)", "", _UNREAD),
     # a scale-invariant optimizer the rule does not list: the step is not claimed N times too large
     ("RMSprop(model.parameters(), lr=1e-3)", "", _UNREAD),
+    # RAdam's first steps are momentum SGD (its rectification term undefined): N-fold, not scale-free
+    ("RAdam(model.parameters(), lr=1e-3)", "", _UNREAD),
+    ("NAdam(model.parameters(), lr=1e-3)", "", None),
+    # a decay set in a parameter group is coupled all the same
+    ("Adam([{'params': model.parameters(), 'weight_decay': 0.05}], lr=1e-3)", "", _ADAM + _DECAY),
+    ("Adam([{'params': model.parameters(), 'weight_decay': 0.0}], lr=1e-3)", "", None),
 ])
 def test_the_message_names_what_the_n_fold_gradient_changes(optimizer: str, clip: str, effect: str | None) -> None:
     source = _LOOP.format(optimizer=optimizer, clip=clip)
+    messages = [v.message for v in check_source(source, "train.py") if v.code == "LC102"]
+    prefix = "the loss is back-propagated on every micro-batch without being divided by `args.accum`: "
+    assert messages == ([] if effect is None else [f"{prefix}{effect} (only when `args.accum` > 1)"])
+
+
+_FACTORY = """
+import torch
+
+
+def make_optimizer(model, lr):
+    return torch.optim.{optimizer}
+
+
+def train(model, loader, args):
+    optimizer = make_optimizer(model, args.lr)
+    for i, (x, y) in enumerate(loader):
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        if (i + 1) % args.accum == 0:
+{clip}            optimizer.step()
+            optimizer.zero_grad()
+"""
+
+
+@pytest.mark.parametrize(("optimizer", "clip", "effect"), [
+    ("AdoptAtan2(model.parameters(), lr=lr)", "", None),
+    ("Adam(model.parameters(), lr=lr)", "", None),
+    ("Adam(model.parameters(), lr=lr)", "            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
+     _ADAM + _CLIPS),
+    ("SGD(model.parameters(), lr=lr)", "", _TOO_LARGE),
+])
+def test_an_optimizer_a_factory_of_the_file_returns(optimizer: str, clip: str, effect: str | None) -> None:
+    source = _FACTORY.format(optimizer=optimizer, clip=clip)
     messages = [v.message for v in check_source(source, "train.py") if v.code == "LC102"]
     prefix = "the loss is back-propagated on every micro-batch without being divided by `args.accum`: "
     assert messages == ([] if effect is None else [f"{prefix}{effect} (only when `args.accum` > 1)"])
