@@ -4,9 +4,12 @@ notice the N-fold gradient (benchmarks/results/lead-s14/adam_coupled_decay.py: A
 follows the same path as Adam(wd / N) on the mean), so with neither there is nothing to report."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from loopcheck.engine import check_source
+from tests.projects import write_project
 
 _LOOP = """
 import torch
@@ -94,3 +97,37 @@ def test_an_optimizer_a_factory_of_the_file_returns(optimizer: str, clip: str, e
     messages = [v.message for v in check_source(source, "train.py") if v.code == "LC102"]
     prefix = "the loss is back-propagated on every micro-batch without being divided by `args.accum`: "
     assert messages == ([] if effect is None else [f"{prefix}{effect} (only when `args.accum` > 1)"])
+
+
+_BOUND = """
+def bound_gradients(model, max_norm):
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+"""
+_PROJECT_LOOP = """
+import torch
+from utils import bound_gradients
+
+
+def train(model, loader, args):
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    for i, (x, y) in enumerate(loader):
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        if (i + 1) % args.accum == 0 or (i + 1) == len(loader):
+            CLIP
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+
+
+def test_a_clipping_helper_of_the_project_keeps_the_finding(project: Path, run_cli) -> None:
+    """Adam steps unchanged by the N-fold sum, but a helper of another module (its name says nothing of
+    clipping) clips it against a threshold meant for the mean."""
+    write_project(project, {"utils.py": "import torch\n" + _BOUND,
+                            "train.py": _PROJECT_LOOP.replace("CLIP", "bound_gradients(model, 1.0)")})
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "train.py")
+    found = [line for line in out.splitlines() if " LC102 " in line]
+    assert len(found) == 1 and "the clip threshold meets the sum" in found[0]
+    write_project(project, {"train.py": _PROJECT_LOOP.replace("CLIP", "pass")})
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "train.py")
+    assert [line for line in out.splitlines() if " LC102 " in line] == []
