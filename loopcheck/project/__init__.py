@@ -633,6 +633,8 @@ class Imported:
                     path = self.index.resolve(self.path, dotted_name, level)
                     if path is not None:
                         found.append(path)
+                        if attr and dotted_name == module and path.name == "__init__.py":
+                            found.append(self.index.defining(path, attr))  # a name the package re-exports
         return found
 
     def _module_of(self, local: str, name: str, read: str | None = None) -> ModuleFacts | None:
@@ -666,6 +668,8 @@ class Imported:
         key = f"from:{module}:{level}" if method is None else f"from:{module}:{level}:{attr}.{method}"
         if key not in self._modules:
             path = self.index.resolve(self.path, module, level)
+            if path is not None:
+                path = self.index.defining(path, attr)  # `from core.utils import Trainer` of `core/utils/train.py`
             if path is None:
                 self._modules[key] = None
             elif not self.index.may_define(path, attr):

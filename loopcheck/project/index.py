@@ -37,6 +37,8 @@ _DDP_CALL = Pattern(rb"(DistributedDataParallel(?<!\wDistributedDataParallel)|DD
 # starts with its keyword, which the engine searches for fast (a leading `\b` would test every byte).
 _DEFINES = (Pattern(rb"def(?<!\wdef)\s+(?=(\w+))"), Pattern(rb"class(?<!\wclass)\s+(?=(\w+))"))
 _DEFS = Pattern(rb"def(?<!\wdef)\s+(\w+)")
+# `from .train import Trainer, evaluate` in a package's `__init__.py` (not `... as other`)
+_REEXPORT = Pattern(rb"^from[ \t]+(\.+\w*(?:\.\w+)*)[ \t]+import[ \t]+\(?((?:[ \t]*\w+[ \t]*,?)+)\)?[ \t]*$", re.M)
 _MAX_BYTES = 2_000_000
 # A tree past either bound is a collection of projects (a home directory, a folder of checkouts), not
 # one project: its entry scripts are not searched (on 87,000 files that search took minutes).
@@ -112,6 +114,7 @@ class ProjectIndex:
         self._directories: dict[str, Path] = {}  # an importer -> its real directory
         self._listings: dict[str, frozenset[str]] = {}
         self._texts: dict[Path, bytes] = {}
+        self._exports: dict[Path, dict[str, str]] = {}  # a package's names -> the module re-exporting them
         self._defines: dict[Path, frozenset[bytes]] = {}  # the words a `def`/`class` of each file's text names
         self._decoded: dict[str, tuple[object, ModuleFacts]] = {}  # rel path -> (its entry's facts, decoded)
         self.ddp_imports: list[tuple[str, Path]] | None = None  # see loopcheck.project._ddp_imports
@@ -227,6 +230,22 @@ class ProjectIndex:
             rel = self._relatives[path] = real_path(path).relative_to(self.root).as_posix()
         return rel
 
+    def defining(self, path: Path, name: str) -> Path:
+        """The module that defines ``name`` imported from ``path``: a package's ``__init__.py`` that
+        does not define it but re-exports it from a module of its own (``from .train import Trainer``)
+        names that module; ``path`` itself otherwise. One hop, text only."""
+        if path.name != "__init__.py" or self.may_define(path, name):
+            return path
+        exported = self._exports.get(path)
+        if exported is None:
+            exported = self._exports[path] = {
+                n.decode(): m.decode() for m, names in _REEXPORT.findall(self._text(path))
+                if b" as " not in names for n in re.findall(rb"\w+", names)}
+        module = exported.get(name)
+        found = self.resolve(path, module.lstrip("."), len(module) - len(module.lstrip("."))) \
+            if module is not None else None
+        return found if found is not None and self.may_define(found, name) else path
+
     def may_define(self, path: Path, name: str) -> bool:
         """Whether the text of ``path`` holds ``def name`` or ``class name``: a module that does not
         cannot give facts for ``name`` (read in a thousandth of the time of parsing it)."""
@@ -285,6 +304,16 @@ class ProjectIndex:
             found = self._in_base(base, parts)
             if found is not None:
                 return found
+        if not level:
+            # a project in a folder of the checkout, run from there (`cd edm; python train.py`, EDM's
+            # `training/training_loop.py` importing `torch_utils` of `edm/`): the folders between the
+            # importer's and the root, nearest first, after the root itself
+            base = bases[0].parent
+            while base != self.root and base != base.parent and self._inside(base):
+                found = self._in_base(base, parts)
+                if found is not None:
+                    return found
+                base = base.parent
         if not level and len(parts) > 1 and parts[0] == self.root.name:
             # a repository that is itself the package, run from the directory above it
             # (`from mae_st.engine_pretrain import ...` inside the checkout `mae_st/`)
