@@ -404,9 +404,23 @@ class GuardReader:
         last = self._last(test)
         if last is not None:
             return Guard(GuardKind.LAST, test=test) if last else _UNKNOWN
+        if self._call_count_compared(test):
+            return _UNKNOWN  # `if iteration == 0:` in a step function: one call, as `i == 0` is one iteration
         if self._invariant(test):
             return _INVARIANT
         return _UNKNOWN
+
+    def _call_count_compared(self, test: cst.BaseExpression) -> bool:
+        """``iteration == 0`` (or ``!=``, with a number) in a step function handed its call count as a
+        parameter (``def optimize_parameters_accumulate_grd(self, iteration)``): the count changes with
+        every call, so the test holds on some calls only, not on every one as an unchanging value would."""
+        if type(test) is not cst.Comparison or len(test.comparisons) != 1 \
+                or type(test.comparisons[0].operator) not in (cst.Equal, cst.NotEqual):
+            return False
+        sides = (test.left, test.comparisons[0].comparator)
+        return any(type(side) is cst.Name and side.value in self.loop.per_call and not self.varies(side.value)
+                   and _CALL_COUNTER.search(side.value) is not None and int_value(other) is not None
+                   for side, other in (sides, sides[::-1]))
 
     def _short_pass_last(self, test: cst.BooleanOperation, left: Guard, right: Guard) -> Guard | None:
         """``len(loader) <= N and (i + 1) == len(loader)`` (the old Hugging Face scripts and Trainer):
@@ -1007,7 +1021,7 @@ class GuardReader:
         ``cfg.ACCUMULATION_STEPS > 1``), an optional object (``scaler is not None``), an attribute
         flag (``self.use_ema``, ``accelerator.is_main_process``). Names that change in this loop or a
         loop around it (``epoch > 5``) are no flags."""
-        if _literal(test) is not None:
+        if _literal(test) is not None or self._call_count_compared(test):
             return None
         expr, _ = flag_form(test)
         for node in walk(expr):
