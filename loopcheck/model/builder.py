@@ -399,7 +399,8 @@ class Builder:
             self._event(st, Kind.ZERO_GRAD, call, stmt, recv, target="param")
         elif name == "eval" and not call.args:
             self._event(st, Kind.EVAL_MODE, call, stmt, recv)
-        elif name == "train" and len(call.args) <= 1 and role is Role.UNKNOWN:
+        elif name == "train" and len(call.args) <= 1 and role in (Role.UNKNOWN, Role.EMA):
+            # an averaged copy (`swa_model.train()`) switches modes as its `eval()` does
             mode = args[0] if args else next((a.value for a in call.args if a.keyword and a.keyword.value == "mode"),
                                              None)  # `model.train(mode=False)`
             off = isinstance(mode, cst.Name) and mode.value == "False"

@@ -33,7 +33,9 @@ the model's parameters summing a gradient norm is no evaluation), and backward p
 Grad-CAM backward that no optimizer step follows, a step whose loss was computed before the
 `eval()` (the evaluation runs between the forward and the step, and the next iteration calls
 `model.train()` before its forward), a shared epoch helper's backward under
-`if mode == "train":` called with `"val"`, or under `if optimizer:` called with `None`), nor an
+`if mode == "train":` called with `"val"`, or under `if optimizer:` called with `None`, or one that
+back-propagates and steps only `if model.training:`, called after `model.eval()` for validation, in a
+branch or not: it updates nothing there, and the next update that runs decides), nor an
 `eval()` under `if not train` in a loop whose updates run under `if train`, a flag the loop never
 rebinds (an epoch helper serving training and validation: each run of it does one or the other).
 Nor is a loop in a pytest test (a `test_*` function of a file pytest collects, as LC103 reads it): a
@@ -319,6 +321,9 @@ for step, (x, y) in enumerate(train_loader):
                     continue  # `if phase == "G": G.train(); D.eval() else: G.eval(); D.train()`
                 updates = [u for u in _updates_of(name, owners, events, loop, leak.order) if u in steps] \
                     or steps or backwards
+                # `model.eval()` then `step(val_loader, model, ...)`, a helper that steps only `if
+                # model.training:`: those updates do not run after the leak (the next that does decides)
+                updates = [u for u in updates if u not in _skipped_in_eval(leak, name, events, loop)] or updates
                 if _one_or_the_other(leak, updates, events, loop):
                     continue  # `if not train: apply_model(model)` ... `if train: step()`: a run validates or trains
                 if _evaluated_again(leak, name, evals, updates, loop, events):
@@ -626,6 +631,24 @@ def _evaluated_again(leak: Event, name: str, evals: list[Event], updates: list[i
     later = _later(leak, updates, events, loop)
     return any(e is not leak and leak.order < e.order < min(later, default=e.order + 1)
                and _resolve(e.receiver, loop, e.order) == name for e in evals)
+
+
+def _skipped_in_eval(leak: Event, name: str, events: list[Event], loop: Loop) -> set[int]:
+    """The orders of the backwards and steps after ``leak`` that run only ``if m.training:`` where
+    ``m`` is in eval mode there (the last mode switch of ``m`` before them in the iteration is an
+    ``eval()``: ``leak`` itself or another one): a train/validation helper called for validation (``model.eval()``, ``swa_model.eval()``,
+    then ``step(val_loader, model, ...)``, ``step(val_loader, swa_model, ...)``) updates nothing."""
+    later = [e for e in events if e.order > leak.order]
+    modes = [(e.order, e.kind is Kind.EVAL_MODE, _resolve(e.receiver, loop, e.order)) for e in events
+             if e.kind in (Kind.EVAL_MODE, Kind.TRAIN_MODE)]
+
+    def in_eval(module: str | None, order: int) -> bool:
+        last = max(((o, off) for o, off, m in modes if o < order and m == module), default=None)
+        return module is not None and last is not None and last[1]
+
+    return {e.order for e in later if e.kind in (Kind.BACKWARD, Kind.STEP) and any(
+        not c.negated and type(c.test) is cst.Attribute and c.test.attr.value == "training"
+        and in_eval(_resolve(dotted(c.test.value), loop, e.order), e.order) for c in e.conds)}
 
 
 def _dead(event: Event, loop: Loop, at_call: bool = False) -> bool:
