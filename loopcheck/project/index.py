@@ -308,12 +308,13 @@ class ProjectIndex:
             # a project in a folder of the checkout, run from there (`cd edm; python train.py`, EDM's
             # `training/training_loop.py` importing `torch_utils` of `edm/`): the folders between the
             # importer's and the root, nearest first, after the root itself
-            base = bases[0].parent
-            while base != self.root and base != base.parent and self._inside(base):
+            parents = bases[0].parents
+            for base in parents if self.root in parents else ():
+                if base == self.root:
+                    break
                 found = self._in_base(base, parts)
                 if found is not None:
                     return found
-                base = base.parent
         if not level and len(parts) > 1 and parts[0] == self.root.name:
             # a repository that is itself the package, run from the directory above it
             # (`from mae_st.engine_pretrain import ...` inside the checkout `mae_st/`)
