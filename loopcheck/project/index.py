@@ -37,8 +37,9 @@ _DDP_CALL = Pattern(rb"(DistributedDataParallel(?<!\wDistributedDataParallel)|DD
 # starts with its keyword, which the engine searches for fast (a leading `\b` would test every byte).
 _DEFINES = (Pattern(rb"def(?<!\wdef)\s+(?=(\w+))"), Pattern(rb"class(?<!\wclass)\s+(?=(\w+))"))
 _DEFS = Pattern(rb"def(?<!\wdef)\s+(\w+)")
-# `from .train import Trainer, evaluate` in a package's `__init__.py` (not `... as other`)
-_REEXPORT = Pattern(rb"^from[ \t]+(\.+\w*(?:\.\w+)*)[ \t]+import[ \t]+\(?((?:[ \t]*\w+[ \t]*,?)+)\)?[ \t]*$", re.M)
+# `from .train import Trainer, evaluate` (or a bracketed list) in a package's `__init__.py` (no character
+# class nested in a repeat: linear on any text)
+_REEXPORT = Pattern(rb"^from[ \t]+(\.[\w.]*)[ \t]+import[ \t]+(?:\(([\w\s,]*)\)|([\w \t,]*)$)", re.M)
 _MAX_BYTES = 2_000_000
 # A tree past either bound is a collection of projects (a home directory, a folder of checkouts), not
 # one project: its entry scripts are not searched (on 87,000 files that search took minutes).
@@ -239,8 +240,8 @@ class ProjectIndex:
         exported = self._exports.get(path)
         if exported is None:
             exported = self._exports[path] = {
-                n.decode(): m.decode() for m, names in _REEXPORT.findall(self._text(path))
-                if b" as " not in names for n in re.findall(rb"\w+", names)}
+                n.decode(): m.decode() for m, bracketed, names in _REEXPORT.findall(self._text(path))
+                if not re.search(rb"\bas\b", bracketed + names) for n in re.findall(rb"\w+", bracketed + names)}
         module = exported.get(name)
         found = self.resolve(path, module.lstrip("."), len(module) - len(module.lstrip("."))) \
             if module is not None else None
