@@ -166,8 +166,10 @@ class Imported:
             receiver = name.rsplit(".", 1)[0] if name is not None else None  # what `attr` is read from
             for constructor in roles.constructed.get(last_part(receiver or ""), []):
                 constructor_name = func_name(constructor) or ""
-                if constructor_name.split(".", 1)[0] not in imports:
-                    continue  # built from a class of this file or of a library
+                if constructor_name.split(".", 1)[0] not in imports or last_part(constructor_name) == "Accelerator":
+                    # built from a class of this file or of a library; Accelerate's own repository
+                    # defines `Accelerator`, whose API loopcheck.model.accelerate reads by its meaning
+                    continue
                 found = self._method(constructor_name, attr)
                 if found is not None:
                     return found
