@@ -670,8 +670,10 @@ class Imported:
         key = f"from:{module}:{level}" if method is None else f"from:{module}:{level}:{attr}.{method}"
         if key not in self._modules:
             path = self.index.resolve(self.path, module, level)
-            if path is not None:
-                path = self.index.defining(path, attr)  # `from core.utils import Trainer` of `core/utils/train.py`
+            if path is not None and method is not None:
+                # a class the package re-exports (`from core.utils import Trainer` of `core/utils/train.py`),
+                # read for a method of its objects or subclasses (functions stay where they are imported from)
+                path = self.index.defining(path, attr)
             if path is None:
                 self._modules[key] = None
             elif not self.index.may_define(path, attr):
