@@ -110,6 +110,7 @@ class ProjectIndex:
         self._resolved: dict[tuple[str, str, int], Path | None] = {}
         self._resolved_from: dict[tuple[Path, str, int], Path | None] = {}  # the same, by importer
         self._in_bases: dict[tuple[str, ...], Path | None] = {}  # (directory, *module's parts) -> its file
+        self._above: dict[str, list[Path]] = {}  # a directory -> the folders between it and the root
         self._src = root / "src"
         self._relatives: dict[Path, str] = {}
         self._directories: dict[str, Path] = {}  # an importer -> its real directory
@@ -309,10 +310,7 @@ class ProjectIndex:
             # a project in a folder of the checkout, run from there (`cd edm; python train.py`, EDM's
             # `training/training_loop.py` importing `torch_utils` of `edm/`): the folders between the
             # importer's and the root, nearest first, after the root itself
-            parents = bases[0].parents
-            for base in parents if self.root in parents else ():
-                if base == self.root:
-                    break
+            for base in self._between(bases[0]):
                 found = self._in_base(base, parts)
                 if found is not None:
                     return found
@@ -321,6 +319,19 @@ class ProjectIndex:
             # (`from mae_st.engine_pretrain import ...` inside the checkout `mae_st/`)
             return self._resolve(self.root / "__init__.py", ".".join(parts[1:]), 1)
         return None
+
+    def _between(self, directory: Path) -> list[Path]:
+        """The folders above ``directory`` and below the root, nearest first (none outside the root)."""
+        key = str(directory)
+        found = self._above.get(key)
+        if found is None:
+            found = self._above[key] = []
+            if key.startswith(f"{self.root}{os.sep}"):
+                parent = directory.parent
+                while parent != self.root and len(str(parent)) > len(str(self.root)):
+                    found.append(parent)
+                    parent = parent.parent
+        return found
 
     def _in_base(self, base: Path, parts: list[str]) -> Path | None:
         """The project file the module ``parts`` names in the directory ``base``, if any (asked
