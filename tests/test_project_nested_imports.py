@@ -140,3 +140,56 @@ def test_a_name_re_exported_under_another_name_is_not_followed(project: Path, ru
                             "core/utils/train.py": BASE, "gowal21uncovering/utils/watrain.py": WATRAIN})
     found = _codes(run_cli, "gowal21uncovering/utils/watrain.py")
     assert len(found) == 1 and " LC103 " in found[0]
+
+
+# Accelerate's own repository: the package re-exports the class its scripts use
+ACCELERATOR = """
+    class Accelerator:
+        def __init__(self, gradient_accumulation_steps=1):
+            self.gradient_accumulation_steps = gradient_accumulation_steps
+
+        def backward(self, loss, **kwargs):
+            loss = loss / self.gradient_accumulation_steps
+            loss.backward(**kwargs)
+"""
+
+# its test_utils/scripts/external_deps/test_checkpointing.py, cut down: N above 1 only under DeepSpeed
+CHECKPOINTING = """
+    import torch
+
+    from accelerate import Accelerator
+
+
+    def training_function(model, train_dataloader, num_epochs=2):
+        accelerator = Accelerator()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
+        model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)
+        if accelerator.state.deepspeed_plugin is not None:
+            gradient_accumulation_steps = accelerator.state.deepspeed_plugin.deepspeed_config[
+                "gradient_accumulation_steps"
+            ]
+        else:
+            gradient_accumulation_steps = 1
+        for epoch in range(num_epochs):
+            model.train()
+            for step, batch in enumerate(train_dataloader):
+                loss = model(**batch).loss / gradient_accumulation_steps
+                accelerator.backward(loss)
+                if (step + 1) % gradient_accumulation_steps == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+"""
+
+
+def test_accelerates_own_re_exported_accelerator_keeps_its_meaning(project: Path, run_cli) -> None:
+    write_project(project, {"src/accelerate/__init__.py": "from .accelerator import Accelerator\n",
+                            "src/accelerate/accelerator.py": ACCELERATOR,
+                            "src/accelerate/test_utils/scripts/test_checkpointing.py": CHECKPOINTING})
+    assert _codes(run_cli, "src/accelerate/test_utils/scripts/test_checkpointing.py") == []
+
+
+def test_a_bracketed_re_export_is_followed(project: Path, run_cli) -> None:
+    init = "from .train import (\n    seed,\n    Trainer,\n)\n"
+    write_project(project, {"core/__init__.py": "", "core/utils/__init__.py": init,
+                            "core/utils/train.py": BASE, "gowal21uncovering/utils/watrain.py": WATRAIN})
+    assert _codes(run_cli, "gowal21uncovering/utils/watrain.py") == []
