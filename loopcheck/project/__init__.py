@@ -80,7 +80,7 @@ class Imported:
     # (method's path:line, its `if` number, id(call)) -> that test parsed; id(node) -> (node, call) for them
     _gate_nodes: dict[tuple[str, int, int], cst.If] = field(default_factory=dict)
     _stand_ins: dict[int, tuple[cst.CSTNode, cst.Call]] = field(default_factory=dict)
-    _methods: dict[tuple[str, str], Summary | None] = field(default_factory=dict)
+    _methods: dict[tuple[str, str, bool], Summary | None] = field(default_factory=dict)
     # id(call), id(roles) -> (call, roles, summary): the builder, the rules and the memory model ask
     # about the same calls, and most calls name nothing of the project (the call and roles are kept
     # so that an id is never reused while its entry lives)
@@ -315,7 +315,7 @@ class Imported:
         cst = _libcst()[0]
         if not isinstance(func, cst.Attribute) or base.split(".", 1)[0] not in self.own.imports:
             return []
-        found = self._method(base, func.attr.value)
+        found = self._method(base, func.attr.value, base=True)
         if found is None or not (found.facts.own or found.facts.own_partial):
             return []
         if found.facts.own_partial and not found.facts.gated:
@@ -659,20 +659,22 @@ class Imported:
             self._modules[key] = found
         return self._modules[key]
 
-    def _from_module(self, local: str, method: str | None = None) -> tuple[ModuleFacts, str] | None:
+    def _from_module(self, local: str, method: str | None = None, base: bool = False
+                     ) -> tuple[ModuleFacts, str] | None:
         """(module facts, attribute) for ``from module import attribute as local``, if the module's
         text may define the attribute; with the facts of every function this file imports from it
-        (read at once), or of the attribute's (a class's) ``method``."""
+        (read at once), or of the attribute's (a class's) ``method``; for a ``base`` class of this
+        file's classes, also where its package's ``__init__.py`` re-exports it from."""
         imported = self.own.imports.get(local)
         if imported is None or not imported[1]:
             return None
         module, attr, level = imported
-        key = f"from:{module}:{level}" if method is None else f"from:{module}:{level}:{attr}.{method}"
+        key = f"from:{module}:{level}" if method is None else f"from:{module}:{level}:{attr}.{method}:{base}"
         if key not in self._modules:
             path = self.index.resolve(self.path, module, level)
-            if path is not None and method is not None:
-                # a class the package re-exports (`from core.utils import Trainer` of `core/utils/train.py`),
-                # read for a method of its objects or subclasses (functions stay where they are imported from)
+            if path is not None and base:
+                # a base class the package re-exports (`from core.utils import Trainer` of
+                # `core/utils/train.py`); other names are read where they are imported from (cheap)
                 path = self.index.defining(path, attr)
             if path is None:
                 self._modules[key] = None
@@ -691,15 +693,15 @@ class Imported:
             return None
         return Summary(found[0].functions[found[1]], found[1], found[0].path)
 
-    def _method(self, constructor: str, method: str) -> Summary | None:
+    def _method(self, constructor: str, method: str, base: bool = False) -> Summary | None:
         """``method`` of the class ``constructor`` names (``Trainer``, ``engine.Trainer``), if a
-        project module defines it with an effect."""
-        key = (constructor, method)  # every call on an object built by an imported class asks
+        project module defines it with an effect (``base``: a base class of this file's classes)."""
+        key = (constructor, method, base)  # every call on an object built by an imported class asks
         if key not in self._methods:
-            self._methods[key] = self._read_method(constructor, method)
+            self._methods[key] = self._read_method(constructor, method, base)
         return self._methods[key]
 
-    def _read_method(self, constructor: str, method: str) -> Summary | None:
+    def _read_method(self, constructor: str, method: str, base: bool = False) -> Summary | None:
         if "." not in constructor:
             built = self._function(constructor)  # a factory of its module: `create_loss_function(cfg)`
             if built is not None and built.facts.builds:
@@ -708,7 +710,7 @@ class Imported:
             module, name = constructor.rsplit(".", 1)
             facts = self._module_of(module, name, f"{name}.{method}") if "." not in module else None
         else:
-            found = self._from_module(constructor, method)
+            found = self._from_module(constructor, method, base)
             facts, name = found if found is not None else (None, "")
         methods = facts.classes.get(name, {}) if facts is not None else {}
         return Summary(methods[method], method, facts.path) if facts is not None and method in methods else None
