@@ -629,14 +629,17 @@ class Imported:
     def _import_paths(self) -> list[Path]:
         """The project files this file's imports may name (a module, or a submodule imported by name)."""
         found = []
-        for module, attr, level in self.own.imports.values():
+        text: bytes | None = None  # this file's, read for the first name a package may re-export
+        for local, (module, attr, level) in self.own.imports.items():
             for dotted_name in ([f"{module}.{attr}" if module else attr, module] if attr else [module]):
                 if dotted_name or level:
                     path = self.index.resolve(self.path, dotted_name, level)
                     if path is not None:
                         found.append(path)
                         if attr and dotted_name == module and path.name == "__init__.py":
-                            found.append(self.index.defining(path, attr))  # a name the package re-exports
+                            text = self.index.text_of(self.path) if text is None else text
+                            if f"({local}".encode() in text:  # a base class the package may re-export
+                                found.append(self.index.defining(path, attr))
         return found
 
     def _module_of(self, local: str, name: str, read: str | None = None) -> ModuleFacts | None:
