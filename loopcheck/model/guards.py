@@ -237,6 +237,9 @@ def flag_form(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
 
 
 _KEYS: dict[cst.BaseExpression, tuple[str, bool]] = {}  # per file: flag_key of a test node
+# per file: names its classes store as they were handed (`self.args = args`, `args = self.args`):
+# `self.args.fp16` in a method and `args.fp16` in a helper the method passes `args` to are one flag
+_STORED: set[str] = set()
 
 
 def flag_key(test: cst.BaseExpression) -> tuple[str, bool]:
@@ -244,7 +247,22 @@ def flag_key(test: cst.BaseExpression) -> tuple[str, bool]:
     found = _KEYS.get(test)
     if found is None:
         expr, positive = flag_form(test)
-        found = _KEYS[test] = (source(expr).replace(" ", ""), positive)
+        text = source(expr).replace(" ", "")
+        if _STORED and text.startswith("self.") and text.split(".", 2)[1] in _STORED and text.count(".") > 1:
+            text = text[5:]  # `self.args.fp16` -> `args.fp16`
+        found = _KEYS[test] = (text, positive)
+    return found
+
+
+def stored_as_given(values: Mapping[str, list[cst.BaseExpression]]) -> set[str]:
+    """The short names ``X`` the file both holds as ``X`` and stores as ``self.X`` of the same object
+    (``self.args = args`` in a constructor, or ``args = self.args`` in a method)."""
+    found = set()
+    for name, assigned in values.items():
+        for value in assigned:
+            if type(value) is cst.Name and value.value == name or dotted(value) == f"self.{name}":
+                found.add(name)
+                break
     return found
 
 
@@ -264,9 +282,13 @@ def complement_key(test: cst.BaseExpression) -> str | None:
     return f"{left}{operator}{right}".replace(" ", "")
 
 
-def forget_flag_keys() -> None:
-    """Drop the cache of the previous file (its nodes are no longer needed)."""
+def forget_flag_keys(stored: set[str] | None = None) -> None:
+    """Drop the cache of the previous file (its nodes are no longer needed); ``stored``: the names
+    the next file stores on ``self`` as they were handed (``stored_as_given``)."""
     _KEYS.clear()
+    _STORED.clear()
+    if stored:
+        _STORED.update(stored)
 
 
 def _shared_conds(assignments: list[Assignment]) -> tuple[Cond, ...]:
