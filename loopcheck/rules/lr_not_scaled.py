@@ -29,6 +29,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import FileModel
+from loopcheck.model.horovod import horovod_size_names
 from loopcheck.model.syntax import children, func_name, keyword, last_part, names_in, source, walk
 from loopcheck.model.values import numeric, optimizer_lr_expressions, optimizer_lrs
 from loopcheck.patterns import Pattern
@@ -104,7 +105,17 @@ for i, (x, y) in enumerate(loader):
     def check(self, model: FileModel) -> Iterator[Violation]:
         accumulation = _accumulation_names(model)
         data_parallel = any(word in model.source for word in _DATA_PARALLEL)
-        for name, value in _learning_rates(model):
+        sizes = horovod_size_names(model.index.imports) if "horovod" in model.source else frozenset()
+
+        def world(names: set[str]) -> bool:
+            return any(_WORLD.search(last_part(n)) or n in sizes for n in names)
+
+        rates = list(_learning_rates(model))
+        # a base LR the optimizer is handed times the process count (`lr=args.base_lr * hvd.size()`)
+        # is scaled by it where it is used
+        scaled_later = {last_part(n) for _, value in rates if world(used := _factors(value, model))
+                        for n in used} if data_parallel else set()
+        for name, value in rates:
             used = _factors(value, model)
             if not any(_BATCH.search(last_part(n)) for n in used) or not _scales(value):
                 continue
@@ -115,7 +126,7 @@ for i, (x, y) in enumerate(loader):
             counts = {last_part(n) for n in accumulation}
             if accumulation and not any(_ACCUM.search(last_part(n)) or last_part(n) in counts for n in used):
                 missing.append(f"the accumulation count `{sorted(accumulation)[0]}`")
-            if data_parallel and not any(_WORLD.search(last_part(n)) for n in used) and not _global_batch(model) \
+            if data_parallel and not world(used) and name not in scaled_later and not _global_batch(model) \
                     and not _batch_from_caller(value, used, model):
                 missing.append("the number of processes")
             if missing:
