@@ -143,6 +143,8 @@ for real, _ in loader:
                             continue  # the update is skipped on purpose: its gradients are too large or not finite
                         if zeroing.partial(zero, step):
                             continue  # one part of the stepped model kept out of the step (an EMA teacher)
+                        if _written_by_hand(training.step_loop, zero, step):
+                            continue  # REINFORCE: the cleared gradients are rebuilt from saved ones
                         yield self._at(zeroing, zero, "clears the gradients after backward and before "
                                                       f"`{step.receiver}` steps: the step uses no gradients", model)
                     elif not zeroing.partial(zero, step) and (wiped := _wiped(training, zeroing, zero, step)) is not None:
@@ -176,6 +178,14 @@ def _skips_bad_gradients(zero: Event, loop: Loop) -> bool:
     read = {n for test in tests for n in names_in(test)}
     return any(set(a.names) & read and isinstance(a.value, cst.Call)
                and last_part(func_name(a.value) or "") in _GRAD_NORMS for a in loop.assignments)
+
+
+def _written_by_hand(loop: Loop, zero: Event, step: Event) -> bool:
+    """The loop writes a gradient itself between the zeroing and the step (``p.grad = g``,
+    ``p.grad.data += (reward - baseline) * saved[j]``, ``p.grad.data /= n``): the step applies that."""
+    return any(zero.order < a.order < step.order and a.op != "for"
+               and any(n.endswith((".grad", ".grad.data")) for n in a.names)
+               and not (isinstance(a.value, cst.Name) and a.value.value == "None") for a in loop.assignments)
 
 
 def _wiped(training: TrainingLoop, zeroing: Zeroing, zero: Event, step: Event) -> Event | None:
