@@ -24,6 +24,7 @@ from loopcheck.model.guards import unwrap_iterable
 from loopcheck.model.ignite import iteration_counter
 from loopcheck.model.index import EVENT_METHODS, Index
 from loopcheck.model.inherited import STEP_METHODS, TRAINER, divided_loss, inherited_step, model_argument, trainer_subclass_methods
+from loopcheck.model.mode_methods import train_mode_targets
 from loopcheck.model.iterators import counted_part, first_batch_of, is_data_loop, iterated, taken_from
 from loopcheck.model.predicates import predicate_test, predicate_value
 from loopcheck.model.roles import Role
@@ -95,6 +96,7 @@ class Builder:
                 module, index.imports, project.inherits_trainer_step if project is not None else None)
         self._owners: dict[str, dict[str, list[cst.FunctionDef]]] | None = None  # see _method_owners
         self._kept: dict[cst.FunctionDef, tuple[int, ...]] = {}  # see _kept_by_own_class
+        self._mode_methods: dict[str, tuple[str, ...] | None] = {}  # see _train_mode_method
         if project is not None:
             for stmt in module.body:
                 if type(stmt) is cst.ClassDef and stmt.bases and type(stmt.body) is cst.IndentedBlock:
@@ -407,6 +409,10 @@ class Builder:
             self._event(st, Kind.EVAL_MODE if off else Kind.TRAIN_MODE, call, stmt, recv)
         elif name in ("append", "extend") and len(args) == 1:
             self._event(st, Kind.STORE, call, stmt, recv, value=args[0])
+        elif role is Role.UNKNOWN and recv != "self" and name in self.index.functions \
+                and (parts := self._train_mode_method(name)):
+            for part in parts:  # `discriminator.train_custom()`: `self.classifier_head.train()` inside
+                self._event(st, Kind.TRAIN_MODE, call, stmt, f"{recv}.{part}" if part else recv)
         elif args and role is Role.UNKNOWN and name in self._method_owners():
             self._kept_by_own_class(call, recv, name, args, stmt, st)
 
@@ -604,6 +610,16 @@ class Builder:
         if not params or params[0].name.value != "self" or fn.decorators:
             return None
         return fn if _steps_on_parameter(fn, {p.name.value for p in params[1:]}) else None
+
+    def _train_mode_method(self, name: str) -> tuple[str, ...] | None:
+        """What ``obj.<name>()`` puts in train mode, where ``name`` is only ever a method of the file's
+        top-level classes and each of them puts parts of ``self`` in train mode (``mode_methods``)."""
+        if name not in self._mode_methods:
+            owners = self._method_owners().get(name, {})
+            definitions = [fn for fns in owners.values() for fn in fns]
+            self._mode_methods[name] = train_mode_targets(definitions) if definitions and \
+                len(self.index.functions.get(name, [])) == len(definitions) else None
+        return self._mode_methods[name]
 
     def _method_owners(self) -> dict[str, dict[str, list[cst.FunctionDef]]]:
         """Method name -> the top-level classes of the file that define it -> those definitions."""
