@@ -16,7 +16,7 @@ import hashlib
 import os
 import re
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -28,6 +28,7 @@ from loopcheck.project import callers as _callers
 from loopcheck.project import ddp_helpers as _ddp_helpers
 from loopcheck.project import index as _index
 from loopcheck.project.index import ProjectIndex, find_root, project_index
+from loopcheck.project.star_imports import star_imported
 from loopcheck.project import launches as _launches
 from loopcheck.project import pins as _pins
 from loopcheck.project import unset_keywords as _unset_keywords
@@ -830,6 +831,11 @@ def for_file(path: str | Path, cache_dir: Path | None = None, tree: ast.Module |
     own = index.facts(file, functions=False, tree=tree)
     if own is None:
         return None
+    # `from utils import *`: the project's functions the file calls by their bare names, as if each
+    # were imported by name (on a copy: these facts may be another file's view of this module)
+    starred = star_imported(index, _index.real_path(file), index.text_of(file))
+    if starred:
+        own = replace(own, imports={**starred, **own.imports})
     return Imported(_index.real_path(file), index, own, tree)
 
 

@@ -339,6 +339,23 @@ def _is_grad(node: ast.expr | None) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "grad"
 
 
+def _norm_scaled(call: ast.Call, receiver: ast.expr | None, nodes: list[ast.AST]) -> bool:
+    """``p.grad.detach().mul_(clip_coef)`` with ``clip_coef = max_norm / (total_norm + 1e-6)``: a
+    gradient scaled in place by a coefficient worked out from a norm, the body of torch's
+    ``clip_grad_norm_`` copied into a project's helper."""
+    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and receiver.func.attr == "detach":
+        receiver = receiver.func.value  # `p.grad.detach().mul_(c)`: the same storage
+    if not _is_grad(receiver) or len(call.args) != 1:
+        return False
+    factor = call.args[0]
+    values = [factor]
+    if isinstance(factor, ast.Name):
+        values = [sub.value for sub in nodes if isinstance(sub, ast.Assign)
+                  and any(isinstance(t, ast.Name) and t.id == factor.id for t in sub.targets)]
+    return bool(values) and all(any(isinstance(n, ast.Name) and "norm" in n.id.lower() for n in ast.walk(v))
+                                and isinstance(v, ast.BinOp) and isinstance(v.op, ast.Div) for v in values)
+
+
 def _effective(facts: FunctionFacts) -> bool:
     """Whether a loop calling the function can see an effect (else its facts are left out, as a
     lookup that finds nothing)."""
@@ -735,7 +752,8 @@ class _Reader:
                 zeroes = True
             elif name == "zero_" and isinstance(receiver, ast.Attribute) and receiver.attr == "grad":
                 zeroes = zeroes or not _selective(nodes, sub, methods)
-            elif name in _CLIPS or name == "clamp_" and _is_grad(receiver):
+            elif name in _CLIPS or name == "clamp_" and _is_grad(receiver) or name == "mul_" and _norm_scaled(
+                    sub, receiver, nodes):
                 clips = True
             elif name == "unscale_":
                 unscales = True

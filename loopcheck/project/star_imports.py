@@ -1,0 +1,71 @@
+"""Names a file takes from its project's own modules with ``from module import *``.
+
+``from utils import *`` then ``scheduler = get_scheduler(optimizer, ...)``: ``get_scheduler`` is the
+top-level function of the project's ``utils.py``, as with ``from utils import get_scheduler``. Read
+from the texts (no parse): only the names the file calls and does not define itself, only the
+top-level ``def``/``class`` of the module, none starting with ``_`` unless the module's literal
+``__all__`` lists it (a module whose ``__all__`` is not a literal gives none). Modules the star-imported
+module itself star-imports are not followed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from loopcheck.patterns import Pattern
+
+if TYPE_CHECKING:
+    from loopcheck.project.index import ProjectIndex
+
+_STAR = Pattern(rb"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*\*", re.M)
+_TOP = Pattern(rb"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)
+_CALLED = Pattern(rb"(\w+)[ \t]*\(")
+_ALL = Pattern(rb"^__all__\b", re.M)
+
+
+def star_imported(index: ProjectIndex, path: Path, text: bytes) -> dict[str, tuple[str, str, int]]:
+    """``{name: (module, name, level)}`` for each name ``text`` (the file at ``path``) calls that a
+    project module it star-imports defines at its top level; later star imports bind over earlier ones."""
+    found: dict[str, tuple[str, str, int]] = {}
+    if b"*" not in text:
+        return found
+    stars = _STAR.findall(text)
+    if not stars:
+        return found
+    wanted = set(_CALLED.findall(text)) - set(_TOP.findall(text))
+    for dots, module_bytes in stars:
+        module, level = module_bytes.decode("ascii", "replace"), len(dots)
+        target = index.resolve(path, module, level) if module or level else None
+        if target is None:
+            continue
+        body = index.text_of(target)
+        exported = _exported(body)
+        for name in set(_TOP.findall(body)) & wanted:
+            local = name.decode("ascii", "replace")
+            if local.startswith("_") if exported is None else local not in exported:
+                continue
+            found[local] = (module, local, level)
+    return found
+
+
+def _exported(body: bytes) -> frozenset[str] | None:
+    """The module's ``__all__`` where it sets one (empty where it is not a literal list or tuple of
+    strings); None where it sets none."""
+    if _ALL.search(body) is None:
+        return None
+    try:
+        tree = ast.parse(body)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    names: frozenset[str] = frozenset()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            try:
+                value = ast.literal_eval(node.value)
+            except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
+                return frozenset()
+            names = frozenset(v for v in value if isinstance(v, str)) if isinstance(value, (list, tuple)) else frozenset()
+    return names
