@@ -53,8 +53,9 @@ them: the model trains as a different network than intended, usually worse, and 
 `model.train()` at the start of the epoch loop, inside the training helper (also an epoch function
 of another module that starts with `model.train()` before its backward and steps, or through an
 object that holds the model: `d_net.s_net.train()` where `d_net = Distiller(t_net, s_net)` and the
-class, of the file or of a project module, keeps `self.s_net = s_net`), or right after the
-evaluation is correct and not flagged; so is `.eval()` on a model that is not trained here (a
+class, of the file or of a project module, keeps `self.s_net = s_net`; or through a method of the
+file's class that calls `self.train()` or `self.classifier_head.train()`: `discriminator.train_custom()`
+puts that part back in train mode), or right after the evaluation is correct and not flagged; so is `.eval()` on a model that is not trained here (a
 frozen teacher, an EMA copy) or that the code freezes (`requires_grad_(False)`), an `eval()` inside a loop whose function
 already puts that module in eval mode before the loop and never back in train mode in it (an
 architecture controller's loop that scores the generator through `get_is(gen_net)`: every iteration

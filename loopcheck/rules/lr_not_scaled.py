@@ -10,7 +10,9 @@ accumulation x world size), where all three are visible; otherwise it says nothi
 rate divided by the batch size (`LR / batch_size`, Darknet's normalisation of a loss summed over
 the batch) follows no scaling rule and is left alone, and so is the number of processes where the
 batch size is a parameter of the function that scales by it (a scheduler class handed `batch_size`):
-whether the caller passes the per-process or the global batch, the file does not show.
+whether the caller passes the per-process or the global batch, the file does not show. Horovod's
+`hvd.size()` is the number of processes; a base LR scaled by the batch alone is not flagged where
+the optimizer is handed it times the process count (`lr=args.base_lr * hvd.size()`).
 
 ## Why is this bad?
 The linear scaling rule is about the batch one optimizer step sees. With accumulation N and W

@@ -17,7 +17,9 @@ built apart from the one the stepped optimizer is built over, each by a call tha
 the other (an fp16 copy, `gpu_model = GPT2LMHeadModel.from_pretrained(name).half()`, whose gradients
 were copied into the fp32 `cpu_model` of `optimizer = Adam(cpu_model.parameters())`): the step's
 gradients are not the ones cleared. A wrapper or a part of the stepped model (`model = DDP(net)`,
-`half = master.half()`, the same module) is.
+`half = master.half()`, the same module) is. Nor is a zeroing followed, before the step, by
+gradients written by hand (REINFORCE: `alpha.grad.data.zero_()`, then `alpha.grad.data += (reward -
+baseline) * saved[j]`): the step applies those.
 
 A same-file helper that zeroes the optimizer it is passed (`reset_grad(optimizer)`) is read at
 its call, and so is an epoch function's optimizer parameter, for its zeroing and its step alike
