@@ -117,3 +117,13 @@ def test_a_star_imported_scheduler_helper(project: Path, run_cli) -> None:
     write_project(project, {"train.py": SCHEDULED.replace(
         "HORIZON", "config.epochs * len(train_loader) // config.accumulation")})
     assert not any(" LC303 " in line for line in _codes(run_cli, "train.py"))
+
+
+def test_star_imports_are_kept_in_the_cached_facts() -> None:
+    import json
+
+    from loopcheck.project.facts import ModuleFacts
+
+    facts = extract(textwrap.dedent(CLIP_AFTER_STEP) + "from .pkg import *\n", "train.py", functions=False)
+    assert facts.star_imports == (("ops", 0), ("pkg", 1))
+    assert ModuleFacts.from_json(json.loads(json.dumps(facts.to_json()))) == facts

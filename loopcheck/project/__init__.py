@@ -833,7 +833,7 @@ def for_file(path: str | Path, cache_dir: Path | None = None, tree: ast.Module |
         return None
     # `from utils import *`: the project's functions the file calls by their bare names, as if each
     # were imported by name (on a copy: these facts may be another file's view of this module)
-    starred = star_imported(index, _index.real_path(file), index.text_of(file))
+    starred = star_imported(index, _index.real_path(file), own.star_imports) if own.star_imports else None
     if starred:
         own = replace(own, imports={**starred, **own.imports})
     return Imported(_index.real_path(file), index, own, tree)

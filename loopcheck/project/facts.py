@@ -113,6 +113,8 @@ class ModuleFacts:
     returns_ddp: tuple[str, ...] = ()
     # `import a.b` (no `as`): the submodules a call `a.b.fn(...)` may run, which `imports` names as `a`
     dotted_imports: tuple[str, ...] = ()
+    # `from module import *`: (module, relative level) of each (``loopcheck.project.star_imports``)
+    star_imports: tuple[tuple[str, int], ...] = ()
     # top-level function -> the callees (dotted names) whose results it returns (``return wrap(m)``, or
     # ``m = wrap(m)`` ... ``return m``, alone or in a tuple); read only for the files that call a
     # DDP-returning helper (``loopcheck.project.ddp_helpers``), kept so that a warm run need not parse
@@ -137,7 +139,7 @@ class ModuleFacts:
         return replace(self, imports=outline.imports, ddp_lines=outline.ddp_lines, called=outline.called,
                        passes_ddp=outline.passes_ddp, returns_ddp=outline.returns_ddp,
                        dotted_imports=outline.dotted_imports, counts_to_attribute=outline.counts_to_attribute,
-                       outlined=True)
+                       star_imports=outline.star_imports, outlined=True)
 
     def to_json(self) -> dict[str, object]:
         """Plain data for ``json`` (what ``asdict`` gives, without its deep copies)."""
@@ -146,7 +148,7 @@ class ModuleFacts:
                 "imports": dict(self.imports), "ddp_lines": self.ddp_lines, "called": self.called,
                 "passes_ddp": self.passes_ddp, "returns_ddp": self.returns_ddp,
                 "dotted_imports": self.dotted_imports, "returned_calls": self.returned_calls,
-                "counts_to_attribute": self.counts_to_attribute,
+                "counts_to_attribute": self.counts_to_attribute, "star_imports": self.star_imports,
                 "complete": self.complete, "names": self.names, "outlined": self.outlined}
 
     @classmethod
@@ -164,6 +166,7 @@ class ModuleFacts:
             passes_ddp=tuple(tuple(p) for p in data.get("passes_ddp", ())),  # type: ignore[union-attr, misc]
             returns_ddp=tuple(data.get("returns_ddp", ())),  # type: ignore[arg-type]
             dotted_imports=tuple(data.get("dotted_imports", ())),  # type: ignore[arg-type]
+            star_imports=tuple((m, int(n)) for m, n in data.get("star_imports", ())),  # type: ignore[union-attr]
             returned_calls=None if (returned := data.get("returned_calls")) is None
             else {k: tuple(v) for k, v in returned.items()},  # type: ignore[attr-defined]
             counts_to_attribute=bool(data.get("counts_to_attribute", False)),
@@ -227,6 +230,8 @@ class ModuleReader:
         facts.dotted_imports = tuple(sorted({alias.name for node in statements if isinstance(node, ast.Import)
                                              for alias in node.names if alias.asname is None and "." in alias.name}))
         facts.counts_to_attribute = "%" in self.source and _MODULUS_ATTRIBUTE.search(self.source) is not None
+        facts.star_imports = tuple((node.module or "", node.level) for node in statements
+                                   if isinstance(node, ast.ImportFrom) and node.names[0].name == "*")
         if ("DDP" in self.source or "DistributedDataParallel" in self.source) and _DDP_CALL.search(self.source):
             # an entry script, maybe (the substring tests rule out most modules faster than the pattern)
             ddp_lines, called = [], set()

@@ -20,27 +20,23 @@ from loopcheck.patterns import Pattern
 if TYPE_CHECKING:
     from loopcheck.project.index import ProjectIndex
 
-_STAR = Pattern(rb"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*\*", re.M)
 _TOP = Pattern(rb"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)
 _CALLED = Pattern(rb"(\w+)[ \t]*\(")
 _ALL = Pattern(rb"^__all__\b", re.M)
 
 
-def star_imported(index: ProjectIndex, path: Path, text: bytes) -> dict[str, tuple[str, str, int]]:
-    """``{name: (module, name, level)}`` for each name ``text`` (the file at ``path``) calls that a
-    project module it star-imports defines at its top level; later star imports bind over earlier ones."""
+def star_imported(index: ProjectIndex, path: Path, stars: tuple[tuple[str, int], ...]) -> dict[str, tuple[str, str, int]]:
+    """``{name: (module, name, level)}`` for each name the file at ``path`` calls that a project module
+    it star-imports (``stars``: (module, level) of each ``from module import *``) defines at its top
+    level; later star imports bind over earlier ones."""
     found: dict[str, tuple[str, str, int]] = {}
-    if b"*" not in text:
-        return found
-    stars = _STAR.findall(text)
-    if not stars:
-        return found
+    targets = [(module, level, target) for module, level in stars
+               if (module or level) and (target := index.resolve(path, module, level)) is not None]
+    if not targets:
+        return found  # `from torch.nn import *`: no module of the project
+    text = index.text_of(path)
     wanted = set(_CALLED.findall(text)) - set(_TOP.findall(text))
-    for dots, module_bytes in stars:
-        module, level = module_bytes.decode("ascii", "replace"), len(dots)
-        target = index.resolve(path, module, level) if module or level else None
-        if target is None:
-            continue
+    for module, level, target in targets:
         body = index.text_of(target)
         exported = _exported(body)
         for name in set(_TOP.findall(body)) & wanted:
