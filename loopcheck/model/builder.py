@@ -24,7 +24,6 @@ from loopcheck.model.guards import unwrap_iterable
 from loopcheck.model.ignite import iteration_counter
 from loopcheck.model.index import EVENT_METHODS, Index
 from loopcheck.model.inherited import STEP_METHODS, TRAINER, divided_loss, inherited_step, model_argument, trainer_subclass_methods
-from loopcheck.model.mode_methods import train_mode_targets
 from loopcheck.model.iterators import counted_part, first_batch_of, is_data_loop, iterated, taken_from
 from loopcheck.model.predicates import predicate_test, predicate_value
 from loopcheck.model.roles import Role
@@ -615,6 +614,8 @@ class Builder:
         """What ``obj.<name>()`` puts in train mode, where ``name`` is only ever a method of the file's
         top-level classes and each of them puts parts of ``self`` in train mode (``mode_methods``)."""
         if name not in self._mode_methods:
+            from loopcheck.model.mode_methods import train_mode_targets
+
             owners = self._method_owners().get(name, {})
             definitions = [fn for fns in owners.values() for fn in fns]
             self._mode_methods[name] = train_mode_targets(definitions) if definitions and \

@@ -260,7 +260,9 @@ def stored_as_given(values: Mapping[str, list[cst.BaseExpression]]) -> set[str]:
     found = set()
     for name, assigned in values.items():
         for value in assigned:
-            if type(value) is cst.Name and value.value == name or dotted(value) == f"self.{name}":
+            kind = type(value)
+            if kind is cst.Name and value.value == name or kind is cst.Attribute and value.attr.value == name \
+                    and type(value.value) is cst.Name and value.value.value == "self":  # type: ignore[attr-defined]
                 found.add(name)
                 break
     return found

@@ -28,7 +28,6 @@ from loopcheck.project import callers as _callers
 from loopcheck.project import ddp_helpers as _ddp_helpers
 from loopcheck.project import index as _index
 from loopcheck.project.index import ProjectIndex, find_root, project_index
-from loopcheck.project.star_imports import star_imported
 from loopcheck.project import launches as _launches
 from loopcheck.project import pins as _pins
 from loopcheck.project import unset_keywords as _unset_keywords
@@ -833,9 +832,12 @@ def for_file(path: str | Path, cache_dir: Path | None = None, tree: ast.Module |
         return None
     # `from utils import *`: the project's functions the file calls by their bare names, as if each
     # were imported by name (on a copy: these facts may be another file's view of this module)
-    starred = star_imported(index, _index.real_path(file), own.star_imports) if own.star_imports else None
-    if starred:
-        own = replace(own, imports={**starred, **own.imports})
+    if own.star_imports:
+        from loopcheck.project.star_imports import star_imported
+
+        starred = star_imported(index, _index.real_path(file), own.star_imports)
+        if starred:
+            own = replace(own, imports={**starred, **own.imports})
     return Imported(_index.real_path(file), index, own, tree)
 
 

@@ -230,8 +230,9 @@ class ModuleReader:
         facts.dotted_imports = tuple(sorted({alias.name for node in statements if isinstance(node, ast.Import)
                                              for alias in node.names if alias.asname is None and "." in alias.name}))
         facts.counts_to_attribute = "%" in self.source and _MODULUS_ATTRIBUTE.search(self.source) is not None
-        facts.star_imports = tuple((node.module or "", node.level) for node in statements
-                                   if isinstance(node, ast.ImportFrom) and node.names[0].name == "*")
+        # `import *` is only allowed at a module's top level (also under a top-level `if`/`try`)
+        facts.star_imports = tuple((node.module or "", node.level) for node in _top_level(tree)
+                                   if type(node) is ast.ImportFrom and node.names[0].name == "*")
         if ("DDP" in self.source or "DistributedDataParallel" in self.source) and _DDP_CALL.search(self.source):
             # an entry script, maybe (the substring tests rule out most modules faster than the pattern)
             ddp_lines, called = [], set()
@@ -516,6 +517,17 @@ def import_table(statements: Iterable[ast.AST]) -> dict[str, tuple[str, str, int
                 if alias.name != "*":
                     table[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
     return table
+
+
+def _top_level(tree: ast.Module) -> list[ast.stmt]:
+    """The module's statements, with those of its top-level ``if`` / ``try`` blocks."""
+    found: list[ast.stmt] = []
+    for node in tree.body:
+        found.append(node)
+        if type(node) is ast.If or type(node) is ast.Try:
+            for block in (node.body, node.orelse, *(h.body for h in getattr(node, "handlers", ()))):
+                found.extend(block)
+    return found
 
 
 def _statements(tree: ast.Module) -> list[ast.AST]:

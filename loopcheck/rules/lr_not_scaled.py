@@ -31,7 +31,6 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import FileModel
-from loopcheck.model.horovod import horovod_size_names
 from loopcheck.model.syntax import children, func_name, keyword, last_part, names_in, source, walk
 from loopcheck.model.values import numeric, optimizer_lr_expressions, optimizer_lrs
 from loopcheck.patterns import Pattern
@@ -107,18 +106,20 @@ for i, (x, y) in enumerate(loader):
     def check(self, model: FileModel) -> Iterator[Violation]:
         accumulation = _accumulation_names(model)
         data_parallel = any(word in model.source for word in _DATA_PARALLEL)
-        sizes = horovod_size_names(model.index.imports) if "horovod" in model.source else frozenset()
+        sizes: frozenset[str] = frozenset()
+        if "horovod" in model.source:
+            from loopcheck.model.horovod import horovod_size_names
+
+            sizes = horovod_size_names(model.index.imports)
 
         def world(names: set[str]) -> bool:
             return any(_WORLD.search(last_part(n)) or n in sizes for n in names)
 
-        rates = list(_learning_rates(model))
+        rates = [(name, value, _factors(value, model)) for name, value in _learning_rates(model)]
         # a base LR the optimizer is handed times the process count (`lr=args.base_lr * hvd.size()`)
         # is scaled by it where it is used
-        scaled_later = {last_part(n) for _, value in rates if world(used := _factors(value, model))
-                        for n in used} if data_parallel else set()
-        for name, value in rates:
-            used = _factors(value, model)
+        scaled_later = {last_part(n) for _, _, used in rates if world(used) for n in used} if data_parallel else set()
+        for name, value, used in rates:
             if not any(_BATCH.search(last_part(n)) for n in used) or not _scales(value):
                 continue
             if True not in _batch_sides(value, model):
