@@ -18,7 +18,7 @@ import libcst as cst
 from loopcheck.config import Options
 from loopcheck.model.builder import Builder
 from loopcheck.model.events import Assignment, Cond, Context, Event, Framework, Kind, Loop
-from loopcheck.model.guards import Guard, GuardKind, Phase, forget_flag_keys, stored_as_given
+from loopcheck.model.guards import Guard, GuardKind, Phase, forget_flag_keys
 from loopcheck.model.ignite import process_functions
 from loopcheck.model.index import Index, index_module
 from loopcheck.model.roles import Role, Roles
@@ -77,7 +77,7 @@ class FileModel:
 def build(module: cst.Module, source: str = "", options: Options | None = None,
           project: Imported | None = None) -> FileModel:
     index = index_module(module)
-    forget_flag_keys(stored_as_given(index.values))
+    forget_flag_keys(index.values)
     index.process_functions = process_functions(index)
     _add_option_defaults(index)
     _add_call_arguments(index)

@@ -239,7 +239,8 @@ def flag_form(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
 _KEYS: dict[cst.BaseExpression, tuple[str, bool]] = {}  # per file: flag_key of a test node
 # per file: names its classes store as they were handed (`self.args = args`, `args = self.args`):
 # `self.args.fp16` in a method and `args.fp16` in a helper the method passes `args` to are one flag
-_STORED: set[str] = set()
+# (found when first needed: most files test no `self.` flag)
+_STORED: list[set[str] | Mapping[str, list[cst.BaseExpression]]] = [{}]
 
 
 def flag_key(test: cst.BaseExpression) -> tuple[str, bool]:
@@ -248,10 +249,17 @@ def flag_key(test: cst.BaseExpression) -> tuple[str, bool]:
     if found is None:
         expr, positive = flag_form(test)
         text = source(expr).replace(" ", "")
-        if _STORED and text.startswith("self.") and text.split(".", 2)[1] in _STORED and text.count(".") > 1:
+        if text.startswith("self.") and text.count(".") > 1 and text.split(".", 2)[1] in _stored():
             text = text[5:]  # `self.args.fp16` -> `args.fp16`
         found = _KEYS[test] = (text, positive)
     return found
+
+
+def _stored() -> set[str]:
+    known = _STORED[0]
+    if not isinstance(known, set):
+        known = _STORED[0] = stored_as_given(known)
+    return known
 
 
 def stored_as_given(values: Mapping[str, list[cst.BaseExpression]]) -> set[str]:
@@ -284,13 +292,11 @@ def complement_key(test: cst.BaseExpression) -> str | None:
     return f"{left}{operator}{right}".replace(" ", "")
 
 
-def forget_flag_keys(stored: set[str] | None = None) -> None:
-    """Drop the cache of the previous file (its nodes are no longer needed); ``stored``: the names
-    the next file stores on ``self`` as they were handed (``stored_as_given``)."""
+def forget_flag_keys(values: Mapping[str, list[cst.BaseExpression]] | None = None) -> None:
+    """Drop the cache of the previous file (its nodes are no longer needed); ``values``: what the
+    next file assigns to each name (``Index.values``), read for ``stored_as_given`` when first needed."""
     _KEYS.clear()
-    _STORED.clear()
-    if stored:
-        _STORED.update(stored)
+    _STORED[0] = values if values is not None else set()
 
 
 def _shared_conds(assignments: list[Assignment]) -> tuple[Cond, ...]:

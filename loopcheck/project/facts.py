@@ -166,7 +166,8 @@ class ModuleFacts:
             passes_ddp=tuple(tuple(p) for p in data.get("passes_ddp", ())),  # type: ignore[union-attr, misc]
             returns_ddp=tuple(data.get("returns_ddp", ())),  # type: ignore[arg-type]
             dotted_imports=tuple(data.get("dotted_imports", ())),  # type: ignore[arg-type]
-            star_imports=tuple((m, int(n)) for m, n in data.get("star_imports", ())),  # type: ignore[union-attr]
+            star_imports=tuple((m, int(n)) for m, n in stars)  # type: ignore[union-attr]
+            if (stars := data.get("star_imports")) else (),
             returned_calls=None if (returned := data.get("returned_calls")) is None
             else {k: tuple(v) for k, v in returned.items()},  # type: ignore[attr-defined]
             counts_to_attribute=bool(data.get("counts_to_attribute", False)),

@@ -116,9 +116,12 @@ for i, (x, y) in enumerate(loader):
             return any(_WORLD.search(last_part(n)) or n in sizes for n in names)
 
         rates = [(name, value, _factors(value, model)) for name, value in _learning_rates(model)]
-        # a base LR the optimizer is handed times the process count (`lr=args.base_lr * hvd.size()`)
-        # is scaled by it where it is used
-        scaled_later = {last_part(n) for _, _, used in rates if world(used) for n in used} if data_parallel else set()
+
+        def scaled_later(name: str) -> bool:
+            """A base LR the optimizer is handed times the process count (`lr=args.base_lr * hvd.size()`):
+            scaled by it where it is used."""
+            return any(world(used) and name in {last_part(n) for n in used} for _, _, used in rates)
+
         for name, value, used in rates:
             if not any(_BATCH.search(last_part(n)) for n in used) or not _scales(value):
                 continue
@@ -129,7 +132,7 @@ for i, (x, y) in enumerate(loader):
             counts = {last_part(n) for n in accumulation}
             if accumulation and not any(_ACCUM.search(last_part(n)) or last_part(n) in counts for n in used):
                 missing.append(f"the accumulation count `{sorted(accumulation)[0]}`")
-            if data_parallel and not world(used) and name not in scaled_later and not _global_batch(model) \
+            if data_parallel and not world(used) and not scaled_later(name) and not _global_batch(model) \
                     and not _batch_from_caller(value, used, model):
                 missing.append("the number of processes")
             if missing:
