@@ -223,15 +223,26 @@ class GraphReader:
         self.sources: list[str] = []  # `path:line` of other modules' functions a True answer relied on
         # the bindings handed to backward: (name, the assignment live at the backward)
         self.backpropagated: list[tuple[str, Assignment | None]] = []
+        # the items of a dict handed to backward (`loss["total"].backward()`): (name, key, its binding)
+        self.backpropagated_items: list[tuple[str, str, Assignment | None]] = []
         for backward in training.backwards:
             for name in _loss_names(backward.loss):
                 self.backpropagated.append((name, self.binding(name, backward.order, backward.conds)))
+            item = _keyed_item(backward.loss)
+            if item is not None and not _items_rebound(training.loop.node, item[0]):
+                self.backpropagated_items.append((*item, self.binding(item[0], backward.order, backward.conds)))
 
     def binding(self, name: str, order: int, conds: tuple[Cond, ...]) -> Assignment | None:
         """The latest assignment of ``name`` in the loop before ``order`` that can run with ``conds``."""
         found = [a for a in self.loop.assignments
                  if name in a.names and a.order < order and not exclusive(a.conds, conds)]
         return max(found, key=lambda a: a.order) if found else None
+
+    def _rebound(self, name: str) -> bool:
+        key = ("items rebound", name)
+        if key not in self.memo:
+            self.memo[key] = _items_rebound(self.loop.node, name)
+        return bool(self.memo[key])
 
     def is_backpropagated(self, name: str) -> bool:
         return any(n == name for n, _ in self.backpropagated)
@@ -249,6 +260,15 @@ class GraphReader:
         if isinstance(expr, cst.Attribute):
             return self.carries(expr.value, order, conds, depth + 1)
         if isinstance(expr, cst.Subscript):
+            item = _keyed_item(expr)
+            if item is not None and self._rebound(item[0]):
+                return None
+            item = item if self.backpropagated_items else None
+            if item is not None:
+                binding = self.binding(item[0], order, conds)
+                keys = {k for n, k, b in self.backpropagated_items if n == item[0] and b is binding}
+                if keys:  # another key of that dict may be a number (`loss["acc"]`, an `.item()`)
+                    return True if item[1] in keys else None
             return self.carries(expr.value, order, conds, depth + 1)
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _ARITHMETIC):
             sides = [self.carries(expr.left, order, conds, depth + 1),
@@ -331,6 +351,8 @@ class GraphReader:
             return False
         if any(n == name and a is assignment for n, a in self.backpropagated):
             return True
+        if any(n == name and a is assignment for n, _, a in self.backpropagated_items):
+            return True  # a dict of losses whose item is back-propagated
         if self.scaled_into_backward(name, assignment):
             return True
         if assignment.op != "=" or len(assignment.names) != 1:
@@ -417,7 +439,7 @@ class _Callee(GraphReader):
                  conds: tuple[Cond, ...]) -> None:
         self.__dict__.update(caller.__dict__)
         self.caller, self.order, self.conds = caller, order, conds
-        self.backpropagated = []
+        self.backpropagated, self.backpropagated_items = [], []
         params = [p.name.value for p in function.params.params if p.name.value != "self"]
         self.arguments = dict(zip(params, positional(call)))
         self.arguments.update({a.keyword.value: a.value for a in call.args
@@ -554,6 +576,29 @@ def target_position(node: cst.CSTNode, name: str) -> int | None:
         return None
     names = [dotted(e.value) if not isinstance(e, cst.StarredElement) else None for e in target.elements]
     return names.index(name) if name in names and names.count(name) == 1 else None
+
+
+def _items_rebound(loop: cst.CSTNode, name: str) -> bool:
+    """The loop stores into the dict by key (``loss_dict[key] = value.item()`` over its items): which
+    of its values still hold a graph is then not known."""
+    for node in walk(loop):
+        if type(node) is cst.Assign and any(
+                type(t.target) is cst.Subscript and dotted(t.target.value) == name for t in node.targets):
+            return True
+    return False
+
+
+def _keyed_item(expr: cst.BaseExpression | None) -> tuple[str, str] | None:
+    """(``loss``, ``total``) for ``loss["total"]`` (also ``loss["total"].mean()``): an item of a dict
+    of losses, by a literal key."""
+    while isinstance(expr, cst.Call) and not expr.args and method(expr) is not None \
+            and method(expr)[1] in _KEEPING:  # type: ignore[index]
+        expr = method(expr)[0]  # type: ignore[index]
+    if not isinstance(expr, cst.Subscript) or len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+        return None
+    key, name = expr.slice[0].slice.value, dotted(expr.value)
+    text = key.evaluated_value if isinstance(key, cst.SimpleString) else None
+    return (name, text) if name is not None and isinstance(text, str) else None
 
 
 def _loss_names(loss: cst.BaseExpression | None) -> list[str]:

@@ -5,7 +5,10 @@ loss terms) accumulated (`total_loss += loss`, `totals[name] += value`) or store
 (`losses.append(loss)`, or handed to an object that keeps it, such as an `AverageMeter` of the project
 whose `losses.update(loss, n)` adds it into `self.sum`) across iterations without `.item()` or
 `.detach()`. A loss appended to a history and back-propagated as `losses[-1]` is kept too: the
-history holds every earlier loss with its graph. horovod's `hvd.allreduce(loss.cpu())` is
+history holds every earlier loss with its graph. A dict of losses whose item is back-propagated
+(`loss["total"].backward()`) holds that item's graph: keeping the dict, or adding up that item, is
+flagged (other keys, which may be numbers, are not read as graphs; the dict gets no `.detach()` fix,
+it has none). horovod's `hvd.allreduce(loss.cpu())` is
 differentiable, so what it returns carries the graph on.
 
 ## Why is this bad?
@@ -244,9 +247,11 @@ for epoch in range(epochs):
                                                     f"{verb} `{container}` {grows}; back-propagate the loss itself "
                                                     f"rather than `{container}[-1]`, and keep `.item()` or `.detach()`")
                         continue
+                    # a dict of losses (`loss["total"].backward()`) has no `.detach()`: its items need one each
+                    whole_dict = any(n == dotted(value) for n, _, _ in reader.backpropagated_items)
                     yield Violation(node, stmt, f"`{source(value)}` still carries its autograd graph{via} and is {verb} "
                                                 f"`{container}`{kept} {grows}; keep `.item()` or `.detach()` instead",
-                                    _detach(value))
+                                    None if whole_dict else _detach(value))
 
 
 def _newest_backpropagated(training: TrainingLoop, model: FileModel, container: str, holder: object) -> Event | None:
