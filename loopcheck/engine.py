@@ -212,9 +212,11 @@ def _read_as_name(read: str, source: str, filename: str, codes: frozenset[str], 
     from dataclasses import replace
 
     lines = source.splitlines()
+    # written for torch < 0.4, where a scheduler was stepped before the optimizer (the order until
+    # 1.1): LC302 is silent there, as for a project that pins such a torch
     found = [replace(finding, fix_message=None,
                      source_line=lines[finding.line - 1] if 0 < finding.line <= len(lines) else finding.source_line)
-             for finding, _ in analyse(read, filename, codes, options, project, whole)[1]]
+             for finding, _ in analyse(read, filename, codes, options, project, whole)[1] if finding.code != "LC302"]
     syntax = _python_syntax_error(filename, source, error)
     syntax = replace(syntax, message=f"{syntax.message} ({ASYNC_NOTE})")
     return [(finding, None) for finding in sorted([syntax, *found])]

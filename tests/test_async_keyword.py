@@ -72,3 +72,24 @@ def test_a_file_that_parses_is_checked_as_it_is() -> None:
     valid = PRE_04.replace("async=True", "non_blocking=True").replace("async = True", "non_blocking = True")
     valid += "\nasync def serve(queue):\n    async for batch in queue:\n        print(batch)\n"
     assert all("Python 3.7" not in f.message for f in check_text(valid, "train.py", resolve()))
+
+
+def test_a_pre_04_script_steps_its_scheduler_first_as_torch_then_did() -> None:
+    # before torch 1.1 the scheduler was stepped at the top of the epoch: LC302 is torch >= 1.1's order
+    epochs = textwrap.dedent("""\
+        import torch
+
+
+        def main(model, loader, optimizer, epochs):
+            scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
+            for epoch in range(epochs):
+                scheduler.step()
+                for input, target in loader:
+                    target = target.cuda(async=True)
+                    optimizer.zero_grad()
+                    torch.nn.functional.cross_entropy(model(input), target).backward()
+                    optimizer.step()
+        """)
+    assert [code for _, _, code in _found(epochs)] == ["LC000"]
+    today = epochs.replace("async=True", "non_blocking=True")
+    assert [code for _, _, code in _found(today)] == ["LC302"]

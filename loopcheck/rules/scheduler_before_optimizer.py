@@ -30,7 +30,8 @@ flagged: the value stepping first skips is a learning rate of 0, and skipping it
 (stepped once per epoch, it saves a whole epoch at learning rate 0).
 Before 1.1 the scheduler was stepped first, so a project that pins `torch` below 1.1 (in its
 requirements, setup.py, pyproject.toml or environment.yml, or, where none names torch, in the install
-commands and requirements of its README, INSTALL or install scripts, as LC206 reads them) is not flagged. Neither is a schedule
+commands and requirements of its README, INSTALL or install scripts, as LC206 reads them) is not flagged, nor
+is a script that names an argument `async=` (torch < 0.4's `non_blocking=`, see LC000). Neither is a schedule
 class of the project that derives from nothing (`class WarmupLinearLRSchedule:` with its own
 `step()`): it is not torch's scheduler, and its `step()` may set the value of the period it starts.
 
