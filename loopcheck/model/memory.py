@@ -223,19 +223,28 @@ class GraphReader:
         self.sources: list[str] = []  # `path:line` of other modules' functions a True answer relied on
         # the bindings handed to backward: (name, the assignment live at the backward)
         self.backpropagated: list[tuple[str, Assignment | None]] = []
-        # the items of a dict handed to backward (`loss["total"].backward()`): (name, key, its binding)
-        self.backpropagated_items: list[tuple[str, str, Assignment | None]] = []
+        # the items of a dict handed to backward (`loss["total"].backward()`): (name, key, the dict's
+        # binding, the backward's order)
+        self.backpropagated_items: list[tuple[str, str, Assignment | None, int]] = []
         for backward in training.backwards:
             for name in _loss_names(backward.loss):
                 self.backpropagated.append((name, self.binding(name, backward.order, backward.conds)))
             item = _keyed_item(backward.loss)
             if item is not None and not _items_rebound(training.loop.node, item[0]):
-                self.backpropagated_items.append((*item, self.binding(item[0], backward.order, backward.conds)))
+                self.backpropagated_items.append(
+                    (*item, self.binding(item[0], backward.order, backward.conds), backward.order))
 
     def binding(self, name: str, order: int, conds: tuple[Cond, ...]) -> Assignment | None:
         """The latest assignment of ``name`` in the loop before ``order`` that can run with ``conds``."""
         found = [a for a in self.loop.assignments
                  if name in a.names and a.order < order and not exclusive(a.conds, conds)]
+        return max(found, key=lambda a: a.order) if found else None
+
+    def _item_store(self, name: str, key: str, order: int, conds: tuple[Cond, ...]) -> Assignment | None:
+        """The latest ``name["key"] = value`` of the loop before ``order`` that can run with ``conds``."""
+        found = [a for a in self.loop.assignments if not a.names and a.op == "=" and a.order < order
+                 and type(a.node) is cst.Assign and not exclusive(a.conds, conds)
+                 and any(_keyed_item(t.target) == (name, key) for t in a.node.targets)]  # type: ignore[attr-defined]
         return max(found, key=lambda a: a.order) if found else None
 
     def _rebound(self, name: str) -> bool:
@@ -263,10 +272,19 @@ class GraphReader:
             item = _keyed_item(expr)
             if item is not None and self._rebound(item[0]):
                 return None
+            if item is not None:
+                stored = self._item_store(*item, order, conds)
+                if stored is not None and (self.binding(item[0], order, conds) is None
+                                           or stored.order > self.binding(item[0], order, conds).order):  # type: ignore[union-attr]
+                    if any(n == item[0] and k == item[1] and stored.order < b < order
+                           for n, k, _, b in self.backpropagated_items):
+                        return True  # `loss["total"] = a + b`, then `loss["total"].backward()`
+                    # `loss["total"] = loss["total"].item()` after the backward: what was stored last
+                    return self.carries(stored.value, stored.order, stored.conds, depth + 1)
             item = item if self.backpropagated_items else None
             if item is not None:
                 binding = self.binding(item[0], order, conds)
-                keys = {k for n, k, b in self.backpropagated_items if n == item[0] and b is binding}
+                keys = {k for n, k, b, _ in self.backpropagated_items if n == item[0] and b is binding}
                 if keys:  # another key of that dict may be a number (`loss["acc"]`, an `.item()`)
                     return True if item[1] in keys else None
             return self.carries(expr.value, order, conds, depth + 1)
@@ -351,7 +369,7 @@ class GraphReader:
             return False
         if any(n == name and a is assignment for n, a in self.backpropagated):
             return True
-        if any(n == name and a is assignment for n, _, a in self.backpropagated_items):
+        if any(n == name and a is assignment for n, _, a, _ in self.backpropagated_items):
             return True  # a dict of losses whose item is back-propagated
         if self.scaled_into_backward(name, assignment):
             return True
@@ -579,11 +597,13 @@ def target_position(node: cst.CSTNode, name: str) -> int | None:
 
 
 def _items_rebound(loop: cst.CSTNode, name: str) -> bool:
-    """The loop stores into the dict by key (``loss_dict[key] = value.item()`` over its items): which
-    of its values still hold a graph is then not known."""
+    """The loop stores into the dict by a key it computes (``loss_dict[key] = value.item()`` over its
+    items): which of its values still hold a graph is then not known. A literal key
+    (``loss["loss"] = a + b``) binds that one item, read as any other."""
     for node in walk(loop):
         if type(node) is cst.Assign and any(
-                type(t.target) is cst.Subscript and dotted(t.target.value) == name for t in node.targets):
+                type(t.target) is cst.Subscript and dotted(t.target.value) == name and _keyed_item(t.target) is None
+                for t in node.targets):
             return True
     return False
 

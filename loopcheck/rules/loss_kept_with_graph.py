@@ -248,7 +248,7 @@ for epoch in range(epochs):
                                                     f"rather than `{container}[-1]`, and keep `.item()` or `.detach()`")
                         continue
                     # a dict of losses (`loss["total"].backward()`) has no `.detach()`: its items need one each
-                    whole_dict = any(n == dotted(value) for n, _, _ in reader.backpropagated_items)
+                    whole_dict = any(n == dotted(value) for n, *_ in reader.backpropagated_items)
                     yield Violation(node, stmt, f"`{source(value)}` still carries its autograd graph{via} and is {verb} "
                                                 f"`{container}`{kept} {grows}; keep `.item()` or `.detach()` instead",
                                     None if whole_dict else _detach(value))
