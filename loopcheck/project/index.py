@@ -16,7 +16,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import replace
 from functools import cache, lru_cache
 from pathlib import Path
@@ -95,6 +95,19 @@ def _root_of(start: Path) -> Path:
         start = start.parent  # no marker: the directory above the outermost package
     return start
 
+
+
+def files_stamp(paths: Iterable[str]) -> str:
+    """The size and modification time of each file (one that is gone left out), hashed: what a cached
+    result that read those files depends on."""
+    digest = hashlib.sha256()
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        digest.update(f"{path}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
 
 class ProjectIndex:
     """Facts of one project's modules, read lazily and cached on disk."""
@@ -215,14 +228,7 @@ class ProjectIndex:
         cached result that read the whole project's code depends on (a file that starts to pass a
         builder's keyword changes it)."""
         if self._python_stamp is None:
-            digest = hashlib.sha256()
-            for name, rel in self._python_files():
-                try:
-                    st = os.stat(name)
-                except OSError:
-                    continue
-                digest.update(f"{rel}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-            self._python_stamp = digest.hexdigest()
+            self._python_stamp = files_stamp(name for name, _ in self._python_files())
         return self._python_stamp
 
     def _relative(self, path: Path) -> str:

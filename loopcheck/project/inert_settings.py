@@ -44,7 +44,6 @@ modification times (``stamp``) join the cache digest of a file whose result aske
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
@@ -92,17 +91,12 @@ def inert(index: ProjectIndex, name: str) -> bool:
 def stamp(index: ProjectIndex) -> str:
     """A digest of the sizes and modification times of every file ``inert`` may read (taken before
     the files are read: a change during the run shows on the next)."""
+    from loopcheck.project.index import files_stamp
+
     if index.settings_stamp is None:
         documents = index.documents()
         lines = [] if documents is None else [str(p) for p in index.python_files()] + documents
-        digest = hashlib.sha256()
-        for path in lines:
-            try:
-                st = os.stat(path)
-            except OSError:
-                continue
-            digest.update(f"{path}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-        index.settings_stamp = digest.hexdigest()
+        index.settings_stamp = files_stamp(lines)
     return index.settings_stamp
 
 
