@@ -49,6 +49,7 @@ _GRAPHLESS = {"argmax", "argmin", "argsort", "eq", "ne", "gt", "lt", "ge", "le",
               "randint_like", "numel", "count_nonzero", "equal", "allclose", "is_tensor", "is_floating_point",
               "unique", "bucketize", "searchsorted", "one_hot", "tensor", "logical_and", "logical_or",
               "logical_not", "all", "any", "bincount", "histc", "no_grad", "inference_mode"}
+_WHOLE = object()  # an item of a dict that holds what the dict as a whole holds
 _DEPTH = 40  # how deep a value is followed, through names, calls and same-file functions
 _TORCH_FUNCTIONAL = Pattern(r"^(?:torch\.(?:nn\.functional\.)?|F\.|nn\.functional\.)(\w+)$")
 
@@ -240,6 +241,24 @@ class GraphReader:
                  if name in a.names and a.order < order and not exclusive(a.conds, conds)]
         return max(found, key=lambda a: a.order) if found else None
 
+    def _item(self, name: str, key: str, order: int, conds: tuple[Cond, ...], depth: int) -> bool | None | object:
+        """What ``name["key"]`` holds, where the loop tells: the value last stored by that key, or, in a
+        dict of losses whose items are back-propagated, a graph for those keys (another key may be a
+        number: ``loss["acc"]``); ``_WHOLE`` where only the dict as a whole says."""
+        if self._rebound(name):
+            return None
+        binding = self.binding(name, order, conds)
+        stored = self._item_store(name, key, order, conds)
+        if stored is not None and (binding is None or stored.order > binding.order):
+            if any(n == name and k == key and stored.order < b < order for n, k, _, b in self.backpropagated_items):
+                return True  # `loss["total"] = a + b`, then `loss["total"].backward()`
+            # `loss["total"] = loss["total"].item()` after the backward: what was stored last
+            return self.carries(stored.value, stored.order, stored.conds, depth + 1)
+        keys = {k for n, k, b, _ in self.backpropagated_items if n == name and b is binding}
+        if keys:
+            return True if key in keys else None
+        return _WHOLE
+
     def _item_store(self, name: str, key: str, order: int, conds: tuple[Cond, ...]) -> Assignment | None:
         """The latest ``name["key"] = value`` of the loop before ``order`` that can run with ``conds``."""
         found = [a for a in self.loop.assignments if not a.names and a.op == "=" and a.order < order
@@ -270,24 +289,8 @@ class GraphReader:
             return self.carries(expr.value, order, conds, depth + 1)
         if isinstance(expr, cst.Subscript):
             item = _keyed_item(expr)
-            if item is not None and self._rebound(item[0]):
-                return None
-            if item is not None:
-                stored = self._item_store(*item, order, conds)
-                if stored is not None and (self.binding(item[0], order, conds) is None
-                                           or stored.order > self.binding(item[0], order, conds).order):  # type: ignore[union-attr]
-                    if any(n == item[0] and k == item[1] and stored.order < b < order
-                           for n, k, _, b in self.backpropagated_items):
-                        return True  # `loss["total"] = a + b`, then `loss["total"].backward()`
-                    # `loss["total"] = loss["total"].item()` after the backward: what was stored last
-                    return self.carries(stored.value, stored.order, stored.conds, depth + 1)
-            item = item if self.backpropagated_items else None
-            if item is not None:
-                binding = self.binding(item[0], order, conds)
-                keys = {k for n, k, b, _ in self.backpropagated_items if n == item[0] and b is binding}
-                if keys:  # another key of that dict may be a number (`loss["acc"]`, an `.item()`)
-                    return True if item[1] in keys else None
-            return self.carries(expr.value, order, conds, depth + 1)
+            held = self._item(*item, order, conds, depth) if item is not None else _WHOLE
+            return self.carries(expr.value, order, conds, depth + 1) if held is _WHOLE else held  # type: ignore[return-value]
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _ARITHMETIC):
             sides = [self.carries(expr.left, order, conds, depth + 1),
                      self.carries(expr.right, order, conds, depth + 1)]
