@@ -1,7 +1,8 @@
 """## What it does
 Checks for an LR scheduler stepped before the optimizer in an iteration, in the batch loop or at
 the start of the epoch loop (on every epoch, or in the branch that runs the batch loop: the `else:`
-of a warmup phase that trains another optimizer).
+of a warmup phase that trains another optimizer, or the tutorial's `if phase == "train":` of a
+`for phase in ["train", "val"]:` pass whose optimizer steps under the same test).
 
 A Lightning Fabric loop (`fabric.backward(loss)`) steps its optimizer and scheduler in its own
 code and is read as written.
@@ -56,7 +57,7 @@ from loopcheck.model import Event, FileModel, Framework, Kind, Loop, Style
 from loopcheck.model.guards import GuardReader, exclusive
 from loopcheck.model.roles import Role, role_of_constructor
 from loopcheck.model.syntax import (dotted, func_name, int_value, is_none, keyword, last_part, names_in, own_call_name,
-                                    positional)
+                                    positional, same)
 from loopcheck.model.training import is_data_loop
 from loopcheck.project.index import class_bases
 from loopcheck.rules._base import Rule, Violation
@@ -199,7 +200,8 @@ for epoch in range(epochs):
                 if _plain_class(model, scheduler.receiver) or _warms_up_from_zero(model, scheduler.receiver):
                     continue
                 if not scheduler.has_args and scheduler.order < loop.order and (reader.guard(
-                        scheduler.conds, scheduler.order).always or scheduler.conds and scheduler.conds == loop.conds):
+                        scheduler.conds, scheduler.order).always or scheduler.conds and scheduler.conds == loop.conds
+                        or _same_phase(scheduler, steps)):
                     yield self._report(model, scheduler, loop.node, "epoch")
 
     def _report(self, model: FileModel, scheduler: Event, after: cst.CSTNode, unit: str) -> Violation:
@@ -264,6 +266,15 @@ def _warms_up_from_zero(model: FileModel, receiver: str | None) -> bool:
         if warmup is None or int_value(warmup) == 0:
             return False
     return bool(calls)
+
+
+def _same_phase(scheduler: Event, steps: list[Event]) -> bool:
+    """The scheduler steps under the very tests the optimizer steps under in the batch loop below it
+    (``for phase in ["train", "val"]:`` with ``if phase == "train": scheduler.step()`` before the loop
+    and ``if phase == "train": optimizer.step()`` in it): it runs in the pass that trains, before it."""
+    tests = [c for c in scheduler.conds if c.test is not None]
+    return bool(tests) and len(tests) == len(scheduler.conds) and all(
+        all(any(same(c.test, d.test) and c.negated == d.negated for d in step.conds) for c in tests) for step in steps)
 
 
 def _counts_epochs(loop: Loop) -> bool:
