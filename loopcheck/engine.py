@@ -355,7 +355,7 @@ def _with_setting(model: FileModel, rule: Rule, violation: Violation) -> Violati
         return violation
     if inert(model, held):
         return None
-    said = condition(model, rule.code, violation.node, held)
+    said = condition(model, held)
     if said is None:
         return violation
     return replace(violation, message=(violation.message or rule.message) + said)

@@ -37,12 +37,9 @@ from loopcheck.model.values import option_defaults
 ACCUMULATION_RULES = frozenset({"LC101", "LC102", "LC105", "LC106", "LC107", "LC204", "LC301", "LC401", "LC501"})
 
 
-def condition(model: FileModel, code: str, node: cst.CSTNode, held: str | None = None) -> str | None:
-    """`` (only when `X` > 1; its default is 1)`` for a finding of ``code`` at ``node``, or None
-    (``held``: its ``setting``, where already known)."""
-    held = held if held is not None else setting(model, code, node)
-    if held is None:
-        return None
+def condition(model: FileModel, held: str) -> str | None:
+    """`` (only when `X` > 1; its default is 1)`` for a finding that holds under the setting ``held``
+    (``setting``), or None where the file gives it a default that accumulates already."""
     default = _default(model, _setting_name(held))
     if default is None:
         return f" (only when `{held}` > 1)"
@@ -92,12 +89,7 @@ def setting_note(model: FileModel, modulus: cst.BaseExpression | None) -> str:
     """`` (only when `args.N` > 1; its default is 1)`` for a condition counting to the configuration
     value ``modulus`` (an attribute: an option or a config field), or an empty string."""
     setting = dotted(modulus) if modulus is not None else None
-    if setting is None or "." not in setting:
-        return ""
-    default = _default(model, last_part(setting))
-    if default is None:
-        return f" (only when `{setting}` > 1)"
-    return f" (only when `{setting}` > 1; its default is {default})" if default in (0, 1) else ""
+    return (condition(model, setting) or "") if setting is not None and "." in setting else ""
 
 
 def _turns_off(training: TrainingLoop, setting: str) -> bool:
