@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopcheck.project.callers import MAX_CALLERS, MAX_FILES
-from loopcheck.project.facts import _statements, ast_dotted, import_table
+from loopcheck.project.facts import _statements, ast_dotted, import_table, parsed
 
 if TYPE_CHECKING:
     from loopcheck.project.index import ProjectIndex
@@ -42,17 +42,10 @@ def handed(index: ProjectIndex) -> list[tuple[str, Path]]:
         files = dict(_callers(index))
         files.update((f, t) for f, t in _relay_callers(index) if f not in files)
         for file, text in files.items():
-            tree = _parsed(text)
+            tree = parsed(text)
             if tree is not None:
                 index.ddp_handed.extend(_handed_by(index, file, tree, wrapping))
     return index.ddp_handed
-
-
-def _parsed(text: bytes) -> ast.Module | None:
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
 
 
 def _relay_callers(index: ProjectIndex) -> list[tuple[Path, bytes]]:

@@ -670,6 +670,15 @@ def _calls_argument(text: str, names: set[str]) -> bool:
     return re.search(r"(?<![\w.])(?:%s)\s*\(" % "|".join(sorted(names)), text) is not None
 
 
+def parsed(text: bytes) -> ast.Module | None:
+    """``ast.parse(text)``, or None for a file Python cannot read (a syntax error, a NUL byte, nesting
+    too deep): a project file that says nothing."""
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 def ast_dotted(expr: ast.expr) -> str | None:
     """``self.scaler`` for an Attribute chain of Names, ``None`` for anything else."""
     if isinstance(expr, ast.Name):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopcheck.patterns import Pattern
+from loopcheck.project.facts import parsed
 
 if TYPE_CHECKING:
     from loopcheck.project.index import ProjectIndex
@@ -52,9 +53,8 @@ def _exported(body: bytes) -> frozenset[str] | None:
     strings); None where it sets none."""
     if _ALL.search(body) is None:
         return None
-    try:
-        tree = ast.parse(body)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parsed(body)
+    if tree is None:
         return frozenset()
     names: frozenset[str] = frozenset()
     for node in tree.body:

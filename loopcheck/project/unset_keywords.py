@@ -35,6 +35,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from loopcheck.project.facts import parsed
+
 if TYPE_CHECKING:
     from loopcheck.project.index import ProjectIndex
 
@@ -67,7 +69,7 @@ def _read(index: ProjectIndex, name: str, first: Path | None) -> int | None:
         text = index.text_of(path)
         if dashed is not None and dashed in text:
             return None  # `--grad-accum-iters`: an option argparse stores under the name
-        if word in text and not _mentions(_parse(text), name, defaults, declared):
+        if word in text and not _mentions(parsed(text), name, defaults, declared):
             return None
     if not defaults or not declared or any(d not in _INERT for d in defaults):
         return None
@@ -76,13 +78,6 @@ def _read(index: ProjectIndex, name: str, first: Path | None) -> int | None:
             return None
     found = {1 if d is None else int(d) for d in defaults}  # type: ignore[call-overload]
     return found.pop() if len(found) == 1 else 1
-
-
-def _parse(text: bytes) -> ast.Module | None:
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
 
 
 def _mentions(tree: ast.Module | None, name: str, defaults: set[object], declared: dict[str, int]) -> bool:
@@ -182,7 +177,7 @@ def _calls_fall_short(index: ProjectIndex, files: list[Path], callee: str, posit
         text = index.text_of(path)
         if word not in text:
             continue
-        tree = _parse(text)
+        tree = parsed(text)
         if tree is None:
             return False
         called: set[int] = set()
