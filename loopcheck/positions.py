@@ -19,6 +19,7 @@ from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionPr
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from loopcheck.model.syntax import children, walk
+from loopcheck.project.walk import parsed
 
 
 def locate(module: cst.Module, source: str, nodes: Sequence[cst.CSTNode],
@@ -225,9 +226,8 @@ def _statement_lines(module: cst.Module, source: str,
     """First line of each top-level statement of ``module`` (decorators included), with the first
     ``ast`` statement of it, or None when ``ast`` and libcst do not agree on the statements."""
     if tree is None:
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = parsed(source)
+        if tree is None:
             return None
     statements = iter(tree.body)
     lines = []

@@ -39,6 +39,7 @@ from loopcheck.model.syntax import dotted, func_name, is_zero, last_part, source
 from loopcheck.model.values import numeric, option_defaults
 from loopcheck.patterns import Pattern
 from loopcheck.project.facts import ast_dotted, import_table
+from loopcheck.project.walk import parsed
 
 if TYPE_CHECKING:
     from loopcheck.model import FileModel
@@ -224,10 +225,7 @@ class _Checker:
 
 class _Module:
     def __init__(self, text: str) -> None:
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            tree = ast.Module(body=[], type_ignores=[])
+        tree = parsed(text) or ast.Module(body=[], type_ignores=[])
         self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
         # module-level builder functions (`def conv3x3(...): return nn.Conv2d(...)`)
         self.functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}

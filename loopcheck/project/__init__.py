@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from loopcheck.patterns import Pattern
 from loopcheck.project.environments import environment_constructor, environment_name
 from loopcheck.project.facts import FunctionFacts, ModuleFacts, ast_dotted
+from loopcheck.project.walk import parsed
 from loopcheck.project import callers as _callers
 from loopcheck.project import ddp_helpers as _ddp_helpers
 from loopcheck.project import index as _index
@@ -443,9 +444,8 @@ class Imported:
         text = self.index.text_of(path)
         if b"transformers" not in text:
             return False
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = parsed(text)
+        if tree is None:
             return False
         imports: list[tuple[str | None, str, str | None]] = []
         classes = {}

@@ -27,7 +27,7 @@ from loopcheck.patterns import Pattern
 from loopcheck.project.flow import bound_once, bound_targets
 from loopcheck.project.index import real_path
 from loopcheck.project.schedules import RESUME, SCHEDULE, SCHEDULE_TEXT, _constructed, _written, as_called, own_factory
-from loopcheck.project.walk import last_name, own_nodes, walk
+from loopcheck.project.walk import last_name, own_nodes, parsed, walk
 
 if TYPE_CHECKING:
     from loopcheck.project.index import ProjectIndex
@@ -167,9 +167,8 @@ def _passed(index: ProjectIndex, path: Path, function: str, param: str, position
         return None
     found: list[tuple[str, str]] = []
     for file, text in candidates:
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = parsed(text)
+        if tree is None:
             return None  # a caller we cannot read may pass anything
         calls = _calls(index, file, tree, path, function)
         if calls is None:
@@ -457,9 +456,8 @@ def _defining(index: ProjectIndex, file: Path, module: str, level: int, name: st
         return path
     if path.name != "__init__.py" or name.encode() not in index.text_of(path):
         return None
-    try:
-        tree = ast.parse(index.text_of(path))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parsed(index.text_of(path))
+    if tree is None:
         return None
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and any(a.name == name and (a.asname or a.name) == name for a in node.names):

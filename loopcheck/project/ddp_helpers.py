@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopcheck.project.callers import MAX_CALLERS, MAX_FILES
-from loopcheck.project.facts import _statements, ast_dotted, import_table, parsed
+from loopcheck.project.facts import _statements, ast_dotted, import_table
+from loopcheck.project.walk import parsed
 
 if TYPE_CHECKING:
     from loopcheck.project.index import ProjectIndex

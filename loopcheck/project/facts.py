@@ -26,7 +26,7 @@ from loopcheck.project.environments import not_an_optimizer_step, unpacked_resul
 from loopcheck.project.flow import graph_from, keeps, may_flow
 from loopcheck.project.schedules import SCHEDULE_TEXT, returned, returned_in_tuples
 from loopcheck.project.state_init import empty_state_test
-from loopcheck.project.walk import last_name, own_nodes, walk
+from loopcheck.project.walk import last_name, own_nodes, parsed, walk
 
 _DDP = {"DistributedDataParallel", "DDP"}
 # Where a module may call one of them: the name (not the end of a longer one, `smart_DDP`), then only
@@ -208,10 +208,7 @@ class ModuleReader:
     def tree(self) -> ast.Module | None:
         """The whole module's ``ast`` (None when it does not parse)."""
         if not self._parsed:
-            try:
-                self._tree = ast.parse(self.source)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                self._tree = None
+            self._tree = parsed(self.source)
             self._parsed = True
         return self._tree
 
@@ -668,15 +665,6 @@ def _with_effects(tree: ast.Module, source: str) -> set[ast.AST]:
 def _calls_argument(text: str, names: set[str]) -> bool:
     """``model(x)`` for an argument ``model`` (not ``self.model(x)``)."""
     return re.search(r"(?<![\w.])(?:%s)\s*\(" % "|".join(sorted(names)), text) is not None
-
-
-def parsed(text: bytes) -> ast.Module | None:
-    """``ast.parse(text)``, or None for a file Python cannot read (a syntax error, a NUL byte, nesting
-    too deep): a project file that says nothing."""
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
 
 
 def ast_dotted(expr: ast.expr) -> str | None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from loopcheck.project.walk import own_nodes, walk
+from loopcheck.project.walk import own_nodes, parsed, walk
 
 if TYPE_CHECKING:
     from loopcheck.project import Imported
@@ -60,11 +60,8 @@ def resumes_imported(project: Imported, called: str, position: int | None = None
     path = project.index.resolve(project.path, target, level)
     if path is None or not project.index.may_define(path, name):
         return False
-    try:
-        tree = ast.parse(project.index.text_of(path))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return resumes(tree, name, position)
+    tree = parsed(project.index.text_of(path))
+    return tree is not None and resumes(tree, name, position)
 
 
 def _top_level(tree: ast.Module, name: str) -> ast.AST | None:

@@ -24,6 +24,7 @@ from functools import lru_cache
 
 from loopcheck.patterns import Pattern
 from loopcheck.project.flow import bound_once, bound_targets
+from loopcheck.project.walk import parsed
 from loopcheck.project.walk import last_name, own_nodes, walk
 
 # Constructors of a learning-rate schedule, by the last part of the name called
@@ -305,9 +306,8 @@ def own_factory(text: str, method: bool, position: int | None = None) -> tuple[t
     checked file, given its text; ((), ()) where it returns none.
     A name the function neither takes nor binds is the module's, which the caller sees alike; so is
     a method's ``self`` where the same object calls it (``self.scheduler = self.build_scheduler()``)."""
-    try:
-        tree = ast.parse(textwrap.dedent(text))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parsed(textwrap.dedent(text))
+    if tree is None:
         return (), ()
     node = tree.body[0] if len(tree.body) == 1 else None
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.args.vararg is not None:

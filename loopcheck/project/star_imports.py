@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopcheck.patterns import Pattern
-from loopcheck.project.facts import parsed
+from loopcheck.project.walk import parsed
 
 if TYPE_CHECKING:
     from loopcheck.project.index import ProjectIndex

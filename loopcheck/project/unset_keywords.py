@@ -35,7 +35,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from loopcheck.project.facts import parsed
+from loopcheck.project.walk import parsed
 
 if TYPE_CHECKING:
     from loopcheck.project.index import ProjectIndex

@@ -1,5 +1,6 @@
 """``ast.walk`` and ``ast.iter_child_nodes`` without the expression contexts, in their order, and
-the last part of a name (``last_name``), a function body's own nodes (``own_nodes``).
+the last part of a name (``last_name``), a function body's own nodes (``own_nodes``), and a text's
+``ast`` or None where Python cannot read it (``parsed``).
 
 The stdlib's versions go through a generator per node and yield every ``Load()``/``Store()``
 singleton too: walking a module's nodes for facts spent most of its time there. No fact reads a
@@ -58,3 +59,12 @@ def own_nodes(node: ast.AST) -> list[ast.AST]:
             continue
         stack.extend(reversed(children(current)))
     return found
+
+
+def parsed(text: str | bytes) -> ast.Module | None:
+    """``ast.parse(text)``, or None for a file Python cannot read (a syntax error, a NUL byte, nesting
+    too deep): a file that says nothing."""
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None

@@ -44,6 +44,7 @@ from loopcheck.model.iterators import first_batch_of, iterated
 from loopcheck.model.syntax import children, dotted, func_name, int_value, keyword, last_part, positional, source, walk
 from loopcheck.model.training import bound_to_data, is_data_iterable
 from loopcheck.project.loaders import resumes, resumes_imported
+from loopcheck.project.walk import parsed
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -327,10 +328,7 @@ def _goes_on(model: FileModel, loader: cst.BaseExpression | None) -> bool:
             continue
         if "." not in called:
             if tree is None:
-                try:
-                    tree = ast.parse(model.source or model.module.code)
-                except (SyntaxError, ValueError, RecursionError, MemoryError):
-                    tree = ast.Module(body=[], type_ignores=[])
+                tree = parsed(model.source or model.module.code) or ast.Module(body=[], type_ignores=[])
             if resumes(tree, called, position):
                 return True
         if model.project is not None and resumes_imported(model.project, called, position):
