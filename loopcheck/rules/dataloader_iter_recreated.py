@@ -26,6 +26,10 @@ nor a loader of a project class whose `__iter__` goes on with one iterator its `
 (yolov5's `InfiniteDataLoader`: `self.iterator = super().__iter__()`, then `yield next(self.iterator)`),
 built in the file or by a factory of the file or of the project module it imports
 (`train_loader, dataset = create_dataloader(...)`): `iter()` of it hands out the next batch.
+Nor is a training loop's `next(iter(loader))` over a `DataLoader(..., shuffle=True)` without worker
+processes (`num_workers` left out or 0), the only loader the file binds to that name: each step draws
+one batch at random from a new permutation (learn2learn's one random episode per step, a book's
+"each epoch is one random batch"), which code written that way means, and no worker restarts.
 
 ## Fix
 Create the iterator once and advance it: `it = iter(loader)` before the loop, `batch = next(it)`
@@ -182,6 +186,8 @@ class Trainer:
                     continue  # the loader itself is rebuilt in the loop: its first pass, not a restart
                 if _goes_on(model, loader):
                     continue  # yolov5's InfiniteDataLoader: `iter()` of it hands out its one iterator
+                if _random_batch(model, loader):
+                    continue  # a shuffling loader without workers: a random batch per step, nothing restarted
                 yield self.at(restart, f"{_how(restart, loader)}: the loader starts over each time (its worker "
                                        "processes too, and its sampler: a shuffling loader draws from a new "
                                        "permutation, one without shuffling yields the same first batch every step)")
@@ -334,6 +340,26 @@ def _goes_on(model: FileModel, loader: cst.BaseExpression | None) -> bool:
         if model.project is not None and resumes_imported(model.project, called, position):
             return True
     return False
+
+
+def _random_batch(model: FileModel, loader: cst.BaseExpression) -> bool:
+    """Every binding of ``loader`` in the file is a ``DataLoader(..., shuffle=True)`` with no worker
+    processes (``num_workers`` left out or 0): a new iterator starts no workers and draws a new
+    permutation, so each step takes a batch at random (sampling with replacement, a scheme training
+    code uses on purpose: one random batch or episode per step), at the cost of one permutation."""
+    name = dotted(loader)
+    calls = [value for value, position in _bindings(model, name) if position is None] if name else []
+    return bool(calls) and len(calls) == len(list(_bindings(model, name or ""))) and all(
+        last_part(func_name(call) or "") == "DataLoader" and _literal(keyword(call, "shuffle")) == "True"
+        and _literal(keyword(call, "num_workers"), "0") == "0" for call in calls)
+
+
+def _literal(value: cst.BaseExpression | None, missing: str = "") -> str:
+    """The source of a keyword's value where it is a literal name or integer, ``missing`` where the
+    keyword is left out, else ""."""
+    if value is None:
+        return missing
+    return source(value) if isinstance(value, (cst.Name, cst.Integer)) else ""
 
 
 def _bindings(model: FileModel, name: str) -> Iterator[tuple[cst.Call, int | None]]:
