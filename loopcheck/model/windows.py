@@ -58,7 +58,7 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
     if guard.flush is not False:
         return None  # `... or last batch` steps it (None: `or` something we cannot read)
     loop = training.loop
-    if loop.is_loop and not is_data_loop(loop) and not _zeroed_every_micro_batch(training):
+    if loop.is_loop and not is_data_loop(loop) and not zeroed_every_micro_batch(training):
         zeroing = _zeroing_at_refresh(training)
         if zeroing is not None:
             return PartialWindow(Tail.DROPPED, zeroing, True, at_refresh=True)
@@ -75,7 +75,7 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
     if not summed and not any(training.every_iteration(b) for b in training.backwards) \
             and all(training.guard(b).periodic for b in training.backwards):
         return None  # backward only on the step's micro-batch: the last ones of a pass leave no gradient (LC113)
-    if _zeroed_every_micro_batch(training):
+    if zeroed_every_micro_batch(training):
         return None  # no window outlives its micro-batch (the zeroing's own finding, LC101)
     parent = loop.parent
     if parent is None or not parent.is_loop and parent.function is None:
@@ -144,7 +144,7 @@ def _catches_stop_iteration(node: cst.CSTNode) -> bool:
         for handler in node.handlers)
 
 
-def _zeroed_every_micro_batch(training: TrainingLoop) -> bool:
+def zeroed_every_micro_batch(training: TrainingLoop) -> bool:
     """A zeroing outside the step branch (or in its ``else:``) of a loop whose every micro-batch
     back-propagates: each backward's gradients are wiped before the next one adds to them."""
     return all(training.every_iteration(b) for b in training.backwards) and any(

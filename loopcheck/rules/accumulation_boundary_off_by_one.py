@@ -13,6 +13,8 @@ again as on a fresh run, so its test is read the same way.
 and the loss division by N makes that step N times too small; with a 1-based counter,
 `(i + 1) % N == 0` steps after N-1 micro-batches. Every later window is shifted, and the
 windows no longer line up with the epoch.
+Not reported where the gradients are zeroed on every micro-batch (outside the step branch): each
+step sees one micro-batch whichever the test picks, and that zeroing is the finding (LC101).
 
 ## Fix
 Test the 0-based index with `(i + 1) % N == 0` (or a 1-based counter with `i % N == 0`).
@@ -25,6 +27,7 @@ from collections.abc import Iterator
 from loopcheck.model import FileModel, Phase, Style
 from loopcheck.model.syntax import source
 from loopcheck.model.values import accumulation_gates_nothing
+from loopcheck.model.windows import zeroed_every_micro_batch
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -146,6 +149,8 @@ for step in range(num_micro_batches):
                 continue
             if accumulation_gates_nothing(training, model.index):
                 continue  # N is 1 as shipped: every micro-batch steps, whichever one the test names
+            if zeroed_every_micro_batch(training):
+                continue  # every window is one micro-batch already (LC101): where the test fires changes nothing
             step = next(s for s in training.steps if training.guard(s).periodic)
             after_backward = all(b.order < step.order for b in training.backwards)
             if guard.phase is Phase.OFF or guard.phase is Phase.START and after_backward:
