@@ -57,18 +57,22 @@ A loss not divided at all is not flagged where every optimizer the loop steps is
 (directly, on `self`, or returned by a factory function of the file: `optimizer = build_optimizer(model,
 cfg)` with `return torch.optim.AdamW(...)`) as Adam, AdamW, Adamax, NAdam, FusedAdam or Lion (also
 bitsandbytes' `AdamW8bit`, paged and Lion variants, `AdamAtan2`, `AdoptAtan2`) with no coupled
-`weight_decay`, and the file clips nothing (nor does a clipping helper of the project the loop calls):
-their update divides the gradient's running mean by the root of its running square (or takes its sign,
-or an atan2 of the two), so N times the gradient gives the same step up to `eps`. On CPU, a small MLP
+`weight_decay`: their update divides the gradient's running mean by the root of its running square (or
+takes its sign, or an atan2 of the two), so N times the gradient gives the same step up to `eps`. On CPU, a small MLP
 trained 12 windows of 4 micro-batches with the loss undivided and divided ends with parameters at most
 1.2e-05 apart under Adam, AdamW, NAdam and Adamax, exactly equal under Adam with `eps=0`, and 0.06 apart
 under SGD (benchmarks/results/adam-s21/scale_invariance.py). RAdam is not among them: its first steps,
 before the variance's rectification term is defined, are momentum SGD, N times too large (0.03 apart).
-Where such a file clips, or the
-optimizer's weight decay is coupled (Adam's own `weight_decay`, in the call or in a parameter group,
-added to the gradient before the ratio; 0.09 apart at `weight_decay=0.05`), the message says what
-changes: the clip threshold meets the N-fold sum (0.01 apart with a threshold between the mean's norm
-and the sum's), the decay weighs N times less against it. An optimizer chosen by a configuration's name
+A clip does not change that: its threshold meets the N-fold sum, so it clips as if set N times lower,
+and the run is the divided run with that lower clip setting (a small causal transformer, Adam, N = 4,
+300 steps, 3 seeds: undivided under `max_norm=1.0` clips on 90-95% of steps where the divided run never
+clips, and ends at the divided run's held-out loss under `max_norm=0.25` to the fourth decimal, 0.01
+and 0.06 below the divided `max_norm=1.0` run at lr 1e-3 and 3e-4; benchmarks/results/adam-s22/
+clip_effect.py): a different clip setting, not a wrong step; outside reviews judged such findings
+debatable.
+Where the optimizer's weight decay is coupled (Adam's own `weight_decay`, in the call or in a parameter
+group, added to the gradient before the ratio; 0.09 apart at `weight_decay=0.05`), it is flagged: the
+decay weighs N times less against the sum (the message also names a clip where the file has one). An optimizer chosen by a configuration's name
 or built by a function this file does not show is read as unknown: the message names both the SGD and
 the Adam effect. Every construction of the optimizer counts: where another branch builds one
 this file cannot read (`optimizer = BertAdam(params, ...)` beside `FusedAdam` under `if args.fp16:`;
@@ -77,6 +81,10 @@ BertAdam clips each gradient inside its step), the loss is flagged; a call hande
 weighs the micro-batches unequally, which no optimizer undoes. Nor is a raw loss flagged where every
 optimizer the loop steps gets a learning rate divided by N (Darknet's `base_lr = LR / batch_size /
 subdivision` for losses summed over the batch): `lr / N` times the window's sum is `lr` times its mean.
+The loss handed to its own `backward()` as the gradient (`loss.backward(loss / N)`) divides nothing:
+autograd multiplies each micro-batch's gradients by that value, so the step follows the gradient of the
+squared loss, `loss ** 2 / (2 * N)` (checked on CPU), weighing each micro-batch by its own loss; that
+is reported whatever the optimizer, since no optimizer undoes weights that differ between micro-batches.
 A loss divided by N twice is flagged too: `loss = loss / N` followed by `(loss / N).backward()`, or
 `loss / N` handed to `accelerator.backward` inside `accumulate()` of an
 `Accelerator(gradient_accumulation_steps=N)`, which divides by N again: every step is N times too
@@ -298,6 +306,14 @@ for step, batch in enumerate(train_dataloader):
                     continue
                 if window_unknown:
                     continue
+                weight = _loss_as_gradient(backward)
+                if weight is not None:
+                    yield self.at(backward, f"`{source(weight)}` is handed to `backward()` as the loss's gradient, "
+                                            "not divided into the loss: each micro-batch's gradients are multiplied by "
+                                            "its own loss value, so the step follows the gradient of the squared loss "
+                                            "(harder micro-batches weigh more, whatever the optimizer); write "
+                                            f"`({source(weight)}).backward()`")
+                    continue
                 if in_place and _scaled_in_place(backward, backward.origin or training.loop.function
                                                  or training.loop.node):
                     continue
@@ -360,6 +376,21 @@ for step, batch in enumerate(train_dataloader):
                 if found is not None and found >= 2:
                     yield self.at(backward, f"the loss is divided by `{source(n)}` twice before it is back-propagated: "
                                             "divided twice, every step is N times too small; divide once")
+
+
+def _loss_as_gradient(backward: Event) -> cst.BaseExpression | None:
+    """The argument of ``loss.backward(loss / N)`` (positional or ``gradient=``) where it reads the loss
+    itself: autograd multiplies the gradients by it, so each micro-batch weighs by its own loss value
+    (the gradient of ``loss ** 2 / (2 * N)``), which is not a division of the loss by N."""
+    call = backward.node
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute) \
+            or call.func.attr.value != "backward" or not isinstance(backward.loss, cst.Name) \
+            or dotted(call.func.value) != backward.loss.value:
+        return None  # `accelerator.backward(loss)` hands the loss itself
+    given = keyword(call, "gradient") or next((a.value for a in call.args if a.keyword is None), None)
+    if given is None or any(isinstance(n, cst.Call) for n in walk(given)):
+        return None  # `torch.ones_like(loss)`: a gradient of ones, built from the loss's shape
+    return given if backward.loss.value in names_in(given) else None
 
 
 def _scaling_at_calls(model: FileModel, training: TrainingLoop, backward: Event,
@@ -488,8 +519,8 @@ _DECOUPLED = {"AdamW", "FusedAdam", "Lion", "AdamW8bit", "AdamW32bit", "PagedAda
 
 
 def _effect(model: FileModel, training: TrainingLoop, count: str) -> str | None:
-    """What the N-fold gradient changes; None where nothing does (an Adam-like optimizer with no
-    coupled weight decay, and no clipping)."""
+    """What the N-fold gradient changes; None where nothing that matters does (an Adam-like optimizer
+    with no coupled weight decay, clipped or not)."""
     adam = _adam_like(model, training)
     named = _adam_named(model, training) if adam is None else None
     if named is not None:
@@ -504,11 +535,15 @@ def _effect(model: FileModel, training: TrainingLoop, count: str) -> str | None:
         return (f"each optimizer step sees {count} times the window's mean gradient: an SGD step is {count} times too "
                 f"large (an Adam-like optimizer keeps its step size, but a clip threshold or coupled weight decay "
                 f"meets the {count}-fold sum)")
-    changes = [f"its coupled `weight_decay` weighs {count} times less against the gradient"] if adam else []
+    if not adam:
+        # no coupled decay: a clip alone only moves its threshold (as if set N times lower), which
+        # trains like another clip setting, not like a wrong step
+        return None
+    changes = [f"its coupled `weight_decay` weighs {count} times less against the gradient"]
     if _clips(model, training):
         changes.append(f"the clip threshold meets the sum of {count} micro-batch gradients, so it clips as if set "
                        f"{count} times lower")
-    return f"the step size of an Adam-like optimizer does not change, but {' and '.join(changes)}" if changes else None
+    return f"the step size of an Adam-like optimizer does not change, but {' and '.join(changes)}"
 
 
 def _sgd_only(model: FileModel, training: TrainingLoop) -> bool:
