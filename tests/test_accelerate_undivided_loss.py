@@ -45,10 +45,15 @@ def test_sgd_without_an_accumulation_setting_is_flagged() -> None:
     assert len(found) == 1 and "times too large" in found[0]
 
 
-def test_adamw_with_a_clip_is_flagged() -> None:
-    found = _lc102("AdamW(groups, lr=args.lr, eps=args.adam_epsilon)",
-                   clip="torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)")
-    assert len(found) == 1 and "clip threshold" in found[0]
+def test_adamw_with_a_clip_is_not_flagged() -> None:
+    # the clip meets the N-fold sum, as if set N times lower: another clip setting, not a wrong step
+    assert _lc102("AdamW(groups, lr=args.lr, eps=args.adam_epsilon)",
+                  clip="torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)") == []
+
+
+def test_adam_with_a_coupled_decay_is_flagged() -> None:
+    found = _lc102("torch.optim.Adam(groups, lr=args.lr)")
+    assert len(found) == 1 and "weight_decay" in found[0]
 
 
 def test_adamw_without_a_clip_is_not_flagged() -> None:

@@ -38,7 +38,7 @@ def _codes(calls: str) -> list[str]:
 
 @pytest.mark.parametrize("calls", [
     "",  # called from another module: the parameter's name says it is a loader
-    "loader = DataLoader(dataset, batch_size=32, shuffle=True)\ntrain(model, loader, optimizer, 1000)",
+    "loader = DataLoader(dataset, batch_size=32, shuffle=True, num_workers=4)\ntrain(model, loader, optimizer, 1000)",
     "dl = DataLoader(dataset)\ntrain(model, dl, optimizer, 10)\ntrain(model, dl, optimizer, 20)",
 ])
 def test_a_loader_parameter_restarted_on_every_step_is_flagged(calls: str) -> None:
@@ -49,6 +49,8 @@ def test_a_loader_parameter_restarted_on_every_step_is_flagged(calls: str) -> No
     "train(model, batches(loader), optimizer, 1000)",  # a generator: iter() of it is itself
     "it = iter(loader)\ntrain(model, it, optimizer, 1000)",  # an iterator, advanced
     "train(model, loader_a, optimizer, 10)\ntrain(model, batches(loader_b), optimizer, 10)",  # not the same
+    # shuffling, no workers: a random batch per step, nothing restarted
+    "loader = DataLoader(dataset, batch_size=32, shuffle=True)\ntrain(model, loader, optimizer, 1000)",
 ])
 def test_a_parameter_the_callers_fill_with_an_iterator_is_not(calls: str) -> None:
     assert _codes(calls) == []

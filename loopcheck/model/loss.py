@@ -31,6 +31,8 @@ class Scaling(enum.Enum):
 _DIV = (cst.Divide, cst.FloorDivide)
 _PASS_THROUGH = ("mean", "sum", "float", "to", "squeeze", "contiguous", "clone")
 _DIV_METHODS = ("div", "div_", "true_divide", "divide")
+_ERROR_TERMS = ("pow", "square", "abs")  # of an error `out - y`: the terms a hand-written loss averages
+_MODULES = ("torch", "F", "np", "numpy")  # `torch.abs(x)` is a function of them, not a method of `torch`
 _MUL_METHODS = ("mul", "mul_", "multiply")
 
 
@@ -112,6 +114,10 @@ class _Reader:
                 if self._is_count(factor) and self.scaling(other, order, depth + 1) is Scaling.RAW:
                     return Scaling.TIMES_COUNT
             return Scaling.MULTIPLIED
+        if isinstance(expr.operator, cst.Power):
+            # `((out - y) ** 2).mean()`: an error raised to a literal power is a raw loss term
+            return self._raw_only(expr.left, order, depth) if isinstance(expr.right, (cst.Integer, cst.Float)) \
+                else Scaling.UNKNOWN
         left = self.scaling(expr.left, order, depth + 1)
         right = self.scaling(expr.right, order, depth + 1)
         if isinstance(expr.operator, (cst.Add, cst.Subtract)) and {left, right} == {Scaling.RAW, Scaling.MULTIPLIED} \
@@ -163,6 +169,13 @@ class _Reader:
                 dotted(called[0]) or "").lower():
             # `loss = scaler.scale(loss)`: a GradScaler's loss scale, undone before the step
             return self.scaling(args[0], order, depth + 1)
+        if called is not None and dotted(called[0]) in _MODULES and args and (
+                called[1] in ("mean", "sum") or called[1] in _ERROR_TERMS and len(args) == 1):
+            # `torch.mean((out - y) ** 2)`, `torch.abs(out - y)`: as the method of their first argument
+            called, args = (args[0], called[1]), []
+        if called is not None and called[1] in _ERROR_TERMS and dotted(called[0]) not in _MODULES and (
+                called[1] != "pow" or args and isinstance(args[0], (cst.Integer, cst.Float))):
+            return self._raw_only(called[0], order, depth)  # `(out - y).pow(2).mean()`, `(out - y).abs().mean()`
         if called is not None and called[1] in _PASS_THROUGH:
             # `(losses["loss"] * weights).mean()`: the mean of what the parentheses compute
             if dotted(called[0]) is not None or isinstance(
@@ -186,6 +199,11 @@ class _Reader:
                for arg in expr.args for n in names_in(arg.value)):
             return Scaling.UNKNOWN  # it is told N: it may divide by it
         return Scaling.RAW
+
+    def _raw_only(self, base: cst.BaseExpression, order: int, depth: int) -> Scaling:
+        """RAW where ``base`` is raw (a model output minus a target), UNKNOWN otherwise: a power or
+        absolute value of a divided loss is no division by N."""
+        return Scaling.RAW if self.scaling(base, order, depth + 1) is Scaling.RAW else Scaling.UNKNOWN
 
     def _own_loss_method(self, name: str) -> bool:
         """``self.name`` is a method of the loop's own class (the file's only function of that name)
