@@ -106,7 +106,14 @@ gradient_accumulation_steps`, or `len(train_dataloader) * epochs`, under `accumu
 to the end with the wrong learning rate.
 
 A horizon that is the bound of the training loop itself (`T_max=max_iters` with
-`for it in range(max_iters)`) counts that loop's iterations: micro-batches under accumulation.
+`for it in range(max_iters)`, also through a progress bar, `tqdm(range(max_iters))`) counts that
+loop's iterations: micro-batches under accumulation; so does the bound times the epoch loop's
+(`T_max=epochs * iter_per_epoch` over `for epoch in range(epochs): for _ in range(iter_per_epoch):`),
+and where each of those iterations is one optimizer step over an inner loop of micro-batches (a
+meta-batch of tasks), it counts optimizer steps, whatever the names say. A loop over
+`num_batches * grad_accumulation_factor` micro-batches (`tot = ...; for i in range(tot):`) that steps
+every `grad_accumulation_factor` makes `num_batches` optimizer steps: a horizon `num_batches`, and a
+warmup that is a share of it (`num_batches * warmup_ratio`), count optimizer steps.
 A step under a configuration flag (`if step_scheduler_batch: scheduler.step()`, `if False:`) is
 left alone: the flag usually selects the scheduler kind whose horizon fits that stepping, which
 the file does not spell out.
@@ -125,7 +132,7 @@ import libcst as cst
 from loopcheck.model import Cond, Event, FileModel, Framework, Kind, Loop, Role, Style, TrainingLoop
 from loopcheck.model.accelerate import accumulation_setting, scheduler_gated, updates_bound
 from loopcheck.model.from_ast import statement_text
-from loopcheck.model.guards import GuardKind
+from loopcheck.model.guards import GuardKind, unwrap_iterable
 from loopcheck.model.index import Index
 from loopcheck.model.horizon import (ACCUMULATION_NAME, Unit, decay_expr, horizon_expr, times_accumulation, unit_of,
                                      warmup_expr)
@@ -419,6 +426,7 @@ for epoch in range(config["epochs"]):
                     horizons = [_length(call, model.index) for call in calls]
                     # the loop's own bound counts its iterations, whatever its name says (`range(max_epoch)`)
                     units = [(_loop_unit(h, training, model.index) or _parameter_bound_unit(h, training)
+                              or _per_update_bound(h, training, model.index)
                               or unit_of(h, model.index, counts=training.count_names))
                              if h is not None else None for h in horizons]
                 # every scheduler the name may hold must mismatch (`if per_batch: scheduler = OneCycleLR(...)`)
@@ -459,7 +467,11 @@ for epoch in range(config["epochs"]):
                 # a warmup counted in other units than the stepping (`warmup_steps * gradient_accumulation_steps`
                 # for a scheduler stepped once per update): the ramp lasts N times longer or shorter
                 warmups = [warmup_expr(call) for call in calls]
-                wunits = [unit_of(w, _BLANK if passed else model.index) if w is not None else None for w in warmups]
+                # a warmup that is a share of the horizon (`num_batches * warmup_ratio`) counts what it counts
+                wunits = [units[i] if w is not None and h is not None and passed is None
+                          and _share_of(w, h, model.index) else
+                          unit_of(w, _BLANK if passed else model.index) if w is not None else None
+                          for i, (w, h) in enumerate(zip(warmups, horizons))]
                 if wunits and all(u is not None and _mismatch(u, stepped, accumulates) for u in wunits):
                     yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
                                              f"but its warmup `{source(warmups[0])}` counts {wunits[0].value}"
@@ -564,11 +576,27 @@ def _per_update_bound(horizon: cst.BaseExpression, training: TrainingLoop, index
     self._config.optimization.steps``) and across two names of one configuration object."""
     values = index.values.get(horizon.value, []) if isinstance(horizon, cst.Name) else []
     shown = values[0] if len(values) == 1 else horizon
-    bounds = [times_accumulation(b) for b in _loop_bounds(training.loop) if b is not None]
+    # `tot = cfg.num_batches * cfg.grad_accumulation_factor; for i in range(tot):`: the bound's one value
+    bounds = [times_accumulation(_bound_once(b, index)) for b in _loop_bounds(training.loop) if b is not None]
     counted = updates_bound(training.loop)
     if any(b is not None and same_setting(b, shown) for b in (*bounds, counted)):
         return Unit.UPDATES
     return None
+
+
+def _share_of(warmup: cst.BaseExpression, horizon: cst.BaseExpression, index: Index) -> bool:
+    """``warmup`` is the horizon times a ratio or divided by a number (``cfg.num_batches *
+    cfg.warmup_ratio`` beside a horizon ``cfg.num_batches``), read through a name bound once."""
+    value = _bound_once(warmup, index)
+    return isinstance(value, cst.BinaryOperation) and isinstance(
+        value.operator, (cst.Multiply, cst.Divide, cst.FloorDivide)) and (
+        same(value.left, horizon) or isinstance(value.operator, cst.Multiply) and same(value.right, horizon))
+
+
+def _bound_once(expr: cst.BaseExpression, index: Index) -> cst.BaseExpression:
+    """The one value the file binds the name ``expr`` to, or ``expr`` itself."""
+    values = index.values.get(expr.value, []) if isinstance(expr, cst.Name) else []
+    return values[0] if len(values) == 1 else expr
 
 
 def _mismatched_variant(calls: list[cst.Call], horizons: list[cst.BaseExpression | None], units: list[Unit | None],
@@ -828,11 +856,25 @@ def _loop_unit(horizon: cst.BaseExpression, training: TrainingLoop, index: Index
     iterations of that loop (micro-batches of the batch loop, optimizer steps of a micro-step loop's
     parent); so does the bound of a stop on a counter the batch loop adds 1 to on every iteration,
     also a bound the trainer keeps (``self.total_steps``, set to ``args.total_steps`` and nothing else)."""
-    if any(same(horizon, bound) or _kept_as(bound, horizon, index) for bound in _loop_bounds(training.loop)):
+    if any(same(horizon, bound) or _kept_as(bound, horizon, index) for bound in _loop_bounds(training.loop)) \
+            or _all_passes(horizon, training.loop):
         return Unit.BATCHES
-    if training.style is Style.MICRO_LOOP and same(horizon, _range_bound(training.step_loop)):
+    if training.style is Style.MICRO_LOOP and (same(horizon, _range_bound(training.step_loop))
+                                               or _all_passes(horizon, training.step_loop)):
         return Unit.UPDATES
     return None
+
+
+def _all_passes(horizon: cst.BaseExpression, loop: Loop) -> bool:
+    """``epochs * iter_per_epoch`` where ``loop`` runs ``range(iter_per_epoch)`` inside ``for epoch in
+    range(epochs)``: the horizon counts the loop's iterations over the whole run, whatever the names say."""
+    if not isinstance(horizon, cst.BinaryOperation) or not isinstance(horizon.operator, cst.Multiply) \
+            or loop.parent is None or not loop.parent.is_loop:
+        return False
+    inner, outer = _range_bound(loop), _range_bound(loop.parent)
+    return inner is not None and outer is not None and (
+        same(horizon.left, outer) and same(horizon.right, inner) or same(horizon.left, inner)
+        and same(horizon.right, outer))
 
 
 def _kept_as(bound: cst.BaseExpression | None, horizon: cst.BaseExpression, index: Index) -> bool:
@@ -866,7 +908,7 @@ def _loop_bounds(loop: Loop) -> tuple[cst.BaseExpression | None, ...]:
 
 
 def _range_bound(loop: Loop) -> cst.BaseExpression | None:
-    it = loop.iter
+    it = unwrap_iterable(loop.iter) if loop.iter is not None else None  # `tqdm(range(n))` runs n times too
     if isinstance(it, cst.Call) and last_part(func_name(it) or "") in ("range", "trange"):
         args = positional(it)
         return args[0] if len(args) == 1 else args[1] if len(args) >= 2 else None
