@@ -2,7 +2,8 @@
 Checks for a graph-carrying tensor of a training loop (the loss that is back-propagated, the
 trained model's outputs, or what a helper of the same file computes from them, such as a dict of
 loss terms) accumulated (`total_loss += loss`, `totals[name] += value`) or stored
-(`losses.append(loss)`, or handed to an object that keeps it, such as an `AverageMeter` of the project
+(`losses.append(loss)`, a slot of a list made before the loop, `losses[k] = loss` with `k` the loop's
+variable or a counter it adds to, or handed to an object that keeps it, such as an `AverageMeter` of the project
 whose `losses.update(loss, n)` adds it into `self.sum`) across iterations without `.item()` or
 `.detach()`. A loss appended to a history and back-propagated as `losses[-1]` is kept too: the
 history holds every earlier loss with its graph. A dict of losses whose item is back-propagated
@@ -228,7 +229,7 @@ for epoch in range(epochs):
                     continue
                 known = len(reader.sources)
                 if newest is not None or reader.carries(value, holder.order, holder.conds) is True:
-                    verb = "accumulated into" if isinstance(holder, Assignment) else "stored in"
+                    verb = "accumulated into" if isinstance(holder, Assignment) and holder.op != "=" else "stored in"
                     # the other module's function the graph was read through
                     via = f" (returned by {reader.sources[known]})" if len(reader.sources) > known else ""
                     keeper = model.project.where(node) if model.project is not None and verb == "stored in" else None
@@ -321,6 +322,11 @@ def _kept(training: TrainingLoop, model: FileModel | None = None) -> Iterator[tu
             if name is not None:
                 yield assignment, name, assignment.value, assignment.node, assignment.node
             continue
+        if not assignment.names and assignment.op == "=":
+            name = _indexed_store(assignment.node, training.loop)  # `losses[k] = loss`, k moving on
+            if name is not None:
+                yield assignment, name, assignment.value, assignment.node, assignment.node
+            continue
         if len(assignment.names) != 1:
             continue
         name, value = assignment.names[0], assignment.value
@@ -385,6 +391,24 @@ def _keyed_container(node: cst.CSTNode) -> str | None:
     if isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Subscript):
         return dotted(node.target.value)
     return None
+
+
+def _indexed_store(node: cst.CSTNode, loop: Loop) -> str | None:
+    """``losses`` for ``losses[k] = value`` (also ``hist[epoch, k] = value``) where an index is the
+    loop's own variable or a counter the loop adds to: each iteration fills another slot of a list
+    made before the loop, as ``append`` would. A key that stays (``stats["loss"] = value``) overwrites."""
+    if not isinstance(node, cst.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0].target,
+                                                                                   cst.Subscript):
+        return None
+    target = node.targets[0].target
+    container = dotted(target.value)
+    indices = [e.slice.value for e in target.slice if isinstance(e.slice, cst.Index)]
+    if container is None or not indices:
+        return None
+    indices = [i for index in indices for i in (index.elements if isinstance(index, cst.Tuple) else [index])]
+    indices = [i.value if isinstance(i, cst.Element) else i for i in indices]
+    moving = {n for a in loop.assignments if a.op in ("for", "AddAssign") for n in a.names}
+    return container if any(isinstance(i, cst.Name) and i.value in moving for i in indices) else None
 
 
 def _window_local(training: TrainingLoop, container: str) -> bool:
