@@ -753,11 +753,16 @@ def _is_loss_scaler_call(call: cst.Call) -> bool:
 
 def _bound_no_sync(item: cst.BaseExpression, st: _State) -> Context | None:
     """``with sync_context():`` where the loop bound ``sync_context = model.no_sync if test else
-    nullcontext`` before: the conditional no_sync it picked (as ``model.no_sync() if test else
-    nullcontext()`` written in the ``with``)."""
-    if not isinstance(item, cst.Call) or item.args or not isinstance(item.func, cst.Name):
+    nullcontext`` before, or ``with ctx:`` after ``ctx = model.no_sync() if not do_step else
+    contextlib.suppress()`` (ClassyVision's task): the conditional no_sync it picked (as
+    ``model.no_sync() if test else nullcontext()`` written in the ``with``)."""
+    if isinstance(item, cst.Name):
+        name = item.value
+    elif isinstance(item, cst.Call) and not item.args and isinstance(item.func, cst.Name):
+        name = item.func.value
+    else:
         return None
-    bound = next((a for a in reversed(st.loop.assignments) if a.names == (item.func.value,)), None)
+    bound = next((a for a in reversed(st.loop.assignments) if a.names == (name,)), None)
     if bound is None or bound.op != "=" or not isinstance(bound.value, cst.IfExp) \
             or conditional_no_sync(bound.value) is None:
         return None

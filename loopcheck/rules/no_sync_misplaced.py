@@ -7,7 +7,8 @@ Accelerate's `accelerator.no_sync(model)`) wrapping only `backward()` while the 
 outside it (itself, or in a function of the file that runs it, `loss = self._train_forward(batch)`,
 `lp = self._log_prob(batch, self.model)`, also a method that a trainer and its base class both define
 and both run the model in, as a gradient-cache trainer's `self.compute_loss(model, chunk)`; also a sync choice bound per micro-batch and entered later,
-`sync_context = model.no_sync if not last else nullcontext` ... `with sync_context(): loss.backward()`,
+`sync_context = model.no_sync if not last else nullcontext` ... `with sync_context(): loss.backward()`
+or `ctx = model.no_sync() if not do_step else contextlib.suppress()` ... `with ctx: loss.backward()`,
 and a branch that runs the forward outside it where another branch runs it inside), or a trainer's own sync switch (a context manager
 of the file that sets `require_backward_grad_sync` on its DDP modules or enters their
 `no_sync()`) entered around the backward of a loss computed before it; and the forward run
