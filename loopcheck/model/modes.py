@@ -68,7 +68,7 @@ _BUILDS_NOTHING = {"super", "__init__", "range", "len", "int", "float", "list", 
                    "uniform_", "normal_", "zeros_", "ones_", "constant_", "xavier_uniform_", "xavier_normal_",
                    "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "trunc_normal_", "reset_parameters", "max",
                    "min", "sum", "getattr", "hasattr", "format", "items", "keys", "values", "zero_", "fill_",
-                   "copy_", "setattr", "partial"}
+                   "copy_", "setattr", "partial", "OrderedDict"}
 # InstanceNorm reads `self.training` only to choose between its running statistics and the batch's:
 # without `track_running_stats=True` (the default) it normalises by the batch in both modes
 _INSTANCE_NORMS = {"InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
