@@ -683,6 +683,7 @@ class Builder:
         for arg in args:
             if arg.keyword is not None:
                 bound[arg.keyword.value] = arg.value
+        first = len(st.loop.assignments)
         order = self._next()
         for param in [*fn.params.params, *fn.params.kwonly_params]:
             name = param.name.value
@@ -696,6 +697,11 @@ class Builder:
                                                      else dotted(d.decorator)) or "") in ("no_grad", "inference_mode"))
         self._block(lines(fn.body), replace(st, inlining=st.inlining + (fn,), site=st.site or (call, stmt),
                                              contexts=contexts), fn)
+        if not any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in walk(fn.body)):
+            span = (order, self._next())
+            for assignment in st.loop.assignments[first:]:
+                if assignment.scope is None and assignment.names and all("." not in n for n in assignment.names):
+                    assignment.scope = span
 
 
 def _steps_on_parameter(fn: cst.FunctionDef, params: set[str]) -> bool:

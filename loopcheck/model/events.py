@@ -115,6 +115,9 @@ class Assignment:
     in_loop: cst.CSTNode | None = None  # set when lifted out of a loop that runs no backward
     contexts: tuple[Context, ...] = ()  # `with autocast(...)`, `with model.no_sync()` around it
     lifted: tuple[Loop, ...] = ()  # the loops without backward it was lifted out of, outermost first
+    # the orders a call of a helper inlined into the loop spans, for a name local to that helper (the
+    # caller's own names of that spelling are other variables); None for the loop's own names
+    scope: tuple[int, int] | None = None
 
 
 @dataclass(eq=False)

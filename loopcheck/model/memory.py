@@ -236,9 +236,12 @@ class GraphReader:
                     (*item, self.binding(item[0], backward.order, backward.conds), backward.order))
 
     def binding(self, name: str, order: int, conds: tuple[Cond, ...]) -> Assignment | None:
-        """The latest assignment of ``name`` in the loop before ``order`` that can run with ``conds``."""
+        """The latest assignment of ``name`` in the loop before ``order`` that can run with ``conds``;
+        a helper's local name only within that helper's call (``d_proba_fake`` of ``g_train`` is not the
+        caller's ``d_proba_fake``)."""
         found = [a for a in self.loop.assignments
-                 if name in a.names and a.order < order and not exclusive(a.conds, conds)]
+                 if name in a.names and a.order < order and not exclusive(a.conds, conds)
+                 and (a.scope is None or a.scope[0] <= order <= a.scope[1])]
         return max(found, key=lambda a: a.order) if found else None
 
     def _item(self, name: str, key: str, order: int, conds: tuple[Cond, ...], depth: int) -> bool | None | object:

@@ -10,7 +10,10 @@ history holds every earlier loss with its graph. A dict of losses whose item is 
 (`loss["total"].backward()`) holds that item's graph: keeping the dict, or adding up that item, is
 flagged (other keys, which may be numbers, are not read as graphs; the dict gets no `.detach()` fix,
 it has none). horovod's `hvd.allreduce(loss.cpu())` is
-differentiable, so what it returns carries the graph on.
+differentiable, so what it returns carries the graph on. What a helper of the file returns is read
+from its `return` (`return d_loss.item(), d_proba_fake.detach()` keeps no graph), and a local variable
+of another helper the loop calls (`d_proba_fake = disc(fake)` inside `g_train`) is not the loop's
+variable of that name.
 
 ## Why is this bad?
 A tensor that requires grad keeps a reference to the autograd graph that produced it. Summing
