@@ -7,7 +7,9 @@ in loops whose body back-propagates, directly or through functions of the same f
 (``train_step(batch)``, ``self.train_step(batch)``, an ``optimizer.step(closure)``), so a file
 without such a loop can be skipped by every rule that reads training loops. The test here is a
 superset of the model's: any call whose name mentions ``backward`` or a loss scaler counts, and a
-loop counts as calling every function of the file whose name it mentions.
+loop counts as calling every function of the file whose name it mentions. A file whose text hands the
+optimizer to a call (``engine.step(..., optimizer=optimizer)``) is screened too: ``loopcheck.engine``
+then counts calls of the project's functions that back-propagate.
 
 ``ast.parse`` also says, for the price of the parse, whether the file is valid Python (its own
 message and position for a syntax error), or too deeply nested for the parser: libcst hangs or
@@ -29,12 +31,19 @@ from loopcheck.patterns import Pattern
 # or through the `self.training_step(model, inputs)` a `transformers.Trainer` subclass inherits: text
 # every file with a training loop contains.
 _BACKWARD_TEXT = ("backward(", "loss_scaler(")
-TRAINING_LOOP_TEXT = (*_BACKWARD_TEXT, "training_step(")
+TRAINING_LOOP_TEXT = (*_BACKWARD_TEXT, "training_step(", "optimizer")  # (see `_HELPER_CALL`)
 INHERITED_STEP_TEXT = ("self.training_step(", "self._training_step(")
 
 
+# A loop may back-propagate inside a function of another project module it hands the optimizer
+# (`engine.step(step=i, model=model, optimizer=optimizer, loss=loss)`): whether that function does is
+# for the project to say (``loopcheck.engine`` screens again with the names of those that do).
+_HELPER_CALL = Pattern(r"\w\([^\n]*\boptimizer\b")
+
+
 def has_training_text(source: str) -> bool:
-    return any(text in source for text in _BACKWARD_TEXT) or inherited_triggers(source) != ()
+    return any(text in source for text in _BACKWARD_TEXT) or inherited_triggers(source) != () \
+        or "optimizer" in source and _HELPER_CALL.search(source) is not None
 
 
 def inherited_triggers(source: str) -> tuple[str, ...]:

@@ -203,14 +203,15 @@ def test_syntax_error_is_reported_and_other_files_still_checked(project: Path, r
 
 def test_which_files_are_parsed_is_what_the_readme_says(project: Path, run_cli) -> None:
     """README, "Which files are parsed": a file is parsed when it mentions a training loop's call
-    (`backward(`, `loss_scaler(`, `self.training_step(`), a Lightning hook's `optimizer_step(` (LC109) or the
+    (`backward(`, `loss_scaler(`, `self.training_step(`, a call handed the optimizer), a Lightning hook's
+    `optimizer_step(` (LC109) or the
     deprecated AMP API (`cuda.amp`, `torch.cuda import`), so a syntax error there is LC000; a file that mentions
     none of them is not parsed."""
     from loopcheck.engine import text_tests
     from loopcheck.screen import TRAINING_LOOP_TEXT
     from loopcheck.selection import resolve
 
-    assert TRAINING_LOOP_TEXT == ("backward(", "loss_scaler(", "training_step(")
+    assert TRAINING_LOOP_TEXT == ("backward(", "loss_scaler(", "training_step(", "optimizer")
     for test in text_tests(resolve()):
         assert test.training_loop or set(test.any_of) <= {"cuda.amp", "torch.cuda import"}, test
         assert set(test.without_loop) <= {"optimizer_step("}, test
@@ -218,14 +219,15 @@ def test_which_files_are_parsed_is_what_the_readme_says(project: Path, run_cli) 
                 "step.py": "tr_loss += self.training_step(model, inputs)",
                 "hook.py": "super().optimizer_step(epoch, batch_idx, optimizer, optimizer_closure)",
                 "amp.py": "torch.cuda.amp.autocast()", "imp.py": "from torch.cuda import amp",
+                "helper.py": "engine.step(model=model, optimizer=optimizer, loss=loss)",
                 "other.py": "optimizer.step()  # zero_grad( GradScaler( autocast("}
     for name, text in mentions.items():
         (project / name).write_text(f"for x in loader\n    {text}\n")
     code, out, _ = run_cli("check", "--no-show-source")
     assert code == 1
     assert sorted(line.split(":")[0] for line in out.splitlines() if " LC000 syntax error" in line) == [
-        "amp.py", "bw.py", "hook.py", "imp.py", "scaler.py", "step.py"]
-    assert "other.py" not in out and "7 files checked" in out
+        "amp.py", "bw.py", "helper.py", "hook.py", "imp.py", "scaler.py", "step.py"]
+    assert "other.py" not in out and "8 files checked" in out
 
 
 def test_run_without_torch_installed_says_so_in_one_line(project: Path) -> None:

@@ -194,6 +194,12 @@ def source(node: cst.CSTNode) -> str:
         return _composed(node)
 
 
+def call_text(node: cst.CSTNode) -> str:
+    """``source(node)``, or ``fn(...)`` for a call written over several lines (as a message quotes it)."""
+    text = source(node)
+    return f"{source(node.func)}(...)" if "\n" in text and isinstance(node, cst.Call) else text
+
+
 _COMPARISON_TOKENS = {cst.Equal: "==", cst.NotEqual: "!=", cst.LessThan: "<", cst.LessThanEqual: "<=",
                       cst.GreaterThan: ">", cst.GreaterThanEqual: ">=", cst.Is: "is", cst.IsNot: "is not",
                       cst.In: "in", cst.NotIn: "not in"}
@@ -222,6 +228,8 @@ def _composed(node: cst.CSTNode) -> str:
         loose = isinstance(operand, (cst.BooleanOperation, cst.Comparison, cst.IfExp, cst.Lambda, cst.NamedExpr))
         token = node.operator._get_token()  # type: ignore[attr-defined]
         return f"{token} ({source(operand)})" if loose else f"{token} {source(operand)}"
+    if kind is cst.List:  # the lengths a schedule function is given, listed
+        return f"[{', '.join(source(e.value) for e in node.elements)}]"  # type: ignore[attr-defined]
     raise TypeError(f"no code for a composed {kind.__name__}")
 
 

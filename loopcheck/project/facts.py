@@ -802,6 +802,10 @@ class _Reader:
                             switched_on[i] = min(sub.lineno, switched_on.get(i, sub.lineno))
                     if inner.backward is not None or inner.steps or inner.scaler_steps:
                         updating.append(sub.lineno)
+        if backward is not None:
+            # one argument both back-propagated through and stepped is an engine (DeepSpeed's
+            # `model.backward(loss); model.step()`), which clears its own gradients: no optimizer's step
+            steps.discard(backward)
         return FunctionFacts(
             line=node.lineno, params=tuple(args), backward=backward, steps=tuple(sorted(steps)),
             scaler_steps=tuple((scaler, opt, not written or written in updated)

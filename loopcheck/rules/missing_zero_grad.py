@@ -10,7 +10,12 @@ zeroes in its own code, so it is read as written. A method with no loop of its o
 data)`) is read as one iteration where the file builds its object (`gan = GAN(...)`) and calls it only
 inside loops that clear nothing and hand the object to no other call (`for data in loader:
 gan.step(data)`). Optimizers that share a last name (`self.generator.optimizer`,
-`self.discriminator.optimizer`) are told apart by their full path.
+`self.discriminator.optimizer`) are told apart by their full path. An optimizer built afresh on every
+step (over a fresh tensor, stepped once) carries nothing; one built per run of a training function that
+a loop around it calls (`for fold in range(5): train(...)`) is stepped many times before the next is
+built, and is checked as any other. The batch loop may also run its backward and step in a function of
+another project module it hands the optimizer (`engine.step(model=model, optimizer=optimizer,
+loss=loss)`): the finding then names that function's file and line.
 
 ## Why is this bad?
 `backward()` adds into `.grad`. Without `optimizer.zero_grad()` (or `model.zero_grad()`,
@@ -48,7 +53,7 @@ from loopcheck.model import Event, FileModel, Framework, GuardKind, Kind, Loop, 
 from loopcheck.model.batch_callers import per_batch_calls
 from loopcheck.model.guards import Guard
 from loopcheck.model.discarded import result_discarded
-from loopcheck.model.syntax import (children, exit_statement, func_name, last_part, lines, own_call_name, source,
+from loopcheck.model.syntax import (call_text, children, exit_statement, func_name, last_part, lines, own_call_name, source,
                                    walk)
 from loopcheck.model.optimizers import Zeroing
 from loopcheck.model.pytest_tests import in_pytest_test
@@ -393,14 +398,17 @@ for x, z in loader:
                     continue  # some zeroing may clear this optimizer's gradients
                 if step.optimizer and zeroing.covered(step.optimizer, zeros):
                     continue  # built over modules each zeroed every iteration through their own optimizers
-                if any(_built_in(loop, step.optimizer) for loop in nest):
-                    continue  # a fresh optimizer per iteration, often over fresh tensors: nothing to carry
+                per_step = nest[:nest.index(training.step_loop) + 1] if training.step_loop in nest else nest[:1]
+                if any(_built_in(loop, step.optimizer) for loop in per_step):
+                    # a fresh optimizer per step, often over fresh tensors: nothing to carry (one built
+                    # per fold of a loop around a whole training run steps many times before the next)
+                    continue
                 if result_discarded(training, step.optimizer):
                     continue  # a timing loop training a throw-away module: nobody sees how it trains
                 reported.add(key)
                 others = " (the loop zeroes only other optimizers' gradients)" if zeros else ""
                 elsewhere = model.project.where(step.node) if model.project is not None else None
-                through = f" (in `{source(step.node)}`, {elsewhere})" if elsewhere else ""
+                through = f" (in `{call_text(step.node)}`, {elsewhere})" if elsewhere else ""
                 span = f"between the calls of `{source(per_batch[0].func)}()`, one per iteration of a loop" \
                     if per_batch else "in this loop"
                 if per_batch and others:

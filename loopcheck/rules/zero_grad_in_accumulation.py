@@ -40,7 +40,7 @@ from loopcheck.model import Event, FileModel, Guard, GuardKind, Kind, Loop, Styl
 from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.model.guards import ACCUMULATING_CALL
 from loopcheck.model.optimizers import Zeroing
-from loopcheck.model.syntax import dotted, source, walk
+from loopcheck.model.syntax import call_text, dotted, source, walk
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -162,7 +162,7 @@ for i, (x, y) in enumerate(loader):
                 elsewhere = model.project.where(zero.node) if model.project is not None else None
                 fix = move_to_step(model, training, zero, "move the zeroing after the optimizer step") \
                     if training.style is not Style.ACCELERATE else None
-                through = f" (by `{source(zero.node)}`, {elsewhere})" if elsewhere else ""
+                through = f" (by `{call_text(zero.node)}`, {elsewhere})" if elsewhere else ""
                 yield self.at(zero, f"`{zero.receiver}` gradients are zeroed{through} on every micro-batch while the "
                                     f"optimizer steps every N micro-batches ({training.style.value}): "
                                     "N-1 of N backward passes are thrown away", fix)
