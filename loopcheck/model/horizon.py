@@ -117,10 +117,15 @@ def horizon_expr(call: cst.Call, index: Index) -> cst.CSTNode | None:
         given = _given_lengths(fn)
         if given is not None:
             return given
-        if isinstance(fn, cst.Lambda):
-            return _beyond_parameters(fn.body, fn.params)
         defs = index.functions.get(fn.value, []) if isinstance(fn, cst.Name) else []
-        return _beyond_parameters(defs[0].body, defs[0].params) if len(defs) == 1 else None
+        found = fn if isinstance(fn, cst.Lambda) else defs[0] if len(defs) == 1 else None
+        body = _beyond_parameters(found.body, found.params) if found is not None else None
+        if body is not None and unit_of(body, index) is None:
+            # read whole, the body says no unit: the lengths it divides the step count by may
+            lengths = _lengths(body, found.params)  # type: ignore[union-attr]
+            if lengths is not None and unit_of(lengths, index) is not None:
+                return lengths
+        return body
     if name == "OneCycleLR" and keyword(call, "total_steps") is None:
         epochs, per_epoch = keyword(call, "epochs"), keyword(call, "steps_per_epoch")
         if epochs is not None and per_epoch is not None:
@@ -370,11 +375,30 @@ def _given_lengths(fn: cst.BaseExpression | None) -> cst.BaseExpression | None:
     return given[0] if len(given) == 1 else cst.List([cst.Element(g) for g in given])
 
 
+_MATH = {"cos", "sin", "exp", "log", "sqrt", "pow", "min", "max", "abs", "float", "int", "round", "floor", "ceil"}
+
+
 def _beyond_parameters(body: cst.CSTNode, params: cst.Parameters) -> cst.CSTNode | None:
     """A schedule function's body, where it names more than its own parameters: ``lambda epoch:
     epoch ** 0.65`` has no horizon, its ``epoch`` is the step count the scheduler passes in."""
     own = param_names(params)
     return body if any(last_part(n) not in own and n.split(".")[0] not in own for n in names_in(body)) else None
+
+
+def _lengths(body: cst.CSTNode, params: cst.Parameters) -> cst.BaseExpression | None:
+    """What a schedule function divides its step count by (``0.5 * (1 + math.cos(math.pi * epoch /
+    args.epochs))`` -> ``args.epochs``): the lengths it runs over, without the constants and math
+    around them; None where it hands the count to another function (``cosine(step // len(loader),
+    args.epochs)``), which may count in other units."""
+    if any(isinstance(n, cst.Call) and last_part(func_name(n) or "") not in _MATH for n in walk(body)):
+        return None
+    own = param_names(params)
+    lengths = [n.right for n in walk(body) if isinstance(n, cst.BinaryOperation) and isinstance(
+        n.operator, cst.Divide) and not own.isdisjoint(names_in(n.left))
+        and own.isdisjoint(names_in(n.right)) and names_in(n.right)]
+    if len(lengths) == 1:
+        return lengths[0]
+    return cst.List([cst.Element(length) for length in lengths]) if lengths else None
 
 
 def _uncast(expr: cst.BaseExpression) -> cst.BaseExpression:

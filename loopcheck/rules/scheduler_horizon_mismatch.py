@@ -58,7 +58,9 @@ A `LambdaLR` whose schedule function is handed its lengths
 warmup_cosine(s, args.warmup_epochs, args.epochs)`) counts in the unit all of them share; so does
 one a factory defines inside and hands to `LambdaLR` (`def lr_lambda(step): ...` reading the factory's
 `num_training_steps` and the locals it makes of it), which is handed those lengths as the factory's
-caller passes them (a `last_epoch` left to its default is no length). A step
+caller passes them (a `last_epoch` left to its default is no length). A schedule function of the file
+or a lambda that divides its step count by lengths of its own (`math.cos(math.pi * epoch / args.epochs)`,
+`epoch / args.warmup_epochs`) counts in the unit those lengths share. A step
 under `isinstance` tests on the scheduler (`if isinstance(scheduler, OneCycleLR): scheduler.step()`,
 its `else` branch, `if not isinstance(scheduler, OneCycleLR):`) steps only the schedules of the classes
 the tests let through; a factory's argument that the caller cannot read (`max_lr=[g["lr"] for g in
