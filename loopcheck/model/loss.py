@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 import libcst as cst
 
@@ -190,6 +191,10 @@ class _Reader:
                 n in self.accumulation_names or n.split(".")[-1] in self.accumulation_names
                 for arg in expr.args for n in names_in(arg.value)):
             return Scaling.RAW  # `loss = self._get_loss(x, target)`: one micro-batch's criterion, undivided
+        if self.module is not None and _trained_attribute(name, self.known_functions, self.module) and not any(
+                n in self.accumulation_names or n.split(".")[-1] in self.accumulation_names
+                for arg in expr.args for n in names_in(arg.value)):
+            return Scaling.RAW  # `self.model(x)`: the forward of the module the file trains, as `model(x)` is
         if name.split(".", 1)[0] in self.known_functions or name.startswith("self.") and not _criterion_attribute(
                 name, self.known_functions):
             return Scaling.UNKNOWN  # a helper of this file (or of a base class), which may normalise inside
@@ -243,6 +248,28 @@ def _criterion_attribute(name: str, known_functions: Mapping[str, list[cst.Funct
     may normalise, is a function of the file or of a base class, and is not named so)."""
     parts = name.split(".")
     return len(parts) == 2 and parts[1] not in known_functions and bool(_CRITERION.search(parts[1]))
+
+
+def _trained_attribute(name: str, known_functions: Mapping[str, list[cst.FunctionDef]], module: cst.Module) -> bool:
+    """``self.model(...)`` where ``model`` is no function of this file and the file reads
+    ``self.model.parameters()`` (to clip them, or to build the optimizer): a module the file trains,
+    whose call is its forward, not a method of the class (or of a base class) that may normalise."""
+    parts = name.split(".")
+    return len(parts) == 2 and parts[0] == "self" and parts[1] not in known_functions \
+        and parts[1] in _parameters_read(module)
+
+
+@lru_cache(maxsize=8)  # asked once per backward of the same file
+def _parameters_read(module: cst.Module) -> frozenset[str]:
+    """The attributes ``X`` of ``self.X.parameters()`` / ``self.X.named_parameters()`` in ``module``."""
+    found = set()
+    for node in walk(module, into_functions=True):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in (
+                "parameters", "named_parameters"):
+            owner = dotted(node.func.value) or ""
+            if owner.count(".") == 1 and owner.startswith("self."):
+                found.add(owner[5:])
+    return frozenset(found)
 
 
 def _forwards_only(found: list[cst.FunctionDef]) -> bool:
