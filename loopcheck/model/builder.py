@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from loopcheck.model.events import CLIP_FUNCTIONS, Assignment, Cond, Context, Event, Framework, Kind, Loop
-from loopcheck.model.distributed import conditional_no_sync
+from loopcheck.model.distributed import conditional_no_sync, helper_no_sync
 from loopcheck.model.from_ast import conjunction
 from loopcheck.model.guards import unwrap_iterable
 from loopcheck.model.ignite import iteration_counter
@@ -155,7 +155,8 @@ class Builder:
             self._loop(stmt, st)
         elif kind is cst.With:
             contexts = st.contexts + tuple(c for item in stmt.items
-                                           if (c := _context(item.item) or _bound_no_sync(item.item, st)))
+                                           if (c := _context(item.item) or _bound_no_sync(item.item, st)
+                                               or _helper_no_sync(item.item, self.index.functions)))
             self._calls_in(stmt.items, stmt, st)
             scaled = st.scaled + tuple(bound for item in stmt.items if (bound := _apex_scaled(item)))
             self._block(lines(stmt.body), replace(st, contexts=contexts, scaled=scaled), stmt)
@@ -773,6 +774,13 @@ def _bound_no_sync(item: cst.BaseExpression, st: _State) -> Context | None:
             or conditional_no_sync(bound.value) is None:
         return None
     return Context("no_sync?", bound.value)
+
+
+def _helper_no_sync(item: cst.BaseExpression, functions: dict[str, list[cst.FunctionDef]]) -> Context | None:
+    """``with maybe_no_sync(model, is_last):`` of a helper of the file that picks ``model.no_sync()``
+    or a do-nothing context: the conditional no_sync it picks, read at the call."""
+    chosen = helper_no_sync(item, functions)
+    return Context("no_sync?", chosen, item) if chosen is not None else None
 
 
 def _apex_scaled(item: cst.WithItem) -> tuple[str, cst.BaseExpression] | None:

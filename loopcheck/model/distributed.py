@@ -32,6 +32,7 @@ from loopcheck.model.syntax import (
     own_call_name,
     positional,
     same,
+    source,
     walk,
 )
 from loopcheck.model.training import Style, TrainingLoop, micro_count
@@ -275,6 +276,109 @@ def conditional_no_sync(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, b
     if (body is None) == (orelse is None):
         return None
     return expr.test, body is not None, (body or orelse)  # type: ignore[return-value]
+
+
+def helper_no_sync(call: cst.BaseExpression, functions: dict[str, list[cst.FunctionDef]]) -> cst.IfExp | None:
+    """``with maybe_no_sync(model, is_last):`` where the file's one function of that name returns
+    ``model.no_sync()`` on one branch and a do-nothing context (``nullcontext()``, ``ExitStack()``) on
+    the other (``if not sync: return model.no_sync()`` / ``return nullcontext()``, or the same as one
+    conditional expression; fairseq's nested ``maybe_no_sync()``): that choice written at the call,
+    its parameters replaced by what the call hands them, as ``model.no_sync() if not is_last else
+    nullcontext()``. None where the helper does anything else or a parameter is not handed a value."""
+    name = own_call_name(call) if isinstance(call, cst.Call) else None
+    found = functions.get(name, []) if name is not None else []
+    if len(found) != 1 or found[0].decorators:
+        return None
+    chosen = _returned_choice(found[0].body)
+    given = _arguments(call, found[0]) if chosen is not None else None  # type: ignore[arg-type]
+    if chosen is None or given is None:
+        return None
+    # re-parsed from its text: the tree built from Python's ast is read, not transformed or composed
+    try:
+        parsed = cst.parse_expression("({}) if ({}) else ({})".format(*(source(part) for part in chosen)))
+        values = {k: cst.parse_expression(source(v)) for k, v in given.items()}
+    except cst.ParserSyntaxError:
+        return None
+    if conditional_no_sync(parsed) is None:
+        return None
+    return parsed.visit(_Substitute(values))  # type: ignore[return-value]
+
+
+def _returned_choice(suite: cst.BaseSuite) -> tuple[cst.BaseExpression, cst.BaseExpression,
+                                                     cst.BaseExpression] | None:
+    """``return a if t else b``, or ``if t: return a`` then ``return b`` (or ``else: return b``): ``(a,
+    t, b)``; None for any other statement (a docstring aside)."""
+    stmts = [s for s in _statements(suite) if not (isinstance(s, cst.Expr) and isinstance(
+        s.value, (cst.SimpleString, cst.ConcatenatedString)))]
+    if len(stmts) == 1 and isinstance(stmts[0], cst.Return) and isinstance(stmts[0].value, cst.IfExp):
+        return stmts[0].value.body, stmts[0].value.test, stmts[0].value.orelse
+    if len(stmts) == 1 and isinstance(stmts[0], cst.If) and isinstance(stmts[0].orelse, cst.Else):
+        branch, other = stmts[0], _returned(_statements(stmts[0].orelse.body))
+    elif len(stmts) == 2 and isinstance(stmts[0], cst.If) and stmts[0].orelse is None:
+        branch, other = stmts[0], _returned(stmts[1:])
+    else:
+        return None
+    body = _returned(_statements(branch.body))
+    if body is None or other is None:
+        return None
+    return body, branch.test, other
+
+
+def _statements(suite: cst.BaseSuite) -> list[cst.CSTNode]:
+    """The statements of a block, a line's small statements taken one by one (``if t: return a``
+    on one line and indented read alike)."""
+    found: list[cst.CSTNode] = []
+    for stmt in suite.body:
+        found.extend(stmt.body if isinstance(stmt, cst.SimpleStatementLine) else [stmt])
+    return found
+
+
+def _returned(stmts: list[cst.CSTNode]) -> cst.BaseExpression | None:
+    """The value of the one ``return`` that is all of ``stmts``."""
+    return stmts[0].value if len(stmts) == 1 and isinstance(stmts[0], cst.Return) else None
+
+
+def _arguments(call: cst.Call, function: cst.FunctionDef) -> dict[str, cst.BaseExpression] | None:
+    """Parameter name -> the expression ``call`` hands it (a default where it hands none); None where a
+    parameter is left without a value or the call uses ``*args`` / ``**kwargs``."""
+    params = list(function.params.params)
+    if isinstance(call.func, cst.Attribute) and params and params[0].name.value in ("self", "cls"):
+        params = params[1:]
+    if function.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or function.params.kwonly_params \
+            or function.params.star_kwarg is not None or any(a.star for a in call.args):
+        return None
+    given: dict[str, cst.BaseExpression] = {}
+    for position, arg in enumerate(call.args):
+        if arg.keyword is not None:
+            given[arg.keyword.value] = arg.value
+        elif position < len(params):
+            given[params[position].name.value] = arg.value
+        else:
+            return None
+    for param in params:
+        if param.name.value not in given:
+            if param.default is None:
+                return None
+            given[param.name.value] = param.default
+    return given
+
+
+class _Substitute(cst.CSTTransformer):
+    """Each parameter's name replaced by the expression handed to it."""
+
+    def __init__(self, given: dict[str, cst.BaseExpression]) -> None:
+        super().__init__()
+        self.given = given
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:  # type: ignore[override]
+        value = self.given.get(original.value)
+        return cst.ensure_type(value, cst.BaseExpression).deep_clone() if value is not None else updated
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:  # type: ignore[override]
+        return updated.with_changes(attr=original.attr)  # `model.no_sync`: the receiver only is a name
+
+    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:  # type: ignore[override]
+        return updated.with_changes(keyword=original.keyword)  # `nullcontext(enter_result=...)`
 
 
 def micro_from_guard(guard: Guard) -> Micro | None:

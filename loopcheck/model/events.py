@@ -64,6 +64,9 @@ class Context:
 
     kind: str
     call: cst.BaseExpression
+    # where the file writes it, where that is not ``call`` itself: the helper call ``maybe_no_sync(model,
+    # is_last)`` whose choice ``call`` restates (``model.no_sync() if not is_last else nullcontext()``)
+    site: cst.CSTNode | None = None
 
 
 @dataclass(eq=False)

@@ -9,6 +9,7 @@ outside it (itself, or in a function of the file that runs it, `loss = self._tra
 and both run the model in, as a gradient-cache trainer's `self.compute_loss(model, chunk)`; also a sync choice bound per micro-batch and entered later,
 `sync_context = model.no_sync if not last else nullcontext` ... `with sync_context(): loss.backward()`
 or `ctx = model.no_sync() if not do_step else contextlib.suppress()` ... `with ctx: loss.backward()`,
+or a helper of the file that returns that choice, `with maybe_no_sync(model, do_step): loss.backward()`,
 and a branch that runs the forward outside it where another branch runs it inside), or a trainer's own sync switch (a context manager
 of the file that sets `require_backward_grad_sync` on its DDP modules or enters their
 `no_sync()`) entered around the backward of a loss computed before it; and the forward run
@@ -405,11 +406,14 @@ class Brain:
     # -- with model.no_sync() if cond else nullcontext() -------------------------------------
     def _conditional_contexts(self, training: TrainingLoop) -> Iterator[Violation]:
         candidates: dict[int, cst.BaseExpression] = {}
+        sites: dict[int, cst.CSTNode] = {}  # a helper's choice -> the helper's call, where it is reported
         holders = [*training.loop.events(), *training.loop.assignments]
         for holder in holders:
             for context in holder.contexts:
                 if context.kind == "no_sync?":
                     candidates[id(context.call)] = context.call
+                    if context.site is not None:
+                        sites[id(context.call)] = context.site
         for assignment in training.loop.assignments:
             if type(assignment.value) is cst.IfExp:  # exact types: isinstance() on libcst's ABCs is slow
                 candidates[id(assignment.value)] = assignment.value
@@ -430,8 +434,10 @@ class Brain:
             on_step = _syncs_the_step(training, test, not when_true)
             if on_step or unsynced.includes_last and not _syncs_the_step(training, test, when_true):
                 where = "the micro-batches the optimizer steps on" if on_step else f"{unsynced.value} of each window"
-                yield Violation(expr, expr, f"`{module}.no_sync()` applies on {where} "
-                                            f"(`{source(test)}` is inverted): the last micro-batch is not "
+                site = sites.get(id(expr), expr)
+                yield Violation(site, site, f"`{module}.no_sync()` applies on {where} "
+                                            f"(`{source(sites.get(id(expr), test))}` is inverted): the last "
+                                            "micro-batch is not "
                                             "all-reduced and the ranks step with different gradients")
 
     # -- if cond: with model.no_sync(): ... ---------------------------------------------------
