@@ -2,7 +2,7 @@
 Checks for a graph-carrying tensor of a training loop (the loss that is back-propagated, the
 trained model's outputs, or what a helper of the same file computes from them, such as a dict of
 loss terms) accumulated (`total_loss += loss`, `totals[name] += value`) or stored
-(`losses.append(loss)`, a slot of a list made before the loop, `losses[k] = loss` with `k` the loop's
+(`losses.append(loss)`, a slot of a list made before the loop, `losses[k] = loss` or `hist[epoch][k] = loss` with `k` the loop's
 variable or a counter it adds to, or handed to an object that keeps it, such as an `AverageMeter` of the project
 whose `losses.update(loss, n)` adds it into `self.sum`) across iterations without `.item()` or
 `.detach()`. A loss appended to a history and back-propagated as `losses[-1]` is kept too: the
@@ -399,15 +399,18 @@ def _keyed_container(node: cst.CSTNode) -> str | None:
 
 
 def _indexed_store(node: cst.CSTNode, loop: Loop) -> str | None:
-    """``losses`` for ``losses[k] = value`` (also ``hist[epoch, k] = value``) where an index is the
+    """``losses`` for ``losses[k] = value`` (also ``hist[epoch, k]``, ``hist[epoch][k]``) where an index is the
     loop's own variable or a counter the loop adds to: each iteration fills another slot of a list
     made before the loop, as ``append`` would. A key that stays (``stats["loss"] = value``) overwrites."""
     if not isinstance(node, cst.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0].target,
                                                                                    cst.Subscript):
         return None
     target = node.targets[0].target
-    container = dotted(target.value)
     indices = [e.slice.value for e in target.slice if isinstance(e.slice, cst.Index)]
+    while isinstance(target.value, cst.Subscript):  # `hist[epoch][k]`: a slot of a list of lists
+        target = target.value
+        indices += [e.slice.value for e in target.slice if isinstance(e.slice, cst.Index)]
+    container = dotted(target.value)
     if container is None or not indices:
         return None
     indices = [i for index in indices for i in (index.elements if isinstance(index, cst.Tuple) else [index])]
