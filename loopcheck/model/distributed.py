@@ -374,7 +374,8 @@ class _Substitute(cst.CSTTransformer):
         value = self.given.get(original.value)
         return cst.ensure_type(value, cst.BaseExpression).deep_clone() if value is not None else updated
 
-    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:  # type: ignore[override]
+    def leave_Attribute(  # type: ignore[override]
+            self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         return updated.with_changes(attr=original.attr)  # `model.no_sync`: the receiver only is a name
 
     def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:  # type: ignore[override]

@@ -1,19 +1,18 @@
 """## What it does
-Checks for a graph-carrying tensor of a training loop (the loss that is back-propagated, the
-trained model's outputs, or what a helper of the same file computes from them, such as a dict of
-loss terms) accumulated (`total_loss += loss`, `totals[name] += value`) or stored
-(`losses.append(loss)`, a slot of a list made before the loop, `losses[k] = loss` or `hist[epoch][k] = loss` with `k` the loop's
-variable or a counter it adds to, or handed to an object that keeps it, such as an `AverageMeter` of the project
+Checks for a graph-carrying tensor of a training loop (the loss that is back-propagated, the trained
+model's outputs, or what a helper of the same file computes from them, such as a dict of loss terms)
+accumulated (`total_loss += loss`, `totals[name] += value`) or stored (`losses.append(loss)`, a slot of
+a list made before the loop, `losses[k] = loss` or `hist[epoch][k] = loss` with `k` the loop's variable
+or a counter it adds to, or handed to an object that keeps it, such as an `AverageMeter` of the project
 whose `losses.update(loss, n)` adds it into `self.sum`) across iterations without `.item()` or
-`.detach()`. A loss appended to a history and back-propagated as `losses[-1]` is kept too: the
-history holds every earlier loss with its graph. A dict of losses whose item is back-propagated
+`.detach()`. A loss appended to a history and back-propagated as `losses[-1]` is kept too: the history
+holds every earlier loss with its graph. A dict of losses whose item is back-propagated
 (`loss["total"].backward()`) holds that item's graph: keeping the dict, or adding up that item, is
-flagged (other keys, which may be numbers, are not read as graphs; the dict gets no `.detach()` fix,
-it has none). horovod's `hvd.allreduce(loss.cpu())` is
-differentiable, so what it returns carries the graph on. What a helper of the file returns is read
-from its `return` (`return d_loss.item(), d_proba_fake.detach()` keeps no graph), and a local variable
-of another helper the loop calls (`d_proba_fake = disc(fake)` inside `g_train`) is not the loop's
-variable of that name.
+flagged (other keys, which may be numbers, are not read as graphs; the dict gets no `.detach()` fix, it
+has none). horovod's `hvd.allreduce(loss.cpu())` is differentiable, so what it returns carries the graph
+on. What a helper of the file returns is read from its `return` (`return d_loss.item(),
+d_proba_fake.detach()` keeps no graph), and a local variable of another helper the loop calls
+(`d_proba_fake = disc(fake)` inside `g_train`) is not the loop's variable of that name.
 
 ## Why is this bad?
 A tensor that requires grad keeps a reference to the autograd graph that produced it. Summing
