@@ -11,7 +11,9 @@ its backward: each step then sees the last call's gradients only (not where this
 A backward that runs now and then and is cleared in its own branch before any step (a probe's
 `probe_loss.backward(); optimizer.zero_grad()`) feeds no window and is left out, and so is a part of
 the stepped model zeroed after every backward (`model.teacher.zero_grad()`: data2vec's EMA teacher
-takes no gradient step): it is kept out of every step on purpose.
+takes no gradient step): it is kept out of every step on purpose. Nor is a loop whose accumulation
+count the file ships as 1 (`config = {"grad_accum": 1}`, a constant; a command-line default is an
+option, and the finding says "only when > 1"): every micro-batch steps.
 
 ## Why is this bad?
 Under accumulation the optimizer steps only every N micro-batches and relies on `backward()`
@@ -41,6 +43,7 @@ from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.model.guards import ACCUMULATING_CALL
 from loopcheck.model.optimizers import Zeroing
 from loopcheck.model.syntax import call_text, dotted, source, walk
+from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -134,6 +137,8 @@ for i, (x, y) in enumerate(loader):
             backwards = [b for b in training.backwards if not _cancelled(training, b)]
             if not backwards or not all(training.every_iteration(b) for b in backwards):
                 continue
+            if accumulation_gates_nothing(training, model.index):
+                continue  # N is 1 as shipped (`config = {"grad_accum": 1}`): every micro-batch steps
             # a step method whose caller marks the calls that only accumulate
             flag = training.step_guard if training.style is Style.GUARDED and not training.loop.is_loop and \
                 training.step_guard is not None and _marked_by_caller(training.step_guard) else None
