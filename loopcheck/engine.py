@@ -23,7 +23,8 @@ from loopcheck.catalog import CODES, NOT_ANALYSED, SYNTAX_ERROR
 from loopcheck.config import Options
 from loopcheck.excerpt import excerpt
 from loopcheck.findings import Finding
-from loopcheck.screen import Verdict, called_among, has_training_text, may_train_with, screen
+from loopcheck.screen import (Verdict, called_among, hands_optimizer_in_loop, has_training_text, may_train_with, screen,
+                              training_call_text)
 from loopcheck.selection import resolve
 from loopcheck.suppression import is_suppressed
 
@@ -154,7 +155,9 @@ def analyse(source: str, filename: str, codes: frozenset[str], options: Options 
     pins_only = False  # loaded only for a rule that reads the pins: no module of its own to read
     if isinstance(project, LazyProject):
         own = screened.verdict is Verdict.TRAINING_LOOP or (
-            screened.verdict is Verdict.NO_TRAINING_LOOP and project.imports_own_module(screened.imports()))
+            screened.verdict is Verdict.NO_TRAINING_LOOP and project.imports_own_module(screened.imports())
+            and (training_call_text(source) or screened.tree is not None
+                 and hands_optimizer_in_loop(screened.tree, source)))
         pins_only = not own and screened.tree is not None and any(r.reads_pins for r in rules)  # type: ignore[attr-defined]
         project = project.load(screened.tree) if own or pins_only else None
     if project is not None and not pins_only and screened.verdict is Verdict.NO_TRAINING_LOOP and \

@@ -39,11 +39,65 @@ INHERITED_STEP_TEXT = ("self.training_step(", "self._training_step(")
 # (`engine.step(step=i, model=model, optimizer=optimizer, loss=loss)`): whether that function does is
 # for the project to say (``loopcheck.engine`` screens again with the names of those that do).
 _HELPER_CALL = Pattern(r"\w\([^\n]*\boptimizer\b")
+_OPTIMIZER_WORD = Pattern(r"\boptimizer\b")
+_OPEN_CALL = Pattern(r"\w\(")
+_MAX_MENTIONS = 64  # a file naming the optimizer more often is an optimizer's own module, not a loop's
 
 
 def has_training_text(source: str) -> bool:
-    return any(text in source for text in _BACKWARD_TEXT) or inherited_triggers(source) != () \
-        or "optimizer" in source and _HELPER_CALL.search(source) is not None
+    return training_call_text(source) or "optimizer" in source and _hands_optimizer_in_loop_text(source)
+
+
+def _hands_optimizer_in_loop_text(source: str) -> bool:
+    """A line under a ``for`` or ``while`` line that hands ``optimizer`` to a call opened before it on
+    that line (``engine.step(model=model, optimizer=optimizer, loss=loss)``), by the text alone."""
+    for count, mention in enumerate(_OPTIMIZER_WORD.finditer(source)):
+        if count == _MAX_MENTIONS:
+            return False
+        start = source.rfind("\n", 0, mention.start()) + 1
+        if _OPEN_CALL.search(source, start, mention.start()) is not None and _in_loop_text(source, start):
+            return True
+    return False
+
+
+def _in_loop_text(source: str, at: int) -> bool:
+    """The line holding ``at`` is indented under a ``for`` or ``while`` line, by the text alone (the
+    lines above with less indentation, outwards): most files that hand the optimizer on (factories,
+    schedulers) do it outside any loop, and are then never parsed."""
+    start = source.rfind("\n", 0, at) + 1
+    stop = source.find("\n", at)
+    line = source[start:stop if stop >= 0 else len(source)]
+    indent = len(line) - len(line.lstrip())
+    end = start - 1
+    while indent > 0 and end > 0:
+        begin = source.rfind("\n", 0, end) + 1
+        text = source[begin:end]
+        stripped = text.lstrip()
+        if stripped and not stripped.startswith("#") and len(text) - len(stripped) < indent:
+            if stripped.startswith(("for ", "while ", "async for ")):
+                return True
+            indent = len(text) - len(stripped)
+        end = begin - 1
+    return False
+
+
+def training_call_text(source: str) -> bool:
+    """A training loop's own call in the text (``backward(``, a loss scaler, an inherited training step)."""
+    return any(text in source for text in _BACKWARD_TEXT) or inherited_triggers(source) != ()
+
+
+def hands_optimizer_in_loop(tree: ast.Module, source: str) -> bool:
+    """A loop of ``tree`` hands the optimizer to a call, on its lines or in a function of the file it
+    calls: only then can a function of another module make it a training loop (most files that
+    pass the optimizer on, an optimizer or scheduler factory, do it once, outside any loop)."""
+    loops, functions = _blocks(tree)
+    if not loops:
+        return False
+    starts = [0, *(m.end() for m in re.finditer("\n", source))]
+    direct = sorted({bisect.bisect_right(starts, m.start()) for m in _HELPER_CALL.finditer(source)
+                     if _counts(source, m, starts)})
+    hot = _with_training_functions(functions, direct, source, starts) if functions and direct else direct
+    return any(_any_within(hot, first, last) for first, last in loops)
 
 
 def inherited_triggers(source: str) -> tuple[str, ...]:
