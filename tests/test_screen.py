@@ -203,3 +203,15 @@ def test_backward_names_are_parsed_only_where_a_loop_may_call_one(project: Path,
         imported = for_file(project / name)
         assert imported is not None and real(imported) <= imported.backward_name_candidates()
     assert asked == ["runs.py", "optimizes.py"]
+
+
+def test_a_call_handed_the_optimizer_inside_a_loop_is_training_text() -> None:
+    """The text pre-filter passes a file whose loop hands the optimizer to a call (which may
+    back-propagate in another module); one that hands it on outside any loop (a factory) is not."""
+    from loopcheck.screen import has_training_text
+
+    in_loop = "for i, (x, y) in enumerate(loader):\n    engine.step(model=model, optimizer=optimizer, loss=f(x))\n"
+    assert has_training_text(in_loop)
+    assert has_training_text("def train():\n    while True:\n        # a comment\n\n        step(optimizer)\n")
+    assert not has_training_text("def build(cfg):\n    optimizer = make(cfg)\n    return Scheduler(optimizer, cfg)\n")
+    assert not has_training_text("for p in params:\n    x = 1\noptimizer.step()\nsched = Cosine(optimizer)\n")
