@@ -207,7 +207,8 @@ for epoch in range(epochs):
         for training in model.training_loops:
             reader: GraphReader | None = None
             for holder, container, value, node, stmt in _kept(training, model):
-                if _reset_every_iteration(training, container) or _window_local(training, container):
+                if _reset_every_iteration(training, container) or _window_local(training, container) \
+                        or _made_empty_before(training, container, holder):
                     continue
                 if _made_fresh_to_fill(training, container, holder, model):
                     continue
@@ -601,6 +602,17 @@ def _made_fresh_to_fill(training: TrainingLoop, container: str, holder: object, 
     modules = trained_modules(model) if between else set()
     return not any(isinstance(node, cst.Call) and module_name(func_name(node) or "") in modules
                    for loop in between for node in walk(loop.node.body))
+
+
+def _made_empty_before(training: TrainingLoop, container: str, holder: object) -> bool:
+    """``preds = []`` earlier in the same iteration, under no condition the store does not also run
+    under (an evaluation pass every N steps that makes its list, then fills it in a loop over chunks):
+    whenever the store runs, the container was made empty in that iteration, so it holds nothing from
+    an earlier one."""
+    conds = {id(c) for c in getattr(holder, "conds", ())}
+    order = getattr(holder, "order", -1)
+    return any(container in a.names and a.op == "=" and _empty(a.value) and a.order < order
+               and {id(c) for c in a.conds} <= conds for a in training.loop.assignments)
 
 
 def _reset_every_iteration(training: TrainingLoop, container: str) -> bool:
