@@ -39,10 +39,10 @@ FOREIGN_FRAMEWORKS = frozenset({"paddle", "mindspore", "jax", "flax", "optax", "
 _OPTIMIZERS = {"SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax", "ASGD", "LBFGS", "NAdam", "RAdam",
                "RMSprop", "Rprop", "SparseAdam", "Adafactor", "Lion", "LAMB", "Lamb", "LARS", "AdamW8bit",
                "Adam8bit", "ZeroRedundancyOptimizer", "FusedAdam", "FusedLAMB", "Muon", "Shampoo", "SAM",
-               # bitsandbytes' 32-bit, paged and Lion variants; adam-atan2-pytorch's
+               # bitsandbytes' 32-bit, paged and Lion variants; adam-atan2-pytorch's; StableAdamW
                "Adam32bit", "AdamW32bit", "PagedAdam", "PagedAdamW", "PagedAdam8bit", "PagedAdamW8bit",
                "PagedAdam32bit", "PagedAdamW32bit", "Lion8bit", "Lion32bit", "PagedLion", "PagedLion8bit",
-               "PagedLion32bit", "AdamAtan2", "AdoptAtan2"}
+               "PagedLion32bit", "AdamAtan2", "AdoptAtan2", "StableAdamW", "StableAdamWUnfused"}
 _OPTIMIZER_FACTORY = Pattern(r"(create|build|get|make|init|configure)_?optim", re.I)
 _SCHEDULER = Pattern(r"(LR|Scheduler|_schedule_with_warmup|schedule)$|^(get|create|build)_.*sched", re.I)
 _SCALERS = {"GradScaler", "ShardedGradScaler", "NativeScaler", "NativeScalerWithGradNormCount", "ApexScaler"}

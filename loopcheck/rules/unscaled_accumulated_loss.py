@@ -56,7 +56,7 @@ every micro-batch that trains.
 A loss not divided at all is not flagged where every optimizer the loop steps is built in the file
 (directly, on `self`, or returned by a factory function of the file: `optimizer = build_optimizer(model,
 cfg)` with `return torch.optim.AdamW(...)`) as Adam, AdamW, Adamax, NAdam, FusedAdam or Lion (also
-bitsandbytes' `AdamW8bit`, paged and Lion variants, `AdamAtan2`, `AdoptAtan2`) with no coupled
+bitsandbytes' `AdamW8bit`, paged and Lion variants, `AdamAtan2`, `AdoptAtan2`, `StableAdamW`) with no coupled
 `weight_decay`: their update divides the gradient's running mean by the root of its running square (or
 takes its sign, or an atan2 of the two), so N times the gradient gives the same step up to `eps`. On CPU, a small MLP
 trained 12 windows of 4 micro-batches with the loss undivided and divided ends with parameters at most
@@ -507,15 +507,17 @@ _ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Fl
 # every gradient cancels. Their weight decay is decoupled unless said (Adam's own `weight_decay`
 # adds `wd * param` to the gradient before the ratio; FusedAdam decouples unless `adam_w_mode=False`).
 # bitsandbytes' 8-bit and paged variants keep the same update on quantised states; the atan2 variants
-# (`AdamAtan2`, `AdoptAtan2`) take atan2(m, sqrt(v)), with no epsilon at all. Those whose decay this
+# (`AdamAtan2`, `AdoptAtan2`) take atan2(m, sqrt(v)), with no epsilon at all; StableAdamW (Wortsman's
+# unfused reference, as zeta ships it) is AdamW whose step is scaled down by the RMS of g / sqrt(v). Those whose decay this
 # file cannot tell coupled or not are read as coupled: where one is set, the finding stays. Not RAdam:
 # its first steps (until the variance's rectification term is defined) are momentum SGD, N-fold.
 _SCALE_FREE = {"Adam", "AdamW", "Adamax", "NAdam", "FusedAdam", "Lion", "Adam8bit", "AdamW8bit",
                "Adam32bit", "AdamW32bit", "PagedAdam", "PagedAdamW", "PagedAdam8bit", "PagedAdamW8bit",
                "PagedAdam32bit", "PagedAdamW32bit", "Lion8bit", "Lion32bit", "PagedLion", "PagedLion8bit",
-               "PagedLion32bit", "AdamAtan2", "AdoptAtan2"}
+               "PagedLion32bit", "AdamAtan2", "AdoptAtan2", "StableAdamW", "StableAdamWUnfused"}
 _DECOUPLED = {"AdamW", "FusedAdam", "Lion", "AdamW8bit", "AdamW32bit", "PagedAdamW", "PagedAdamW8bit",
-              "PagedAdamW32bit", "Lion8bit", "Lion32bit", "PagedLion", "PagedLion8bit", "PagedLion32bit"}
+              "PagedAdamW32bit", "Lion8bit", "Lion32bit", "PagedLion", "PagedLion8bit", "PagedLion32bit",
+              "StableAdamW", "StableAdamWUnfused"}
 
 
 def _effect(model: FileModel, training: TrainingLoop, count: str) -> str | None:
