@@ -606,13 +606,19 @@ def _made_fresh_to_fill(training: TrainingLoop, container: str, holder: object, 
 
 def _made_empty_before(training: TrainingLoop, container: str, holder: object) -> bool:
     """``preds = []`` earlier in the same iteration, under no condition the store does not also run
-    under (an evaluation pass every N steps that makes its list, then fills it in a loop over chunks):
-    whenever the store runs, the container was made empty in that iteration, so it holds nothing from
-    an earlier one."""
+    under (an evaluation pass every N steps that makes its list, then fills it in a loop over the
+    chunks of one batch): whenever the store runs, the container was made empty in that iteration, so
+    it holds nothing from an earlier one. Not where a loop over a loader runs in between, as written
+    (`for x, y in val_loader:`): a validation pass that gathers every batch holds all their graphs."""
     conds = {id(c) for c in getattr(holder, "conds", ())}
     order = getattr(holder, "order", -1)
+    lifted = getattr(holder, "lifted", ())
     return any(container in a.names and a.op == "=" and _empty(a.value) and a.order < order
-               and {id(c) for c in a.conds} <= conds for a in training.loop.assignments)
+               and {id(c) for c in a.conds} <= conds
+               # not over a loader's batches in between: a validation pass gathering every batch's graph
+               and not any(loop.order > a.order and (is_data_loop(loop) or isinstance(loop.node, cst.For)
+                                                      and is_data_iterable(loop.node.iter)) for loop in lifted)
+               for a in training.loop.assignments)
 
 
 def _reset_every_iteration(training: TrainingLoop, container: str) -> bool:
