@@ -45,6 +45,8 @@ _OPTIMIZERS = {"SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax", "ASGD", 
                "PagedLion32bit", "AdamAtan2", "AdoptAtan2", "StableAdamW", "StableAdamWUnfused"}
 _OPTIMIZER_FACTORY = Pattern(r"(create|build|get|make|init|configure)_?optim", re.I)
 _SCHEDULER = Pattern(r"(LR|Scheduler|_schedule_with_warmup|schedule)$|^(get|create|build)_.*sched", re.I)
+# What builds a run's options (`opt = opts.parse_opt()`, `parser.parse_args()`, `TrainOptions().parse()`)
+_OPTIONS = Pattern(r"^parse|_args$|^(get|load|read)_?(opts?|options|config|cfg)$", re.I)
 _SCALERS = {"GradScaler", "ShardedGradScaler", "NativeScaler", "NativeScalerWithGradNormCount", "ApexScaler"}
 # The methods a GradScaler's user calls on it and nothing else has together
 _SCALER_USE = frozenset({"scale", "step", "update"})
@@ -171,6 +173,9 @@ class Roles:
         if role is not Role.UNKNOWN:
             return role
         role = role_of_name(name)
+        if role is Role.OPTIMIZER and any(_OPTIONS.search(last_part(func_name(c) or ""))
+                                          for c in self.constructed.get(last_part(name), [])):
+            return Role.UNKNOWN  # `opt = opts.parse_opt()`: the run's options, not an optimizer
         if role is Role.UNKNOWN and _SCALER_USE <= self.methods_called.get(last_part(name), set()):
             # `grad_scalar.scale(loss)`, `grad_scalar.step(opt)`, `grad_scalar.update()` on a parameter whose
             # name says nothing (LSGM/NVAE spell it "scalar"): what is done with it says GradScaler

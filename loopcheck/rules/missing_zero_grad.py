@@ -13,7 +13,9 @@ gan.step(data)`). Optimizers that share a last name (`self.generator.optimizer`,
 `self.discriminator.optimizer`) are told apart by their full path. An optimizer built afresh on every
 step (over a fresh tensor, stepped once) carries nothing; one built per run of a training function that
 a loop around it calls (`for fold in range(5): train(...)`) is stepped many times before the next is
-built, and is checked as any other. The batch loop may also run its backward and step in a function of
+built, and is checked as any other; a zeroing that function runs once per call, before its own epoch
+and batch loops, clears nothing between the steps of those loops. An options object named like an
+optimizer (`opt = opts.parse_opt()`) handed to a call is no optimizer. The batch loop may also run its backward and step in a function of
 another project module it hands the optimizer (`engine.step(model=model, optimizer=optimizer,
 loss=loss)`): the finding then names that function's file and line.
 
@@ -214,6 +216,40 @@ def _scaler_may_hold_back(model: FileModel, training: TrainingLoop, step: Event)
     return told_the_iteration(training, step)
 
 
+def _once_per_call(zero: Event, steps: list[Event]) -> bool:
+    """``zero`` runs once per call of the function it was inlined from (``train()`` zeroes, then runs
+    its own epoch and batch loops, called per fold: ``for fold in range(5): train(...)``), while every
+    step runs in a loop of that function inside ``zero``'s loop: it clears nothing between those steps,
+    as a zeroing before a function's loops does not. Unless that function's loop steps once and ends
+    (it gathers the micro-batches of one step)."""
+    fn = zero.origin
+    if fn is None or zero.site is None or zero.loop is None:
+        return False
+    own = _loops_in(fn)
+    return all(_in_own_loop(step, zero.loop, own) for step in steps)
+
+
+def _in_own_loop(step: Event, outer: Loop, own: set[int]) -> bool:
+    loop = step.loop
+    while loop is not None and loop is not outer:
+        if id(loop.node) in own and not _leaves_after(loop, step):
+            return True
+        loop = loop.parent
+    return False
+
+
+def _loops_in(fn: cst.FunctionDef) -> set[int]:
+    """The ``for``/``while`` statements of a function's own code (by ``id``), not of functions in it."""
+    out: set[int] = set()
+    stack: list[cst.CSTNode] = [fn.body]
+    while stack:
+        node = stack.pop()
+        if type(node) in (cst.For, cst.While):
+            out.add(id(node))
+        stack.extend(c for c in children(node) if type(c) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+    return out
+
+
 def _built_in(loop: Loop, optimizer: str | None) -> bool:
     return any(optimizer in a.names and isinstance(a.value, cst.Call) for a in loop.assignments)
 
@@ -361,7 +397,8 @@ for x, z in loader:
             nest = list(_nest(training.loop))
             if any(loop.opaque_calls for loop in nest):
                 continue
-            zeros = [z for loop in nest for z in loop.events(Kind.ZERO_GRAD, deep=True)]
+            zeros = [z for loop in nest for z in loop.events(Kind.ZERO_GRAD, deep=True)
+                     if not _once_per_call(z, steps)]
             scope = training.loop.parent
             if training.loop.is_loop and scope is not None and not scope.is_loop \
                     and all(_leaves_after(training.loop, s) for s in steps):
