@@ -28,7 +28,7 @@ import libcst as cst
 
 from loopcheck.model import FileModel
 from loopcheck.model.accelerate import accumulation_setting
-from loopcheck.model.guards import at_most_one
+from loopcheck.model.guards import at_most_one, slipped
 from loopcheck.model.syntax import dotted, int_value, last_part
 from loopcheck.model.training import Style, TrainingLoop
 from loopcheck.model.values import option_defaults
@@ -54,6 +54,9 @@ def setting(model: FileModel, code: str, node: cst.CSTNode, sites: bool = False,
     if code not in ACCUMULATION_RULES:
         return None
     holding = [t for t in model.training_loops if node in _event_nodes(t, sites)]
+    if code == "LC106" and any(t.step_guard is not None and t.step_guard.test is not None
+                               and slipped(t.step_guard.test) is not None for t in holding):
+        return None  # `i + 1 % N == 0` is wrong at every N, 1 included
     settings = {_setting(model, t, plain) for t in holding}
     if len(settings) == 2 and None in settings:
         # `if not N or (i + 1) % N == 0:` also has a variant where N is off (0, None) and every

@@ -552,6 +552,11 @@ class GuardReader:
         else:
             # `if (i + 1) % N:` is true when NOT on the boundary
             mod, compared, negated = test, cst.Integer("0"), True
+        slip = precedence_slip(mod)
+        if slip is not None:
+            # `i + 1 % N == 0` is `i + (1 % N) == 0`: it means `(i + 1) % N == 0` and holds on no
+            # micro-batch of a counter from 0 once N > 1 (LC106 says so); its window is the intended one
+            mod = cst.BinaryOperation(cst.BinaryOperation(mod.left, mod.operator, slip.left), cst.Modulo(), slip.right)
         if not (isinstance(mod, cst.BinaryOperation) and isinstance(mod.operator, cst.Modulo)):
             return None
         count = self.count(mod.left, order)
@@ -575,6 +580,8 @@ class GuardReader:
             if target is not None:
                 # the k-th micro-batch (1-based) sees first + k - 1: a boundary test holds at k = N
                 phase = {1: Phase.BOUNDARY, 0: Phase.START}.get(count.first - target, Phase.OFF)
+        if slip is not None:
+            phase = Phase.OFF
         guard = Guard(GuardKind.PERIODIC, modulus=modulus, index=count.index, phase=phase, test=test,
                       restarts=count.restarts)
         return negate(guard) if negated else guard
@@ -1214,6 +1221,33 @@ def _inside(assignment: Assignment, test: cst.BaseExpression, counter: str | Non
             if any(p is test for p in parts) and all(p is test or counter not in names_in(p) for p in parts):
                 return True
     return False
+
+
+def precedence_slip(expr: cst.BaseExpression) -> cst.BinaryOperation | None:
+    """The ``1 % N`` of ``i + 1 % N`` (or ``i - 1 % N``): a counter plus a literal taken modulo
+    something else, where ``%`` binds first (``i + (1 % N)`` written so is meant; a tree built from
+    ``ast`` keeps no parentheses)."""
+    if type(expr) is cst.BinaryOperation and type(expr.operator) in (cst.Add, cst.Subtract) \
+            and type(expr.right) is cst.BinaryOperation and not getattr(expr.right, "lpar", ()) \
+            and type(expr.right.operator) is cst.Modulo and type(expr.right.left) is cst.Integer \
+            and type(expr.left) in (cst.Name, cst.Attribute, cst.Subscript):
+        return expr.right
+    return None
+
+
+def slipped(test: cst.BaseExpression) -> cst.BinaryOperation | None:
+    """The ``i + 1 % N`` a step test compares (``i + 1 % N == 0 or i + 1 == len(loader)``), if any."""
+    stack = [test]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.BooleanOperation:
+            stack += [node.left, node.right]  # type: ignore[attr-defined]
+        elif kind is cst.UnaryOperation:
+            stack.append(node.expression)  # type: ignore[attr-defined]
+        elif kind is cst.Comparison and precedence_slip(node.left) is not None:  # type: ignore[attr-defined]
+            return node.left  # type: ignore[attr-defined, return-value]
+    return None
 
 
 def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -6,7 +6,10 @@ read as its fresh-run value, `start_step = 0`), `step += 1` before or after the 
 counters (`global_step`, `ni = i + nb * epoch`) and thresholds reset in the step branch
 (`n += 1; if n > N: ...; n = 0` makes every window N + 1 long). A counter that an evaluation
 branch resets to its first value (`nb_tr_steps = 0` beside `nb_tr_steps = 0` before the loop) starts
-again as on a fresh run, so its test is read the same way.
+again as on a fresh run, so its test is read the same way. A test that lost its parentheses,
+`i + 1 % N == 0`, is `i + (1 % N) == 0`: `%` binds before `+`, so it holds on no micro-batch once N > 1
+(on the first only where N is 1); it is reported whatever N is (measured on CPU: 3 steps instead of 24
+in 3 epochs of 32 batches at N = 4, where the test also takes the last batch).
 
 ## Why is this bad?
 `i % N == 0` is true on the very first micro-batch, so the first "window" has one micro-batch
@@ -24,7 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from loopcheck.model import FileModel, Phase, Style
+from loopcheck.model.guards import precedence_slip, slipped
 from loopcheck.model.syntax import source
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.model.windows import zeroed_every_micro_batch
@@ -147,14 +153,31 @@ for step in range(num_micro_batches):
             guard = training.step_guard
             if training.style is not Style.GUARDED or guard is None or guard.test is None:
                 continue
+            step = next(s for s in training.steps if training.guard(s).periodic)
+            owner = next((c.owner for c in step.conds if c.test is guard.test), step.stmt)
+            slip = slipped(guard.test)
+            if slip is not None:  # wrong whatever N is, 1 included
+                yield Violation(guard.test, owner, _precedence_message(slip, guard.flush))
+                continue
             if accumulation_gates_nothing(training, model.index):
                 continue  # N is 1 as shipped: every micro-batch steps, whichever one the test names
             if zeroed_every_micro_batch(training):
                 continue  # every window is one micro-batch already (LC101): where the test fires changes nothing
-            step = next(s for s in training.steps if training.guard(s).periodic)
             after_backward = all(b.order < step.order for b in training.backwards)
             if guard.phase is Phase.OFF or guard.phase is Phase.START and after_backward:
-                owner = next((c.owner for c in step.conds if c.test is guard.test), step.stmt)
                 yield Violation(guard.test, owner, f"`{source(guard.test)}` fires on the wrong micro-batch for how "
                                                    f"`{guard.index}` is counted: the first window is not N "
                                                    "micro-batches long and every later step is shifted")
+
+
+def _precedence_message(slip: cst.BinaryOperation, flush: bool | None) -> str:
+    bound = precedence_slip(slip)
+    assert bound is not None
+    counter, literal, modulus = source(slip.left), source(bound.left), source(bound.right)
+    op = "+" if isinstance(slip.operator, cst.Add) else "-"
+    holds = f"on no micro-batch once `{modulus}` > 1 (on the first only where it is 1)" if (op, literal) == ("+", "1") \
+        else "on the first micro-batch at most"
+    steps = "only the last batch of each epoch steps, on the gradients summed since the previous step" if flush \
+        else "the optimizer steps at most once"
+    return (f"`{source(slip)}` is `{counter} {op} ({literal} % {modulus})`: `%` binds before `{op}`, so the test holds "
+            f"{holds} and {steps}; write `({counter} {op} {literal}) % {modulus}`")

@@ -46,7 +46,7 @@ import libcst as cst
 
 from loopcheck.fixes import Edit, Fix
 from loopcheck.model import FileModel, GuardKind, Phase, TrainingLoop
-from loopcheck.model.guards import Guard, enumerate_start, unwrap_iterable
+from loopcheck.model.guards import Guard, enumerate_start, slipped, unwrap_iterable
 from loopcheck.model.syntax import children, func_name, int_value, names_in, positional, same, source, walk
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.model.summed import summed_window
@@ -218,6 +218,8 @@ for epoch in range(epochs):
                 continue
             if accumulation_gates_nothing(training, model.index):
                 continue  # N is 1 as shipped: no window is ever partial
+            if slipped(guard.test) is not None:
+                continue  # `i + 1 % N == 0` steps on no window boundary at all (LC106 says so)
             step = next(s for s in training.steps if training.guard(s).periodic)
             owner = next((c.owner for c in step.conds if c.test is guard.test), step.stmt)
             target = training.loop.assignments[0] if training.loop.assignments else None
