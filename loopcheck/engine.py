@@ -287,7 +287,25 @@ def _check(module: cst.Module, source: str, filename: str, rules: list[object], 
     inside = _inherited_loops(model) if violations else {}
     violations = [(rule, said) for rule, v in violations
                   if (said := _with_setting(model, rule, _inherited(inside, rule, _placed(model, v)))) is not None]
+    violations = _run_by_the_script(model, violations) if violations else violations
     return _findings(module, source, filename, violations, tree, built) if violations else []
+
+
+def _run_by_the_script(model: FileModel, violations: list[tuple[Rule, Violation]]) -> list[tuple[Rule, Violation]]:
+    """The violations, less those in a function of a script that its entry point never runs and no
+    other module of the project imports (``loopcheck.model.uncalled``): dead code as shipped."""
+    from loopcheck.model.syntax import walk
+    from loopcheck.model.uncalled import uncalled_functions
+
+    if model.project is None:
+        return violations
+    dead = uncalled_functions(model.module, model.source)
+    if not dead:
+        return violations
+    inside = {id(n) for fn in dead for n in walk(fn, into_functions=True)}
+    if not any(id(v.node) in inside for _, v in violations) or model.project.imported_elsewhere():
+        return violations
+    return [(rule, v) for rule, v in violations if id(v.node) not in inside]
 
 
 def _placed(model: FileModel, violation: Violation) -> Violation:

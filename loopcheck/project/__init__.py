@@ -28,7 +28,7 @@ from loopcheck.project.walk import parsed
 from loopcheck.project import callers as _callers
 from loopcheck.project import ddp_helpers as _ddp_helpers
 from loopcheck.project import index as _index
-from loopcheck.project.index import ProjectIndex, find_root, project_index
+from loopcheck.project.index import ProjectIndex, find_root, project_index, real_path
 from loopcheck.project import launches as _launches
 from loopcheck.project import pins as _pins
 from loopcheck.project import unset_keywords as _unset_keywords
@@ -583,6 +583,28 @@ class Imported:
 
         self._settings_read = True
         return inert_settings.inert(self.index, name)
+
+    def imported_elsewhere(self) -> bool:
+        """Whether another Python file, script, notebook or document of the project may import this
+        file's module (a line that imports its name: ``from train import main``, ``import train``,
+        ``from . import train``, also as a notebook cell's or a document's line); True where that cannot be told (a root no marker names, a walk
+        stopped early). The files read join ``digest`` as ``inert_setting``'s do."""
+        from loopcheck.project.index import marked_folder
+
+        self._settings_read = True
+        if marked_folder(self.index.root) != self.index.root:
+            return True
+        documents = self.index.documents()
+        if documents is None:
+            return True
+        stem = re.escape(self.path.stem.encode())
+        pattern = re.compile(rb"^[ \t>%!\[\"',]*(?:from[ \t]+[\w.]*\b" + stem + rb"\b|(?:from[ \t]+[\w.]+[ \t]+)?import\b[^\n]*\b"
+                             + stem + rb"\b)", re.MULTILINE)
+        mine = real_path(self.path)
+        for path in [*self.index.python_files(), *map(Path, documents)]:
+            if real_path(path) != mine and pattern.search(self.index.text_of(path)):
+                return True
+        return False
 
     def with_settings(self, digest: str) -> str:
         """``digest`` (taken before the model asked), with the stamp of the files ``inert_setting``

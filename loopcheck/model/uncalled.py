@@ -1,0 +1,73 @@
+"""Functions of a script that its entry point never runs.
+
+A script (a module with an ``if __name__ == "__main__":`` block) runs what its module-level code
+calls, and what those functions call in turn. A top-level function nothing in the file reaches
+(``main()`` left beside the ``main_lightning()`` the entry point now runs, and the ``train_epoch`` only
+it called) is dead code as the script ships, unless another module imports the script
+(``Imported.imported_elsewhere``): a finding in it describes a loop nobody runs.
+
+Read from the names the file uses: a name read anywhere outside the function's own body (module-level
+code, a class body, another live function, a decorator, a string that names it) keeps it live, and so
+does any dynamic lookup (``globals()``, ``fire.Fire()``, ``sys.modules``, ``eval``), which keeps them all.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from loopcheck.model.syntax import children
+from loopcheck.patterns import Pattern
+
+# any of these may call a function by its name (`model.eval()` is no `eval(`)
+_DYNAMIC = Pattern(r"(?<![\w.])(?:globals|locals|vars|eval|exec)\(|\bFire\(|sys\.modules|__dict__|import_module\(")
+
+
+def uncalled_functions(module: cst.Module, source: str) -> list[cst.FunctionDef]:
+    """The top-level functions of a script its module-level code never reaches (see the module)."""
+    if not any(_is_main_block(stmt) for stmt in module.body) or _DYNAMIC.search(source):
+        return []
+    functions: dict[str, list[cst.FunctionDef]] = {}
+    roots: set[str] = set()
+    for stmt in module.body:
+        if type(stmt) is cst.FunctionDef:
+            if stmt.decorators:
+                roots.add(stmt.name.value)  # registered by its decorator (`@hydra.main`, `@app.command`)
+            functions.setdefault(stmt.name.value, []).append(stmt)
+            roots |= _names(stmt.decorators)
+        else:
+            roots |= _names([stmt])
+    live: set[str] = set()
+    pending = [name for name in roots if name in functions]
+    while pending:
+        name = pending.pop()
+        if name in live:
+            continue
+        live.add(name)
+        pending += [n for fn in functions[name] for n in _names([fn.params, fn.body]) if n in functions and n not in live]
+    return [fn for name, fns in functions.items() if name not in live for fn in fns]
+
+
+def _is_main_block(stmt: cst.CSTNode) -> bool:
+    if type(stmt) is not cst.If or type(stmt.test) is not cst.Comparison:  # type: ignore[attr-defined]
+        return False
+    test = stmt.test  # type: ignore[attr-defined]
+    parts = [test.left, *(c.comparator for c in test.comparisons)]
+    return any(type(p) is cst.Name and p.value == "__name__" for p in parts) \
+        and any(type(p) is cst.SimpleString and p.evaluated_value == "__main__" for p in parts)
+
+
+def _names(nodes: list[cst.CSTNode] | tuple[cst.CSTNode, ...] | object) -> set[str]:
+    """The names read (and strings written) in ``nodes``, at any depth."""
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = list(nodes)  # type: ignore[call-overload]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.Name:
+            found.add(node.value)  # type: ignore[attr-defined]
+        elif kind is cst.SimpleString:
+            value = node.evaluated_value  # type: ignore[attr-defined]
+            if isinstance(value, str) and value.isidentifier():
+                found.add(value)
+        stack.extend(children(node))
+    return found

@@ -1,0 +1,96 @@
+"""A finding in a function that the script's entry point never runs (``main()`` left beside the
+``main_lightning()`` that ``if __name__ == "__main__":`` now calls, and the epoch function only it
+calls) describes dead code: it is not reported, unless another module, script or notebook of the
+project imports the script, something else in the file names the function (a call, a table, a
+decorator, a string), or the file looks functions up by name (``globals()``, ``fire.Fire()``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.projects import write_project
+
+SCRIPT = """
+    import torch
+
+
+    def train_epoch(model, loader, optimizer):
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+
+
+    def main():
+        model = torch.nn.Linear(4, 2)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(10):
+            train_epoch(model, [(torch.randn(8, 4), torch.randint(0, 2, (8,)))], optimizer)
+
+
+    def main_lightning():
+        print("trained by Lightning")
+
+
+    if __name__ == "__main__":
+        # main()
+        {entry}()
+"""
+
+
+def _indented(text: str) -> str:
+    return "".join(f"    {line}\n" for line in text.splitlines())
+
+
+def _missing_zero_grad(run_cli, path: str = "train.py") -> list[str]:
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC103", path)
+    assert "LC001" not in out and "LC000" not in out  # analysed
+    return [line for line in out.splitlines() if ": LC103" in line]
+
+
+def test_a_function_the_entry_point_never_runs_is_silent(project: Path, run_cli) -> None:
+    write_project(project, {"train.py": SCRIPT.format(entry="main_lightning")})
+    assert _missing_zero_grad(run_cli) == []
+
+
+def test_the_same_function_run_by_the_entry_point_is_reported(project: Path, run_cli) -> None:
+    write_project(project, {"train.py": SCRIPT.format(entry="main")})
+    assert len(_missing_zero_grad(run_cli)) == 1
+
+
+@pytest.mark.parametrize("importer", ["from train import main\nmain()\n", "import train\n",
+                                      "from . import train\n"])
+def test_a_script_another_module_imports_is_reported(project: Path, run_cli, importer: str) -> None:
+    write_project(project, {"train.py": SCRIPT.format(entry="main_lightning"), "run_all.py": importer})
+    assert len(_missing_zero_grad(run_cli)) == 1
+
+
+def test_a_notebook_that_imports_the_script_keeps_the_finding(project: Path, run_cli) -> None:
+    # as Jupyter writes it: one line of the cell's source per line of the file
+    notebook = json.dumps({"cells": [{"cell_type": "code", "source": ["from train import main\n", "main()"]}]},
+                          indent=1)
+    write_project(project, {"train.py": SCRIPT.format(entry="main_lightning"), "demo.ipynb": notebook})
+    assert len(_missing_zero_grad(run_cli)) == 1
+
+
+@pytest.mark.parametrize("naming", ["RUNS = {'plain': main}", "RUNS = ['main']", "import fire\nfire.Fire()",
+                                    "print(globals())"])
+def test_a_function_the_file_names_or_looks_up_is_reported(project: Path, run_cli, naming: str) -> None:
+    write_project(project, {"train.py": SCRIPT.format(entry="main_lightning") + _indented(naming)})
+    assert len(_missing_zero_grad(run_cli)) == 1
+
+
+def test_a_module_without_an_entry_point_is_reported(project: Path, run_cli) -> None:
+    library = SCRIPT.format(entry="main_lightning").split("if __name__")[0]
+    write_project(project, {"train.py": library})
+    assert len(_missing_zero_grad(run_cli)) == 1
+
+
+def test_a_new_importer_invalidates_the_cached_result(project: Path, run_cli) -> None:
+    write_project(project, {"train.py": SCRIPT.format(entry="main_lightning")})
+    assert _missing_zero_grad(run_cli) == []
+    (project / "sweep.py").write_text("from train import main\n")
+    assert len(_missing_zero_grad(run_cli)) == 1
