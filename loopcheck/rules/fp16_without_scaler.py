@@ -10,7 +10,9 @@ indexed by a precision option (`{"bf16": ..., "fp16": torch.autocast("cuda", dty
 the finding then says what picks float16 ("may run under float16 autocast (when `args.precision` is
 \"fp16\")"), and says it runs under float16 only where nothing else decides.
 A scaler is known by its constructor, its name, or what the file does with it: an object handed in
-under another name (LSGM's `grad_scalar`) whose `scale`, `step` and `update` the file calls is one.
+under another name (LSGM's `grad_scalar`) whose `scale`, `step` and `update` the file calls is one. A
+file that only hands a `scaler=None` parameter to its own functions, scaling no loss anywhere, has
+none; one that hands a scaler to a function of another module may scale there.
 
 ## Why is this bad?
 float16 represents nothing below about 6e-8: small gradients of the float16 activations underflow
@@ -28,13 +30,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from loopcheck.model import FileModel, Framework, Style
 from loopcheck.model.amp import (FLOAT16, autocast_dtype, backward_scaler, float16_conditions, forward_autocasts,
                                  import_aliases)
+from loopcheck.model.syntax import own_call_name, source, walk
 from loopcheck.rules._base import Rule, Violation
 
-# Text that shows some loss scaling is set up in the file (a GradScaler, a timm/MAE helper, Apex).
-_SCALING_TEXT = ("scaler", "Scaler", "loss_scale", "scale_loss", "amp.initialize")
+# Text that shows some loss scaling is done in the file (a GradScaler built or used, a timm/MAE helper,
+# Apex); a name alone (a `scaler=None` parameter handed along) scales nothing
+_SCALING_TEXT = ("Scaler", ".scale(", "loss_scale", "scale_loss", "amp.initialize")
 
 
 class Fp16WithoutScaler(Rule):
@@ -104,7 +110,8 @@ for x, y in loader:
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
-        if any(text in model.source for text in _SCALING_TEXT) or not model.training_loops:
+        if any(text in model.source for text in _SCALING_TEXT) or not model.training_loops \
+                or "scaler" in model.source and _hands_a_scaler_out(model):
             return
         aliases = import_aliases(model.index.imports)
         for training in model.training_loops:
@@ -117,6 +124,17 @@ for x, y in loader:
                     if autocast_dtype(call, aliases, model.index.values) == FLOAT16:
                         yield Violation(call, call, _message(float16_conditions(call, model.module, aliases,
                                                                                 model.index.values)))
+
+
+def _hands_a_scaler_out(model: FileModel) -> bool:
+    """A call the file hands a scaler to (``backward(args, loss, scaler, optimizer, model)``) that is not
+    one of its own functions: the scaling may happen there."""
+    for node in walk(model.module, into_functions=True):
+        if type(node) is cst.Call and any("scaler" in source(a.value).lower() for a in node.args):  # type: ignore[attr-defined]
+            name = own_call_name(node)  # type: ignore[arg-type]
+            if name is None or name not in model.index.functions:
+                return True
+    return False
 
 
 def _message(conditions: list[str]) -> str:
