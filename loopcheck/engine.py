@@ -149,9 +149,12 @@ def analyse(source: str, filename: str, codes: frozenset[str], options: Options 
     if not rules:
         return None, []
     screened = screen(source, filename)
-    if screened.verdict is Verdict.SYNTAX_ERROR and screened.error is not None and \
-            (read := read_as_name(source)) is not None and screen(read, filename).verdict is not Verdict.SYNTAX_ERROR:
-        return None, _read_as_name(read, source, filename, codes, options, project, whole, screened.error)
+    if screened.verdict is Verdict.SYNTAX_ERROR and screened.error is not None:
+        for reading, note in ((read_as_name, ASYNC_NOTE), (_read_as_python3, "")):
+            read = reading(source)
+            if read is not None and screen(read, filename).verdict is not Verdict.SYNTAX_ERROR:
+                return None, _read_as(read, note or _python2_note(), source, filename, codes, options, project,
+                                      whole, screened.error)
     pins_only = False  # loaded only for a rule that reads the pins: no module of its own to read
     if isinstance(project, LazyProject):
         own = screened.verdict is Verdict.TRAINING_LOOP or (
@@ -206,22 +209,35 @@ def analyse(source: str, filename: str, codes: frozenset[str], options: Options 
         return module, [(not_analysed(filename, "RecursionError while analysing: nested too deeply"), None)]
 
 
-def _read_as_name(read: str, source: str, filename: str, codes: frozenset[str], options: Options,
-                  project: Imported | LazyProject | None, whole: bool,
-                  error: SyntaxError) -> list[tuple[Finding, Fix | None]]:
-    """The syntax error, told as a pre-3.7 ``async=`` (``loopcheck.async_keyword``), and the findings
-    of the file read with that word as a name. Without fixes: they would write the reading's
-    spelling into the file. The flagged lines shown are the file's own."""
+def _read_as_python3(source: str) -> str | None:
+    from loopcheck.python2 import read_as_python3
+
+    return read_as_python3(source)
+
+
+def _python2_note() -> str:
+    from loopcheck.python2 import NOTE
+
+    return NOTE
+
+
+def _read_as(read: str, note: str, source: str, filename: str, codes: frozenset[str], options: Options,
+             project: Imported | LazyProject | None, whole: bool,
+             error: SyntaxError) -> list[tuple[Finding, Fix | None]]:
+    """The syntax error, told with ``note`` (a pre-3.7 ``async=``: ``loopcheck.async_keyword``; Python 2
+    statements: ``loopcheck.python2``), and the findings of the file's reading ``read``. Without fixes:
+    they would write the reading's spelling into the file. The flagged lines shown are the file's own."""
     from dataclasses import replace
 
     lines = source.splitlines()
-    # written for torch < 0.4, where a scheduler was stepped before the optimizer (the order until
-    # 1.1): LC302 is silent there, as for a project that pins such a torch
+    # written for an old torch (< 0.4 for `async=`; Python 2 for torch <= 1.4), where a scheduler may be
+    # stepped before the optimizer (the order until 1.1): LC302 is silent there, as for a project that
+    # pins such a torch
     found = [replace(finding, fix_message=None,
                      source_line=lines[finding.line - 1] if 0 < finding.line <= len(lines) else finding.source_line)
              for finding, _ in analyse(read, filename, codes, options, project, whole)[1] if finding.code != "LC302"]
     syntax = _python_syntax_error(filename, source, error)
-    syntax = replace(syntax, message=f"{syntax.message} ({ASYNC_NOTE})")
+    syntax = replace(syntax, message=f"{syntax.message} ({note})")
     return [(finding, None) for finding in sorted([syntax, *found])]
 
 
