@@ -12,8 +12,10 @@ the project is run with: the finding describes a loop nobody runs. The key is th
   (a yacs default ``_C.TRAIN.ACCUMULATION_STEPS = 0``, a dataclass field ``accum: int = 1``, a keyword
   ``accum=1``, a dict entry ``"accum": 1``, a launcher's ``"training.accum=4"``);
 - every value found is inert: 0, 1, null / None / ``~``, false;
-- nothing else names it: no command-line option (``add_argument("--accumulation-steps")``, a
-  ``dest="..."``, an absl ``flags.DEFINE_integer("accumulation_steps", ...)``), no value that is not
+- nothing else names it: no documented command-line option (``add_argument("--accumulation-steps",
+  help=...)``, a ``dest="..."``, an absl ``flags.DEFINE_integer("accumulation_steps", ...)``; an argparse
+  option without help text whose default is 0, 1 or none is set only where a shipped script or document
+  sets it, and is read there: a user finds it in no documentation), no value that is not
   a literal (``config.TRAIN.ACCUMULATION_STEPS = args.accumulation_steps``, an argparse option copied
   into it; ``self.accum = accum``, a constructor argument), no mention in a document without a value
   (prose that documents the key, ``--accum $N``);
@@ -22,6 +24,10 @@ the project is run with: the finding describes a loop nobody runs. The key is th
   Python is unclear; where it makes options of a library's dataclass (``HfArgumentParser`` with
   transformers' ``TrainingArguments``, ``LightningCLI``) or of a config's keys
   (``add_argument(f"--{key}")``), no key is inert.
+
+A top folder of the project that ships its own README, requirements or packaging is a project of its
+own (``VL_adapter/VL-T5`` beside ``VL_adapter/CLIP-ViL``): for a file inside it, only its own files and
+those outside every such folder (the root's README, a shared ``scripts/``) are read.
 
 Anything unclear keeps the finding, and so does a project whose root no marker names (``.git``,
 ``pyproject.toml``, ``setup.py``: ``loopcheck.project.index``): a root guessed from the packages may
@@ -34,7 +40,7 @@ modification times (``stamp``) join the cache digest of a file whose result aske
 [1]
 >>> _values(b"python train.py --accumulation-steps 4", "accumulation_steps", False)
 [2]
->>> _values(b"parser.add_argument('--accumulation-steps', type=int)", "accumulation_steps", True)
+>>> _values(b"parser.add_argument('--accumulation-steps', type=int, help='steps')", "accumulation_steps", True)
 [None]
 >>> _values(b"_c.train.accumulation_steps = 0", "accumulation_steps", True)
 [0]
@@ -47,6 +53,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopcheck.patterns import Pattern
@@ -65,6 +72,11 @@ _DOCUMENT_VALUE = Pattern(r"[\"'`]?[ \t]*(?:[:=][ \t]*|[ \t]+)[\"']?" + _LITERAL
 _ASSIGNED = Pattern(r"[ \t]*(?::[ \t]*[\w\[\]., |]{1,80}?[ \t]*)?=(?!=)[ \t]*[\"']?")
 _DICT_ENTRY = Pattern(r"[\"'][ \t]*:[ \t]*")
 _VALUE = Pattern(_LITERAL)
+# an argparse option's name, the call it is the first argument of
+_ARGPARSE_OPTION = Pattern(r"add_argument\([ \t\n]*[\"']-{1,2}$")
+# in the rest of that call: help text, or an action that makes a flag or a list of it
+_HELP_OR_FLAG = Pattern(r"\b(?:help|action|nargs|choices)[ \t]*=")
+_DEFAULT = Pattern(r"\bdefault[ \t]*=[ \t]*[\"']?")
 # before the key in Python: a command-line option's name or destination, an absl flag's name
 _OPTION = Pattern(r"(?:[\"']-{1,2}|dest[ \t]*=[ \t]*[\"']|define_\w+\([ \t]*[\"'])$")
 # Parsers that make options of dataclass fields or of a function's parameters: a key the project
@@ -78,14 +90,52 @@ _UNSPELLED_OPTIONS = (b"hfargumentparser", b"lightningcli", b"jsonargparse", b"(
                       b'("--" +', b"'--%s'", b'"--%s"', b"'--{}'", b'"--{}"')
 
 
-def inert(index: ProjectIndex, name: str) -> bool:
+def inert(index: ProjectIndex, name: str, path: Path | None = None) -> bool:
     """Whether the configuration key ``name`` (the setting's last name) is inert in everything the
-    project ships (see the module's documentation); False where anything is unclear."""
+    project ships (see the module's documentation), for the file ``path`` (its sub-project's files);
+    False where anything is unclear."""
     key = name.lower().replace("-", "_")
-    found = index.settings.get(key)
+    scope = _sub_project(index, path) if path is not None else None
+    cached = f"{key}@{scope}" if scope else key
+    found = index.settings.get(cached)
     if found is None:
-        found = index.settings[key] = _inert(index, key)
+        found = index.settings[cached] = _inert(index, key, scope)
     return found
+
+
+def _sub_project(index: ProjectIndex, path: Path) -> str | None:
+    """The top folder of the project that holds ``path``, where that folder is a project of its own
+    (it ships its own README, requirements or packaging: ``VL_adapter/VL-T5`` beside ``CLIP-ViL``)."""
+    try:
+        parts = index.relative(path).split("/")
+    except (OSError, ValueError):
+        return None
+    return parts[0] if len(parts) > 1 and _is_sub_project(index.root / parts[0]) else None
+
+
+def _is_sub_project(folder: Path) -> bool:
+    try:
+        names = [name.lower() for name in os.listdir(folder)]
+    except OSError:
+        return False
+    return any(name.startswith("readme") or name.startswith("requirements") and name.endswith(".txt")
+               or name in ("setup.py", "setup.cfg", "pyproject.toml") for name in names)
+
+
+def _in_scope(index: ProjectIndex, path: str, scope: str | None, sub_projects: dict[str, bool]) -> bool:
+    """Whether a file of the project speaks for the sub-project ``scope``: one inside it, or outside
+    every sub-project (the root's README, a shared ``scripts/`` folder)."""
+    if scope is None:
+        return True
+    try:
+        parts = index.relative(Path(path)).split("/")
+    except (OSError, ValueError):
+        return True
+    if len(parts) == 1 or parts[0] == scope:
+        return True
+    if parts[0] not in sub_projects:
+        sub_projects[parts[0]] = _is_sub_project(index.root / parts[0])
+    return not sub_projects[parts[0]]
 
 
 def stamp(index: ProjectIndex) -> str:
@@ -100,7 +150,7 @@ def stamp(index: ProjectIndex) -> str:
     return index.settings_stamp
 
 
-def _inert(index: ProjectIndex, key: str) -> bool:
+def _inert(index: ProjectIndex, key: str, scope: str | None = None) -> bool:
     from loopcheck.project.index import marked_folder
 
     stamp(index)
@@ -111,8 +161,11 @@ def _inert(index: ProjectIndex, key: str) -> bool:
         return False
     values: list[int | None] = []
     in_python = field_options = False
+    sub_projects: dict[str, bool] = {}
     for paths, python in ((documents, False), ([str(p) for p in index.python_files()], True)):
         for path in paths:
+            if not _in_scope(index, path, scope, sub_projects):
+                continue
             text = _text(path)
             found = _values(text, key, python)
             if any(v is UNCLEAR or v > 1 for v in found):  # type: ignore[operator]
@@ -153,7 +206,9 @@ def _values(text: bytes, key: str, python: bool) -> list[int | None]:
             found.append(_number(value.group(1)) if value is not None else UNCLEAR)
             continue
         if _OPTION.search(before):
-            found.append(UNCLEAR)  # a command-line option sets it
+            # a command-line option sets it; one without help text, whose default is inert, is set
+            # only where a shipped script or document sets it (read there)
+            found.append(_undocumented_default(before, decoded[match.end():match.end() + 400]))
             continue
         assigned = _ASSIGNED.match(after) or (_DICT_ENTRY.match(after) if before.endswith(("'", '"')) else None)
         if assigned is None:
@@ -161,6 +216,31 @@ def _values(text: bytes, key: str, python: bool) -> list[int | None]:
         value = _VALUE.match(after, assigned.end())
         found.append(_number(value.group(1)) if value is not None else UNCLEAR)
     return found
+
+
+def _undocumented_default(before: str, after: str) -> int | None:
+    """0 or 1 for an argparse option (``add_argument("--accum", type=int, default=1)``) with no help text
+    and an inert default (or none), or ``UNCLEAR``: a documented option, a flag, another default, or a
+    call that cannot be read."""
+    if not _ARGPARSE_OPTION.search(before):
+        return UNCLEAR
+    depth, end = 1, None
+    for position, char in enumerate(after):
+        depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(char, 0)
+        if depth == 0:
+            end = position
+            break
+    if end is None:
+        return UNCLEAR
+    call = after[:end]
+    if _HELP_OR_FLAG.search(call):
+        return UNCLEAR
+    default = _DEFAULT.search(call)
+    if default is None:
+        return 0 if "default" not in call else UNCLEAR  # no default: None
+    value = _VALUE.match(call, default.end())
+    found = _number(value.group(1)) if value is not None else UNCLEAR
+    return found if found in (0, 1) else UNCLEAR
 
 
 def _number(literal: str) -> int:
