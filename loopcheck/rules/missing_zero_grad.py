@@ -216,7 +216,7 @@ def _scaler_may_hold_back(model: FileModel, training: TrainingLoop, step: Event)
     return told_the_iteration(training, step)
 
 
-def _once_per_call(zero: Event, steps: list[Event]) -> bool:
+def _once_per_call(zero: Event, steps: list[Event], loops_of: dict[int, set[int]]) -> bool:
     """``zero`` runs once per call of the function it was inlined from (``train()`` zeroes, then runs
     its own epoch and batch loops, called per fold: ``for fold in range(5): train(...)``), while every
     step runs in a loop of that function inside ``zero``'s loop: it clears nothing between those steps,
@@ -225,7 +225,9 @@ def _once_per_call(zero: Event, steps: list[Event]) -> bool:
     fn = zero.origin
     if fn is None or zero.site is None or zero.loop is None:
         return False
-    own = _loops_in(fn)
+    own = loops_of.get(id(fn))
+    if own is None:
+        own = loops_of[id(fn)] = _loops_in(fn)
     return all(_in_own_loop(step, zero.loop, own) for step in steps)
 
 
@@ -379,6 +381,7 @@ for x, z in loader:
         # an fp32 branch) step it at different calls, but it is one missing zeroing; step functions
         # of their own (`train_step_pytorch`, `train_step_ddp` chosen by the run's setting) each miss theirs
         reported: set[tuple[int, str | None, int]] = set()
+        loops_of: dict[int, set[int]] = {}  # a function's own loops, by `id` of each (the tree lives meanwhile)
         for training in model.training_loops:
             if training.style in (Style.FRAMEWORK, Style.NO_STEP):
                 continue
@@ -398,7 +401,7 @@ for x, z in loader:
             if any(loop.opaque_calls for loop in nest):
                 continue
             zeros = [z for loop in nest for z in loop.events(Kind.ZERO_GRAD, deep=True)
-                     if not _once_per_call(z, steps)]
+                     if not _once_per_call(z, steps, loops_of)]
             scope = training.loop.parent
             if training.loop.is_loop and scope is not None and not scope.is_loop \
                     and all(_leaves_after(training.loop, s) for s in steps):
