@@ -96,6 +96,11 @@ def build(module: cst.Module, source: str = "", options: Options | None = None,
     if constants:
         for loop in [*scopes, *model.loops()]:
             loop.assumptions = constants
+    for scope in scopes:
+        switched = _switched_before_loops(scope)
+        if switched:
+            for loop in _nested(scope):
+                loop.assumptions = {**switched, **loop.assumptions}
     model.training_loops = training_loops(scopes, index, _steps_beside(module, builder),
                                           lambda fn: bool(per_batch_calls(module, index, fn)))
     return model
@@ -155,6 +160,33 @@ def _add_call_arguments(index: Index) -> None:
             if param is not None:
                 index.arguments.setdefault(f"{name}({param})", []).append(arg.value)
                 index.int_inits.setdefault(f"{name}({param})", set()).add(int_value(arg.value))
+
+
+def _switched_before_loops(scope: Loop) -> dict[str, bool]:
+    """Flags a function sets to a literal truth value before its loops (``self.is_test = False`` at the
+    top of a DQN agent's ``train()``) and nothing else in it sets (its loops, the helpers inlined in
+    them): code under ``if self.is_test:`` in those loops is dead."""
+    if scope.function is None or not scope.loops:
+        return {}
+    start = scope.loops[0].order
+    counted: dict[str, int] = {}
+    for loop in _nested(scope):
+        for assignment in loop.assignments:
+            for name in assignment.names:
+                counted[name] = counted.get(name, 0) + 1
+    found: dict[str, bool] = {}
+    for assignment in scope.assignments:
+        if assignment.op == "=" and not assignment.conds and assignment.order < start and len(assignment.names) == 1 \
+                and counted.get(assignment.names[0]) == 1 and type(assignment.value) is cst.Name \
+                and assignment.value.value in ("True", "False") and assignment.names[0].count(".") <= 1:
+            found[assignment.names[0]] = assignment.value.value == "True"
+    return found
+
+
+def _nested(loop: Loop) -> Iterator[Loop]:
+    yield loop
+    for sub in loop.loops:
+        yield from _nested(sub)
 
 
 def _constants(index: Index, source: str) -> dict[str, bool]:

@@ -293,7 +293,7 @@ def _view(scope: Loop, target: Loop, assumptions: dict[str, bool], int_inits: di
         conds = item.conds
         if not conds:
             return False
-        if _ruled_out(conds, assumptions):
+        if ruled_out(conds, assumptions):
             return True
         # near the loop, a per-iteration contradiction also kills (`not need_update` around `if need_update:`)
         return near and len(conds) > 1 and reader(loop).guard(conds, item.order).never
@@ -309,7 +309,7 @@ def _view(scope: Loop, target: Loop, assumptions: dict[str, bool], int_inits: di
         near = _inside(loop, target)
         view = replace(loop, parent=parent, items=[], assumptions=assumptions,
                        assignments=[a for a in loop.assignments if not dead(loop, a, False)],
-                       opaque_calls=[c for c in loop.opaque_calls if not _ruled_out(loop.opaque_conds.get(id(c), ()),
+                       opaque_calls=[c for c in loop.opaque_calls if not ruled_out(loop.opaque_conds.get(id(c), ()),
                                                                                      assumptions)])
         for item in loop.items:
             if dead(loop, item, near):
@@ -327,7 +327,7 @@ def _view(scope: Loop, target: Loop, assumptions: dict[str, bool], int_inits: di
     return _find(build(scope, scope.parent), target.node)
 
 
-def _ruled_out(conds: tuple[Cond, ...], assumptions: dict[str, bool]) -> bool:
+def ruled_out(conds: tuple[Cond, ...], assumptions: dict[str, bool]) -> bool:
     """Some condition of ``conds`` is false under the assumed flags alone."""
     return any(c.meaning is not None and _flag_value(c.meaning, c.negated, assumptions) is False for c in conds)
 

@@ -26,8 +26,9 @@ checkpoint, a torchvision constructor, a module passed in) counts as one that ha
 It also ignores `eval()` on a `deepcopy` of the model or on a network an evaluation helper builds
 for itself (`net = Net(cfg); net.load_state_dict(weights); net.eval()`, even where the trained
 model is also called `net`), `eval()` written at the top of every training iteration right before
-that module's own forward, backward and step with no evaluation in between (a backbone trained with
-its pretrained BatchNorm statistics on purpose, a PPO policy update with dropout off; a DeepSpeed
+that module's own forward, backward and step with no evaluation in between, also at the top of every
+epoch before the batch loop that trains it (a backbone trained with its pretrained BatchNorm
+statistics on purpose, a PPO policy update with dropout off, a frozen encoder under a linear probe; a DeepSpeed
 engine's `engine.step()` in a branch beside the optimizer's step reads as that step, and a loop over
 the model's parameters summing a gradient norm is no evaluation), and backward passes that train nothing (a
 Grad-CAM backward that no optimizer step follows, a step whose loss was computed before the
@@ -38,6 +39,11 @@ back-propagates and steps only `if model.training:`, called after `model.eval()`
 branch or not: it updates nothing there, and the next update that runs decides), nor an
 `eval()` under `if not train` in a loop whose updates run under `if train`, a flag the loop never
 rebinds (an epoch helper serving training and validation: each run of it does one or the other).
+Nor an `eval()` under a flag the training function sets before its loop and nothing in the loop sets
+again (`self.is_test = False` at the top of a DQN agent's `train()`, its action helper's `if
+self.is_test: self.dqn.eval()`), nor one on the last iteration of the batch loop only (`if i ==
+len(loader) - 1:`, an end-of-epoch evaluation) where the epoch loop calls `model.train()` before its
+next batch loop.
 Nor is a loop in a pytest test (a `test_*` function of a file pytest collects, as LC103 reads it): a
 test that switches modes between its steps checks a property of a few steps and trains no model that
 is used afterwards.
@@ -80,13 +86,14 @@ import libcst as cst
 
 from loopcheck.fixes import Fix, insert_before
 from loopcheck.model import Assignment, Cond, Event, FileModel, Framework, Kind, Loop
-from loopcheck.model.guards import exclusive
+from loopcheck.model.guards import GuardKind, GuardReader, exclusive
 from loopcheck.model.memory import frozen_modules, module_name, trained_modules
 from loopcheck.model.modes import inert_unless
 from loopcheck.model.optimizers import optimizer_modules
 from loopcheck.model.pytest_tests import in_pytest_test
 from loopcheck.model.stored import attribute_aliases
 from loopcheck.model.values import option_defaults
+from loopcheck.model.variants import ruled_out
 from loopcheck.model.syntax import dotted, func_name, last_part, lines, names_in, positional, source, walk
 from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
@@ -333,6 +340,8 @@ for step, (x, y) in enumerate(train_loader):
                     continue  # `for x in loader: model.eval(); loss = f(model(x)); ...; opt.step()`: on purpose
                 if self._undone(leak, name, events, updates, loop, trained, model):
                     continue
+                if _last_pass_undone(leak, name, loop, model):
+                    continue  # `if i == len(loader) - 1: model.eval()`, and `model.train()` opens the next epoch
                 inert = inert_unless(model, name)
                 if inert is None or inert:
                     # the module as the loop's code calls it (`model` for `model = context.model`)
@@ -375,6 +384,20 @@ for step, (x, y) in enumerate(train_loader):
                 if resolved.startswith(name + ".") or name.startswith(resolved + "."):
                     return True  # `model.eval(); model.head.train()`: a deliberate partial mode (linear probe)
         return False
+
+
+def _last_pass_undone(leak: Event, name: str, loop: Loop, model: FileModel) -> bool:
+    """Whether ``leak`` runs only on the last iteration of its loop (``if i == len(loader) - 1:``, an
+    end-of-epoch evaluation), and the loop around it puts ``name`` back in train mode before it runs
+    this loop again: no training step runs in eval mode."""
+    parent = loop.parent
+    if not loop.is_loop or parent is None or not parent.is_loop:
+        return False
+    reader = GuardReader(loop, model.index.int_inits)
+    if not any(reader.guard((cond,), leak.order).kind is GuardKind.LAST for cond in leak.conds):
+        return False  # (one test of the last iteration is enough: `and (e + 1) % k == 0` narrows it further)
+    return any(e.kind is Kind.TRAIN_MODE and e.order < loop.order and not e.conds
+               and _resolve(e.receiver, parent, e.order) == name for e in parent.events())
 
 
 def _updates_of(name: str, owners: dict[str, set[str]], events: list[Event], loop: Loop, order: int) -> list[int]:
@@ -493,6 +516,14 @@ def _inside(node: cst.CSTNode, outer: cst.CSTNode) -> bool:
     return any(n is node for n in walk(outer, into_functions=True))
 
 
+def _within(inner: Loop | None, outer: Loop) -> bool:
+    while inner is not None:
+        if inner is outer:
+            return True
+        inner = inner.parent
+    return False
+
+
 def _trains_in_eval_mode(leak: Event, name: str, owners: dict[str, set[str]], steps: list[int], loop: Loop,
                          events: list[Event]) -> bool:
     """Whether ``leak`` is written at the top of the iteration that trains ``name``, so that every
@@ -517,8 +548,8 @@ def _trains_in_eval_mode(leak: Event, name: str, owners: dict[str, set[str]], st
         return False
     first = min(later)  # the first step of any optimizer
     step = next((e for e in events if e.order == first), None)
-    if step is None or step.loop is not loop:
-        return False
+    if step is None or not _within(step.loop, loop):
+        return False  # (a batch loop under the epoch loop whose top switches the mode: a frozen encoder's probe)
     mine = _updates_of(name, owners, events, loop, leak.order)
     stepped = {e.optimizer or e.receiver for e in events if e.kind is Kind.STEP and e.order not in engine}
     if first not in mine if mine else len(stepped) != 1:
@@ -628,8 +659,13 @@ def _literals(conds: tuple[Cond, ...]) -> list[tuple[cst.BaseExpression, bool]]:
 
 def _evaluated_again(leak: Event, name: str, evals: list[Event], updates: list[int], loop: Loop,
                      events: list[Event]) -> bool:
-    """Whether another ``eval()`` of the same module runs after ``leak`` and before the next update."""
+    """Whether another ``eval()`` of the same module runs after ``leak`` and before the next update: later
+    in the iteration, or, where no update follows ``leak`` in it, unconditionally before the first
+    update of the next (an epoch that starts with ``encoder.eval()``: that one decides)."""
     later = _later(leak, updates, events, loop)
+    if not later and updates:
+        return any(e is not leak and e.order < min(updates) and not e.conds and _resolve(e.receiver, loop, e.order) == name
+                   for e in evals)
     return any(e is not leak and leak.order < e.order < min(later, default=e.order + 1)
                and _resolve(e.receiver, loop, e.order) == name for e in evals)
 
@@ -657,7 +693,10 @@ def _dead(event: Event, loop: Loop, at_call: bool = False) -> bool:
     (``_run_epoch("val")``, ``run_epoch(model, loader, None)``) so that it never holds there:
     ``if mode == "train" or mode == "train+log":`` called with ``"eval"``, ``if optimizer:`` with ``None``.
     ``at_call``: comparisons count only where the literal is a parameter's at the call and nothing
-    but other calls binds that name (not ``batch = 0`` before a loop that runs ``batch += 1``)."""
+    but other calls binds that name (not ``batch = 0`` before a loop that runs ``batch += 1``). Also
+    where a flag the loop's function sets before its loops rules it out (``self.is_test = False``)."""
+    if loop.assumptions and ruled_out(event.conds, loop.assumptions):
+        return True
     for cond in event.conds:
         holds = _truth(cond.test, event, loop, at_call)
         if holds is not None and holds == cond.negated:
