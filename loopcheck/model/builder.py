@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from loopcheck.project import Imported
 
 _ENGINE_RECEIVERS = {"model", "model_engine", "engine", "trainer", "ds_engine", "deepspeed_engine", "net"}
-_MAX_INLINE_DEPTH = 4
+_MAX_INLINE_DEPTH = 6  # a k-fold run -> epochs -> epoch -> batches -> step: five calls deep (giotto-deep)
 # calls that take an optimizer and never clear its gradients
 _LEAVES_GRADIENTS = {"hasattr", "getattr", "isinstance", "vars", "str", "repr", "print", "len", "id", "type",
                      "amp.scale_loss", "amp.master_params", "apex.amp.scale_loss", "apex.amp.master_params"}
