@@ -240,57 +240,25 @@ def test_values_read_from_configs_scripts_and_python() -> None:
     assert _values(b"accum_iter: int = 1\n", "accum_iter", True) == [1]
     assert _values(b"cfg = dict(accum_iter=4)\n", "accum_iter", True) == [2]
     assert _values(b"self.accum_iter = accum_iter\n", "accum_iter", True) == [None]
-    # an option with help text is documented; one without, whose default is inert, is set only where a
-    # shipped script or document sets it
-    assert _values(b"parser.add_argument('--accum_iter', default=1, help='steps')", "accum_iter", True) == [None]
-    assert _values(b"parser.add_argument('--accum_iter', default=1)", "accum_iter", True) == [1]
-    assert _values(b"parser.add_argument(\n    '--accum_iter', type=int)", "accum_iter", True) == [0]
-    assert _values(b"parser.add_argument('--accum_iter', default=4)", "accum_iter", True) == [None]
-    assert _values(b"parser.add_argument('--accum_iter', action='store_true')", "accum_iter", True) == [None]
+    assert _values(b"parser.add_argument('--accum_iter', default=1)", "accum_iter", True) == [None]
     assert _values(b"parser.add_argument('--accum', dest='accum_iter')", "accum_iter", True) == [None]
     assert _values(b"flags.define_integer('accum_iter', 1, 'steps')", "accum_iter", True) == [None]
     assert _values(b"config = {'accum_iter': 1}", "accum_iter", True) == [1]
 
 
-UNDOCUMENTED_OPTION = """
-    import argparse
-
-    import torch
-
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--accumulation-steps', type=int, default=1)
-    args = parser.parse_args()
-
-
-    def train_one_epoch(model, data_loader, optimizer):
-        for idx, (samples, targets) in enumerate(data_loader):
-            loss = model(samples, targets) / args.accumulation_steps
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-            if (idx + 1) % args.accumulation_steps == 0:
-                optimizer.step()
-                optimizer.zero_grad()
-"""
-
-
-def test_an_undocumented_option_nothing_sets_is_silent(project: Path, run_cli) -> None:
-    write_project(project, {"main.py": UNDOCUMENTED_OPTION})
-    assert _clips(run_cli, "main.py") == []
-
-
-@pytest.mark.parametrize("shipped", [{"scripts/big.sh": "python main.py --accumulation-steps 4\n"},
-                                     {"README.md": "Raise `--accumulation-steps` on a small GPU.\n"}])
-def test_an_undocumented_option_a_shipped_file_sets_or_documents_is_reported(project: Path, run_cli,
-                                                                            shipped: dict[str, str]) -> None:
-    write_project(project, {"main.py": UNDOCUMENTED_OPTION, **shipped})
-    assert len(_clips(run_cli, "main.py")) == 1
-
-
 def test_a_sibling_sub_project_that_sets_the_key_leaves_it_inert_here(project: Path, run_cli) -> None:
     # each top folder ships its own README: what one sets says nothing of the other's runs
-    sibling = {"other/README.md": "python other/main.py --accumulation-steps 8\n", "other/main.py": "print(1)\n"}
-    files = {"vlt5/README.md": "Train with `python main.py`.\n", "vlt5/main.py": UNDOCUMENTED_OPTION}
-    write_project(project, {**files, **sibling})
-    assert _clips(run_cli, "vlt5/main.py") == []
-    (project / "README.md").write_text("python vlt5/main.py --accumulation-steps 2\n")  # the root's speaks for all
-    assert len(_clips(run_cli, "vlt5/main.py")) == 1
+    write_project(project, {"vlt5/README.md": "Train with `python train.py --config-name=lowdim`.\n",
+                            "vlt5/workspace/train.py": WORKSPACE, "vlt5/config/lowdim.yaml": CONFIG.format(n=1),
+                            "clip/README.md": "python train.py training.gradient_accumulate_every=8\n",
+                            "clip/train.py": "print('another project')\n"})
+    assert _clips(run_cli, "vlt5/workspace/train.py") == []
+    (project / "README.md").write_text("python vlt5/train.py training.gradient_accumulate_every=2\n")  # the root's
+    assert len(_clips(run_cli, "vlt5/workspace/train.py")) == 1
+
+
+def test_a_folder_without_a_readme_of_its_own_speaks_for_the_project(project: Path, run_cli) -> None:
+    write_project(project, {"vlt5/README.md": "Train with `python train.py`.\n", "vlt5/workspace/train.py": WORKSPACE,
+                            "vlt5/config/lowdim.yaml": CONFIG.format(n=1),
+                            "scripts/big.sh": "python vlt5/train.py training.gradient_accumulate_every=8\n"})
+    assert len(_clips(run_cli, "vlt5/workspace/train.py")) == 1

@@ -576,8 +576,7 @@ class Imported:
 
     def inert_setting(self, name: str) -> bool:
         """Whether the configuration key ``name`` is inert (0, 1, null) in every configuration, script
-        and document the project (or this file's sub-project) ships, and no documented command-line
-        option sets it
+        and document the project (or this file's sub-project) ships, and no command-line option sets it
         (``loopcheck.project.inert_settings``): an accumulation finding that holds only when it is
         above 1 describes a loop the project never runs. The files read then join ``digest``."""
         from loopcheck.project import inert_settings  # (imported by the few files that ask)

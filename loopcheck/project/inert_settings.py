@@ -12,10 +12,8 @@ the project is run with: the finding describes a loop nobody runs. The key is th
   (a yacs default ``_C.TRAIN.ACCUMULATION_STEPS = 0``, a dataclass field ``accum: int = 1``, a keyword
   ``accum=1``, a dict entry ``"accum": 1``, a launcher's ``"training.accum=4"``);
 - every value found is inert: 0, 1, null / None / ``~``, false;
-- nothing else names it: no documented command-line option (``add_argument("--accumulation-steps",
-  help=...)``, a ``dest="..."``, an absl ``flags.DEFINE_integer("accumulation_steps", ...)``; an argparse
-  option without help text whose default is 0, 1 or none is set only where a shipped script or document
-  sets it, and is read there: a user finds it in no documentation), no value that is not
+- nothing else names it: no command-line option (``add_argument("--accumulation-steps")``, a
+  ``dest="..."``, an absl ``flags.DEFINE_integer("accumulation_steps", ...)``), no value that is not
   a literal (``config.TRAIN.ACCUMULATION_STEPS = args.accumulation_steps``, an argparse option copied
   into it; ``self.accum = accum``, a constructor argument), no mention in a document without a value
   (prose that documents the key, ``--accum $N``);
@@ -40,7 +38,7 @@ modification times (``stamp``) join the cache digest of a file whose result aske
 [1]
 >>> _values(b"python train.py --accumulation-steps 4", "accumulation_steps", False)
 [2]
->>> _values(b"parser.add_argument('--accumulation-steps', type=int, help='steps')", "accumulation_steps", True)
+>>> _values(b"parser.add_argument('--accumulation-steps', type=int)", "accumulation_steps", True)
 [None]
 >>> _values(b"_c.train.accumulation_steps = 0", "accumulation_steps", True)
 [0]
@@ -72,11 +70,6 @@ _DOCUMENT_VALUE = Pattern(r"[\"'`]?[ \t]*(?:[:=][ \t]*|[ \t]+)[\"']?" + _LITERAL
 _ASSIGNED = Pattern(r"[ \t]*(?::[ \t]*[\w\[\]., |]{1,80}?[ \t]*)?=(?!=)[ \t]*[\"']?")
 _DICT_ENTRY = Pattern(r"[\"'][ \t]*:[ \t]*")
 _VALUE = Pattern(_LITERAL)
-# an argparse option's name, the call it is the first argument of
-_ARGPARSE_OPTION = Pattern(r"add_argument\([ \t\n]*[\"']-{1,2}$")
-# in the rest of that call: help text, or an action that makes a flag or a list of it
-_HELP_OR_FLAG = Pattern(r"\b(?:help|action|nargs|choices)[ \t]*=")
-_DEFAULT = Pattern(r"\bdefault[ \t]*=[ \t]*[\"']?")
 # before the key in Python: a command-line option's name or destination, an absl flag's name
 _OPTION = Pattern(r"(?:[\"']-{1,2}|dest[ \t]*=[ \t]*[\"']|define_\w+\([ \t]*[\"'])$")
 # Parsers that make options of dataclass fields or of a function's parameters: a key the project
@@ -206,9 +199,7 @@ def _values(text: bytes, key: str, python: bool) -> list[int | None]:
             found.append(_number(value.group(1)) if value is not None else UNCLEAR)
             continue
         if _OPTION.search(before):
-            # a command-line option sets it; one without help text, whose default is inert, is set
-            # only where a shipped script or document sets it (read there)
-            found.append(_undocumented_default(before, decoded[match.end():match.end() + 400]))
+            found.append(UNCLEAR)  # a command-line option sets it (with help text or without: a user can)
             continue
         assigned = _ASSIGNED.match(after) or (_DICT_ENTRY.match(after) if before.endswith(("'", '"')) else None)
         if assigned is None:
@@ -216,31 +207,6 @@ def _values(text: bytes, key: str, python: bool) -> list[int | None]:
         value = _VALUE.match(after, assigned.end())
         found.append(_number(value.group(1)) if value is not None else UNCLEAR)
     return found
-
-
-def _undocumented_default(before: str, after: str) -> int | None:
-    """0 or 1 for an argparse option (``add_argument("--accum", type=int, default=1)``) with no help text
-    and an inert default (or none), or ``UNCLEAR``: a documented option, a flag, another default, or a
-    call that cannot be read."""
-    if not _ARGPARSE_OPTION.search(before):
-        return UNCLEAR
-    depth, end = 1, None
-    for position, char in enumerate(after):
-        depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(char, 0)
-        if depth == 0:
-            end = position
-            break
-    if end is None:
-        return UNCLEAR
-    call = after[:end]
-    if _HELP_OR_FLAG.search(call):
-        return UNCLEAR
-    default = _DEFAULT.search(call)
-    if default is None:
-        return 0 if "default" not in call else UNCLEAR  # no default: None
-    value = _VALUE.match(call, default.end())
-    found = _number(value.group(1)) if value is not None else UNCLEAR
-    return found if found in (0, 1) else UNCLEAR
 
 
 def _number(literal: str) -> int:
