@@ -84,7 +84,22 @@ def _trained_modules(model: FileModel) -> set[str]:
         for call in calls:
             if role_of_constructor(func_name(call) or "") is Role.UNKNOWN:
                 found |= parameter_owners(call) | {n for a in call.args if (n := dotted(a.value))}
-    return {module_name(n) for n in found}
+    names = {module_name(n) for n in found}
+    return names | _parents_of_parts(names)
+
+
+def _parents_of_parts(names: set[str]) -> set[str]:
+    """``model`` where the optimizer is built over two or more of its parts (``[{"params":
+    model.encoder.parameters()}, {"params": model.segmenter.parameters()}]``): the model is trained, and
+    ``model.eval()`` switches every part. Not for one part alone (a linear probe's ``model.fc``) nor the
+    object of a method (``self``)."""
+    children: dict[str, set[str]] = {}
+    for name in names:
+        if name and "." in name:
+            parent, child = name.rsplit(".", 1)
+            if parent != "self":
+                children.setdefault(parent, set()).add(child)
+    return {parent for parent, parts in children.items() if len(parts) > 1}
 
 
 def _zero_rate(call: cst.Call) -> bool:

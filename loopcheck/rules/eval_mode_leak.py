@@ -7,7 +7,7 @@ takes the model from its own object (`model = self.model; model.eval()`) switche
 `train()` method trains as `model = self.model`; a local that the training function binds once,
 to an attribute (`model = context.model`, `model = self.model`), is that attribute, so an inline
 `model.eval()` and a helper handed `context.model` both switch the module it trains. A module counts as trained where its parameters
-go to an optimizer, also one built by a call that is no torch constructor (`getattr(optim,
+(or those of two or more of its parts: `model.encoder`, `model.segmenter`) go to an optimizer, also one built by a call that is no torch constructor (`getattr(optim,
 args.optim)(model.parameters())`, `set_optimizer(opt, model)`), or where `train()` is called on it;
 not where its only optimizer is built with `lr=0` in a file that calls apex's `amp.initialize` (CMC
 and MoCo build `SGD(model_ema.parameters(), lr=0, ...)` only so apex casts the momentum encoder).
