@@ -151,6 +151,23 @@ def zeroed_every_micro_batch(training: TrainingLoop) -> bool:
         training.guard(z).kind in (GuardKind.ALWAYS, GuardKind.NOT_PERIODIC) for z in training.events(Kind.ZERO_GRAD))
 
 
+def zeroed_before_the_last_backward(training: TrainingLoop, zero: Event, step: Event) -> bool:
+    """``if (it + 1) % N == 0: optim.zero_grad()`` before ``loss.backward()``, then ``if (it + 1) % N ==
+    0: optim.step()``: the zeroing fires on the window's last micro-batch, as the step does, but before
+    that micro-batch's backward, wiping the N-1 before it (a zeroing at the window's start, ``it % N ==
+    0``, is right)."""
+    # the backward after it runs on every micro-batch: the window's (a GAN's generator loss, computed and
+    # back-propagated only under the step's test after clearing the discriminator pass's gradients, is none)
+    if zero.loop is not training.step_loop or not any(zero.order < b.order < step.order and training.guard(b).always
+                                                      for b in training.backwards) \
+            or any(s.order < zero.order for s in training.steps):  # after a step it clears what was stepped on
+        return False
+    mine, stepping = training.guard(zero), training.guard(step)
+    return mine.kind is GuardKind.PERIODIC is stepping.kind and mine.phase is Phase.BOUNDARY is stepping.phase \
+        and not mine.partial and mine.flush is stepping.flush and mine.modulus is not None \
+        and stepping.modulus is not None and same(mine.modulus, stepping.modulus)
+
+
 def _batch_count_checked(model: FileModel, loop: Loop, modulus: cst.BaseExpression | None) -> bool:
     """The code refuses a batch count that is not a multiple of N before training
     (``if len(loader) % N != 0: raise ...``, ``assert n_batches % N == 0`` with ``n_batches = len(loader)``):

@@ -45,12 +45,12 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.fixes import Edit, Fix
-from loopcheck.model import FileModel, GuardKind, Phase, TrainingLoop
+from loopcheck.model import FileModel, GuardKind, Kind, Phase, TrainingLoop
 from loopcheck.model.guards import Guard, enumerate_start, slipped, unwrap_iterable
 from loopcheck.model.syntax import children, func_name, int_value, names_in, positional, same, source, walk
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.model.summed import summed_window
-from loopcheck.model.windows import Tail, partial_window
+from loopcheck.model.windows import Tail, partial_window, zeroed_before_the_last_backward
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -221,6 +221,8 @@ for epoch in range(epochs):
             if slipped(guard.test) is not None:
                 continue  # `i + 1 % N == 0` steps on no window boundary at all (LC106 says so)
             step = next(s for s in training.steps if training.guard(s).periodic)
+            if any(zeroed_before_the_last_backward(training, z, step) for z in training.step_loop.events(Kind.ZERO_GRAD)):
+                continue  # every step sees its last micro-batch only (LC104): a carried tail is wiped too
             owner = next((c.owner for c in step.conds if c.test is guard.test), step.stmt)
             target = training.loop.assignments[0] if training.loop.assignments else None
             last = None

@@ -12,7 +12,13 @@ nor is clearing one submodule of the stepped model between the passes (`model.co
 VQ-VAE trains its codebook by the VQ loss alone) or after the last one (`model.teacher.zero_grad()`:
 an EMA teacher inside the stepped model takes no gradient step), nor a zeroing only under a test of
 the gradients themselves (`if not torch.isfinite(total_norm) or total_norm > max_norm:` with
-`total_norm` from `clip_grad_norm_`): that skips one update on purpose. Nor is zeroing a module
+`total_norm` from `clip_grad_norm_`): that skips one update on purpose.
+
+Under accumulation, a zeroing under the step's own test (`if update_grad: optim.zero_grad()`, true on
+the window's last micro-batch) placed before that micro-batch's backward clears the N-1 micro-batches
+accumulated before it: each step uses the last one only (checked on CPU: the step's gradient equals
+the last micro-batch's). A zeroing under a test of the window's first micro-batch (`it % N == 0`) is
+right. Nor is zeroing a module
 built apart from the one the stepped optimizer is built over, each by a call that names nothing of
 the other (an fp16 copy, `gpu_model = GPT2LMHeadModel.from_pretrained(name).half()`, whose gradients
 were copied into the fp32 `cpu_model` of `optimizer = Adam(cpu_model.parameters())`): the step's
@@ -40,6 +46,7 @@ import libcst as cst
 from loopcheck.model import Event, FileModel, Framework, Kind, Loop, Style, TrainingLoop
 from loopcheck.model.guards import exclusive
 from loopcheck.model.optimizers import Zeroing
+from loopcheck.model.windows import zeroed_before_the_last_backward
 from loopcheck.model.syntax import func_name, last_part, names_in, source
 from loopcheck.rules._base import Rule, Violation
 
@@ -149,6 +156,11 @@ for real, _ in loader:
                             continue  # REINFORCE: the cleared gradients are rebuilt from saved ones
                         yield self._at(zeroing, zero, "clears the gradients after backward and before "
                                                       f"`{step.receiver}` steps: the step uses no gradients", model)
+                    elif not zeroing.partial(zero, step) and zeroed_before_the_last_backward(training, zero, step):
+                        yield self._at(zeroing, zero, f"runs under `{step.receiver}`'s own step test, before the "
+                                                      "backward of the window's last micro-batch: it clears the N-1 "
+                                                      "micro-batches accumulated before it, so each step uses the "
+                                                      "last one only; zero after the step", model)
                     elif not zeroing.partial(zero, step) and (wiped := _wiped(training, zeroing, zero, step)) is not None:
                         yield self._at(zeroing, zero, f"runs between `{source(wiped.node)}` and the later backward "
                                                       f"that `{step.receiver}` steps on: the first backward's "
