@@ -13,6 +13,8 @@ does any dynamic lookup (``globals()``, ``fire.Fire()``, ``sys.modules``, ``eval
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import libcst as cst
 
 from loopcheck.model.syntax import children
@@ -56,10 +58,10 @@ def _is_main_block(stmt: cst.CSTNode) -> bool:
         and any(type(p) is cst.SimpleString and p.evaluated_value == "__main__" for p in parts)
 
 
-def _names(nodes: list[cst.CSTNode] | tuple[cst.CSTNode, ...] | object) -> set[str]:
+def _names(nodes: Iterable[cst.CSTNode]) -> set[str]:
     """The names read (and strings written) in ``nodes``, at any depth."""
     found: set[str] = set()
-    stack: list[cst.CSTNode] = list(nodes)  # type: ignore[call-overload]
+    stack: list[cst.CSTNode] = list(nodes)
     while stack:
         node = stack.pop()
         kind = type(node)

@@ -587,8 +587,9 @@ class Imported:
     def imported_elsewhere(self) -> bool:
         """Whether another Python file, script, notebook or document of the project may import this
         file's module (a line that imports its name: ``from train import main``, ``import train``,
-        ``from . import train``, also as a notebook cell's or a document's line); True where that cannot be told (a root no marker names, a walk
-        stopped early). The files read join ``digest`` as ``inert_setting``'s do."""
+        ``from . import train``, also as a notebook cell's or a document's line); True where that cannot
+        be told (a root no marker names, a walk stopped early). The files read join ``digest`` as
+        ``inert_setting``'s do."""
         from loopcheck.project.index import marked_folder
 
         self._settings_read = True
@@ -598,8 +599,8 @@ class Imported:
         if documents is None:
             return True
         stem = re.escape(self.path.stem.encode())
-        pattern = re.compile(rb"^[ \t>%!\[\"',]*(?:from[ \t]+[\w.]*\b" + stem + rb"\b|(?:from[ \t]+[\w.]+[ \t]+)?import\b[^\n]*\b"
-                             + stem + rb"\b)", re.MULTILINE)
+        pattern = re.compile(rb"^[ \t>%!\[\"',]*(?:from[ \t]+[\w.]*\b" + stem
+                             + rb"\b|(?:from[ \t]+[\w.]+[ \t]+)?import\b[^\n]*\b" + stem + rb"\b)", re.MULTILINE)
         mine = real_path(self.path)
         for path in [*self.index.python_files(), *map(Path, documents)]:
             if real_path(path) != mine and pattern.search(self.index.text_of(path)):
