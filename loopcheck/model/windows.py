@@ -25,7 +25,7 @@ from loopcheck.model.events import Cond, Event, Kind, Loop
 from loopcheck.model.guards import GuardKind, Phase, enumerate_start, exclusive, unwrap_iterable
 from loopcheck.model.sentinels import never_equal
 from loopcheck.model.syntax import (children, conjuncts, dotted, exit_statement, func_name, is_zero, keyword, last_part,
-                                    last_small, names_in, positional, same, small_statements, walk)
+                                    last_small, names_in, positional, same, small_statements, source, walk)
 from loopcheck.model.summed import SUMMED, cleared
 from loopcheck.model.training import Style, TrainingLoop, is_data_loop
 from loopcheck.patterns import Pattern
@@ -155,7 +155,7 @@ def zeroed_before_the_last_backward(training: TrainingLoop, zero: Event, step: E
     """``if (it + 1) % N == 0: optim.zero_grad()`` before ``loss.backward()``, then ``if (it + 1) % N ==
     0: optim.step()``: the zeroing fires on the window's last micro-batch, as the step does, but before
     that micro-batch's backward, wiping the N-1 before it (a zeroing at the window's start, ``it % N ==
-    0``, is right)."""
+    0``, is right). Whatever the counter's start, a zeroing under the step's very test does."""
     # the backward after it runs on every micro-batch: the window's (a GAN's generator loss, computed and
     # back-propagated only under the step's test after clearing the discriminator pass's gradients, is none)
     if zero.loop is not training.step_loop or not any(zero.order < b.order < step.order and training.guard(b).always
@@ -163,7 +163,11 @@ def zeroed_before_the_last_backward(training: TrainingLoop, zero: Event, step: E
             or any(s.order < zero.order for s in training.steps):  # after a step it clears what was stepped on
         return False
     mine, stepping = training.guard(zero), training.guard(step)
-    return mine.kind is GuardKind.PERIODIC is stepping.kind and mine.phase is Phase.BOUNDARY is stepping.phase \
+    # on the step's micro-batch: the same boundary, or the very same test where the counter's start is unknown
+    # (`self.args.iter % N == N - 1`, a count resumed from a checkpoint)
+    same_batch = mine.phase is Phase.BOUNDARY is stepping.phase or mine.phase is stepping.phase \
+        and mine.test is not None and stepping.test is not None and source(mine.test) == source(stepping.test)
+    return mine.kind is GuardKind.PERIODIC is stepping.kind and same_batch \
         and not mine.partial and mine.flush is stepping.flush and mine.modulus is not None \
         and stepping.modulus is not None and same(mine.modulus, stepping.modulus)
 
