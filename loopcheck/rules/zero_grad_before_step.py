@@ -43,6 +43,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from loopcheck.latent import setting_note
 from loopcheck.model import Event, FileModel, Framework, Kind, Loop, Style, TrainingLoop
 from loopcheck.model.guards import exclusive
 from loopcheck.model.optimizers import Zeroing
@@ -160,7 +161,8 @@ for real, _ in loader:
                         yield self._at(zeroing, zero, f"runs under `{step.receiver}`'s own step test, before the "
                                                       "backward of the window's last micro-batch: it clears the N-1 "
                                                       "micro-batches accumulated before it, so each step uses the "
-                                                      "last one only; zero after the step", model)
+                                                      "last one only; zero after the step"
+                                                      + setting_note(model, training.guard(step).modulus), model)
                     elif not zeroing.partial(zero, step) and (wiped := _wiped(training, zeroing, zero, step)) is not None:
                         yield self._at(zeroing, zero, f"runs between `{source(wiped.node)}` and the later backward "
                                                       f"that `{step.receiver}` steps on: the first backward's "
