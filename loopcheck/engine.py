@@ -23,6 +23,8 @@ from loopcheck.catalog import CODES, NOT_ANALYSED, SYNTAX_ERROR
 from loopcheck.config import Options
 from loopcheck.excerpt import excerpt
 from loopcheck.findings import Finding
+from loopcheck.python2 import NOTE as PYTHON2_NOTE
+from loopcheck.python2 import read_as_python3
 from loopcheck.screen import (Verdict, called_among, hands_optimizer_in_loop, has_training_text, may_train_with, screen,
                               training_call_text)
 from loopcheck.selection import resolve
@@ -150,11 +152,10 @@ def analyse(source: str, filename: str, codes: frozenset[str], options: Options 
         return None, []
     screened = screen(source, filename)
     if screened.verdict is Verdict.SYNTAX_ERROR and screened.error is not None:
-        for reading, note in ((read_as_name, ASYNC_NOTE), (_read_as_python3, "")):
+        for reading, note in ((read_as_name, ASYNC_NOTE), (read_as_python3, PYTHON2_NOTE)):
             read = reading(source)
             if read is not None and screen(read, filename).verdict is not Verdict.SYNTAX_ERROR:
-                return None, _read_as(read, note or _python2_note(), source, filename, codes, options, project,
-                                      whole, screened.error)
+                return None, _read_as(read, note, source, filename, codes, options, project, whole, screened.error)
     pins_only = False  # loaded only for a rule that reads the pins: no module of its own to read
     if isinstance(project, LazyProject):
         own = screened.verdict is Verdict.TRAINING_LOOP or (
@@ -207,18 +208,6 @@ def analyse(source: str, filename: str, codes: frozenset[str], options: Options 
         return module, _check(module, text, filename, rules, options, project, tree)
     except RecursionError:  # deep nesting that libcst parsed but its own passes cannot walk
         return module, [(not_analysed(filename, "RecursionError while analysing: nested too deeply"), None)]
-
-
-def _read_as_python3(source: str) -> str | None:
-    from loopcheck.python2 import read_as_python3
-
-    return read_as_python3(source)
-
-
-def _python2_note() -> str:
-    from loopcheck.python2 import NOTE
-
-    return NOTE
 
 
 def _read_as(read: str, note: str, source: str, filename: str, codes: frozenset[str], options: Options,

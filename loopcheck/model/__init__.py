@@ -169,18 +169,17 @@ def _switched_before_loops(scope: Loop) -> dict[str, bool]:
     if scope.function is None or not scope.loops:
         return {}
     start = scope.loops[0].order
+    found = {a.names[0]: a.value.value == "True" for a in scope.assignments  # type: ignore[attr-defined]
+             if a.op == "=" and not a.conds and a.order < start and len(a.names) == 1 and a.names[0].count(".") <= 1
+             and type(a.value) is cst.Name and a.value.value in ("True", "False")}  # type: ignore[attr-defined]
+    if not found:
+        return found  # (most functions: the bindings of every loop are not counted)
     counted: dict[str, int] = {}
     for loop in _nested(scope):
         for assignment in loop.assignments:
             for name in assignment.names:
                 counted[name] = counted.get(name, 0) + 1
-    found: dict[str, bool] = {}
-    for assignment in scope.assignments:
-        if assignment.op == "=" and not assignment.conds and assignment.order < start and len(assignment.names) == 1 \
-                and counted.get(assignment.names[0]) == 1 and type(assignment.value) is cst.Name \
-                and assignment.value.value in ("True", "False") and assignment.names[0].count(".") <= 1:
-            found[assignment.names[0]] = assignment.value.value == "True"
-    return found
+    return {name: value for name, value in found.items() if counted.get(name) == 1}
 
 
 def _nested(loop: Loop) -> Iterator[Loop]:

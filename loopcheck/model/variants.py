@@ -306,7 +306,7 @@ def _view(scope: Loop, target: Loop, assumptions: dict[str, bool], int_inits: di
         return target
 
     def build(loop: Loop, parent: Loop | None) -> Loop:
-        near = _inside(loop, target)
+        near = within(loop, target)
         view = replace(loop, parent=parent, items=[], assumptions=assumptions,
                        assignments=[a for a in loop.assignments if not dead(loop, a, False)],
                        opaque_calls=[c for c in loop.opaque_calls if not ruled_out(loop.opaque_conds.get(id(c), ()),
@@ -315,7 +315,7 @@ def _view(scope: Loop, target: Loop, assumptions: dict[str, bool], int_inits: di
             if dead(loop, item, near):
                 continue
             if isinstance(item, Loop):
-                view.items.append(build(item, view) if id(item) in on_path or _inside(item, target) else item)
+                view.items.append(build(item, view) if id(item) in on_path or within(item, target) else item)
             elif item.kind in (Kind.SCALER_UPDATE, Kind.SCALER_UNSCALE) and item.receiver in disabled:
                 continue
             elif item.scaler in disabled and item.kind in (Kind.BACKWARD, Kind.STEP):
@@ -350,8 +350,9 @@ def _flag_value(test: cst.BaseExpression, negated: bool, assumptions: dict[str, 
     return value if value is None or not negated else not value
 
 
-def _inside(loop: Loop, target: Loop) -> bool:
-    outer: Loop | None = loop
+def within(loop: Loop | None, target: Loop) -> bool:
+    """``loop`` is ``target`` or one of the loops nested in it."""
+    outer = loop
     while outer is not None:
         if outer is target:
             return True

@@ -93,7 +93,7 @@ from loopcheck.model.optimizers import optimizer_modules
 from loopcheck.model.pytest_tests import in_pytest_test
 from loopcheck.model.stored import attribute_aliases
 from loopcheck.model.values import option_defaults
-from loopcheck.model.variants import ruled_out
+from loopcheck.model.variants import ruled_out, within
 from loopcheck.model.syntax import dotted, func_name, last_part, lines, names_in, positional, source, walk
 from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
@@ -516,14 +516,6 @@ def _inside(node: cst.CSTNode, outer: cst.CSTNode) -> bool:
     return any(n is node for n in walk(outer, into_functions=True))
 
 
-def _within(inner: Loop | None, outer: Loop) -> bool:
-    while inner is not None:
-        if inner is outer:
-            return True
-        inner = inner.parent
-    return False
-
-
 def _trains_in_eval_mode(leak: Event, name: str, owners: dict[str, set[str]], steps: list[int], loop: Loop,
                          events: list[Event]) -> bool:
     """Whether ``leak`` is written at the top of the iteration that trains ``name``, so that every
@@ -548,7 +540,7 @@ def _trains_in_eval_mode(leak: Event, name: str, owners: dict[str, set[str]], st
         return False
     first = min(later)  # the first step of any optimizer
     step = next((e for e in events if e.order == first), None)
-    if step is None or not _within(step.loop, loop):
+    if step is None or not within(step.loop, loop):
         return False  # (a batch loop under the epoch loop whose top switches the mode: a frozen encoder's probe)
     mine = _updates_of(name, owners, events, loop, leak.order)
     stepped = {e.optimizer or e.receiver for e in events if e.kind is Kind.STEP and e.order not in engine}

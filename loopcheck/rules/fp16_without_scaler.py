@@ -30,12 +30,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import libcst as cst
-
 from loopcheck.model import FileModel, Framework, Style
 from loopcheck.model.amp import (FLOAT16, autocast_dtype, backward_scaler, float16_conditions, forward_autocasts,
                                  import_aliases)
-from loopcheck.model.syntax import own_call_name, source, walk
+from loopcheck.model.syntax import own_call_name, source
 from loopcheck.rules._base import Rule, Violation
 
 # Text that shows some loss scaling is done in the file (a GradScaler built or used, a timm/MAE helper,
@@ -129,9 +127,9 @@ for x, y in loader:
 def _hands_a_scaler_out(model: FileModel) -> bool:
     """A call the file hands a scaler to (``backward(args, loss, scaler, optimizer, model)``) that is not
     one of its own functions: the scaling may happen there."""
-    for node in walk(model.module, into_functions=True):
-        if type(node) is cst.Call and any("scaler" in source(a.value).lower() for a in node.args):  # type: ignore[attr-defined]
-            name = own_call_name(node)  # type: ignore[arg-type]
+    for call in model.index.calls:
+        if any("scaler" in source(a.value).lower() for a in call.args):
+            name = own_call_name(call)
             if name is None or name not in model.index.functions:
                 return True
     return False

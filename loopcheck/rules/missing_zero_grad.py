@@ -242,14 +242,7 @@ def _in_own_loop(step: Event, outer: Loop, own: set[int]) -> bool:
 
 def _loops_in(fn: cst.FunctionDef) -> set[int]:
     """The ``for``/``while`` statements of a function's own code (by ``id``), not of functions in it."""
-    out: set[int] = set()
-    stack: list[cst.CSTNode] = [fn.body]
-    while stack:
-        node = stack.pop()
-        if type(node) in (cst.For, cst.While):
-            out.add(id(node))
-        stack.extend(c for c in children(node) if type(c) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda))
-    return out
+    return {id(node) for node in walk(fn.body) if type(node) in (cst.For, cst.While)}
 
 
 def _built_in(loop: Loop, optimizer: str | None) -> bool:
