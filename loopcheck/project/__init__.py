@@ -72,7 +72,7 @@ class Imported:
     _ddp_importers: list[str] | None = None
     _helpers_called: list[tuple[str, str]] | None = None
     _passed: dict[tuple[str, str], _callers.Passed | None] | None = None
-    _settings_read: bool = False  # whether ``inert_setting`` was asked (its files join the digest)
+    _project_files_read: bool = False  # ``inert_setting`` or ``imported_elsewhere`` was asked (their files join the digest)
     _base_wraps: dict[str, str | None] = field(default_factory=dict)
     _trainer_bases: dict[str, bool] = field(default_factory=dict)  # base class -> inherits_trainer_step
     _modules: dict[str, ModuleFacts | None] = field(default_factory=dict)
@@ -581,7 +581,7 @@ class Imported:
         above 1 describes a loop the project never runs. The files read then join ``digest``."""
         from loopcheck.project import inert_settings  # (imported by the few files that ask)
 
-        self._settings_read = True
+        self._project_files_read = True
         return inert_settings.inert(self.index, name, self.path)
 
     def imported_elsewhere(self) -> bool:
@@ -592,7 +592,7 @@ class Imported:
         ``inert_setting``'s do."""
         from loopcheck.project.index import marked_folder
 
-        self._settings_read = True
+        self._project_files_read = True
         if marked_folder(self.index.root) != self.index.root:
             return True
         documents = self.index.documents()
@@ -610,7 +610,7 @@ class Imported:
     def with_settings(self, digest: str) -> str:
         """``digest`` (taken before the model asked), with the stamp of the files ``inert_setting``
         read where it was asked: a file's cached result then follows the project's configurations."""
-        if not self._settings_read:
+        if not self._project_files_read:
             return digest
         from loopcheck.project import inert_settings
 
