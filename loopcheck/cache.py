@@ -68,6 +68,11 @@ class Cache:
         except OSError:
             self.enabled = False
 
+    @property
+    def project_directory(self) -> Path:
+        """Where the project facts are cached: beside the results of every version and setting."""
+        return self.directory.parent.parent / "project"
+
     def key(self, name: str, codes: Iterable[str], source: str) -> str:
         digest = hashlib.sha256(f"{self.config_key}|{name}|{','.join(sorted(codes))}|".encode())
         digest.update(source.encode("utf-8", "surrogatepass"))

@@ -317,7 +317,7 @@ def _read(files: list[Path], codes: frozenset[str], config: Config, cache: Cache
     findings: list[Finding] = []
     todo: list[_Job] = []
     keys: list[str] = []
-    project_dir = cache.directory.parent.parent / "project" if cache is not None else None
+    project_dir = cache.project_directory if cache is not None else None
     if "loopcheck.project" in sys.modules:
         sys.modules["loopcheck.project"].forget()  # files may have changed since an earlier run in this process
     for file in files:

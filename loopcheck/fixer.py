@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from loopcheck.catalog import NOT_ANALYSED, SYNTAX_ERROR
 from loopcheck.config import Config, Options
-from loopcheck.engine import analyse, check_text, read_source_and_encoding, text_tests, wanted
+from loopcheck.engine import LazyProject, analyse, check_text, read_source_and_encoding, text_tests, wanted
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -44,6 +44,7 @@ class Fixed:
     applied: int = 0  # findings fixed
     not_applied: list[NotApplied] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)  # of every rule, in the fixed source
+    project: str | None = None  # the digest of the project facts the last check used (the cache's)
 
 
 def _every_code() -> frozenset[str]:
@@ -53,13 +54,15 @@ def _every_code() -> frozenset[str]:
 
 
 def fix_text(source: str, filename: str, codes: frozenset[str], unsafe: bool = False,
-             options: Options = Options()) -> Fixed:
-    """``source`` with every applicable fix of ``codes`` applied and checked."""
+             options: Options = Options(), project: LazyProject | None = None) -> Fixed:
+    """``source`` with every applicable fix of ``codes`` applied and checked; ``project``: the facts
+    of the other modules of the file's project, read as the check reads them (a finding that rests on
+    them, such as a zeroing inside an imported helper, is found and kept by the fixed file's check)."""
     every = _every_code()
-    module, results = analyse(source, filename, every, options)
+    module, results = analyse(source, filename, every, options, project)
     out = Fixed(source)
     if module is None and any(f.code == NOT_ANALYSED.code for f, _ in results):
-        return _unfixable(source, filename, every, codes, unsafe, options, results[0][0])
+        return _unfixable(source, filename, every, codes, unsafe, options, results[0][0], project)
     # Every accepted batch lowers the number of findings, and a fix that failed is not tried again
     # for the same finding (identical findings, by code and fingerprint, are counted).
     failed: Counter[tuple[str, str]] = Counter()
@@ -73,7 +76,7 @@ def fix_text(source: str, filename: str, codes: frozenset[str], unsafe: bool = F
         if one_at_a_time:
             groups = groups[:1]
         candidate = _apply(module, groups)
-        verdict = _verify(candidate, filename, every, options, results, groups) if candidate is not None else \
+        verdict = _verify(candidate, filename, every, options, results, groups, project) if candidate is not None else \
             "an edit could not be made"
         if isinstance(verdict, str):
             if len(groups) > 1:  # find the culprits one fix at a time
@@ -87,18 +90,20 @@ def fix_text(source: str, filename: str, codes: frozenset[str], unsafe: bool = F
         out.source = candidate  # type: ignore[assignment]
         out.applied += sum(len(g) for g in groups)
     out.findings = [f for f, _ in results]
+    out.project = project.digest if project is not None else None
     return out
 
 
 def _unfixable(source: str, filename: str, every: frozenset[str], codes: frozenset[str], unsafe: bool,
-               options: Options, notice: Finding) -> Fixed:
+               options: Options, notice: Finding, project: LazyProject | None) -> Fixed:
     """A file the check analyses (from Python's ``ast``) but libcst, which makes the fixes, cannot
     parse: its findings, each fix not applied and why."""
-    findings = check_text(source, filename, every, options)
+    findings = check_text(source, filename, every, options, project)
+    digest = project.digest if project is not None else None
     if any(f.code == NOT_ANALYSED.code for f in findings):
-        return Fixed(source, findings=[notice])
+        return Fixed(source, findings=[notice], project=digest)
     reason = notice.message.removeprefix("not analysed: ")
-    return Fixed(source, findings=findings,
+    return Fixed(source, findings=findings, project=digest,
                  not_applied=[NotApplied(f, reason) for f in findings if f.fixable and (f.fix_safe or unsafe)
                               and f.code in codes])
 
@@ -166,7 +171,7 @@ _REVEALS = {"LC101": frozenset({"LC105"})}
 
 
 def _verify(candidate: str, filename: str, every: frozenset[str], options: Options,
-            before: list[tuple[Finding, Fix | None]], groups: list[Group]
+            before: list[tuple[Finding, Fix | None]], groups: list[Group], project: LazyProject | None = None
             ) -> str | tuple[cst.Module | None, list[tuple[Finding, Fix | None]]]:
     """The fixed file's module (None: no rule has anything left to look at) and findings, or why
     the fixes must be rolled back."""
@@ -174,7 +179,7 @@ def _verify(candidate: str, filename: str, every: frozenset[str], options: Optio
         compile(candidate, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
         return "the fixed code would not compile"
-    module, after = analyse(candidate, filename, every, options)
+    module, after = analyse(candidate, filename, every, options, project)
     if module is None and after:
         return "the fixed code could not be analysed"  # libcst cannot parse what Python can
     fixed = Counter(f.code for g in groups for f, _ in g)
@@ -224,7 +229,8 @@ class FixReport:
 
 _PARALLEL_FROM = 16  # files to fix; below this a second process costs more than it saves
 
-Job = tuple[str, str, frozenset[str], bool, Options]
+# source, display name, codes, unsafe fixes, options, path, project facts cache directory
+Job = tuple[str, str, frozenset[str], bool, Options, str, "Path | None"]
 
 
 def fix_files(files: list[Path], codes: frozenset[str], config: Config, write: bool, unsafe: bool,
@@ -255,7 +261,10 @@ def fix_files(files: list[Path], codes: frozenset[str], config: Config, write: b
             continue
         todo.append((file, encoding, source, file_codes))
     report = FixReport()
-    work: list[Job] = [(source, _display(file), file_codes, unsafe, config.options)
+    if "loopcheck.project" in sys.modules:
+        sys.modules["loopcheck.project"].forget()  # files may have changed since an earlier run in this process
+    project_dir = cache.project_directory if cache is not None else None
+    work: list[Job] = [(source, _display(file), file_codes, unsafe, config.options, str(file), project_dir)
                        for file, _, source, file_codes in todo]
     for (file, encoding, source, file_codes), result in zip(todo, _run(work, jobs)):
         name = _display(file)
@@ -265,7 +274,7 @@ def fix_files(files: list[Path], codes: frozenset[str], config: Config, write: b
                                                                                          NOT_ANALYSED.code)]
             report.known[name] = (result.source, findings)
             if cache is not None:
-                cache.put(cache.key(name, file_codes, result.source), findings)
+                cache.put(cache.key(name, file_codes, result.source), findings, result.project)
         if not result.applied or result.source == source:
             continue
         report.applied += result.applied
@@ -277,8 +286,8 @@ def fix_files(files: list[Path], codes: frozenset[str], config: Config, write: b
 
 
 def _fix_job(job: Job) -> Fixed:
-    source, name, codes, unsafe, options = job
-    return fix_text(source, name, codes, unsafe, options)
+    source, name, codes, unsafe, options, path, project_dir = job
+    return fix_text(source, name, codes, unsafe, options, LazyProject(path, project_dir))
 
 
 def _run(work: list[Job], jobs: int | None) -> list[Fixed]:

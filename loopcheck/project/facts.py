@@ -764,7 +764,7 @@ class _Reader:
             elif name == "update" and receiver is not None and not sub.args and (written := ast_dotted(receiver)):
                 updated.add(written)
             elif "zero_grad" in name:
-                zeroes = True
+                zeroes = zeroes or not _own_optimizer_step(receiver, nodes, methods)
             elif name == "zero_" and isinstance(receiver, ast.Attribute) and receiver.attr == "grad":
                 zeroes = zeroes or not _selective(nodes, sub, methods)
             elif name in _CLIPS or name == "clamp_" and _is_grad(receiver) or name == "mul_" and _norm_scaled(
@@ -1031,6 +1031,25 @@ def _scaler_step(receiver: ast.expr, call: ast.Call) -> bool:
     """``scaler.step(optimizer)`` (a GradScaler's or loss scaler's step: one argument, the optimizer),
     not ``optimizer.step(closure)``."""
     return len(call.args) == 1 and not call.keywords and "scaler" in (ast_dotted(receiver) or "").lower()
+
+
+def _own_optimizer_step(receiver: ast.expr | None, nodes: list[ast.AST],
+                        methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None) -> bool:
+    """``self.optimizer.zero_grad()`` in a method that also calls ``self.optimizer.step()``, where the
+    class's ``__init__`` builds that optimizer itself (DARTS's ``Architect.step`` clears and steps an
+    Adam over the architecture parameters): a whole step of the object's own optimizer, which clears
+    only the gradients that optimizer holds, not those of an optimizer the caller steps. One handed to
+    the constructor (``self.optimizer = optimizer``) may be the caller's own and still counts."""
+    attribute = ast_dotted(receiver) if receiver is not None else None
+    if methods is None or attribute is None or not attribute.startswith("self.") or attribute.count(".") != 1:
+        return False
+    if not any(isinstance(n, ast.Call) and last_name(n.func) == "step" and isinstance(n.func, ast.Attribute)
+               and ast_dotted(n.func.value) == attribute for n in nodes):
+        return False
+    init = methods.get("__init__")
+    built = [n.value for n in walk(init) if isinstance(n, ast.Assign)
+             and any(ast_dotted(t) == attribute for t in n.targets)] if init is not None else []
+    return bool(built) and all(isinstance(v, ast.Call) for v in built)
 
 
 def _selective(nodes: list[ast.AST], clearing: ast.AST,

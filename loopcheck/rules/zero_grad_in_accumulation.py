@@ -28,7 +28,11 @@ count given to the `Accelerator`; before the block, or after the step, it is rig
 
 ## Fix
 Move the zeroing into the step branch, after `optimizer.step()` (or guard it with the window
-start, `if i % N == 0:`).
+start, `if i % N == 0:`). Where the zeroing happens inside a function of another module of the
+project, no fix is offered: moving that call would move all it does with it (its forward, backward
+or own step). A zeroing inside a method that also steps an optimizer its class builds itself (DARTS's
+`architect.step()`, Adam over the architecture parameters) clears only that optimizer's gradients
+and is not reported.
 """
 
 from __future__ import annotations
@@ -158,15 +162,15 @@ for i, (x, y) in enumerate(loader):
                                             "accumulated before it and each step sees the last micro-batch only; "
                                             "zero after the optimizer step")
                     continue
-                if flag is not None:
-                    if not _gated(model, zero):
-                        yield self.at(zero, _across_message(zero, training.loop, flag),
-                                      move_to_step(model, training, zero, "move the zeroing after the optimizer step"))
-                    continue
-                # a method or function of another project module: the message names where it zeroes
+                # a method or function of another project module: the message names where it zeroes, and
+                # no fix moves the call, which does more than zero (forward, backward, its own step)
                 elsewhere = model.project.where(zero.node) if model.project is not None else None
                 fix = move_to_step(model, training, zero, "move the zeroing after the optimizer step") \
-                    if training.style is not Style.ACCELERATE else None
+                    if training.style is not Style.ACCELERATE and not elsewhere else None
+                if flag is not None:
+                    if not _gated(model, zero):
+                        yield self.at(zero, _across_message(zero, training.loop, flag), fix)
+                    continue
                 through = f" (by `{call_text(zero.node)}`, {elsewhere})" if elsewhere else ""
                 yield self.at(zero, f"`{zero.receiver}` gradients are zeroed{through} on every micro-batch while the "
                                     f"optimizer steps every N micro-batches ({training.style.value}): "
