@@ -18,11 +18,11 @@ import libcst as cst
 from loopcheck.config import Options
 from loopcheck.model.builder import Builder
 from loopcheck.model.events import Assignment, Cond, Context, Event, Framework, Kind, Loop
-from loopcheck.model.guards import Guard, GuardKind, Phase, forget_flag_keys
+from loopcheck.model.guards import Guard, GuardKind, Phase, flag_key, forget_flag_keys
 from loopcheck.model.ignite import process_functions
 from loopcheck.model.index import Index, index_module
 from loopcheck.model.roles import Role, Roles
-from loopcheck.model.syntax import int_value
+from loopcheck.model.syntax import int_value, walk
 from loopcheck.model.training import Style, TrainingLoop
 from loopcheck.model.values import option_defaults
 from loopcheck.model.batch_callers import per_batch_calls
@@ -97,7 +97,7 @@ def build(module: cst.Module, source: str = "", options: Options | None = None,
         for loop in [*scopes, *model.loops()]:
             loop.assumptions = constants
     for scope in scopes:
-        switched = _switched_before_loops(scope)
+        switched = {**_raised_before_loops(scope), **_switched_before_loops(scope)}
         if switched:
             for loop in _nested(scope):
                 loop.assumptions = {**switched, **loop.assumptions}
@@ -180,6 +180,44 @@ def _switched_before_loops(scope: Loop) -> dict[str, bool]:
             for name in assignment.names:
                 counted[name] = counted.get(name, 0) + 1
     return {name: value for name, value in found.items() if counted.get(name) == 1}
+
+
+def _raised_before_loops(scope: Loop) -> dict[str, bool]:
+    """Flags a function rules out before its loops by raising: ``if args.local_rank != -1 or
+    args.n_gpu > 1: raise ValueError("distributed training is not supported")`` at its top means
+    code under ``if args.local_rank != -1:`` after it never runs (the DDP wrap there is dead)."""
+    function = scope.function
+    if function is None or not scope.loops or type(function.body) is not cst.IndentedBlock:
+        return {}
+    found: dict[str, bool] = {}
+    for stmt in function.body.body:
+        if type(stmt) is not cst.If:
+            if any(type(n) in (cst.For, cst.While) for n in walk(stmt)):
+                break  # only what is ruled out before the first loop holds in every loop
+            continue
+        if stmt.orelse is not None or not _raises(stmt.body):
+            if any(type(n) in (cst.For, cst.While) for n in walk(stmt)):
+                break
+            continue
+        for disjunct in _disjuncts(stmt.test):
+            negated = type(disjunct) is cst.UnaryOperation and type(disjunct.operator) is cst.Not  # type: ignore[attr-defined]
+            key, positive = flag_key(disjunct.expression if negated else disjunct)  # type: ignore[attr-defined]
+            found[key] = positive if negated else not positive
+    return found
+
+
+def _raises(body: cst.BaseSuite) -> bool:
+    """The block ends in a ``raise``."""
+    last = body.body[-1] if type(body) is cst.IndentedBlock and body.body else body
+    return type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite) and \
+        type(last.body[-1]) is cst.Raise  # type: ignore[attr-defined]
+
+
+def _disjuncts(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    while type(test) is cst.BooleanOperation and type(test.operator) is cst.Or:  # type: ignore[attr-defined]
+        yield from _disjuncts(test.left)  # type: ignore[attr-defined]
+        test = test.right  # type: ignore[attr-defined]
+    yield test
 
 
 def _nested(loop: Loop) -> Iterator[Loop]:
