@@ -62,6 +62,13 @@ def _codes(run_cli, path: str) -> list[str]:
     {"README.md": "Requirements\n------------\n* Python 3.8\n* PyTorch install 1.7.1\n* CUDA 11.0\n"},
     {"INSTALL.md": "We use:\n\n- [PyTorch v1.10.1](https://pytorch.org/get-started/previous-versions/)\n"},
     {"README.md": "## Dependencies\n\n- The repo is developed with Pytorch 1.13, using cuda 11.7\n"},
+    # a shields.io badge labelled PyTorch, with or without a "v"
+    {"README.md": "[![PyTorch](https://img.shields.io/badge/pytorch-0.4.0-%237732a8?style=flat-square&logo=PyTorch)]"
+                  "(https://pytorch.org/)\n"},
+    {"README.md": "![pytorch](https://img.shields.io/badge/pytorch-v1.0.0-green.svg?style=plastic)\n"},
+    # a list item that opens a requirements list under a heading of another name
+    {"README.md": "## Run\n\n0. Requirements:\n    * python3, pytorch 1.0, torchvision 0.2.1, pyyaml 3.13.\n"},
+    {"README.md": "## Usage\n\n**Dependencies**: PyTorch 1.7.1, CUDA 11.0\n"},
 ])
 def test_a_documented_old_torch(tmp_path: Path, files: dict[str, str]) -> None:
     assert _documents_old_torch(tmp_path, files)
@@ -78,6 +85,11 @@ def test_a_documented_old_torch(tmp_path: Path, files: dict[str, str]) -> None:
     {"README.md": "The main branch works with **Pytorch 1.10+** or higher (we recommend **Pytorch 1.12**).\n"},
     {"README.md": "## Installation\n\nOur code is based on pytorch 1.9.0. Higher version pytorch should also work.\n"},
     {"README.md": f"{FENCE}\npip install 'torch>=2.0'\n{FENCE}\n"},
+    {"README.md": "![PyTorch](https://img.shields.io/badge/PyTorch-%3E%3D1.6-red)\n"},
+    {"README.md": "![PyTorch](https://img.shields.io/badge/PyTorch-1.4+-blue)\n"},
+    # a badge of another label, a version outside any requirements-like list
+    {"README.md": "![python](https://img.shields.io/badge/python-3.6-blue) built on PyTorch\n"},
+    {"README.md": "## Run\n\n1. Training:\n    * ported from pytorch 1.0 code\n"},
     # an install command without a version installs today's torch
     {"README.md": f"{FENCE}\npip install torch torchvision torchaudio\n{FENCE}\n"},
     {"README.md": f"{FENCE}\nconda install pytorch torchvision cudatoolkit=11.3 -c pytorch\n{FENCE}\n"},

@@ -15,7 +15,9 @@ and ``INSTALL*`` files:
 - in their sections headed Requirements, Dependencies, Prerequisites, Installation, Environment or
   Setup (all of an INSTALL file): a requirement (``- torch==1.8.0``, ``PyTorch == 1.11.0``) or a
   version written right after the name (``PyTorch 1.10.1``, ``pytorch v1.7.1``, ``[PyTorch](...)
-  2.1.2``, "tested using pytorch 1.7.1"); ``PyTorch 1.13`` allows 1.13.x.
+  2.1.2``, "tested using pytorch 1.7.1"); ``PyTorch 1.13`` allows 1.13.x. A list item or line that
+  names such a section ("0. Requirements:", "**Dependencies**: PyTorch 1.7.1") opens one too;
+- a shields.io badge labelled PyTorch (``https://img.shields.io/badge/pytorch-v1.0.0-green.svg``).
 
 A statement that leaves the version open upwards anywhere in these files (``PyTorch 1.12+``,
 ``PyTorch >= 1.9``, "1.10 or later", "at least 1.10", ``pip install torch`` without a version,
@@ -32,6 +34,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from urllib.parse import unquote
 
 from loopcheck.patterns import Pattern
 from loopcheck.project import pins as _pins
@@ -60,6 +63,11 @@ _LOWER_BEFORE = Pattern(r"(?:at\s+least|minimum|min\.?|newer\s+than|>=|≥|>)\s*
 _LOWER_AFTER = Pattern(r"^(?:\.x)?(?:\+(?![a-z0-9])|"
                        r"\s*\)?,?\s*(?:or|and)\s+(?:later|newer|above|higher|greater|up|more)\b|"
                        r"\s+(?:or\s+)?(?:above|onwards|later|newer|higher)\b)", re.IGNORECASE)
+# a shields.io badge: `![pytorch](https://img.shields.io/badge/pytorch-v1.0.0-green.svg)` (label-message-color)
+_BADGE = Pattern(r"img\.shields\.io/badge/([^/?#)\s\"']+)", re.IGNORECASE)
+# a line that opens a requirements list without a heading: "0. Requirements:", "**Dependencies**:"
+_LABEL = Pattern(r"^(?:requirements?|dependencies|prerequisites?|environment|installation|setup)\s*:?\s*(.*)$",
+                 re.IGNORECASE)
 _RANGE = Pattern(r"^\s*(?:-|~|to)\s*v?\d")
 # "Higher version pytorch should also work well", "newer versions of PyTorch"
 _NEWER = Pattern(r"\b(?:higher|newer|later)\s+(?:\w+\s+)?versions?\b", re.IGNORECASE)
@@ -130,8 +138,13 @@ def _document(text: str, whole: bool) -> list[tuple[Version, int]]:
             if heading is not None or underlined:
                 section = whole or bool(_SECTION.search(heading.group(1) if heading is not None else line))
                 continue
+        label = _LABEL.match(_LIST.sub("", line.replace("**", "")).strip()) if not fenced else None
+        if label is not None:
+            section, line = True, label.group(1)
         if "torch" not in line.lower():
             continue
+        badges = [bound for badge in _BADGE.finditer(line) for bound in _badge(badge.group(1))]
+        found += [(bound, number) for bound in badges]
         if fenced and line.lstrip().startswith("#"):
             continue  # a comment in a code block: an alternative left out, not a command
         commands = _install(line)
@@ -147,6 +160,16 @@ def _document(text: str, whole: bool) -> list[tuple[Version, int]]:
         if _NEWER.search(clean):
             found.append((OPEN, number))
     return found
+
+
+def _badge(path: str) -> list[Version]:
+    """The torch versions a shields.io badge path names (``pytorch-v1.0.0-green.svg``,
+    ``PyTorch-%3E%3D1.6-red``): its label must be PyTorch; ``--`` is a dash, ``_`` a space."""
+    parts = [unquote(part).replace("\0", "-").replace("_", " ").strip()
+             for part in path.replace("--", "\0").split("-")]
+    if len(parts) < 3 or parts[0].lower().replace(" ", "") not in ("pytorch", "torch"):
+        return []
+    return _prose("PyTorch " + "-".join(parts[1:-1]))
 
 
 def _joined(lines: list[str]) -> list[tuple[int, str]]:
