@@ -909,10 +909,23 @@ def test_a_selective_gradient_clearing_is_no_zeroing() -> None:
             for p in model.parameters():
                 if p.requires_grad:
                     p.grad = None
+
+
+        def detect_grad_nan(model):
+            for param in model.parameters():
+                if (param.grad != param.grad).float().sum() != 0:  # nan detected
+                    param.grad.zero_()
+
+
+        def clear_trainable(model):
+            for p in model.parameters():
+                if p.grad is not None and not (not p.requires_grad):
+                    p.grad.zero_()
     """
     facts = extract(textwrap.dedent(helpers), "utils.py").functions
     assert not facts["cancel_gradients_last_layer"].zeroes  # freezes one layer (DINO)
-    assert facts["zero_grad"].zeroes and facts["clear"].zeroes
+    assert not facts["detect_grad_nan"].zeroes  # only a gradient holding NaN (DeepEMD)
+    assert facts["zero_grad"].zeroes and facts["clear"].zeroes and facts["clear_trainable"].zeroes
 
 
 def test_a_module_clearing_its_own_sub_module_gradients_is_no_zeroing() -> None:

@@ -1064,11 +1064,22 @@ def _selective(nodes: list[ast.AST], clearing: ast.AST,
     if methods is not None and "forward" in methods and any(_clears_sub_module(node, clearing) for node in nodes):
         return True
     for node in nodes:
-        if isinstance(node, ast.If) and not any(isinstance(n, ast.Attribute) and n.attr in ("grad", "requires_grad")
-                                                for n in walk(node.test)) \
-                and any(n is clearing for n in walk(node)):
+        if isinstance(node, ast.If) and not _every_gradient(node.test) and any(n is clearing for n in walk(node)):
             return True
     return False
+
+
+def _every_gradient(test: ast.expr) -> bool:
+    """``p.grad is not None``, ``p.requires_grad`` (or their negations and combinations): a test every
+    parameter that has a gradient passes. ``if torch.isnan(p.grad).any():`` lets through only some."""
+    if isinstance(test, ast.BoolOp):
+        return all(_every_gradient(value) for value in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _every_gradient(test.operand)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot)) \
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+        test = test.left
+    return isinstance(test, ast.Attribute) and test.attr in ("grad", "requires_grad")
 
 
 def _clears_sub_module(node: ast.AST, clearing: ast.AST) -> bool:
