@@ -70,6 +70,13 @@ discriminator put in eval mode for the generator's update, as long as it is back
 (itself or through its DDP wrapper) before its own optimizer steps. The same holds for a component
 put in eval mode after its own updates while one training helper goes on to train the next
 component with the optimizer handed to it (a world model trained on a frozen tokenizer's codes).
+Where the optimizers' parameters are not in the file, a module's optimizers are those stepped while
+the loop has put it in train mode: branches put in eval mode after their epoch's training while a
+second optimizer fits only fusion weights over them, with `train()` again at the next epoch's top,
+are not flagged (a step of the branches' own optimizer in eval mode still is). Nor is a loop all of whose
+optimizers are built over other modules (co-training: `train(net1, net2, optimizer1)` evaluates the
+peer `net2` while `optimizer1 = SGD(net1.parameters())` trains `net1`; the call that trains `net2`
+puts it back in train mode first).
 
 ## Fix
 Call `model.train()` after the evaluation (or at the start of every epoch / training helper).
@@ -327,8 +334,10 @@ for step, (x, y) in enumerate(train_loader):
                     continue  # `gen_net.eval()` before a controller's loop: every iteration runs in eval mode
                 if _alternating(leak, name, events, loop):
                     continue  # `if phase == "G": G.train(); D.eval() else: G.eval(); D.train()`
+                if _trains_others_only(name, owners, events, loop, leak.order, steps):
+                    continue  # co-training: the peer is evaluated while this loop trains the other network
                 updates = [u for u in _updates_of(name, owners, events, loop, leak.order) if u in steps] \
-                    or steps or backwards
+                    or _stepped_in_train_mode(name, events, loop, steps) or steps or backwards
                 # `model.eval()` then `step(val_loader, model, ...)`, a helper that steps only `if
                 # model.training:`: those updates do not run after the leak (the next that does decides)
                 updates = [u for u in updates if u not in _skipped_in_eval(leak, name, events, loop)] or updates
@@ -405,6 +414,41 @@ def _updates_of(name: str, owners: dict[str, set[str]], events: list[Event], loo
     generator update does not train the discriminator put in eval mode for it); empty when unknown."""
     mine = {opt for opt, modules in owners.items() if any(_resolve(m, loop, order) == name for m in modules)}
     return [e.order for e in events if e.kind is Kind.STEP and e.optimizer and last_part(_stepped(e, loop)) in mine]
+
+
+def _trains_others_only(name: str, owners: dict[str, set[str]], events: list[Event], loop: Loop, order: int,
+                        steps: list[int]) -> bool:
+    """Every optimizer the loop steps is built over the parameters of modules other than ``name``
+    (DivideMix's ``train(epoch, net1, net2, optimizer1, ...)``, which puts the peer ``net2`` in eval
+    mode and steps ``optimizer1 = SGD(net1.parameters())``): this loop does not train ``name``; a loop
+    around it that does decides."""
+    stepped = [e for e in events if e.kind is Kind.STEP and e.order in steps]
+    if not stepped or any(not e.optimizer for e in stepped):
+        return False
+    for step in stepped:
+        modules = owners.get(last_part(_stepped(step, loop)))
+        for module in modules or [None]:
+            resolved = _resolve(module, loop, order) if module is not None else None
+            if resolved is None or resolved == name or resolved.startswith(name + ".") \
+                    or name.startswith(resolved + "."):
+                return False  # unknown, or the module itself, a part of it or what holds it
+    return True
+
+
+def _stepped_in_train_mode(name: str, events: list[Event], loop: Loop, steps: list[int]) -> list[int]:
+    """Where ``name`` is trained, where the optimizers' parameters are not known: the steps of the
+    optimizers that step while the loop has put ``name`` in train mode. A second optimizer stepped
+    only after ``name.eval()`` (fusion weights fitted over two frozen branches, then `train()` again at
+    the next epoch's top) trains something else; without a ``train()`` in the loop nothing is known."""
+    mode: bool | None = None
+    mine: set[str] = set()
+    for event in events:
+        if event.kind in (Kind.TRAIN_MODE, Kind.EVAL_MODE) and _resolve(event.receiver, loop, event.order) == name:
+            mode = event.kind is Kind.TRAIN_MODE
+        elif event.kind is Kind.STEP and mode and event.order in steps and event.optimizer:
+            mine.add(last_part(_stepped(event, loop)))
+    return [e.order for e in events if e.kind is Kind.STEP and e.order in steps and e.optimizer
+            and last_part(_stepped(e, loop)) in mine]
 
 
 def _stepped(step: Event, loop: Loop) -> str:
