@@ -300,11 +300,15 @@ def _run_by_the_script(model: FileModel, violations: list[tuple[Rule, Violation]
     """The violations, less those in a function of a script that its entry point never runs and no
     other module of the project imports (``loopcheck.model.uncalled``): dead code as shipped."""
     from loopcheck.model.syntax import walk
-    from loopcheck.model.uncalled import uncalled_functions
+    from loopcheck.model.uncalled import definitions_of_a_module, uncalled_functions
 
     if model.project is None:
         return violations
-    dead = uncalled_functions(model.module, model.source)
+    dead: list[cst.FunctionDef | cst.ClassDef] = [*uncalled_functions(model.module, model.source)]
+    if not dead and not model.project.packaged():
+        # a module that runs nothing itself, in a project that is no installable package (whose
+        # modules its users import): dead where no file of the project imports it
+        dead = definitions_of_a_module(model.module, model.source, model.project.path.name)
     if not dead:
         return violations
     inside = {id(n) for fn in dead for n in walk(fn, into_functions=True)}

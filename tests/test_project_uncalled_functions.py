@@ -2,11 +2,14 @@
 ``main_lightning()`` that ``if __name__ == "__main__":`` now calls, and the epoch function only it
 calls) describes dead code: it is not reported, unless another module, script or notebook of the
 project imports the script, something else in the file names the function (a call, a table, a
-decorator, a string), or the file looks functions up by name (``globals()``, ``fire.Fire()``)."""
+decorator, a string), or the file looks functions up by name (``globals()``, ``fire.Fire()``). In a
+repository that is no installable package, a module that runs nothing itself and that no file imports
+is dead code too."""
 
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -94,3 +97,35 @@ def test_a_new_importer_invalidates_the_cached_result(project: Path, run_cli) ->
     assert _missing_zero_grad(run_cli) == []
     (project / "sweep.py").write_text("from train import main\n")
     assert len(_missing_zero_grad(run_cli)) == 1
+
+
+def _research_repository(root: Path, files: dict[str, str]) -> None:
+    """A repository that is no installable package: a git checkout without setup.py or pyproject.toml."""
+    (root / ".git").mkdir()
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text))
+
+
+LIBRARY = SCRIPT.format(entry="main_lightning").split("if __name__")[0]
+
+
+def test_a_module_nothing_imports_in_a_repository_that_is_no_package_is_silent(project: Path, run_cli) -> None:
+    # a helper module left behind (utils/imagenet/train_and_eval.py that no script imports any more)
+    _research_repository(project, {"utils/imagenet/train_and_eval.py": "import logging\nlogger = logging.getLogger()\n"
+                                   + textwrap.dedent(LIBRARY), "main.py": "from utils.misc import seed\n"})
+    assert _missing_zero_grad(run_cli, ".") == []
+
+
+@pytest.mark.parametrize("files", [
+    {"main.py": "from utils.imagenet.train_and_eval import main\nmain()\n"},  # imported
+    {"main.py": "from utils.imagenet import train_and_eval\n"},
+    {"run.ipynb": json.dumps({"cells": [{"cell_type": "code", "source": ["import train_and_eval\n"]}]},
+                             indent=1)},
+    {"utils/imagenet/train_and_eval.py": textwrap.dedent(LIBRARY) + "main()\n"},  # runs something itself
+    {"setup.py": "from setuptools import setup\nsetup(name='lib')\n"},  # a package its users import
+])
+def test_a_module_that_is_imported_runs_itself_or_is_packaged_is_reported(project: Path, run_cli,
+                                                                          files: dict[str, str]) -> None:
+    _research_repository(project, {"utils/imagenet/train_and_eval.py": LIBRARY, **files})
+    assert len(_missing_zero_grad(run_cli, ".")) == 1

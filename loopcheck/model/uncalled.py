@@ -1,10 +1,15 @@
-"""Functions of a script that its entry point never runs.
+"""Functions of a script that its entry point never runs, and modules nothing runs.
 
 A script (a module with an ``if __name__ == "__main__":`` block) runs what its module-level code
 calls, and what those functions call in turn. A top-level function nothing in the file reaches
 (``main()`` left beside the ``main_lightning()`` the entry point now runs, and the ``train_epoch`` only
 it called) is dead code as the script ships, unless another module imports the script
 (``Imported.imported_elsewhere``): a finding in it describes a loop nobody runs.
+
+A module that runs nothing itself (no entry point; module-level code that only imports, defines and
+binds names) does something only where another module imports it: in a repository that is no
+installable package, one that no file of the project imports (a helper module left behind when the
+scripts moved on) holds dead code too.
 
 Read from the names the file uses: a name read anywhere outside the function's own body (module-level
 code, a class body, another live function, a decorator, a string that names it) keeps it live, and so
@@ -47,6 +52,44 @@ def uncalled_functions(module: cst.Module, source: str) -> list[cst.FunctionDef]
         live.add(name)
         pending += [n for fn in functions[name] for n in _names([fn.params, fn.body]) if n in functions and n not in live]
     return [fn for name, fns in functions.items() if name not in live for fn in fns]
+
+
+def definitions_of_a_module(module: cst.Module, source: str, filename: str) -> list[cst.FunctionDef | cst.ClassDef]:
+    """The top-level functions and classes of a module that runs nothing of its own: no entry point,
+    and module-level code that only imports, defines and binds names (``logger = getLogger(...)``,
+    a ``try:`` around an import). Such a module does something only where another imports it: where
+    none does (``Imported.imported_elsewhere``), they are dead code as the project ships. Test
+    modules (run by pytest), ``__init__``, ``conftest`` and ``setup`` are not such modules."""
+    stem = filename.rsplit("/", 1)[-1].removesuffix(".py")
+    if stem in ("__init__", "__main__", "conftest", "setup") or stem.startswith("test_") or stem.endswith("_test") \
+            or _DYNAMIC.search(source) or not all(_inert(stmt) for stmt in module.body):
+        return []
+    return [stmt for stmt in module.body if type(stmt) in (cst.FunctionDef, cst.ClassDef)]  # type: ignore[misc]
+
+
+def _inert(stmt: cst.CSTNode) -> bool:
+    """A module-level statement that runs nothing the module defines: an import, a definition, a
+    binding, a docstring; a ``try:`` or ``if`` made of such statements (``try: import apex``)."""
+    kind = type(stmt)
+    if kind in (cst.FunctionDef, cst.ClassDef, cst.EmptyLine):
+        return True
+    if kind is cst.SimpleStatementLine:
+        return all(type(small) in (cst.Import, cst.ImportFrom, cst.Assign, cst.AnnAssign, cst.Pass)
+                   or type(small) is cst.Expr and type(small.value) in (cst.SimpleString, cst.ConcatenatedString)
+                   for small in stmt.body)  # type: ignore[attr-defined]
+    if kind in (cst.Try, cst.If):
+        return all(_inert(child) for child in _bodies(stmt))
+    return False
+
+
+def _bodies(stmt: cst.CSTNode) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+    for part in children(stmt):
+        if type(part) in (cst.IndentedBlock, cst.SimpleStatementSuite):
+            found += list(part.body)  # type: ignore[attr-defined]
+        elif type(part) in (cst.ExceptHandler, cst.Else, cst.Finally, cst.If):
+            found += _bodies(part)
+    return found
 
 
 def _is_main_block(stmt: cst.CSTNode) -> bool:

@@ -584,6 +584,18 @@ class Imported:
         self._project_files_read = True
         return inert_settings.inert(self.index, name, self.path)
 
+    def packaged(self) -> bool:
+        """Whether the file lies in an installable package (a ``setup.py``, ``setup.cfg`` or
+        ``pyproject.toml`` in its folder or one above it, up to the project root): its users may
+        import any of its modules."""
+        folder, root = self.path.parent, self.index.root
+        while True:
+            if any((folder / name).is_file() for name in ("setup.py", "setup.cfg", "pyproject.toml")):
+                return True
+            if folder == root or folder.parent == folder:
+                return False
+            folder = folder.parent
+
     def imported_elsewhere(self) -> bool:
         """Whether another Python file, script, notebook or document of the project may import this
         file's module (a line that imports its name: ``from train import main``, ``import train``,
