@@ -418,13 +418,14 @@ def _updates_of(name: str, owners: dict[str, set[str]], events: list[Event], loo
 
 def _trains_others_only(name: str, owners: dict[str, set[str]], events: list[Event], loop: Loop, order: int,
                         steps: list[int]) -> bool:
-    """Every optimizer the loop steps is built over the parameters of modules other than ``name``
-    (DivideMix's ``train(epoch, net1, net2, optimizer1, ...)``, which puts the peer ``net2`` in eval
+    """``name`` has an optimizer of its own, and every optimizer the loop steps is built over the
+    parameters of modules other than ``name`` (DivideMix's ``train(epoch, net1, net2, optimizer1, ...)``, which puts the peer ``net2`` in eval
     mode and steps ``optimizer1 = SGD(net1.parameters())``): this loop does not train ``name``; a loop
     around it that does decides."""
     stepped = [e for e in events if e.kind is Kind.STEP and e.order in steps]
-    if not stepped or any(not e.optimizer for e in stepped):
-        return False
+    if not stepped or any(not e.optimizer for e in stepped) or not any(
+            _resolve(m, loop, order) == name for modules in owners.values() for m in modules):
+        return False  # (only where an optimizer of the file is known to train ``name``)
     for step in stepped:
         modules = owners.get(last_part(_stepped(step, loop)))
         for module in modules or [None]:
