@@ -76,7 +76,10 @@ second optimizer fits only fusion weights over them, with `train()` again at the
 are not flagged (a step of the branches' own optimizer in eval mode still is). Nor is a loop all of whose
 optimizers are built over other modules (co-training: `train(net1, net2, optimizer1)` evaluates the
 peer `net2` while `optimizer1 = SGD(net1.parameters())` trains `net1`; the call that trains `net2`
-puts it back in train mode first).
+puts it back in train mode first). An optimizer is the one its step's own function binds: two helpers
+that each call theirs `optimizer` (an auxiliary net's, then the classifier's) train different modules.
+A loop that makes a tensor it binds require grad and steps no optimizer (Langevin dynamics on the inputs
+of a frozen energy model, an attack) trains nothing.
 
 ## Fix
 Call `model.train()` after the evaluation (or at the start of every epoch / training helper).
@@ -96,7 +99,7 @@ from loopcheck.model import Assignment, Cond, Event, FileModel, Framework, Kind,
 from loopcheck.model.guards import GuardKind, GuardReader, exclusive
 from loopcheck.model.memory import frozen_modules, module_name, trained_modules
 from loopcheck.model.modes import inert_unless
-from loopcheck.model.optimizers import optimizer_modules
+from loopcheck.model.optimizers import optimizer_modules, parameter_owners
 from loopcheck.model.pytest_tests import in_pytest_test
 from loopcheck.model.stored import attribute_aliases
 from loopcheck.model.values import option_defaults
@@ -304,8 +307,8 @@ for step, (x, y) in enumerate(train_loader):
             # the steps are the training; a backward that no step follows (a Grad-CAM in the
             # evaluation helper) trains nothing
             steps = [e.order for e in events if e.kind is Kind.STEP and not _dead(e, loop)]
-            if not backwards:
-                continue
+            if not backwards or not steps and _input_gradients(loop):
+                continue  # (Langevin sampling or an attack: the gradients are the inputs', nothing is trained)
             # what the trained modules are called where the loop starts (`model = self.model`)
             aliases = {r for t in trained if (r := _resolve(t, loop, loop.order)) is not None}
             # ... and those of them a local bound once to it stands for (`model = context.model`): that
@@ -413,15 +416,36 @@ def _updates_of(name: str, owners: dict[str, set[str]], events: list[Event], loo
     """Where ``name`` is trained: the steps of the optimizers built over its parameters (a GAN's
     generator update does not train the discriminator put in eval mode for it); empty when unknown."""
     mine = {opt for opt, modules in owners.items() if any(_resolve(m, loop, order) == name for m in modules)}
-    return [e.order for e in events if e.kind is Kind.STEP and e.optimizer and last_part(_stepped(e, loop)) in mine]
+    found = []
+    for e in events:
+        if e.kind is Kind.STEP and e.optimizer:
+            # the optimizer this step's scope builds (two functions may each call theirs `optimizer`)
+            built = _built_over(e, loop)
+            if any(_resolve(m, loop, order) == name for m in built) if built else last_part(_stepped(e, loop)) in mine:
+                found.append(e.order)
+    return found
+
+
+def _built_over(step: Event, loop: Loop) -> set[str]:
+    """The modules whose parameters the optimizer ``step`` steps is built over, where the step's own
+    scope builds it (``optimizer = Adam(model.parameters())`` in the function that steps it)."""
+    bound = [a for scope in _scopes(step, loop) for a in scope.assignments
+             if a.names == (step.optimizer,) and a.op == "=" and a.order < step.order and _visible(a, step.order)]
+    value = max(bound, key=lambda a: a.order).value if bound else None
+    return {module_name(m) for m in parameter_owners(value)} if type(value) is cst.Call else set()
+
+
+def _visible(assignment: Assignment, order: int) -> bool:
+    """A helper's local (inlined) binds its name only within that helper's call."""
+    return assignment.scope is None or assignment.scope[0] <= order <= assignment.scope[1]
 
 
 def _trains_others_only(name: str, owners: dict[str, set[str]], events: list[Event], loop: Loop, order: int,
                         steps: list[int]) -> bool:
     """``name`` has an optimizer of its own, and every optimizer the loop steps is built over the
-    parameters of modules other than ``name`` (DivideMix's ``train(epoch, net1, net2, optimizer1, ...)``, which puts the peer ``net2`` in eval
-    mode and steps ``optimizer1 = SGD(net1.parameters())``): this loop does not train ``name``; a loop
-    around it that does decides."""
+    parameters of modules other than ``name`` (DivideMix's ``train(epoch, net1, net2, optimizer1,
+    ...)``, which puts the peer ``net2`` in eval mode and steps ``optimizer1 =
+    SGD(net1.parameters())``): this loop does not train ``name``; a loop around it that does decides."""
     stepped = [e for e in events if e.kind is Kind.STEP and e.order in steps]
     if not stepped or any(not e.optimizer for e in stepped) or not any(
             _resolve(m, loop, order) == name for modules in owners.values() for m in modules):
@@ -434,6 +458,23 @@ def _trains_others_only(name: str, owners: dict[str, set[str]], events: list[Eve
                     or name.startswith(resolved + "."):
                 return False  # unknown, or the module itself, a part of it or what holds it
     return True
+
+
+def _input_gradients(loop: Loop) -> bool:
+    """The loop makes a tensor it binds itself require grad (``gen_x = batch.x; gen_x.requires_grad =
+    True``, ``x.requires_grad_()``): its backward passes are for that tensor's gradient (Langevin
+    dynamics on the inputs of a frozen energy model, an adversarial attack), not a module's."""
+    bound = {n for a in loop.assignments for n in a.names if a.op != "for"}
+    for node in walk(loop.node):
+        kind = type(node)
+        if kind is cst.Assign and type(node.value) is cst.Name and node.value.value == "True":  # type: ignore[attr-defined]
+            if any(type(t.target) is cst.Attribute and t.target.attr.value == "requires_grad"  # type: ignore[attr-defined]
+                   and dotted(t.target.value) in bound for t in node.targets):  # type: ignore[attr-defined]
+                return True
+        elif kind is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "requires_grad_" \
+                and dotted(node.func.value) in bound and not (node.args and source(node.args[0].value) != "True"):  # type: ignore[attr-defined]
+            return True
+    return False
 
 
 def _stepped_in_train_mode(name: str, events: list[Event], loop: Loop, steps: list[int]) -> list[int]:
@@ -460,7 +501,7 @@ def _stepped(step: Event, loop: Loop) -> str:
     name = step.optimizer or ""
     for _ in range(4):
         bound = [a for scope in _scopes(step, loop) for a in scope.assignments
-                 if a.names == (name,) and a.op == "=" and a.order < step.order]
+                 if a.names == (name,) and a.op == "=" and a.order < step.order and _visible(a, step.order)]
         value = dotted(max(bound, key=lambda a: a.order).value) if bound else None
         if value is None or value == name:
             break
