@@ -11,6 +11,7 @@ as flake8 expects (it adds 1 when printing).
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
@@ -41,9 +42,11 @@ class Plugin:
         cls.extend_select = selectors
 
     def run(self) -> Iterator[tuple[int, int, str, type[Plugin]]]:
-        from loopcheck.engine import check_text
+        from loopcheck.engine import LazyProject, check_text
         from loopcheck.selection import resolve
 
         source = "".join(self.lines)
-        for finding in check_text(source, self.filename, resolve(None, (), self.extend_select)):
+        # the facts of the modules the file imports, as `loopcheck check` reads them (a helper that zeroes)
+        project = LazyProject(self.filename) if os.path.isfile(self.filename) else None
+        for finding in check_text(source, self.filename, resolve(None, (), self.extend_select), project=project):
             yield finding.line, max(0, finding.col - 1), f"{finding.code} {finding.message}", type(self)

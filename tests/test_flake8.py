@@ -13,6 +13,8 @@ import pytest
 
 from loopcheck.flake8_plugin import Plugin
 from tests.conftest import BUGGY, CLEAN
+from tests.projects import write_project
+from tests.test_project_own_optimizer_steps import ARCHITECT, SEARCH
 
 pytest.importorskip("flake8")
 
@@ -69,3 +71,14 @@ def test_opt_in_rules_need_loopcheck_extend_select(project: Path) -> None:
     assert "LC110" in _flake8(project, "--loopcheck-extend-select", "LC110", "train.py").stdout
     bad = _flake8(project, "--loopcheck-extend-select", "LC999", "train.py")
     assert bad.returncode != 0 and "unknown rule selector 'LC999'" in bad.stderr
+
+
+
+def test_the_plugin_reads_the_modules_the_file_imports(project: Path) -> None:
+    # a zeroing inside a method of another module that clears the optimizer it was handed
+    architect = ARCHITECT.replace("OPTIMIZER_PARAM", "optimizer").replace("OPTIMIZER", "optimizer")
+    write_project(project, {"architect.py": architect, "search.py": SEARCH})
+    search = (project / "search.py").read_text()
+    found = [text for _, _, text, _ in Plugin(ast.parse(search), search.splitlines(keepends=True),
+                                               str(project / "search.py")).run()]
+    assert len(found) == 1 and found[0].startswith("LC101 ") and "architect.py:10" in found[0], found

@@ -114,11 +114,11 @@ def _fix_replacements(findings: Sequence[Finding], options: Options) -> dict[int
 
 def _file_replacements(filename: str, fixable: list[Finding],
                        options: Options) -> dict[int, list[dict[str, Any]]]:
-    from loopcheck.engine import analyse, read_source
+    from loopcheck.engine import LazyProject, analyse, read_source
     from loopcheck.fixes import apply
 
     source = read_source(Path(filename))
-    module, results = analyse(source, filename, frozenset(f.code for f in fixable), options)
+    module, results = analyse(source, filename, frozenset(f.code for f in fixable), options, LazyProject(filename))
     if module is None:
         return {}
     fixes = {(r.code, r.line, r.col, r.fingerprint): fix for r, fix in results if fix is not None}
