@@ -205,7 +205,7 @@ def analyse(source: str, filename: str, codes: frozenset[str], options: Options 
             return analyse(source, filename, codes, options, project)
         return None, [(not_analysed(filename, f"{type(error).__name__} in libcst's parser"), None)]
     try:
-        return module, _check(module, text, filename, rules, options, project, tree)
+        return module, _check(module, text, filename, rules, options, project, tree, whole_source=source)
     except RecursionError:  # deep nesting that libcst parsed but its own passes cannot walk
         return module, [(not_analysed(filename, "RecursionError while analysing: nested too deeply"), None)]
 
@@ -276,7 +276,9 @@ def _no_validation(node: object) -> None:
 
 def _check(module: cst.Module, source: str, filename: str, rules: list[object], options: Options,
            project: Imported | None, tree: ast.Module | None = None,
-           built: bool = False) -> list[tuple[Finding, Fix | None]]:
+           built: bool = False, whole_source: str | None = None) -> list[tuple[Finding, Fix | None]]:
+    """``source`` may be an excerpt of the file (the statements some rules read); ``whole_source`` is
+    then the file's text."""
     from loopcheck.model import build
 
     model = build(module, source, options, project)
@@ -292,11 +294,12 @@ def _check(module: cst.Module, source: str, filename: str, rules: list[object], 
     inside = _inherited_loops(model) if violations else {}
     violations = [(rule, said) for rule, v in violations
                   if (said := _with_setting(model, rule, _inherited(inside, rule, _placed(model, v)))) is not None]
-    violations = _run_by_the_script(model, violations) if violations else violations
+    violations = _run_by_the_script(model, violations, whole_source or source) if violations else violations
     return _findings(module, source, filename, violations, tree, built) if violations else []
 
 
-def _run_by_the_script(model: FileModel, violations: list[tuple[Rule, Violation]]) -> list[tuple[Rule, Violation]]:
+def _run_by_the_script(model: FileModel, violations: list[tuple[Rule, Violation]],
+                       source: str) -> list[tuple[Rule, Violation]]:
     """The violations, less those in a function of a script that its entry point never runs and no
     other module of the project imports (``loopcheck.model.uncalled``): dead code as shipped."""
     from loopcheck.model.syntax import walk
@@ -305,14 +308,15 @@ def _run_by_the_script(model: FileModel, violations: list[tuple[Rule, Violation]
     if model.project is None:
         return violations
     dead: list[cst.FunctionDef | cst.ClassDef] = [*uncalled_functions(model.module, model.source)]
+    named = False
     if not dead and not model.project.packaged():
         # a module that runs nothing itself, in a project that is no installable package (whose
-        # modules its users import): dead where no file of the project imports it
-        dead = definitions_of_a_module(model.module, model.source, model.project.path.name)
+        # modules its users import): dead where no file of the project names it
+        dead, named = definitions_of_a_module(model.module, source, model.project.path.name), True
     if not dead:
         return violations
     inside = {id(n) for fn in dead for n in walk(fn, into_functions=True)}
-    if not any(id(v.node) in inside for _, v in violations) or model.project.imported_elsewhere():
+    if not any(id(v.node) in inside for _, v in violations) or model.project.imported_elsewhere(named):
         return violations
     return [(rule, v) for rule, v in violations if id(v.node) not in inside]
 

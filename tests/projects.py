@@ -31,4 +31,9 @@ OLD_AMP_TRAINER = """
             scaler.scale(loss).backward()
             scaler.step(optimizer)
             scaler.update()
+
+
+    if __name__ == "__main__":  # a script (a module nothing runs or imports is dead code)
+        net = torch.nn.Linear(4, 2)
+        train(net, torch.load("batches.pt"), torch.optim.SGD(net.parameters(), lr=0.1))
 """

@@ -131,7 +131,8 @@ def test_poetry_dependency_groups(tmp_path: Path) -> None:
 
 def test_accelerate_before_0_16_steps_a_prepared_scheduler_on_every_call(project: Path, run_cli) -> None:
     (project / ".git").mkdir()
-    _write(project, {"scripts/__init__.py": "", "scripts/trainer.py": ACCELERATE_LOOP})
+    _write(project, {"scripts/__init__.py": "", "scripts/trainer.py": ACCELERATE_LOOP,
+                     "run.py": "from scripts.trainer import main\n"})
     assert _codes(run_cli, "scripts/trainer.py") == ["LC303"]  # current Accelerate: a quarter of the run
     _write(project, {"requirements.txt": "accelerate==0.15.0\ntransformers>=4.25.1\n"})
     assert _codes(run_cli, "scripts/trainer.py") == []  # the cached result is not reused: the pin changed

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.projects import write_project
+from tests.projects import OLD_AMP_TRAINER, write_project
 
 SCRIPT = """
     import torch
@@ -101,7 +101,7 @@ def test_a_new_importer_invalidates_the_cached_result(project: Path, run_cli) ->
 
 def _research_repository(root: Path, files: dict[str, str]) -> None:
     """A repository that is no installable package: a git checkout without setup.py or pyproject.toml."""
-    (root / ".git").mkdir()
+    (root / ".git").mkdir(exist_ok=True)
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(textwrap.dedent(text))
@@ -129,3 +129,20 @@ def test_a_module_that_is_imported_runs_itself_or_is_packaged_is_reported(projec
                                                                           files: dict[str, str]) -> None:
     _research_repository(project, {"utils/imagenet/train_and_eval.py": LIBRARY, **files})
     assert len(_missing_zero_grad(run_cli, ".")) == 1
+
+
+def test_a_module_a_config_names_is_reported(project: Path, run_cli) -> None:
+    # Hydra imports what `_target_` names: the module is not dead though no Python file imports it
+    _research_repository(project, {"src/models/train_and_eval.py": LIBRARY,
+                                   "configs/model.yaml": "_target_: src.models.train_and_eval.main\n"})
+    assert len(_missing_zero_grad(run_cli, ".")) == 1
+
+
+def test_a_script_checked_for_rules_that_read_an_excerpt_is_not_read_as_a_module(project: Path, run_cli) -> None:
+    # LC206 reads only the statements that name the AMP API: the entry point is not in that excerpt
+    _research_repository(project, {"train.py": OLD_AMP_TRAINER})
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC206", "train.py")
+    assert out.count(": LC206") == 2, out
+    _research_repository(project, {"train.py": OLD_AMP_TRAINER.split("    if __name__")[0]})
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC206", "train.py")
+    assert ": LC206" not in out  # a module nothing runs or imports

@@ -18,6 +18,7 @@ does any dynamic lookup (``globals()``, ``fire.Fire()``, ``sys.modules``, ``eval
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterable
 
 import libcst as cst
@@ -59,37 +60,35 @@ def definitions_of_a_module(module: cst.Module, source: str, filename: str) -> l
     and module-level code that only imports, defines and binds names (``logger = getLogger(...)``,
     a ``try:`` around an import). Such a module does something only where another imports it: where
     none does (``Imported.imported_elsewhere``), they are dead code as the project ships. Test
-    modules (run by pytest), ``__init__``, ``conftest`` and ``setup`` are not such modules."""
+    modules (run by pytest), ``__init__``, ``conftest`` and ``setup`` are not such modules. Read from
+    the source with ``ast``: the model's module may hold only what the rules look at."""
     stem = filename.rsplit("/", 1)[-1].removesuffix(".py")
     if stem in ("__init__", "__main__", "conftest", "setup") or stem.startswith("test_") or stem.endswith("_test") \
-            or _DYNAMIC.search(source) or not all(_inert(stmt) for stmt in module.body):
+            or _DYNAMIC.search(source):
+        return []
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    if not all(_inert(stmt) for stmt in tree.body):
         return []
     return [stmt for stmt in module.body if type(stmt) in (cst.FunctionDef, cst.ClassDef)]  # type: ignore[misc]
 
 
-def _inert(stmt: cst.CSTNode) -> bool:
+def _inert(stmt: ast.stmt) -> bool:
     """A module-level statement that runs nothing the module defines: an import, a definition, a
     binding, a docstring; a ``try:`` or ``if`` made of such statements (``try: import apex``)."""
-    kind = type(stmt)
-    if kind in (cst.FunctionDef, cst.ClassDef, cst.EmptyLine):
+    if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                         ast.Assign, ast.AnnAssign, ast.Pass)):
         return True
-    if kind is cst.SimpleStatementLine:
-        return all(type(small) in (cst.Import, cst.ImportFrom, cst.Assign, cst.AnnAssign, cst.Pass)
-                   or type(small) is cst.Expr and type(small.value) in (cst.SimpleString, cst.ConcatenatedString)
-                   for small in stmt.body)  # type: ignore[attr-defined]
-    if kind in (cst.Try, cst.If):
-        return all(_inert(child) for child in _bodies(stmt))
+    if isinstance(stmt, ast.Expr):
+        return isinstance(stmt.value, ast.Constant)  # a docstring
+    if isinstance(stmt, ast.Try):
+        return all(_inert(s) for s in [*stmt.body, *stmt.orelse, *stmt.finalbody,
+                                        *(s for h in stmt.handlers for s in h.body)])
+    if isinstance(stmt, ast.If):
+        return all(_inert(s) for s in [*stmt.body, *stmt.orelse])
     return False
-
-
-def _bodies(stmt: cst.CSTNode) -> list[cst.CSTNode]:
-    found: list[cst.CSTNode] = []
-    for part in children(stmt):
-        if type(part) in (cst.IndentedBlock, cst.SimpleStatementSuite):
-            found += list(part.body)  # type: ignore[attr-defined]
-        elif type(part) in (cst.ExceptHandler, cst.Else, cst.Finally, cst.If):
-            found += _bodies(part)
-    return found
 
 
 def _is_main_block(stmt: cst.CSTNode) -> bool:

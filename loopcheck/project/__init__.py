@@ -596,12 +596,13 @@ class Imported:
                 return False
             folder = folder.parent
 
-    def imported_elsewhere(self) -> bool:
+    def imported_elsewhere(self, named: bool = False) -> bool:
         """Whether another Python file, script, notebook or document of the project may import this
         file's module (a line that imports its name: ``from train import main``, ``import train``,
-        ``from . import train``, also as a notebook cell's or a document's line); True where that cannot
-        be told (a root no marker names, a walk stopped early). The files read join ``digest`` as
-        ``inert_setting``'s do."""
+        ``from . import train``, also as a notebook cell's or a document's line; ``named``: any mention
+        of the name, such as a config's ``_target_: src.models.mnist_module.Model`` that Hydra imports);
+        True where that cannot be told (a root no marker names, a walk stopped early). The files read
+        join ``digest`` as ``inert_setting``'s do."""
         from loopcheck.project.index import marked_folder
 
         self._project_files_read = True
@@ -611,8 +612,9 @@ class Imported:
         if documents is None:
             return True
         stem = re.escape(self.path.stem.encode())
-        pattern = re.compile(rb"^[ \t>%!\[\"',]*(?:from[ \t]+[\w.]*\b" + stem
-                             + rb"\b|(?:from[ \t]+[\w.]+[ \t]+)?import\b[^\n]*\b" + stem + rb"\b)", re.MULTILINE)
+        pattern = re.compile(rb"\b" + stem + rb"\b") if named else \
+            re.compile(rb"^[ \t>%!\[\"',]*(?:from[ \t]+[\w.]*\b" + stem
+                       + rb"\b|(?:from[ \t]+[\w.]+[ \t]+)?import\b[^\n]*\b" + stem + rb"\b)", re.MULTILINE)
         mine = real_path(self.path)
         for path in [*self.index.python_files(), *map(Path, documents)]:
             if real_path(path) != mine and pattern.search(self.index.text_of(path)):

@@ -337,7 +337,7 @@ for step, (x, y) in enumerate(train_loader):
                     continue  # `gen_net.eval()` before a controller's loop: every iteration runs in eval mode
                 if _alternating(leak, name, events, loop):
                     continue  # `if phase == "G": G.train(); D.eval() else: G.eval(); D.train()`
-                if _trains_others_only(name, owners, events, loop, leak.order, steps):
+                if _trains_others_only(name, owners, events, loop, leak.order, steps, model):
                     continue  # co-training: the peer is evaluated while this loop trains the other network
                 updates = [u for u in _updates_of(name, owners, events, loop, leak.order) if u in steps] \
                     or _stepped_in_train_mode(name, events, loop, steps) or steps or backwards
@@ -441,15 +441,19 @@ def _visible(assignment: Assignment, order: int) -> bool:
 
 
 def _trains_others_only(name: str, owners: dict[str, set[str]], events: list[Event], loop: Loop, order: int,
-                        steps: list[int]) -> bool:
-    """``name`` has an optimizer of its own, and every optimizer the loop steps is built over the
-    parameters of modules other than ``name`` (DivideMix's ``train(epoch, net1, net2, optimizer1,
-    ...)``, which puts the peer ``net2`` in eval mode and steps ``optimizer1 =
-    SGD(net1.parameters())``): this loop does not train ``name``; a loop around it that does decides."""
+                        steps: list[int], model: FileModel) -> bool:
+    """``name`` has an optimizer of its own that the file steps, and every optimizer the loop steps is
+    built over the parameters of modules other than ``name`` (DivideMix's ``train(epoch, net1, net2,
+    optimizer1, ...)``, which puts the peer ``net2`` in eval mode and steps ``optimizer1 =
+    SGD(net1.parameters())``, and ``optimizer2`` in the call that trains ``net2``): this loop does not
+    train ``name``; a loop around it that does decides."""
     stepped = [e for e in events if e.kind is Kind.STEP and e.order in steps]
-    if not stepped or any(not e.optimizer for e in stepped) or not any(
-            _resolve(m, loop, order) == name for modules in owners.values() for m in modules):
-        return False  # (only where an optimizer of the file is known to train ``name``)
+    if not stepped or any(not e.optimizer for e in stepped):
+        return False
+    own = {opt for opt, modules in owners.items() if any(_resolve(m, loop, order) == name for m in modules)}
+    if not own or not any(e.optimizer and last_part(_stepped(e, scope)) in own
+                          for scope in model.loops() for e in scope.events(Kind.STEP)):
+        return False  # (an optimizer of the file known to train ``name``, and stepped somewhere)
     for step in stepped:
         modules = owners.get(last_part(_stepped(step, loop)))
         for module in modules or [None]:
