@@ -146,3 +146,9 @@ def test_a_script_checked_for_rules_that_read_an_excerpt_is_not_read_as_a_module
     _research_repository(project, {"train.py": OLD_AMP_TRAINER.split("    if __name__")[0]})
     _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC206", "train.py")
     assert ": LC206" not in out  # a module nothing runs or imports
+
+
+def test_a_copy_of_the_module_elsewhere_does_not_keep_it(project: Path, run_cli) -> None:
+    # two sub-projects each left a copy of the same helper module behind; neither is imported
+    _research_repository(project, {"a/utils/train_and_eval.py": LIBRARY, "b/utils/train_and_eval.py": LIBRARY})
+    assert _missing_zero_grad(run_cli, ".") == []

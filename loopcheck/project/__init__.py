@@ -617,7 +617,8 @@ class Imported:
                        + rb"\b|(?:from[ \t]+[\w.]+[ \t]+)?import\b[^\n]*\b" + stem + rb"\b)", re.MULTILINE)
         mine = real_path(self.path)
         for path in [*self.index.python_files(), *map(Path, documents)]:
-            if real_path(path) != mine and pattern.search(self.index.text_of(path)):
+            if real_path(path) != mine and pattern.search(self.index.text_of(path)) \
+                    and not (named and Path(path).stem == self.path.stem):  # (a copy of the module elsewhere)
                 return True
         return False
 
