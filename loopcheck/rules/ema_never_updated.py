@@ -6,7 +6,10 @@ constructed with a decay of 0 (`EMA(0)`) copies the weights on every update: it 
 built from literals alone (`averager = EMA()`, `EMA(0.99)`): it is handed no model, so it smooths
 values it is fed later (`losses = averager(losses)`), not weights. Nor is a temporary EMA whose
 state another EMA of the file loads (`ema_unet.load_state_dict(load_model.state_dict())`, the
-diffusers scripts' resume path): the other one is the EMA the loop must update. Nor is one that hooks itself onto something that
+diffusers scripts' resume path): the other one is the EMA the loop must update. Nor is an EMA restored
+from a checkpoint around a model the file trains nothing of (a linear probe reading a trained EMA's
+features), nor one kept in a container the loop updates it through (`model_emas.append((ema, decay))`,
+then `for ema, _ in model_emas: ema.update(model)`). Nor is one that hooks itself onto something that
 runs every step (`ema.add_to_optimizer_post_step_hook(optimizer)`, ema_pytorch's: the optimizer's
 `step()` then calls `ema.update()`).
 
@@ -37,6 +40,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import FileModel, Kind, Role
+from loopcheck.model.memory import module_name, trained_modules
 from loopcheck.model.roles import role_of_constructor
 from loopcheck.model.weight_copies import copied_emas, copied_module, copies_by_index, has_copied_ema_text
 from loopcheck.model.syntax import dotted, func_name, is_zero, keyword, last_part, target_names, walk
@@ -131,6 +135,10 @@ def _updated_elsewhere(model: FileModel, name: str, constructor: str) -> bool:
     for node in walk(model.module, into_functions=True):
         if isinstance(node, cst.Call) and last_part(constructor) == "LitEma" and dotted(node.func) in bound:
             return True
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value in ("append", "extend", "insert", "add") \
+                and any((dotted(v) or "") in bound for a in node.args for v in _elements(a.value)):
+            return True  # `model_emas.append((model_ema, decay))`: updated as the container's item
         if isinstance(node, cst.Assign) and not any(last_part(dotted(t.target) or "") == name for t in node.targets):
             for value in _elements(node.value):
                 held = dotted(value) or ""
@@ -187,6 +195,13 @@ def _loaded_into_another(model: FileModel, name: str) -> bool:
                 and state.func.attr.value == "state_dict" and last_part(dotted(state.func.value) or "") == name:
             return True
     return False
+
+
+def _of_an_untrained_model(model: FileModel, ema: cst.Call) -> bool:
+    """The model the EMA is built around is one the file trains nothing of (``EMA(diff, ...)`` where
+    the only optimizers are a linear probe's over its classifiers)."""
+    wrapped = dotted(ema.args[0].value) if ema.args and not ema.args[0].keyword else None
+    return wrapped is not None and module_name(wrapped) not in trained_modules(model) and bool(trained_modules(model))
 
 
 def _elements(value: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -302,6 +317,8 @@ class Trainer:
                 continue
             if _loaded_into_another(model, name):
                 continue  # a checkpoint's EMA read into the real one (`ema.load_state_dict(tmp.state_dict())`)
+            if "load_state_dict" in methods and _of_an_untrained_model(model, ema):
+                continue  # a trained EMA restored to be read (a linear probe's frozen feature extractor)
             yield Violation(ema, ema, f"`{name}` is created but never updated: it keeps the initial "
                                       "weights, and evaluating or saving it ships an untrained model")
         if "deepcopy(" in model.source and has_copied_ema_text(model.source):
