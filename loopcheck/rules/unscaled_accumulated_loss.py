@@ -671,8 +671,9 @@ def _returned_constructions(fn: cst.FunctionDef) -> list[cst.Call] | None:
 
 def _lr_divided(model: FileModel, training: TrainingLoop, counts: set[str]) -> bool:
     """Every optimizer the loop steps is built in this file with a learning rate divided by N
-    (Darknet's `base_lr = LR / batch_size / subdivision` for losses summed over the batch): the step
-    is `lr / N` times the window's sum, which is `lr` times its mean."""
+    (Darknet's `base_lr = LR / batch_size / subdivision` for losses summed over the batch, or
+    `args.lr /= args.grad_loop` once the options are parsed): the step is `lr / N` times the window's
+    sum, which is `lr` times its mean."""
     calls = _built_here(model, {step.optimizer or step.receiver for step in training.steps}) if counts else None
     if calls is None:
         return False
@@ -714,6 +715,11 @@ def _divides_by(expr: cst.BaseExpression, counts: set[str], model: FileModel, de
                 and any(last_part(n) in counts for n in names_in(node.right)):
             return True
     name = dotted(expr)
+    if name is not None and depth == 0 and any(
+            isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.DivideAssign)
+            and dotted(node.target) == name and any(last_part(n) in counts for n in names_in(node.value))
+            for node in walk(model.module, into_functions=True)):
+        return True  # `args.lr /= args.grad_loop` where the options are read (GraSP)
     values = model.index.values.get(last_part(name), []) if name is not None else []
     return depth < 3 and len(values) == 1 and _divides_by(values[0], counts, model, depth + 1)
 
