@@ -124,6 +124,10 @@ def test_a_module_nothing_imports_in_a_repository_that_is_no_package_is_silent(p
                              indent=1)},
     {"utils/imagenet/train_and_eval.py": textwrap.dedent(LIBRARY) + "main()\n"},  # runs something itself
     {"setup.py": "from setuptools import setup\nsetup(name='lib')\n"},  # a package its users import
+    # sacred's `@ex.automain` runs the function when the file is run as a script
+    {"utils/imagenet/train_and_eval.py": "from sacred import Experiment\nex = Experiment()\n"
+                                         + textwrap.dedent(LIBRARY).replace("def main():", "@ex.automain\ndef main():")},
+    {"train.ipynb": json.dumps({"cells": [{"outputs": ["x" * 2_100_000]}]})},  # too large to read: may import it
 ])
 def test_a_module_that_is_imported_runs_itself_or_is_packaged_is_reported(project: Path, run_cli,
                                                                           files: dict[str, str]) -> None:

@@ -76,10 +76,12 @@ def definitions_of_a_module(module: cst.Module, source: str, filename: str) -> l
 
 
 def _inert(stmt: ast.stmt) -> bool:
-    """A module-level statement that runs nothing the module defines: an import, a definition, a
-    binding, a docstring; a ``try:`` or ``if`` made of such statements (``try: import apex``)."""
-    if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                         ast.Assign, ast.AnnAssign, ast.Pass)):
+    """A module-level statement that runs nothing the module defines: an import, an undecorated
+    definition, a binding, a docstring; a ``try:`` or ``if`` made of such statements (``try: import
+    apex``)."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return not stmt.decorator_list  # sacred's `@ex.automain` runs the function when the file is run
+    if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.Pass)):
         return True
     if isinstance(stmt, ast.Expr):
         return isinstance(stmt.value, ast.Constant)  # a docstring

@@ -617,9 +617,11 @@ class Imported:
                        + rb"\b|(?:from[ \t]+[\w.]+[ \t]+)?import\b[^\n]*\b" + stem + rb"\b)", re.MULTILINE)
         mine = real_path(self.path)
         for path in [*self.index.python_files(), *map(Path, documents)]:
-            if real_path(path) != mine and pattern.search(self.index.text_of(path)) \
-                    and not (named and Path(path).stem == self.path.stem):  # (a copy of the module elsewhere)
-                return True
+            if real_path(path) == mine or named and Path(path).stem == self.path.stem:
+                continue  # (a copy of the module elsewhere)
+            text = self.index.text_of(path)
+            if pattern.search(text) or not text and self.index.oversized(path):
+                return True  # (a notebook too large to read may import it)
         return False
 
     def with_settings(self, digest: str) -> str:

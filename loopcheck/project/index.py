@@ -219,6 +219,14 @@ class ProjectIndex:
         except OSError:
             return b""
 
+    @staticmethod
+    def oversized(path: Path) -> bool:
+        """A file ``text_of`` does not read for its size (a notebook kept with its outputs)."""
+        try:
+            return os.stat(path).st_size > _MAX_BYTES
+        except OSError:
+            return False
+
     def python_files(self) -> list[Path]:
         """Every Python file of the project (the walk ``ddp_files`` makes, made once)."""
         return [Path(name) for name, _ in self._python_files()]
