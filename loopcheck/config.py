@@ -7,7 +7,7 @@ a ``ConfigError`` that names the key, so a typo never silently disables a rule.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,6 +52,9 @@ class Options:
     """Per-rule settings that travel with each file to the rules (and to worker processes)."""
 
     lr_scaling: LrScaling | None = None
+    # ``[tool.loopcheck.loss-kept-with-graph] after-backward = true``: LC601 also reports a back-propagated
+    # loss kept in a sum or list made anew every epoch (host memory for its autograd nodes, no device memory)
+    graphs_after_backward: bool = False
 
 
 @dataclass
@@ -69,7 +72,8 @@ class Config:
 
 
 _LISTS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
-_KEYS = (*_LISTS, "per-file-ignores", "respect-gitignore", "lr-scaling")
+_KEYS = (*_LISTS, "per-file-ignores", "respect-gitignore", "lr-scaling", "loss-kept-with-graph")
+_GRAPH_KEYS = ("after-backward",)
 _LR_KEYS = ("reference-batch-size", "reference-lr", "rule", "warmup-threshold")
 
 
@@ -136,8 +140,24 @@ def parse(table: object, path: Path) -> Config:
                 raise ConfigError(f"{where}.respect-gitignore must be true or false, not {value!r}")
             config.respect_gitignore = value
         elif key == "lr-scaling":
-            config.options = Options(lr_scaling=_lr_scaling(value, f"{where}.lr-scaling"))
+            config.options = replace(config.options, lr_scaling=_lr_scaling(value, f"{where}.lr-scaling"))
+        elif key == "loss-kept-with-graph":
+            config.options = replace(config.options,
+                                     graphs_after_backward=_graph_settings(value, f"{where}.loss-kept-with-graph"))
     return config
+
+
+def _graph_settings(value: object, where: str) -> bool:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} must be a table")
+    for key in value:
+        if key not in _GRAPH_KEYS:
+            raise ConfigError(f"{where}: unknown key '{key}'{_hint(key, _GRAPH_KEYS)}; known keys: "
+                              f"{', '.join(_GRAPH_KEYS)}")
+    after = value.get("after-backward", False)
+    if not isinstance(after, bool):
+        raise ConfigError(f"{where}.after-backward must be true or false, not {after!r}")
+    return after
 
 
 def _lr_scaling(value: object, where: str) -> LrScaling:

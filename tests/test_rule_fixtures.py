@@ -1,6 +1,7 @@
 """Whole-file fixtures per static rule: ``rules/fixtures/<CODE>/*.py``.
 
-Each fixture is a complete, realistic training script. A line that loopcheck must flag ends with a
+Each fixture is a complete, realistic training script (a `# options: NAME` line sets an opt-in setting of
+``loopcheck.config.Options`` it is checked with). A line that loopcheck must flag ends with a
 trailing ``# LCxxx`` marker (``# LC105 LC106`` where two rules flag it); every other line must
 produce no finding of any default rule (or of the rule the fixture's folder is named after, which
 also runs when it is opt-in). A file without markers is a correct near-miss and must produce no
@@ -14,12 +15,15 @@ from pathlib import Path
 
 import pytest
 
+from loopcheck.config import Options
 from loopcheck.engine import check_text
 from loopcheck.selection import resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "rules" / "fixtures"
 MARKER = re.compile(r"#\s*(LC\d{3}(?:[ ,]+LC\d{3})*)\s*$")
+# `# options: graphs_after_backward` in a fixture's first lines: the setting it is checked with
+OPTIONS = re.compile(r"^# options: ([\w ,]+)$", re.MULTILINE)
 
 STATIC_CODES = ("LC101", "LC102", "LC103", "LC104", "LC105", "LC106", "LC107", "LC108", "LC109", "LC111",
                 "LC113", "LC301", "LC302", "LC303", "LC401", "LC402")
@@ -46,7 +50,9 @@ def _param(path: Path) -> object:
 def test_fixture(path: Path) -> None:
     source = path.read_text(encoding="utf-8")
     compile(source, str(path), "exec")  # a fixture must be valid Python
-    findings = check_text(source, str(path), resolve(extend_select=[path.parent.name]))
+    found = OPTIONS.search(source)
+    options = Options(**{name: True for name in re.split(r"[ ,]+", found.group(1).strip())}) if found else Options()
+    findings = check_text(source, str(path), resolve(extend_select=[path.parent.name]), options)
     got = {(f.line, f.code) for f in findings}
     want = expected(source)
     lines = source.splitlines()

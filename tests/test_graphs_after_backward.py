@@ -1,0 +1,69 @@
+"""LC601 on a back-propagated loss kept in a sum made anew every pass over the data: host memory for one
+pass's autograd nodes and no device memory (benchmarks/results/graph-memory-s24), so reported only with
+``[tool.loopcheck.loss-kept-with-graph] after-backward = true``. Kept for the whole run it is reported
+by default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loopcheck.config import ConfigError, parse
+from tests.projects import write_project
+
+EPOCH_SUM = """
+    import torch
+
+
+    def train(model, loader, optimizer, epochs):
+        for epoch in range(epochs):
+            running_loss = 0.0
+            for x, y in loader:
+                optimizer.zero_grad()
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                loss.backward()
+                optimizer.step()
+                running_loss += loss
+            print(epoch, float(running_loss) / len(loader))
+
+
+    if __name__ == "__main__":
+        net = torch.nn.Linear(4, 2)
+        train(net, torch.load("batches.pt"), torch.optim.SGD(net.parameters(), lr=0.1), 10)
+"""
+RUN_SUM = EPOCH_SUM.replace("        for epoch in range(epochs):\n            running_loss = 0.0\n",
+                            "        running_loss = 0.0\n        for epoch in range(epochs):\n")
+
+
+def _lines(run_cli) -> list[str]:
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC601", "train.py")
+    return [line for line in out.splitlines() if ": LC601" in line]
+
+
+@pytest.mark.parametrize(("source", "default"), [(EPOCH_SUM, 0), (RUN_SUM, 1)])
+def test_a_sum_made_anew_every_epoch_is_reported_only_on_request(project: Path, run_cli, source: str,
+                                                                 default: int) -> None:
+    write_project(project, {"train.py": source})
+    assert len(_lines(run_cli)) == default
+    (project / "pyproject.toml").write_text("[tool.loopcheck.loss-kept-with-graph]\nafter-backward = true\n")
+    found = _lines(run_cli)
+    assert len(found) == 1  # the cached result is not reused: the setting is part of its key
+    if source is EPOCH_SUM:
+        assert "by the graph's nodes only" in found[0]
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ({"after_backward": True}, "unknown key 'after_backward' (did you mean 'after-backward'?)"),
+    ({"after-backward": "yes"}, "after-backward must be true or false, not 'yes'"),
+    (True, "loss-kept-with-graph must be a table"),
+])
+def test_bad_settings_are_named(table: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("?", r"\?")):
+        parse({"loss-kept-with-graph": table}, Path("pyproject.toml"))
+
+
+def test_the_setting_goes_with_lr_scaling() -> None:
+    config = parse({"lr-scaling": {"reference-batch-size": 256, "reference-lr": 0.1},
+                    "loss-kept-with-graph": {"after-backward": True}}, Path("pyproject.toml"))
+    assert config.options.graphs_after_backward and config.options.lr_scaling is not None
