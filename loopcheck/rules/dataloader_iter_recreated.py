@@ -29,7 +29,9 @@ built in the file or by a factory of the file or of the project module it import
 Nor is a training loop's `next(iter(loader))` over a `DataLoader(..., shuffle=True)` without worker
 processes (`num_workers` left out or 0), the only loader the file binds to that name: each step draws
 one batch at random from a new permutation (learn2learn's one random episode per step, a book's
-"each epoch is one random batch"), which code written that way means, and no worker restarts.
+"each epoch is one random batch"), which code written that way means, and no worker restarts. Nor is a
+batch drawn only to read its shape (SynFlow's `(data, _) = next(iter(loader))`, then
+`list(data[0, :].shape)` for an all-ones probe each pruning round): no batch is trained on.
 
 ## Fix
 Create the iterator once and advance it: `it = iter(loader)` before the loop, `batch = next(it)`
@@ -45,7 +47,7 @@ import libcst as cst
 
 from loopcheck.model import Event, FileModel, Kind, Loop
 from loopcheck.model.iterators import first_batch_of, iterated
-from loopcheck.model.syntax import children, dotted, func_name, int_value, keyword, last_part, positional, source, walk
+from loopcheck.model.syntax import children, dotted, func_name, int_value, keyword, last_part, positional, source, target_names, walk
 from loopcheck.model.training import bound_to_data, is_data_iterable
 from loopcheck.project.loaders import resumes, resumes_imported
 from loopcheck.project.walk import parsed
@@ -188,9 +190,43 @@ class Trainer:
                     continue  # yolov5's InfiniteDataLoader: `iter()` of it hands out its one iterator
                 if _random_batch(model, loader):
                     continue  # a shuffling loader without workers: a random batch per step, nothing restarted
+                if _shape_only(restart, training.loop):
+                    continue  # `data, _ = next(iter(loader))` read for `data.shape` alone: no batch is trained on
                 yield self.at(restart, f"{_how(restart, loader)}: the loader starts over each time (its worker "
                                        "processes too, and its sampler: a shuffling loader draws from a new "
                                        "permutation, one without shuffling yields the same first batch every step)")
+
+
+_SHAPE_READS = frozenset({"shape", "size", "dtype", "device", "ndim", "dim"})
+
+
+def _shape_only(restart: Event, loop: Loop) -> bool:
+    """The batch ``next(iter(loader))`` draws is bound to names that the function reads only for its
+    shape (``input_dim = list(data[0, :].shape)``, ``len(x)``, ``x.size(1)``): SynFlow's all-ones
+    input built from the data's shape trains on no batch, so which batch comes out does not matter."""
+    stmt = restart.stmt
+    if type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1:  # type: ignore[attr-defined]
+        stmt = stmt.body[0]  # type: ignore[attr-defined]
+    if type(stmt) is not cst.Assign or len(stmt.targets) != 1:  # type: ignore[attr-defined]
+        return False
+    bound = set(target_names(stmt.targets[0].target)) - {"_"}  # type: ignore[attr-defined]
+    scope = restart.origin or loop.function
+    if not bound or scope is None:
+        return False
+    allowed: set[int] = set()
+    uses: list[cst.Name] = []
+    for node in walk(scope.body):
+        if type(node) is cst.Attribute:
+            allowed.add(id(node.attr))  # `p.grad.data` names an attribute, not the variable
+            if node.attr.value in _SHAPE_READS:  # type: ignore[attr-defined]
+                allowed.update(id(n) for n in walk(node.value))  # type: ignore[attr-defined]
+        elif type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "len":  # type: ignore[attr-defined]
+            allowed.update(id(n) for a in node.args for n in walk(a.value))  # type: ignore[attr-defined]
+        elif type(node) is cst.Name and node.value in bound:  # type: ignore[attr-defined]
+            uses.append(node)  # type: ignore[arg-type]
+    targets = {id(n) for n in walk(stmt.targets[0].target)}  # type: ignore[attr-defined]
+    read = [n for n in uses if id(n) not in targets]
+    return bool(read) and all(id(n) in allowed for n in read)
 
 
 def _pass_over_repeated(model: FileModel, restart: Event) -> bool:
