@@ -34,7 +34,11 @@ after-backward = true
 ```
 
 Kept for the whole run (a sum made once before the epochs, or before a loop counted in steps), or never
-back-propagated, it is reported by default.
+back-propagated, it is reported by default. Turn the setting on where the graph runs through custom
+autograd Functions that keep tensors on `ctx` outside `save_for_backward` (some renderers and CUDA
+extensions): backward frees only what was saved, so there each kept node holds device memory too (the
+out-of-memory reports behind real fixes of this shape, such as MVTN's issue #2 with a PyTorch3D
+renderer). At run time, `loopcheck run` measures the growth itself (LC602).
 `.item()`, `.detach()`, `float(...)` and values computed under
 `torch.no_grad()` hold no graph and are not flagged, nor are the numbers a model of another
 module of the project returns beside its loss (`return lm_loss, lm_loss.item()` in its
