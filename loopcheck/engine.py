@@ -294,12 +294,15 @@ def _check(module: cst.Module, source: str, filename: str, rules: list[object], 
     inside = _inherited_loops(model) if violations else {}
     violations = [(rule, said) for rule, v in violations
                   if (said := _with_setting(model, rule, _inherited(inside, rule, _placed(model, v)))) is not None]
-    violations = _run_by_the_script(model, violations, whole_source or source) if violations else violations
+    if violations:
+        # the file's own `ast` where ``source`` is the whole file (an excerpt's tree is not)
+        whole_tree = tree if whole_source is None or whole_source is source else None
+        violations = _run_by_the_script(model, violations, whole_source or source, whole_tree)
     return _findings(module, source, filename, violations, tree, built) if violations else []
 
 
-def _run_by_the_script(model: FileModel, violations: list[tuple[Rule, Violation]],
-                       source: str) -> list[tuple[Rule, Violation]]:
+def _run_by_the_script(model: FileModel, violations: list[tuple[Rule, Violation]], source: str,
+                       tree: ast.Module | None) -> list[tuple[Rule, Violation]]:
     """The violations, less those in a function of a script that its entry point never runs and no
     other module of the project imports (``loopcheck.model.uncalled``): dead code as shipped."""
     from loopcheck.model.syntax import walk
@@ -312,7 +315,7 @@ def _run_by_the_script(model: FileModel, violations: list[tuple[Rule, Violation]
     if not dead and not model.project.packaged():
         # a module that runs nothing itself, in a project that is no installable package (whose
         # modules its users import): dead where no file of the project names it
-        dead, named = definitions_of_a_module(model.module, source, model.project.path.name), True
+        dead, named = definitions_of_a_module(model.module, source, model.project.path.name, tree), True
     if not dead:
         return violations
     inside = {id(n) for fn in dead for n in walk(fn, into_functions=True)}

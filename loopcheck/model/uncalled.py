@@ -55,21 +55,24 @@ def uncalled_functions(module: cst.Module, source: str) -> list[cst.FunctionDef]
     return [fn for name, fns in functions.items() if name not in live for fn in fns]
 
 
-def definitions_of_a_module(module: cst.Module, source: str, filename: str) -> list[cst.FunctionDef | cst.ClassDef]:
+def definitions_of_a_module(module: cst.Module, source: str, filename: str,
+                            tree: ast.Module | None = None) -> list[cst.FunctionDef | cst.ClassDef]:
     """The top-level functions and classes of a module that runs nothing of its own: no entry point,
     and module-level code that only imports, defines and binds names (``logger = getLogger(...)``,
     a ``try:`` around an import). Such a module does something only where another imports it: where
     none does (``Imported.imported_elsewhere``), they are dead code as the project ships. Test
     modules (run by pytest), ``__init__``, ``conftest`` and ``setup`` are not such modules. Read from
-    the source with ``ast``: the model's module may hold only what the rules look at."""
+    the file's ``ast`` (``tree``, else the source parsed): the model's module may hold only what the
+    rules look at."""
     stem = filename.rsplit("/", 1)[-1].removesuffix(".py")
     if stem in ("__init__", "__main__", "conftest", "setup") or stem.startswith("test_") or stem.endswith("_test") \
             or _DYNAMIC.search(source):
         return []
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return []
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return []
     if not all(_inert(stmt) for stmt in tree.body):
         return []
     return [stmt for stmt in module.body if type(stmt) in (cst.FunctionDef, cst.ClassDef)]  # type: ignore[misc]
