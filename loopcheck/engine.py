@@ -304,7 +304,9 @@ def _check(module: cst.Module, source: str, filename: str, rules: list[object], 
 def _run_by_the_script(model: FileModel, violations: list[tuple[Rule, Violation]], source: str,
                        tree: ast.Module | None) -> list[tuple[Rule, Violation]]:
     """The violations, less those in a function of a script that its entry point never runs and no
-    other module of the project imports (``loopcheck.model.uncalled``): dead code as shipped."""
+    other module of the project imports, or in a module that runs nothing itself and that no file of
+    a project that is no installable package names (``loopcheck.model.uncalled``): dead code as
+    shipped. ``source`` is the whole file, ``tree`` its ``ast`` where the check has it."""
     from loopcheck.model.syntax import walk
     from loopcheck.model.uncalled import definitions_of_a_module, uncalled_functions
 
