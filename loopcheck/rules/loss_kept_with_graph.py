@@ -24,9 +24,10 @@ measured on an H200 for a 62-module CNN, no device memory at all and about 67 KB
 step, whatever the batch, against 164 MB a step of device memory for a loss never back-propagated:
 benchmarks/results/graph-memory-s24).
 
-A back-propagated loss kept in a sum or list made anew before every pass over the data (`running_loss =
-0.0` at the top of each epoch, or in an epoch function before its loop) keeps one pass's nodes in host
-memory and frees them at the next pass: that shape is reported only with
+A back-propagated loss (or the mean of a term it was built from: `losses_reg.append(loss_reg.mean())`)
+kept in a sum or list made anew before every pass over the data (`running_loss = 0.0` at the top of each
+epoch, or in an epoch function before its loop) keeps one pass's nodes in host memory and frees them at
+the next pass: that shape is reported only with
 
 ```toml
 [tool.loopcheck.loss-kept-with-graph]
@@ -509,11 +510,33 @@ def _backpropagated_binding(reader: GraphReader, value: cst.BaseExpression, hold
     """``value`` is the very loss handed to backward in this iteration: its backward freed the saved
     activations, and only the graph's small node objects stay with it."""
     name = dotted(value)
+    if name is None and type(value) is cst.Call and type(value.func) is cst.Attribute \
+            and value.func.attr.value in ("mean", "sum") and not value.args:
+        # `loss_reg.mean()` of a term the back-propagated loss was built from: its graph was freed too
+        term = dotted(value.func.value)
+        return term is not None and any(term in _terms_of(reader, a) for _, a in reader.backpropagated)
     if name is None or not reader.is_backpropagated(name):
         return False
     binding = reader.binding(name, holder.order, holder.conds)  # type: ignore[attr-defined]
     return any(n == name and a is binding for n, a in reader.backpropagated) \
         or binding is not None and reader.scaled_into_backward(name, binding)
+
+
+def _prefixes(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def _terms_of(reader: GraphReader, binding: Assignment | None, depth: int = 0) -> set[str]:
+    """The names a back-propagated loss is computed from in the iteration (``loss = loss_en + alpha *
+    loss_reg``, then ``loss = loss.mean()``), through the loop's earlier bindings of them."""
+    if binding is None or depth > 3:
+        return set()
+    # `loss.mean()` reads `loss` (names_in gives the dotted chain `loss.mean`)
+    found = {prefix for name in names_in(binding.value) for prefix in _prefixes(name)}
+    for name in list(found):
+        found |= _terms_of(reader, reader.binding(name, binding.order, binding.conds), depth + 1)
+    return found
 
 
 def _reset_periodically(training: TrainingLoop, container: str) -> bool:
