@@ -26,6 +26,7 @@ from loopcheck.model.syntax import (
     dotted,
     func_name,
     int_value,
+    keyword,
     last_part,
     method,
     names_in,
@@ -87,6 +88,14 @@ def _one_of(name: str, wrappers: frozenset[str]) -> bool:
     """``name`` is one of ``wrappers``; a subclass named for DDP (``MMDistributedDataParallel``, a
     project's ``PyTorchDistributedDataParallel(DDP)``) is DDP too: it all-reduces in every backward."""
     return name in wrappers or "DistributedDataParallel" in wrappers and name.endswith("DistributedDataParallel")
+
+
+def one_rank_group(model: FileModel) -> bool:
+    """Every ``init_process_group`` of the file names ``world_size=1`` (a literal): research scripts
+    that wrap the model in DDP for one GPU run a group of one process, whose all-reduce moves nothing."""
+    calls = [c for c in model.index.calls if last_part(func_name(c) or "") == "init_process_group"]
+    return bool(calls) and all((found := keyword(c, "world_size")) is not None and int_value(found) == 1
+                               for c in calls)
 
 
 def apex_wraps(model: FileModel, wraps: list[cst.Call]) -> bool:

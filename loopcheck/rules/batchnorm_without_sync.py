@@ -2,6 +2,8 @@
 Checks for a file that builds a model with `nn.BatchNorm*` layers and wraps it in
 `DistributedDataParallel` or `DataParallel` without ever converting it with
 `nn.SyncBatchNorm.convert_sync_batchnorm` (or building `nn.SyncBatchNorm` itself).
+A file whose every `init_process_group` names `world_size=1` runs one process, whose BatchNorm sees the
+whole batch: not reported.
 
 ## Why is this bad?
 Under data parallelism every GPU normalises with the mean and variance of its own slice of the
@@ -26,7 +28,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import FileModel
-from loopcheck.model.distributed import DDP_WRAPPERS, DP_WRAPPERS, wrap_calls
+from loopcheck.model.distributed import DDP_WRAPPERS, DP_WRAPPERS, one_rank_group, wrap_calls
 from loopcheck.model.syntax import dotted, func_name, int_value, keyword, last_part, lines, method, positional, walk
 from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
@@ -118,6 +120,8 @@ for x, y in loader:
                    if a.keyword is not None and _is_batchnorm(a.value)]  # norm_layer=nn.BatchNorm2d
         if not layers or not model.training_loops:
             return  # no BatchNorm built here, or nothing trained here (a test that only wraps)
+        if one_rank_group(model):
+            return  # `init_process_group(..., world_size=1)`: one process sees the whole batch
         batch = _visible_batch_size(model)
         if batch is not None and batch >= LARGE_BATCH:
             return  # per-GPU statistics over 32+ samples are fine (MAE's linear probe: 512 per GPU)

@@ -29,6 +29,8 @@ A subclass of `transformers.Trainer` that copies the library's 3.x `train()` loo
 included) and calls the inherited `self.training_step(model, inputs)` back-propagates every
 micro-batch there: no version of that method skips the all-reduce (the library's own 4.x loop runs
 it under `model.no_sync()`, later under `accelerator.accumulate(model)`, and so does a copy of it).
+A file whose every `init_process_group` names `world_size=1` (a research script wrapping its model in
+DDP for one GPU) runs one process: nothing is all-reduced, and nothing is reported.
 
 ## Why is this bad?
 DDP all-reduces the gradients in every backward pass. Under accumulation only the last
@@ -98,6 +100,7 @@ from loopcheck.model.distributed import (
     loss_sources,
     micro_from_guard,
     no_sync_receiver,
+    one_rank_group,
     sync_flags,
     wrap_calls,
 )
@@ -305,6 +308,8 @@ class SemanticTrainer:
             return
         if wrap_calls(model, FSDP_WRAPPERS) or helpers_control_sync(model):
             return
+        if one_rank_group(model):
+            return  # `init_process_group(..., world_size=1)`: DDP over one process all-reduces nothing
         ddp = wrap_calls(model, DDP_WRAPPERS)
         elsewhere = imported_ddp_wraps(model) if not ddp else []
         prepared = prepared_modules(model, trained_modules(model)) if not ddp and not elsewhere else []
