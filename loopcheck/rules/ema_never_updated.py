@@ -9,7 +9,9 @@ state another EMA of the file loads (`ema_unet.load_state_dict(load_model.state_
 diffusers scripts' resume path): the other one is the EMA the loop must update. Nor is an EMA restored
 from a checkpoint around a model the file trains nothing of (a linear probe reading a trained EMA's
 features), nor one kept in a container the loop updates it through (`model_emas.append((ema, decay))`,
-then `for ema, _ in model_emas: ema.update(model)`). Nor is one that hooks itself onto something that
+then `for ema, _ in model_emas: ema.update(model)`), nor one a function that runs no training loop
+builds and fills from a checkpoint (an inference loader's `tmp_ema.load_state_dict(...)`, then
+`tmp_ema.copy_to(model.parameters())`). Nor is one that hooks itself onto something that
 runs every step (`ema.add_to_optimizer_post_step_hook(optimizer)`, ema_pytorch's: the optimizer's
 `step()` then calls `ema.update()`).
 
@@ -197,6 +199,18 @@ def _loaded_into_another(model: FileModel, name: str) -> bool:
     return False
 
 
+def _outside_training(model: FileModel, ema: cst.Call) -> bool:
+    """The EMA is built in a function of the file that runs no training loop (a checkpoint loader's
+    ``tmp_ema = ExponentialMovingAverage(...)``, filled by ``load_state_dict`` and copied into the
+    model for inference): not the EMA a loop must update."""
+    training = {id(t.loop.function) for t in model.training_loops if t.loop.function is not None}
+    for functions in model.index.functions.values():
+        for function in functions:
+            if any(n is ema for n in walk(function)):
+                return id(function) not in training
+    return False
+
+
 def _of_an_untrained_model(model: FileModel, ema: cst.Call) -> bool:
     """The model the EMA is built around is one the file trains nothing of (``EMA(diff, ...)`` where
     the only optimizers are a linear probe's over its classifiers)."""
@@ -317,8 +331,8 @@ class Trainer:
                 continue
             if _loaded_into_another(model, name):
                 continue  # a checkpoint's EMA read into the real one (`ema.load_state_dict(tmp.state_dict())`)
-            if "load_state_dict" in methods and _of_an_untrained_model(model, ema):
-                continue  # a trained EMA restored to be read (a linear probe's frozen feature extractor)
+            if "load_state_dict" in methods and (_of_an_untrained_model(model, ema) or _outside_training(model, ema)):
+                continue  # a trained EMA restored to be read (a linear probe's features, an inference load)
             yield Violation(ema, ema, f"`{name}` is created but never updated: it keeps the initial "
                                       "weights, and evaluating or saving it ships an untrained model")
         if "deepcopy(" in model.source and has_copied_ema_text(model.source):
