@@ -70,6 +70,8 @@ class _Reader:
             return Scaling.UNKNOWN
         if isinstance(expr, cst.BinaryOperation):
             return self._binary(expr, order, depth)
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+            return self.scaling(expr.expression, order, depth + 1)  # `-torch.min(s1, s2).mean()`: the same scale
         if isinstance(expr, cst.Call):
             return self._call(expr, order, depth)
         if isinstance(expr, cst.Subscript) or isinstance(expr, cst.Attribute) and dotted(expr) is None:
