@@ -11,7 +11,7 @@ changing N silently changes the effective learning rate. `accelerator.backward(l
 N itself, but only by the N given to `Accelerator(gradient_accumulation_steps=N)`: a loop that
 accumulates by hand around it without that setting is flagged; and a loss the author scales explicitly (`* batch_size`, a token count) is left alone;
 a manual fp16 loss scale (`loss * 2 ** lg_loss_scale`) is undone before the step and divides
-nothing. Multiplying by the accumulation count instead of dividing (`loss * accum_iters`) is no
+nothing; a negated loss (PPO's `-torch.min(surr1, surr2).mean()`) keeps the scale of what it negates. Multiplying by the accumulation count instead of dividing (`loss * accum_iters`) is no
 normalisation: the window sums N losses each N times too large, N^2 times the mean gradient.
 Dividing by a running count (`k += 1; loss / k`) weighs the k-th micro-batch of a window
 1/k: the first micro-batch counts as much as all the others together; where only the step's
