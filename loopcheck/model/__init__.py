@@ -22,7 +22,7 @@ from loopcheck.model.guards import Guard, GuardKind, Phase, flag_key, forget_fla
 from loopcheck.model.ignite import process_functions
 from loopcheck.model.index import Index, index_module
 from loopcheck.model.roles import Role, Roles
-from loopcheck.model.syntax import int_value, walk
+from loopcheck.model.syntax import disjuncts, int_value, last_small, walk
 from loopcheck.model.training import Style, TrainingLoop
 from loopcheck.model.values import option_defaults
 from loopcheck.model.batch_callers import per_batch_calls
@@ -195,29 +195,15 @@ def _raised_before_loops(scope: Loop) -> dict[str, bool]:
             if any(type(n) in (cst.For, cst.While) for n in walk(stmt)):
                 break  # only what is ruled out before the first loop holds in every loop
             continue
-        if stmt.orelse is not None or not _raises(stmt.body):
+        if stmt.orelse is not None or type(last_small(stmt.body)) is not cst.Raise:
             if any(type(n) in (cst.For, cst.While) for n in walk(stmt)):
                 break
             continue
-        for disjunct in _disjuncts(stmt.test):
+        for disjunct in disjuncts(stmt.test):
             negated = type(disjunct) is cst.UnaryOperation and type(disjunct.operator) is cst.Not  # type: ignore[attr-defined]
             key, positive = flag_key(disjunct.expression if negated else disjunct)  # type: ignore[attr-defined]
             found[key] = positive if negated else not positive
     return found
-
-
-def _raises(body: cst.BaseSuite) -> bool:
-    """The block ends in a ``raise``."""
-    last = body.body[-1] if type(body) is cst.IndentedBlock and body.body else body
-    return type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite) and \
-        type(last.body[-1]) is cst.Raise  # type: ignore[attr-defined]
-
-
-def _disjuncts(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    while type(test) is cst.BooleanOperation and type(test.operator) is cst.Or:  # type: ignore[attr-defined]
-        yield from _disjuncts(test.left)  # type: ignore[attr-defined]
-        test = test.right  # type: ignore[attr-defined]
-    yield test
 
 
 def _nested(loop: Loop) -> Iterator[Loop]:

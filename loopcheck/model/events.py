@@ -122,6 +122,10 @@ class Assignment:
     # caller's own names of that spelling are other variables); None for the loop's own names
     scope: tuple[int, int] | None = None
 
+    def visible_at(self, order: int) -> bool:
+        """Whether the name it binds is this binding at ``order``: a helper's local only within its call."""
+        return self.scope is None or self.scope[0] <= order <= self.scope[1]
+
 
 @dataclass(eq=False)
 class Loop:

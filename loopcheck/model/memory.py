@@ -256,7 +256,7 @@ class GraphReader:
         caller's ``d_proba_fake``)."""
         found = [a for a in self.loop.assignments
                  if name in a.names and a.order < order and not exclusive(a.conds, conds)
-                 and (a.scope is None or a.scope[0] <= order <= a.scope[1])]
+                 and a.visible_at(order)]
         return max(found, key=lambda a: a.order) if found else None
 
     def _item(self, name: str, key: str, order: int, conds: tuple[Cond, ...], depth: int) -> bool | None | object:

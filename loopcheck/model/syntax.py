@@ -406,6 +406,13 @@ def conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [test]
 
 
+def disjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """``a or b or c`` -> [a, b, c]: the branch runs where any holds."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return [*disjuncts(test.left), *disjuncts(test.right)]
+    return [test]
+
+
 def small_statements(suite: cst.BaseSuite) -> list[cst.BaseSmallStatement]:
     """The small statements of a body's lines, in order (compound statements left out)."""
     return [small for line in lines(suite) if type(line) in (cst.SimpleStatementLine, cst.SimpleStatementSuite)

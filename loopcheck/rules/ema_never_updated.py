@@ -215,7 +215,8 @@ def _of_an_untrained_model(model: FileModel, ema: cst.Call) -> bool:
     """The model the EMA is built around is one the file trains nothing of (``EMA(diff, ...)`` where
     the only optimizers are a linear probe's over its classifiers)."""
     wrapped = dotted(ema.args[0].value) if ema.args and not ema.args[0].keyword else None
-    return wrapped is not None and module_name(wrapped) not in trained_modules(model) and bool(trained_modules(model))
+    trained = trained_modules(model)
+    return wrapped is not None and bool(trained) and module_name(wrapped) not in trained
 
 
 def _elements(value: cst.BaseExpression) -> list[cst.BaseExpression]:

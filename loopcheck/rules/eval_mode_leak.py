@@ -415,7 +415,7 @@ def _last_pass_undone(leak: Event, name: str, loop: Loop, model: FileModel) -> b
 def _updates_of(name: str, owners: dict[str, set[str]], events: list[Event], loop: Loop, order: int) -> list[int]:
     """Where ``name`` is trained: the steps of the optimizers built over its parameters (a GAN's
     generator update does not train the discriminator put in eval mode for it); empty when unknown."""
-    mine = {opt for opt, modules in owners.items() if any(_resolve(m, loop, order) == name for m in modules)}
+    mine = _optimizers_of(name, owners, loop, order)
     found = []
     for e in events:
         if e.kind is Kind.STEP and e.optimizer:
@@ -426,18 +426,18 @@ def _updates_of(name: str, owners: dict[str, set[str]], events: list[Event], loo
     return found
 
 
+def _optimizers_of(name: str, owners: dict[str, set[str]], loop: Loop, order: int) -> set[str]:
+    """The optimizers the file builds over ``name``'s parameters (their short names)."""
+    return {opt for opt, modules in owners.items() if any(_resolve(m, loop, order) == name for m in modules)}
+
+
 def _built_over(step: Event, loop: Loop) -> set[str]:
     """The modules whose parameters the optimizer ``step`` steps is built over, where the step's own
     scope builds it (``optimizer = Adam(model.parameters())`` in the function that steps it)."""
     bound = [a for scope in _scopes(step, loop) for a in scope.assignments
-             if a.names == (step.optimizer,) and a.op == "=" and a.order < step.order and _visible(a, step.order)]
+             if a.names == (step.optimizer,) and a.op == "=" and a.order < step.order and a.visible_at(step.order)]
     value = max(bound, key=lambda a: a.order).value if bound else None
     return {module_name(m) for m in parameter_owners(value)} if type(value) is cst.Call else set()
-
-
-def _visible(assignment: Assignment, order: int) -> bool:
-    """A helper's local (inlined) binds its name only within that helper's call."""
-    return assignment.scope is None or assignment.scope[0] <= order <= assignment.scope[1]
 
 
 def _trains_others_only(name: str, owners: dict[str, set[str]], events: list[Event], loop: Loop, order: int,
@@ -450,7 +450,7 @@ def _trains_others_only(name: str, owners: dict[str, set[str]], events: list[Eve
     stepped = [e for e in events if e.kind is Kind.STEP and e.order in steps]
     if not stepped or any(not e.optimizer for e in stepped):
         return False
-    own = {opt for opt, modules in owners.items() if any(_resolve(m, loop, order) == name for m in modules)}
+    own = _optimizers_of(name, owners, loop, order)
     if not own or not any(e.optimizer and last_part(_stepped(e, scope)) in own
                           for scope in model.loops() for e in scope.events(Kind.STEP)):
         return False  # (an optimizer of the file known to train ``name``, and stepped somewhere)
@@ -505,7 +505,7 @@ def _stepped(step: Event, loop: Loop) -> str:
     name = step.optimizer or ""
     for _ in range(4):
         bound = [a for scope in _scopes(step, loop) for a in scope.assignments
-                 if a.names == (name,) and a.op == "=" and a.order < step.order and _visible(a, step.order)]
+                 if a.names == (name,) and a.op == "=" and a.order < step.order and a.visible_at(step.order)]
         value = dotted(max(bound, key=lambda a: a.order).value) if bound else None
         if value is None or value == name:
             break
