@@ -269,7 +269,49 @@ def test_a_second_condition_inside_the_step_branch_is_a_partial_boundary() -> No
         if n > N:
             optimizer.step()
             n = 0
-    """, Phase.OFF, True),
+    """, Phase.LATE, True),
+    # advanced only where it does not step: the count stands still on the stepping micro-batch
+    ("""
+    n = 0
+    for x, y in loader:
+        criterion(model(x), y).backward()
+        if n == N:
+            n = 0
+            optimizer.step()
+        else:
+            n += 1
+    """, Phase.LATE, True),
+    ("""
+    n = 0
+    for x, y in loader:
+        criterion(model(x), y).backward()
+        if n == N - 1:
+            n = 0
+            optimizer.step()
+        else:
+            n += 1
+    """, Phase.BOUNDARY, True),
+    # reset to 0 where it is a multiple of N: the count runs on across the epochs it was set before
+    ("""
+    n = 0
+    for epoch in range(epochs):
+        for x, y in loader:
+            criterion(model(x), y).backward()
+            n += 1
+            if n % N == 0:
+                optimizer.step()
+                n = 0
+    """, Phase.BOUNDARY, False),
+    ("""
+    for epoch in range(epochs):
+        n = 0
+        for x, y in loader:
+            criterion(model(x), y).backward()
+            n += 1
+            if n % N == 0:
+                optimizer.step()
+                n = 0
+    """, Phase.BOUNDARY, True),
 ])
 def test_step_counters_as_real_code_writes_them(loop: str, phase: Phase, restarts: bool) -> None:
     guard = _step_guard(loop)

@@ -404,7 +404,7 @@ def micro_from_guard(guard: Guard) -> Micro | None:
         if isinstance(test, cst.Comparison) and not isinstance(test.comparisons[0].operator, cst.Equal):
             return None  # `i + 1 < len(loader)` is read as "last" by the guard reader: not certain
         return Micro.LAST
-    phase = {Phase.BOUNDARY: Micro.LAST, Phase.START: Micro.FIRST, Phase.OFF: Micro.OTHER}.get(guard.phase)
+    phase = {Phase.BOUNDARY: Micro.LAST, Phase.START: Micro.FIRST, Phase.OFF: Micro.OTHER, Phase.LATE: Micro.OTHER}.get(guard.phase)
     if phase is None:
         return None
     if guard.kind is GuardKind.PERIODIC:

@@ -46,6 +46,7 @@ class Phase(enum.Enum):
     BOUNDARY = "fires on the last micro-batch of each window"
     START = "fires on the first micro-batch of each window"
     OFF = "fires on another micro-batch"
+    LATE = "fires one micro-batch after the last of each window (every window is N + 1 long)"
     UNKNOWN = "unknown"
 
 
@@ -562,6 +563,9 @@ class GuardReader:
         count = self.count(mod.left, order)
         if count.index is None:
             return None
+        if count.restarts is None and not negated and int_value(compared) == 0 \
+                and self._reset_on_boundary(test, mod.left, count.index):
+            count = replace(count, restarts=self._set_per_pass(count.index))
         modulus = mod.right
         if int_value(modulus) == 1:
             return _UNKNOWN
@@ -585,6 +589,13 @@ class GuardReader:
         guard = Guard(GuardKind.PERIODIC, modulus=modulus, index=count.index, phase=phase, test=test,
                       restarts=count.restarts)
         return negate(guard) if negated else guard
+
+    def _reset_on_boundary(self, test: cst.BaseExpression, counted: cst.BaseExpression, name: str) -> bool:
+        """``if n % N == 0: step; n = 0`` (DSS's ``aveGrad``): ``n`` is a multiple of N wherever it is
+        set back to 0, so the reset moves no boundary and the count runs on as if never reset."""
+        resets = [a for a in self.aliases.get(name, []) if a.op != "AddAssign"]
+        return dotted(counted) == name and bool(resets) and all(
+            a.op == "=" and a.names == (name,) and int_value(a.value) == 0 and _inside(a, test, name) for a in resets)
 
     def _last_micro_step(self, test: cst.BaseExpression) -> Guard | None:
         """``i == N - 1`` in ``for i in range(N):`` (``i == len(chunks) - 1`` in ``for i, c in
@@ -652,6 +663,14 @@ class GuardReader:
         resets = [a for a in self.aliases.get(name, []) if a.op == "="]
         if isinstance(op, cst.GreaterThanEqual) and len(increments) == 1 and _batch_size(increments[0].value):
             return self._sample_window(test, name, increments[0], resets, order, negated=False)
+        if not extra and len(increments) == 1 and resets and _counted_otherwise(test, name, increments[0], resets):
+            # `if n == N: n = 0; step else: n += 1`: the count stays N on the step's micro-batch, so a
+            # window is the N micro-batches that counted up to N and the one that finds it there
+            minus_one = isinstance(modulus, cst.BinaryOperation) and isinstance(modulus.operator, cst.Subtract) \
+                and int_value(modulus.right) == 1
+            return Guard(GuardKind.PERIODIC, modulus=modulus.left if minus_one else modulus,  # type: ignore[union-attr]
+                         index=name, phase=Phase.BOUNDARY if minus_one else Phase.LATE, test=test,
+                         restarts=self._set_per_pass(name))
         if len(increments) != 1 or int_value(increments[0].value) != 1 or increments[0].conds or not resets:
             return None
         if not all(_inside(reset, test, name) and int_value(reset.value) == 0 for reset in resets):
@@ -664,9 +683,9 @@ class GuardReader:
         init = self._fresh_value(name)
         phase = Phase.UNKNOWN
         if init == 0 and before:
-            phase = Phase.BOUNDARY if not extra else Phase.OFF
+            phase = Phase.BOUNDARY if not extra else Phase.LATE
         elif extra:
-            phase = Phase.OFF
+            phase = Phase.LATE  # whatever the first window, each later one starts from the reset
         return Guard(GuardKind.PERIODIC, modulus=modulus, index=name, phase=phase, test=test,
                      restarts=self._set_per_pass(name))
 
@@ -1221,6 +1240,23 @@ def _inside(assignment: Assignment, test: cst.BaseExpression, counter: str | Non
             if any(p is test for p in parts) and all(p is test or counter not in names_in(p) for p in parts):
                 return True
     return False
+
+
+def _counted_otherwise(test: cst.BaseExpression, name: str, increment: Assignment, resets: list[Assignment]) -> bool:
+    """``n += 1`` only in the ``else`` of ``if n == N:`` and ``n = 0`` only in its body, both under
+    the same outer conditions."""
+    if int_value(increment.value) != 1:
+        return False
+    mine = [c for c in increment.conds if c.test is test and c.negated]
+    if len(mine) != 1:
+        return False
+    outer = [c for c in increment.conds if c is not mine[0]]
+    for reset in resets:
+        if int_value(reset.value) != 0 or not _inside(reset, test, name):
+            return False
+        if [c for c in reset.conds if c.test is not test] != outer:
+            return False
+    return True
 
 
 def precedence_slip(expr: cst.BaseExpression) -> cst.BinaryOperation | None:

@@ -24,10 +24,11 @@ import libcst as cst
 from loopcheck.model.events import Cond, Event, Kind, Loop
 from loopcheck.model.guards import GuardKind, Phase, enumerate_start, exclusive, unwrap_iterable
 from loopcheck.model.sentinels import never_equal
-from loopcheck.model.syntax import (children, conjuncts, dotted, exit_statement, func_name, is_zero, keyword, last_part,
-                                    last_small, names_in, positional, same, small_statements, source, walk)
+from loopcheck.model.syntax import (children, conjuncts, dotted, exit_statement, func_name, int_value, is_zero, keyword,
+                                    last_part, last_small, names_in, positional, same, small_statements, source, walk)
 from loopcheck.model.summed import SUMMED, cleared
 from loopcheck.model.training import Style, TrainingLoop, is_data_loop
+from loopcheck.model.values import option_defaults
 from loopcheck.patterns import Pattern
 
 if TYPE_CHECKING:
@@ -321,7 +322,7 @@ def _stops(skip: cst.If, loop: Loop, model: FileModel) -> bool:
     with ``continue``): the last window may then be whole. A resume skip (``if i < start: continue``),
     a skipped bad batch, or a guard the index never reaches cannot."""
     if _never_reached(skip.test, loop) or never_equal(skip.test, loop, model) or _counts_down_a_prefix(skip) \
-            or _ends_the_run(skip.test, loop):
+            or _ends_the_run(skip.test, loop) or _off_by_default(skip.test, model):
         return False
     if isinstance(exit_statement(skip), (cst.Break, cst.Return)):
         return True
@@ -366,7 +367,7 @@ def _ends_at_a_count(loop: Loop, counter: str | None, model: FileModel) -> bool:
                 isinstance(n, cst.ComparisonTarget) and isinstance(n.operator, (
                     cst.GreaterThan, cst.GreaterThanEqual, cst.Equal)) for n in walk(node.test)) \
                 and names_in(node.test) & counters and not _debug_only(node.test) \
-                and not never_equal(node.test, loop, model):
+                and not never_equal(node.test, loop, model) and not _off_by_default(node.test, model):
             return True
         stack.extend(children(node))
     return False
@@ -376,6 +377,30 @@ def _debug_only(test: cst.BaseExpression) -> bool:
     """``if args.debug and step > 5: break``: a short run for debugging, which a real pass never takes."""
     return any(last_part(name).lower() in _DEBUG_FLAGS for part in conjuncts(test)
                if (name := dotted(part)) is not None)
+
+
+def _off_by_default(test: cst.BaseExpression, model: FileModel) -> bool:
+    """``if args.minibatch_num_train > 0 and i >= args.minibatch_num_train - 1: break`` with the option's
+    default 0 (declared in this file, or once in another module of the project): a cap on the
+    batches of a pass that the user turns on; a run that does not ask for it takes every batch."""
+    for part in conjuncts(test):
+        if type(part) is not cst.Comparison or len(part.comparisons) != 1 \
+                or type(part.comparisons[0].operator) is not cst.GreaterThan or int_value(part.comparisons[0].comparator) != 0:
+            continue
+        name = dotted(part.left)
+        if name is None or "." not in name:
+            continue
+        default = _option_default(model, last_part(name))
+        if default is not None and default <= 0:
+            return True
+    return False
+
+
+def _option_default(model: FileModel, option: str) -> float | None:
+    declared = [d for name, d in option_defaults(model.index) if name == option]
+    if declared:
+        return int_value(declared[0]) if len(declared) == 1 and declared[0] is not None else None
+    return model.project.option_default(option) if model.project is not None else None
 
 
 _DEBUG_FLAGS = frozenset({"debug", "is_debug", "debug_mode", "dry_run", "smoke_test"})

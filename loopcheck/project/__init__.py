@@ -584,6 +584,15 @@ class Imported:
         self._project_files_read = True
         return inert_settings.inert(self.index, name, self.path)
 
+    def option_default(self, name: str) -> float | None:
+        """The number the one ``add_argument`` of the project that declares the option ``name`` gives
+        as its default (``loopcheck.project.option_defaults``); None where that is not one literal.
+        The project's Python files then join ``digest``, as for ``inert_setting``."""
+        from loopcheck.project.option_defaults import option_default  # (imported by the few files that ask)
+
+        self._project_files_read = True
+        return option_default(self.index, name)
+
     def packaged(self) -> bool:
         """Whether the file lies in an installable package (a ``setup.py``, ``setup.cfg`` or
         ``pyproject.toml`` in its folder or one above it, up to the project root): its users may

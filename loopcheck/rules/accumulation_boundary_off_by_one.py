@@ -4,7 +4,8 @@ Checks accumulation step conditions that fire on the wrong micro-batch: `i % N =
 Counters are read as real code writes them: `enumerate(loader, start=...)` (a resumed start is
 read as its fresh-run value, `start_step = 0`), `step += 1` before or after the test, global
 counters (`global_step`, `ni = i + nb * epoch`) and thresholds reset in the step branch
-(`n += 1; if n > N: ...; n = 0` makes every window N + 1 long). A counter that an evaluation
+(`n += 1; if n > N: ...; n = 0` makes every window N + 1 long, as does `if n == N: n = 0; step`
+with `n += 1` only in its `else`: the count stands still on the micro-batch that steps). A counter that an evaluation
 branch resets to its first value (`nb_tr_steps = 0` beside `nb_tr_steps = 0` before the loop) starts
 again as on a fresh run, so its test is read the same way. A test that lost its parentheses,
 `i + 1 % N == 0`, is `i + (1 % N) == 0`: `%` binds before `+`, so it holds on no micro-batch once N > 1
@@ -163,6 +164,11 @@ for step in range(num_micro_batches):
                 continue  # N is 1 as shipped: every micro-batch steps, whichever one the test names
             if zeroed_every_micro_batch(training):
                 continue  # every window is one micro-batch already (LC101): where the test fires changes nothing
+            if guard.phase is Phase.LATE:
+                yield Violation(guard.test, owner, f"`{source(guard.test)}` fires one micro-batch late for how "
+                                                   f"`{guard.index}` is counted: every window sums N + 1 "
+                                                   "micro-batches, not N")
+                continue
             after_backward = all(b.order < step.order for b in training.backwards)
             if guard.phase is Phase.OFF or guard.phase is Phase.START and after_backward:
                 yield Violation(guard.test, owner, f"`{source(guard.test)}` fires on the wrong micro-batch for how "

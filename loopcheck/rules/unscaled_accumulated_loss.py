@@ -104,7 +104,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.fixes import Fix, called_once, replace
-from loopcheck.model import Event, FileModel, Framework, Role, Style, TrainingLoop
+from loopcheck.model import Event, FileModel, Framework, Phase, Role, Style, TrainingLoop
 from loopcheck.model.accelerate import accelerator_calls, accumulation_setting
 from loopcheck.model.events import Kind
 from loopcheck.model.divided_twice import divisions
@@ -349,7 +349,9 @@ for step, batch in enumerate(train_dataloader):
                     effect = _effect(model, training, count)
                     if effect is None:
                         continue
-                    fix = _divide_at_backward(model, training, backward, n) if n is not None else None
+                    # a window one micro-batch longer than N (LC106) is not mended by dividing by N
+                    late = training.step_guard is not None and training.step_guard.phase is Phase.LATE
+                    fix = _divide_at_backward(model, training, backward, n) if n is not None and not late else None
                     yield self.at(backward, f"the loss is back-propagated on every micro-batch without being divided "
                                             f"by {count}: {effect}", fix)
 
