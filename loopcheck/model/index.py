@@ -104,6 +104,9 @@ def _index_scope(index: Index, scope: cst.FunctionDef | cst.Module, stack: list[
             index.with_loops.add(scope)
         elif (kind is cst.Assign or kind is cst.AnnAssign) and node.value is not None:  # type: ignore[attr-defined]
             _index_assignment(index, node)  # type: ignore[arg-type]
+            if in_function and kind is cst.Assign and any(  # `p.grad = None`: a helper that clears gradients
+                    type(t.target) is cst.Attribute and t.target.attr.value == "grad" for t in node.targets):  # type: ignore[attr-defined]
+                index.eventful.add(scope)
         elif kind is cst.ClassDef and node.decorators:  # type: ignore[attr-defined]
             _index_fields(index, node)  # type: ignore[arg-type]
         elif kind is cst.Attribute:

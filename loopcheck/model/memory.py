@@ -17,6 +17,7 @@ False
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -143,7 +144,9 @@ def frozen_modules(model: FileModel) -> set[str]:
                 continue
             value = assignment.value
             if (assignment.names and assignment.names[0] in {f"{t}.requires_grad" for t in targets}
-                    and isinstance(value, cst.Name) and value.value == "False" and dotted(called[0])):
+                    and isinstance(value, cst.Name) and value.value == "False" and dotted(called[0])
+                    and not any(c.test is not None and names_in(c.test) & set(targets) for c in assignment.conds)):
+                # (not `if "lora" not in n: p.requires_grad = False`: the parameters it spares still train)
                 found.add(module_name(dotted(called[0])))  # type: ignore[arg-type]
     return found
 
@@ -306,6 +309,8 @@ class GraphReader:
         if isinstance(expr, cst.Attribute):
             return self.carries(expr.value, order, conds, depth + 1)
         if isinstance(expr, cst.Subscript):
+            if _counted(expr):
+                return False  # `out["n_items"]` beside the loss: a count, which no graph differentiates
             item = _keyed_item(expr)
             held = self._item(*item, order, conds, depth) if item is not None else _WHOLE
             return self.carries(expr.value, order, conds, depth + 1) if held is _WHOLE else held  # type: ignore[return-value]
@@ -640,6 +645,18 @@ def _keyed_item(expr: cst.BaseExpression | None) -> tuple[str, str] | None:
     key, name = expr.slice[0].slice.value, dotted(expr.value)
     text = key.evaluated_value if isinstance(key, cst.SimpleString) else None
     return (name, text) if name is not None and isinstance(text, str) else None
+
+
+_COUNT_KEY = Pattern(r"^(?:n|num|nb)_|^n(?:items|tokens|toks|words|samples|sents)$|(?:^|_)counts?$", re.I)
+
+
+def _counted(expr: cst.Subscript) -> bool:
+    """``out["n_items"]``, ``out[tid]["num_tokens"]``: an item whose literal key names a count."""
+    if len(expr.slice) != 1 or type(expr.slice[0].slice) is not cst.Index:
+        return False
+    key = expr.slice[0].slice.value  # type: ignore[attr-defined]
+    return type(key) is cst.SimpleString and isinstance(key.evaluated_value, str) \
+        and _COUNT_KEY.search(key.evaluated_value) is not None
 
 
 def _loss_names(loss: cst.BaseExpression | None) -> list[str]:

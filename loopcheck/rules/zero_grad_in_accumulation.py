@@ -172,7 +172,8 @@ for i, (x, y) in enumerate(loader):
                         yield self.at(zero, _across_message(zero, training.loop, flag), fix)
                     continue
                 through = f" (by `{call_text(zero.node)}`, {elsewhere})" if elsewhere else ""
-                yield self.at(zero, f"`{zero.receiver}` gradients are zeroed{through} on every micro-batch while the "
+                gradients = f"`{zero.receiver}` gradients" if zero.target != "param" else f"gradients (`{zero.receiver}.grad`)"
+                yield self.at(zero, f"{gradients} are zeroed{through} on every micro-batch while the "
                                     f"optimizer steps every N micro-batches ({training.style.value}): "
                                     "N-1 of N backward passes are thrown away", fix)
 
