@@ -332,6 +332,45 @@ def test_eval_callback_of_another_module(project: Path, run_cli) -> None:
     assert _codes(run_cli, "--extend-select", "LC605", "train.py") == []
 
 
+@pytest.mark.parametrize(("call", "flagged"), [
+    ("evaluate(model, val_loader, is_training=True)", False),  # the caller skips the switch
+    ("evaluate(model, val_loader, True)", False),
+    ("evaluate(model, val_loader, is_training=False)", True),
+    ("evaluate(model, val_loader)", True),  # the default is not read: the switch may run
+    ("evaluate(model, val_loader, is_training=args.train)", True),
+])
+def test_eval_callback_of_another_module_skipped_by_a_parameter(project: Path, run_cli, call: str,
+                                                                flagged: bool) -> None:
+    helpers = """
+        import torch
+
+
+        def evaluate(net, loader, is_training=False):
+            if not is_training:
+                net.eval()
+            with torch.no_grad():
+                return sum(float((net(x).argmax(1) == y).sum()) for x, y in loader)
+    """
+    loop = f"""
+        import torch
+        from helpers import evaluate
+
+
+        def fit(args, model, train_loader, val_loader, epochs=10):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            model.train()
+            for epoch in range(epochs):
+                for x, y in train_loader:
+                    optimizer.zero_grad()
+                    torch.nn.functional.cross_entropy(model(x), y).backward()
+                    optimizer.step()
+                {call}
+    """
+    write_project(project, {"train.py": loop, "helpers.py": helpers})
+    found = _codes(run_cli, "train.py")
+    assert [" LC605 " in f for f in found] == ([True] if flagged else [])
+
+
 def test_eval_mid_epoch_by_another_module_restored_by_the_step_method(project: Path, run_cli) -> None:
     # joeynmt's shape: validation every N updates (mid-epoch) through a function of another module that
     # leaves the model in eval mode; the per-batch step method switches training back on

@@ -283,8 +283,10 @@ class Imported:
                                                      "framework": Framework.LOSS_SCALER}))
         if facts.zeroes and (facts.steps or facts.scaler_steps):
             specs.append(zero)  # a helper that steps clears after the step
+        skipped = {position for position, gate, runs in facts.evals_unless
+                   if gate in args and _bool_literal(args[gate]) is (not runs)}  # `evaluate(model, is_training=True)`
         for position in facts.evals:
-            if position in args:
+            if position in args and position not in skipped:
                 specs.append((Kind.EVAL_MODE, receiver(args[position]), {}))
         # an epoch function of another module that starts with `model.train()`: the mode switch comes
         # before its backward and steps
@@ -851,6 +853,13 @@ def _scaler_name(call: cst.Call, scaler: int | str, args: dict[int, cst.BaseExpr
         return receiver(args[scaler]) if scaler in args else None
     owner = dotted(call.func.value) if isinstance(call.func, cst.Attribute) else None
     return f"{owner}{scaler[4:]}" if owner and scaler.startswith("self.") else scaler
+
+
+def _bool_literal(expr: cst.BaseExpression) -> bool | None:
+    cst = _libcst()[0]
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return expr.value == "True"
+    return None
 
 
 def arguments(call: cst.Call, facts: FunctionFacts) -> dict[int, cst.BaseExpression]:

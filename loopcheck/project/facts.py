@@ -64,6 +64,9 @@ class FunctionFacts:
     zeroes: bool = False  # clears gradients (`zero_grad(...)`, `p.grad = None`)
     clips: bool = False  # clips gradients (`clip_grad_norm_`, `p.grad.data.clamp_(-c, c)`) and unscales none
     evals: tuple[int, ...] = ()  # arguments left in eval mode when it returns
+    # (argument, parameter, value): that argument's switch to eval mode runs only where the parameter
+    # is that value (`if not is_training: model.eval()` is (0, 3, False))
+    evals_unless: tuple[tuple[int, int, bool], ...] = ()
     # arguments put in train mode before the function's first backward or step (an epoch function that
     # starts with `model.train()`), or last left in train mode by one that trains nothing
     trains: tuple[int, ...] = ()
@@ -175,6 +178,40 @@ class ModuleFacts:
             names=tuple(data.get("names", ())),  # type: ignore[arg-type]
             outlined=bool(data.get("outlined", True)),
         )
+
+
+def _parameter_gate(function: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call,
+                    index: dict[str, int]) -> tuple[int, bool] | None:
+    """``if not is_training: model.eval()``: the parameter (its position) and the value under which
+    the ``if`` that holds ``call`` runs it; None where no ``if`` around it tests a parameter alone."""
+    path: list[tuple[ast.If, bool]] = []
+
+    def find(body: list[ast.stmt]) -> bool:
+        for statement in body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(statement, ast.If):
+                for branch, positive in ((statement.body, True), (statement.orelse, False)):
+                    path.append((statement, positive))
+                    if find(branch):
+                        return True
+                    path.pop()
+                if any(node is call for node in ast.walk(statement.test)):
+                    return True
+                continue
+            if any(node is call for node in ast.walk(statement)):
+                inner = [b for field in ("body", "orelse", "finalbody") for b in [getattr(statement, field, None)] if b]
+                return any(find(b) for b in inner) or True
+        return False
+
+    find(function.body)
+    for statement, positive in path:
+        test = statement.test
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, positive = test.operand, not positive
+        if isinstance(test, ast.Name) and test.id in index:
+            return index[test.id], positive
+    return None
 
 
 def _tuples(value: object) -> object:
@@ -717,6 +754,7 @@ class _Reader:
         updated: set[str] = set()  # receivers of `.update()` (a scaler's, among others)
         zeroes = controls_sync = clips = unscales = False
         modes: dict[int, bool] = {}  # argument -> in train mode after its last mode switch
+        gated_evals: dict[int, tuple[int, bool]] = {}  # argument -> the parameter test its eval() runs under
         switched_on: dict[int, int] = {}  # argument -> line of its first switch into train mode
         updating: list[int] = []  # lines of the backward passes and steps, its own or a callee's
         nodes = self._nodes.get(id(node))
@@ -776,6 +814,11 @@ class _Reader:
                 mode = sub.args[0] if sub.args else next((k.value for k in sub.keywords if k.arg == "mode"), None)
                 off = name == "eval" or isinstance(mode, ast.Constant) and mode.value is False
                 modes[index[recv]] = not off
+                gate = _parameter_gate(node, sub, index) if off else None
+                if gate is not None:
+                    gated_evals[index[recv]] = gate
+                else:
+                    gated_evals.pop(index[recv], None)
                 if not off:
                     switched_on[index[recv]] = min(sub.lineno, switched_on.get(index[recv], sub.lineno))
             if depth < _MAX_DEPTH:
@@ -812,6 +855,7 @@ class _Reader:
                                for (scaler, opt), written in scaled.items()),
             zeroes=zeroes, clips=clips and not unscales,
             evals=tuple(sorted(i for i, train in modes.items() if not train)),
+            evals_unless=tuple((i, *gated_evals[i]) for i, train in sorted(modes.items()) if not train and i in gated_evals),
             trains=tuple(sorted(i for i, line in switched_on.items()
                                 if (line < min(updating) if updating else modes.get(i, True)))),
             wraps_ddp=_wraps_ddp(nodes, index), controls_sync=controls_sync,
