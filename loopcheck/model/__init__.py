@@ -18,11 +18,11 @@ import libcst as cst
 from loopcheck.config import Options
 from loopcheck.model.builder import Builder
 from loopcheck.model.events import Assignment, Cond, Context, Event, Framework, Kind, Loop
-from loopcheck.model.guards import Guard, GuardKind, Phase, flag_key, forget_flag_keys
+from loopcheck.model.guards import Guard, GuardKind, Phase, flag_form, flag_key, forget_flag_keys
 from loopcheck.model.ignite import process_functions
 from loopcheck.model.index import Index, index_module
 from loopcheck.model.roles import Role, Roles
-from loopcheck.model.syntax import disjuncts, int_value, last_small, walk
+from loopcheck.model.syntax import conjuncts, disjuncts, dotted, int_value, last_small, walk
 from loopcheck.model.training import Style, TrainingLoop
 from loopcheck.model.values import option_defaults
 from loopcheck.model.batch_callers import per_batch_calls
@@ -101,6 +101,11 @@ def build(module: cst.Module, source: str = "", options: Options | None = None,
         if switched:
             for loop in _nested(scope):
                 loop.assumptions = {**switched, **loop.assumptions}
+        for top in scope.loops:
+            entered = _entered_under(top)
+            if entered:
+                for loop in _nested(top):
+                    loop.assumptions = {**entered, **loop.assumptions}
     model.training_loops = training_loops(scopes, index, _steps_beside(module, builder),
                                           lambda fn: bool(per_batch_calls(module, index, fn)))
     return model
@@ -204,6 +209,35 @@ def _raised_before_loops(scope: Loop) -> dict[str, bool]:
             key, positive = flag_key(disjunct.expression if negated else disjunct)  # type: ignore[attr-defined]
             found[key] = positive if negated else not positive
     return found
+
+
+def _entered_under(loop: Loop) -> dict[str, bool]:
+    """Flags a loop is entered under (``if not args.inference_only:`` around a function's training
+    loop) that nothing in it sets: code under ``if args.inference_only:`` in it, or in the helpers
+    inlined there, never runs."""
+    found: dict[str, bool] = {}
+    for cond in loop.conds:
+        if cond.test is None:
+            continue
+        parts = [cond.test] if cond.negated else conjuncts(cond.test)  # `else:` of `a and b` holds neither
+        for part in parts:
+            negated = type(part) is cst.UnaryOperation and type(part.operator) is cst.Not  # type: ignore[attr-defined]
+            flag = part.expression if negated else part  # type: ignore[attr-defined]
+            name = dotted(flag_form(flag)[0])
+            if name is None:
+                continue
+            key, positive = flag_key(flag)
+            found[key] = positive ^ negated ^ cond.negated
+    if not found:
+        return found
+    assigned = {n for sub in _nested(loop) for a in sub.assignments for n in a.names}
+    return {key: value for key, value in found.items() if key not in assigned and not assigned & _roots(key)}
+
+
+def _roots(key: str) -> set[str]:
+    """``args.inference_only`` -> {"args", "args.inference_only"}: rebinding either changes the flag."""
+    parts = key.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
 
 
 def _nested(loop: Loop) -> Iterator[Loop]:
