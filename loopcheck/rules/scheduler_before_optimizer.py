@@ -193,8 +193,13 @@ for epoch in range(epochs):
             for scheduler in outer.events(Kind.SCHEDULER_STEP):
                 # before the batch loop it precedes every optimizer's step: which one it was built on
                 # matters only where the file says, and that one does not step here
-                if _first_step(model, scheduler, steps) is None and model.roles.scheduler_optimizers(scheduler.receiver):
+                owners = model.roles.scheduler_optimizers(scheduler.receiver)
+                if _first_step(model, scheduler, steps) is None and owners:
                     continue
+                if any(s.order < scheduler.order and (not owners or last_part(s.optimizer or "") in owners
+                                                      or last_part(_passed_as(s) or "") in owners)
+                       for s in outer.events(Kind.STEP, deep=True)):
+                    continue  # an earlier pass of the epoch steps its optimizer (or one it may be built on) first
                 # stepped on every epoch, or in the branch that runs the batch loop (`else:` of a warmup
                 # phase that trains another optimizer): each time before that loop's first step
                 if _plain_class(model, scheduler.receiver) or _warms_up_from_zero(model, scheduler.receiver):
