@@ -47,3 +47,36 @@ def test_the_message_says_small_only_where_the_file_states_the_batch() -> None:
     from_config = from_config.replace("batch_size = 16", "batch_size = args['eval_batch_size']")
     assert lc503_messages(from_config) == ["every GPU normalises with its own batch's statistics, noisy where the "
                                            "per-GPU batch is small (this file does not state its size)"]
+
+
+EXTRACTION = '''
+import torch
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader
+
+
+def main(args, rank, train_set, extract_set):
+    model = nn.Sequential(nn.Conv1d(40, 256, 5), nn.BatchNorm1d(256), nn.ReLU()).cuda(rank)
+    model = DDP(model, device_ids=[rank])
+    train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True)
+    extract_loader = DataLoader(extract_set, batch_size=1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(10):
+        for x, y in train_loader:
+            loss = nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        with torch.no_grad():
+            embeddings = [model(x) for (x,) in extract_loader]
+'''
+
+
+def test_a_loader_no_training_loop_iterates_states_no_training_batch() -> None:
+    assert lc503_messages(EXTRACTION) == [
+        "every GPU normalises with its own batch's statistics, noisy where the per-GPU batch is small (this file "
+        "does not state its size)"]
+    trained_on_it = EXTRACTION.replace("for x, y in train_loader:", "for x, y in extract_loader:")
+    assert lc503_messages(trained_on_it) == [
+        "every GPU normalises with its own small batch's statistics (1 samples, as this file states it)"]

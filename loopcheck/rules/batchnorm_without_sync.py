@@ -27,9 +27,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.model import FileModel
+from loopcheck.model import FileModel, Loop
 from loopcheck.model.distributed import DDP_WRAPPERS, DP_WRAPPERS, one_rank_group, wrap_calls
-from loopcheck.model.syntax import dotted, func_name, int_value, keyword, last_part, lines, method, positional, walk
+from loopcheck.model.syntax import (dotted, func_name, int_value, keyword, last_part, lines, method, names_in,
+                                    positional, walk)
 from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
 
@@ -163,9 +164,27 @@ def _visible_batch_size(model: FileModel) -> int | None:
             default = keyword(call, "default")
             if set(flags) & set(_BATCH_NAMES) and int_value(default) is not None:
                 found.append(int_value(default))  # type: ignore[arg-type]
-        elif last_part(func_name(call) or "") == "DataLoader" and int_value(keyword(call, "batch_size")) is not None:
+        elif last_part(func_name(call) or "") == "DataLoader" and int_value(keyword(call, "batch_size")) is not None \
+                and not _feeds_no_training(model, call):
             found.append(int_value(keyword(call, "batch_size")))  # type: ignore[arg-type]
     return min(found) if found else None
+
+
+def _feeds_no_training(model: FileModel, loader: cst.Call) -> bool:
+    """The loader is bound to a name that no training loop iterates (an extraction loader of
+    ``batch_size=1`` beside the training one): its batch is not the one normalised while training."""
+    bound = [name for name, values in model.index.values.items() if any(v is loader for v in values)]
+    if len(bound) != 1:
+        return False
+    iterated: set[str] = set()
+    for training in model.training_loops:
+        loop: Loop | None = training.step_loop
+        while loop is not None:
+            written = loop.node.iter if isinstance(loop.node, cst.For) else None  # (`iter` follows the names)
+            for expr in [e for e in (written, loop.iter) if e is not None] + loop.iter_sources:
+                iterated |= {last_part(n) for n in names_in(expr)}
+            loop = loop.parent
+    return bool(iterated) and bound[0] not in iterated
 
 
 _TRAINING_FLAG = Pattern(r"^(is_|do_)?train(ing)?$")
