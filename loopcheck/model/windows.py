@@ -68,7 +68,7 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
     if not is_data_loop(loop) or _endless(model, loop) or any(_stops(skip, loop, model) for skip in loop.skips):
         return None
     if _ends_at_a_count(loop, guard.index if guard.restarts else None, model) \
-            or _capped_at_windows(loop, guard.modulus):
+            or _capped_at_windows(loop, guard.modulus) or _sampled_in_windows(model, loop, guard.modulus):
         return None  # the pass may end on a window boundary before the loader's last batch
     if all(_once_per_pass(b, loop) for b in training.backwards):
         return None  # `if step == 0: ... backward()`: no micro-batch of a window back-propagates
@@ -420,6 +420,39 @@ def _capped_at_windows(loop: Loop, modulus: cst.BaseExpression | None) -> bool:
     ] if name == "zip" else []
     return any(isinstance(b, cst.BinaryOperation) and isinstance(b.operator, cst.Multiply)
                and (same(b.left, modulus) or same(b.right, modulus)) for b in bounds)
+
+
+def _sampled_in_windows(model: FileModel, loop: Loop, modulus: cst.BaseExpression | None) -> bool:
+    """``DataLoader(trainset, batch_sampler=CategoriesSampler(labels, args.val_frequency * args.bs, ...))``
+    with N ``args.bs``: a sampler asked for a multiple of N batches (an episode sampler's count), so
+    each pass may end on a whole window."""
+    if modulus is None:
+        return False
+    for expr in [loop.iter, *loop.iter_sources]:
+        loader = _bound_call(model, unwrap_iterable(expr)) if expr is not None else None
+        if loader is None or last_part(func_name(loader) or "") != "DataLoader":
+            continue
+        for name in ("batch_sampler", "sampler"):
+            sampler = keyword(loader, name)
+            built = _bound_call(model, sampler) if sampler is not None else None
+            if built is not None and any(
+                    type(a.value) is cst.BinaryOperation and type(a.value.operator) is cst.Multiply  # type: ignore[attr-defined]
+                    and (same(a.value.left, modulus) or same(a.value.right, modulus)) for a in built.args):  # type: ignore[attr-defined]
+                return True
+    return False
+
+
+def _bound_call(model: FileModel, expr: cst.BaseExpression) -> cst.Call | None:
+    """``expr`` itself where it is a call, or the one call the file binds that name to."""
+    for _ in range(3):
+        if type(expr) is cst.Call:
+            return expr  # type: ignore[return-value]
+        name = dotted(expr)
+        values = model.index.values.get(last_part(name), []) if name is not None else []
+        if len(values) != 1:
+            return None
+        expr = unwrap_iterable(values[0])
+    return None
 
 
 def _counts_down_a_prefix(skip: cst.If) -> bool:
