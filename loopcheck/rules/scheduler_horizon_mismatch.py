@@ -25,7 +25,11 @@ horizon divided by the accumulation count (`t_total = len(loader) // gradient_ac
 epochs`, copied from a script that accumulates) for a loop that steps the optimizer and the scheduler
 on every batch counts N batches a step the loop never takes: the schedule ends N times early (not
 where the loop back-propagates through `accelerator.backward`, whose DeepSpeed engine may accumulate
-by its own config). The stepping's unit comes from the loop's shape: every
+by its own config). A scheduler stepped on every iteration of a loop nested in the loop whose iterations the horizon counts
+(PPO's `for _ in range(ppo_epochs):`, or a rollout's mini-batches, inside `for batch in loader:` with
+`num_training_steps = epochs * len(loader)`) steps as many times per counted iteration as the inner loop
+runs: the schedule ends that many times early (not where the horizon also names the inner loop's bound,
+`epochs * len(loader) * ppo_epochs`). The stepping's unit comes from the loop's shape: every
 batch (also after a stop `if iters == total_iters: break`, which only ends the loop), every N-th micro-batch (a loop that runs backward, step and scheduler all under one condition, `if loss is
 not None:`, steps on every batch it back-propagates), once per epoch (also from some epoch on, `if epoch >=
 warmup_epochs:`, and after the batch loop of an Accelerate loop, outside `accumulate()`),
@@ -446,6 +450,18 @@ for epoch in range(config["epochs"]):
                                              f"`{source(divided[0])}` > 1 the schedule ends that many times too early"
                                              f"{_built_by(scheduler, model)}")
                     continue
+                nest = _inner_loop(training, scheduler, horizons, model.index) \
+                    if stepped is Unit.BATCHES and passed is None and units and all(u is Unit.BATCHES for u in units) \
+                    else None
+                if nest is not None:
+                    inner, outer = nest
+                    yield self.at(scheduler, f"`{scheduler.receiver}` is stepped on every iteration of `for ... in "
+                                             f"{source(inner.node.iter)}`, which runs inside `for ... in "  # type: ignore[union-attr]
+                                             f"{source(outer.node.iter)}`, whose iterations its horizon "  # type: ignore[union-attr]
+                                             f"`{source(horizons[0])}` counts: it steps as many times per outer "
+                                             f"iteration as the inner loop runs, and the schedule ends that many times "
+                                             f"early{_built_by(scheduler, model)}")
+                    continue
                 if units and all(u is not None and _mismatch(u, stepped, accumulates) for u in units):
                     what = _DECAY_WORDS.get(last_part(func_name(calls[0]) or ""), "horizon")
                     counts = "count" if what == "milestones" else "counts"
@@ -489,6 +505,43 @@ for epoch in range(config["epochs"]):
                     said = _process_count_mismatch(scheduler, stepped, calls, horizons, warmups, units, training, model)
                     if said is not None:
                         yield self.at(scheduler, said + _built_by(scheduler, model))
+
+
+def _inner_loop(training: TrainingLoop, scheduler: Event, horizons: list[cst.BaseExpression | None],
+                index: Index) -> tuple[Loop, Loop] | None:
+    """The loop in which the scheduler steps on every iteration (PPO's ``for _ in range(ppo_epochs):``,
+    or the mini-batches of a rollout) where it runs inside a loop over another loader
+    whose length the horizon counts (``num_epochs * len(loader)``) and the horizon names nothing of
+    that inner loop's bound: each batch takes several scheduler steps. (inner, outer), else None."""
+    loop = training.loop
+    if scheduler.loop is not loop or not isinstance(loop.node, cst.For) or not all(h is not None for h in horizons):
+        return None
+    bound = {last_part(n) for n in names_in(loop.node.iter)} - _BUILTIN_NAMES
+    outer = loop.parent
+    while outer is not None and outer.is_loop and outer.function is loop.function:
+        if is_data_loop(outer) and isinstance(outer.node, cst.For):
+            loaders = {last_part(n) for n in names_in(outer.node.iter)} - _BUILTIN_NAMES
+            read = [_names_followed(h, index) for h in horizons]  # type: ignore[arg-type]
+            if loaders and not loaders & bound and all(loaders & r and not bound & r for r in read):
+                return loop, outer
+            return None
+        outer = outer.parent
+    return None
+
+
+_BUILTIN_NAMES = frozenset({"range", "len", "enumerate", "zip", "tqdm", "args", "self", "cfg", "config", "int", "min",
+                            "max", "math", "ceil"})
+
+
+def _names_followed(expr: cst.BaseExpression, index: Index, depth: int = 0) -> set[str]:
+    """The last parts of the names ``expr`` reads, and of those their one binding in the file reads."""
+    found = {last_part(n) for n in names_in(expr)}
+    if depth < 3:
+        for name in list(found):
+            values = index.values.get(name, [])
+            if len(values) == 1:
+                found |= _names_followed(values[0], index, depth + 1)
+    return found
 
 
 # schedules with no horizon: their learning rate does not run out, whatever the stepping
