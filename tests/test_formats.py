@@ -14,6 +14,7 @@ from loopcheck.catalog import CODES
 from loopcheck.findings import Finding
 from loopcheck.formats import RULE_DOCS_URL, github, sarif
 from tests.conftest import BUGGY, CLEAN
+from tests.projects import write_project
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "tests" / "data" / "sarif-schema-2.1.0.json"  # OASIS SARIF 2.1.0 (errata 01), see its NOTICE
@@ -177,3 +178,38 @@ def test_sarif_carries_the_file_level_codes(project: Path, run_cli) -> None:
     rules = document["runs"][0]["tool"]["driver"]["rules"]
     assert [rules[r["ruleIndex"]]["id"] for r in document["runs"][0]["results"]] == ["LC000", "LC001", "LC002"]
     assert code == 1
+
+
+def test_sarif_fixes_of_a_finding_that_rests_on_another_module(project: Path, run_cli) -> None:
+    # the step is in an imported helper: the fix is found only with the project's facts, as the check reads them
+    write_project(project, {
+        "helpers.py": """
+            import torch
+
+
+            def train_one_epoch(model, loader, optimizer):
+                model.train()
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    torch.nn.functional.cross_entropy(model(x), y).backward()
+                    optimizer.step()
+        """,
+        "train.py": """
+            import torch
+            from helpers import train_one_epoch
+
+
+            def fit(model, loader, epochs=90):
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
+                for epoch in range(epochs):
+                    scheduler.step()
+                    train_one_epoch(model, loader, optimizer)
+        """})
+    before = (project / "train.py").read_text()
+    document = json.loads(run_cli("check", "--output-format", "sarif", "train.py")[1])
+    (result,) = document["runs"][0]["results"]
+    assert result["ruleId"] == "LC302"
+    (change,) = result["fixes"][0]["artifactChanges"]
+    assert run_cli("check", "--fix", "train.py")[0] == 0
+    assert _apply(before, change["replacements"]) == (project / "train.py").read_text() != before
