@@ -156,3 +156,27 @@ def train_one_epoch(model, data_loader, optimizer, metric_logger, accum_iter):
 def test_lc105_advice_names_the_loader_a_metric_logger_wraps() -> None:
     (finding,) = check_source(LOGGED_LOADER, select=["LC105"])
     assert "`or (data_iter_step + 1) == len(data_loader)`" in finding.message
+
+
+COUNT_STANDS_STILL_ON_THE_STEP = """
+import torch
+
+count = 0
+for x, y in loader:
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    if count == accum:
+        count = 0
+        optimizer.step()
+        optimizer.zero_grad()
+    else:
+        count += 1
+"""
+
+
+def test_a_window_one_micro_batch_long_is_named_n_plus_one() -> None:
+    # the count stands still on the stepping micro-batch: N + 1 losses make each window
+    by_code = {f.code: f for f in check_source(COUNT_STANDS_STILL_ON_THE_STEP, select=["LC102", "LC106"])}
+    assert "every window sums N + 1 micro-batches" in by_code["LC106"].message
+    assert "(`accum` + 1) times" in by_code["LC102"].message
+    assert by_code["LC102"].fix_message is None  # dividing by N would leave the window N + 1 long

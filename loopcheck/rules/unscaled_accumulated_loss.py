@@ -346,11 +346,12 @@ for step, batch in enumerate(train_dataloader):
                         yield self.at(backward, f"the loss is multiplied by {count} instead of divided by it: "
                                                 f"{effect}")
                 elif scaling is Scaling.RAW and not _lr_divided(model, training, accumulation_names):
-                    effect = _effect(model, training, count)
+                    # a window one micro-batch longer than N (LC106) sums N + 1 losses, and dividing by N
+                    # does not mend it
+                    late = training.step_guard is not None and training.step_guard.phase is Phase.LATE
+                    effect = _effect(model, training, f"({count} + 1)" if late else count)
                     if effect is None:
                         continue
-                    # a window one micro-batch longer than N (LC106) is not mended by dividing by N
-                    late = training.step_guard is not None and training.step_guard.phase is Phase.LATE
                     fix = _divide_at_backward(model, training, backward, n) if n is not None and not late else None
                     yield self.at(backward, f"the loss is back-propagated on every micro-batch without being divided "
                                             f"by {count}: {effect}", fix)
