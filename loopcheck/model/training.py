@@ -224,7 +224,8 @@ def _fed_afresh(parent: Loop, loop: Loop, step: Event) -> bool:
     """Between ``loop`` and ``step``, wherever the step runs, the gradients are zeroed (its optimizer's
     or the model's) and then a backward of ``parent``'s own runs: the step is fed by that backward
     and the loop's gradients are wiped before it (MAML's per-task ``loss.backward()``, then
-    ``optimiser.zero_grad(); meta_loss.backward(); optimiser.step()``), so the loop is no window of it."""
+    ``optimiser.zero_grad(); meta_loss.backward(); optimiser.step()``), so the loop is no window of it.
+    So is a loop whose every iteration ends by clearing them (a warmup before the timed step)."""
     def on_path(event: Event) -> bool:  # runs wherever the step does
         branch = _branch(event.conds)
         return _branch(step.conds)[:len(branch)] == branch
@@ -232,6 +233,13 @@ def _fed_afresh(parent: Loop, loop: Loop, step: Event) -> bool:
     stepped = step.optimizer or step.receiver
     zeros = [z.order for z in parent.events(Kind.ZERO_GRAD) if loop.order < z.order < step.order and on_path(z)
              and (z.target != "optimizer" or z.receiver == stepped)]
+    # a loop that clears after its own last backward on every iteration (a timing warmup: forward,
+    # backward, `model.zero_grad()`) leaves no gradient behind: the zeroing is as good as after it
+    backwards = loop.events(Kind.BACKWARD)
+    last = max(b.order for b in backwards) if backwards else None
+    if last is not None and any(z.order > last and not z.conds and (z.target != "optimizer" or z.receiver == stepped)
+                                for z in loop.events(Kind.ZERO_GRAD)):
+        zeros.append(loop.order)
     return bool(zeros) and any(min(zeros) < b.order < step.order and on_path(b) for b in parent.events(Kind.BACKWARD))
 
 

@@ -18,7 +18,8 @@ training loop counts that loop's iterations (`for it in range(max_iters)`, `whil
 whose body adds 1 to `step` on every iteration, or `if global_step >= max_steps: break` where the
 loop adds 1 to `global_step` on every iteration, also `>` or `== max_steps + 1` for a count from 1:
 micro-batches, not the updates a counter advanced only in the step branch counts; a bound a trainer
-keeps, `self.total_steps` set only to `args.total_steps`, is that setting), whatever its name says:
+keeps, `self.total_steps` set only to `args.total_steps`, is that setting; so is what is left of it after a
+warmup, `max(1, MAX_STEPS - warmup_steps)`), whatever its name says:
 full-batch training that steps once per iteration of `for epoch in range(max_epoch):` counts its steps in `T_max=max_epoch` (also where the
 loop's function takes `max_epoch` as a parameter and the caller builds `T_max=args.max_epoch`). A
 horizon divided by the accumulation count (`t_total = len(loader) // gradient_accumulation_steps *
@@ -910,7 +911,9 @@ def _loop_unit(horizon: cst.BaseExpression, training: TrainingLoop, index: Index
     """A horizon that is the bound of the loop itself: ``for it in range(max_iters)`` counts
     iterations of that loop (micro-batches of the batch loop, optimizer steps of a micro-step loop's
     parent); so does the bound of a stop on a counter the batch loop adds 1 to on every iteration,
-    also a bound the trainer keeps (``self.total_steps``, set to ``args.total_steps`` and nothing else)."""
+    also a bound the trainer keeps (``self.total_steps``, set to ``args.total_steps`` and nothing else),
+    and the part of it after a warmup (``max(1, MAX_STEPS - warmup_steps)``)."""
+    horizon = _after_warmup(horizon, index)
     if any(same(horizon, bound) or _kept_as(bound, horizon, index) for bound in _loop_bounds(training.loop)) \
             or _all_passes(horizon, training.loop):
         return Unit.BATCHES
@@ -918,6 +921,24 @@ def _loop_unit(horizon: cst.BaseExpression, training: TrainingLoop, index: Index
                                                or _all_passes(horizon, training.step_loop)):
         return Unit.UPDATES
     return None
+
+
+def _after_warmup(horizon: cst.BaseExpression, index: Index) -> cst.BaseExpression:
+    """``A`` for ``max(1, A - warmup_steps)`` (a clamp or cast of it too), where the warmup is named so
+    or is a share of ``A`` (``warmup_steps = int(A * ratio)``): the steps after the warmup count what
+    ``A`` counts; else ``horizon`` itself."""
+    while type(horizon) is cst.Call and last_part(func_name(horizon) or "") in ("max", "min", "int", "round") \
+            and (values := [a.value for a in horizon.args if int_value(a.value) is None]) and len(values) == 1:  # type: ignore[attr-defined]
+        horizon = values[0]
+    if type(horizon) is not cst.BinaryOperation or type(horizon.operator) is not cst.Subtract:  # type: ignore[attr-defined]
+        return horizon
+    total, warmup = horizon.left, horizon.right  # type: ignore[attr-defined]
+    name = dotted(warmup)
+    shares = index.values.get(last_part(name), []) if name is not None else []
+    if name is not None and ("warmup" in last_part(name).lower() or len(shares) == 1 and any(
+            same(n, total) for n in walk(shares[0]) if type(n) in (cst.Name, cst.Attribute))):
+        return total
+    return horizon
 
 
 def _all_passes(horizon: cst.BaseExpression, loop: Loop) -> bool:
