@@ -62,6 +62,28 @@ def _optimizer_modules(model: FileModel) -> dict[str, set[str]]:
                            for head, dot, rest in [o.partition(".")] if head in stored.get(id(call), {})
                            for rest in [dot + rest]}
                 found.setdefault(name, set()).update(owners)
+    held = _held(model, set().union(*found.values())) if found else {}
+    return {name: owners | {m for o in owners for m in held.get(o, ())} for name, owners in found.items()}
+
+
+def _held(model: FileModel, containers: set[str]) -> dict[str, set[str]]:
+    """``trainable = nn.ModuleList(); trainable.append(cnn)``: the modules the file puts into each of
+    ``containers`` (``append``, ``extend`` of a literal list, ``add_module``), whose parameters are
+    the container's."""
+    from loopcheck.model.memory import module_name
+
+    found: dict[str, set[str]] = {}
+    for call in model.index.calls:
+        called = method(call)
+        if called is None or called[1] not in ("append", "extend", "add_module") or not call.args:
+            continue
+        container = dotted(called[0])
+        if container is None or module_name(container) not in containers:
+            continue
+        value = call.args[-1].value
+        items = [e.value for e in value.elements] if called[1] == "extend" and type(value) in (cst.List, cst.Tuple) \
+            else [value] if called[1] != "extend" else []  # type: ignore[attr-defined]
+        found.setdefault(module_name(container), set()).update(module_name(n) for i in items if (n := dotted(i)))
     return found
 
 

@@ -26,12 +26,14 @@ nor a loader of a project class whose `__iter__` goes on with one iterator its `
 (yolov5's `InfiniteDataLoader`: `self.iterator = super().__iter__()`, then `yield next(self.iterator)`),
 built in the file or by a factory of the file or of the project module it imports
 (`train_loader, dataset = create_dataloader(...)`): `iter()` of it hands out the next batch.
-Nor is a training loop's `next(iter(loader))` over a `DataLoader(..., shuffle=True)` without worker
-processes (`num_workers` left out or 0), the only loader the file binds to that name: each step draws
-one batch at random from a new permutation (learn2learn's one random episode per step, a book's
-"each epoch is one random batch"), which code written that way means, and no worker restarts. Nor is a
-batch drawn only to read its shape (SynFlow's `(data, _) = next(iter(loader))`, then
-`list(data[0, :].shape)` for an all-ones probe each pruning round): no batch is trained on.
+Nor is a training loop's `next(iter(loader))` over a `DataLoader(..., shuffle=True)` (or one with a
+random sampler, DARTS's `sampler=SubsetRandomSampler(indices[split:])`) without worker processes
+(`num_workers` left out or 0), the only loader the file binds to that name, in a loop that does not run
+`len(loader)` steps of it as an epoch: each step draws one batch at random from a new permutation
+(learn2learn's one random episode per step, a book's "each epoch is one random batch"), which code
+written that way means, and no worker restarts. Nor is a batch drawn only to read its shape (SynFlow's
+`(data, _) = next(iter(loader))`, then `list(data[0, :].shape)` for an all-ones probe each pruning round):
+no batch is trained on.
 
 ## Fix
 Create the iterator once and advance it: `it = iter(loader)` before the loop, `batch = next(it)`
@@ -188,7 +190,8 @@ class Trainer:
                     continue  # the loader itself is rebuilt in the loop: its first pass, not a restart
                 if _goes_on(model, loader):
                     continue  # yolov5's InfiniteDataLoader: `iter()` of it hands out its one iterator
-                if _random_batch(model, loader):
+                if _random_batch(model, loader) and not _counts_its_batches(training.loop, {
+                        n for n in (restart.receiver, dotted(loader)) if n}):
                     continue  # a shuffling loader without workers: a random batch per step, nothing restarted
                 if _shape_only(restart, training.loop):
                     continue  # `data, _ = next(iter(loader))` read for `data.shape` alone: no batch is trained on
@@ -379,15 +382,32 @@ def _goes_on(model: FileModel, loader: cst.BaseExpression | None) -> bool:
 
 
 def _random_batch(model: FileModel, loader: cst.BaseExpression) -> bool:
-    """Every binding of ``loader`` in the file is a ``DataLoader(..., shuffle=True)`` with no worker
-    processes (``num_workers`` left out or 0): a new iterator starts no workers and draws a new
+    """Every binding of ``loader`` in the file is a ``DataLoader(..., shuffle=True)`` (or with a random
+    sampler, ``sampler=SubsetRandomSampler(...)``) with no worker processes (``num_workers`` left out or 0): a new iterator starts no workers and draws a new
     permutation, so each step takes a batch at random (sampling with replacement, a scheme training
     code uses on purpose: one random batch or episode per step), at the cost of one permutation."""
     name = dotted(loader)
     calls = [value for value, position in _bindings(model, name) if position is None] if name else []
     return bool(calls) and len(calls) == len(list(_bindings(model, name or ""))) and all(
-        last_part(func_name(call) or "") == "DataLoader" and _literal(keyword(call, "shuffle")) == "True"
+        last_part(func_name(call) or "") == "DataLoader" and (_literal(keyword(call, "shuffle")) == "True"
+                                                               or _random_sampler(keyword(call, "sampler")))
         and _literal(keyword(call, "num_workers"), "0") == "0" for call in calls)
+
+
+def _counts_its_batches(loop: Loop, names: set[str]) -> bool:
+    """The loop runs ``len(loader)`` steps of the loader it draws from (``for step in
+    trange(len(data_iterator)):``): an epoch meant to cover the data once, which random draws do not."""
+    written = loop.node.iter if type(loop.node) is cst.For else None
+    return any(type(n) is cst.Call and func_name(n) == "len" and n.args and dotted(n.args[0].value) in names  # type: ignore[attr-defined]
+               for expr in (written, loop.iter, *loop.iter_sources) if expr is not None for n in walk(expr))
+
+
+_RANDOM_SAMPLERS = frozenset({"RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler"})
+
+
+def _random_sampler(value: cst.BaseExpression | None) -> bool:
+    """``sampler=SubsetRandomSampler(indices[split:])``: a sampler that draws a new random order per iterator."""
+    return type(value) is cst.Call and last_part(func_name(value) or "") in _RANDOM_SAMPLERS  # type: ignore[arg-type]
 
 
 def _literal(value: cst.BaseExpression | None, missing: str = "") -> str:
