@@ -26,10 +26,10 @@ nor a loader of a project class whose `__iter__` goes on with one iterator its `
 (yolov5's `InfiniteDataLoader`: `self.iterator = super().__iter__()`, then `yield next(self.iterator)`),
 built in the file or by a factory of the file or of the project module it imports
 (`train_loader, dataset = create_dataloader(...)`): `iter()` of it hands out the next batch.
-Nor is a training loop's `next(iter(loader))` over a `DataLoader(..., shuffle=True)` (or one with a
-random sampler, DARTS's `sampler=SubsetRandomSampler(indices[split:])`) without worker processes
-(`num_workers` left out or 0), the only loader the file binds to that name, in a loop that does not run
-`len(loader)` steps of it as an epoch: each step draws one batch at random from a new permutation
+Nor is a training loop's `next(iter(loader))` over a `DataLoader(..., shuffle=True)` (or, beside the loader
+the loop iterates, one with a random sampler: DARTS's search batch from `sampler=SubsetRandomSampler(...)`)
+without worker processes (`num_workers` left out or 0), the only loader the file binds to that name, in a
+loop that does not run `len(loader)` steps of it as an epoch: each step draws one batch at random from a new permutation
 (learn2learn's one random episode per step, a book's "each epoch is one random batch"), which code
 written that way means, and no worker restarts. Nor is a batch drawn only to read its shape (SynFlow's
 `(data, _) = next(iter(loader))`, then `list(data[0, :].shape)` for an all-ones probe each pruning round):
@@ -49,8 +49,9 @@ import libcst as cst
 
 from loopcheck.model import Event, FileModel, Kind, Loop
 from loopcheck.model.iterators import first_batch_of, iterated
-from loopcheck.model.syntax import children, dotted, func_name, int_value, keyword, last_part, positional, source, target_names, walk
-from loopcheck.model.training import bound_to_data, is_data_iterable
+from loopcheck.model.syntax import (children, dotted, func_name, int_value, keyword, last_part, names_in, positional,
+                                    source, target_names, walk)
+from loopcheck.model.training import bound_to_data, is_data_iterable, is_data_loop
 from loopcheck.project.loaders import resumes, resumes_imported
 from loopcheck.project.walk import parsed
 from loopcheck.rules._base import Rule, Violation
@@ -190,8 +191,9 @@ class Trainer:
                     continue  # the loader itself is rebuilt in the loop: its first pass, not a restart
                 if _goes_on(model, loader):
                     continue  # yolov5's InfiniteDataLoader: `iter()` of it hands out its one iterator
-                if _random_batch(model, loader) and not _counts_its_batches(training.loop, {
-                        n for n in (restart.receiver, dotted(loader)) if n}):
+                drawn = {n for n in (restart.receiver, dotted(loader)) if n}
+                if _random_batch(model, loader, _beside_another_loader(training.loop, drawn)) \
+                        and not _counts_its_batches(training.loop, drawn):
                     continue  # a shuffling loader without workers: a random batch per step, nothing restarted
                 if _shape_only(restart, training.loop):
                     continue  # `data, _ = next(iter(loader))` read for `data.shape` alone: no batch is trained on
@@ -381,17 +383,27 @@ def _goes_on(model: FileModel, loader: cst.BaseExpression | None) -> bool:
     return False
 
 
-def _random_batch(model: FileModel, loader: cst.BaseExpression) -> bool:
-    """Every binding of ``loader`` in the file is a ``DataLoader(..., shuffle=True)`` (or with a random
-    sampler, ``sampler=SubsetRandomSampler(...)``) with no worker processes (``num_workers`` left out or 0): a new iterator starts no workers and draws a new
+def _random_batch(model: FileModel, loader: cst.BaseExpression, beside: bool) -> bool:
+    """Every binding of ``loader`` in the file is a ``DataLoader(..., shuffle=True)`` (or, ``beside`` the
+    loader the loop iterates, with a random sampler: ``sampler=SubsetRandomSampler(...)``) with no worker
+    processes (``num_workers`` left out or 0): a new iterator starts no workers and draws a new
     permutation, so each step takes a batch at random (sampling with replacement, a scheme training
     code uses on purpose: one random batch or episode per step), at the cost of one permutation."""
     name = dotted(loader)
     calls = [value for value, position in _bindings(model, name) if position is None] if name else []
     return bool(calls) and len(calls) == len(list(_bindings(model, name or ""))) and all(
         last_part(func_name(call) or "") == "DataLoader" and (_literal(keyword(call, "shuffle")) == "True"
-                                                               or _random_sampler(keyword(call, "sampler")))
+                                                               or beside and _random_sampler(keyword(call, "sampler")))
         and _literal(keyword(call, "num_workers"), "0") == "0" for call in calls)
+
+
+def _beside_another_loader(loop: Loop, names: set[str]) -> bool:
+    """The loop iterates a loader other than the one it draws from (DARTS's search batch, drawn from
+    ``valid_queue`` on each step over ``train_queue``): the extra batch is a side draw."""
+    written = loop.node.iter if type(loop.node) is cst.For else None
+    iterated = {last_part(n) for expr in (written, loop.iter, *loop.iter_sources) if expr is not None
+                for n in names_in(expr)}
+    return is_data_loop(loop) and not iterated & {last_part(n) for n in names}
 
 
 def _counts_its_batches(loop: Loop, names: set[str]) -> bool:

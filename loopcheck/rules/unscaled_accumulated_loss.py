@@ -72,10 +72,14 @@ clip_effect.py): a different clip setting, not a wrong step; outside reviews jud
 debatable.
 Where the optimizer's weight decay is coupled (Adam's own `weight_decay`, in the call or in a parameter
 group, added to the gradient before the ratio; 0.09 apart at `weight_decay=0.05`), it is flagged: the
-decay weighs N times less against the sum (the message also names a clip where the file has one). An optimizer chosen by a configuration's name
-or built by a function this file does not show is read as unknown: the message names both the SGD and
-the Adam effect. Every construction of the optimizer counts: where another branch builds one
-this file cannot read (`optimizer = BertAdam(params, ...)` beside `FusedAdam` under `if args.fp16:`;
+decay weighs N times less against the sum (the message also names a clip where the file has one). An
+optimizer chosen by a configuration's name or built by a function this file does not show is read as
+unknown: the message names both the SGD and the Adam effect. One handed in by the caller of the loop's
+function (`def train_loop(model, loader, optimizer, ...)`, which the file neither binds nor passes) is
+flagged only where the loop clips (the threshold meets the N-fold sum whatever the optimizer): without a
+clip the N-fold step is certain only for an SGD-like optimizer, which the file does not show (outside
+reviews judged such findings false under the AdamW their callers build). Every construction of the
+optimizer counts: where another branch builds one this file cannot read (`optimizer = BertAdam(params, ...)` beside `FusedAdam` under `if args.fp16:`;
 BertAdam clips each gradient inside its step), the loss is flagged; a call handed the optimizer
 (`FP16_Optimizer(optimizer)`) only wraps it. A running count is always flagged: it
 weighs the micro-batches unequally, which no optimizer undoes. Nor is a raw loss flagged where every
@@ -111,7 +115,7 @@ from loopcheck.model.divided_twice import divisions
 from loopcheck.model.loss import Scaling, loss_scaling
 from loopcheck.model.roles import role_of_constructor
 from loopcheck.model.syntax import (calls, dotted, func_name, int_value, is_zero, keyword, last_part, method,
-                                    names_in, positional, same, source, walk)
+                                    names_in, param_names, positional, same, source, walk)
 from loopcheck.model.training import (draws_batches, is_data_loop, is_fabric_backward, is_manual_backward,
                                       one_micro_batch_loss, slices_of_a_batch)
 from loopcheck.model.values import accumulation_gates_nothing
@@ -536,7 +540,10 @@ def _effect(model: FileModel, training: TrainingLoop, count: str) -> str | None:
     if adam is None:
         if _sgd_only(model, training):
             return f"each optimizer step is {count} times too large"
-        # an optimizer this file does not build or read: the step grows N-fold only if it scales with the gradient
+        # an optimizer this file does not build or read: the step grows N-fold only if it scales with the
+        # gradient, which an Adam-like one does not; a clip threshold meets the N-fold sum whatever it is
+        if _handed_in(model, training) and not _clips(model, training):
+            return None
         return (f"each optimizer step sees {count} times the window's mean gradient: an SGD step is {count} times too "
                 f"large (an Adam-like optimizer keeps its step size, but a clip threshold or coupled weight decay "
                 f"meets the {count}-fold sum)")
@@ -549,6 +556,20 @@ def _effect(model: FileModel, training: TrainingLoop, count: str) -> str | None:
         changes.append(f"the clip threshold meets the sum of {count} micro-batch gradients, so it clips as if set "
                        f"{count} times lower")
     return f"the step size of an Adam-like optimizer does not change, but {' and '.join(changes)}"
+
+
+def _handed_in(model: FileModel, training: TrainingLoop) -> bool:
+    """Every optimizer the loop steps is a parameter of the function holding the loop, bound nowhere
+    in the file and passed by no call of it (``def train_loop(model, loader, optimizer, ...)``): its
+    caller, in another module, builds it."""
+    function = training.loop.function
+    if function is None:
+        return False
+    params = param_names(function.params)
+    return bool(training.steps) and all(
+        (name := step.receiver) is not None and name in params and not model.index.values.get(name)
+        and name not in model.roles.constructed and f"{function.name.value}({name})" not in model.index.arguments
+        for step in training.steps)
 
 
 def _sgd_only(model: FileModel, training: TrainingLoop) -> bool:
