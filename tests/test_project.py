@@ -1358,3 +1358,43 @@ def test_a_second_step_after_the_helper_is_still_a_double_step(project: Path, ru
             assert others == [], found
         else:  # handed None, the helper back-propagates the float16 loss unscaled: LC205 too
             assert len(others) == 1 and " LC205 " in others[0] and others[0].startswith("train.py:10:"), found
+
+
+@pytest.mark.parametrize("framework", ["paddle", "mxnet"])
+def test_a_file_of_another_framework_stays_out_of_scope_with_the_project_read(project: Path, run_cli,
+                                                                              framework: str) -> None:
+    # the scaler's `step(optimizer)` in another module is an optimizer step by its facts, but the file's
+    # loop is another framework's: its `clear_grad()` is that framework's zeroing
+    scaler = """
+        class LSCGradScaler:
+            def __init__(self, init_loss_scaling=1024.0):
+                self._scale = init_loss_scaling
+
+            def scale(self, var):
+                return var * self._scale
+
+            def step(self, optimizer):
+                for param in optimizer._parameter_list:
+                    if param.grad is not None:
+                        param.grad.set_value(param.grad / self._scale)
+                optimizer.step()
+    """
+    train = f"""
+        import {framework}
+
+        from amp import LSCGradScaler
+
+
+        def train(args, backbone, classifier, optimizer, train_loader):
+            scaler = LSCGradScaler(init_loss_scaling=1024.0)
+            for epoch in range(args.train_num_epochs):
+                for step, (img, label) in enumerate(train_loader):
+                    loss_v = classifier(backbone(img), label)
+                    scaler.scale(loss_v).backward()
+                    scaler.step(optimizer)
+                    optimizer.clear_grad()
+    """
+    write_project(project, {"amp.py": scaler, "train.py": train})
+    assert _codes(run_cli, "train.py") == []
+    write_project(project, {"train.py": train.replace(f"import {framework}", "import torch")})
+    assert any(" LC103 " in line for line in _codes(run_cli, "train.py"))  # the same loop in torch

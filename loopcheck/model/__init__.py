@@ -90,7 +90,8 @@ def build(module: cst.Module, source: str = "", options: Options | None = None,
     # A step function with no loop of its own (called once per micro-batch by a loop elsewhere) may
     # accumulate across its calls; variants.training_loops keeps it where it steps on a call counter.
     scopes += [builder.scope(fn) for fns in index.functions.values() for fn in fns
-               if fn in index.eventful and fn not in index.with_loops and fn not in builder.inlined]
+               if fn in index.eventful and fn not in index.with_loops and fn not in builder.inlined
+               and not index.foreign]  # (another framework's file: its loops are out of scope, not step functions)
     model = FileModel(module, index, scopes, [], source, builder.owners, options or Options(), project)
     constants = _constants(index, source)
     if constants:

@@ -91,6 +91,8 @@ def partial_window(model: FileModel, training: TrainingLoop) -> PartialWindow | 
         if not _set_before(parent, summed, loop.order) or _batch_count_checked(model, loop, guard.modulus):
             return None
         return PartialWindow(Tail.DROPPED, None, False, summed=summed)
+    if _tail_dropped_after(training, guard.index):
+        return None  # `if i % N != N - 1: optimizer.zero_grad()` after the loop: the tail is dropped on purpose
     zeroing = _zeroing_between_passes(training)
     if guard.phase is Phase.START and zeroing is None and _starts_at_zero(loop, guard.index):
         return None  # `i % N == 0` steps the tail with the next pass's first micro-batch: at most N in it
@@ -296,6 +298,18 @@ def _starts_at_zero(loop: Loop, index: str | None) -> bool:
     target = loop.assignments[0] if loop.assignments else None
     return index is not None and target is not None and target.op == "for" and \
         enumerate_start(target, index) == 0
+
+
+def _tail_dropped_after(training: TrainingLoop, counter: str | None) -> bool:
+    """A zeroing right after the batch loop under a test of the loop's counter (icefall's ``if
+    sub_batch_idx % params.accum_grad != params.accum_grad - 1: optimizer.zero_grad()``): the code
+    knows the last window may be partial and wipes it on purpose."""
+    parent = training.loop.parent
+    if parent is None or counter is None:
+        return False
+    return any(zero.order > training.loop.order and any(c.test is not None and counter in names_in(c.test)
+                                                         for c in zero.conds)
+               for zero in parent.events(Kind.ZERO_GRAD))
 
 
 def _zeroing_between_passes(training: TrainingLoop) -> Event | None:
