@@ -671,10 +671,17 @@ class GuardReader:
             return Guard(GuardKind.PERIODIC, modulus=modulus.left if minus_one else modulus,  # type: ignore[union-attr]
                          index=name, phase=Phase.BOUNDARY if minus_one else Phase.LATE, test=test,
                          restarts=self._set_per_pass(name))
-        if len(increments) != 1 or int_value(increments[0].value) != 1 or increments[0].conds or not resets:
+        if len(increments) != 1 or int_value(increments[0].value) != 1 or not resets:
+            return None
+        # `if not loss_nan: loss.backward(); n += 1`: a count of the micro-batches that back-propagate
+        counts_backwards = bool(increments[0].conds) and self._counts_backwards(increments[0])
+        if increments[0].conds and not counts_backwards:
             return None
         if not all(_inside(reset, test, name) and int_value(reset.value) == 0 for reset in resets):
             return None
+        if counts_backwards:
+            return Guard(GuardKind.PERIODIC, modulus=modulus, index=name, phase=Phase.UNKNOWN, test=test,
+                         restarts=self._set_per_pass(name))
         # On the k-th micro-batch of a window the count is k when it is incremented before the test:
         # `n >= N` holds at k = N (the boundary), `n > N` at k = N + 1 (every window one too long).
         # Incremented after the test, the reset is followed by an increment in the same iteration:
@@ -688,6 +695,11 @@ class GuardReader:
             phase = Phase.LATE  # whatever the first window, each later one starts from the reset
         return Guard(GuardKind.PERIODIC, modulus=modulus, index=name, phase=phase, test=test,
                      restarts=self._set_per_pass(name))
+
+    def _counts_backwards(self, increment: Assignment) -> bool:
+        """Every backward of the loop runs under exactly the conditions of ``increment``."""
+        backwards = self.loop.events(Kind.BACKWARD)
+        return bool(backwards) and all(b.conds == increment.conds for b in backwards)
 
     def _below_samples(self, test: cst.Comparison, order: int | None) -> Guard | None:
         """``if seen < K:`` (skip) ``else:`` (step) on a count of samples: the negation of ``seen >= K``."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
@@ -81,9 +81,22 @@ class TrainingLoop:
         ...``) or does not require grad (``if loss.requires_grad: loss.backward()``) is an accident, not
         a schedule."""
         guard = self.guard(event)
-        if not guard.always and any(_usable_side(c, self.functions) for c in event.conds):
-            guard = self.guard(event, tuple(c for c in event.conds if not _usable_side(c, self.functions)))
+        if not guard.always and any(_usable_side(self._named(c), self.functions) for c in event.conds):
+            guard = self.guard(event, tuple(c for c in event.conds
+                                            if not _usable_side(self._named(c), self.functions)))
         return guard
+
+    def _named(self, cond: Cond) -> Cond:
+        """``if not loss_nan:`` with ``loss_nan = torch.isnan(loss)`` bound once in the loop: the test it names."""
+        test = cond.test
+        inner = test.expression if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not else test  # type: ignore[union-attr]
+        if type(inner) is not cst.Name:
+            return cond
+        bound = [a for a in self.loop.assignments if a.names == (inner.value,) and a.op == "="]  # type: ignore[union-attr]
+        if len(bound) != 1 or type(bound[0].value) is not cst.Call:
+            return cond
+        value = bound[0].value if inner is test else cst.UnaryOperation(cst.Not(), bound[0].value)
+        return replace(cond, test=value)
 
     def every_iteration(self, event: Event) -> bool:
         """``event`` runs on every micro-batch, itself or with a twin in the complementary branch of
