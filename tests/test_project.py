@@ -1398,3 +1398,66 @@ def test_a_file_of_another_framework_stays_out_of_scope_with_the_project_read(pr
     assert _codes(run_cli, "train.py") == []
     write_project(project, {"train.py": train.replace(f"import {framework}", "import torch")})
     assert any(" LC103 " in line for line in _codes(run_cli, "train.py"))  # the same loop in torch
+
+
+def test_a_teacher_forwarded_only_under_no_grad_may_stay_in_eval_mode(project: Path, run_cli) -> None:
+    # SCHP's self-correction: an averaged copy of the model (no optimizer's) gives soft labels under
+    # no_grad; the helpers of another module re-estimate its BatchNorm in train mode and validate it
+    helpers = """
+    import torch
+
+
+    def bn_re_estimate(loader, model):
+        model.train()
+        with torch.no_grad():
+            for images, _ in loader:
+                model(images)
+
+
+    def validate(model, loader):
+        model.eval()
+        with torch.no_grad():
+            return sum(float((model(x).argmax(1) == y).float().mean()) for x, y in loader) / len(loader)
+    """
+    train = """
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    from schp import bn_re_estimate, validate
+
+
+    def build(num_classes=20):
+        return nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.Conv2d(32, num_classes, 1))
+
+
+    def train(train_loader, val_loader, epochs=150, cycle_epochs=10):
+        model = build()
+        schp_model = build()
+        optimizer = torch.optim.SGD(model.parameters(), lr=7e-3, momentum=0.9, weight_decay=5e-4)
+        for epoch in range(epochs):
+            cycle_n = max(0, (epoch - 100) // cycle_epochs)
+            model.train()
+            for images, labels in train_loader:
+                preds = model(images)
+                loss = F.cross_entropy(preds, labels)
+                if cycle_n >= 1:
+                    with torch.no_grad():
+                        soft_preds = schp_model(images)
+                    loss = loss + F.kl_div(F.log_softmax(preds, 1), F.softmax(soft_preds, 1), reduction="batchmean")
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            if epoch >= 100 and (epoch - 100) % cycle_epochs == 0:
+                with torch.no_grad():
+                    for avg, cur in zip(schp_model.parameters(), model.parameters()):
+                        avg.mul_(1 - 1.0 / (cycle_n + 1)).add_(cur, alpha=1.0 / (cycle_n + 1))
+                bn_re_estimate(train_loader, schp_model)
+                print(epoch, validate(schp_model, val_loader))
+    """
+    write_project(project, {"schp.py": helpers, "train.py": train})
+    assert _codes(run_cli, "train.py") == []
+    trained = train.replace("model.parameters(), lr=7e-3", "[*model.parameters(), *schp_model.parameters()], lr=7e-3")
+    assert trained != train
+    write_project(project, {"train.py": trained})
+    assert [" LC605 " in line for line in _codes(run_cli, "train.py")] == [True]

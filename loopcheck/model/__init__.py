@@ -100,12 +100,12 @@ def build(module: cst.Module, source: str = "", options: Options | None = None,
     for scope in scopes:
         switched = {**_raised_before_loops(scope), **_switched_before_loops(scope)}
         if switched:
-            for loop in _nested(scope):
+            for loop in scope.nest():
                 loop.assumptions = {**switched, **loop.assumptions}
         for top in scope.loops:
             entered = _entered_under(top)
             if entered:
-                for loop in _nested(top):
+                for loop in top.nest():
                     loop.assumptions = {**entered, **loop.assumptions}
     model.training_loops = training_loops(scopes, index, _steps_beside(module, builder),
                                           lambda fn: bool(per_batch_calls(module, index, fn)))
@@ -181,7 +181,7 @@ def _switched_before_loops(scope: Loop) -> dict[str, bool]:
     if not found:
         return found  # (most functions: the bindings of every loop are not counted)
     counted: dict[str, int] = {}
-    for loop in _nested(scope):
+    for loop in scope.nest():
         for assignment in loop.assignments:
             for name in assignment.names:
                 counted[name] = counted.get(name, 0) + 1
@@ -231,7 +231,7 @@ def _entered_under(loop: Loop) -> dict[str, bool]:
             found[key] = positive ^ negated ^ cond.negated
     if not found:
         return found
-    assigned = {n for sub in _nested(loop) for a in sub.assignments for n in a.names}
+    assigned = {n for sub in loop.nest() for a in sub.assignments for n in a.names}
     return {key: value for key, value in found.items() if key not in assigned and not assigned & _roots(key)}
 
 
@@ -239,12 +239,6 @@ def _roots(key: str) -> set[str]:
     """``args.inference_only`` -> {"args", "args.inference_only"}: rebinding either changes the flag."""
     parts = key.split(".")
     return {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
-
-
-def _nested(loop: Loop) -> Iterator[Loop]:
-    yield loop
-    for sub in loop.loops:
-        yield from _nested(sub)
 
 
 def _constants(index: Index, source: str) -> dict[str, bool]:

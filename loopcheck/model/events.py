@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -187,6 +188,12 @@ class Loop:
     @property
     def loops(self) -> list[Loop]:
         return [item for item in self.items if isinstance(item, Loop)]
+
+    def nest(self) -> Iterator[Loop]:
+        """This loop and every loop inside it."""
+        yield self
+        for sub in self.loops:
+            yield from sub.nest()
 
     def assignments_before(self, name: str, order: int) -> list[Assignment]:
         """Assignments to ``name`` that run before ``order`` in one iteration, in execution order

@@ -335,6 +335,8 @@ for step, (x, y) in enumerate(train_loader):
                     continue  # a frozen teacher, an EMA copy, a submodule: may stay in eval mode
                 if _kept_in_eval(leak, name, events, loop):
                     continue  # `gen_net.eval()` before a controller's loop: every iteration runs in eval mode
+                if _teacher_only(name, owners, loop):
+                    continue  # SCHP's averaged model: no optimizer's, forwarded only under no_grad for soft labels
                 if _alternating(leak, name, events, loop):
                     continue  # `if phase == "G": G.train(); D.eval() else: G.eval(); D.train()`
                 if _trains_others_only(name, owners, events, loop, leak.order, steps, model):
@@ -923,6 +925,16 @@ def _alternating(leak: Event, name: str, events: list[Event], loop: Loop) -> boo
     """A ``train()`` of the same model on a branch exclusive with the ``eval()``: modes by phase."""
     return any(e.kind is Kind.TRAIN_MODE and e.loop is leak.loop and exclusive(e.conds, leak.conds)
                and _resolve(e.receiver, loop, e.order) == name for e in events)
+
+
+def _teacher_only(name: str | None, owners: dict[str, set[str]], loop: Loop) -> bool:
+    """No optimizer is built over ``name``'s parameters, and the loop calls it only under ``no_grad``
+    (``with torch.no_grad(): soft_preds = schp_model(images)``): it gives targets, it is not trained."""
+    if name is None or any(name in modules for modules in owners.values()):
+        return False
+    calls = [a for scope in loop.nest() for a in scope.assignments
+             if type(a.value) is cst.Call and dotted(a.value.func) == name]  # type: ignore[attr-defined]
+    return bool(calls) and all(a.contexts and any(c.kind == "no_grad" for c in a.contexts) for a in calls)
 
 
 def _resolve(receiver: str | None, loop: Loop, order: int) -> str | None:
