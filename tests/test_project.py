@@ -1461,3 +1461,45 @@ def test_a_teacher_forwarded_only_under_no_grad_may_stay_in_eval_mode(project: P
     assert trained != train
     write_project(project, {"train.py": trained})
     assert [" LC605 " in line for line in _codes(run_cli, "train.py")] == [True]
+
+
+@pytest.mark.parametrize("exported", [False, True])
+def test_an_inherited_evaluation_method_of_another_module_leaves_eval_mode(project: Path, run_cli,
+                                                                          exported: bool) -> None:
+    # `self._test_classification(model)` of a base class of another module (imported directly, or
+    # re-exported by the package's `__init__.py` with an absolute import) leaves the model in eval mode
+    base = """
+        import torch
+
+
+        class BaseTrainer:
+            def _test_classification(self, model):
+                model.eval()
+                with torch.no_grad():
+                    return 0.0
+    """
+    trainer = f"""
+        import torch
+        from {"pkg" if exported else "pkg.base"} import BaseTrainer
+
+
+        class Trainer(BaseTrainer):
+            def train(self, model, loader, epochs):
+                optimizer = torch.optim.Adam(model.parameters(), 3e-4)
+                for epoch in range(epochs):
+                    for x in loader:
+                        optimizer.zero_grad()
+                        loss = model(x).sum()
+                        loss.backward()
+                        optimizer.step()
+                    self._test_classification(model)
+    """
+    write_project(project, {"pkg/__init__.py": "from pkg.base import BaseTrainer\n" if exported else "",
+                            "pkg/base.py": base, "pkg/trainer.py": trainer})
+    found = _codes(run_cli, "pkg/trainer.py")
+    assert len(found) == 1 and " LC605 " in found[0] and "pkg/base.py:6" in found[0], found
+    restored = base.replace("                    return 0.0\n", "                    accuracy = 0.0\n"
+                                                        "                model.train()\n                return accuracy\n")
+    assert restored != base
+    write_project(project, {"pkg/base.py": restored})
+    assert _codes(run_cli, "pkg/trainer.py") == []

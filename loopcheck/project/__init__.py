@@ -319,6 +319,15 @@ class Imported:
         if not isinstance(func, cst.Attribute) or base.split(".", 1)[0] not in self.own.imports:
             return []
         found = self._method(base, func.attr.value, base=True)
+        if found is not None and found.facts.evals and not (found.facts.own or found.facts.own_partial):
+            # `self._test_classification(model)` of a base class that leaves the model it is handed in eval mode
+            args = positional(call) if not any(a.star for a in call.args) else []
+            from loopcheck.model.syntax import receiver
+
+            specs = [(Kind.EVAL_MODE, receiver(args[p]), {}) for p in found.facts.evals if p < len(args)]
+            if specs:
+                self._where[id(call)] = found.where
+            return specs  # type: ignore[return-value]
         if found is None or not (found.facts.own or found.facts.own_partial):
             return []
         if found.facts.own_partial and not found.facts.gated:

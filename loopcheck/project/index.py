@@ -39,7 +39,7 @@ _DEFINES = (Pattern(rb"def(?<!\wdef)\s+(?=(\w+))"), Pattern(rb"class(?<!\wclass)
 _DEFS = Pattern(rb"def(?<!\wdef)\s+(\w+)")
 # `from .train import Trainer, evaluate` (or a bracketed list) in a package's `__init__.py` (no character
 # class nested in a repeat: linear on any text)
-_REEXPORT = Pattern(rb"^from[ \t]+(\.[\w.]*)[ \t]+import[ \t]+(?:\(([\w\s,]*)\)|([\w \t,]*)$)", re.M)
+_REEXPORT = Pattern(rb"^from[ \t]+(\.[\w.]*|\w[\w.]*)[ \t]+import[ \t]+(?:\(([\w\s,]*)\)|([\w \t,]*)$)", re.M)
 _MAX_BYTES = 2_000_000
 # A tree past either bound is a collection of projects (a home directory, a folder of checkouts), not
 # one project: its entry scripts are not searched (on 87,000 files that search took minutes).
@@ -249,8 +249,9 @@ class ProjectIndex:
 
     def defining(self, path: Path, name: str) -> Path:
         """The module that defines ``name`` imported from ``path``: a package's ``__init__.py`` that
-        does not define it but re-exports it from a module of its own (``from .train import Trainer``)
-        names that module; ``path`` itself otherwise. One hop, text only."""
+        does not define it but re-exports it from a module of its own (``from .train import Trainer``,
+        ``from src.trainer.base_trainer import BaseTrainer``) names that module; ``path`` itself
+        otherwise. One hop, text only."""
         if path.name != "__init__.py" or self.may_define(path, name):
             return path
         exported = self._exports.get(path)
