@@ -1503,3 +1503,49 @@ def test_an_inherited_evaluation_method_of_another_module_leaves_eval_mode(proje
     assert restored != base
     write_project(project, {"pkg/base.py": restored})
     assert _codes(run_cli, "pkg/trainer.py") == []
+
+
+def test_an_accumulation_count_the_caller_passes_beside_a_warmup_reset(project: Path, run_cli) -> None:
+    # yolov3-spp's `train_one_epoch(..., accumulate, warmup)` sets `accumulate = 1` for the warmup epoch
+    # only: the count is what the caller of another module passes; and `ni = i + nb * epoch` with
+    # `nb = len(data_loader)` runs on across the calls (the window that spans two epochs is whole)
+    engine = """
+        import torch
+
+
+        def train_one_epoch(model, optimizer, data_loader, device, epoch, accumulate, warmup=False):
+            model.train()
+            if epoch == 0 and warmup is True:
+                accumulate = 1
+            nb = len(data_loader)
+            for i, (imgs, targets) in enumerate(data_loader):
+                ni = i + nb * epoch
+                loss = torch.nn.functional.mse_loss(model(imgs.to(device)), targets.to(device))
+                loss.backward()
+                if ni % accumulate == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+    """
+    main = """
+        import os
+
+        import torch
+        import torch.distributed as dist
+
+        from engine import train_one_epoch
+
+
+        def main(args, model, loader):
+            dist.init_process_group("nccl")
+            model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[int(os.environ["LOCAL_RANK"])])
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.937)
+            accumulate = max(round(64 / (dist.get_world_size() * args.batch_size)), 1)
+            for epoch in range(args.epochs):
+                train_one_epoch(model, optimizer, loader, "cuda", epoch, accumulate=accumulate, warmup=True)
+    """
+    write_project(project, {"engine.py": engine, "main.py": main})
+    assert [line.split()[1] for line in _codes(run_cli, "engine.py")] == ["LC501"]
+    # where the file's own call passes 1, the count is 1 as shipped: the condition gates nothing
+    called = engine + "\n\n        train_one_epoch(None, None, [], 'cpu', 0, accumulate=1)\n"
+    write_project(project, {"engine.py": called})
+    assert _codes(run_cli, "engine.py") == []

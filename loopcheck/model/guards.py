@@ -25,8 +25,8 @@ import libcst as cst
 from loopcheck.model.events import Assignment, Cond, Kind, Loop
 from loopcheck.model.iterators import is_data_loop
 from loopcheck.model.micro_steps import counted, last_of
-from loopcheck.model.syntax import (dotted, func_name, int_value, last_part, method, names_in, positional, same,
-                                    small_statements, source, walk)
+from loopcheck.model.syntax import (dotted, func_name, int_value, last_part, method, names_in, param_names, positional,
+                                    same, small_statements, source, walk)
 from loopcheck.patterns import Pattern
 
 
@@ -1015,12 +1015,33 @@ class GuardReader:
         outer loop's counter of unknown start: False; a term that does not change: None."""
         outer = self.loop.parent
         if outer is None or not outer.is_loop:
-            return None
+            return False if self._batches_of_earlier_calls(term) else None
         for assignment in outer.assignments:
             if assignment.op == "for" and any(n in assignment.names for n in names_in(term)):
                 starts = [self._outer_first(assignment, n) for n in assignment.names if n in names_in(term)]
                 return all(s == 0 for s in starts)
         return None
+
+    def _batches_of_earlier_calls(self, term: cst.BaseExpression) -> bool:
+        """``nb * epoch`` in ``train_one_epoch(..., epoch, ...)`` with ``nb = len(data_loader)`` of the loop's
+        loader: the batches of the calls before this one, so the sum runs on across epochs."""
+        function = self.loop.function
+        if function is None or type(term) is not cst.BinaryOperation or type(term.operator) is not cst.Multiply:  # type: ignore[attr-defined]
+            return False
+        params = param_names(function.params)
+        loader = names_in(self.loop.node.iter) if type(self.loop.node) is cst.For else set()  # type: ignore[union-attr]
+        for factor, other in ((term.left, term.right), (term.right, term.left)):  # type: ignore[attr-defined]
+            if dotted(other) not in params:
+                continue
+            length = factor
+            name = dotted(factor)
+            if name is not None:
+                bound = [a for a in self.loop.parent.assignments if a.names == (name,)] if self.loop.parent else []  # type: ignore[union-attr]
+                length = bound[0].value if len(bound) == 1 else factor
+            if type(length) is cst.Call and func_name(length) == "len" and length.args \
+                    and names_in(length.args[0].value) & loader:  # type: ignore[attr-defined]
+                return True
+        return False
 
     def _outer_first(self, assignment: Assignment, name: str) -> int | None:
         """The first value of the epoch counter on a fresh run (``range(start_epoch, epochs)`` with

@@ -14,7 +14,7 @@ import libcst as cst
 from loopcheck.model.events import Framework
 from loopcheck.model.index import Index
 from loopcheck.model.roles import Role, role_of_constructor
-from loopcheck.model.syntax import dotted, func_name, keyword, last_part, method, names_in, positional
+from loopcheck.model.syntax import dotted, func_name, keyword, last_part, method, names_in, param_names, positional
 
 if TYPE_CHECKING:
     from loopcheck.model.training import TrainingLoop
@@ -170,10 +170,22 @@ def accumulation_gates_nothing(training: TrainingLoop, index: Index) -> bool:
     default does not count), or, in an Accelerate loop, 1 unless DeepSpeed sets it (below): its step
     condition changes nothing, so nothing about its windows can be wrong."""
     count = training.modulus
-    if count is not None and numeric(count, index, defaults=False) == 1:
+    if count is not None and numeric(count, index, defaults=False) == 1 and not _passed_in(training, count, index):
         return True
     return bool(training.backwards) and all(b.framework is Framework.ACCELERATE for b in training.backwards) \
         and one_unless_deepspeed(count, index)
+
+
+def _passed_in(training: TrainingLoop, count: cst.BaseExpression, index: Index) -> bool:
+    """The count is a parameter of the loop's function that some caller (another module's, where
+    the file calls it nowhere) passes other than as 1: the file's own ``accumulate = 1`` (a warmup
+    epoch's) is one of its values, not the only one."""
+    function = training.loop.function
+    name = dotted(count)
+    if function is None or name is None or name not in param_names(function.params):
+        return False
+    passed = index.arguments.get(f"{function.name.value}({name})", [])
+    return not passed or any(numeric(v, index, defaults=False) != 1 for v in passed)
 
 
 def one_unless_deepspeed(count: cst.BaseExpression | None, index: Index) -> bool:
