@@ -928,10 +928,11 @@ def _alternating(leak: Event, name: str, events: list[Event], loop: Loop) -> boo
 
 
 def _teacher_only(name: str | None, owners: dict[str, set[str]], loop: Loop) -> bool:
-    """No optimizer is built over ``name``'s parameters, and the loop calls it only under ``no_grad``
-    (``with torch.no_grad(): soft_preds = schp_model(images)``): it gives targets, it is not trained."""
-    if name is None or any(name in modules for modules in owners.values()):
-        return False
+    """The file's optimizers are built over other modules than ``name``, and the loop calls it only
+    under ``no_grad`` (``with torch.no_grad(): soft_preds = schp_model(images)``): it gives targets, it
+    is not trained."""
+    if name is None or not any(owners.values()) or any(name in modules for modules in owners.values()):
+        return False  # (where the file shows no optimizer's modules, what it trains is not known)
     calls = [a for scope in loop.nest() for a in scope.assignments
              if type(a.value) is cst.Call and dotted(a.value.func) == name]  # type: ignore[attr-defined]
     return bool(calls) and all(a.contexts and any(c.kind == "no_grad" for c in a.contexts) for a in calls)
