@@ -1549,3 +1549,47 @@ def test_an_accumulation_count_the_caller_passes_beside_a_warmup_reset(project: 
     called = engine + "\n\n        train_one_epoch(None, None, [], 'cpu', 0, accumulate=1)\n"
     write_project(project, {"engine.py": called})
     assert _codes(run_cli, "engine.py") == []
+
+
+@pytest.mark.parametrize(("built", "lines"), [
+    ("torch.optim.Adam(self.model.arch_parameters(), lr=3e-4)", [12]),  # the Architect's own optimizer
+    ("optimizer", [11, 12, 13]),  # the weight optimizer handed in: the same object, `step` zeroes it too
+])
+def test_the_zeroing_of_an_optimizer_another_object_builds_for_itself(project: Path, run_cli, built: str,
+                                                                      lines: list[int]) -> None:
+    # SDARTS's chunk loop clears the weight optimizer (wrongly: it accumulates over the chunks) and the
+    # Architect's own Adam, which `architect.step` zeroes and steps per chunk
+    architect = f"""
+        import torch
+
+
+        class Architect:
+            def __init__(self, model, optimizer):
+                self.model = model
+                self.optimizer = {built}
+
+            def step(self, x, y):
+                self.optimizer.zero_grad()
+                self.model.loss(x, y).backward()
+                self.optimizer.step()
+    """
+    search = """
+        import torch
+        from architect import Architect
+
+
+        def train(model, batches, optimizer, small_batch_size):
+            architect = Architect(model, optimizer)
+            for data, targets in batches:
+                optimizer.zero_grad()
+                for start in range(0, len(data), small_batch_size):
+                    architect.step(data[start:start + small_batch_size], targets[start:start + small_batch_size])
+                    optimizer.zero_grad()
+                    architect.optimizer.zero_grad()
+                    loss = model.loss(data[start:start + small_batch_size], targets[start:start + small_batch_size])
+                    loss.backward()
+                optimizer.step()
+    """
+    write_project(project, {"architect.py": architect, "search.py": search})
+    found = _codes(run_cli, "search.py")
+    assert sorted(int(line.split(":")[1]) for line in found if " LC101 " in line) == lines, found

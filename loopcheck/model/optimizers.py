@@ -113,6 +113,8 @@ class Zeroing:
         self.shared = {p for p in self.stepped if sum(last_part(s) == p for s in self.full) > 1}
         self.roles = model.index.roles
         self.values = model.index.values
+        self.model = model
+        self._own: set[str] | None = None  # `obj.optimizer` that a class of obj builds for itself (read when asked)
 
     def clears(self, zero: Event, step: Event) -> bool | None:
         """True: certainly clears the gradients ``step``'s optimizer applies; False: it certainly clears
@@ -127,6 +129,8 @@ class Zeroing:
         mine = last_part(optimizer)
         if zero.target == "optimizer":
             zeroed = last_part(zero.receiver)
+            if zero.receiver != optimizer and zero.receiver in self.own_optimizers():
+                return False  # `architect.optimizer.zero_grad()`: the optimizer the Architect builds for itself
             if mine in self.shared and optimizer in self.full:
                 if zero.receiver == optimizer:
                     return True
@@ -152,6 +156,13 @@ class Zeroing:
         if mine in self.owners and all(self._apart(module, owner) for owner in self.owners[mine]):
             return False  # a half-precision copy zeroed after its gradients went to the stepped fp32 model
         return None
+
+    def own_optimizers(self) -> set[str]:
+        if self._own is None:
+            from loopcheck.model.stored import own_optimizers
+
+            self._own = own_optimizers(self.model)
+        return self._own
 
     def covered(self, optimizer: str, zeros: list[Event]) -> bool:
         """An optimizer built over other modules' ``.parameters()`` and nothing else (infoGAN's

@@ -13,6 +13,7 @@ module ``s_net`` itself, so ``d_net.s_net.train()`` switches ``s_net``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -40,6 +41,34 @@ def attribute_aliases(model: FileModel) -> dict[str, str]:
     ``self.attr``, for each plain name the file builds once from a class of the file or of a project
     module it imports (``d_net = distiller.Distiller(t_net, s_net)``: ``d_net.s_net`` -> ``s_net``)."""
     found: dict[str, str] = {}
+    for name, init, call in _built_once(model):
+        kept = stored_whole(init)
+        for attr, value in _arguments(init, call).items():
+            if attr in kept and (passed := dotted(value)) is not None:
+                found[f"{name}.{last_part(kept[attr])}"] = passed
+    return found
+
+
+def own_optimizers(model: FileModel) -> set[str]:
+    """``architect.optimizer`` where ``architect = Architect(model, args)`` is built once from a class
+    (of the file or of a project module) whose ``__init__`` builds ``self.optimizer`` by an optimizer
+    constructor (DARTS's Adam over the architecture parameters): an optimizer of that object's own."""
+    from loopcheck.model.roles import Role, role_of_constructor
+
+    found: set[str] = set()
+    for name, init, _ in _built_once(model):
+        for node in walk(init.body):
+            if type(node) is cst.Assign and len(node.targets) == 1 and type(node.value) is cst.Call:  # type: ignore[attr-defined]
+                target = dotted(node.targets[0].target)  # type: ignore[attr-defined]
+                if target and target.startswith("self.") and target.count(".") == 1 \
+                        and role_of_constructor(func_name(node.value) or "") is Role.OPTIMIZER:  # type: ignore[attr-defined]
+                    found.add(f"{name}.{last_part(target)}")
+    return found
+
+
+def _built_once(model: FileModel) -> Iterator[tuple[str, cst.FunctionDef, cst.Call]]:
+    """Each plain name the file builds once from a class of the file or of a project module it imports,
+    with that class's ``__init__`` and the call."""
     classes: dict[str, cst.ClassDef] | None = None
     for name, calls in model.index.roles.constructed.items():
         if len(calls) != 1 or len(model.index.values.get(name, ())) != 1:
@@ -53,13 +82,8 @@ def attribute_aliases(model: FileModel) -> dict[str, str]:
         if cls is None and model.project is not None:
             cls = model.project.class_def(constructor)
         init = _init(cls) if cls is not None else None
-        if init is None:
-            continue
-        kept = stored_whole(init)
-        for attr, value in _arguments(init, calls[0]).items():
-            if attr in kept and (passed := dotted(value)) is not None:
-                found[f"{name}.{last_part(kept[attr])}"] = passed
-    return found
+        if init is not None:
+            yield name, init, calls[0]
 
 
 def _init(cls: cst.ClassDef) -> cst.FunctionDef | None:

@@ -152,6 +152,8 @@ for i, (x, y) in enumerate(loader):
                     continue  # the `else:` of the step condition zeroes every non-boundary micro-batch
                 if _kept_out(zeroing, training, zero, backwards):
                     continue  # one part of the stepped model kept out of every step (an EMA teacher)
+                if training.steps and all(zeroing.clears(zero, step) is False for step in training.steps):
+                    continue  # another optimizer's (`architect.optimizer`, built by the Architect for itself)
                 if training.style is Style.ACCELERATE and zero.target == "optimizer":
                     # Accelerate's prepared optimizer skips zero_grad on non-sync steps, but on the
                     # sync step one before the backward clears the whole window
@@ -172,7 +174,8 @@ for i, (x, y) in enumerate(loader):
                         yield self.at(zero, _across_message(zero, training.loop, flag), fix)
                     continue
                 through = f" (by `{call_text(zero.node)}`, {elsewhere})" if elsewhere else ""
-                gradients = f"`{zero.receiver}` gradients" if zero.target != "param" else f"gradients (`{zero.receiver}.grad`)"
+                gradients = f"gradients (`{zero.receiver}.grad`)" if zero.target == "param" \
+                    and type(zero.node) is not cst.Call else f"`{zero.receiver}` gradients"  # `p.grad = None`
                 yield self.at(zero, f"{gradients} are zeroed{through} on every micro-batch while the "
                                     f"optimizer steps every N micro-batches ({training.style.value}): "
                                     "N-1 of N backward passes are thrown away", fix)
