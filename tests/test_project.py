@@ -1593,3 +1593,51 @@ def test_the_zeroing_of_an_optimizer_another_object_builds_for_itself(project: P
     write_project(project, {"architect.py": architect, "search.py": search})
     found = _codes(run_cli, "search.py")
     assert sorted(int(line.split(":")[1]) for line in found if " LC101 " in line) == lines, found
+
+
+@pytest.mark.parametrize(("imported", "clipped", "flagged"), [
+    (True, False, False),  # the caller of another module builds the optimizer (an AdamW there: inert)
+    (True, True, True),  # the clip meets the N-fold sum whatever the optimizer
+    (False, False, True),  # nothing of the project calls the loop: the optimizer is not known to be handed in
+])
+def test_an_undivided_loss_whose_optimizer_a_caller_of_another_module_hands_in(project: Path, run_cli, imported: bool,
+                                                                                clipped: bool, flagged: bool) -> None:
+    loops = """
+        import gc
+
+        import torch
+        from tqdm import tqdm
+
+
+        def train_loop(model, train_loader, optimizer, criterion, scheduler, args, iteration):
+            model.train()
+            avg_loss = 0.0
+            for idx, batch in enumerate(tqdm(train_loader, desc="Train", ncols=80)):
+                input_ids, input_masks, labels = (t.cuda() for t in batch)
+                logits = model(input_ids=input_ids.long(), attention_mask=input_masks)
+                loss = criterion(logits, labels)
+                loss.backward()
+                if (iteration + 1) % args.batch_accumulation == 0:
+                    optimizer.step()
+                    scheduler.step()
+                    optimizer.zero_grad()
+                iteration += 1
+                avg_loss += loss.item() / (len(train_loader) * args.batch_accumulation)
+            torch.cuda.empty_cache()
+            gc.collect()
+            return avg_loss, iteration
+    """
+    if clipped:
+        loops = loops.replace("                    optimizer.step()\n",
+                              "                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+                              "                    optimizer.step()\n")
+    run = """
+        import torch
+        from loops import train_loop
+        from model import get_model_optimizer
+
+        model, optimizer = get_model_optimizer(args)
+        train_loop(model, train_loader, optimizer, criterion, scheduler, args, 0)
+    """
+    write_project(project, {"loops.py": loops, **({"run.py": run} if imported else {})})
+    assert [" LC102 " in line for line in _codes(run_cli, "loops.py")] == ([True] if flagged else [])

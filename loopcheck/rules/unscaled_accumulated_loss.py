@@ -75,11 +75,12 @@ group, added to the gradient before the ratio; 0.09 apart at `weight_decay=0.05`
 decay weighs N times less against the sum (the message also names a clip where the file has one). An
 optimizer chosen by a configuration's name or built by a function this file does not show is read as
 unknown: the message names both the SGD and the Adam effect. One handed in by the caller of the loop's
-function (`def train_loop(model, loader, optimizer, ...)`, which the file neither binds nor passes) is
-flagged only where the loop clips (the threshold meets the N-fold sum whatever the optimizer): without a
-clip the N-fold step is certain only for an SGD-like optimizer, which the file does not show (outside
-reviews judged such findings false under the AdamW their callers build). Every construction of the
-optimizer counts: where another branch builds one this file cannot read (`optimizer = BertAdam(params, ...)` beside `FusedAdam` under `if args.fp16:`;
+function (`def train_loop(model, loader, optimizer, ...)`, which the file neither binds nor passes, in a
+module another file of the project imports) is flagged only where the loop clips (the threshold meets
+the N-fold sum whatever the optimizer): without a clip the N-fold step is certain only for an SGD-like
+optimizer, which the file does not show (outside reviews judged such findings false under the AdamW
+their callers build). Every construction of the optimizer counts: where another branch builds one this
+file cannot read (`optimizer = BertAdam(params, ...)` beside `FusedAdam` under `if args.fp16:`;
 BertAdam clips each gradient inside its step), the loss is flagged; a call handed the optimizer
 (`FP16_Optimizer(optimizer)`) only wraps it. A running count is always flagged: it
 weighs the micro-batches unequally, which no optimizer undoes. Nor is a raw loss flagged where every
@@ -560,16 +561,16 @@ def _effect(model: FileModel, training: TrainingLoop, count: str) -> str | None:
 
 def _handed_in(model: FileModel, training: TrainingLoop) -> bool:
     """Every optimizer the loop steps is a parameter of the function holding the loop, bound nowhere
-    in the file and passed by no call of it (``def train_loop(model, loader, optimizer, ...)``): its
-    caller, in another module, builds it."""
+    in the file and passed by no call of it (``def train_loop(model, loader, optimizer, ...)``), in a
+    module another file of the project imports: its caller there builds it."""
     function = training.loop.function
-    if function is None:
-        return False
+    if function is None or model.project is None:
+        return False  # (a file checked alone, outside any project: no caller to build the optimizer)
     params = param_names(function.params)
     return bool(training.steps) and all(
         (name := step.receiver) is not None and name in params and not model.index.values.get(name)
         and name not in model.roles.constructed and f"{function.name.value}({name})" not in model.index.arguments
-        for step in training.steps)
+        for step in training.steps) and model.project.imported_elsewhere()
 
 
 def _sgd_only(model: FileModel, training: TrainingLoop) -> bool:
