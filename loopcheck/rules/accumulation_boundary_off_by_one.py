@@ -30,9 +30,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.model import FileModel, Phase, Style
+from loopcheck.model import FileModel, Kind, Phase, Style, TrainingLoop
 from loopcheck.model.guards import precedence_slip, slipped
 from loopcheck.model.syntax import source
+from loopcheck.model.training import is_data_loop
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.model.windows import zeroed_every_micro_batch
 from loopcheck.rules._base import Rule, Violation
@@ -169,11 +170,26 @@ for step in range(num_micro_batches):
                                                    f"`{guard.index}` is counted: every window sums N + 1 "
                                                    "micro-batches, not N")
                 continue
+            if _first_window_only(training):
+                continue  # only the run's first window is short: every later one is N long
             after_backward = all(b.order < step.order for b in training.backwards)
             if guard.phase is Phase.OFF or guard.phase is Phase.START and after_backward:
                 yield Violation(guard.test, owner, f"`{source(guard.test)}` fires on the wrong micro-batch for how "
                                                    f"`{guard.index}` is counted: the first window is not N "
                                                    "micro-batches long and every later step is shifted")
+
+
+def _first_window_only(training: TrainingLoop) -> bool:
+    """The counter starts once for the whole run: it runs on across epochs with nothing zeroing the
+    gradients between them (``global_step``), or the loop is the run's only pass (``while step <
+    total_steps:`` drawing its own batches). The shifted test then makes the run's first window one
+    micro-batch short or long, and every later window N long: nothing a step sees is wrong after it."""
+    guard = training.step_guard
+    loop, parent = training.loop, training.loop.parent
+    if guard is not None and guard.restarts is False:
+        return parent is not None and parent.is_loop and not parent.events(Kind.ZERO_GRAD)
+    return guard is not None and guard.restarts is True and type(loop.node) is cst.While and not is_data_loop(loop) \
+        and not (parent is not None and parent.is_loop)
 
 
 def _precedence_message(slip: cst.BinaryOperation, flush: bool | None) -> str:
