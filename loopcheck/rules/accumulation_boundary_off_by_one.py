@@ -18,7 +18,12 @@ and the loss division by N makes that step N times too small; with a 1-based cou
 `(i + 1) % N == 0` steps after N-1 micro-batches. Every later window is shifted, and the
 windows no longer line up with the epoch.
 Not reported where the gradients are zeroed on every micro-batch (outside the step branch): each
-step sees one micro-batch whichever the test picks, and that zeroing is the finding (LC101).
+step sees one micro-batch whichever the test picks, and that zeroing is the finding (LC101). Nor where
+the counter starts only once in the run (a `global_step` that runs on across epochs with nothing
+zeroing the gradients between them, or a `while step < total_steps:` loop that is the run's only pass):
+the shifted test then makes the run's first window one micro-batch short or long, and every later window
+is N long (outside reviews judged such findings false: TaCL's first step ran at learning rate 0 in its
+warmup). With a zeroing at each epoch's start the shift recurs every epoch and is reported.
 
 ## Fix
 Test the 0-based index with `(i + 1) % N == 0` (or a 1-based counter with `i % N == 0`).
