@@ -180,3 +180,28 @@ def test_a_window_one_micro_batch_long_is_named_n_plus_one() -> None:
     assert "every window sums N + 1 micro-batches" in by_code["LC106"].message
     assert "(`accum` + 1) times" in by_code["LC102"].message
     assert by_code["LC102"].fix_message is None  # dividing by N would leave the window N + 1 long
+
+
+GLOBAL_STEP = """
+import torch
+
+global_step = 0
+for epoch in range(epochs):
+    optimizer.zero_grad()
+    for x, y in loader:
+        loss = torch.nn.functional.cross_entropy(model(x), y) / accum
+        loss.backward()
+        if global_step % accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+        global_step += 1
+"""
+
+
+def test_lc106_on_a_count_across_epochs_names_the_window_the_epoch_zeroing_opens() -> None:
+    (finding,) = check_source(GLOBAL_STEP, select=["LC106"])
+    assert "the window that each epoch's zeroing opens is not N micro-batches long" in finding.message
+    per_epoch = GLOBAL_STEP.replace("global_step = 0\n", "").replace("    for x, y in loader:",
+                                                                    "    global_step = 0\n    for x, y in loader:")
+    (finding,) = check_source(per_epoch, select=["LC106"])
+    assert "every later step is shifted" in finding.message

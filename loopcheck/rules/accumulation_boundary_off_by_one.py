@@ -179,9 +179,13 @@ for step in range(num_micro_batches):
                 continue  # only the run's first window is short: every later one is N long
             after_backward = all(b.order < step.order for b in training.backwards)
             if guard.phase is Phase.OFF or guard.phase is Phase.START and after_backward:
+                # a count that runs on across epochs is off only where a zeroing at each epoch's start
+                # opens a window (`_first_window_only` keeps the others out)
+                effect = "the window that each epoch's zeroing opens is not N micro-batches long" \
+                    if guard.restarts is False else "the first window is not N micro-batches long and every later " \
+                                                    "step is shifted"
                 yield Violation(guard.test, owner, f"`{source(guard.test)}` fires on the wrong micro-batch for how "
-                                                   f"`{guard.index}` is counted: the first window is not N "
-                                                   "micro-batches long and every later step is shifted")
+                                                   f"`{guard.index}` is counted: {effect}")
 
 
 def _first_window_only(training: TrainingLoop) -> bool:
