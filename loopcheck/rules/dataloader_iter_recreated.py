@@ -29,9 +29,9 @@ built in the file or by a factory of the file or of the project module it import
 Nor is a training loop's `next(iter(loader))` over a `DataLoader(..., shuffle=True)` (or, beside the loader
 the loop iterates, one with a random sampler: DARTS's search batch from `sampler=SubsetRandomSampler(...)`)
 without worker processes (`num_workers` left out or 0), the only loader the file binds to that name, in a
-loop that does not run `len(loader)` steps of it as an epoch: each step draws one batch at random from a new permutation
-(learn2learn's one random episode per step, a book's "each epoch is one random batch"), which code
-written that way means, and no worker restarts. Nor is a batch drawn only to read its shape (SynFlow's
+loop that does not run `len(loader)` steps of it as an epoch: each step draws one batch at random from a
+new permutation (learn2learn's one random episode per step, a book's "each epoch is one random batch"),
+which code written that way means, and no worker restarts. Nor is a batch drawn only to read its shape (SynFlow's
 `(data, _) = next(iter(loader))`, then `list(data[0, :].shape)` for an all-ones probe each pruning round):
 no batch is trained on.
 
@@ -400,18 +400,21 @@ def _random_batch(model: FileModel, loader: cst.BaseExpression, beside: bool) ->
 def _beside_another_loader(loop: Loop, names: set[str]) -> bool:
     """The loop iterates a loader other than the one it draws from (DARTS's search batch, drawn from
     ``valid_queue`` on each step over ``train_queue``): the extra batch is a side draw."""
-    written = loop.node.iter if type(loop.node) is cst.For else None
-    iterated = {last_part(n) for expr in (written, loop.iter, *loop.iter_sources) if expr is not None
-                for n in names_in(expr)}
+    iterated = {last_part(n) for expr in _iterated(loop) for n in names_in(expr)}
     return is_data_loop(loop) and not iterated & {last_part(n) for n in names}
 
 
 def _counts_its_batches(loop: Loop, names: set[str]) -> bool:
     """The loop runs ``len(loader)`` steps of the loader it draws from (``for step in
     trange(len(data_iterator)):``): an epoch meant to cover the data once, which random draws do not."""
-    written = loop.node.iter if type(loop.node) is cst.For else None
     return any(type(n) is cst.Call and func_name(n) == "len" and n.args and dotted(n.args[0].value) in names  # type: ignore[attr-defined]
-               for expr in (written, loop.iter, *loop.iter_sources) if expr is not None for n in walk(expr))
+               for expr in _iterated(loop) for n in walk(expr))
+
+
+def _iterated(loop: Loop) -> list[cst.BaseExpression]:
+    """What the loop iterates as written, with the names in it followed (``Loop.iter``, ``iter_sources``)."""
+    written = loop.node.iter if type(loop.node) is cst.For else None
+    return [e for e in (written, loop.iter, *loop.iter_sources) if e is not None]
 
 
 _RANDOM_SAMPLERS = frozenset({"RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler"})
