@@ -189,6 +189,11 @@ class Loop:
     def loops(self) -> list[Loop]:
         return [item for item in self.items if isinstance(item, Loop)]
 
+    def iterated(self) -> list[cst.BaseExpression]:
+        """What the loop iterates as written, and with the names in it followed (``iter``, ``iter_sources``)."""
+        written = self.node.iter if type(self.node) is cst.For else None
+        return [e for e in (written, self.iter, *self.iter_sources) if e is not None]
+
     def nest(self) -> Iterator[Loop]:
         """This loop and every loop inside it."""
         yield self

@@ -81,10 +81,10 @@ class TrainingLoop:
         ...``) or does not require grad (``if loss.requires_grad: loss.backward()``) is an accident, not
         a schedule."""
         guard = self.guard(event)
-        if not guard.always and any(_usable_side(self._named(c), self.functions) for c in event.conds):
-            guard = self.guard(event, tuple(c for c in event.conds
-                                            if not _usable_side(self._named(c), self.functions)))
-        return guard
+        if guard.always:
+            return guard
+        usable = [_usable_side(self._named(c), self.functions) for c in event.conds]
+        return self.guard(event, tuple(c for c, u in zip(event.conds, usable) if not u)) if any(usable) else guard
 
     def _named(self, cond: Cond) -> Cond:
         """``if not loss_nan:`` with ``loss_nan = torch.isnan(loss)`` bound once in the loop: the test it names."""

@@ -432,8 +432,13 @@ def _capped_at_windows(loop: Loop, modulus: cst.BaseExpression | None) -> bool:
     bounds = args[1:2] if name == "islice" and len(args) == 2 else [
         positional(a)[-1] for a in args if isinstance(a, cst.Call) and func_name(a) == "range" and positional(a)
     ] if name == "zip" else []
-    return any(isinstance(b, cst.BinaryOperation) and isinstance(b.operator, cst.Multiply)
-               and (same(b.left, modulus) or same(b.right, modulus)) for b in bounds)
+    return any(_times(b, modulus) for b in bounds)
+
+
+def _times(expr: cst.BaseExpression, modulus: cst.BaseExpression | None) -> bool:
+    """``steps * N`` or ``N * steps``: a multiple of the accumulation count."""
+    return type(expr) is cst.BinaryOperation and type(expr.operator) is cst.Multiply \
+        and (same(expr.left, modulus) or same(expr.right, modulus))  # type: ignore[attr-defined]
 
 
 def _sampled_in_windows(model: FileModel, loop: Loop, modulus: cst.BaseExpression | None) -> bool:
@@ -449,9 +454,7 @@ def _sampled_in_windows(model: FileModel, loop: Loop, modulus: cst.BaseExpressio
         for name in ("batch_sampler", "sampler"):
             sampler = keyword(loader, name)
             built = _bound_call(model, sampler) if sampler is not None else None
-            if built is not None and any(
-                    type(a.value) is cst.BinaryOperation and type(a.value.operator) is cst.Multiply  # type: ignore[attr-defined]
-                    and (same(a.value.left, modulus) or same(a.value.right, modulus)) for a in built.args):  # type: ignore[attr-defined]
+            if built is not None and any(_times(a.value, modulus) for a in built.args):
                 return True
     return False
 

@@ -283,11 +283,7 @@ class Imported:
                                                      "framework": Framework.LOSS_SCALER}))
         if facts.zeroes and (facts.steps or facts.scaler_steps):
             specs.append(zero)  # a helper that steps clears after the step
-        skipped = {position for position, gate, runs in facts.evals_unless
-                   if gate in args and _bool_literal(args[gate]) is (not runs)}  # `evaluate(model, is_training=True)`
-        for position in facts.evals:
-            if position in args and position not in skipped:
-                specs.append((Kind.EVAL_MODE, receiver(args[position]), {}))
+        specs += _evals(facts, args)
         # an epoch function of another module that starts with `model.train()`: the mode switch comes
         # before its backward and steps
         specs[:0] = [(Kind.TRAIN_MODE, receiver(args[p]), {}) for p in facts.trains if p in args]
@@ -321,13 +317,10 @@ class Imported:
         found = self._method(base, func.attr.value, base=True)
         if found is not None and found.facts.evals and not (found.facts.own or found.facts.own_partial):
             # `self._test_classification(model)` of a base class that leaves the model it is handed in eval mode
-            args = positional(call) if not any(a.star for a in call.args) else []
-            from loopcheck.model.syntax import receiver
-
-            specs = [(Kind.EVAL_MODE, receiver(args[p]), {}) for p in found.facts.evals if p < len(args)]
-            if specs:
+            evals = _evals(found.facts, arguments(call, found.facts))
+            if evals:
                 self._where[id(call)] = found.where
-            return specs  # type: ignore[return-value]
+            return evals
         if found is None or not (found.facts.own or found.facts.own_partial):
             return []
         if found.facts.own_partial and not found.facts.gated:
@@ -862,6 +855,18 @@ def _scaler_name(call: cst.Call, scaler: int | str, args: dict[int, cst.BaseExpr
         return receiver(args[scaler]) if scaler in args else None
     owner = dotted(call.func.value) if isinstance(call.func, cst.Attribute) else None
     return f"{owner}{scaler[4:]}" if owner and scaler.startswith("self.") else scaler
+
+
+def _evals(facts: FunctionFacts, args: dict[int, cst.BaseExpression]) -> list[tuple[Kind, str | None, dict[str, object]]]:
+    """The switches to eval mode a helper makes of the arguments ``args`` hands it, less those under a
+    parameter test the call's literal skips (``evaluate(model, is_training=True)``)."""
+    from loopcheck.model.events import Kind
+    from loopcheck.model.syntax import receiver
+
+    skipped = {position for position, gate, runs in facts.evals_unless
+               if gate in args and _bool_literal(args[gate]) is (not runs)}
+    return [(Kind.EVAL_MODE, receiver(args[position]), {}) for position in facts.evals
+            if position in args and position not in skipped]
 
 
 def _bool_literal(expr: cst.BaseExpression) -> bool | None:

@@ -183,35 +183,20 @@ class ModuleFacts:
 def _parameter_gate(function: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call,
                     index: dict[str, int]) -> tuple[int, bool] | None:
     """``if not is_training: model.eval()``: the parameter (its position) and the value under which
-    the ``if`` that holds ``call`` runs it; None where no ``if`` around it tests a parameter alone."""
-    path: list[tuple[ast.If, bool]] = []
-
-    def find(body: list[ast.stmt]) -> bool:
-        for statement in body:
-            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
-            if isinstance(statement, ast.If):
-                for branch, positive in ((statement.body, True), (statement.orelse, False)):
-                    path.append((statement, positive))
-                    if find(branch):
-                        return True
-                    path.pop()
-                if any(node is call for node in ast.walk(statement.test)):
-                    return True
-                continue
-            if any(node is call for node in ast.walk(statement)):
-                inner = [b for field in ("body", "orelse", "finalbody") for b in [getattr(statement, field, None)] if b]
-                return any(find(b) for b in inner) or True
-        return False
-
-    find(function.body)
-    for statement, positive in path:
-        test = statement.test
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            test, positive = test.operand, not positive
-        if isinstance(test, ast.Name) and test.id in index:
-            return index[test.id], positive
-    return None
+    the outermost ``if`` around ``call`` that tests a parameter alone runs it; None where none does."""
+    parents = {id(child): node for node in ast.walk(function) for child in ast.iter_child_nodes(node)}
+    found: tuple[int, bool] | None = None
+    node: ast.AST = call
+    while id(node) in parents and node is not function:
+        parent = parents[id(node)]
+        if isinstance(parent, ast.If) and node is not parent.test:
+            test, positive = parent.test, any(node is n for n in parent.body)
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, positive = test.operand, not positive
+            if isinstance(test, ast.Name) and test.id in index:
+                found = index[test.id], positive
+        node = parent
+    return found
 
 
 def _tuples(value: object) -> object:

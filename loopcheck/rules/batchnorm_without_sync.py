@@ -180,9 +180,7 @@ def _feeds_no_training(model: FileModel, loader: cst.Call) -> bool:
     for training in model.training_loops:
         loop: Loop | None = training.step_loop
         while loop is not None:
-            written = loop.node.iter if isinstance(loop.node, cst.For) else None  # (`iter` follows the names)
-            for expr in [e for e in (written, loop.iter) if e is not None] + loop.iter_sources:
-                iterated |= {last_part(n) for n in names_in(expr)}
+            iterated |= {last_part(n) for expr in loop.iterated() for n in names_in(expr)}
             loop = loop.parent
     return bool(iterated) and bound[0] not in iterated
 

@@ -400,7 +400,7 @@ def _random_batch(model: FileModel, loader: cst.BaseExpression, beside: bool) ->
 def _beside_another_loader(loop: Loop, names: set[str]) -> bool:
     """The loop iterates a loader other than the one it draws from (DARTS's search batch, drawn from
     ``valid_queue`` on each step over ``train_queue``): the extra batch is a side draw."""
-    iterated = {last_part(n) for expr in _iterated(loop) for n in names_in(expr)}
+    iterated = {last_part(n) for expr in loop.iterated() for n in names_in(expr)}
     return is_data_loop(loop) and not iterated & {last_part(n) for n in names}
 
 
@@ -408,13 +408,7 @@ def _counts_its_batches(loop: Loop, names: set[str]) -> bool:
     """The loop runs ``len(loader)`` steps of the loader it draws from (``for step in
     trange(len(data_iterator)):``): an epoch meant to cover the data once, which random draws do not."""
     return any(type(n) is cst.Call and func_name(n) == "len" and n.args and dotted(n.args[0].value) in names  # type: ignore[attr-defined]
-               for expr in _iterated(loop) for n in walk(expr))
-
-
-def _iterated(loop: Loop) -> list[cst.BaseExpression]:
-    """What the loop iterates as written, with the names in it followed (``Loop.iter``, ``iter_sources``)."""
-    written = loop.node.iter if type(loop.node) is cst.For else None
-    return [e for e in (written, loop.iter, *loop.iter_sources) if e is not None]
+               for expr in loop.iterated() for n in walk(expr))
 
 
 _RANDOM_SAMPLERS = frozenset({"RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler"})
