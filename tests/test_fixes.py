@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import textwrap
+from pathlib import Path
 
 import libcst as cst
 import pytest
@@ -585,3 +586,17 @@ def test_the_loss_of_a_helper_is_divided_by_the_parameter_bound_to_n() -> None:
                     optimizer.zero_grad()
     """, frozenset({"LC102"}))
     assert "    (loss / accum).backward()\n    return loss.item()\n" in fixed
+
+
+def test_the_last_batch_step_is_unsafe_where_the_loop_can_end_the_pass_early() -> None:
+    # with the batch cap turned on the pass ends before the last batch: `or i + 1 == len(loader)` does not
+    # step that tail (run on CPU: 3 micro-batches left unstepped with the cap at 3, with or without the fix)
+    source = (Path(__file__).parent.parent / "rules" / "fixtures" / "LC105"
+              / "option_batch_cap_off_by_default_drops_tail.py").read_text()
+    (capped,) = check_source(source, select=["LC105"])
+    assert capped.fix_message is not None and capped.fix_safe is False
+    uncapped = source.replace("            if args.minibatch_num_train > 0 and data_idx >= args.minibatch_num_train - 1:\n"
+                              "                break\n", "")
+    assert uncapped != source
+    (whole,) = check_source(uncapped, select=["LC105"])
+    assert whole.fix_message is not None and whole.fix_safe is True

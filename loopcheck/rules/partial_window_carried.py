@@ -35,17 +35,20 @@ narrows instead: `if (i + 1) % N != 0 and (i + 1) != len(loader): continue`. `--
 test of the loop that means the window boundary (`update_grad=...`, the zeroing, a `no_sync()`
 branch), so they keep pairing. Or step the leftover window after the loop. No fix is offered for a
 counter that runs on across epochs, nor for a condition that calls a predicate of the file (the
-last-batch test belongs in the predicate, which other callers may share).
+last-batch test belongs in the predicate, which other callers may share). Where the loop can `break` or
+`return` (a batch cap an option turns on, a debug stop) the fix is unsafe: a run that takes that exit
+ends the pass before the last batch, and its tail stays unstepped.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import libcst as cst
 
 from loopcheck.fixes import Edit, Fix
-from loopcheck.model import FileModel, GuardKind, Kind, Phase, TrainingLoop
+from loopcheck.model import FileModel, GuardKind, Kind, Loop, Phase, TrainingLoop
 from loopcheck.model.guards import Guard, enumerate_start, slipped, unwrap_iterable
 from loopcheck.model.syntax import children, func_name, int_value, names_in, positional, same, source, walk
 from loopcheck.model.values import accumulation_gates_nothing
@@ -234,6 +237,10 @@ for epoch in range(epochs):
             called = any(c.test is guard.test and c.reads is not None for c in step.conds)
             fix = _also_last(training, guard, last) if last and not window.spans_epochs and not called \
                 and window.summed is None else None
+            if fix is not None and _exits_early(training.loop):
+                # `if args.minibatch_num_train > 0 and i >= ...: break`: a run that asks for the exit ends the
+                # pass before the last batch, so the last-batch test does not step its tail there
+                fix = replace(fix, safe=False)
             # advice only: a step counter other than the loop's index still steps on the loop's last batch
             hint = last or (_last_batch_test(target.value, target.names[0], enumerate_start(target, target.names[0]),
                                              through_log_every=True)
@@ -283,6 +290,19 @@ def _short_pass_only(training: TrainingLoop, guard: Guard) -> bool:
         atom = training.reader.atom(part, False, None, 0)
         if atom.kind is GuardKind.LAST and atom.partial and same(atom.modulus, guard.modulus):
             return True
+    return False
+
+
+def _exits_early(loop: Loop) -> bool:
+    """The loop's body (not a loop inside it) can ``break`` or ``return``."""
+    stack: list[cst.CSTNode] = [loop.node.body]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.Break or kind is cst.Return:
+            return True
+        if kind not in (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            stack.extend(children(node))
     return False
 
 
