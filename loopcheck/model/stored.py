@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from loopcheck.model.syntax import dotted, func_name, last_part, param_names, walk
+from loopcheck.model.memory import module_name
+from loopcheck.model.syntax import dotted, func_name, last_part, param_names, source, walk
 
 if TYPE_CHECKING:
     from loopcheck.model import FileModel
@@ -38,14 +39,17 @@ def stored_whole(init: cst.FunctionDef) -> dict[str, str]:
 
 def attribute_aliases(model: FileModel) -> dict[str, str]:
     """``obj.attr`` -> the name passed for the parameter that ``obj``'s class stores whole as
-    ``self.attr``, for each plain name the file builds once from a class of the file or of a project
-    module it imports (``d_net = distiller.Distiller(t_net, s_net)``: ``d_net.s_net`` -> ``s_net``)."""
+    ``self.attr``, for each plain name the file builds only from one class of the file or of a project
+    module it imports (``d_net = distiller.Distiller(t_net, s_net)``: ``d_net.s_net`` -> ``s_net``;
+    built in two functions, both pass the same name for it)."""
     found: dict[str, str] = {}
-    for name, init, call in _built_once(model):
+    for name, init, calls in _built(model):
         kept = stored_whole(init)
-        for attr, value in _arguments(init, call).items():
-            if attr in kept and (passed := dotted(value)) is not None:
-                found[f"{name}.{last_part(kept[attr])}"] = passed
+        passed = [_arguments(init, call) for call in calls]
+        for attr in kept:
+            names = {dotted(p[attr]) if attr in p else None for p in passed}
+            if len(names) == 1 and (one := names.pop()) is not None:
+                found[f"{name}.{last_part(kept[attr])}"] = one
     return found
 
 
@@ -56,7 +60,7 @@ def own_optimizers(model: FileModel) -> set[str]:
     from loopcheck.model.roles import Role, role_of_constructor
 
     found: set[str] = set()
-    for name, init, _ in _built_once(model):
+    for name, init, _ in _built(model):
         for node in walk(init.body):
             if type(node) is cst.Assign and len(node.targets) == 1 and type(node.value) is cst.Call:  # type: ignore[attr-defined]
                 target = dotted(node.targets[0].target)  # type: ignore[attr-defined]
@@ -66,12 +70,14 @@ def own_optimizers(model: FileModel) -> set[str]:
     return found
 
 
-def _built_once(model: FileModel) -> Iterator[tuple[str, cst.FunctionDef, cst.Call]]:
-    """Each plain name the file builds once from a class of the file or of a project module it imports,
-    with that class's ``__init__`` and the call."""
+def _built(model: FileModel) -> Iterator[tuple[str, cst.FunctionDef, list[cst.Call]]]:
+    """Each plain name the file binds only to objects of one class of the file or of a project module
+    it imports (once, or once in each of several functions), with that class's ``__init__`` and the calls."""
     classes: dict[str, cst.ClassDef] | None = None
     for name, calls in model.index.roles.constructed.items():
-        if len(calls) != 1 or len(model.index.values.get(name, ())) != 1:
+        # (`explainer = explainer.cuda()` after it moves the same object)
+        calls = [c for c in calls if module_name(source(c)) != name]
+        if not calls or len(_built_values(model, name)) != len(calls) or len({func_name(c) for c in calls}) != 1:
             continue
         constructor = func_name(calls[0]) or ""
         if not last_part(constructor)[:1].isupper():
@@ -83,7 +89,12 @@ def _built_once(model: FileModel) -> Iterator[tuple[str, cst.FunctionDef, cst.Ca
             cls = model.project.class_def(constructor)
         init = _init(cls) if cls is not None else None
         if init is not None:
-            yield name, init, calls[0]
+            yield name, init, calls
+
+
+def _built_values(model: FileModel, name: str) -> list[cst.BaseExpression]:
+    """What the file binds ``name`` to, less the moves of the same object (``explainer.cuda()``)."""
+    return [v for v in model.index.values.get(name, ()) if not (type(v) is cst.Call and module_name(source(v)) == name)]
 
 
 def _init(cls: cst.ClassDef) -> cst.FunctionDef | None:

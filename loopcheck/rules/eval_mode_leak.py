@@ -59,9 +59,12 @@ them: the model trains as a different network than intended, usually worse, and 
 `model.train()` at the start of the epoch loop, inside the training helper (also an epoch function
 of another module that starts with `model.train()` before its backward and steps, or through an
 object that holds the model: `d_net.s_net.train()` where `d_net = Distiller(t_net, s_net)` and the
-class, of the file or of a project module, keeps `self.s_net = s_net`; or through a method of the
+class, of the file or of a project module, keeps `self.s_net = s_net`, or `d_net.train()` itself,
+which switches every submodule; or through a method of the
 file's class that calls `self.train()` or `self.classifier_head.train()`: `discriminator.train_custom()`
-puts that part back in train mode), or right after the evaluation is correct and not flagged; so is `.eval()` on a model that is not trained here (a
+puts that part back in train mode), or right after the evaluation is correct and not flagged; so
+is a model built anew before its next update (`model = GPT4TS(args)` at the top of each repeated run:
+a new module starts in train mode); so is `.eval()` on a model that is not trained here (a
 frozen teacher, an EMA copy) or that the code freezes (`requires_grad_(False)`), an `eval()` inside a loop whose function
 already puts that module in eval mode before the loop and never back in train mode in it (an
 architecture controller's loop that scores the generator through `get_is(gen_net)`: every iteration
@@ -386,6 +389,8 @@ for step, (x, y) in enumerate(train_loader):
         else:
             def window(order: int) -> bool:  # wraps around to the next iteration
                 return order > leak.order or order < min(updates)
+        if any(a.names == (name,) and window(a.order) and _built_anew(a.value, name) for a in loop.assignments):
+            return True  # `model = GPT4TS(args)` at the top of each run: a module built anew is in train mode
         for train in events:
             if train.kind is Kind.TRAIN_MODE and window(train.order) and not _dead(train, loop, at_call=True):
                 resolved = _resolve(train.receiver, loop, train.order)
@@ -395,6 +400,10 @@ for step, (x, y) in enumerate(train_loader):
                     resolved = stored.get(resolved, resolved)
                 if resolved is None or resolved == name or resolved not in trained:
                     return True  # the same model, or one we cannot tell apart from it
+                if stored is None:
+                    stored = attribute_aliases(model)
+                if any(kept == name and holder.rsplit(".", 1)[0] == resolved for holder, kept in stored.items()):
+                    return True  # `explainer.train()` where `explainer = ExplainModule(model=model)` keeps it
                 if resolved.startswith(name + ".") or name.startswith(resolved + "."):
                     return True  # `model.eval(); model.head.train()`: a deliberate partial mode (linear probe)
         return False
@@ -962,6 +971,13 @@ def _resolve(receiver: str | None, loop: Loop, order: int) -> str | None:
 
 _DOTTED = Pattern(r"[A-Za-z_][\w.]*")
 _WRAPPERS = {"DDP", "DistributedDataParallel", "DataParallel", "FSDP", "FullyShardedDataParallel", "compile"}
+
+
+def _built_anew(value: cst.BaseExpression, name: str) -> bool:
+    """Whether ``value`` builds a module of its own rather than wrapping, moving or copying ``name``
+    (``GPT4TS(args, device)``, not ``DDP(model)``, ``model.to(device)`` or ``copy.deepcopy(model)``)."""
+    return type(value) is cst.Call and not _copies(value) \
+        and not any(n == name or n.startswith(name + ".") for n in names_in(value))
 
 
 def _copies(value: cst.BaseExpression) -> bool:
