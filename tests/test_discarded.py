@@ -31,10 +31,10 @@ def test_timing_loop_of_a_throwaway_layer_is_silent() -> None:
     ("    return elapsed", "    torch.save(layer.state_dict(), 'layer.pt')\n    return elapsed"),
     ("    return elapsed", "    return elapsed, optimizer"),
     ("    layer = nn.Sequential(", "    global layer\n    layer = nn.Sequential("),
-    # not built here: the caller keeps it
+    # not built here: the caller keeps it (also taken from elsewhere where it trains on data)
     ("def time_layer(d_model", "def time_layer(layer, d_model"),
     ("    layer = nn.Sequential(nn.Linear(d_model, d_model), nn.ReLU(), nn.Linear(d_model, d_model))\n",
-     "    layer = model\n"),
+     "    layer = model\n    hidden_state = next(iter(loader))\n"),
     # a second name for the layer, a closure over it
     ("    hidden_state = torch.ones", "    kept = layer\n    hidden_state = torch.ones"),
     ("    hidden_state = torch.ones", "    forward = lambda x: layer(x)\n    hidden_state = torch.ones"),
@@ -74,3 +74,25 @@ def test_any_way_to_observe_the_memory_benchmarks_training_keeps_the_finding(old
     source = MEMORY.replace(old, new)
     assert source != MEMORY
     assert _codes(source) == ["LC103"]
+
+
+THROUGHPUT = (Path(__file__).parent / "fixtures" / "must_not_flag" / "throughput_test_of_a_module_on_made_up_input.py").read_text()
+
+
+def test_throughput_test_of_a_module_on_made_up_input_is_silent() -> None:
+    assert _codes(THROUGHPUT) == []
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # fed data, or a tensor handed in: the module taken from the object trains on it
+    ("    x = torch.ones([batch_size, 1, 128, 998])\n", "    x = next(iter(loader))\n"),
+    ("def model_speed_test(batch_size=12, test_length=100):\n    x = torch.ones([batch_size, 1, 128, 998])\n",
+     "def model_speed_test(x, batch_size=12, test_length=100):\n"),
+    # what the steps did read: the loss printed, the network saved after the rounds
+    ('    print("warmup done:"', '    print(loss.item())\n    print("warmup done:"'),
+    ('    print("average speed: "', '    torch.save(net.state_dict(), "net.pt")\n    print("average speed: "'),
+])
+def test_any_way_the_throughput_tests_training_shows_keeps_the_finding(old: str, new: str) -> None:
+    source = THROUGHPUT.replace(old, new)
+    assert source != THROUGHPUT
+    assert "LC103" in _codes(source)

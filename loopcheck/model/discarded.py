@@ -10,7 +10,10 @@ no closure, generator, ``global`` or alias that could carry the module out. Befo
 function may read numbers or text of the module (``sum(p.numel() for p in model.parameters())``, an
 f-string of ``model.balance``, ``isinstance(model, GPipe)``): taken before any step, they show nothing
 of the training, and what they are bound to may be printed after it (torchgpipe's peak-memory
-benchmarks, two rounds of forward, backward and step, then only memory figures).
+benchmarks, two rounds of forward, backward and step, then only memory figures). A module the function
+takes from an object (``net = modul.net``) counts too where every call of it in the loop is handed
+only tensors the function makes up (``x = torch.ones(...)``): nothing is trained on data (PaSST's
+throughput test, its warm-up and timed rounds two loops, the loss scaled by a GradScaler).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.model.syntax import children, param_names
+from loopcheck.model.syntax import children, param_names, walk
 from loopcheck.model.training import TrainingLoop
 
 _OPTIMIZER_USES = frozenset({"step", "zero_grad"})
@@ -36,7 +39,7 @@ def result_discarded(training: TrainingLoop, optimizer: str | None) -> bool:
         return False
     before, after = split
     values = _bindings(fn)
-    module = _module_of(fn, optimizer, values)
+    module = _module_of(fn, optimizer, values, training.loop.node)
     if module is None:
         return False
     # what the code reads of the module before training it, as numbers or text (`sum(p.numel() for p in
@@ -46,11 +49,14 @@ def result_discarded(training: TrainingLoop, optimizer: str | None) -> bool:
     counted = _snapshot_bound(before, values, snapshots)
     derived = _derived(values, module, counted)
     names = {module, optimizer, *derived}
-    if any(next(_uses(stmt, names), None) is not None for stmt in after):
+    # (another loop after it, the timed rounds after a warm-up, is read with the rest of the function below)
+    if any(next(_uses(stmt, names), None) is not None for stmt in after if not isinstance(stmt, (cst.For, cst.While))):
         return False
     parameters = 0
+    scaled = _through_scaler(fn)
     for use, parent, assign in _uses(fn.body, names):
-        if id(use) in snapshots or isinstance(parent, cst.AssignTarget) or _unpacked_into(use, assign):
+        if id(use) in snapshots or id(use) in scaled or isinstance(parent, cst.AssignTarget) \
+                or _unpacked_into(use, assign):
             continue
         if use.value == module and isinstance(parent, cst.Attribute) and parent.attr.value == "parameters":
             parameters += 1  # only the optimizer's binding may read them
@@ -59,9 +65,30 @@ def result_discarded(training: TrainingLoop, optimizer: str | None) -> bool:
                 return False
         elif isinstance(parent, cst.Attribute) and parent.value is use and parent.attr.value == "backward":
             continue
+        elif assign is not None and _binds(assign, {module}):
+            continue  # `net = torch.compile(net)`: the same module under the same name
         elif assign is None or not _binds(assign, derived):
             return False  # the module or what it computed read by anything but the loss
     return parameters == 1
+
+
+def _through_scaler(fn: cst.FunctionDef) -> set[int]:
+    """The ids of the names a GradScaler only back-propagates or steps: ``loss`` in
+    ``scaler.scale(loss).backward()``, ``optimizer`` in ``scaler.step(optimizer)``."""
+    found: set[int] = set()
+    for node in walk(fn.body):
+        if type(node) is not cst.Call or type(node.func) is not cst.Attribute:  # type: ignore[attr-defined]
+            continue
+        called = node.func.attr.value  # type: ignore[attr-defined]
+        inner = node.func.value  # type: ignore[attr-defined]
+        if called == "backward" and type(inner) is cst.Call and type(inner.func) is cst.Attribute \
+                and inner.func.attr.value == "scale":
+            node = inner
+        elif called not in ("step", "unscale_"):
+            continue
+        if len(node.args) == 1 and type(node.args[0].value) is cst.Name:  # type: ignore[attr-defined]
+            found.add(id(node.args[0].value))  # type: ignore[attr-defined]
+    return found
 
 
 def _split(block: cst.IndentedBlock, loop: cst.CSTNode) -> tuple[list[cst.CSTNode], list[cst.CSTNode]] | None:
@@ -144,9 +171,11 @@ def _names_below(node: cst.CSTNode) -> Iterator[cst.Name]:
         stack.extend(children(inner))
 
 
-def _module_of(fn: cst.FunctionDef, optimizer: str, values: dict[str, list[cst.BaseExpression]]) -> str | None:
+def _module_of(fn: cst.FunctionDef, optimizer: str, values: dict[str, list[cst.BaseExpression]],
+               loop: cst.CSTNode) -> str | None:
     """``M`` of the one binding ``optimizer = torch.optim.X(M.parameters(), ...)`` in ``fn``, where ``M``
-    is bound in ``fn`` only, each time by a call, and neither name is a parameter."""
+    is bound in ``fn`` only, each time by a call (or, where the loop feeds it only tensors the function
+    makes up, also taken from an object: ``net = modul.net``), and neither name is a parameter."""
     params = param_names(fn.params)
     bound = values.get(optimizer, [])
     if len(bound) != 1 or optimizer in params or not isinstance(bound[0], cst.Call) or not bound[0].args:
@@ -157,9 +186,33 @@ def _module_of(fn: cst.FunctionDef, optimizer: str, values: dict[str, list[cst.B
         return None
     module = first.func.value.value
     built = values.get(module, [])
-    if module in params or not built or not all(isinstance(v, cst.Call) for v in built):
+    if module in params or not built:
         return None
-    return module
+    return module if all(isinstance(v, cst.Call) for v in built) or _fed_made_up(loop, module, values) else None
+
+
+_FACTORIES = frozenset({"ones", "zeros", "full", "empty", "rand", "randn", "randint", "ones_like", "zeros_like",
+                        "rand_like", "randn_like"})
+_MOVES = frozenset({"cuda", "to", "float", "half", "bfloat16", "requires_grad_"})
+
+
+def _made_up(value: cst.BaseExpression) -> bool:
+    """``torch.ones([b, 1, 128, 998]).cuda()``: a tensor of constants or noise the function makes."""
+    while type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in _MOVES:  # type: ignore[attr-defined]
+        value = value.func.value  # type: ignore[attr-defined]
+    return type(value) is cst.Call and type(value.func) is cst.Attribute \
+        and type(value.func.value) is cst.Name and value.func.value.value == "torch" \
+        and value.func.attr.value in _FACTORIES  # type: ignore[attr-defined]
+
+
+def _fed_made_up(loop: cst.CSTNode, module: str, values: dict[str, list[cst.BaseExpression]]) -> bool:
+    """Every call of ``module`` in ``loop`` is handed only names the function binds to made-up tensors
+    (a throughput test's `x = torch.ones(...)`): no data is trained on, whatever module it is."""
+    calls = [n for n in walk(loop) if type(n) is cst.Call and type(n.func) is cst.Name  # type: ignore[attr-defined]
+             and n.func.value == module]  # type: ignore[attr-defined]
+    return bool(calls) and all(type(a.value) is cst.Name and values.get(a.value.value)
+                               and all(_made_up(v) for v in values[a.value.value])
+                               for call in calls for a in call.args)  # type: ignore[attr-defined]
 
 
 def _bindings(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
@@ -200,7 +253,11 @@ def _derived(values: dict[str, list[cst.BaseExpression]], module: str, snapshots
 
 
 def _binds(assign: cst.Assign, names: set[str]) -> bool:
-    return all(isinstance(t.target, cst.Name) and t.target.value in names for t in assign.targets)
+    """Every name ``assign`` binds is one of ``names`` (``y_hat, embed = net(x)`` too)."""
+    return all(isinstance(t.target, cst.Name) and t.target.value in names
+               or isinstance(t.target, (cst.Tuple, cst.List))
+               and all(isinstance(e.value, cst.Name) and e.value.value in names for e in t.target.elements)
+               for t in assign.targets)
 
 
 def _uses(node: cst.CSTNode, names: set[str], parent: cst.CSTNode | None = None,

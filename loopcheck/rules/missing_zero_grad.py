@@ -33,8 +33,10 @@ hands it the iteration counter first (`loss_scaler.set_iters(i)`).
 
 Not flagged: a loop that trains a module its function builds and then throws away, reading nothing
 it computes but the loss it back-propagates (a timing or memory benchmark, its steps also in a
-`try`/`with` block, the module's parameter count or attributes read as numbers or text before them):
-how it trains changes nothing anyone sees. Nor a loop in a pytest test (a `test_*` function in a `test_*.py` or `*_test.py`
+`try`/`with` block, the module's parameter count or attributes read as numbers or text before them;
+also a module taken from an object, `net = modul.net`, where the loop feeds it only tensors the
+function makes up, `x = torch.ones(...)`: a throughput test's warm-up and timed rounds, through a
+GradScaler or not): how it trains changes nothing anyone sees. Nor a loop in a pytest test (a `test_*` function in a `test_*.py` or `*_test.py`
 file, or under a `tests/` folder, or a helper of such a file that only `test_*` functions call): its
 few steps check a property of the gradients on purpose (two
 modules' identically accumulated gradients, an optimizer wrapper's update), and no model it trains is

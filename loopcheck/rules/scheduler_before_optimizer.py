@@ -55,6 +55,7 @@ import libcst as cst
 from loopcheck.fixes import move_after, own_line
 from loopcheck.model import Event, FileModel, Framework, Kind, Loop, Style
 from loopcheck.model.guards import GuardReader, exclusive
+from loopcheck.model.memory import module_name, trained_modules
 from loopcheck.model.roles import Role, role_of_constructor
 from loopcheck.model.syntax import (dotted, func_name, int_value, is_none, keyword, last_part, names_in, own_call_name,
                                     positional, same)
@@ -181,7 +182,7 @@ for epoch in range(epochs):
                         continue
                 if training.accumulates and len(scheduler.conds) < len(first.conds):
                     continue  # stepped on every micro-batch, the optimizer only on some: LC301's finding
-                if _plain_class(model, scheduler.receiver) or _warms_up_from_zero(model, scheduler.receiver):
+                if _stepped_first_by_design(model, scheduler.receiver):
                     continue
                 if not _counts_epochs(loop):
                     continue  # a schedule of batches: the order shifts it by one of its many values
@@ -202,7 +203,7 @@ for epoch in range(epochs):
                     continue  # an earlier pass of the epoch steps its optimizer (or one it may be built on) first
                 # stepped on every epoch, or in the branch that runs the batch loop (`else:` of a warmup
                 # phase that trains another optimizer): each time before that loop's first step
-                if _plain_class(model, scheduler.receiver) or _warms_up_from_zero(model, scheduler.receiver):
+                if _stepped_first_by_design(model, scheduler.receiver):
                     continue
                 if not scheduler.has_args and scheduler.order < loop.order and (reader.guard(
                         scheduler.conds, scheduler.order).always or scheduler.conds and scheduler.conds == loop.conds
@@ -233,6 +234,23 @@ def _option_gate(scheduler: Event) -> str:
 
 # Step decays: stepped first, the k-th decay arrives after k * step_size - 1 periods instead of k * step_size.
 _DECAYS = {"StepLR", "MultiStepLR"}
+
+
+def _stepped_first_by_design(model: FileModel, receiver: str | None) -> bool:
+    """A scheduler whose step before the optimizer's skips nothing that matters: a class of its own,
+    a warmup from zero, or one built over a module rather than an optimizer."""
+    return _plain_class(model, receiver) or _warms_up_from_zero(model, receiver) or _over_a_module(model, receiver)
+
+
+def _over_a_module(model: FileModel, receiver: str | None) -> bool:
+    """Every construction hands the scheduler a trained module first (pointnet2's
+    ``BNMomentumScheduler(net, bn_lambda=...)``, copied by VoteNet and many point-cloud repositories):
+    it schedules BatchNorm momentum, no optimizer's learning rate, and sets its first value when built."""
+    calls = model.roles.constructors(receiver, Role.SCHEDULER)
+    trained = trained_modules(model)
+    return bool(calls) and all(
+        (first := positional(call)) and (name := dotted(first[0])) is not None and module_name(name) in trained
+        for call in calls)
 
 
 def _plain_class(model: FileModel, receiver: str | None) -> bool:
