@@ -35,6 +35,9 @@ commands and requirements of its README, INSTALL or install scripts, as LC206 re
 is a script that names an argument `async=` (torch < 0.4's `non_blocking=`, see LC000). Neither is a schedule
 class of the project that derives from nothing (`class WarmupLinearLRSchedule:` with its own
 `step()`): it is not torch's scheduler, and its `step()` may set the value of the period it starts.
+Nor is a scheduler built over a trained module rather than an optimizer (pointnet2's
+`BNMomentumScheduler(net, bn_lambda=...)`, copied by VoteNet and many point-cloud repositories): it
+schedules BatchNorm momentum, sets its first value when built, and no learning rate is skipped.
 
 With several optimizers, a scheduler is compared with the optimizer it was built on
 (`LambdaLR(opt_g, ...)` follows `opt_g.step()`, whatever other optimizers step later); one the file
