@@ -69,6 +69,9 @@ def _codes(run_cli, path: str) -> list[str]:
     # a list item that opens a requirements list under a heading of another name
     {"README.md": "## Run\n\n0. Requirements:\n    * python3, pytorch 1.0, torchvision 0.2.1, pyyaml 3.13.\n"},
     {"README.md": "## Usage\n\n**Dependencies**: PyTorch 1.7.1, CUDA 11.0\n"},
+    # a version the project says it requires or was tested with, on any line
+    {"README.md": "# Fixup\n**A Re-implementation of Fixed-update Initialization. *(requires Pytorch 1.0)***\n"},
+    {"README.md": "## Training\n\nThe code was tested with PyTorch 1.4 on two V100s.\n"},
 ])
 def test_a_documented_old_torch(tmp_path: Path, files: dict[str, str]) -> None:
     assert _documents_old_torch(tmp_path, files)
@@ -90,6 +93,7 @@ def test_a_documented_old_torch(tmp_path: Path, files: dict[str, str]) -> None:
     # a badge of another label, a version outside any requirements-like list
     {"README.md": "![python](https://img.shields.io/badge/python-3.6-blue) built on PyTorch\n"},
     {"README.md": "## Run\n\n1. Training:\n    * ported from pytorch 1.0 code\n"},
+    {"README.md": "## Training\n\nThe code requires PyTorch 1.8 or later.\n"},
     # an install command without a version installs today's torch
     {"README.md": f"{FENCE}\npip install torch torchvision torchaudio\n{FENCE}\n"},
     {"README.md": f"{FENCE}\nconda install pytorch torchvision cudatoolkit=11.3 -c pytorch\n{FENCE}\n"},

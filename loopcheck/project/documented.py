@@ -15,7 +15,9 @@ and ``INSTALL*`` files:
 - in their sections headed Requirements, Dependencies, Prerequisites, Installation, Environment or
   Setup (all of an INSTALL file): a requirement (``- torch==1.8.0``, ``PyTorch == 1.11.0``) or a
   version written right after the name (``PyTorch 1.10.1``, ``pytorch v1.7.1``, ``[PyTorch](...)
-  2.1.2``, "tested using pytorch 1.7.1"); ``PyTorch 1.13`` allows 1.13.x. A list item or line that
+  2.1.2``, "tested using pytorch 1.7.1"); ``PyTorch 1.13`` allows 1.13.x. Outside those sections, a
+  version the line says the project requires or was tested, developed or implemented with
+  ("*(requires Pytorch 1.0)*" under the title, Fixup's README). A list item or line that
   names such a section ("0. Requirements:", "**Dependencies**: PyTorch 1.7.1") opens one too;
 - a shields.io badge labelled PyTorch (``https://img.shields.io/badge/pytorch-v1.0.0-green.svg``).
 
@@ -69,6 +71,9 @@ _BADGE = Pattern(r"img\.shields\.io/badge/([^/?#)\s\"']+)", re.IGNORECASE)
 _LABEL = Pattern(r"^(?:requirements?|dependencies|prerequisites?|environment|installation|setup)\s*:?\s*(.*)$",
                  re.IGNORECASE)
 _RANGE = Pattern(r"^\s*(?:-|~|to)\s*v?\d")
+# a version the project says it needs or was made with, on any line: "(requires Pytorch 1.0)",
+# "tested with PyTorch 1.4", "developed with Pytorch 1.13"
+_STATED = Pattern(r"\b(?:requires?|required|tested|developed|implemented)\b", re.IGNORECASE)
 # "Higher version pytorch should also work well", "newer versions of PyTorch"
 _NEWER = Pattern(r"\b(?:higher|newer|later)\s+(?:\w+\s+)?versions?\b", re.IGNORECASE)
 # options of pip and conda that take a value (the next word is no package: `-c pytorch`)
@@ -156,7 +161,8 @@ def _document(text: str, whole: bool) -> list[tuple[Version, int]]:
         if spec is not None and (fenced or section or spec == OPEN):
             found.append((spec, number))
         elif spec is None:
-            found += [(bound, number) for bound in _prose(clean) if section or bound == OPEN]
+            stated = section or _STATED.search(clean) is not None
+            found += [(bound, number) for bound in _prose(clean) if stated or bound == OPEN]
         if _NEWER.search(clean):
             found.append((OPEN, number))
     return found
