@@ -80,7 +80,10 @@ are not flagged (a step of the branches' own optimizer in eval mode still is). N
 optimizers are built over other modules (co-training: `train(net1, net2, optimizer1)` evaluates the
 peer `net2` while `optimizer1 = SGD(net1.parameters())` trains `net1`; the call that trains `net2`
 puts it back in train mode first). An optimizer is the one its step's own function binds: two helpers
-that each call theirs `optimizer` (an auxiliary net's, then the classifier's) train different modules.
+that each call theirs `optimizer` (an auxiliary net's, then the classifier's) train different modules,
+and a helper's parameter names its argument only within its call (NAO's `nao_infer(queue, nao)` and
+`nao_train(queue, nao, nao_optimizer)` call the controller `model`: the child's `optimizer` over the
+main `model` is not the controller's, and `nao_train`'s `model.train()` puts the controller back).
 A loop that makes a tensor it binds require grad and steps no optimizer (Langevin dynamics on the inputs
 of a frozen energy model, an attack) trains nothing.
 
@@ -393,7 +396,8 @@ for step, (x, y) in enumerate(train_loader):
             return True  # `model = GPT4TS(args)` at the top of each run: a module built anew is in train mode
         for train in events:
             if train.kind is Kind.TRAIN_MODE and window(train.order) and not _dead(train, loop, at_call=True):
-                resolved = _resolve(train.receiver, loop, train.order)
+                # (from the loop it runs in: a helper called in an inner loop binds its parameter there)
+                resolved = _resolve(train.receiver, train.loop or loop, train.order)
                 if resolved is not None and resolved != name and resolved.count(".") == 1:
                     if stored is None:
                         stored = attribute_aliases(model)
@@ -426,13 +430,16 @@ def _last_pass_undone(leak: Event, name: str, loop: Loop, model: FileModel) -> b
 def _updates_of(name: str, owners: dict[str, set[str]], events: list[Event], loop: Loop, order: int) -> list[int]:
     """Where ``name`` is trained: the steps of the optimizers built over its parameters (a GAN's
     generator update does not train the discriminator put in eval mode for it); empty when unknown."""
-    mine = _optimizers_of(name, owners, loop, order)
+    # the optimizers' modules as the loop's own scope names them first: inside an inference helper
+    # whose parameter `model` is bound to `nao`, the main `optimizer` over `model` is not nao's
+    mine = _optimizers_of(name, owners, loop, loop.order) or _optimizers_of(name, owners, loop, order)
     found = []
     for e in events:
         if e.kind is Kind.STEP and e.optimizer:
             # the optimizer this step's scope builds (two functions may each call theirs `optimizer`)
             built = _built_over(e, loop)
-            if any(_resolve(m, loop, order) == name for m in built) if built else last_part(_stepped(e, loop)) in mine:
+            if any(_resolve(m, e.loop or loop, e.order) == name for m in built) if built \
+                    else last_part(_stepped(e, loop)) in mine:
                 found.append(e.order)
     return found
 
