@@ -288,6 +288,18 @@ def _iterates_data(iterator: cst.BaseExpression, loop: Loop) -> bool:
 _SPLITS = ("split", "chunk")
 
 
+def over_modules(loop: Loop) -> bool:
+    """``loop`` goes over networks, calling each on the same input (FairNAS's ``for _model in
+    op_sampler(model): _loss = criterion(_model(input), target); _loss.backward()``, an ensemble's
+    members): its backward passes sum the losses of one batch, not micro-batches."""
+    node = loop.node
+    if not loop.is_loop or type(node) is not cst.For or type(node.target) is not cst.Name:
+        return False
+    target = node.target.value
+    return any(type(n) is cst.Call and type(n.func) is cst.Name and n.func.value == target  # type: ignore[attr-defined]
+               for n in walk(node.body))
+
+
 def slices_of_a_batch(loop: Loop) -> str | None:
     """How many slices of one batch the loop goes over, as text (``ceil(batch_size / microbatch)``),
     where it visibly goes over slices: ``for i in range(0, B, mb):`` with ``x[i : i + mb]`` in its

@@ -19,7 +19,9 @@ micro-batch is back-propagated (LC113) and its loss is divided by the count of m
 the last step, each step takes 1/k of one micro-batch's gradient. A window closed by a count of
 samples (`seen += x.shape[0]`; `if seen >= 128:` step and `seen = 0`) holds `ceil(128 / B)`
 micro-batches: an undivided mean loss sums that many mean gradients. Inner loops that split or
-replay the loader's own batch (chunks of one batch, GradCache-style re-forwarding) are left alone:
+replay the loader's own batch (chunks of one batch, GradCache-style re-forwarding), or run each network of a
+list on it (FairNAS's `for _model in op_sampler(model): criterion(_model(input), target).backward()`,
+an ensemble's members), are left alone:
 whether their sum is right depends on the loss's reduction; except where the loop visibly goes over
 slices of one batch (`for i in range(0, B, mb): micro = batch[i : i + mb]`, `torch.split(batch, mb)`,
 guided-diffusion's `forward_backward`) and each slice's loss is visibly a mean (`(losses["loss"] *
@@ -118,7 +120,7 @@ from loopcheck.model.roles import role_of_constructor
 from loopcheck.model.syntax import (calls, dotted, func_name, int_value, is_zero, keyword, last_part, method,
                                     names_in, param_names, positional, same, source, walk)
 from loopcheck.model.training import (draws_batches, is_data_loop, is_fabric_backward, is_manual_backward,
-                                      one_micro_batch_loss, slices_of_a_batch)
+                                      one_micro_batch_loss, over_modules, slices_of_a_batch)
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.rules._base import Rule, Violation
 
@@ -281,6 +283,8 @@ for step, batch in enumerate(train_dataloader):
                 # the micro-steps split or replay the loader's batch (flair's chunks of one batch with
                 # summed losses, open_clip's GradCache): whether the sum is right depends on the loss
                 continue
+            if training.style is Style.MICRO_LOOP and over_modules(training.loop):
+                continue  # each network of a list on the same batch: a sum of losses, not of micro-batches
             if accumulation_gates_nothing(training, model.index):
                 continue
             if _grads_divided(model, training):
