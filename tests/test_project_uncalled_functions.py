@@ -156,3 +156,46 @@ def test_a_copy_of_the_module_elsewhere_does_not_keep_it(project: Path, run_cli)
     # two sub-projects each left a copy of the same helper module behind; neither is imported
     _research_repository(project, {"a/utils/train_and_eval.py": LIBRARY, "b/utils/train_and_eval.py": LIBRARY})
     assert _missing_zero_grad(run_cli, ".") == []
+
+
+HELPERS = """
+    import torch
+
+
+    def train_eval(model, loader, optimizer):
+        for x, y in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+
+
+    def train_eval_lwf(model, loader, optimizer):
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+"""
+
+
+def test_a_function_of_an_imported_module_that_nothing_names_is_silent(project: Path, run_cli) -> None:
+    # LUCIR's utils_incremental/train_eval.py: main.py imports train_eval, and train_eval_lwf is left beside it
+    _research_repository(project, {"utils_incremental/train_eval.py": HELPERS,
+                                   "main.py": "from utils_incremental.train_eval import train_eval\ntrain_eval(1, 2, 3)\n"})
+    assert _missing_zero_grad(run_cli, ".") == []
+
+
+@pytest.mark.parametrize("files", [
+    {"main.py": "from utils_incremental.train_eval import train_eval_lwf\ntrain_eval_lwf(1, 2, 3)\n"},
+    {"main.py": "from utils_incremental import train_eval\ntrain_eval.train_eval_lwf(1, 2, 3)\n"},
+    {"README.md": "Run `train_eval_lwf` for the LwF baseline.\n",
+     "main.py": "from utils_incremental.train_eval import train_eval\n"},
+    # looked up by a name the caller builds
+    {"main.py": "from utils_incremental import train_eval\ngetattr(train_eval, 'train_eval_' + mode)(1, 2, 3)\n"},
+    # named in the module itself
+    {"main.py": "from utils_incremental.train_eval import train_eval\n",
+     "utils_incremental/train_eval.py": HELPERS + "\n    BASELINES = {'lwf': train_eval_lwf}\n"},
+])
+def test_a_function_of_an_imported_module_named_anywhere_is_reported(project: Path, run_cli,
+                                                                     files: dict[str, str]) -> None:
+    _research_repository(project, {"utils_incremental/train_eval.py": HELPERS, **files})
+    assert len(_missing_zero_grad(run_cli, ".")) == 1

@@ -9,7 +9,9 @@ it called) is dead code as the script ships, unless another module imports the s
 A module that runs nothing itself (no entry point; module-level code that only imports, defines and
 binds names) does something only where another module imports it: in a repository that is no
 installable package, one that no file of the project imports (a helper module left behind when the
-scripts moved on) holds dead code too.
+scripts moved on) holds dead code too, and so does a function of such a module that is imported,
+where nothing in the module and no other file of the project names it (``train_eval_lwf`` left
+beside the ``train_eval`` the entry script imports).
 
 Read from the names the file uses: a name read anywhere outside the function's own body (module-level
 code, a class body, another live function, a decorator, a string that names it) keeps it live, and so
@@ -76,6 +78,17 @@ def definitions_of_a_module(module: cst.Module, source: str, filename: str,
     if not all(_inert(stmt) for stmt in tree.body):
         return []
     return [stmt for stmt in module.body if type(stmt) in (cst.FunctionDef, cst.ClassDef)]  # type: ignore[misc]
+
+
+def unread_functions(module: cst.Module, definitions: list[cst.FunctionDef | cst.ClassDef]) -> list[cst.FunctionDef]:
+    """The functions of ``definitions`` (those of a module that runs nothing itself) whose name nothing
+    else in the module reads: another module may still call them, which the caller asks the project."""
+    functions = [d for d in definitions if type(d) is cst.FunctionDef]
+    if not functions:
+        return []
+    read: dict[int, set[str]] = {id(stmt): _names([stmt]) for stmt in module.body}
+    return [fn for fn in functions
+            if not any(fn.name.value in names for key, names in read.items() if key != id(fn))]  # type: ignore[union-attr]
 
 
 def _inert(stmt: ast.stmt) -> bool:

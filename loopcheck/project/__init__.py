@@ -637,6 +637,29 @@ class Imported:
                 return True  # (a notebook too large to read may import it)
         return False
 
+    def named_elsewhere(self, names: set[str]) -> set[str]:
+        """Those of ``names`` another Python file, script, notebook or document of the project names
+        (a word of its text); all of them where that cannot be told, or where a file looks one up by
+        a name it builds (``getattr(train_eval, "train_eval_" + mode)``). Read as ``imported_elsewhere``."""
+        from loopcheck.project.index import marked_folder
+
+        self._project_files_read = True
+        documents = self.index.documents()
+        if not names or marked_folder(self.index.root) != self.index.root or documents is None:
+            return names
+        pattern = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b")
+        lookup = re.compile(rb"getattr\([ \t]*" + re.escape(self.path.stem.encode()) + rb"\b")
+        found: set[str] = set()
+        mine = real_path(self.path)
+        for path in [*self.index.python_files(), *map(Path, documents)]:
+            if real_path(path) == mine:
+                continue
+            text = self.index.text_of(path)
+            if lookup.search(text) or not text and self.index.oversized(path):
+                return names
+            found |= {m.decode() for m in pattern.findall(text)}
+        return found
+
     def with_settings(self, digest: str) -> str:
         """``digest`` (taken before the model asked), with the stamp of the files ``inert_setting``
         read where it was asked: a file's cached result then follows the project's configurations."""
