@@ -75,7 +75,9 @@ _FOREIGN: Role = object()  # type: ignore[assignment]
 @lru_cache(maxsize=4096)  # asked for the same few constructors for every call and name of a file
 def role_of_constructor(name: str) -> Role:
     short = last_part(name)
-    if short in _OPTIMIZERS or short.endswith("Optimizer") and short[:1].isupper() or name.startswith(("optim.", "torch.optim.")) and "lr_scheduler" not in name:
+    # (a project's own `optim` package may hold schedulers: nsf's `optim.CosineAnnealingWarmUpLR`)
+    if short in _OPTIMIZERS or short.endswith("Optimizer") and short[:1].isupper() or name.startswith(
+            ("optim.", "torch.optim.")) and "lr_scheduler" not in name and not _SCHEDULER.search(short):
         return Role.OPTIMIZER
     if "lr_scheduler" in name or _SCHEDULER.search(short):
         return Role.SCHEDULER
