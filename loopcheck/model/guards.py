@@ -1079,7 +1079,8 @@ class GuardReader:
         sides = [test.left, test.comparisons[0].comparator]
         varying = [any(self.varies(n) for n in names_in(side)) for side in sides]
         if not any(varying) or not (any(type(n) is cst.Call and func_name(n) == "len" for side in sides
-                                        for n in walk(side)) or any("last" in (dotted(s) or "").lower() for s in sides)):
+                                        for n in walk(side)) or any("last" in (dotted(s) or "").lower() for s in sides)
+                                    or self._range_end(sides)):
             return None
         op = type(test.comparisons[0].operator)
         if op is cst.NotEqual:
@@ -1089,6 +1090,20 @@ class GuardReader:
         if op in (cst.GreaterThan, cst.GreaterThanEqual):
             return varying[0]
         return True
+
+    def _range_end(self, sides: list[cst.BaseExpression]) -> bool:
+        """``epoch == args.n_epochs - 1`` (or ``epoch + 1 == args.n_epochs``) in ``for epoch in
+        range(args.n_epochs):``: the comparison names the loop's own last value."""
+        node = self.loop.node
+        if not self.loop.is_loop or type(node) is not cst.For or type(node.target) is not cst.Name \
+                or type(node.iter) is not cst.Call or func_name(node.iter) != "range":
+            return False
+        bounds = positional(node.iter)  # type: ignore[arg-type]
+        if not 1 <= len(bounds) <= 2 or len(bounds) != len(node.iter.args):  # type: ignore[attr-defined]
+            return False
+        index, stop = node.target.value, source(bounds[-1]).replace(" ", "")
+        written = {source(side).replace(" ", "") for side in sides}
+        return written in ({index, f"{stop}-1"}, {f"{index}+1", stop})
 
     def _invariant(self, test: cst.BaseExpression) -> bool:
         for node in walk(test):

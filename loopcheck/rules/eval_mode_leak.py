@@ -42,8 +42,9 @@ rebinds (an epoch helper serving training and validation: each run of it does on
 Nor an `eval()` under a flag the training function sets before its loop and nothing in the loop sets
 again (`self.is_test = False` at the top of a DQN agent's `train()`, its action helper's `if
 self.is_test: self.dqn.eval()`), nor one on the last iteration of the batch loop only (`if i ==
-len(loader) - 1:`, an end-of-epoch evaluation) where the epoch loop calls `model.train()` before its
-next batch loop.
+len(loader) - 1:`, an end-of-epoch evaluation; or on the last epoch only, `if epoch == args.n_epochs - 1:`
+in `for epoch in range(args.n_epochs):`) where the loop around it calls `model.train()` before it runs
+that loop again (the next epoch's batch loop, the next task's epochs).
 Nor is a loop in a pytest test (a `test_*` function of a file pytest collects, as LC103 reads it): a
 test that switches modes between its steps checks a property of a few steps and trains no model that
 is used afterwards.
