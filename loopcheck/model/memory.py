@@ -112,11 +112,15 @@ def _zero_rate(call: cst.Call) -> bool:
 _MOVES = Pattern(r"\.(to|cuda|cpu|float|half|double|bfloat16|eval|train)\([^()]*\)$|\.module$")
 
 
+_ELEMENT = Pattern(r"\[[^\[\]]*\]$")
+
+
 def module_name(name: str) -> str:
-    """The module behind a receiver: ``model`` for ``model.module`` or ``model.to(device)``."""
+    """The module behind a receiver: ``model`` for ``model.module`` or ``model.to(device)``;
+    ``layers[]`` for any element of a list of modules (``self.bias_layers[_]``)."""
     while (stripped := _MOVES.sub("", name)) != name:
         name = stripped
-    return name
+    return _ELEMENT.sub("[]", name) if name.endswith("]") else name
 
 
 def frozen_modules(model: FileModel) -> set[str]:

@@ -27,12 +27,18 @@ if TYPE_CHECKING:
 
 
 def parameter_owners(call: cst.Call) -> set[str]:
-    """The modules whose ``.parameters()`` (or ``.named_parameters()``) a call reads."""
+    """The modules whose ``.parameters()`` (or ``.named_parameters()``) a call reads; ``layers[]`` for
+    an element of a list of modules, whichever (``self.bias_layers[inc_i].parameters()``)."""
     found = set()
     for node in walk(call):
         called = method(node) if type(node) is cst.Call else None  # type: ignore[arg-type]
-        if called is not None and called[1] in ("parameters", "named_parameters") and dotted(called[0]):
-            found.add(dotted(called[0]))  # type: ignore[arg-type]
+        if called is None or called[1] not in ("parameters", "named_parameters"):
+            continue
+        owner = called[0]
+        if type(owner) is cst.Subscript and dotted(owner.value):  # type: ignore[attr-defined]
+            found.add(f"{dotted(owner.value)}[]")  # type: ignore[attr-defined]  # one of a list: `self.bias_layers[i]`
+        elif dotted(owner):
+            found.add(dotted(owner))  # type: ignore[arg-type]
     return found
 
 

@@ -80,7 +80,10 @@ second optimizer fits only fusion weights over them, with `train()` again at the
 are not flagged (a step of the branches' own optimizer in eval mode still is). Nor is a loop all of whose
 optimizers are built over other modules (co-training: `train(net1, net2, optimizer1)` evaluates the
 peer `net2` while `optimizer1 = SGD(net1.parameters())` trains `net1`; the call that trains `net2`
-puts it back in train mode first). An optimizer is the one its step's own function binds: two helpers
+puts it back in train mode first): the loop around it decides, where the peer's own update runs (BiC's
+stage 1 steps the backbone with the bias layers in eval mode, its stage 2 steps a bias layer,
+`Adam(self.bias_layers[inc_i].parameters())`, with the backbone in eval mode: each stage puts its own
+module back in train mode first; an element of a list of modules stands for the list). An optimizer is the one its step's own function binds: two helpers
 that each call theirs `optimizer` (an auxiliary net's, then the classifier's) train different modules,
 and a helper's parameter names its argument only within its call (NAO's `nao_infer(queue, nao)` and
 `nao_train(queue, nao, nao_optimizer)` call the controller `model`: the child's `optimizer` over the
@@ -303,7 +306,8 @@ for step, (x, y) in enumerate(train_loader):
         trained = trained_modules(model) - frozen_modules(model)
         owners = optimizer_modules(model)
         for loop in model.loops():
-            evals = loop.events(Kind.EVAL_MODE)
+            # with the leaks an inner loop left to this one (it trains only other modules)
+            evals = loop.events(Kind.EVAL_MODE) + _left_to(loop, owners, model)
             if not evals or in_pytest_test(model, loop):
                 continue  # a unit test's few steps check a property; it trains no model used afterwards
             events = loop.events(deep=True)
@@ -481,6 +485,21 @@ def _trains_others_only(name: str, owners: dict[str, set[str]], events: list[Eve
                     or name.startswith(resolved + "."):
                 return False  # unknown, or the module itself, a part of it or what holds it
     return True
+
+
+def _left_to(loop: Loop, owners: dict[str, set[str]], model: FileModel) -> list[Event]:
+    """The ``eval()`` calls of loops nested in ``loop`` that their own loop leaves to the loops around
+    it, because it trains only other modules (BiC's stage 1 puts the bias layers in eval mode while
+    it steps the backbone's optimizer: the task loop, which also runs stage 2, decides)."""
+    found: list[Event] = []
+    for inner in loop.nest():
+        if inner is loop or not inner.events(Kind.EVAL_MODE):
+            continue
+        events = inner.events(deep=True)
+        steps = [e.order for e in events if e.kind is Kind.STEP]
+        found += [e for e in inner.events(Kind.EVAL_MODE) if steps and (name := _resolve(e.receiver, inner, e.order))
+                  and _trains_others_only(name, owners, events, inner, e.order, steps, model)]
+    return found
 
 
 def _input_gradients(loop: Loop) -> bool:
