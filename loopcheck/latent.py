@@ -18,8 +18,10 @@ or one found nowhere keeps the finding and its note.
 
 Where N is a configuration attribute (``cfg.grad_accum_iters``) that only a builder keyword's inert
 default of the project gives (``get_baseconfig_by_epoch(..., grad_accum_iters=1)`` in another module,
-no caller passing it, nothing else setting it: ``loopcheck.project.unset_keywords``), no run the
-project can make accumulates, and the finding is not reported at all (``unset``).
+no caller passing it, nothing else setting it: ``loopcheck.project.unset_keywords``), or a parameter of
+the loop's function with an inert default that no call of the project passes (``def fit(...,
+acc_steps=1)``, called without it), no run the project can make accumulates, and the finding is not
+reported at all (``unset``).
 """
 
 from __future__ import annotations
@@ -84,7 +86,10 @@ def unset(model: FileModel, code: str, node: cst.CSTNode) -> bool:
     if code not in ACCUMULATION_RULES or model.project is None or not model.project.counts_to_an_attribute:
         return False
     held = setting(model, code, node, sites=True, plain=False)
-    return held is not None and "." in held and not held.endswith("]") \
+    # a plain name: a parameter whose default is inert and that no caller passes (`fit(...,
+    # acc_steps=1)` called without it), as the project's files read it
+    return held is not None and not held.endswith("]") \
+        and ("." in held or bool(_defaults(model, held)) and _defaults(model, held) <= {0, 1}) \
         and model.project.unset_setting(last_part(held))
 
 

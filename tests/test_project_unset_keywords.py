@@ -123,3 +123,46 @@ def test_a_new_caller_that_sets_it_invalidates_the_cached_result(project: Path, 
         "config = get_baseconfig_by_epoch(network_type='r', global_batch_size=8, max_epochs=1, base_lr=0.1,\n"
         "                                 output_dir='x', grad_accum_iters=8)\n")
     assert len(_accumulation(_findings(run_cli))) == 2
+
+
+ENGINE = """
+    import torch
+
+
+    def fit(model, train_loader, epochs=5, acc_steps=1, lr=5e-4):
+        optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+        for epoch in range(epochs):
+            optimizer.zero_grad()
+            for step, (x, y) in enumerate(train_loader):
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                loss.backward()
+                if (step + 1) % acc_steps == 0:
+                    optimizer.step()
+                    model.zero_grad()
+
+
+    def k_fold(model, folds):
+        for train_loader in folds:
+            fit(model, train_loader, epochs=3, lr=1e-3)
+"""
+
+
+def _partial_window(run_cli) -> list[str]:
+    return [line for line in _findings(run_cli, "engine.py") if ": LC105" in line]
+
+
+def test_a_parameter_no_caller_passes_accumulates_nothing(project: Path, run_cli) -> None:
+    # kaggle_tweet's 2nd-level engine.py: fit(..., acc_steps=1), and the only call leaves it out
+    write_project(project, {"engine.py": ENGINE})
+    assert _partial_window(run_cli) == []
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("fit(model, train_loader, epochs=3, lr=1e-3)", "fit(model, train_loader, epochs=3, acc_steps=4, lr=1e-3)"),
+    ("fit(model, train_loader, epochs=3, lr=1e-3)", "fit(model, train_loader, 3, 4)"),
+    ("acc_steps=1, lr=5e-4)", "acc_steps=4, lr=5e-4)"),
+])
+def test_a_caller_that_passes_the_parameter_keeps_the_finding(project: Path, run_cli, old: str, new: str) -> None:
+    assert old in ENGINE
+    write_project(project, {"engine.py": ENGINE.replace(old, new)})
+    assert len(_partial_window(run_cli)) == 1

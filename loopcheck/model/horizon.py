@@ -34,7 +34,7 @@ _HORIZON_ARGS = {
     "get_constant_schedule_with_warmup": (None, None), "get_scheduler": ("num_training_steps", 3),
 }
 # Names of accumulation counts (`gradient_accumulation_steps`, `accum_iter`, `grad_acc`).
-ACCUMULATION_NAME = Pattern(r"accum|gradient_accumulation|grad_acc", re.I)
+ACCUMULATION_NAME = Pattern(r"accum|gradient_accumulation|grad_acc|(^|_)acc_(steps|iters?)$", re.I)
 # `epoch_length` is the number of batches in an epoch, not a number of epochs
 _BATCHES = Pattern(r"per_epoch|num_batches|len_loader|epoch_len|epoch_size|epoch_iters", re.I)
 _UPDATES = Pattern(r"update_steps|updates_per_epoch|num_update", re.I)

@@ -34,7 +34,8 @@ _DDP = {"DistributedDataParallel", "DDP"}
 # of a module that merely mentions DDP costs).
 # `% cfg.grad_accum_iters`, `% (self.cfg.n)`: a step condition that may count to a setting another
 # module gives (``loopcheck.project.unset_keywords``); a superset (`"%s.png" % name`), kept short to compile
-_MODULUS_ATTRIBUTE = Pattern(r"%[ \t(]*[^\W\d]\w*\.[^\W\d]")
+# a count to a setting: an attribute (`% cfg.grad_accum_iters`) or a name (`% acc_steps`, a parameter)
+_MODULUS_ATTRIBUTE = Pattern(r"%[ \t(]*[^\W\d]\w*")
 _DDP_CALL = Pattern(r"(?:DistributedDataParallel(?<!\wDistributedDataParallel)|DDP(?<!\wDDP))"
                     r"(?:\s|\\|\)|#[^\n]*)*\(")  # the look-behinds after the names: searched fast
 _SYNC = {"no_sync", "require_backward_grad_sync", "no_backward_sync", "set_requires_gradient_sync"}
