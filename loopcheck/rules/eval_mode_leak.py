@@ -338,7 +338,7 @@ for step, (x, y) in enumerate(train_loader):
             for leak in evals:
                 if _dead(leak, loop, at_call=True):
                     continue  # `if mode == "eval": m.eval()` in a mode helper called with "train"
-                name = _resolve(leak.receiver, loop, leak.order)
+                name = _resolve(leak.receiver, leak.loop or loop, leak.order)
                 if name not in trained and not (name is not None and "." in name and name in aliased()
                                                 and _names_the_attribute(leak, loop, name)) \
                         and not (name in aliases and _takes_own_module(leak, loop)) \
@@ -478,9 +478,12 @@ def _trains_others_only(name: str, owners: dict[str, set[str]], events: list[Eve
                           for scope in model.loops() for e in scope.events(Kind.STEP)):
         return False  # (an optimizer of the file known to train ``name``, and stepped somewhere)
     for step in stepped:
-        modules = owners.get(last_part(_stepped(step, loop)))
+        # the modules as the optimizer's own scope names them: the step's function where it builds
+        # the optimizer, else the loop's (a helper's parameter names its argument only within its call)
+        built = _built_over(step, loop)
+        modules, at = (built, step.order) if built else (owners.get(last_part(_stepped(step, loop))), loop.order)
         for module in modules or [None]:
-            resolved = _resolve(module, loop, order) if module is not None else None
+            resolved = _resolve(module, step.loop or loop, at) if module is not None else None
             if resolved is None or resolved == name or resolved.startswith(name + ".") \
                     or name.startswith(resolved + "."):
                 return False  # unknown, or the module itself, a part of it or what holds it
@@ -784,8 +787,9 @@ def _evaluated_again(leak: Event, name: str, evals: list[Event], updates: list[i
     update of the next (an epoch that starts with ``encoder.eval()``: that one decides)."""
     later = _later(leak, updates, events, loop)
     if not later and updates:
-        return any(e is not leak and e.order < min(updates) and not e.conds and _resolve(e.receiver, loop, e.order) == name
-                   for e in evals)
+        # (also one in a loop nested in this one, which judges it: a helper called at the top of an inner loop)
+        return any(e is not leak and e.kind is Kind.EVAL_MODE and e.order < min(updates) and not e.conds
+                   and _resolve(e.receiver, e.loop or loop, e.order) == name for e in [*evals, *events])
     return any(e is not leak and leak.order < e.order < min(later, default=e.order + 1)
                and _resolve(e.receiver, loop, e.order) == name for e in evals)
 
@@ -984,7 +988,8 @@ def _resolve(receiver: str | None, loop: Loop, order: int) -> str | None:
         found = None
         scope: Loop | None = loop
         while scope is not None and found is None:
-            bindings = [a for a in scope.assignments if a.names == (name,) and a.op == "=" and a.order < order]
+            bindings = [a for a in scope.assignments if a.names == (name,) and a.op == "=" and a.order < order
+                        and a.visible_at(order)]
             if bindings and _copies(max(bindings, key=lambda a: a.order).value):
                 return None  # `net = copy.deepcopy(net)`: a copy's mode is not the model's
             bindings = [a for a in bindings if (wrapped := _wrapped(a.value)) is not None and wrapped != name]
@@ -992,7 +997,9 @@ def _resolve(receiver: str | None, loop: Loop, order: int) -> str | None:
             scope = scope.parent
         if found is None:
             break
-        name = _wrapped(found.value)
+        # what the argument names is read before the binding: `train(net2, net1)` binds `net = net2`
+        # and `net2 = net1` at once, and `net` is the caller's `net2`, not `net1`
+        name, order = _wrapped(found.value), found.order
     return module_name(name) if name is not None else None
 
 
