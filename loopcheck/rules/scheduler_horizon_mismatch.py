@@ -68,7 +68,9 @@ or a lambda that divides its step count by lengths of its own (`math.cos(math.pi
 `epoch / args.warmup_epochs`) counts in the unit those lengths share. A step
 under `isinstance` tests on the scheduler (`if isinstance(scheduler, OneCycleLR): scheduler.step()`,
 its `else` branch, `if not isinstance(scheduler, OneCycleLR):`) steps only the schedules of the classes
-the tests let through; a factory's argument that the caller cannot read (`max_lr=[g["lr"] for g in
+the tests let through, and one under a case of an option (`if args.LRScheduler == 'cosine':`) only
+those not built in the branch of another case of it (`if args.LRScheduler == 'multi_step': scheduler =
+MultiStepLR(...)`); a factory's argument that the caller cannot read (`max_lr=[g["lr"] for g in
 optimizer.param_groups]`) is no length and does not stop the others from being read. It is
 silent where the file does not settle both: a horizon that names what the call does not pass (a
 parameter's default, another module's constant), a scheduler built in another module by a class or
@@ -428,8 +430,11 @@ for epoch in range(config["epochs"]):
                     units = [(_parameter_bound_unit(h, training) or _passed_loop_unit(h, training, model.index)
                               or unit_of(h, _BLANK)) if h is not None else None for h in horizons]
                 else:
+                    # (`if args.LRScheduler == 'cosine': scheduler.step()` steps only what that case built)
+                    cases = _option_cases(conds)
                     calls = [c for call in built for c in _as_built(call, model)
-                             if lets_through(kinds, last_part(func_name(c) or ""))]
+                             if lets_through(kinds, last_part(func_name(c) or ""))
+                             and not (cases and _other_case(call, cases, model))]
                     horizons = [_length(call, model.index) for call in calls]
                     # the loop's own bound counts its iterations, whatever its name says (`range(max_epoch)`)
                     units = [(_loop_unit(h, training, model.index) or _parameter_bound_unit(h, training)
@@ -716,6 +721,40 @@ def _parameter_one(training: TrainingLoop, index: Index) -> bool:
     if param is None or param.default is None or int_value(param.default) != 1:
         return False
     return all(int_value(v) == 1 for v in index.arguments.get(f"{function.name.value}({count.value})", []))
+
+
+def _option_cases(conds: tuple[Cond, ...]) -> dict[str, object]:
+    """``{"args.LRScheduler": "cosine"}`` for the condition ``args.LRScheduler == 'cosine'`` (also a
+    conjunct of one): the case of an option a statement runs under."""
+    found: dict[str, object] = {}
+    for cond in conds:
+        for part in (conjuncts(cond.test) if cond.test is not None and not cond.negated else []):
+            case = _case(part)
+            if case is not None:
+                found[case[0]] = case[1]
+    return found
+
+
+def _case(test: cst.BaseExpression) -> tuple[str, object] | None:
+    """(``args.mode``, ``"cosine"``) for ``args.mode == 'cosine'`` (either side the literal)."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1 \
+            or type(test.comparisons[0].operator) is not cst.Equal:  # type: ignore[attr-defined]
+        return None
+    left, right = test.left, test.comparisons[0].comparator  # type: ignore[attr-defined]
+    for name, value in ((left, right), (right, left)):
+        if dotted(name) is not None and type(value) in (cst.SimpleString, cst.Integer):
+            return dotted(name), value.evaluated_value if type(value) is cst.SimpleString else int_value(value)  # type: ignore[attr-defined, return-value]
+    return None
+
+
+def _other_case(call: cst.Call, cases: dict[str, object], model: FileModel) -> bool:
+    """``call`` is built only in the branch of another case of one of the options ``cases`` names
+    (``if args.LRScheduler == 'multi_step': scheduler = MultiStepLR(...)``, the step under ``== 'cosine'``)."""
+    for node in walk(model.module, into_functions=True):
+        if type(node) is cst.If and (case := _case(node.test)) is not None and case[0] in cases \
+                and case[1] != cases[case[0]] and any(n is call for n in walk(node.body, into_functions=True)):  # type: ignore[attr-defined]
+            return True
+    return False
 
 
 def _constructors(name: str | None, model: FileModel) -> list[cst.Call]:
