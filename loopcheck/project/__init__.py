@@ -561,8 +561,9 @@ class Imported:
     @property
     def counts_to_an_attribute(self) -> bool:
         """Whether this file's text takes a modulus that is an attribute (``iteration %
-        cfg.grad_accum_iters``): only then does ``unset_setting`` read the project (from the file's
-        cached outline: a warm run does not read its text again)."""
+        cfg.grad_accum_iters``) or a parameter with an inert default (``% acc_steps`` in ``def fit(...,
+        acc_steps=1)``): only then does ``unset_setting`` read the project (from the file's cached
+        outline: a warm run does not read its text again)."""
         return self.own.counts_to_attribute
 
     def unset_setting(self, name: str) -> bool:

@@ -34,8 +34,8 @@ _DDP = {"DistributedDataParallel", "DDP"}
 # of a module that merely mentions DDP costs).
 # `% cfg.grad_accum_iters`, `% (self.cfg.n)`: a step condition that may count to a setting another
 # module gives (``loopcheck.project.unset_keywords``); a superset (`"%s.png" % name`), kept short to compile
-# a count to a setting: an attribute (`% cfg.grad_accum_iters`) or a name (`% acc_steps`, a parameter)
-_MODULUS_ATTRIBUTE = Pattern(r"%[ \t(]*[^\W\d]\w*")
+_MODULUS_ATTRIBUTE = Pattern(r"%[ \t(]*[^\W\d]\w*\.[^\W\d]")
+_MODULUS_NAME = Pattern(r"%[ \t(]*([^\W\d]\w*)\b(?![.(\[])")
 _DDP_CALL = Pattern(r"(?:DistributedDataParallel(?<!\wDistributedDataParallel)|DDP(?<!\wDDP))"
                     r"(?:\s|\\|\)|#[^\n]*)*\(")  # the look-behinds after the names: searched fast
 _SYNC = {"no_sync", "require_backward_grad_sync", "no_backward_sync", "set_requires_gradient_sync"}
@@ -124,8 +124,9 @@ class ModuleFacts:
     # DDP-returning helper (``loopcheck.project.ddp_helpers``), kept so that a warm run need not parse
     # them again; None: not read
     returned_calls: dict[str, tuple[str, ...]] | None = None
-    # its text takes a modulus that is an attribute (`iteration % cfg.grad_accum_iters`): a setting
-    # another module may give (``loopcheck.project.unset_keywords``)
+    # its text takes a modulus that is an attribute (`iteration % cfg.grad_accum_iters`) or a parameter
+    # with an inert default (`% acc_steps` in `def fit(..., acc_steps=1)`): a setting another module may
+    # give (``loopcheck.project.unset_keywords``)
     counts_to_attribute: bool = False
     complete: bool = True  # every function read (else only those of ``names``: a checked file's own view has none)
     # when not complete: the top-level functions and methods read (``Trainer.step``; ``*.step``: of every class)
@@ -250,7 +251,8 @@ class ModuleReader:
         facts.imports.update(import_table(statements))
         facts.dotted_imports = tuple(sorted({alias.name for node in statements if isinstance(node, ast.Import)
                                              for alias in node.names if alias.asname is None and "." in alias.name}))
-        facts.counts_to_attribute = "%" in self.source and _MODULUS_ATTRIBUTE.search(self.source) is not None
+        facts.counts_to_attribute = "%" in self.source and (_MODULUS_ATTRIBUTE.search(self.source) is not None
+                                                            or _counts_to_a_parameter(tree, self.source))
         # `import *` is only allowed at a module's top level (also under a top-level `if`/`try`)
         facts.star_imports = tuple((node.module or "", node.level) for node in _top_level(tree)
                                    if type(node) is ast.ImportFrom and node.names[0].name == "*")
@@ -538,6 +540,25 @@ def import_table(statements: Iterable[ast.AST]) -> dict[str, tuple[str, str, int
                 if alias.name != "*":
                     table[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
     return table
+
+
+def _counts_to_a_parameter(tree: ast.Module, source: str) -> bool:
+    """A modulus that is a parameter of a function or method of the module with an inert default
+    (``def fit(..., acc_steps=1)`` and ``(step + 1) % acc_steps``): a caller of the project may set it."""
+    names = {m.group(1) for m in _MODULUS_NAME.finditer(source)}
+    if not names:
+        return False
+    functions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    functions += [m for c in tree.body if isinstance(c, ast.ClassDef)
+                  for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for function in functions:
+        args = function.args
+        positional = [*args.posonlyargs, *args.args]
+        for arg, default in [*zip(positional[len(positional) - len(args.defaults):], args.defaults),
+                             *zip(args.kwonlyargs, args.kw_defaults)]:
+            if arg.arg in names and isinstance(default, ast.Constant) and default.value in (0, 1, None, False):
+                return True
+    return False
 
 
 def _top_level(tree: ast.Module) -> list[ast.stmt]:
