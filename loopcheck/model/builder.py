@@ -218,6 +218,14 @@ class Builder:
                 elif target.attr.value == "require_backward_grad_sync":
                     self._event(st, Kind.GRAD_SYNC_FLAG, small, stmt, receiver(target.value), value=small.value)
             return
+        if kind is cst.Expr and type(small.value) is cst.Call and type(small.value.func) is cst.Name \
+                and small.value.func.value == "exec":
+            # nanoGPT's `exec(open('configurator.py').read())`: every name bound before it may be
+            # overridden from the command line or a config file (`--hess_clip=True`): none is a constant
+            order = self._next()
+            bound = {n for a in st.loop.assignments if a.order < order for n in a.names}
+            st.loop.assignments.extend(Assignment((n,), small.value, "=", small, st.conds, order,
+                                                  contexts=st.contexts) for n in sorted(bound))
         if kind is cst.Expr and type(small.value) is cst.IfExp:
             # `model.eval() if k < n else model.train()` as a statement: an if/else, each call under its branch
             ifexp = small.value
