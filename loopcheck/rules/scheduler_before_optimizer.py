@@ -45,8 +45,13 @@ does not build (a trainer's parameter), stepped at the top of the epoch loop, pr
 batch loop is a function of the same file (`def train(model, loader, optimizer)` called as
 `train(model, loader, opt_joint)`), its optimizer is the one the call passes.
 
+A `scheduler.step()` left once before the epoch loop, before any optimizer step (a torch < 1.1 habit),
+where the epoch loop steps it again after its batches, is flagged too (run on CPU: a MultiStepLR with
+milestone 2 gives 0.1, 0.01, 0.01 instead of 0.1, 0.1, 0.01); one under a case of its own (`if
+args.LRScheduler == 'cosine':`) or after a warm-up pass that stepped the optimizer is not.
+
 ## Fix
-Call `scheduler.step()` after `optimizer.step()`.
+Call `scheduler.step()` after `optimizer.step()` (and drop one before the training loop).
 """
 
 from __future__ import annotations
@@ -212,18 +217,40 @@ for epoch in range(epochs):
                         scheduler.conds, scheduler.order).always or scheduler.conds and scheduler.conds == loop.conds
                         or _same_phase(scheduler, steps)):
                     yield self._report(model, scheduler, loop.node, "epoch")
+        yield from self._before_training(model)
 
-    def _report(self, model: FileModel, scheduler: Event, after: cst.CSTNode, unit: str) -> Violation:
+    def _before_training(self, model: FileModel) -> Iterator[Violation]:
+        """``scheduler.step()`` once before the epoch loop, no optimizer having stepped yet, where the
+        epoch loop steps it again per epoch: the first epoch already trains at the second value."""
+        for scope in model.scopes:
+            for scheduler in scope.events(Kind.SCHEDULER_STEP):
+                if scheduler.has_args or any(e.order < scheduler.order for e in scope.events(Kind.STEP)):
+                    continue
+                training = next((loop for loop in scope.loops if loop.order > scheduler.order), None)
+                # (in the branch that runs the loop: after `if args.evaluate: return`, not under a case of its own)
+                if training is None or scheduler.conds != training.conds[:len(scheduler.conds)] or not any(s.framework in (Framework.TORCH, Framework.LOSS_SCALER)
+                                               for s in training.events(Kind.STEP, deep=True)):
+                    continue
+                # stepped again in the epoch loop itself, after its batches: a schedule of epochs
+                if not any(s.receiver == scheduler.receiver and not s.has_args for s in training.events(Kind.SCHEDULER_STEP)) \
+                        or _stepped_first_by_design(model, scheduler.receiver):
+                    continue
+                yield self._report(model, scheduler, training.node, "epoch", before_loop=True)
+
+    def _report(self, model: FileModel, scheduler: Event, after: cst.CSTNode, unit: str,
+                before_loop: bool = False) -> Violation:
         """``after``: the statement the scheduler step belongs behind (the step, or the batch loop);
-        ``unit``: what each scheduler step counts there."""
-        movable = own_line(scheduler) and model.owner(scheduler.stmt) is model.owner(after) is not None
+        ``unit``: what each scheduler step counts there; ``before_loop``: a step before the training
+        loop, which only goes (no fix: the loop steps it again)."""
+        movable = not before_loop and own_line(scheduler) and model.owner(scheduler.stmt) is model.owner(after) is not None
         fix = move_after(scheduler.stmt, after, "move the scheduler step after the optimizer step") \
             if movable else None  # type: ignore[arg-type]
         kinds = {last_part(func_name(call) or "") for call in model.roles.constructors(scheduler.receiver, Role.SCHEDULER)}
         effect = f"every decay comes one {unit} early" if kinds and kinds <= _DECAYS else \
             "the first value of the schedule is skipped"
-        return self.at(scheduler, f"`{scheduler.receiver}.step()` runs before `optimizer.step()`: {effect}"
-                                  f"{_option_gate(scheduler)}", fix)
+        where = "before the training loop, before any `optimizer.step()`" if before_loop else "before `optimizer.step()`"
+        gate = "" if before_loop else _option_gate(scheduler)  # (before the loop: the loop's own conditions)
+        return self.at(scheduler, f"`{scheduler.receiver}.step()` runs {where}: {effect}{gate}", fix)
 
 
 def _option_gate(scheduler: Event) -> str:
