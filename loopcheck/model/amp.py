@@ -17,8 +17,8 @@ import libcst as cst
 
 from loopcheck.model.events import Assignment, Cond, Event, Framework, Kind, Loop
 from loopcheck.model.roles import Role, Roles
-from loopcheck.model.syntax import (dotted, exit_statement, func_name, keyword, last_part, names_in, positional, source,
-                                    walk)
+from loopcheck.model.syntax import (dotted, exit_statement, func_name, keyword, last_part, last_small, names_in, positional,
+                                    source, walk)
 
 FLOAT16 = "float16"
 BFLOAT16 = "bfloat16"
@@ -110,13 +110,21 @@ def extra_conds(outer: Event, inner: Event) -> list[Cond]:
 
 
 def is_skip_branch(cond: Cond, loop: Loop | None) -> bool:
-    """``if not torch.isfinite(loss): continue`` earlier in the iteration: the rest of this
-    iteration is skipped but the loop goes on. A ``return`` counts when it leaves a per-batch helper
+    """``if not torch.isfinite(loss): continue`` earlier in the iteration (or the ``else:`` of ``if
+    math.isfinite(norm): ...`` ending in ``continue``): the rest of this iteration is skipped but the loop goes on. A ``return`` counts when it leaves a per-batch helper
     inlined into the loop (``train_step``), not the function that runs the loop; ``break`` ends
     the loop, so nothing after it would have used the scaler."""
-    if cond.branch != "after-exit" or not isinstance(cond.owner, cst.If):
+    if not isinstance(cond.owner, cst.If):
         return False
-    exit_stmt = exit_statement(cond.owner)
+    if cond.branch == "body" and isinstance(cond.owner.orelse, cst.Else):
+        # `if math.isfinite(norm): scaler.step(...); scaler.update() else: return False`
+        exit_stmt = last_small(cond.owner.orelse.body)
+        if type(exit_stmt) not in (cst.Continue, cst.Return):
+            return False
+    elif cond.branch != "after-exit":
+        return False
+    else:
+        exit_stmt = exit_statement(cond.owner)
     if isinstance(exit_stmt, cst.Continue):
         return True
     if isinstance(exit_stmt, cst.Return) and loop is not None and loop.is_loop:

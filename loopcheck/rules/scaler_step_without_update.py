@@ -1,8 +1,11 @@
 """## What it does
 Checks for a GradScaler whose `scaler.step(optimizer)` (or `scaler.unscale_(optimizer)`) is not
 followed by `scaler.update()` on every path: a skip branch such as
-`if not torch.isfinite(loss): continue` between them, an `update()` under a condition the step
-does not have, or no `update()` at all. Also checks for `update()` on every micro-batch while the
+`if not torch.isfinite(loss): continue` between them (also `if math.isfinite(norm): scaler.step(opt);
+scaler.update() else: return False` in a step function after `unscale_()`), an `update()` under a
+condition the step does not have, or no `update()` at all. A base class's loop that calls
+`self.train_one_step(batch)` runs the override of the one subclass of the file where the base's
+method only raises `NotImplementedError`. Also checks for `update()` on every micro-batch while the
 step runs only at the accumulation boundary.
 
 ## Why is this bad?
@@ -185,9 +188,9 @@ for batch in loader:
             extra = extra_conds(update, call)
             skips = [c for c in extra if is_skip_branch(c, update.loop)]
             if skips and not all(_updated_before_exit(c, later) for c in skips):
-                return (f"{what} runs, but an early `continue` before `{scaler}.update()` skips the "
-                        f"update on some iterations: the next {'step' if call.kind is Kind.STEP else 'unscale_'}"
-                        " raises RuntimeError")
+                return (f"{what} runs, but a branch that skips the rest of the iteration (`continue`, or a "
+                        f"`return` of the step function) before `{scaler}.update()` skips the update on some "
+                        f"iterations: the next {'step' if call.kind is Kind.STEP else 'unscale_'} raises RuntimeError")
             guard = training.reader.guard(update.conds, update.order) if update.loop is training.loop else None
             if call.kind is Kind.STEP and guard is not None and guard.kind in (GuardKind.PERIODIC, GuardKind.NOT_PERIODIC) and \
                     training.reader.guard(call.conds, call.order).always:
@@ -212,8 +215,10 @@ for batch in loader:
 
 
 def _updated_before_exit(skip: Cond, updates: list[Event]) -> bool:
-    """The skip branch calls ``scaler.update()`` itself before its ``continue``."""
-    return any(c.owner is skip.owner and c.branch == "body" for u in updates for c in u.conds)
+    """The skip branch calls ``scaler.update()`` itself before its ``continue`` (for ``if finite:
+    ... else: continue``, its ``else:``)."""
+    branch = "orelse" if skip.branch == "body" else "body"
+    return any(c.owner is skip.owner and c.branch == branch for u in updates for c in u.conds)
 
 
 # Built-ins that read what they are handed and keep nothing of it.
