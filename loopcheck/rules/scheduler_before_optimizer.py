@@ -224,8 +224,9 @@ for epoch in range(epochs):
         epoch loop steps it again per epoch: the first epoch already trains at the second value."""
         for scope in model.scopes:
             for scheduler in scope.events(Kind.SCHEDULER_STEP):
-                if scheduler.has_args or any(e.order < scheduler.order for e in scope.events(Kind.STEP)):
-                    continue
+                if scheduler.has_args or any(e.order < scheduler.order for e in scope.events(Kind.STEP)) \
+                        or _in_a_loop(model, scheduler.stmt):
+                    continue  # (`for epoch in range(start_epoch): scheduler.step()` fast-forwards a resumed run)
                 training = next((loop for loop in scope.loops if loop.order > scheduler.order), None)
                 # (in the branch that runs the loop: after `if args.evaluate: return`, not under a case of its own)
                 if training is None or scheduler.conds != training.conds[:len(scheduler.conds)] or not any(s.framework in (Framework.TORCH, Framework.LOSS_SCALER)
@@ -251,6 +252,16 @@ for epoch in range(epochs):
         where = "before the training loop, before any `optimizer.step()`" if before_loop else "before `optimizer.step()`"
         gate = "" if before_loop else _option_gate(scheduler)  # (before the loop: the loop's own conditions)
         return self.at(scheduler, f"`{scheduler.receiver}.step()` runs {where}: {effect}{gate}", fix)
+
+
+def _in_a_loop(model: FileModel, stmt: cst.CSTNode) -> bool:
+    """``stmt`` runs in a loop of its function (a loop that steps nothing is no loop of the model)."""
+    owner = model.owner(stmt)
+    while owner is not None and type(owner) is not cst.FunctionDef:
+        if type(owner) in (cst.For, cst.While):
+            return True
+        owner = model.owner(owner)
+    return False
 
 
 def _option_gate(scheduler: Event) -> str:
