@@ -26,8 +26,9 @@ first value of the schedule: the initial learning rate is never used, a warmup s
 late, a step decay comes one epoch early. With a schedule of a few dozen epochs, that is a few
 percent of the run on the wrong learning rate. PyTorch warns once, which is easy to miss in logs.
 A schedule that warms up from zero (`get_linear_schedule_with_warmup(optimizer, 8, total)` and the
-other `transformers` `get_*_with_warmup` schedules, with a warmup that is not a literal 0) is not
-flagged: the value stepping first skips is a learning rate of 0, and skipping it loses no update
+other `transformers` `get_*_with_warmup` schedules, with a warmup that is not a literal 0;
+pytorch-gradual-warmup-lr's `GradualWarmupScheduler(optimizer, multiplier=1, total_epoch=5)`, whose
+README steps it once before the loop) is not flagged: the value stepping first skips is a learning rate of 0, and skipping it loses no update
 (stepped once per epoch, it saves a whole epoch at learning rate 0).
 Before 1.1 the scheduler was stepped first, so a project that pins `torch` below 1.1 (in its
 requirements, setup.py, pyproject.toml or environment.yml, or, where none names torch, in the install
@@ -65,8 +66,8 @@ from loopcheck.model import Event, FileModel, Framework, Kind, Loop, Style
 from loopcheck.model.guards import GuardReader, exclusive
 from loopcheck.model.memory import module_name, trained_modules
 from loopcheck.model.roles import Role, role_of_constructor
-from loopcheck.model.syntax import (dotted, func_name, int_value, is_none, keyword, last_part, names_in, own_call_name,
-                                    positional, same)
+from loopcheck.model.syntax import (dotted, func_name, int_value, is_none, is_zero, keyword, last_part, names_in, own_call_name,
+                                    positional, same, source)
 from loopcheck.model.training import is_data_loop
 from loopcheck.project.index import class_bases
 from loopcheck.rules._base import Rule, Violation
@@ -317,14 +318,22 @@ _WARMUP_FROM_ZERO = {"get_linear_schedule_with_warmup", "get_cosine_schedule_wit
 
 def _warms_up_from_zero(model: FileModel, receiver: str | None) -> bool:
     """Every construction of the scheduler is a ``transformers`` warmup schedule whose warmup length
-    (second argument or ``num_warmup_steps``) is not a literal 0: its first value is a learning rate of
-    0 (``step / warmup`` at step 0), so stepping it before the optimizer skips only that."""
+    (second argument or ``num_warmup_steps``) is not a literal 0, or pytorch-gradual-warmup-lr's
+    ``GradualWarmupScheduler(optimizer, multiplier=1, total_epoch=...)``: its first value is a learning
+    rate of 0 (``step / warmup`` at step 0), so stepping it before the optimizer skips only that."""
     calls = model.roles.constructors(receiver, Role.SCHEDULER)
     for call in calls:
+        args = positional(call)
+        if last_part(func_name(call) or "") == "GradualWarmupScheduler":
+            # pytorch-gradual-warmup-lr's: at `multiplier=1` it ramps `base_lr * epoch / total_epoch` from 0
+            multiplier = keyword(call, "multiplier") or (args[1] if len(args) > 1 else None)
+            if multiplier is None or source(multiplier) not in ("1", "1.0", "1.") or is_zero(
+                    keyword(call, "total_epoch") or (args[2] if len(args) > 2 else cst.Integer("0"))):
+                return False
+            continue
         if last_part(func_name(call) or "") not in _WARMUP_FROM_ZERO:
             return False
         warmup = keyword(call, "num_warmup_steps")
-        args = positional(call)
         if warmup is None and len(args) > 1:
             warmup = args[1]
         if warmup is None or int_value(warmup) == 0:
