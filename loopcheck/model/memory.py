@@ -112,12 +112,14 @@ def _zero_rate(call: cst.Call) -> bool:
 _MOVES = Pattern(r"\.(to|cuda|cpu|float|half|double|bfloat16|eval|train)\([^()]*\)$|\.module$")
 
 
-_ELEMENT = Pattern(r"\[[^\[\]]*\]$")
+# an element picked by a name (`layers[i]`, `layers[inc_i]`); a literal index (`convnets[-1]`, the
+# newest of a list whose older ones stay frozen) names that element
+_ELEMENT = Pattern(r"\[[ \t]*[^\W\d][^\[\]]*\]$")
 
 
 def module_name(name: str) -> str:
     """The module behind a receiver: ``model`` for ``model.module`` or ``model.to(device)``;
-    ``layers[]`` for any element of a list of modules (``self.bias_layers[_]``)."""
+    ``layers[]`` for an element of a list of modules a name picks (``self.bias_layers[_]``)."""
     while (stripped := _MOVES.sub("", name)) != name:
         name = stripped
     return _ELEMENT.sub("[]", name) if name.endswith("]") else name

@@ -20,7 +20,7 @@ import libcst as cst
 
 from loopcheck.model.events import Event, Loop
 from loopcheck.model.roles import Role, role_of_constructor
-from loopcheck.model.syntax import dotted, func_name, last_part, method, param_names, walk
+from loopcheck.model.syntax import dotted, func_name, last_part, method, param_names, source, walk
 
 if TYPE_CHECKING:
     from loopcheck.model import FileModel
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 def parameter_owners(call: cst.Call) -> set[str]:
     """The modules whose ``.parameters()`` (or ``.named_parameters()``) a call reads; ``layers[]`` for
-    an element of a list of modules, whichever (``self.bias_layers[inc_i].parameters()``)."""
+    an element of a list of modules a name picks (``self.bias_layers[inc_i].parameters()``)."""
     found = set()
     for node in walk(call):
         called = method(node) if type(node) is cst.Call else None  # type: ignore[arg-type]
@@ -36,7 +36,9 @@ def parameter_owners(call: cst.Call) -> set[str]:
             continue
         owner = called[0]
         if type(owner) is cst.Subscript and dotted(owner.value):  # type: ignore[attr-defined]
-            found.add(f"{dotted(owner.value)}[]")  # type: ignore[attr-defined]  # one of a list: `self.bias_layers[i]`
+            from loopcheck.model.memory import module_name  # (memory reads this module)
+
+            found.add(module_name(source(owner)))  # one of a list: `self.bias_layers[i]`
         elif dotted(owner):
             found.add(dotted(owner))  # type: ignore[arg-type]
     return found

@@ -442,8 +442,8 @@ def _updates_of(name: str, owners: dict[str, set[str]], events: list[Event], loo
     for e in events:
         if e.kind is Kind.STEP and e.optimizer:
             # the optimizer this step's scope builds (two functions may each call theirs `optimizer`)
-            built = _built_over(e, loop)
-            if any(_resolve(m, e.loop or loop, e.order) == name for m in built) if built \
+            built, at = _built_over(e, loop)
+            if any(_resolve(m, e.loop or loop, at) == name for m in built) if built \
                     else last_part(_stepped(e, loop)) in mine:
                 found.append(e.order)
     return found
@@ -454,13 +454,17 @@ def _optimizers_of(name: str, owners: dict[str, set[str]], loop: Loop, order: in
     return {opt for opt, modules in owners.items() if any(_resolve(m, loop, order) == name for m in modules)}
 
 
-def _built_over(step: Event, loop: Loop) -> set[str]:
+def _built_over(step: Event, loop: Loop) -> tuple[set[str], int]:
     """The modules whose parameters the optimizer ``step`` steps is built over, where the step's own
-    scope builds it (``optimizer = Adam(model.parameters())`` in the function that steps it)."""
+    scope builds it (``optimizer = Adam(model.parameters())`` in the function that steps it), and the
+    order of that binding: the names are read as they stand there (the helper's parameter ``model``
+    bound at a later call of it is another module)."""
     bound = [a for scope in _scopes(step, loop) for a in scope.assignments
              if a.names == (step.optimizer,) and a.op == "=" and a.order < step.order and a.visible_at(step.order)]
-    value = max(bound, key=lambda a: a.order).value if bound else None
-    return {module_name(m) for m in parameter_owners(value)} if type(value) is cst.Call else set()
+    binding = max(bound, key=lambda a: a.order) if bound else None
+    if binding is None or type(binding.value) is not cst.Call:
+        return set(), step.order
+    return {module_name(m) for m in parameter_owners(binding.value)}, binding.order
 
 
 def _trains_others_only(name: str, owners: dict[str, set[str]], events: list[Event], loop: Loop, order: int,
@@ -480,8 +484,8 @@ def _trains_others_only(name: str, owners: dict[str, set[str]], events: list[Eve
     for step in stepped:
         # the modules as the optimizer's own scope names them: the step's function where it builds
         # the optimizer, else the loop's (a helper's parameter names its argument only within its call)
-        built = _built_over(step, loop)
-        modules, at = (built, step.order) if built else (owners.get(last_part(_stepped(step, loop))), loop.order)
+        built, at = _built_over(step, loop)
+        modules, at = (built, at) if built else (owners.get(last_part(_stepped(step, loop))), loop.order)
         for module in modules or [None]:
             resolved = _resolve(module, step.loop or loop, at) if module is not None else None
             if resolved is None or resolved == name or resolved.startswith(name + ".") \
