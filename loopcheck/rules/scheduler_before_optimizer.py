@@ -28,7 +28,8 @@ percent of the run on the wrong learning rate. PyTorch warns once, which is easy
 A schedule that warms up from zero (`get_linear_schedule_with_warmup(optimizer, 8, total)` and the
 other `transformers` `get_*_with_warmup` schedules, with a warmup that is not a literal 0;
 pytorch-gradual-warmup-lr's `GradualWarmupScheduler(optimizer, multiplier=1, total_epoch=5)`, whose
-README steps it once before the loop) is not flagged: the value stepping first skips is a learning rate of 0, and skipping it loses no update
+README steps it once before the loop; pl_bolts' `LinearWarmupCosineAnnealingLR` with its default
+`warmup_start_lr=0.0`) is not flagged: the value stepping first skips is a learning rate of 0, and skipping it loses no update
 (stepped once per epoch, it saves a whole epoch at learning rate 0).
 Before 1.1 the scheduler was stepped first, so a project that pins `torch` below 1.1 (in its
 requirements, setup.py, pyproject.toml or environment.yml, or, where none names torch, in the install
@@ -319,7 +320,8 @@ _WARMUP_FROM_ZERO = {"get_linear_schedule_with_warmup", "get_cosine_schedule_wit
 def _warms_up_from_zero(model: FileModel, receiver: str | None) -> bool:
     """Every construction of the scheduler is a ``transformers`` warmup schedule whose warmup length
     (second argument or ``num_warmup_steps``) is not a literal 0, or pytorch-gradual-warmup-lr's
-    ``GradualWarmupScheduler(optimizer, multiplier=1, total_epoch=...)``: its first value is a learning
+    ``GradualWarmupScheduler(optimizer, multiplier=1, total_epoch=...)``, or pl_bolts'
+    ``LinearWarmupCosineAnnealingLR`` from its default ``warmup_start_lr=0.0``: its first value is a learning
     rate of 0 (``step / warmup`` at step 0), so stepping it before the optimizer skips only that."""
     calls = model.roles.constructors(receiver, Role.SCHEDULER)
     for call in calls:
@@ -329,6 +331,12 @@ def _warms_up_from_zero(model: FileModel, receiver: str | None) -> bool:
             multiplier = keyword(call, "multiplier") or (args[1] if len(args) > 1 else None)
             if multiplier is None or source(multiplier) not in ("1", "1.0", "1.") or is_zero(
                     keyword(call, "total_epoch") or (args[2] if len(args) > 2 else cst.Integer("0"))):
+                return False
+            continue
+        if last_part(func_name(call) or "") == "LinearWarmupCosineAnnealingLR":
+            # pl_bolts' (copied into many repositories): from `warmup_start_lr`, 0.0 unless given
+            start = keyword(call, "warmup_start_lr") or (args[3] if len(args) > 3 else None)
+            if start is not None and not is_zero(start):
                 return False
             continue
         if last_part(func_name(call) or "") not in _WARMUP_FROM_ZERO:
