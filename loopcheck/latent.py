@@ -10,7 +10,8 @@ its default is 1)``. Nothing is added where N is a literal, where the default ac
 or where one of the loop's variants that holds the flagged statement steps another way.
 
 Where N is a configuration key (``cfg.training.gradient_accumulate_every``, ``config.TRAIN.ACCUMULATION_STEPS``,
-``cfg['accum']``; not a plain name, which a caller may pass by position) that everything the project
+``cfg['accum']``, also the count of a micro-step loop, ``for up_idx in range(args.update_frequency):``;
+not a plain name, which a caller may pass by position) that everything the project
 ships leaves inert, the finding is not reported at all (``inert``): every shipped config, launch script
 and README command that gives the key a value gives 0 or 1 (or null, false), and no command-line
 option sets it (``loopcheck.project.inert_settings``). A key set above 1 anywhere, one an option sets,
@@ -32,7 +33,7 @@ from loopcheck.model import FileModel
 from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.model.guards import at_most_one, slipped
 from loopcheck.model.syntax import dotted, int_value, last_part
-from loopcheck.model.training import Style, TrainingLoop
+from loopcheck.model.training import Style, TrainingLoop, micro_count
 from loopcheck.model.values import option_defaults
 
 # Rules whose findings need the loop to accumulate (N > 1): at N = 1 every micro-batch is a step.
@@ -126,6 +127,11 @@ def _setting(model: FileModel, training: TrainingLoop, plain: bool = True) -> st
     variant does not step under such a condition."""
     if training.style is Style.ACCELERATE:
         return _accelerate_setting(model)
+    if training.style is Style.MICRO_LOOP:
+        # `for up_idx in range(args.update_frequency):`, a configuration value
+        count = micro_count(training.loop)
+        name = dotted(count) if count is not None else None
+        return name if name is not None and "." in name else None
     if training.style is not Style.GUARDED or training.modulus is None:
         return None
     name = dotted(training.modulus)

@@ -262,3 +262,27 @@ def test_a_folder_without_a_readme_of_its_own_speaks_for_the_project(project: Pa
                             "vlt5/config/lowdim.yaml": CONFIG.format(n=1),
                             "scripts/big.sh": "python vlt5/train.py training.gradient_accumulate_every=8\n"})
     assert len(_clips(run_cli, "vlt5/workspace/train.py")) == 1
+
+
+MICRO_STEPS = """
+    import torch
+
+
+    def train_epoch(args, supernet, loader, optimizer):
+        for inputs, targets in loader:
+            optimizer.zero_grad()
+            for up_idx in range(args.update_frequency):
+                loss = torch.nn.functional.cross_entropy(supernet(inputs), targets)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(supernet.parameters(), 5.0)
+            optimizer.step()
+"""
+
+PIPELINE = "update_frequency: {n} # set equal to num_ops when fair sample\n"
+
+
+@pytest.mark.parametrize(("n", "found"), [(1, 0), (4, 1)])
+def test_a_micro_step_count_every_shipped_config_leaves_at_one(project: Path, run_cli, n: int, found: int) -> None:
+    # DNA's distill_train.py: `for up_idx in range(args.update_frequency):`, train_pipeline.yaml's 1
+    write_project(project, {"dna/train.py": MICRO_STEPS, "initialize/train_pipeline.yaml": PIPELINE.format(n=n)})
+    assert len(_clips(run_cli, "dna/train.py")) == found
