@@ -38,7 +38,9 @@ def parameter_owners(call: cst.Call) -> set[str]:
         if type(owner) is cst.Subscript and dotted(owner.value):  # type: ignore[attr-defined]
             from loopcheck.model.memory import module_name  # (memory reads this module)
 
-            found.add(module_name(source(owner)))  # one of a list: `self.bias_layers[i]`
+            element = module_name(source(owner))
+            if element.endswith("[]"):
+                found.add(element)  # one of a list a name picks: `self.bias_layers[i]` (not a dict's entry)
         elif dotted(owner):
             found.add(dotted(owner))  # type: ignore[arg-type]
     return found
