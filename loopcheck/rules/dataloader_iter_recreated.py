@@ -21,7 +21,8 @@ visualisation batch), under a condition, or in an `except StopIteration` handler
 nor is an iterator bound once per epoch in an outer loop and advanced in the inner one, an
 evaluation loop of another count (`for _ in range(1):`) or one that can stop early (`break`), nor
 `next(iter(x))` where the file binds `x` to an iterator or generator (`iter()` returns it,
-advanced), a tensor or list, or a loader over one of its `IterableDataset` classes (a stream),
+advanced), a tensor or list, or a loader over an `IterableDataset` class of the file or of a project module it imports (a stream: FinRL's
+`RLDataset`, whose `__iter__` yields a replay buffer's fresh sample),
 nor a loader of a project class whose `__iter__` goes on with one iterator its `__init__` made
 (yolov5's `InfiniteDataLoader`: `self.iterator = super().__iter__()`, then `yield next(self.iterator)`),
 built in the file or by a factory of the file or of the project module it imports
@@ -339,8 +340,8 @@ _TENSORS = {"tensor", "as_tensor", "from_numpy", "randn", "rand", "randint", "ze
 def _no_pass_to_restart(model: FileModel, loader: cst.BaseExpression) -> bool:
     """What the file binds the name to is already an iterator (``data_iter = iter(loader)``, a
     generator, ``itertools.cycle(loader)``: ``iter()`` of it returns it, advanced), a list or tensor
-    (nothing to restart), or a loader over an ``IterableDataset`` class of the file (a stream: what a
-    new pass yields is up to its ``__iter__``, often fresh random samples). Any such binding is enough."""
+    (nothing to restart), or a loader over an ``IterableDataset`` class of the file or of a project
+    module (a stream: what a new pass yields is up to its ``__iter__``, often fresh random samples). Any such binding is enough."""
     name = dotted(loader)
     if name is None:
         return False
@@ -449,15 +450,17 @@ def _generator(model: FileModel, called: str) -> bool:
 
 
 def _streams(model: FileModel, dataset: cst.BaseExpression) -> bool:
-    """``dataset`` is (or names) an instance of a class of this file derived from ``IterableDataset``."""
+    """``dataset`` is (or names) an instance of a class derived from ``IterableDataset``, of this file
+    or of a project module it imports (FinRL's ``RLDataset``, whose ``__iter__`` yields a replay
+    buffer's fresh sample)."""
     values = [dataset]
     if dotted(dataset):
         values += model.index.values.get(last_part(dotted(dataset) or ""), [])
-    built = {last_part(func_name(v) or "") for v in values if isinstance(v, cst.Call)}
-    return bool(built) and any(
-        isinstance(node, cst.ClassDef) and node.name.value in built
-        and any("IterableDataset" in (dotted(b.value) or "") for b in node.bases)
-        for node in model.module.body)
+    built = {func_name(v) or "" for v in values if isinstance(v, cst.Call)} - {""}
+    if any(isinstance(node, cst.ClassDef) and node.name.value in {last_part(b) for b in built}
+           and any("IterableDataset" in (dotted(b.value) or "") for b in node.bases) for node in model.module.body):
+        return True
+    return model.project is not None and any("IterableDataset" in (model.project.class_bases(b) or "") for b in built)
 
 
 def _rebuilt(loop: Loop, name: str | None) -> bool:
