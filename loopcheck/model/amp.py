@@ -111,7 +111,8 @@ def extra_conds(outer: Event, inner: Event) -> list[Cond]:
 
 def is_skip_branch(cond: Cond, loop: Loop | None) -> bool:
     """``if not torch.isfinite(loss): continue`` earlier in the iteration (or the ``else:`` of ``if
-    math.isfinite(norm): ...`` ending in ``continue``): the rest of this iteration is skipped but the loop goes on. A ``return`` counts when it leaves a per-batch helper
+    math.isfinite(norm): ...`` ending in ``continue`` or ``return``): the rest of this iteration is
+    skipped but the loop goes on. A ``return`` counts when it leaves a per-batch helper
     inlined into the loop (``train_step``), not the function that runs the loop; ``break`` ends
     the loop, so nothing after it would have used the scaler."""
     if not isinstance(cond.owner, cst.If):

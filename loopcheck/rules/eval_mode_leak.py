@@ -83,8 +83,9 @@ peer `net2` while `optimizer1 = SGD(net1.parameters())` trains `net1`; the call 
 puts it back in train mode first): the loop around it decides, where the peer's own update runs (BiC's
 stage 1 steps the backbone with the bias layers in eval mode, its stage 2 steps a bias layer,
 `Adam(self.bias_layers[inc_i].parameters())`, with the backbone in eval mode: each stage puts its own
-module back in train mode first; an element of a list of modules stands for the list). An optimizer is the one its step's own function binds: two helpers
-that each call theirs `optimizer` (an auxiliary net's, then the classifier's) train different modules,
+module back in train mode first; an element of a list a name picks stands for the list, one a literal
+index picks, `convnets[-1]`, for itself). An optimizer is the one its step's own function binds: two
+helpers that each call theirs `optimizer` (an auxiliary net's, then the classifier's) train different modules,
 and a helper's parameter names its argument only within its call (NAO's `nao_infer(queue, nao)` and
 `nao_train(queue, nao, nao_optimizer)` call the controller `model`: the child's `optimizer` over the
 main `model` is not the controller's, and `nao_train`'s `model.train()` puts the controller back).
@@ -484,8 +485,9 @@ def _trains_others_only(name: str, owners: dict[str, set[str]], events: list[Eve
     for step in stepped:
         # the modules as the optimizer's own scope names them: the step's function where it builds
         # the optimizer, else the loop's (a helper's parameter names its argument only within its call)
-        built, at = _built_over(step, loop)
-        modules, at = (built, at) if built else (owners.get(last_part(_stepped(step, loop))), loop.order)
+        modules, at = _built_over(step, loop)
+        if not modules:
+            modules, at = owners.get(last_part(_stepped(step, loop))) or set(), loop.order
         for module in modules or [None]:
             resolved = _resolve(module, step.loop or loop, at) if module is not None else None
             if resolved is None or resolved == name or resolved.startswith(name + ".") \
