@@ -120,12 +120,10 @@ def is_skip_branch(cond: Cond, loop: Loop | None) -> bool:
     if cond.branch == "body" and isinstance(cond.owner.orelse, cst.Else):
         # `if math.isfinite(norm): scaler.step(...); scaler.update() else: return False`
         exit_stmt = last_small(cond.owner.orelse.body)
-        if type(exit_stmt) not in (cst.Continue, cst.Return):
-            return False
-    elif cond.branch != "after-exit":
-        return False
-    else:
+    elif cond.branch == "after-exit":
         exit_stmt = exit_statement(cond.owner)
+    else:
+        return False
     if isinstance(exit_stmt, cst.Continue):
         return True
     if isinstance(exit_stmt, cst.Return) and loop is not None and loop.is_loop:
