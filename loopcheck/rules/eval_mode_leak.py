@@ -66,7 +66,9 @@ file's class that calls `self.train()` or `self.classifier_head.train()`: `discr
 puts that part back in train mode), or right after the evaluation is correct and not flagged; so
 is a model built anew before its next update (`model = GPT4TS(args)` at the top of each repeated run:
 a new module starts in train mode); so is `.eval()` on a model that is not trained here (a
-frozen teacher, an EMA copy) or that the code freezes (`requires_grad_(False)`), an `eval()` inside a loop whose function
+frozen teacher, an EMA copy; also, where the file shows no optimizer's modules, one the loop's own code runs
+only under `torch.no_grad()`, as ENAS's controller step runs the shared network for its reward) or that
+the code freezes (`requires_grad_(False)`), an `eval()` inside a loop whose function
 already puts that module in eval mode before the loop and never back in train mode in it (an
 architecture controller's loop that scores the generator through `get_is(gen_net)`: every iteration
 runs with the generator in eval mode anyway), and a GAN's
@@ -115,7 +117,7 @@ from loopcheck.model.pytest_tests import in_pytest_test
 from loopcheck.model.stored import attribute_aliases
 from loopcheck.model.values import option_defaults
 from loopcheck.model.variants import ruled_out, within
-from loopcheck.model.syntax import dotted, func_name, last_part, lines, names_in, positional, source, walk
+from loopcheck.model.syntax import children, dotted, func_name, last_part, lines, names_in, positional, source, walk
 from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
 
@@ -977,11 +979,41 @@ def _teacher_only(name: str | None, owners: dict[str, set[str]], loop: Loop) -> 
     """The file's optimizers are built over other modules than ``name``, and the loop calls it only
     under ``no_grad`` (``with torch.no_grad(): soft_preds = schp_model(images)``): it gives targets, it
     is not trained."""
-    if name is None or not any(owners.values()) or any(name in modules for modules in owners.values()):
-        return False  # (where the file shows no optimizer's modules, what it trains is not known)
+    if name is None or any(name in modules for modules in owners.values()):
+        return False
+    if not any(owners.values()):
+        # where the file shows no optimizer's modules, only the loop's own code can tell: ENAS's
+        # controller loop runs the shared network under `no_grad` for its reward, nothing else
+        return _only_without_grad(loop.node, name, False) is True
     calls = [a for scope in loop.nest() for a in scope.assignments
              if type(a.value) is cst.Call and dotted(a.value.func) == name]  # type: ignore[attr-defined]
     return bool(calls) and all(a.contexts and any(c.kind == "no_grad" for c in a.contexts) for a in calls)
+
+
+def _only_without_grad(node: cst.CSTNode, name: str, quiet: bool) -> bool | None:
+    """Whether ``node`` names ``name`` only to switch its mode (``name.eval()``) or to call it under
+    ``with torch.no_grad():`` (``quiet``: inside such a block), with one such call at least; None where
+    it names it nowhere, False where anything else reads it (a call with gradients, an argument)."""
+    if type(node) is cst.With and any(last_part(func_name(i.item) or dotted(i.item) or "") in ("no_grad", "inference_mode")
+                                      for i in node.items):  # type: ignore[attr-defined]
+        quiet = True
+    if type(node) is cst.Call:
+        called = dotted(node.func)  # type: ignore[attr-defined]
+        if called == name:
+            return quiet if all(_only_without_grad(a, name, quiet) is not False for a in node.args) else False  # type: ignore[attr-defined]
+        if called in (f"{name}.eval", f"{name}.train"):
+            return None
+    if dotted(node) == name:
+        return False
+    found: bool | None = None
+    for child in children(node):
+        if type(child) in (cst.FunctionDef, cst.Lambda):
+            continue
+        seen = _only_without_grad(child, name, quiet)
+        if seen is False:
+            return False
+        found = found or seen
+    return found
 
 
 def _resolve(receiver: str | None, loop: Loop, order: int) -> str | None:
