@@ -984,35 +984,39 @@ def _teacher_only(name: str | None, owners: dict[str, set[str]], loop: Loop) -> 
     if not any(owners.values()):
         # where the file shows no optimizer's modules, only the loop's own code can tell: ENAS's
         # controller loop runs the shared network under `no_grad` for its reward, nothing else
-        return _only_without_grad(loop.node, name, False) is True
+        return _only_without_grad(loop.node, name)
     calls = [a for scope in loop.nest() for a in scope.assignments
              if type(a.value) is cst.Call and dotted(a.value.func) == name]  # type: ignore[attr-defined]
     return bool(calls) and all(a.contexts and any(c.kind == "no_grad" for c in a.contexts) for a in calls)
 
 
-def _only_without_grad(node: cst.CSTNode, name: str, quiet: bool) -> bool | None:
+def _only_without_grad(node: cst.CSTNode, name: str) -> bool:
     """Whether ``node`` names ``name`` only to switch its mode (``name.eval()``) or to call it under
-    ``with torch.no_grad():`` (``quiet``: inside such a block), with one such call at least; None where
-    it names it nowhere, False where anything else reads it (a call with gradients, an argument)."""
-    if type(node) is cst.With and any(last_part(func_name(i.item) or dotted(i.item) or "") in ("no_grad", "inference_mode")
-                                      for i in node.items):  # type: ignore[attr-defined]
-        quiet = True
-    if type(node) is cst.Call:
-        called = dotted(node.func)  # type: ignore[attr-defined]
-        if called == name:
-            return quiet if all(_only_without_grad(a, name, quiet) is not False for a in node.args) else False  # type: ignore[attr-defined]
-        if called in (f"{name}.eval", f"{name}.train"):
-            return None
-    if dotted(node) == name:
-        return False
-    found: bool | None = None
-    for child in children(node):
-        if type(child) in (cst.FunctionDef, cst.Lambda):
+    ``with torch.no_grad():``, with one such call at least; not where anything else reads it (a call
+    with gradients, an argument). Walked with a stack: a loop body may nest deeply."""
+    found = False
+    stack: list[tuple[cst.CSTNode, bool]] = [(node, False)]
+    while stack:
+        node, quiet = stack.pop()
+        kind = type(node)
+        if kind is cst.FunctionDef or kind is cst.Lambda:
             continue
-        seen = _only_without_grad(child, name, quiet)
-        if seen is False:
+        if kind is cst.With and any(last_part(func_name(i.item) or dotted(i.item) or "") in ("no_grad", "inference_mode")
+                                    for i in node.items):  # type: ignore[attr-defined]
+            quiet = True
+        if kind is cst.Call:
+            called = dotted(node.func)  # type: ignore[attr-defined]
+            if called in (f"{name}.eval", f"{name}.train"):
+                continue
+            if called == name:
+                if not quiet:
+                    return False
+                found = True
+                stack.extend((a, quiet) for a in node.args)  # type: ignore[attr-defined]
+                continue
+        if (kind is cst.Name or kind is cst.Attribute) and dotted(node) == name:
             return False
-        found = found or seen
+        stack.extend((child, quiet) for child in children(node))
     return found
 
 
