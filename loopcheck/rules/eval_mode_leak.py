@@ -1001,8 +1001,8 @@ def _only_without_grad(node: cst.CSTNode, name: str) -> bool:
         kind = type(node)
         if kind is cst.FunctionDef or kind is cst.Lambda:
             continue
-        if kind is cst.With and any(last_part(func_name(i.item) or dotted(i.item) or "") in ("no_grad", "inference_mode")
-                                    for i in node.items):  # type: ignore[attr-defined]
+        if kind is cst.With and any(last_part((func_name(i.item) if type(i.item) is cst.Call else dotted(i.item)) or "")
+                                    in ("no_grad", "inference_mode") for i in node.items):  # type: ignore[attr-defined]
             quiet = True
         if kind is cst.Call:
             called = dotted(node.func)  # type: ignore[attr-defined]
