@@ -29,8 +29,8 @@ A schedule that warms up from zero (`get_linear_schedule_with_warmup(optimizer, 
 other `transformers` `get_*_with_warmup` schedules, with a warmup that is not a literal 0;
 pytorch-gradual-warmup-lr's `GradualWarmupScheduler(optimizer, multiplier=1, total_epoch=5)`, whose
 README steps it once before the loop; pl_bolts' `LinearWarmupCosineAnnealingLR` with its default
-`warmup_start_lr=0.0`) is not flagged: the value stepping first skips is a learning rate of 0, and skipping it loses no update
-(stepped once per epoch, it saves a whole epoch at learning rate 0).
+`warmup_start_lr=0.0`) is not flagged: the value stepping first skips is a learning rate of 0, and
+skipping it loses no update (stepped once per epoch, it saves a whole epoch at learning rate 0).
 Before 1.1 the scheduler was stepped first, so a project that pins `torch` below 1.1 (in its
 requirements, setup.py, pyproject.toml or environment.yml, or, where none names torch, in the install
 commands and requirements of its README, INSTALL or install scripts, as LC206 reads them) is not flagged, nor
@@ -231,8 +231,8 @@ for epoch in range(epochs):
                     continue  # (`for epoch in range(start_epoch): scheduler.step()` fast-forwards a resumed run)
                 training = next((loop for loop in scope.loops if loop.order > scheduler.order), None)
                 # (in the branch that runs the loop: after `if args.evaluate: return`, not under a case of its own)
-                if training is None or scheduler.conds != training.conds[:len(scheduler.conds)] or not any(s.framework in (Framework.TORCH, Framework.LOSS_SCALER)
-                                               for s in training.events(Kind.STEP, deep=True)):
+                if training is None or scheduler.conds != training.conds[:len(scheduler.conds)] or not any(
+                        s.framework in (Framework.TORCH, Framework.LOSS_SCALER) for s in training.events(Kind.STEP, deep=True)):
                     continue
                 # stepped again in the epoch loop itself, after its batches: a schedule of epochs
                 if not any(s.receiver == scheduler.receiver and not s.has_args for s in training.events(Kind.SCHEDULER_STEP)) \
