@@ -87,11 +87,12 @@ def unset(model: FileModel, code: str, node: cst.CSTNode) -> bool:
     if code not in ACCUMULATION_RULES or model.project is None or not model.project.counts_to_an_attribute:
         return False
     held = setting(model, code, node, sites=True, plain=False)
+    if held is None or held.endswith("]"):
+        return False
     # a plain name: a parameter whose default is inert and that no caller passes (`fit(...,
     # acc_steps=1)` called without it), as the project's files read it
-    return held is not None and not held.endswith("]") \
-        and ("." in held or bool(_defaults(model, held)) and _defaults(model, held) <= {0, 1}) \
-        and model.project.unset_setting(last_part(held))
+    defaults = _defaults(model, held) if "." not in held else None
+    return (defaults is None or bool(defaults) and defaults <= {0, 1}) and model.project.unset_setting(last_part(held))
 
 
 def setting_note(model: FileModel, modulus: cst.BaseExpression | None) -> str:

@@ -41,7 +41,14 @@ def attribute_aliases(model: FileModel) -> dict[str, str]:
     """``obj.attr`` -> the name passed for the parameter that ``obj``'s class stores whole as
     ``self.attr``, for each plain name the file builds only from one class of the file or of a project
     module it imports (``d_net = distiller.Distiller(t_net, s_net)``: ``d_net.s_net`` -> ``s_net``;
-    built in two functions, both pass the same name for it)."""
+    built in two functions, both pass the same name for it). Read once per file: rules ask once per leak."""
+    known = model.read_once.get("attribute_aliases")
+    if known is None:
+        known = model.read_once["attribute_aliases"] = _attribute_aliases(model)
+    return known  # type: ignore[return-value]
+
+
+def _attribute_aliases(model: FileModel) -> dict[str, str]:
     found: dict[str, str] = {}
     for name, init, calls in _built(model):
         kept = stored_whole(init)

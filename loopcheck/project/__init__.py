@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
@@ -617,49 +617,46 @@ class Imported:
         of the name, such as a config's ``_target_: src.models.mnist_module.Model`` that Hydra imports);
         True where that cannot be told (a root no marker names, a walk stopped early). The files read
         join ``digest`` as ``inert_setting``'s do."""
-        from loopcheck.project.index import marked_folder
-
-        self._project_files_read = True
-        if marked_folder(self.index.root) != self.index.root:
-            return True
-        documents = self.index.documents()
-        if documents is None:
-            return True
         stem = re.escape(self.path.stem.encode())
         pattern = re.compile(rb"\b" + stem + rb"\b") if named else \
             re.compile(rb"^[ \t>%!\[\"',]*(?:from[ \t]+[\w.]*\b" + stem
                        + rb"\b|(?:from[ \t]+[\w.]+[ \t]+)?import\b[^\n]*\b" + stem + rb"\b)", re.MULTILINE)
-        mine = real_path(self.path)
-        for path in [*self.index.python_files(), *map(Path, documents)]:
-            if real_path(path) == mine or named and Path(path).stem == self.path.stem:
-                continue  # (a copy of the module elsewhere)
-            text = self.index.text_of(path)
-            if pattern.search(text) or not text and self.index.oversized(path):
-                return True  # (a notebook too large to read may import it)
-        return False
+        # (a copy of the module elsewhere names itself)
+        texts = self._other_texts(lambda path: named and path.stem == self.path.stem)
+        # (a notebook too large to read may import it)
+        return texts is None or any(text is None or pattern.search(text) for text in texts)
 
     def named_elsewhere(self, names: set[str]) -> set[str]:
         """Those of ``names`` another Python file, script, notebook or document of the project names
         (a word of its text); all of them where that cannot be told, or where a file looks one up by
         a name it builds (``getattr(train_eval, "train_eval_" + mode)``). Read as ``imported_elsewhere``."""
-        from loopcheck.project.index import marked_folder
-
-        self._project_files_read = True
-        documents = self.index.documents()
-        if not names or marked_folder(self.index.root) != self.index.root or documents is None:
+        texts = self._other_texts() if names else None
+        if texts is None:
             return names
         pattern = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b")
         lookup = re.compile(rb"getattr\([ \t]*" + re.escape(self.path.stem.encode()) + rb"\b")
         found: set[str] = set()
-        mine = real_path(self.path)
-        for path in [*self.index.python_files(), *map(Path, documents)]:
-            if real_path(path) == mine:
-                continue
-            text = self.index.text_of(path)
-            if lookup.search(text) or not text and self.index.oversized(path):
+        for text in texts:
+            if text is None or lookup.search(text):
                 return names
             found |= {m.decode() for m in pattern.findall(text)}
         return found
+
+    def _other_texts(self, skip: Callable[[Path], bool] = lambda path: False) -> Iterator[bytes | None] | None:
+        """The texts of the project's other Python files, scripts, notebooks and documents (those
+        ``skip`` leaves), read one at a time, None for one too large to read; None where they cannot be
+        told (a root no marker names, a walk stopped early). What is read joins the cache digest."""
+        from loopcheck.project.index import marked_folder
+
+        self._project_files_read = True
+        if marked_folder(self.index.root) != self.index.root:
+            return None
+        documents = self.index.documents()
+        if documents is None:
+            return None
+        mine = real_path(self.path)
+        paths = (p for p in (*self.index.python_files(), *map(Path, documents)) if real_path(p) != mine and not skip(p))
+        return (text if (text := self.index.text_of(p)) or not self.index.oversized(p) else None for p in paths)
 
     def with_settings(self, digest: str) -> str:
         """``digest`` (taken before the model asked), with the stamp of the files ``inert_setting``

@@ -392,7 +392,6 @@ for step, (x, y) in enumerate(train_loader):
         """Whether ``name.train()`` runs between the leak and the next update that trains ``name``,
         also as an attribute that holds it (``d_net.s_net.train()`` where ``d_net = Distiller(t_net,
         s_net)`` keeps ``self.s_net = s_net``)."""
-        stored: dict[str, str] | None = None
         later = _later(leak, updates, events, loop)
         if later:
             def window(order: int) -> bool:
@@ -406,14 +405,11 @@ for step, (x, y) in enumerate(train_loader):
             if train.kind is Kind.TRAIN_MODE and window(train.order) and not _dead(train, loop, at_call=True):
                 # (from the loop it runs in: a helper called in an inner loop binds its parameter there)
                 resolved = _resolve(train.receiver, train.loop or loop, train.order)
+                stored = attribute_aliases(model)
                 if resolved is not None and resolved != name and resolved.count(".") == 1:
-                    if stored is None:
-                        stored = attribute_aliases(model)
                     resolved = stored.get(resolved, resolved)
                 if resolved is None or resolved == name or resolved not in trained:
                     return True  # the same model, or one we cannot tell apart from it
-                if stored is None:
-                    stored = attribute_aliases(model)
                 if any(kept == name and holder.rsplit(".", 1)[0] == resolved for holder, kept in stored.items()):
                     return True  # `explainer.train()` where `explainer = ExplainModule(model=model)` keeps it
                 if resolved.startswith(name + ".") or name.startswith(resolved + "."):
