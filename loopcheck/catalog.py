@@ -108,7 +108,7 @@ CODES: dict[str, Code] = {c.code: c for c in [
        'measured memory per sample shows a larger micro-batch fits in ~80% of device memory: fewer accumulation steps would train faster at the same effective batch'),
     _c("LC604", "dataloader-iter-recreated", "error", "yes", "-",
        'next(iter(loader)) inside the loop: restarts the loader (and its workers) every step, always yielding its first batches'),
-    _c("LC605", "eval-mode-leak", "error", "yes", "yes",
+    _c("LC605", "eval-mode-leak", "error", "opt-in", "yes",
        'model.eval() inside the epoch loop is never undone by model.train() before the next training steps'),
 ]}
 # fmt: on

@@ -112,6 +112,34 @@ def test_opt_in_rule_needs_extend_select(project: Path, run_cli) -> None:
     assert "LC110" in resolve(None, (), ["LC110"])
 
 
+LEAK = """\
+import torch
+
+model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(10):
+    for x, y in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+    model.eval()
+    evaluate(model)
+"""
+
+
+def test_eval_mode_leak_is_opt_in_only_in_check(project: Path, run_cli) -> None:
+    # the static reading cannot see most models' layers or the way back to train mode; the
+    # runtime check sees both, so it keeps the rule on
+    from loopcheck.selection import resolve
+
+    (project / "train.py").write_text(LEAK)
+    code, out, _ = run_cli("check", "--no-cache", "train.py")
+    assert (code, "LC605" in out) == (0, False)
+    code, out, _ = run_cli("check", "--no-cache", "--extend-select", "LC605", "train.py")
+    assert code == 1 and "train.py:10:5: LC605 " in out
+    assert "LC605" not in resolve() and "LC605" in resolve(static=False)
+
+
 def test_statistics_and_exit_zero(project: Path, run_cli) -> None:
     (project / "a.py").write_text(BUGGY)
     (project / "b.py").write_text(BUGGY)

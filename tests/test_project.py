@@ -324,7 +324,7 @@ def test_eval_callback_of_another_module(project: Path, run_cli) -> None:
                 evaluate(model, val_loader)
     """
     write_project(project, {"train.py": loop, "helpers.py": helpers})
-    found = _codes(run_cli, "train.py")  # on by default
+    found = _codes(run_cli, "--extend-select", "LC605", "train.py")  # opt-in in check
     assert len(found) == 1 and found[0].startswith("train.py:14:") and " LC605 " in found[0]
     assert "helpers.py:5" in found[0]
     restored = helpers.replace("                return sum(", "                acc = sum(") + "    net.train()\n    return acc\n"
@@ -367,7 +367,7 @@ def test_eval_callback_of_another_module_skipped_by_a_parameter(project: Path, r
                 {call}
     """
     write_project(project, {"train.py": loop, "helpers.py": helpers})
-    found = _codes(run_cli, "train.py")
+    found = _codes(run_cli, "--extend-select", "LC605", "train.py")
     assert [" LC605 " in f for f in found] == ([True] if flagged else [])
 
 
@@ -466,16 +466,16 @@ def test_eval_undone_by_the_epoch_function_of_another_module(project: Path, run_
                     evaluation(val_loader, dae)
     """
     write_project(project, {"train.py": loop, "objective.py": objective, "evaluation.py": evaluation})
-    assert _codes(run_cli, "train.py") == []
+    assert _codes(run_cli, "--extend-select", "LC605", "train.py") == []
     # an epoch function that switches the mode on only after its updates does not undo the leak
     late = objective.replace("            dae.train()\n", "").replace("            return 0.0", "            dae.train()\n            return 0.0")
     assert late != objective
     write_project(project, {"objective.py": late})
-    found = _codes(run_cli, "train.py")
+    found = _codes(run_cli, "--extend-select", "LC605", "train.py")
     assert len(found) == 1 and found[0].startswith("train.py:17:") and " LC605 " in found[0]
     # without it the rest of the run trains in eval mode
     write_project(project, {"objective.py": objective.replace("            dae.train()\n", "")})
-    found = _codes(run_cli, "train.py")
+    found = _codes(run_cli, "--extend-select", "LC605", "train.py")
     assert len(found) == 1 and found[0].startswith("train.py:17:") and "evaluation.py:5" in found[0]
 
 
@@ -1456,11 +1456,11 @@ def test_a_teacher_forwarded_only_under_no_grad_may_stay_in_eval_mode(project: P
                 print(epoch, validate(schp_model, val_loader))
     """
     write_project(project, {"schp.py": helpers, "train.py": train})
-    assert _codes(run_cli, "train.py") == []
+    assert _codes(run_cli, "--extend-select", "LC605", "train.py") == []
     trained = train.replace("model.parameters(), lr=7e-3", "[*model.parameters(), *schp_model.parameters()], lr=7e-3")
     assert trained != train
     write_project(project, {"train.py": trained})
-    assert [" LC605 " in line for line in _codes(run_cli, "train.py")] == [True]
+    assert [" LC605 " in line for line in _codes(run_cli, "--extend-select", "LC605", "train.py")] == [True]
 
 
 @pytest.mark.parametrize("exported", [False, True])
@@ -1496,13 +1496,13 @@ def test_an_inherited_evaluation_method_of_another_module_leaves_eval_mode(proje
     """
     write_project(project, {"pkg/__init__.py": "from pkg.base import BaseTrainer\n" if exported else "",
                             "pkg/base.py": base, "pkg/trainer.py": trainer})
-    found = _codes(run_cli, "pkg/trainer.py")
+    found = _codes(run_cli, "--extend-select", "LC605", "pkg/trainer.py")
     assert len(found) == 1 and " LC605 " in found[0] and "pkg/base.py:6" in found[0], found
     restored = base.replace("                    return 0.0\n", "                    accuracy = 0.0\n"
                                                         "                model.train()\n                return accuracy\n")
     assert restored != base
     write_project(project, {"pkg/base.py": restored})
-    assert _codes(run_cli, "pkg/trainer.py") == []
+    assert _codes(run_cli, "--extend-select", "LC605", "pkg/trainer.py") == []
 
 
 def test_an_accumulation_count_the_caller_passes_beside_a_warmup_reset(project: Path, run_cli) -> None:
