@@ -21,7 +21,8 @@ micro-batches, not the updates a counter advanced only in the step branch counts
 keeps, `self.total_steps` set only to `args.total_steps`, is that setting; so is what is left of it after a
 warmup, `max(1, MAX_STEPS - warmup_steps)`), whatever its name says:
 full-batch training that steps once per iteration of `for epoch in range(max_epoch):` counts its steps in `T_max=max_epoch` (also where the
-loop's function takes `max_epoch` as a parameter and the caller builds `T_max=args.max_epoch`). A
+loop's function takes `max_epoch` as a parameter and the caller builds `T_max=args.max_epoch`), and in
+milestones that are shares of that bound (`milestones=[int(args.epochs * 0.5), int(args.epochs * 0.75)]`). A
 horizon divided by the accumulation count (`t_total = len(loader) // gradient_accumulation_steps *
 epochs`, copied from a script that accumulates) for a loop that steps the optimizer and the scheduler
 on every batch counts N batches a step the loop never takes: the schedule ends N times early (not
@@ -953,8 +954,8 @@ def _loop_unit(horizon: cst.BaseExpression, training: TrainingLoop, index: Index
     also a bound the trainer keeps (``self.total_steps``, set to ``args.total_steps`` and nothing else),
     and the part of it after a warmup (``max(1, MAX_STEPS - warmup_steps)``)."""
     horizon = _after_warmup(horizon, index)
-    if any(same(horizon, bound) or _kept_as(bound, horizon, index) for bound in _loop_bounds(training.loop)) \
-            or _all_passes(horizon, training.loop):
+    if any(same(horizon, bound) or _kept_as(bound, horizon, index) or _share_of_bound(horizon, bound)
+           for bound in _loop_bounds(training.loop)) or _all_passes(horizon, training.loop):
         return Unit.BATCHES
     if training.style is Style.MICRO_LOOP and (same(horizon, _range_bound(training.step_loop))
                                                or _all_passes(horizon, training.step_loop)):
@@ -978,6 +979,32 @@ def _after_warmup(horizon: cst.BaseExpression, index: Index) -> cst.BaseExpressi
             same(n, total) for n in walk(shares[0]) if type(n) in (cst.Name, cst.Attribute))):
         return total
     return horizon
+
+
+def _share_of_bound(horizon: cst.BaseExpression, bound: cst.BaseExpression | None) -> bool:
+    """Milestones or a step size that are fixed shares of the loop's own bound (``[int(args.epochs *
+    0.5), int(args.epochs * 0.75)]`` for ``for _ in range(args.epochs):``, ``epochs // 3``): they count
+    that loop's iterations too, whatever the loop steps per iteration (a whole-batch fit)."""
+    if bound is None:
+        return False
+    if isinstance(horizon, (cst.List, cst.Tuple)):
+        return bool(horizon.elements) and all(_share_of_bound(e.value, bound) for e in horizon.elements)
+    while True:
+        if same(horizon, bound):
+            return True
+        if isinstance(horizon, cst.Call) and last_part(func_name(horizon) or "") in ("int", "round", "floor", "ceil") \
+                and len(horizon.args) >= 1:
+            horizon = horizon.args[0].value
+        elif isinstance(horizon, cst.BinaryOperation) and isinstance(
+                horizon.operator, (cst.Multiply, cst.Divide, cst.FloorDivide)):
+            if isinstance(horizon.right, (cst.Integer, cst.Float)):
+                horizon = horizon.left
+            elif isinstance(horizon.left, (cst.Integer, cst.Float)) and isinstance(horizon.operator, cst.Multiply):
+                horizon = horizon.right
+            else:
+                return False
+        else:
+            return False
 
 
 def _all_passes(horizon: cst.BaseExpression, loop: Loop) -> bool:
