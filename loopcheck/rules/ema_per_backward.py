@@ -3,7 +3,10 @@ Checks for an EMA / weight-averaging update (`ema.update(model)`,
 `AveragedModel.update_parameters`, timm `ModelEma*`) that runs on every micro-batch of a
 gradient-accumulation loop instead of once per optimizer step. An EMA of numbers (a loss or
 output statistic, `lecam_ema.update(d_out.mean().item(), "D_real", step)`) is no weight EMA: each
-micro-batch brings a new value to average.
+micro-batch brings a new value to average. Nor is an update helper of another module that the loop
+hands its own counter (pycls' `update_model_ema(cfg, ..., cur_iter=idx)`, which updates only where
+`cur_iter % cfg.EMA_UPDATE_PERIOD == 0`): it picks the micro-batches it updates on, and the file does
+not show whether its period spans an optimizer step.
 
 ## Why is this bad?
 Between optimizer steps the weights do not change, so N-1 of N updates just pull the average
@@ -27,6 +30,7 @@ import libcst as cst
 from loopcheck.fixes import move_to_step
 from loopcheck.model import Event, FileModel, Kind, Style, TrainingLoop
 from loopcheck.model.scaler_counter import told_the_iteration, zeroes_per_window
+from loopcheck.model.syntax import names_in
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -83,7 +87,7 @@ for batch in loader:
             if not all(training.guard(b).always for b in training.backwards):
                 continue
             for ema in training.events(Kind.EMA_UPDATE):
-                if training.guard(ema).always:
+                if training.guard(ema).always and not _told_the_iteration(model, training, ema):
                     fix = move_to_step(model, training, ema, "move the EMA update after the optimizer step", exact=True) \
                         if training.style in (Style.GUARDED, Style.MICRO_LOOP) else None
                     yield self.at(ema, _message(ema), fix)
@@ -96,6 +100,18 @@ def _steps_per_window_in_a_helper(model: FileModel, training: TrainingLoop) -> b
     (ViTs-vs-CNNs' AccumulativeScaler), and each micro-batch in between sees unchanged weights."""
     return training.style is Style.PLAIN and bool(training.steps) and not model.index.functions.get("__call__") \
         and all(told_the_iteration(training, s) for s in training.steps) and zeroes_per_window(training)
+
+
+def _told_the_iteration(model: FileModel, training: TrainingLoop, ema: Event) -> bool:
+    """An update helper of another module handed the loop's own counter (pycls' `update_model_ema(cfg,
+    ..., cur_iter=idx)`, which returns unless `cur_iter % cfg.EMA_UPDATE_PERIOD == 0`): it decides on
+    which micro-batches to update, and the file does not show whether that period spans a step."""
+    call, loop = ema.node, training.loop.node
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Name) \
+            or call.func.value in model.index.functions or not isinstance(loop, cst.For):
+        return False
+    counters = names_in(loop.target)
+    return any(names_in(arg.value) & counters for arg in call.args)
 
 
 def _message(ema: Event) -> str:
