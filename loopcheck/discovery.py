@@ -24,9 +24,10 @@ if TYPE_CHECKING:
     from pathspec import PathSpec
 
 # Directories no one wants linted (ruff's defaults).
-DEFAULT_EXCLUDE = frozenset({".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".mypy_cache", ".nox",
-                             ".pants.d", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", "__pypackages__", "_build",
-                             "buck-out", "dist", "node_modules", "venv", "__pycache__"})
+DEFAULT_EXCLUDE = frozenset({".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints",
+                             ".mypy_cache", ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache",
+                             ".svn", ".tox", ".venv", ".vscode", "__pypackages__", "_build", "buck-out", "dist",
+                             "node_modules", "site-packages", "venv", "__pycache__"})
 PYTHON_SUFFIXES = (".py", ".pyi")
 
 

@@ -302,7 +302,8 @@ def test_symlink_loop_terminates(project: Path, run_cli) -> None:
 
 def test_gitignore_and_default_excludes_are_respected(project: Path, run_cli) -> None:
     (project / ".gitignore").write_text("generated/\n")
-    for folder in ("generated", ".venv", "src"):
+    # (Jupyter's autosave copies of a notebook's scripts sit in .ipynb_checkpoints, as ruff assumes too)
+    for folder in ("generated", ".venv", ".ipynb_checkpoints", "src"):
         (project / folder).mkdir()
         (project / folder / "train.py").write_text(BUGGY)
     code, out, _ = run_cli("check", "--no-show-source")
