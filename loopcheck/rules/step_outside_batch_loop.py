@@ -5,7 +5,8 @@ after a batch loop that overwrote the loss on every batch, or once after a batch
 only binds the batch (`for _, batch in enumerate(loader): data, label = batch`, then the zeroing,
 forward, `backward()` and step dedented below it: measured on CPU, 3 backward passes instead of 12 in
 3 epochs of 4 batches). Not where that loop stops at its first batch (`break`: one batch taken on
-purpose), runs under a test, or is a helper's own (a validation pass binding the same names).
+purpose) or does nothing (`for x, y, z in loader: pass`, written to take the last batch), runs under a
+test, or is a helper's own (a validation pass binding the same names).
 
 ## Why is this bad?
 One step per epoch accumulates the gradients of the whole epoch into a single update (with the
@@ -118,9 +119,17 @@ def _last_batch_message(loss: str, batch: str) -> str:
 
 def _over_the_data(node: cst.CSTNode | None) -> bool:
     """A ``for`` over a loader (not one left early: ``for batch in loader: break`` takes one batch on
-    purpose)."""
+    purpose, nor one whose body is only ``pass``: ``for x, y in loader: pass`` is written to reach
+    the last batch, where a dedent would have left the body's statements behind)."""
     return isinstance(node, cst.For) and is_data_iterable(node.iter) \
-        and not any(isinstance(n, cst.Break) for n in walk(node.body))
+        and not any(isinstance(n, cst.Break) for n in walk(node.body)) and not _passes_only(node.body)
+
+
+def _passes_only(body: cst.BaseSuite) -> bool:
+    lines = body.body if isinstance(body, cst.IndentedBlock) else (body,)
+    return all(isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and all(
+        isinstance(small, cst.Pass) or isinstance(small, cst.Expr) and isinstance(small.value, cst.Ellipsis)
+        for small in line.body) for line in lines)
 
 
 def _last_batch_read(loop: Loop, expr: cst.BaseExpression, order: int, depth: int) -> str | None:
