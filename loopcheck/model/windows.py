@@ -510,9 +510,35 @@ def _never_reached(test: cst.BaseExpression, loop: Loop) -> bool:
 
 def _endless(model: FileModel, loop: Loop) -> bool:
     """``enumerate(cycle(loader))``, a same-file ``def infinite(dl): while True: yield from dl``, or a
-    name bound to one before the loop (``dl = cycle(dl)``)."""
+    name bound to one before the loop (``dl = cycle(dl)``); also a loader drawing from an endless
+    sampler (``DataLoader(dataset, sampler=InfiniteSampler(dataset))``, through a name or a dict of
+    its arguments)."""
     sources = [*([loop.iter] if loop.iter is not None else []), *loop.iter_sources]
-    return any(isinstance(node, cst.Call) and _endless_call(model, node) for expr in sources for node in walk(expr))
+    calls = [node for expr in sources for node in walk(expr) if isinstance(node, cst.Call)]
+    return any(_endless_call(model, call) for call in calls) or any(
+        isinstance(sampler, cst.Call) and _endless_call(model, sampler)
+        for call in calls if last_part(func_name(call) or "") == "DataLoader" for sampler in _samplers(model, call))
+
+
+def _samplers(model: FileModel, loader: cst.Call) -> Iterator[cst.BaseExpression]:
+    """What ``DataLoader(...)``'s ``sampler`` or ``batch_sampler`` is, as written or as the file binds
+    its name, also inside a dict handed over as ``**kwargs``."""
+    values: list[cst.BaseExpression] = []
+    for arg in loader.args:
+        if arg.keyword is not None and arg.keyword.value in ("sampler", "batch_sampler"):
+            values.append(arg.value)
+        elif arg.star == "**" and isinstance(arg.value, cst.Name):
+            for bound in model.index.values.get(arg.value.value, []):
+                if isinstance(bound, cst.Dict):
+                    values += [e.value for e in bound.elements if isinstance(e, cst.DictElement)
+                               and isinstance(e.key, cst.SimpleString)
+                               and e.key.evaluated_value in ("sampler", "batch_sampler")]
+    for value in values:
+        if isinstance(value, cst.Call) and last_part(func_name(value) or "") == "cast" and len(value.args) == 2:
+            value = value.args[1].value  # `cast(Any, sampler)`: the sampler itself
+        yield value
+        if isinstance(value, cst.Name):
+            yield from model.index.values.get(value.value, [])
 
 
 def _endless_call(model: FileModel, call: cst.Call) -> bool:

@@ -11,7 +11,9 @@ partial; one on a counter that no pass restarts, restating the run's bound (`whi
 around `if step > total: break`), ends only the last pass, so every other pass still leaves its tail. A short run for debugging
 (`if args.debug and step > 5: break`) is no real pass's end, nor is a break on a value the index
 never takes (`if i == self.break_iter: break` with `self.break_iter = -1` the only value the file
-gives it, or an option defaulting to -1). A loop that renews its exhausted
+gives it, or an option defaulting to -1). A loader that never ends a pass (`cycle(loader)`, or `DataLoader(dataset,
+sampler=InfiniteSampler(dataset))`, its sampler's name saying so, also in a dict of the loader's
+arguments) has no partial window. A loop that renews its exhausted
 iterator by hand (`try: batch = next(it)` / `except StopIteration: it = iter(loader)`) with a
 counter that runs on keeps whole windows across passes, unless the renewal also zeroes the gradients
 the step uses, itself or in a helper it calls there (an evaluation that back-propagates dev batches
