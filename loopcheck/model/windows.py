@@ -276,20 +276,35 @@ def _once_per_pass(event: Event, loop: Loop) -> bool:
     return False
 
 
-def _runs_once(model: FileModel, function: cst.FunctionDef | None) -> bool:
-    """A top-level function the file calls, and only from module-level statements outside loops,
-    and never hands to anything else (a ``train_one_epoch`` called per epoch from another module
-    has no call here, and is not this)."""
-    if function is None or function not in model.module.body:
+def _runs_once(model: FileModel, function: cst.FunctionDef | None, seen: frozenset[int] = frozenset()) -> bool:
+    """A top-level function the file calls, and only outside loops: from module-level statements or
+    from another top-level function that runs once (``main()`` called from ``if __name__ ==
+    "__main__":``, calling ``train(cfg)``), and never hands to anything else (a ``train_one_epoch``
+    called per epoch from another module has no call here, and is not this)."""
+    if function is None or function not in model.module.body or id(function) in seen:
         return False
     name = function.name.value
     if name in model.index.passed:
         return False
     calls = [c for c in model.index.calls if func_name(c) == name]
-    top = {id(n) for stmt in model.module.body if not isinstance(stmt, (cst.For, cst.While, cst.FunctionDef,
-                                                                          cst.ClassDef))
-           for n in walk(stmt) if isinstance(n, cst.Call)}
-    return bool(calls) and all(id(c) in top for c in calls)
+    once = {id(c): None for stmt in model.module.body if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef))
+            for c in _calls_outside_loops(stmt)}
+    for stmt in model.module.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt is not function:
+            once.update({id(c): stmt for c in _calls_outside_loops(stmt.body)})
+    return bool(calls) and all(id(c) in once and (once[id(c)] is None or _runs_once(
+        model, once[id(c)], seen | {id(function)})) for c in calls)
+
+
+def _calls_outside_loops(node: cst.CSTNode) -> Iterator[cst.Call]:
+    """The calls ``node`` makes on each run of it: none in a loop, a function or a class it holds."""
+    if isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp,
+                         cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+        return
+    if isinstance(node, cst.Call):
+        yield node
+    for child in node.children:
+        yield from _calls_outside_loops(child)
 
 
 def _starts_at_zero(loop: Loop, index: str | None) -> bool:

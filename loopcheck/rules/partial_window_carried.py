@@ -13,7 +13,9 @@ around `if step > total: break`), ends only the last pass, so every other pass s
 never takes (`if i == self.break_iter: break` with `self.break_iter = -1` the only value the file
 gives it, or an option defaulting to -1). A loader that never ends a pass (`cycle(loader)`, or `DataLoader(dataset,
 sampler=InfiniteSampler(dataset))`, its sampler's name saying so, also in a dict of the loader's
-arguments) has no partial window. A loop that renews its exhausted
+arguments) has no partial window, and a single pass the run makes once (at module level, or in a
+function called only outside loops, from `if __name__ == "__main__":` or from a `main()` called
+so) leaves its leftover micro-batches once, at the end of the run. A loop that renews its exhausted
 iterator by hand (`try: batch = next(it)` / `except StopIteration: it = iter(loader)`) with a
 counter that runs on keeps whole windows across passes, unless the renewal also zeroes the gradients
 the step uses, itself or in a helper it calls there (an evaluation that back-propagates dev batches
