@@ -9,11 +9,14 @@ that were already applied (and are about to be zeroed): it has no effect at all.
 
 Inside `accelerator.accumulate(model)` the prepared optimizer skips the non-boundary steps, but
 `accelerator.clip_grad_norm_` (like torch's) clips whatever `.grad` holds when it is called: it
-needs `if accelerator.sync_gradients:` around it.
+needs `if accelerator.sync_gradients:` around it. Under that test after the `accumulate()` block,
+it comes after the block's step: too late, as any clip after the step.
 
 ## Fix
 Clip once, in the step branch, immediately before `optimizer.step()` (after
-`scaler.unscale_(optimizer)` under AMP).
+`scaler.unscale_(optimizer)` under AMP). Inside `accumulate()`, under `if accelerator.sync_gradients:`
+before the step (no fix is offered there: a clip moved without that test would run on every
+micro-batch).
 """
 
 from __future__ import annotations
@@ -118,14 +121,17 @@ for real in loader:
                     fix = _clip_at_step(model, training, clip) if training.style is not Style.ACCELERATE else None
                     yield self.at(clip, "gradients are clipped on every micro-batch, on a partial sum of the "
                                         "window: clip once in the step branch, right before the step", fix)
-            if training.style in (Style.PLAIN, Style.GUARDED, Style.MICRO_LOOP):
+            if training.style in (Style.PLAIN, Style.GUARDED, Style.MICRO_LOOP, Style.ACCELERATE):
                 owners = optimizer_modules(model)
                 backwards = training.step_loop.events(Kind.BACKWARD, deep=True)  # an inner loop's too
                 for clip in training.step_loop.events(Kind.CLIP):
                     steps = [s for s in training.steps
                              if _after_step(clip, s, backwards) and not _clips_another(clip, s, owners)]
                     if steps:
-                        fix = _clip_before(model, training, clip, steps[0])
+                        # (in `accumulate()` a clip moved before the step would run on every micro-batch:
+                        # where it belongs, under `if accelerator.sync_gradients:`, is for the user to write)
+                        fix = _clip_before(model, training, clip, steps[0]) \
+                            if training.style is not Style.ACCELERATE else None
                         yield self.at(clip, "gradients are clipped after the optimizer step: the step already used "
                                             "them, so clipping has no effect", fix)
 
