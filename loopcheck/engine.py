@@ -486,5 +486,15 @@ def read_source_and_encoding(path: Path) -> tuple[str, str]:
     import tokenize
 
     data = path.read_bytes()
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        # a cookie naming a codec a package registers at run time (`# -*- coding: future_fstrings -*-`)
+        # rewrites UTF-8 source: read it as such, and keep the error where it is not UTF-8
+        if not str(error).startswith("unknown encoding"):
+            raise
+        try:
+            return data.decode("utf-8"), "utf-8"
+        except UnicodeDecodeError:
+            raise error from None
     return data.decode(encoding), encoding

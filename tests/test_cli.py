@@ -291,6 +291,15 @@ def test_encoding_cookie_is_honoured(project: Path, run_cli) -> None:
     assert code == 1 and "latin.py:4:5: LC101" in out
 
 
+def test_codec_registered_at_run_time_reads_as_utf8(project: Path, run_cli) -> None:
+    # future-fstrings registers its codec when installed; the source under the cookie is UTF-8
+    (project / "ok.py").write_bytes(b"# -*- coding: future_fstrings -*-\n# caf\xc3\xa9\n" + BUGGY.encode())
+    (project / "bad.py").write_bytes(b"# -*- coding: future_fstrings -*-\n# caf\xe9\n" + BUGGY.encode())
+    code, out, _ = run_cli("check", "--no-show-source", "ok.py", "bad.py")
+    assert code == 1 and "ok.py:4:5: LC101" in out
+    assert "bad.py:1:1: LC000 cannot decode file: unknown encoding: future_fstrings" in out
+
+
 def test_symlink_loop_terminates(project: Path, run_cli) -> None:
     (project / "pkg").mkdir()
     (project / "pkg" / "train.py").write_text(BUGGY)
