@@ -303,7 +303,7 @@ def _calls_outside_loops(node: cst.CSTNode) -> Iterator[cst.Call]:
         return
     if isinstance(node, cst.Call):
         yield node
-    for child in node.children:
+    for child in children(node):
         yield from _calls_outside_loops(child)
 
 
