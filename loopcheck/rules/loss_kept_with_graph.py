@@ -24,7 +24,8 @@ measured on an H200 for a 62-module CNN, no device memory at all and about 67 KB
 step, whatever the batch, against 164 MB a step of device memory for a loss never back-propagated:
 benchmarks/results/graph-memory-s24).
 
-A back-propagated loss (or the mean of a term it was built from: `losses_reg.append(loss_reg.mean())`)
+A back-propagated loss (or the mean of a term it was built from: `losses_reg.append(loss_reg.mean())`;
+or the loss scaled by a number: `avg_cost += cost / total_batch`)
 kept in a sum or list made anew before every pass over the data (`running_loss = 0.0` at the top of each
 epoch, or in an epoch function before its loop) keeps one pass's nodes in host memory and frees them at
 the next pass: that shape is reported only with
@@ -510,6 +511,11 @@ def _backpropagated_binding(reader: GraphReader, value: cst.BaseExpression, hold
     """``value`` is the very loss handed to backward in this iteration: its backward freed the saved
     activations, and only the graph's small node objects stay with it."""
     name = dotted(value)
+    if type(value) is cst.BinaryOperation and type(value.operator) in (cst.Divide, cst.Multiply):
+        # `avg_cost += cost / total_batch`: the loss scaled by a number holds the same freed graph
+        return any(_backpropagated_binding(reader, side, holder)
+                   and reader.carries(other, holder.order, holder.conds) is not True  # type: ignore[attr-defined]
+                   for side, other in ((value.left, value.right), (value.right, value.left)))
     if name is None and type(value) is cst.Call and type(value.func) is cst.Attribute \
             and value.func.attr.value in ("mean", "sum") and not value.args:
         # `loss_reg.mean()` of a term the back-propagated loss was built from: its graph was freed too
