@@ -47,7 +47,7 @@ module of the project returns beside its loss (`return lm_loss, lm_loss.item()` 
 `forward`); neither is a running sum that is itself back-propagated (a loss summed over micro-batches on purpose), nor
 one a function makes empty before its loop on every call and returns to a caller of the same file that
 back-propagates it (a learned optimizer's unrolled meta-loss). Neither is a list or a total made fresh
-for one optimizer step (`losses = []` or `total = torch.zeros(n)` before `for _ in
+for one optimizer step (`losses = []`, `total = torch.zeros(n)` or `total = None` before `for _ in
 range(gradient_accumulation_steps):`, or before an inner loop over loss terms), nor one made fresh
 whenever it is filled from one iteration's tensors (`show = []` in the logging branch that then
 appends the prediction's channels to it; a loop over a loader between the two, or one that runs the
@@ -80,7 +80,7 @@ from loopcheck.model import Assignment, Event, FileModel, Kind, Loop
 from loopcheck.model.horizon import ACCUMULATION_NAME
 from loopcheck.model.memory import GraphReader, backpropagated_names, module_name, target_position, trained_modules
 from loopcheck.model.guards import exclusive
-from loopcheck.model.syntax import dotted, func_name, int_value, last_part, method, names_in, source, walk
+from loopcheck.model.syntax import dotted, func_name, int_value, is_none, last_part, method, names_in, source, walk
 from loopcheck.model.training import Style, TrainingLoop, is_data_iterable, is_data_loop, micro_count
 from loopcheck.rules._base import Rule, Violation
 
@@ -470,8 +470,12 @@ def _window_local(training: TrainingLoop, container: str) -> bool:
 
 
 def _empty(value: cst.BaseExpression) -> bool:
-    """``[]``, ``{}``, ``0``, ``0.0``, ``list()``, ``defaultdict(list)``, and a tensor of zeros to sum
-    into (``torch.zeros(n, device=device)``, ``torch.zeros_like(x)``, ``torch.tensor(0.0)``)."""
+    """``[]``, ``{}``, ``0``, ``0.0``, ``list()``, ``defaultdict(list)``, a tensor of zeros to sum
+    into (``torch.zeros(n, device=device)``, ``torch.zeros_like(x)``, ``torch.tensor(0.0)``), and
+    ``None`` for a sum whose first term binds it (``total = None``, then ``total = loss`` or ``total
+    += loss``)."""
+    if is_none(value):
+        return True
     if isinstance(value, (cst.List, cst.Dict)):
         return not value.elements
     if isinstance(value, (cst.Integer, cst.Float)):
