@@ -124,7 +124,8 @@ def _event_nodes(training: TrainingLoop, sites: bool = False) -> set[cst.CSTNode
 
 def _setting(model: FileModel, training: TrainingLoop, plain: bool = True) -> str | None:
     """The configuration value the variant's step condition counts to (``args.accum_iter``, or the
-    attribute every assignment of a local name binds: ``accum_iter = args.accum_iter``), None where the
+    attribute or key every assignment of a local name binds: ``accum_iter = args.accum_iter``,
+    ``accum = config["grad_accumulation"]``), None where the
     variant does not step under such a condition."""
     if training.style is Style.ACCELERATE:
         return _accelerate_setting(model)
@@ -140,7 +141,9 @@ def _setting(model: FileModel, training: TrainingLoop, plain: bool = True) -> st
         return _keyed(model, training.modulus)
     if "." in name:
         return name
-    bound = {dotted(v) if isinstance(v, cst.Attribute) else None for v in model.index.values.get(name, [])}
+    # (`grad_accumulation_steps = config["grad_accumulation"]`: the key read from the config)
+    bound = {dotted(v) if isinstance(v, cst.Attribute) else _keyed(model, v) if isinstance(v, cst.Subscript)
+             else None for v in model.index.values.get(name, [])}
     if len(bound) == 1 and None not in bound:
         return bound.pop()
     # a plain name is a setting where the file gives it a default (a parameter, an option)

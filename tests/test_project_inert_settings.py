@@ -286,3 +286,37 @@ def test_a_micro_step_count_every_shipped_config_leaves_at_one(project: Path, ru
     # DNA's distill_train.py: `for up_idx in range(args.update_frequency):`, train_pipeline.yaml's 1
     write_project(project, {"dna/train.py": MICRO_STEPS, "initialize/train_pipeline.yaml": PIPELINE.format(n=n)})
     assert len(_clips(run_cli, "dna/train.py")) == found
+
+
+KEYED_LOOP = """
+    import json
+    import sys
+
+    import torch
+
+
+    def train(config, model, loader, optimizer):
+        grad_accumulation = config["grad_accumulation"]
+        for epoch in range(config["epochs"]):
+            for step, batch in enumerate(loader):
+                loss = model(batch).mean()
+                loss.backward()
+                if (step + 1) % grad_accumulation == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+
+
+    if __name__ == "__main__":
+        train(json.load(open(sys.argv[1])), torch.nn.Linear(4, 1), [], None)
+"""
+
+
+@pytest.mark.parametrize(("n", "found"), [(1, 0), (4, 1)])
+def test_a_local_bound_to_a_config_key_every_json_config_sets(project: Path, run_cli, n: int, found: int) -> None:
+    # `grad_accumulation = config["grad_accumulation"]`: the key the JSON configs set, read through a local
+    configs = {f"configs/exp_{i}.json": f'{{"epochs": 5, "grad_accumulation": {v}}}\n' for i, v in enumerate((1, n))}
+    write_project(project, {"train.py": KEYED_LOOP, **configs})
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC102", "train.py")
+    lines = [line for line in out.splitlines() if ": LC102" in line]
+    assert len(lines) == found
+    assert all('(only when `config["grad_accumulation"]` > 1)' in line for line in lines)
