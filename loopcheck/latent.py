@@ -79,6 +79,13 @@ def inert(model: FileModel, held: str) -> bool:
         model.project.inert_setting(_setting_name(held))
 
 
+def inert_count(model: FileModel, training: TrainingLoop) -> bool:
+    """The loop's accumulation count is a configuration key that everything the project ships
+    leaves inert (``inert``): as shipped, a batch is an optimizer step."""
+    held = _setting(model, training)
+    return held is not None and inert(model, held)
+
+
 def unset(model: FileModel, code: str, node: cst.CSTNode) -> bool:
     """A finding of ``code`` at ``node`` needs N > 1, and N is a setting (``cfg.grad_accum_iters``)
     that only a builder keyword's inert default of the project gives, no caller setting it

@@ -320,3 +320,42 @@ def test_a_local_bound_to_a_config_key_every_json_config_sets(project: Path, run
     lines = [line for line in out.splitlines() if ": LC102" in line]
     assert len(lines) == found
     assert all('(only when `config["grad_accumulation"]` > 1)' in line for line in lines)
+
+
+def test_a_commented_out_value_in_a_config_is_not_shipped(project: Path, run_cli) -> None:
+    commented = CONFIG.format(n=1) + "      # gradient_accumulate_every: 8\n"
+    write_project(project, {"workspace/train.py": WORKSPACE, "config/lowdim.yaml": commented})
+    assert _clips(run_cli, "workspace/train.py") == []
+    write_project(project, {"config/lowdim.yaml": commented.replace("# gradient", "gradient")})
+    assert len(_clips(run_cli, "workspace/train.py")) == 1
+
+
+SCHEDULED_LOOP = """
+    import torch
+    from transformers import get_cosine_schedule_with_warmup
+
+
+    def train(cfg, model, train_loader, optimizer):
+        num_train_steps = int(len(train_loader) * cfg.training.epochs)
+        scheduler = get_cosine_schedule_with_warmup(optimizer, num_warmup_steps=0,
+                                                    num_training_steps=num_train_steps)
+        for epoch in range(cfg.training.epochs):
+            for step, batch in enumerate(train_loader):
+                loss = model(batch).mean() / cfg.training.grad_accumulation
+                loss.backward()
+                if (step + 1) % cfg.training.grad_accumulation == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+                    scheduler.step()
+"""
+
+
+@pytest.mark.parametrize(("n", "found"), [(1, 0), (4, 1)])
+def test_a_horizon_in_batches_stepped_per_update_where_no_config_accumulates(project: Path, run_cli, n: int,
+                                                                            found: int) -> None:
+    # counted in batches and stepped per optimizer step: the same count while every config sets 1
+    configs = {f"config/exp{i}.yaml": f"training:\n  epochs: 5\n  grad_accumulation: {v}\n"
+               for i, v in enumerate((1, n))}
+    write_project(project, {"train.py": SCHEDULED_LOOP, **configs})
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC303", "train.py")
+    assert len([line for line in out.splitlines() if ": LC303" in line]) == found

@@ -8,7 +8,8 @@ the project is run with: the finding describes a loop nobody runs. The key is th
 
 - its last name (``gradient_accumulate_every``; case and ``-``/``_`` aside, as command-line options
   write it) is found at least once with a value, in the project's YAML, JSON, TOML and INI files,
-  its shell scripts, Markdown documents and notebooks (a README command line), or in its Python files
+  its shell scripts, Markdown documents and notebooks (a README command line; not in a comment line of
+  a configuration file or script, `# accum: 8`), or in its Python files
   (a yacs default ``_C.TRAIN.ACCUMULATION_STEPS = 0``, a dataclass field ``accum: int = 1``, a keyword
   ``accum=1``, a dict entry ``"accum": 1``, a launcher's ``"training.accum=4"``);
 - every value found is inert: 0, 1, null / None / ``~``, false;
@@ -63,6 +64,9 @@ if TYPE_CHECKING:
     from loopcheck.project.index import ProjectIndex
 
 _MAX_BYTES = 16_000_000  # one file: a larger one is data, not a configuration (a notebook with outputs is read)
+# configuration files and scripts whose lines starting with `#` are comments
+_COMMENTED = (".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".sh", ".bash")
+_COMMENT_LINE = Pattern(rb"^[ \t]*#.*$", re.MULTILINE)
 _MAX_DOCUMENTS = 5_000  # the documents of a project: past that, a data set checked in, not read
 UNCLEAR = None  # a value that says nothing sure: the key is set some other way
 # a literal value (the text is lower-cased), then where it ends: a value that goes on is an expression
@@ -163,6 +167,8 @@ def _inert(index: ProjectIndex, key: str, scope: str | None = None) -> bool:
             if not _in_scope(index, path, scope, sub_projects):
                 continue
             text = _text(path)
+            if path.endswith(_COMMENTED) and b"#" in text:
+                text = _COMMENT_LINE.sub(b"", text)  # `# accum: 8`: a value left out of the shipped config
             found = _values(text, key, python)
             if any(v is UNCLEAR or v > 1 for v in found):  # type: ignore[operator]
                 return False

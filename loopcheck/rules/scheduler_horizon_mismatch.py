@@ -27,7 +27,9 @@ horizon divided by the accumulation count (`t_total = len(loader) // gradient_ac
 epochs`, copied from a script that accumulates) for a loop that steps the optimizer and the scheduler
 on every batch counts N batches a step the loop never takes: the schedule ends N times early (not
 where the loop back-propagates through `accelerator.backward`, whose DeepSpeed engine may accumulate
-by its own config). A scheduler stepped on every iteration of a loop nested in the loop whose iterations the horizon counts
+by its own config). Batches and optimizer steps are the same count where every configuration the
+project ships sets the accumulation count to 1 (`grad_accumulation: 1` in each YAML, no option
+setting it: the accumulation rules' reading). A scheduler stepped on every iteration of a loop nested in the loop whose iterations the horizon counts
 (PPO's `for _ in range(ppo_epochs):`, or a rollout's mini-batches, inside `for batch in loader:` with
 `num_training_steps = epochs * len(loader)`) steps as many times per counted iteration as the inner loop
 runs: the schedule ends that many times early (not where the horizon also names the inner loop's bound,
@@ -151,6 +153,7 @@ from loopcheck.model.process_count import (left_unprepared, per_process_count, p
                                           steps_per_process)
 from loopcheck.model.syntax import (conjuncts, dotted, func_name, int_value, last_part, lines, names_in, own_call_name,
                                     param_names, positional, same, same_setting, small_statements, source, walk)
+from loopcheck.latent import inert_count
 from loopcheck.model.training import is_data_loop
 from loopcheck.model.values import accumulation_gates_nothing, numeric
 from loopcheck.project import arguments
@@ -469,7 +472,8 @@ for epoch in range(config["epochs"]):
                                              f"iteration as the inner loop runs, and the schedule ends that many times "
                                              f"early{_built_by(scheduler, model)}")
                     continue
-                if units and all(u is not None and _mismatch(u, stepped, accumulates) for u in units):
+                if units and all(u is not None and _mismatch(u, stepped, accumulates) for u in units) \
+                        and not _shipped_without_accumulation(units, stepped, training, model):
                     what = _DECAY_WORDS.get(last_part(func_name(calls[0]) or ""), "horizon")
                     counts = "count" if what == "milestones" else "counts"
                     yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
@@ -497,7 +501,8 @@ for epoch in range(config["epochs"]):
                           and _share_of(w, h, model.index) else
                           unit_of(w, _BLANK if passed else model.index) if w is not None else None
                           for i, (w, h) in enumerate(zip(warmups, horizons))]
-                if wunits and all(u is not None and _mismatch(u, stepped, accumulates) for u in wunits):
+                if wunits and all(u is not None and _mismatch(u, stepped, accumulates) for u in wunits) \
+                        and not _shipped_without_accumulation(wunits, stepped, training, model):
                     yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
                                              f"but its warmup `{source(warmups[0])}` counts {wunits[0].value}"
                                              f"{passed[0] if passed else _built_by(scheduler, model)}")
@@ -1289,6 +1294,13 @@ def _counts_from(test: cst.BaseExpression | None, counter: str) -> bool:
     else:
         return False
     return isinstance(counted, cst.Name) and counted.value == counter and counter not in names_in(start)
+
+
+def _shipped_without_accumulation(units: list[Unit | None], stepped: Unit | None, training: TrainingLoop,
+                                  model: FileModel) -> bool:
+    """Batches against optimizer steps, where every configuration the project ships sets the
+    accumulation count to 1 (``latent.inert_count``): as shipped they are the same count."""
+    return all({u, stepped} == {Unit.BATCHES, Unit.UPDATES} for u in units) and inert_count(model, training)
 
 
 def _mismatch(horizon: Unit, stepped: Unit | None, accumulates: bool) -> bool:
