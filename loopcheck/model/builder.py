@@ -126,10 +126,18 @@ class Builder:
 
     # -- statements -----------------------------------------------------------------------
     def _block(self, body: Sequence[cst.CSTNode], st: _State, owner: cst.CSTNode) -> None:
-        conds = st.conds
+        conds, contexts = st.conds, st.contexts
         for stmt in body:
             self.owners[stmt] = owner
-            self._statement(stmt, st if conds is st.conds else replace(st, conds=conds))
+            self._statement(stmt, st if conds is st.conds and contexts is st.contexts
+                            else replace(st, conds=conds, contexts=contexts))
+            switch = _grad_switch(stmt)
+            if switch is not None:
+                # `torch.set_grad_enabled(False)` as a statement: what follows in the block runs as
+                # under `with torch.no_grad():`, until `torch.set_grad_enabled(True)`
+                call, enabled = switch
+                contexts = tuple(c for c in contexts if _grad_switch_call(c.call) is None) if enabled \
+                    else contexts + (Context("no_grad", call),)
             exit_test = _early_exit_test(stmt, self.nested_exits)
             if exit_test is None:
                 continue
@@ -823,6 +831,24 @@ def _context(item: cst.BaseExpression) -> Context | None:
     if kind is None:
         return None
     return Context(kind + ("?" if isinstance(item, cst.IfExp) else ""), item)
+
+
+def _grad_switch(stmt: cst.CSTNode) -> tuple[cst.Call, bool] | None:
+    """``torch.set_grad_enabled(False)`` (or ``True``) written as a statement of its own: the call and
+    the mode it sets."""
+    if type(stmt) is not cst.SimpleStatementLine or len(stmt.body) != 1 or type(stmt.body[0]) is not cst.Expr:
+        return None
+    call = stmt.body[0].value
+    return _grad_switch_call(call)
+
+
+def _grad_switch_call(call: cst.BaseExpression) -> tuple[cst.Call, bool] | None:
+    if type(call) is not cst.Call or last_part(func_name(call) or "") != "set_grad_enabled" or len(call.args) != 1:
+        return None
+    value = call.args[0].value
+    if type(value) is not cst.Name or value.value not in ("True", "False"):
+        return None
+    return call, value.value == "True"
 
 
 def _early_exit_test(stmt: cst.CSTNode, nested: dict[cst.If, cst.BaseExpression]) -> cst.BaseExpression | None:

@@ -42,7 +42,7 @@ extensions): backward frees only what was saved, so there each kept node holds d
 out-of-memory reports behind real fixes of this shape, such as MVTN's issue #2 with a PyTorch3D
 renderer). At run time, `loopcheck run` measures the growth itself (LC602).
 `.item()`, `.detach()`, `float(...)` and values computed under
-`torch.no_grad()` hold no graph and are not flagged, nor are the numbers a model of another
+`torch.no_grad()` (or after a `torch.set_grad_enabled(False)` statement of the same block) hold no graph and are not flagged, nor are the numbers a model of another
 module of the project returns beside its loss (`return lm_loss, lm_loss.item()` in its
 `forward`); neither is a running sum that is itself back-propagated (a loss summed over micro-batches on purpose), nor
 one a function makes empty before its loop on every call and returns to a caller of the same file that
