@@ -409,12 +409,13 @@ for step, (x, y) in enumerate(train_loader):
             if train.kind is Kind.TRAIN_MODE and window(train.order) and not _dead(train, loop, at_call=True):
                 # (from the loop it runs in: a helper called in an inner loop binds its parameter there)
                 resolved = _resolve(train.receiver, train.loop or loop, train.order)
-                stored = attribute_aliases(model)
+                # (what the file's objects keep is read only where a name needs it: it walks the classes)
                 if resolved is not None and resolved != name and resolved.count(".") == 1:
-                    resolved = stored.get(resolved, resolved)
+                    resolved = attribute_aliases(model).get(resolved, resolved)
                 if resolved is None or resolved == name or resolved not in trained:
                     return True  # the same model, or one we cannot tell apart from it
-                if any(kept == name and holder.rsplit(".", 1)[0] == resolved for holder, kept in stored.items()):
+                if any(kept == name and holder.rsplit(".", 1)[0] == resolved
+                       for holder, kept in attribute_aliases(model).items()):
                     return True  # `explainer.train()` where `explainer = ExplainModule(model=model)` keeps it
                 if resolved.startswith(name + ".") or name.startswith(resolved + "."):
                     return True  # `model.eval(); model.head.train()`: a deliberate partial mode (linear probe)
