@@ -393,10 +393,12 @@ def _with_setting(model: FileModel, rule: Rule, violation: Violation) -> Violati
     keyword's inert default no caller sets (``loopcheck.latent.unset``)."""
     from dataclasses import replace
 
-    from loopcheck.latent import condition, inert, setting, unset
+    from loopcheck.latent import condition, inert, setting, switched_off, unset
 
     if unset(model, rule.code, violation.node):
         return None  # N is a builder keyword's inert default no caller of the project sets
+    if switched_off(model, violation.node):
+        return None  # `if cfg['training']['clip_grad_norm']:` and every shipped config says false
     held = setting(model, rule.code, violation.node)
     if held is None:
         return violation

@@ -79,6 +79,33 @@ def inert(model: FileModel, held: str) -> bool:
         model.project.inert_setting(_setting_name(held))
 
 
+def switched_off(model: FileModel, node: cst.CSTNode) -> bool:
+    """Every event at ``node`` runs only where a configuration switch is on (``if
+    cfg['training']['clip_grad_norm']:``, ``if config.TRAIN.USE_EMA:``) that everything the project
+    ships leaves off (0, false, null) and no command-line option sets: the finding is about code no
+    shipped configuration runs."""
+    if model.project is None:
+        return False
+    at = model.read_once.get("events_at")
+    if at is None:  # (one walk of the file's events, however many findings ask)
+        at = model.read_once["events_at"] = {}
+        for event in model.events():
+            at.setdefault(id(event.node), []).append(event)  # type: ignore[union-attr]
+    events = at.get(id(node), [])  # type: ignore[union-attr]
+    return bool(events) and all(any(
+        not cond.negated and (key := _switch_key(cond.test)) is not None and model.project.inert_setting(key, off=True)
+        for cond in event.conds) for event in events)
+
+
+def _switch_key(test: cst.BaseExpression | None) -> str | None:
+    """The key a test reads as a switch: ``cfg['training']['clip_grad_norm']`` or ``cfg.train.use_amp``
+    (not a plain name: a parameter or a local may be set by any caller)."""
+    if isinstance(test, cst.Subscript):
+        return _key(test)
+    name = dotted(test) if test is not None else None
+    return last_part(name) if name is not None and "." in name else None
+
+
 def inert_count(model: FileModel, training: TrainingLoop) -> bool:
     """The loop's accumulation count is a configuration key that everything the project ships
     leaves inert (``inert``): as shipped, a batch is an optimizer step."""

@@ -359,3 +359,36 @@ def test_a_horizon_in_batches_stepped_per_update_where_no_config_accumulates(pro
     write_project(project, {"train.py": SCHEDULED_LOOP, **configs})
     _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC303", "train.py")
     assert len([line for line in out.splitlines() if ": LC303" in line]) == found
+
+
+SWITCHED_CLIP = """
+    import torch
+
+
+    class Trainer:
+        def __init__(self, cfg, model, optimizer):
+            self.cfg, self.model, self.optimizer = cfg, model, optimizer
+            self.scaler = torch.cuda.amp.GradScaler()
+
+        def train_epoch(self, loader):
+            for data in loader:
+                self.optimizer.zero_grad()
+                with torch.autocast("cuda"):
+                    loss = self.model(data).mean()
+                self.scaler.scale(loss).backward()
+                if self.cfg['training']['clip_grad_norm']:
+                    torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+"""
+
+
+@pytest.mark.parametrize(("values", "found"), [(("False", "false"), 0), (("False", "True"), 1), (("null", "1"), 1)])
+def test_code_behind_a_switch_every_shipped_config_leaves_off(project: Path, run_cli, values: tuple[str, str],
+                                                              found: int) -> None:
+    # the clip before unscale_ runs only where `clip_grad_norm` is on: off in every config, nothing runs it
+    configs = {f"configs/exp{i}.yaml": f"training:\n  use_fp16: True\n  clip_grad_norm: {v}\n"
+               for i, v in enumerate(values)}
+    write_project(project, {"trainer.py": SWITCHED_CLIP, **configs})
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC201", "trainer.py")
+    assert len([line for line in out.splitlines() if ": LC201" in line]) == found

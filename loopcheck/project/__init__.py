@@ -579,15 +579,16 @@ class Imported:
     def _launch_stamps(self) -> list[str]:
         return _launches.stamps(self.path, self.index.root) if self._uses_accelerate() else []
 
-    def inert_setting(self, name: str) -> bool:
-        """Whether the configuration key ``name`` is inert (0, 1, null) in every configuration, script
-        and document the project (or this file's sub-project) ships, and no command-line option sets it
-        (``loopcheck.project.inert_settings``): an accumulation finding that holds only when it is
-        above 1 describes a loop the project never runs. The files read then join ``digest``."""
+    def inert_setting(self, name: str, off: bool = False) -> bool:
+        """Whether the configuration key ``name`` is inert (0, 1, null; ``off``: 0, false, null) in every
+        configuration, script and document the project (or this file's sub-project) ships, and no
+        command-line option sets it (``loopcheck.project.inert_settings``): an accumulation finding that
+        holds only when it is above 1, or code that runs only when a switch is on, describes something
+        the project never runs. The files read then join ``digest``."""
         from loopcheck.project import inert_settings  # (imported by the few files that ask)
 
         self._project_files_read = True
-        return inert_settings.inert(self.index, name, self.path)
+        return inert_settings.inert(self.index, name, self.path, off)
 
     def option_default(self, name: str) -> float | None:
         """The number the one ``add_argument`` of the project that declares the option ``name`` gives

@@ -4,7 +4,9 @@ An accumulation rule's finding holds only when the loop accumulates, i.e. when i
 is above 1 (``loopcheck.latent``). Where N is a configuration value
 (``self.global_step % cfg.training.gradient_accumulate_every == 0``, ``if config.train.accumulation_steps
 > 1:``) and every configuration the project ships sets it to 1 or 0, nothing accumulates at the values
-the project is run with: the finding describes a loop nobody runs. The key is then inert when:
+the project is run with: the finding describes a loop nobody runs. The same holds for a switch that
+guards the code a finding is about (``if cfg['training']['clip_grad_norm']:``, ``loopcheck.latent.
+switched_off``), inert only at 0, false or null. The key is then inert when:
 
 - its last name (``gradient_accumulate_every``; case and ``-``/``_`` aside, as command-line options
   write it) is found at least once with a value, in the project's YAML, JSON, TOML and INI files,
@@ -90,16 +92,16 @@ _UNSPELLED_OPTIONS = (b"hfargumentparser", b"lightningcli", b"jsonargparse", b"(
                       b'("--" +', b"'--%s'", b'"--%s"', b"'--{}'", b'"--{}"')
 
 
-def inert(index: ProjectIndex, name: str, path: Path | None = None) -> bool:
+def inert(index: ProjectIndex, name: str, path: Path | None = None, off: bool = False) -> bool:
     """Whether the configuration key ``name`` (the setting's last name) is inert in everything the
     project ships (see the module's documentation), for the file ``path`` (its sub-project's files);
-    False where anything is unclear."""
+    ``off``: a switch, inert only at 0, false or null (1 turns it on). False where anything is unclear."""
     key = name.lower().replace("-", "_")
     scope = _sub_project(index, path) if path is not None else None
-    cached = f"{key}@{scope}" if scope else key
+    cached = f"{key}@{scope}" + ("!off" if off else "")
     found = index.settings.get(cached)
     if found is None:
-        found = index.settings[cached] = _inert(index, key, scope)
+        found = index.settings[cached] = _inert(index, key, scope, 0 if off else 1)
     return found
 
 
@@ -150,7 +152,7 @@ def stamp(index: ProjectIndex) -> str:
     return index.settings_stamp
 
 
-def _inert(index: ProjectIndex, key: str, scope: str | None = None) -> bool:
+def _inert(index: ProjectIndex, key: str, scope: str | None = None, most: int = 1) -> bool:
     from loopcheck.project.index import marked_folder
 
     stamp(index)
@@ -170,7 +172,7 @@ def _inert(index: ProjectIndex, key: str, scope: str | None = None) -> bool:
             if path.endswith(_COMMENTED) and b"#" in text:
                 text = _COMMENT_LINE.sub(b"", text)  # `# accum: 8`: a value left out of the shipped config
             found = _values(text, key, python)
-            if any(v is UNCLEAR or v > 1 for v in found):  # type: ignore[operator]
+            if any(v is UNCLEAR or v > most for v in found):  # type: ignore[operator]
                 return False
             values += found
             if python and any(word in text for word in _UNSPELLED_OPTIONS):
