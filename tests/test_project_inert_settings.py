@@ -392,3 +392,44 @@ def test_code_behind_a_switch_every_shipped_config_leaves_off(project: Path, run
     write_project(project, {"trainer.py": SWITCHED_CLIP, **configs})
     _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC201", "trainer.py")
     assert len([line for line in out.splitlines() if ": LC201" in line]) == found
+
+
+DATACLASS_CONFIG_LOOP = """
+    from dataclasses import dataclass
+
+    import torch
+    from accelerate import Accelerator
+
+
+    @dataclass
+    class TrainingConfig:
+        gradient_accumulation_steps: int = {n}
+        num_epochs: int = 10
+
+
+    def train(config, model, optimizer, loader):
+        accelerator = Accelerator(
+            gradient_accumulation_steps=config.gradient_accumulation_steps,
+        )
+        model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+        for epoch in range(config.num_epochs):
+            for batch in loader:
+                with accelerator.accumulate(model):
+                    loss = model(batch).mean()
+                    accelerator.backward(loss)
+                    accelerator.clip_grad_norm_(model.parameters(), 1.0)
+                    optimizer.step()
+                    optimizer.zero_grad()
+
+
+    if __name__ == "__main__":
+        train(TrainingConfig(), torch.nn.Linear(4, 1), None, [])
+"""
+
+
+@pytest.mark.parametrize(("n", "found"), [(1, 0), (4, 1)])
+def test_a_keyword_that_hands_the_key_on_sets_nothing(project: Path, run_cli, n: int, found: int) -> None:
+    # `Accelerator(gradient_accumulation_steps=config.gradient_accumulation_steps)` reads the field
+    write_project(project, {"train.py": DATACLASS_CONFIG_LOOP.format(n=n)})
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC107", "train.py")
+    assert len([line for line in out.splitlines() if ": LC107" in line]) == found

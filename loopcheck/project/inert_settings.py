@@ -18,8 +18,8 @@ switched_off``), inert only at 0, false or null. The key is then inert when:
 - nothing else names it: no command-line option (``add_argument("--accumulation-steps")``, a
   ``dest="..."``, an absl ``flags.DEFINE_integer("accumulation_steps", ...)``), no value that is not
   a literal (``config.TRAIN.ACCUMULATION_STEPS = args.accumulation_steps``, an argparse option copied
-  into it; ``self.accum = accum``, a constructor argument; a local named as the key it reads,
-  ``accum = config["accum"]``, sets nothing), no mention in a document without a value
+  into it; ``self.accum = accum``, a constructor argument; a local or keyword named as the key it
+  reads, ``accum = config["accum"]``, ``Accelerator(accum=config.accum)``, sets nothing), no mention in a document without a value
   (prose that documents the key, ``--accum $N``);
 - the key is no option the project's text does not spell: where the project uses a parser that
   makes options of dataclass fields or function parameters (tyro, fire, typer...), a key set in
@@ -49,6 +49,8 @@ modification times (``stamp``) join the cache digest of a file whose result aske
 >>> _values(b"if config.train.accumulation_steps > 1:", "accumulation_steps", True)
 []
 >>> _values(b'accumulation_steps = config["accumulation_steps"]', "accumulation_steps", True)
+[]
+>>> _values(b"accelerator(accumulation_steps=config.accumulation_steps)", "accumulation_steps", True)
 []
 """
 
@@ -215,8 +217,9 @@ def _values(text: bytes, key: str, python: bool) -> list[int | None]:
         assigned = _ASSIGNED.match(after) or (_DICT_ENTRY.match(after) if before.endswith(("'", '"')) else None)
         if assigned is None:
             continue  # a read: `cfg.accum`, `cfg["accum"]`, `accum > 1`
-        if re.match(rf"[\w.]+\[[\"']{spelled}[\"']\]", after[assigned.end():]):
-            continue  # a local named as the key it reads: `accum = config["accum"]`
+        if re.match(rf"[\w.]+\[[\"']{spelled}[\"']\]", after[assigned.end():]) or (
+                before.rstrip().endswith(("(", ",")) and re.match(rf"[\w.]+\.{spelled}(?![\w.(\[])", after[assigned.end():])):
+            continue  # a local or keyword named as the key it reads: `accum = config["accum"]`, `f(accum=cfg.accum)`
         value = _VALUE.match(after, assigned.end())
         found.append(_number(value.group(1)) if value is not None else UNCLEAR)
     return found
