@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from loopcheck.model import FileModel
+from loopcheck.model import Cond, Event, FileModel
 from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.model.guards import at_most_one, slipped
 from loopcheck.model.syntax import dotted, int_value, last_part
@@ -93,8 +93,15 @@ def switched_off(model: FileModel, node: cst.CSTNode) -> bool:
             at.setdefault(id(event.node), []).append(event)  # type: ignore[union-attr]
     events = at.get(id(node), [])  # type: ignore[union-attr]
     return bool(events) and all(any(
-        not cond.negated and (key := _switch_key(cond.test)) is not None and model.project.inert_setting(key, off=True)
-        for cond in event.conds) for event in events)
+        not cond.negated and (key := _switch_key(cond.test)) is not None and not _in_the_other_branch(at, event, cond)
+        and model.project.inert_setting(key, off=True) for cond in event.conds) for event in events)
+
+
+def _in_the_other_branch(at: dict[int, list[Event]], event: Event, cond: Cond) -> bool:
+    """The switch's ``else`` holds an event of the same kind (``if cfg.fp16: scaled.backward() else:
+    loss.backward()``): a finding about the loop is anchored on one branch but holds in both."""
+    return any(other.kind is event.kind and any(c.owner is cond.owner and c.negated for c in other.conds)
+               for events in at.values() for other in events)
 
 
 def _switch_key(test: cst.BaseExpression | None) -> str | None:

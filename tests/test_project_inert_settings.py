@@ -433,3 +433,38 @@ def test_a_keyword_that_hands_the_key_on_sets_nothing(project: Path, run_cli, n:
     write_project(project, {"train.py": DATACLASS_CONFIG_LOOP.format(n=n)})
     _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC107", "train.py")
     assert len([line for line in out.splitlines() if ": LC107" in line]) == found
+
+
+BOTH_BRANCHES_CLIP = """
+    import torch
+
+
+    def train(cfg, model, optimizer, loader, scaler):
+        for data in loader:
+            optimizer.zero_grad()
+            loss = model(data).mean()
+            if cfg.train.fp16:
+                scaler.scale(loss).backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+"""
+
+
+def test_a_switch_whose_else_does_the_same_keeps_the_finding(project: Path, run_cli) -> None:
+    # a finding anchored on one branch of `if cfg.train.fp16: ... else: ...` that clips in both
+    write_project(project, {"train.py": BOTH_BRANCHES_CLIP, "conf/train.yaml": "train:\n  fp16: False\n"})
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC201", "train.py")
+    assert len([line for line in out.splitlines() if ": LC201" in line]) == 1
+
+
+def test_a_switch_off_only_in_python_defaults_keeps_the_finding(project: Path, run_cli) -> None:
+    # `use_fp16: bool = False` in a helper's signature says nothing about what callers turn on
+    helper = "def setup(model, use_fp16: bool = False, clip_grad_norm: bool = False):\\n    return model\\n"
+    write_project(project, {"trainer.py": SWITCHED_CLIP, "utils.py": helper})
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC201", "trainer.py")
+    assert len([line for line in out.splitlines() if ": LC201" in line]) == 1

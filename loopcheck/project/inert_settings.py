@@ -164,7 +164,7 @@ def _inert(index: ProjectIndex, key: str, scope: str | None = None, most: int = 
     if documents is None or len(documents) > _MAX_DOCUMENTS or len(key) < 3:
         return False
     values: list[int | None] = []
-    in_python = field_options = False
+    in_python = field_options = in_documents = False
     sub_projects: dict[str, bool] = {}
     for paths, python in ((documents, False), ([str(p) for p in index.python_files()], True)):
         for path in paths:
@@ -180,8 +180,11 @@ def _inert(index: ProjectIndex, key: str, scope: str | None = None, most: int = 
             if python and any(word in text for word in _UNSPELLED_OPTIONS):
                 return False
             in_python = in_python or (python and bool(found))
+            in_documents = in_documents or (not python and bool(found))
             field_options = field_options or (python and any(word in text for word in _FIELD_OPTIONS))
-    return bool(values) and not (in_python and field_options)
+    # a switch is off as shipped only where a configuration file says so: in Python, `fp16: bool = False`
+    # may be a helper's parameter that callers turn on
+    return bool(values) and not (in_python and field_options) and (most > 0 or in_documents)
 
 
 def _text(path: str) -> bytes:
