@@ -466,7 +466,15 @@ def _window_local(training: TrainingLoop, container: str) -> bool:
         return False
     fresh = [a for a in loop.parent.assignments
              if container in a.names and a.op == "=" and a.order < loop.order and a.conds == loop.conds]
-    return bool(fresh) and _empty(max(fresh, key=lambda a: a.order).value)
+    return bool(fresh) and _empty(_bound_value(max(fresh, key=lambda a: a.order), container))
+
+
+def _bound_value(assignment: Assignment, name: str) -> cst.BaseExpression:
+    """What ``assignment`` binds ``name`` to: its element of ``time_sum, loss_sum = 0, 0``."""
+    value = assignment.value
+    if type(value) is cst.Tuple and len(value.elements) == len(assignment.names) and name in assignment.names:
+        return value.elements[assignment.names.index(name)].value
+    return value
 
 
 def _empty(value: cst.BaseExpression) -> bool:
@@ -551,7 +559,7 @@ def _terms_of(reader: GraphReader, binding: Assignment | None, depth: int = 0) -
 
 def _reset_periodically(training: TrainingLoop, container: str) -> bool:
     """``if i % log_interval == 0: ...; total = 0`` in the loop: the total holds one logging window."""
-    return any(container in a.names and a.op == "=" and _empty(a.value)
+    return any(container in a.names and a.op == "=" and _empty(_bound_value(a, container))
                and training.reader.guard(a.conds, a.order).periodic for a in training.loop.assignments)
 
 
@@ -567,7 +575,7 @@ def _reset_around_repeats(training: TrainingLoop, container: str) -> bool:
         return False  # a function's own `for _ in range(max_iter):` with `max_iter=1000`: a whole optimisation
     if not isinstance(loop.node.iter, cst.Call) or func_name(loop.node.iter) != "range":
         return False
-    return any(container in a.names and a.op == "=" and _empty(a.value) and a.order < loop.order
+    return any(container in a.names and a.op == "=" and _empty(_bound_value(a, container)) and a.order < loop.order
                and a.conds == loop.conds for a in loop.parent.assignments)
 
 
@@ -597,7 +605,7 @@ def _returned_to_backward(training: TrainingLoop, container: str, model: FileMod
     scope = loop.parent
     if function is None or scope is None or scope.is_loop or scope.function is not function:
         return False
-    if not any(container in a.names and a.op == "=" and _empty(a.value) and a.order < loop.order
+    if not any(container in a.names and a.op == "=" and _empty(_bound_value(a, container)) and a.order < loop.order
                and loop.conds[:len(a.conds)] == a.conds for a in scope.assignments):
         return False
     positions = {_returned_position(value, container) for value in model.index.returns.get(function, [])} - {False}
@@ -658,7 +666,7 @@ def _made_anew_per_pass(training: TrainingLoop, container: str) -> bool:
                                                    and is_data_iterable(loop.node.iter)):
         return False
     return any(container in a.names and a.op == "=" and a.order < loop.order and not a.conds
-               and (_empty(a.value) or type(a.value) is cst.Call) for a in outer.assignments)
+               and (_empty(_bound_value(a, container)) or type(a.value) is cst.Call) for a in outer.assignments)
 
 
 def _made_fresh_to_fill(training: TrainingLoop, container: str, holder: object, model: FileModel) -> bool:
@@ -674,7 +682,7 @@ def _made_fresh_to_fill(training: TrainingLoop, container: str, holder: object, 
     if not fresh:
         return False
     latest = max(fresh, key=lambda a: a.order)
-    if not _empty(latest.value):
+    if not _empty(_bound_value(latest, container)):
         return False
     between = lifted[len(latest.lifted):]
     if any(is_data_loop(loop) or isinstance(loop.node, cst.For) and is_data_iterable(loop.node.iter)
@@ -694,7 +702,7 @@ def _made_empty_before(training: TrainingLoop, container: str, holder: object) -
     conds = {id(c) for c in getattr(holder, "conds", ())}
     order = getattr(holder, "order", -1)
     lifted = getattr(holder, "lifted", ())
-    return any(container in a.names and a.op == "=" and _empty(a.value) and a.order < order
+    return any(container in a.names and a.op == "=" and _empty(_bound_value(a, container)) and a.order < order
                and {id(c) for c in a.conds} <= conds
                # not over a loader's batches in between: a validation pass gathering every batch's graph
                and not any(loop.order > a.order and (is_data_loop(loop) or isinstance(loop.node, cst.For)
