@@ -35,8 +35,12 @@ def train(model, model_ema, loader, optimizer, args):
 
 
 def test_a_helper_called_on_every_micro_batch_is_not_said_to_update_on_every_one() -> None:
-    # RepVGG's `update_model_ema(cfg, ..., cur_iter=idx)` returns early unless `cur_iter % period == 0`
-    helper = check_source(_PER_MICRO_BATCH.format(update="update_model_ema(args, model, model_ema, cur_iter=i)"),
+    # RepVGG's `update_model_ema(cfg, ..., cur_iter=idx)` returns early unless `cur_iter % period == 0`:
+    # handed the loop's counter, it picks its own micro-batches; handed none, it may update on each
+    told = check_source(_PER_MICRO_BATCH.format(update="update_model_ema(args, model, model_ema, cur_iter=i)"),
+                        select=["LC401"])
+    assert told == []
+    helper = check_source(_PER_MICRO_BATCH.format(update="update_model_ema(args, model, model_ema)"),
                           select=["LC401"])
     assert [f.message.split(" (only when")[0] for f in helper] == [
         "`update_model_ema(...)` runs on every micro-batch, not once per optimizer step: each EMA update it makes "
