@@ -186,14 +186,15 @@ for epoch in range(epochs):
         """
 history, predictions = [], []
 model.train()
-for x, y in loader:
-    optimizer.zero_grad()
-    logits = model(x)
-    loss = criterion(logits, y)
-    loss.backward()
-    optimizer.step()
-    history.append(loss)  # LC601
-    predictions.append(logits)  # LC601
+for epoch in range(epochs):
+    for x, y in loader:
+        optimizer.zero_grad()
+        logits = model(x)
+        loss = criterion(logits, y)
+        loss.backward()
+        optimizer.step()
+        history.append(loss)  # LC601
+        predictions.append(logits)  # LC601
 """,
         """
 losses = []
