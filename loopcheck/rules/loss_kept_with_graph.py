@@ -24,8 +24,7 @@ measured on an H200 for a 62-module CNN, no device memory at all and about 67 KB
 step, whatever the batch, against 164 MB a step of device memory for a loss never back-propagated:
 benchmarks/results/graph-memory-s24).
 
-A back-propagated loss (or the mean of a term it was built from: `losses_reg.append(loss_reg.mean())`;
-or the loss scaled by a number: `avg_cost += cost / total_batch`)
+A back-propagated loss (or the mean of a term it was built from: `losses_reg.append(loss_reg.mean())`)
 kept in a sum or list made anew before every pass over the data (`running_loss = 0.0` at the top of each
 epoch, or in an epoch function before its loop) keeps one pass's nodes in host memory and frees them at
 the next pass: that shape is reported only with
@@ -186,15 +185,14 @@ for epoch in range(epochs):
         """
 history, predictions = [], []
 model.train()
-for epoch in range(epochs):
-    for x, y in loader:
-        optimizer.zero_grad()
-        logits = model(x)
-        loss = criterion(logits, y)
-        loss.backward()
-        optimizer.step()
-        history.append(loss)  # LC601
-        predictions.append(logits)  # LC601
+for x, y in loader:
+    optimizer.zero_grad()
+    logits = model(x)
+    loss = criterion(logits, y)
+    loss.backward()
+    optimizer.step()
+    history.append(loss)  # LC601
+    predictions.append(logits)  # LC601
 """,
         """
 losses = []
@@ -467,15 +465,7 @@ def _window_local(training: TrainingLoop, container: str) -> bool:
         return False
     fresh = [a for a in loop.parent.assignments
              if container in a.names and a.op == "=" and a.order < loop.order and a.conds == loop.conds]
-    return bool(fresh) and _empty(_bound_value(max(fresh, key=lambda a: a.order), container))
-
-
-def _bound_value(assignment: Assignment, name: str) -> cst.BaseExpression:
-    """What ``assignment`` binds ``name`` to: its element of ``time_sum, loss_sum = 0, 0``."""
-    value = assignment.value
-    if type(value) is cst.Tuple and len(value.elements) == len(assignment.names) and name in assignment.names:
-        return value.elements[assignment.names.index(name)].value
-    return value
+    return bool(fresh) and _empty(max(fresh, key=lambda a: a.order).value)
 
 
 def _empty(value: cst.BaseExpression) -> bool:
@@ -524,11 +514,6 @@ def _backpropagated_binding(reader: GraphReader, value: cst.BaseExpression, hold
     """``value`` is the very loss handed to backward in this iteration: its backward freed the saved
     activations, and only the graph's small node objects stay with it."""
     name = dotted(value)
-    if type(value) is cst.BinaryOperation and type(value.operator) in (cst.Divide, cst.Multiply):
-        # `avg_cost += cost / total_batch`: the loss scaled by a number holds the same freed graph
-        return any(_backpropagated_binding(reader, side, holder)
-                   and reader.carries(other, holder.order, holder.conds) is not True  # type: ignore[attr-defined]
-                   for side, other in ((value.left, value.right), (value.right, value.left)))
     if name is None and type(value) is cst.Call and type(value.func) is cst.Attribute \
             and value.func.attr.value in ("mean", "sum") and not value.args:
         # `loss_reg.mean()` of a term the back-propagated loss was built from: its graph was freed too
@@ -560,7 +545,7 @@ def _terms_of(reader: GraphReader, binding: Assignment | None, depth: int = 0) -
 
 def _reset_periodically(training: TrainingLoop, container: str) -> bool:
     """``if i % log_interval == 0: ...; total = 0`` in the loop: the total holds one logging window."""
-    return any(container in a.names and a.op == "=" and _empty(_bound_value(a, container))
+    return any(container in a.names and a.op == "=" and _empty(a.value)
                and training.reader.guard(a.conds, a.order).periodic for a in training.loop.assignments)
 
 
@@ -576,7 +561,7 @@ def _reset_around_repeats(training: TrainingLoop, container: str) -> bool:
         return False  # a function's own `for _ in range(max_iter):` with `max_iter=1000`: a whole optimisation
     if not isinstance(loop.node.iter, cst.Call) or func_name(loop.node.iter) != "range":
         return False
-    return any(container in a.names and a.op == "=" and _empty(_bound_value(a, container)) and a.order < loop.order
+    return any(container in a.names and a.op == "=" and _empty(a.value) and a.order < loop.order
                and a.conds == loop.conds for a in loop.parent.assignments)
 
 
@@ -606,7 +591,7 @@ def _returned_to_backward(training: TrainingLoop, container: str, model: FileMod
     scope = loop.parent
     if function is None or scope is None or scope.is_loop or scope.function is not function:
         return False
-    if not any(container in a.names and a.op == "=" and _empty(_bound_value(a, container)) and a.order < loop.order
+    if not any(container in a.names and a.op == "=" and _empty(a.value) and a.order < loop.order
                and loop.conds[:len(a.conds)] == a.conds for a in scope.assignments):
         return False
     positions = {_returned_position(value, container) for value in model.index.returns.get(function, [])} - {False}
@@ -667,7 +652,7 @@ def _made_anew_per_pass(training: TrainingLoop, container: str) -> bool:
                                                    and is_data_iterable(loop.node.iter)):
         return False
     return any(container in a.names and a.op == "=" and a.order < loop.order and not a.conds
-               and (_empty(_bound_value(a, container)) or type(a.value) is cst.Call) for a in outer.assignments)
+               and (_empty(a.value) or type(a.value) is cst.Call) for a in outer.assignments)
 
 
 def _made_fresh_to_fill(training: TrainingLoop, container: str, holder: object, model: FileModel) -> bool:
@@ -683,7 +668,7 @@ def _made_fresh_to_fill(training: TrainingLoop, container: str, holder: object, 
     if not fresh:
         return False
     latest = max(fresh, key=lambda a: a.order)
-    if not _empty(_bound_value(latest, container)):
+    if not _empty(latest.value):
         return False
     between = lifted[len(latest.lifted):]
     if any(is_data_loop(loop) or isinstance(loop.node, cst.For) and is_data_iterable(loop.node.iter)
@@ -703,7 +688,7 @@ def _made_empty_before(training: TrainingLoop, container: str, holder: object) -
     conds = {id(c) for c in getattr(holder, "conds", ())}
     order = getattr(holder, "order", -1)
     lifted = getattr(holder, "lifted", ())
-    return any(container in a.names and a.op == "=" and _empty(_bound_value(a, container)) and a.order < order
+    return any(container in a.names and a.op == "=" and _empty(a.value) and a.order < order
                and {id(c) for c in a.conds} <= conds
                # not over a loader's batches in between: a validation pass gathering every batch's graph
                and not any(loop.order > a.order and (is_data_loop(loop) or isinstance(loop.node, cst.For)
