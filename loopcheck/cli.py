@@ -210,8 +210,9 @@ def _rules(fmt: str = "text") -> int:
     from loopcheck.rules import RULES
 
     rows = [{"code": code, "name": info.name, "level": info.level.value,
-             "static": code in RULES or code in FILE_CODES, "runtime": info.runtime,
-             "fix": code in RULES and RULES[code].fixable, "summary": info.summary, "url": rule_url(code)}
+             "static": code in RULES or code in FILE_CODES, "static_opt_in": info.static_opt_in,
+             "runtime": info.runtime, "fix": code in RULES and RULES[code].fixable, "summary": info.summary,
+             "url": rule_url(code)}
             for code, info in [*FILE_CODES.items(), *CODES.items()]]
     if fmt == "json":
         import json
@@ -221,6 +222,7 @@ def _rules(fmt: str = "text") -> int:
     print(f"{'code':<6} {'name':<34} {'level':<8} {'static':<7} {'runtime':<8} fix")
     for row in rows:
         static, runtime, fix = ("yes" if row[key] else "-" for key in ("static", "runtime", "fix"))
+        static = "opt-in" if row["static_opt_in"] else static  # on only with --extend-select in `check`
         print(f"{row['code']:<6} {row['name']:<34} {row['level']:<8} {static:<7} {runtime:<8} {fix}")
     return EXIT_OK
 

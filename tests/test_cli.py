@@ -342,6 +342,10 @@ def test_rules_lists_every_code(run_cli) -> None:
     assert code == 0
     for c, info in CODES.items():
         assert f"{c} {info.name}" in " ".join(out.split())
+    # a rule whose static check is opt-in says so where `check` would leave it out
+    assert "LC605 eval-mode-leak error opt-in yes yes" in " ".join(out.split())
+    rows = {row["code"]: row for row in json.loads(run_cli("rules", "--output-format", "json")[1])}
+    assert rows["LC605"]["static_opt_in"] and not rows["LC101"]["static_opt_in"]
 
 
 def test_console_script_version_and_help() -> None:

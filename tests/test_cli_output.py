@@ -82,6 +82,7 @@ def test_rules_as_json(run_cli) -> None:
     assert {r["code"] for r in rows} >= set(CODES)
     lc101 = next(r for r in rows if r["code"] == "LC101")
     assert lc101 == {"code": "LC101", "name": "zero-grad-in-accumulation", "level": "error", "static": True,
+                     "static_opt_in": False,
                      "runtime": True, "fix": True, "summary": CODES["LC101"].summary, "url": PAGE}
     assert "LC001 not-analysed" in " ".join(run_cli("rules")[1].split())
     assert run_cli("rule", "LC001")[1].startswith("# LC001 not-analysed")
