@@ -50,3 +50,10 @@ def test_a_helper_called_on_every_micro_batch_is_not_said_to_update_on_every_one
     assert [f.message.split(" (only when")[0] for f in method] == [
         "`model_ema` is updated on every micro-batch: N-1 of N updates see unchanged weights and the effective "
         "decay becomes decay ** N"]
+
+
+def test_a_helper_handed_the_batch_is_not_told_the_iteration() -> None:
+    # the batch the loop draws is no counter: the helper may update on every call
+    handed = check_source(_PER_MICRO_BATCH.format(update="update_model_ema(args, model, model_ema, x)"),
+                          select=["LC401"])
+    assert [f.code for f in handed] == ["LC401"]

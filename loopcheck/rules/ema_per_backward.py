@@ -30,7 +30,7 @@ import libcst as cst
 from loopcheck.fixes import move_to_step
 from loopcheck.model import Event, FileModel, Kind, Style, TrainingLoop
 from loopcheck.model.scaler_counter import told_the_iteration, zeroes_per_window
-from loopcheck.model.syntax import names_in
+from loopcheck.model.syntax import func_name, names_in
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -110,8 +110,18 @@ def _told_the_iteration(model: FileModel, training: TrainingLoop, ema: Event) ->
     if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Name) \
             or call.func.value in model.index.functions or not isinstance(loop, cst.For):
         return False
-    counters = names_in(loop.target)
+    counters = _counters(loop)
     return any(names_in(arg.value) & counters for arg in call.args)
+
+
+def _counters(loop: cst.For) -> set[str]:
+    """The loop's iteration counter: ``i`` of ``for i, batch in enumerate(loader)`` or of ``for i in
+    range(n)`` (not the batch it draws)."""
+    iterable = loop.iter
+    called = func_name(iterable) if isinstance(iterable, cst.Call) else None
+    if called == "enumerate" and isinstance(loop.target, cst.Tuple) and loop.target.elements:
+        return names_in(loop.target.elements[0].value)
+    return names_in(loop.target) if called == "range" else set()
 
 
 def _message(ema: Event) -> str:
