@@ -35,8 +35,8 @@ Grad-CAM backward that no optimizer step follows, a step whose loss was computed
 `eval()` (the evaluation runs between the forward and the step, and the next iteration calls
 `model.train()` before its forward), a shared epoch helper's backward under
 `if mode == "train":` called with `"val"`, or under `if optimizer:` called with `None`, or one that
-back-propagates and steps only `if model.training:`, called after `model.eval()` for validation, in a
-branch or not: it updates nothing there, and the next update that runs decides), nor an
+back-propagates and steps only `if model.training:` (or `if mode == "train":` with `mode = "train" if
+model.training else "val"`), called after `model.eval()` for validation, in a branch or not: it updates nothing there, and the next update that runs decides), nor an
 `eval()` under `if not train` in a loop whose updates run under `if train`, a flag the loop never
 rebinds (an epoch helper serving training and validation: each run of it does one or the other).
 Nor an `eval()` under a flag the training function sets before its loop and nothing in the loop sets
@@ -122,7 +122,7 @@ from loopcheck.model.pytest_tests import in_pytest_test
 from loopcheck.model.stored import attribute_aliases
 from loopcheck.model.values import option_defaults
 from loopcheck.model.variants import ruled_out, within
-from loopcheck.model.syntax import children, dotted, func_name, last_part, lines, names_in, positional, source, walk
+from loopcheck.model.syntax import children, conjuncts, dotted, func_name, last_part, lines, names_in, positional, source, walk
 from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
 
@@ -818,8 +818,26 @@ def _skipped_in_eval(leak: Event, name: str, events: list[Event], loop: Loop) ->
         return module is not None and last is not None and last[1]
 
     return {e.order for e in later if e.kind in (Kind.BACKWARD, Kind.STEP) and any(
-        not c.negated and type(c.test) is cst.Attribute and c.test.attr.value == "training"
-        and in_eval(_resolve(dotted(c.test.value), loop, e.order), e.order) for c in e.conds)}
+        not c.negated and any(in_eval(_resolve(m, loop, e.order), e.order) for m in _training_of(c.test, e, loop))
+        for c in e.conds)}
+
+
+def _training_of(test: cst.BaseExpression | None, event: Event, loop: Loop) -> list[str]:
+    """The modules whose train mode ``test`` requires: ``m.training``, or a mode named after them
+    (``mode = "train" if self.encoder.training and self.gru.training else "val"``, then ``if mode ==
+    "train":``, a train/validation epoch function of the atari-representation-learning methods)."""
+    if type(test) is cst.Attribute and test.attr.value == "training":
+        return [m for m in [dotted(test.value)] if m is not None]
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1 \
+            or type(test.comparisons[0].operator) is not cst.Equal:
+        return []
+    binding = _binding(test.left, event, loop)
+    said = _constant(test.comparisons[0].comparator)
+    if binding is None or type(binding.value) is not cst.IfExp or _constant(binding.value.body) != said \
+            or said is _UNKNOWN or _rebound(binding, event, loop):
+        return []
+    return [m for part in conjuncts(binding.value.test) if type(part) is cst.Attribute and part.attr.value == "training"
+            and (m := dotted(part.value)) is not None]
 
 
 def _dead(event: Event, loop: Loop, at_call: bool = False) -> bool:
