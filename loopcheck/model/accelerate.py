@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from loopcheck.model.roles import Role
+from loopcheck.model.values import call_keywords
 from loopcheck.model.syntax import (dotted, func_name, int_value, last_part, lines, method, names_in, positional,
                                     small_statements, walk)
 
@@ -46,26 +47,10 @@ def accumulation_setting(model: FileModel) -> tuple[cst.Arg, str, cst.Call] | No
     {"gradient_accumulation_steps": args.gradient_accumulation_steps}``, or ``dict(...)``): the
     argument is then ``**accelerator_kwargs``."""
     for call in accelerator_calls(model):
-        for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value in _SETTINGS and int_value(arg.value) != 1:
-                return arg, arg.keyword.value, call
-            if arg.star == "**" and isinstance(arg.value, cst.Name):
-                for value in model.index.values.get(arg.value.value, []):
-                    for name, setting in _dict_items(value):
-                        if name in _SETTINGS and int_value(setting) != 1:
-                            return arg, name, call
+        for name, setting, arg in call_keywords(call, model.index):
+            if name in _SETTINGS and int_value(setting) != 1:
+                return arg, name, call
     return None
-
-
-def _dict_items(value: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]]:
-    """(key, value) of ``{"key": value, ...}`` or ``dict(key=value, ...)``."""
-    if isinstance(value, cst.Dict):
-        return [(e.key.evaluated_value, e.value) for e in value.elements  # type: ignore[union-attr]
-                if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
-                and isinstance(e.key.evaluated_value, str)]
-    if isinstance(value, cst.Call) and func_name(value) == "dict":
-        return [(a.keyword.value, a.value) for a in value.args if a.keyword is not None]
-    return []
 
 
 def scheduler_gated(model: FileModel, name: str | None) -> bool | None:

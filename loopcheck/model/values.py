@@ -23,6 +23,30 @@ _MAX_DEPTH = 4  # names followed by expanded_names
 _MAX_NUMERIC_DEPTH = 8  # syntax nodes followed by numeric
 
 
+def call_keywords(call: cst.Call, index: Index) -> Iterator[tuple[str, cst.BaseExpression, cst.Arg]]:
+    """(name, value, argument) for each keyword ``call`` is given, also through a dict of the file
+    handed over as ``**kwargs`` (``kwargs = {"sampler": sampler}`` or ``dict(sampler=sampler)``, then
+    ``DataLoader(**kwargs)``: the argument is then ``**kwargs``)."""
+    for arg in call.args:
+        if arg.keyword is not None:
+            yield arg.keyword.value, arg.value, arg
+        elif arg.star == "**" and isinstance(arg.value, cst.Name):
+            for value in index.values.get(arg.value.value, []):
+                for name, item in _dict_items(value):
+                    yield name, item, arg
+
+
+def _dict_items(value: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]]:
+    """(key, value) of ``{"key": value, ...}`` or ``dict(key=value, ...)``."""
+    if isinstance(value, cst.Dict):
+        return [(e.key.evaluated_value, e.value) for e in value.elements  # type: ignore[union-attr]
+                if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+                and isinstance(e.key.evaluated_value, str)]
+    if isinstance(value, cst.Call) and func_name(value) == "dict":
+        return [(a.keyword.value, a.value) for a in value.args if a.keyword is not None]
+    return []
+
+
 def argparse_defaults(index: Index) -> dict[str, cst.BaseExpression]:
     """``--batch-size`` / ``--batch_size`` with ``default=64`` -> {"batch_size": 64}."""
     defaults: dict[str, cst.BaseExpression] = {}

@@ -28,7 +28,7 @@ from loopcheck.model.syntax import (children, conjuncts, dotted, exit_statement,
                                     last_part, last_small, names_in, positional, same, small_statements, source, walk)
 from loopcheck.model.summed import SUMMED, cleared
 from loopcheck.model.training import Style, TrainingLoop, is_data_loop
-from loopcheck.model.values import option_defaults
+from loopcheck.model.values import call_keywords, option_defaults
 from loopcheck.patterns import Pattern
 
 if TYPE_CHECKING:
@@ -287,13 +287,21 @@ def _runs_once(model: FileModel, function: cst.FunctionDef | None, seen: frozens
     if name in model.index.passed:
         return False
     calls = [c for c in model.index.calls if func_name(c) == name]
-    once = {id(c): None for stmt in model.module.body if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef))
-            for c in _calls_outside_loops(stmt)}
-    for stmt in model.module.body:
-        if isinstance(stmt, cst.FunctionDef) and stmt is not function:
-            once.update({id(c): stmt for c in _calls_outside_loops(stmt.body)})
+    once = _calls_run_once(model)
     return bool(calls) and all(id(c) in once and (once[id(c)] is None or _runs_once(
         model, once[id(c)], seen | {id(function)})) for c in calls)
+
+
+def _calls_run_once(model: FileModel) -> dict[int, cst.FunctionDef | None]:
+    """The calls the file makes outside loops, each with the top-level function that makes it (None:
+    a module-level statement); read once per file."""
+    known = model.read_once.get("calls_run_once")
+    if known is None:
+        known = model.read_once["calls_run_once"] = {
+            id(c): stmt if isinstance(stmt, cst.FunctionDef) else None for stmt in model.module.body
+            if not isinstance(stmt, cst.ClassDef)
+            for c in _calls_outside_loops(stmt.body if isinstance(stmt, cst.FunctionDef) else stmt)}
+    return known  # type: ignore[return-value]
 
 
 def _calls_outside_loops(node: cst.CSTNode) -> Iterator[cst.Call]:
@@ -538,17 +546,9 @@ def _endless(model: FileModel, loop: Loop) -> bool:
 def _samplers(model: FileModel, loader: cst.Call) -> Iterator[cst.BaseExpression]:
     """What ``DataLoader(...)``'s ``sampler`` or ``batch_sampler`` is, as written or as the file binds
     its name, also inside a dict handed over as ``**kwargs``."""
-    values: list[cst.BaseExpression] = []
-    for arg in loader.args:
-        if arg.keyword is not None and arg.keyword.value in ("sampler", "batch_sampler"):
-            values.append(arg.value)
-        elif arg.star == "**" and isinstance(arg.value, cst.Name):
-            for bound in model.index.values.get(arg.value.value, []):
-                if isinstance(bound, cst.Dict):
-                    values += [e.value for e in bound.elements if isinstance(e, cst.DictElement)
-                               and isinstance(e.key, cst.SimpleString)
-                               and e.key.evaluated_value in ("sampler", "batch_sampler")]
-    for value in values:
+    for name, value, _ in call_keywords(loader, model.index):
+        if name not in ("sampler", "batch_sampler"):
+            continue
         if isinstance(value, cst.Call) and last_part(func_name(value) or "") == "cast" and len(value.args) == 2:
             value = value.args[1].value  # `cast(Any, sampler)`: the sampler itself
         yield value
