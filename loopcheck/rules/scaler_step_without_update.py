@@ -3,7 +3,8 @@ Checks for a GradScaler whose `scaler.step(optimizer)` (or `scaler.unscale_(opti
 followed by `scaler.update()` on every path: a skip branch such as
 `if not torch.isfinite(loss): continue` between them (also `if math.isfinite(norm): scaler.step(opt);
 scaler.update() else: return False` in a step function after `unscale_()`), an `update()` under a
-condition the step does not have, or no `update()` at all. A base class's loop that calls
+condition the step does not have (`if norm <= max_norm: scaler.step(opt); scaler.update()` after
+`unscale_()`, also through a flag set from the norm), or no `update()` at all. A base class's loop that calls
 `self.train_one_step(batch)` runs the override of the one subclass of the file where the base's
 method only raises `NotImplementedError`. Also checks for `update()` on every micro-batch while the
 step runs only at the accumulation boundary.
@@ -29,9 +30,10 @@ import libcst as cst
 
 from loopcheck.fixes import insert_after, move_to_step, own_line
 from loopcheck.model import Cond, Event, FileModel, GuardKind, Kind, Style, TrainingLoop
+from loopcheck.model.events import CLIP_FUNCTIONS
 from loopcheck.model.amp import custom_scaler, extra_conds, is_skip_branch, same_scaler, scaler_steps
 from loopcheck.model.guards import exclusive
-from loopcheck.model.syntax import dotted, last_part, own_call_name, walk
+from loopcheck.model.syntax import dotted, last_part, names_in, own_call_name, walk
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -91,6 +93,20 @@ for x, y in loader:
     scaler.update()
     optimizer.zero_grad()
 """,
+        """
+for x, y in loader:
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = criterion(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    if grad_norm <= max_norm:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        scaler.update()
+    optimizer.zero_grad()
+""",
     ]
     INVALID = [
         """
@@ -147,6 +163,21 @@ def train_step(model, batch, optimizer, scaler):
 for batch in loader:
     train_step(model, batch, optimizer, scaler)
 """,
+        """
+for x, y in loader:
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = criterion(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)  # LC202
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
+    skip = False
+    if grad_norm > max_norm:
+        skip = True
+    if not skip:
+        scaler.step(optimizer)
+        scaler.update()
+    optimizer.zero_grad()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -191,6 +222,12 @@ for batch in loader:
                 return (f"{what} runs, but a branch that skips the rest of the iteration (`continue`, or a "
                         f"`return` of the step function) before `{scaler}.update()` skips the update on some "
                         f"iterations: the next {'step' if call.kind is Kind.STEP else 'unscale_'} raises RuntimeError")
+            tested = [c for c in extra if not _updated_in_other_branch(c, later) and _tests_gradients(model, update, c)]
+            if tested:
+                return (f"{what} runs, but `{scaler}.update()` runs only when "
+                        f"`{_source(model, tested[0])}` holds, a test of the gradients or their norm: on an "
+                        f"iteration it skips, the next {'step' if call.kind is Kind.STEP else 'unscale_'} raises "
+                        "RuntimeError (`scaler.step()` already skips non-finite steps itself)")
             guard = training.reader.guard(update.conds, update.order) if update.loop is training.loop else None
             if call.kind is Kind.STEP and guard is not None and guard.kind in (GuardKind.PERIODIC, GuardKind.NOT_PERIODIC) and \
                     training.reader.guard(call.conds, call.order).always:
@@ -219,6 +256,56 @@ def _updated_before_exit(skip: Cond, updates: list[Event]) -> bool:
     ... else: continue``, its ``else:``)."""
     branch = "orelse" if skip.branch == "body" else "body"
     return any(c.owner is skip.owner and c.branch == branch for u in updates for c in u.conds)
+
+
+def _updated_in_other_branch(cond: Cond, updates: list[Event]) -> bool:
+    """Another branch of the ``if`` that gates one update calls ``update()`` too."""
+    return any(c.owner is cond.owner and c.branch != cond.branch for u in updates for c in u.conds)
+
+
+# Calls whose result says something about the gradients' values after `unscale_()`.
+_FINITE_TESTS = frozenset({"isfinite", "isnan", "isinf"})
+
+
+def _tests_gradients(model: FileModel, update: Event, cond: Cond) -> bool:
+    """``cond`` reads the gradients: a clipping call or a finiteness test in it, a name bound to
+    one in the function that holds the update (``norm = clip_grad_norm_(...)``, ``if norm <= 5:``), or a
+    flag set under such a test there (``if norm > allowed: skip = True`` ... ``if not skip:``)."""
+    test = cond.meaning
+    if test is None or not isinstance(cond.owner, cst.If):
+        return False
+    scope = update.origin if update.origin is not None else model.module
+    derived: set[str] = set()
+    flags: list[tuple[cst.If, set[str]]] = []
+    for node in walk(scope):
+        if isinstance(node, cst.Assign) and _reads_gradients(node.value, derived):
+            derived.update(n for t in node.targets for n in names_in(t.target))
+        elif isinstance(node, cst.If):
+            flags.append((node, {n for stmt in walk(node.body) if isinstance(stmt, cst.Assign)
+                                 and isinstance(stmt.value, cst.Name) and stmt.value.value in ("True", "False")
+                                 for t in stmt.targets for n in names_in(t.target)}))
+    for owner, set_here in flags:
+        if set_here and _reads_gradients(owner.test, derived):
+            derived |= set_here
+    return _reads_gradients(test, derived)
+
+
+def _reads_gradients(expr: cst.CSTNode, derived: set[str]) -> bool:
+    for node in walk(expr):
+        if isinstance(node, cst.Call):
+            name = last_part(dotted(node.func) or "")
+            if name in CLIP_FUNCTIONS or name in _FINITE_TESTS:
+                return True
+        elif isinstance(node, cst.Attribute) and node.attr.value == "grad":
+            return True
+        elif isinstance(node, cst.Name) and node.value in derived:
+            return True
+    return False
+
+
+def _source(model: FileModel, cond: Cond) -> str:
+    text = model.module.code_for_node(cond.test)
+    return ("not " if cond.negated else "") + text if len(text) <= 40 else text[:37] + "..."
 
 
 # Built-ins that read what they are handed and keep nothing of it.
