@@ -5,6 +5,7 @@ by default."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,9 @@ EPOCH_SUM = """
         net = torch.nn.Linear(4, 2)
         train(net, torch.load("batches.pt"), torch.optim.SGD(net.parameters(), lr=0.1), 10)
 """
+# the pass's sum kept after the pass by a history made once: every pass's graph stays to the end
+HISTORY = EPOCH_SUM.replace("        for epoch in range(epochs):\n", "        history = []\n        for epoch in range(epochs):\n") \
+    .replace("            print(epoch, float(running_loss) / len(loader))\n", "            history.append(running_loss / len(loader))\n        return history\n")
 RUN_SUM = EPOCH_SUM.replace("        for epoch in range(epochs):\n            running_loss = 0.0\n",
                             "        running_loss = 0.0\n        for epoch in range(epochs):\n")
 
@@ -70,7 +74,7 @@ def _lines(run_cli) -> list[str]:
     return [line for line in out.splitlines() if ": LC601" in line]
 
 
-@pytest.mark.parametrize(("source", "default"), [(EPOCH_SUM, 0), (RUN_SUM, 1), (TERM, 0)])
+@pytest.mark.parametrize(("source", "default"), [(EPOCH_SUM, 0), (RUN_SUM, 1), (TERM, 0), (HISTORY, 1)])
 def test_a_sum_made_anew_every_epoch_is_reported_only_on_request(project: Path, run_cli, source: str,
                                                                  default: int) -> None:
     write_project(project, {"train.py": source})
@@ -96,3 +100,16 @@ def test_the_setting_goes_with_lr_scaling() -> None:
     config = parse({"lr-scaling": {"reference-batch-size": 256, "reference-lr": 0.1},
                     "loss-kept-with-graph": {"after-backward": True}}, Path("pyproject.toml"))
     assert config.options.graphs_after_backward and config.options.lr_scaling is not None
+
+
+def test_a_history_of_pass_sums_keeps_every_pass_graph(project: Path, run_cli) -> None:
+    torch = pytest.importorskip("torch")
+    write_project(project, {"train.py": HISTORY})
+    assert "`history` keeps each pass's sum" in _lines(run_cli)[0]
+    namespace: dict = {}
+    exec(compile(textwrap.dedent(HISTORY).replace('if __name__ == "__main__":', "if False:"), "train.py", "exec"),
+         namespace)
+    net = torch.nn.Linear(4, 2)
+    loader = [(torch.randn(3, 4), torch.tensor([0, 1, 0])) for _ in range(2)]
+    history = namespace["train"](net, loader, torch.optim.SGD(net.parameters(), lr=0.1), 3)
+    assert all(total.grad_fn is not None for total in history)  # the first pass's graph is still held at the end

@@ -169,17 +169,17 @@ def backpropagated_names(model: FileModel) -> set[str]:
     for name, value in _stored_values(model):
         values.setdefault(name, []).append(value)
     found: set[str] = set()
-    todo = [n for b in model.events(Kind.BACKWARD) if b.loss is not None for n in _graph_reads(b.loss)]
+    todo = [n for b in model.events(Kind.BACKWARD) if b.loss is not None for n in graph_reads(b.loss)]
     while todo and len(found) < 200:
         name = todo.pop()
         if name in found:
             continue
         found.add(name)
-        todo.extend(n for value in values.get(name, []) for n in _graph_reads(value))
+        todo.extend(n for value in values.get(name, []) for n in graph_reads(value))
     return found
 
 
-def _graph_reads(expr: cst.BaseExpression) -> set[str]:
+def graph_reads(expr: cst.BaseExpression) -> set[str]:
     """The names whose graph ``expr`` can carry on: ``names_in``, less what is read only through
     ``.item()``, ``.detach()``, ``float(...)``, ``.data`` (``r - value.item()`` takes no graph from
     ``value``), plus the receiver of a method called on it (``memory.sample_memory()`` reads
