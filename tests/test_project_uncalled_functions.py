@@ -158,6 +158,24 @@ def test_a_copy_of_the_module_elsewhere_does_not_keep_it(project: Path, run_cli)
     assert _missing_zero_grad(run_cli, ".") == []
 
 
+@pytest.mark.parametrize("importer", ["from utils.train_and_eval import main\nmain()\n",
+                                      "from utils import train_and_eval\n",
+                                      "import utils.train_and_eval as te\n"])
+def test_a_copy_another_folder_imports_keeps_only_that_copy(project: Path, run_cli, importer: str) -> None:
+    # `b/run.py` loads its own folder's copy (b/utils/...), its folder coming first on sys.path
+    _research_repository(project, {"a/utils/train_and_eval.py": LIBRARY, "b/utils/train_and_eval.py": LIBRARY,
+                                   "b/run.py": importer})
+    found = _missing_zero_grad(run_cli, ".")
+    assert len(found) == 1 and found[0].startswith("b/utils/train_and_eval.py:"), found
+
+
+def test_an_import_that_loads_no_file_of_the_project_keeps_every_copy(project: Path, run_cli) -> None:
+    # `utils.train_and_eval` from c/run.py finds no `c/utils`: a root on PYTHONPATH may hold either copy
+    _research_repository(project, {"a/utils/train_and_eval.py": LIBRARY, "b/utils/train_and_eval.py": LIBRARY,
+                                   "c/run.py": "from utils.train_and_eval import main\nmain()\n"})
+    assert len(_missing_zero_grad(run_cli, ".")) == 2
+
+
 HELPERS = """
     import torch
 

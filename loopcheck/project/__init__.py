@@ -623,9 +623,28 @@ class Imported:
             re.compile(rb"^[ \t>%!\[\"',]*(?:from[ \t]+[\w.]*\b" + stem
                        + rb"\b|(?:from[ \t]+[\w.]+[ \t]+)?import\b[^\n]*\b" + stem + rb"\b)", re.MULTILINE)
         # (a copy of the module elsewhere names itself)
-        texts = self._other_texts(lambda path: named and path.stem == self.path.stem)
+        files = self._other_files(lambda path: named and path.stem == self.path.stem)
         # (a notebook too large to read may import it)
-        return texts is None or any(text is None or pattern.search(text) for text in texts)
+        return files is None or any(text is None or pattern.search(self._imports_of_copies_left_out(path, text))
+                                    for path, text in files)
+
+    def _imports_of_copies_left_out(self, importer: Path, text: bytes) -> bytes:
+        """``text`` less the import lines of a Python file that name this module's stem but load another
+        file of the project: ``from models.mae.engine import train`` in ``b/linear.py`` loads
+        ``b/models/mae/engine.py``, the importer's own folder coming first, not this copy in
+        ``a/models/mae/``."""
+        stem = self.path.stem
+        if importer.suffix != ".py" or stem.encode() not in text:
+            return text
+        mine = real_path(self.path)
+        kept = []
+        for line in text.split(b"\n"):
+            found = _IMPORT_LINE.match(line) if stem.encode() in line else None
+            modules = _imported_modules(found, stem) if found else []
+            targets = [self.index.resolve(importer, module, level) for module, level in modules]
+            if not modules or any(t is None or real_path(t) == mine for t in targets):
+                kept.append(line)
+        return b"\n".join(kept)
 
     def named_elsewhere(self, names: set[str]) -> set[str]:
         """Those of ``names`` another Python file, script, notebook or document of the project names
@@ -647,6 +666,11 @@ class Imported:
         """The texts of the project's other Python files, scripts, notebooks and documents (those
         ``skip`` leaves), read one at a time, None for one too large to read; None where they cannot be
         told (a root no marker names, a walk stopped early). What is read joins the cache digest."""
+        files = self._other_files(skip)
+        return None if files is None else (text for _, text in files)
+
+    def _other_files(self, skip: Callable[[Path], bool]) -> Iterator[tuple[Path, bytes | None]] | None:
+        """``_other_texts``, each with its path."""
         from loopcheck.project.index import marked_folder
 
         self._project_files_read = True
@@ -657,7 +681,7 @@ class Imported:
             return None
         mine = real_path(self.path)
         paths = (p for p in (*self.index.python_files(), *map(Path, documents)) if real_path(p) != mine and not skip(p))
-        return (text if (text := self.index.text_of(p)) or not self.index.oversized(p) else None for p in paths)
+        return ((p, text if (text := self.index.text_of(p)) or not self.index.oversized(p) else None) for p in paths)
 
     def with_settings(self, digest: str) -> str:
         """``digest`` (taken before the model asked), with the stamp of the files ``inert_setting``
@@ -1034,3 +1058,22 @@ def forget() -> None:
 
 def _open_indexes() -> list[ProjectIndex]:
     return list(_OPEN.values())
+
+
+# `from ..models.mae import engine as e, other` / `import models.mae.engine, x`: the module part, the dots,
+# and what follows `import`
+_IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+)?import[ \t]+\(?([\w., \t]+)")
+
+
+def _imported_modules(found: re.Match[bytes], stem: str) -> list[tuple[str, int]]:
+    """The modules an import line loads whose last part is ``stem``, with its relative level:
+    ``from models.mae import engine`` -> [("models.mae.engine", 0)]; [] where ``stem`` is not one."""
+    dots, base, names = found.group(1), found.group(2), found.group(3)
+    level = len(dots or b"")
+    listed = [n.strip().split()[0].decode() for n in names.split(b",") if n.strip()]
+    if dots is None and base is None:  # `import a.b.stem`
+        return [(n, 0) for n in listed if n.rsplit(".", 1)[-1] == stem]
+    module = base.decode()
+    if module.rsplit(".", 1)[-1] == stem:
+        return [(module, level)]
+    return [(f"{module}.{n}" if module else n, level) for n in listed if n == stem]
