@@ -3,7 +3,10 @@ Checks for a file that builds a model with `nn.BatchNorm*` layers and wraps it i
 `DistributedDataParallel` or `DataParallel` without ever converting it with
 `nn.SyncBatchNorm.convert_sync_batchnorm` (or building `nn.SyncBatchNorm` itself).
 A file whose every `init_process_group` names `world_size=1` runs one process, whose BatchNorm sees the
-whole batch: not reported.
+whole batch: not reported; nor is a file that freezes every BatchNorm layer in eval mode (`for m in
+net.modules(): if isinstance(m, nn.BatchNorm2d): m.eval()`) and never switches a module back to train
+mode (or does so through a `train` override that freezes them again): those layers use their running
+statistics, never a batch's.
 
 ## Why is this bad?
 Under data parallelism every GPU normalises with the mean and variance of its own slice of the
@@ -86,6 +89,18 @@ def test_training_runs(model, loader, optimizer):
         criterion(model(x), y).backward()
         optimizer.step()
 """,
+        """
+from torch.nn.parallel import DistributedDataParallel as DDP
+net = nn.Sequential(nn.Conv2d(3, 64, 3), nn.BatchNorm2d(64), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10))
+for m in net.modules():
+    if isinstance(m, nn.BatchNorm2d):
+        m.eval()  # frozen: running statistics only, in every process alike
+model = DDP(net.cuda(rank), device_ids=[rank])
+for x, y in loader:
+    optimizer.zero_grad()
+    criterion(model(x), y).backward()
+    optimizer.step()
+""",
     ]
     INVALID = [
         """
@@ -111,6 +126,20 @@ for x, y in loader:
     criterion(model(x), y).backward()
     optimizer.step()
 """,
+        """
+from torch.nn.parallel import DistributedDataParallel as DDP
+net = nn.Sequential(nn.Conv2d(3, 64, 3), nn.BatchNorm2d(64), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10))
+for m in net.modules():
+    if isinstance(m, nn.BatchNorm2d):
+        m.eval()
+model = DDP(net.cuda(rank), device_ids=[rank])  # LC503
+for epoch in range(epochs):
+    model.train()  # every layer back in train mode, the BatchNorm ones too
+    for x, y in loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -123,6 +152,8 @@ for x, y in loader:
             return  # no BatchNorm built here, or nothing trained here (a test that only wraps)
         if one_rank_group(model):
             return  # `init_process_group(..., world_size=1)`: one process sees the whole batch
+        if _batchnorm_frozen(model):
+            return  # every BatchNorm normalises with its running statistics: no batch's are used
         batch = _visible_batch_size(model)
         if batch is not None and batch >= LARGE_BATCH:
             return  # per-GPU statistics over 32+ samples are fine (MAE's linear probe: 512 per GPU)
@@ -139,6 +170,50 @@ for x, y in loader:
             yield Violation(call, call, f"this file builds BatchNorm layers and wraps the model in `{wrapper}` "
                                         f"without `nn.SyncBatchNorm.convert_sync_batchnorm`: every GPU normalises "
                                         f"with {size}")
+
+
+def _batchnorm_frozen(model: FileModel) -> bool:
+    """The file puts every BatchNorm layer in eval mode (``for m in encoder.modules(): if isinstance(m,
+    nn.BatchNorm2d): m.eval()``) and never switches a module back to train mode, or does so in a
+    ``train`` override that freezes them again: the layers never normalise with batch statistics."""
+    freezes = [node for node in walk(model.module, into_functions=True)
+               if type(node) is cst.For and _freezes_batchnorm(node)]
+    if not freezes:
+        return False
+    frozen = {id(f) for f in freezes}
+    if any(fn.name.value == "train" and any(id(n) in frozen for n in walk(fn))
+           for fns in model.index.functions.values() for fn in fns):
+        return True  # `def train(self, mode=True): super().train(mode); <freeze>`: every switch re-freezes
+    return not any((called := method(c)) is not None and called[1] == "train"
+                   and not (c.args and c.args[0].keyword is None and dotted(c.args[0].value) == "False")
+                   for c in model.index.calls)
+
+
+def _freezes_batchnorm(loop: cst.For) -> bool:
+    """``for m in net.modules(): if isinstance(m, BatchNorm...): m.eval()``."""
+    called = method(loop.iter) if type(loop.iter) is cst.Call else None
+    if called is None or called[1] != "modules" or type(loop.target) is not cst.Name:
+        return False
+    var = loop.target.value
+    for node in walk(loop.body):
+        if type(node) is cst.If and _tests_batchnorm(node.test, var):
+            return any(type(n) is cst.Call and (m := method(n)) is not None and dotted(m[0]) == var
+                       and (m[1] == "eval" or m[1] == "train" and n.args and dotted(n.args[0].value) == "False")
+                       for n in walk(node.body))
+    return False
+
+
+def _tests_batchnorm(test: cst.BaseExpression, var: str) -> bool:
+    """``isinstance(m, nn.BatchNorm2d)``, alone or joined by ``or`` (a tuple of classes too)."""
+    if type(test) is cst.BooleanOperation:
+        return _tests_batchnorm(test.left, var) and _tests_batchnorm(test.right, var)
+    if type(test) is not cst.Call or dotted(test.func) != "isinstance" or len(test.args) != 2 \
+            or dotted(test.args[0].value) != var:
+        return False
+    kinds = test.args[1].value
+    classes = [e.value for e in kinds.elements] if type(kinds) is cst.Tuple else [kinds]
+    return all(_is_batchnorm(c) or dotted(c) == "_BatchNorm" or (dotted(c) or "").endswith("._BatchNorm")
+               for c in classes)
 
 
 def _is_batchnorm(expr: cst.BaseExpression) -> bool:
