@@ -130,3 +130,34 @@ def test_an_optimizer_whose_own_step_clips_still_steps(project: Path, run_cli) -
     write_project(project, {"optimization.py": bert_adam, "train.py": loop})
     found = _codes(run_cli, "train.py")
     assert len(found) == 1 and found[0].startswith("train.py:14:") and " LC105 " in found[0]
+
+
+ACCELERATE_TRAINER = """
+    from accelerate import Accelerator
+
+
+    class Trainer:
+        def __init__(self, model, optimizer, loader, cfg):
+            self.accelerator = Accelerator(gradient_accumulation_steps=cfg.gradient_accumulation_steps)
+            self.dit, self.optimizer, self.loader = self.accelerator.prepare(model, optimizer, loader)
+            self.cfg = cfg
+
+        def clip_gradients(self):
+            GUARDself.accelerator.clip_grad_norm_(self.dit.parameters(), self.cfg.max_grad_norm)
+
+        def fit(self):
+            for batch in self.loader:
+                with self.accelerator.accumulate(self.dit):
+                    self.accelerator.backward(self.dit(batch).mean())
+                    self.clip_gradients()
+                    self.optimizer.step()
+                    self.optimizer.zero_grad()
+"""
+
+
+def test_a_method_of_the_file_named_like_a_clip_function_is_read_through() -> None:
+    # `self.clip_gradients()` is the trainer's own helper, not Lightning's: what its body does decides
+    guarded = ACCELERATE_TRAINER.replace("GUARD", "if self.accelerator.sync_gradients:\n                ")
+    unguarded = ACCELERATE_TRAINER.replace("GUARD", "")
+    assert [f.line for f in check_text(textwrap.dedent(guarded), "train.py", resolve()) if f.code == "LC107"] == []
+    assert [f.line for f in check_text(textwrap.dedent(unguarded), "train.py", resolve()) if f.code == "LC107"] == [12]

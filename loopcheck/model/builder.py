@@ -408,7 +408,8 @@ class Builder:
         elif name == "unscale_" and role is Role.SCALER:
             self._event(st, Kind.SCALER_UNSCALE, call, stmt, recv,
                         optimizer=receiver(args[0]) if args else None)
-        elif name in CLIP_FUNCTIONS:
+        elif name in CLIP_FUNCTIONS and not (recv == "self" and name in self.index.functions):
+            # (`self.clip_gradients()` of a class of this file is its own helper: its body is inlined)
             self._event(st, Kind.CLIP, call, stmt, recv)
         elif name == "clamp_" and recv.endswith((".grad", ".grad.data")):
             # `param.grad.data.clamp_(-c, c)` (a `clip_gradient(optimizer, c)` helper's loop): value clipping
