@@ -29,6 +29,8 @@ A subclass of `transformers.Trainer` that copies the library's 3.x `train()` loo
 included) and calls the inherited `self.training_step(model, inputs)` back-propagates every
 micro-batch there: no version of that method skips the all-reduce (the library's own 4.x loop runs
 it under `model.no_sync()`, later under `accelerator.accumulate(model)`, and so does a copy of it).
+A file that asserts the accumulation count is 1 under the flag it wraps under (`if args.distributed:
+assert args.accumsteps == 1`) accumulates only where nothing is wrapped: not reported.
 A file whose every `init_process_group` names `world_size=1` (a research script wrapping its model in
 DDP for one GPU) runs one process: nothing is all-reduced, and nothing is reported.
 
@@ -105,7 +107,7 @@ from loopcheck.model.distributed import (
     wrap_calls,
 )
 from loopcheck.model.memory import trained_modules
-from loopcheck.model.syntax import dotted, last_part, names_in, target_names, walk
+from loopcheck.model.syntax import children, dotted, int_value, last_part, names_in, target_names, walk
 from loopcheck.model.training import is_fabric_backward
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.model.variants import dead_in
@@ -117,6 +119,20 @@ class DdpAccumulationWithoutNoSync(Rule):
     message = "gradients are accumulated under DDP without no_sync(): every micro-batch all-reduces"
 
     VALID = [
+        """
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def train(args, model, reader, optimizer):
+    if args.distributed:
+        assert args.accumsteps == 1  # accumulation is for one GPU only
+        model = DDP(model, device_ids=[args.rank])
+    for steps in reader:
+        for queries, passages in steps:
+            loss = criterion(model(queries, passages)) / args.accumsteps
+            loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+""",
         """
 MAX_GPU_BATCH_SIZE = 16
 config = {"lr": 2e-5, "batch_size": 16}
@@ -202,6 +218,21 @@ class GenerativeTrainer(ReconstructionTrainer):
 """,
     ]
     INVALID = [
+        """
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def train(args, model, reader, optimizer):
+    if args.distributed:
+        model = DDP(model, device_ids=[args.rank])
+    if args.fp16:
+        assert args.accumsteps == 1  # only the fp16 runs give up accumulation
+    for steps in reader:
+        for queries, passages in steps:
+            loss = criterion(model(queries, passages)) / args.accumsteps
+            loss.backward()  # LC501
+        optimizer.step()
+        optimizer.zero_grad()
+""",
         """
 model = DistributedDataParallel(model, device_ids=[rank])
 for i, (x, y) in enumerate(loader):
@@ -338,6 +369,8 @@ class SemanticTrainer:
                 continue
             if (ddp or prepared) and _forwards_built_before_the_wrap(model, training, ddp or prepared, backwards):
                 continue  # the losses come from an object built around the unwrapped model: DDP never ran
+            if ddp and _one_micro_batch_when_wrapped(model, training, backwards, ddp):
+                continue  # `if args.distributed: assert args.accumsteps == 1`: no accumulation under DDP
             # a file that touches the sync itself: only loops its sync code cannot reach (the
             # units walk the whole file: read for the first loop that gets this far)
             unsynced = None
@@ -427,6 +460,54 @@ def _unsynced_branch(training: TrainingLoop, backwards: list[Event], variants: l
                 and not _forwards_synced(training, backward, modules, index):
             return backward
     return None
+
+
+def _one_micro_batch_when_wrapped(model: FileModel, training: TrainingLoop, backwards: list[Event],
+                                  wraps: list[cst.Call]) -> bool:
+    """The file asserts the loop's accumulation count is 1 under the flag it wraps the model under (``if
+    args.distributed: assert args.accumsteps == 1`` beside ``if args.distributed: model = DDP(model)``):
+    a run that wraps accumulates nothing."""
+    counted = names_in(training.modulus) if training.modulus is not None else set()
+    for backward in backwards:
+        counted |= names_in(backward.loss) if backward.loss is not None else set()
+    # (`loss = loss / args.accumsteps` in the loop: what the loss is divided by)
+    counted |= {n for a in training.loop.assignments if set(a.names) & counted and a.value is not None
+                for n in names_in(a.value)}
+    if not counted:
+        return False
+    flags = _if_tests(model.module)
+    wrapped = {flags.get(id(call), ()) for call in wraps}
+    for node, tests in ((n, flags.get(id(n), ())) for n in walk(model.module, into_functions=True)):
+        if type(node) is not cst.Assert or not tests or type(node.test) is not cst.Comparison \
+                or len(node.test.comparisons) != 1:
+            continue
+        comparison = node.test.comparisons[0]
+        bound = int_value(comparison.comparator)
+        if dotted(node.test.left) in counted and (
+                type(comparison.operator) in (cst.Equal, cst.LessThanEqual) and bound == 1
+                or type(comparison.operator) is cst.LessThan and bound == 2) \
+                and any(w and w[-1] in tests for w in wrapped):
+            return True
+    return False
+
+
+def _if_tests(module: cst.Module) -> dict[int, tuple[str, ...]]:
+    """Each assert and call of the module -> the source of the ``if`` tests around it (body side only)."""
+    found: dict[int, tuple[str, ...]] = {}
+    stack: list[tuple[cst.CSTNode, tuple[str, ...]]] = [(module, ())]
+    while stack:
+        node, tests = stack.pop()
+        kind = type(node)
+        if kind is cst.Assert or kind is cst.Call:
+            found[id(node)] = tests
+        if kind is cst.If:
+            inner = (*tests, module.code_for_node(node.test))
+            stack.append((node.body, inner))
+            if node.orelse is not None:
+                stack.append((node.orelse, tests))
+            continue
+        stack.extend((child, tests) for child in children(node))
+    return found
 
 
 def _forwards_synced(training: TrainingLoop, backward: Event, modules: set[str], index: Index) -> bool:
