@@ -136,3 +136,38 @@ def test_a_clipping_helper_of_the_project_is_named(project: Path, run_cli) -> No
     _, out, _ = run_cli("check", "-q", "--no-show-source", "train.py")
     found = [line for line in out.splitlines() if " LC102 " in line]
     assert len(found) == 1 and "weight_decay" in found[0] and "clip" not in found[0]
+
+
+_CLASS_CHOSEN = """
+import torch
+
+
+def train(model, loader, args):
+    if args.use_8bit_adam:
+        import bitsandbytes as bnb
+
+        optimizer_class = bnb.optim.AdamW8bit
+    else:
+        optimizer_class = torch.optim.{other}
+    optimizer = optimizer_class(params=model.parameters(), lr=args.lr)
+    for i, (x, y) in enumerate(loader):
+        loss = torch.nn.functional.mse_loss(model(x), y){divided}
+        loss.backward()
+        if (i + 1) % args.accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+
+
+@pytest.mark.parametrize(("other", "reported"), [("AdamW", False), ("SGD", True)])
+def test_an_optimizer_class_chosen_by_a_flag_is_read_through_its_name(other: str, reported: bool) -> None:
+    # every class the name is bound to is Adam-like: the N-fold gradient changes no step
+    source = _CLASS_CHOSEN.format(other=other, divided="")
+    assert bool([v for v in check_source(source, "train.py") if v.code == "LC102"]) == reported
+
+
+@pytest.mark.parametrize(("other", "reported"), [("AdamW", False), ("SGD", True)])
+def test_a_loss_divided_twice_under_an_adam_like_optimizer_changes_no_step(other: str, reported: bool) -> None:
+    source = _CLASS_CHOSEN.format(other=other, divided=" / args.accum / args.accum")
+    found = [v.message for v in check_source(source, "train.py") if v.code == "LC102"]
+    assert bool(found) == reported and all("divided twice" in m for m in found)

@@ -56,7 +56,8 @@ A backward skipped only for a NaN, infinite or exploding loss (`if torch.isfinit
 helper of the file that returns such a test, `if is_valid_number(loss.item()):`) still runs on
 every micro-batch that trains.
 A loss not divided at all is not flagged where every optimizer the loop steps is built in the file
-(directly, on `self`, or returned by a factory function of the file: `optimizer = build_optimizer(model,
+(directly, on `self`, through a name bound only to such classes: `optimizer_class = bnb.optim.AdamW8bit`
+under a flag, or returned by a factory function of the file: `optimizer = build_optimizer(model,
 cfg)` with `return torch.optim.AdamW(...)`) as Adam, AdamW, Adamax, NAdam, FusedAdam or Lion (also
 bitsandbytes' `AdamW8bit`, paged and Lion variants, `AdamAtan2`, `AdoptAtan2`, `StableAdamW`) with no coupled
 `weight_decay`: their update divides the gradient's running mean by the root of its running square (or
@@ -95,7 +96,8 @@ is reported whatever the optimizer, since no optimizer undoes weights that diffe
 A loss divided by N twice is flagged too: `loss = loss / N` followed by `(loss / N).backward()`, or
 `loss / N` handed to `accelerator.backward` inside `accumulate()` of an
 `Accelerator(gradient_accumulation_steps=N)`, which divides by N again: every step is N times too
-small. Only divisions that run whenever the backward does are counted (`if not use_accelerate: loss =
+small (not where every optimizer stepped is Adam-like with no coupled decay, as above: a gradient N
+times too small is the same step to it, up to `eps`). Only divisions that run whenever the backward does are counted (`if not use_accelerate: loss =
 loss / N` is not).
 
 ## Fix
@@ -368,7 +370,10 @@ for step, batch in enumerate(train_dataloader):
     def _divided_twice(self, model: FileModel, training: TrainingLoop) -> Iterator[Violation]:
         """A loss divided by the accumulation count twice on its way to ``backward``: by hand twice, or
         by hand and again by ``accelerator.backward`` inside ``accumulate()`` of an Accelerator configured
-        with that count (it divides by ``gradient_accumulation_steps`` itself)."""
+        with that count (it divides by ``gradient_accumulation_steps`` itself). Not where every optimizer
+        stepped is Adam-like with no coupled decay: its step ignores a uniform scale of the gradient."""
+        if training.backwards and _adam_like(model, training) is False:
+            return
         setting = accumulation_setting(model) if training.style is Style.ACCELERATE else None
         configured = dotted(setting[0].value) if setting is not None and setting[0].keyword is not None else None
         n = training.modulus if training.style in (Style.GUARDED, Style.MICRO_LOOP) else None
@@ -617,15 +622,34 @@ def _adam_like(model: FileModel, training: TrainingLoop) -> bool | None:
         return None
     coupled_decay = False
     for call in calls:
-        kind = last_part(func_name(call) or "")
-        if kind not in _SCALE_FREE or sum(a.keyword is None for a in call.args) > 2:
+        kinds = _classes_called(model, call)
+        if kinds - _SCALE_FREE or sum(a.keyword is None for a in call.args) > 2:
             return None  # beyond (params, lr) a positional argument may be the weight decay
         decay = keyword(call, "weight_decay")
         mode = keyword(call, "adam_w_mode")
-        coupled = kind not in _DECOUPLED or kind == "FusedAdam" and mode is not None and not (
+        coupled = bool(kinds - _DECOUPLED) or "FusedAdam" in kinds and mode is not None and not (
             isinstance(mode, cst.Name) and mode.value == "True")
         coupled_decay |= coupled and (decay is not None and not is_zero(decay) or _group_decay(model, call))
     return coupled_decay
+
+
+def _bound_to_optimizer_classes(model: FileModel, call: cst.Call) -> bool:
+    kinds = _classes_called(model, call)
+    return type(call.func) is cst.Name and kinds != {call.func.value} and not kinds - _SCALE_FREE - _OTHER_OPTIMIZERS
+
+
+_OTHER_OPTIMIZERS = {"SGD", "RAdam", "RMSprop", "Adagrad", "Adadelta", "ASGD", "Rprop", "LBFGS", "SparseAdam"}
+
+
+def _classes_called(model: FileModel, call: cst.Call) -> set[str]:
+    """The optimizer classes a construction may build: its callee's name, or, where the callee is a
+    name the file binds only to classes (``optimizer_class = bnb.optim.AdamW8bit`` under a flag,
+    ``torch.optim.AdamW`` otherwise), each of those classes."""
+    name = func_name(call) or ""
+    bound = model.index.values.get(name, []) if type(call.func) is cst.Name else []
+    if bound and all(type(v) in (cst.Name, cst.Attribute) and dotted(v) is not None for v in bound):
+        return {last_part(dotted(v) or "") for v in bound}
+    return {last_part(name)}
 
 
 def _group_decay(model: FileModel, call: cst.Call) -> bool:
@@ -728,6 +752,9 @@ def _built_here(model: FileModel, names: set[str | None]) -> list[cst.Call] | No
             return any(short in {last_part(n) for n in names_in(a.value)} for a in call.args)
 
         found = [c for c in model.roles.constructors(name, Role.OPTIMIZER) if not wraps(c)] if name is not None else None
+        if not found:
+            # `optimizer = optimizer_class(...)`, the name bound only to optimizer classes
+            found = [c for c in model.roles.constructed.get(short, []) if _bound_to_optimizer_classes(model, c)]
         if not found:
             return None
         if any(call not in found and not wraps(call) for call in model.roles.constructed.get(short, [])):
