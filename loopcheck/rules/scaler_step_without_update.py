@@ -33,7 +33,7 @@ from loopcheck.model import Cond, Event, FileModel, GuardKind, Kind, Style, Trai
 from loopcheck.model.events import CLIP_FUNCTIONS
 from loopcheck.model.amp import custom_scaler, extra_conds, is_skip_branch, same_scaler, scaler_steps
 from loopcheck.model.guards import exclusive
-from loopcheck.model.syntax import dotted, last_part, names_in, own_call_name, walk
+from loopcheck.model.syntax import dotted, last_part, method, names_in, own_call_name, walk
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -222,7 +222,7 @@ for x, y in loader:
                 return (f"{what} runs, but a branch that skips the rest of the iteration (`continue`, or a "
                         f"`return` of the step function) before `{scaler}.update()` skips the update on some "
                         f"iterations: the next {'step' if call.kind is Kind.STEP else 'unscale_'} raises RuntimeError")
-            tested = [c for c in extra if not _updated_in_other_branch(c, later) and _tests_gradients(model, update, c)]
+            tested = [c for c in extra if not _updated_in_other_branch(c, scaler) and _tests_gradients(model, update, c)]
             if tested:
                 return (f"{what} runs, but `{scaler}.update()` runs only when "
                         f"`{_source(model, tested[0])}` holds, a test of the gradients or their norm: on an "
@@ -258,9 +258,16 @@ def _updated_before_exit(skip: Cond, updates: list[Event]) -> bool:
     return any(c.owner is skip.owner and c.branch == branch for u in updates for c in u.conds)
 
 
-def _updated_in_other_branch(cond: Cond, updates: list[Event]) -> bool:
-    """Another branch of the ``if`` that gates one update calls ``update()`` too."""
-    return any(c.owner is cond.owner and c.branch != cond.branch for u in updates for c in u.conds)
+def _updated_in_other_branch(cond: Cond, scaler: str | None) -> bool:
+    """The other branch of the ``if`` that gates one update calls ``update()`` too (read from the code:
+    a variant of the loop under a flag of the test may have dropped that branch)."""
+    owner = cond.owner
+    if type(owner) is not cst.If:
+        return False
+    other = owner.orelse if cond.branch == "body" else owner.body
+    return other is not None and any(
+        type(n) is cst.Call and (m := method(n)) is not None and m[1] == "update" and same_scaler(dotted(m[0]), scaler)
+        for n in walk(other))
 
 
 # Calls whose result says something about the gradients' values after `unscale_()`.
