@@ -10,7 +10,10 @@ branch resets to its first value (`nb_tr_steps = 0` beside `nb_tr_steps = 0` bef
 again as on a fresh run, so its test is read the same way. A test that lost its parentheses,
 `i + 1 % N == 0`, is `i + (1 % N) == 0`: `%` binds before `+`, so it holds on no micro-batch once N > 1
 (on the first only where N is 1); it is reported whatever N is (measured on CPU: 3 steps instead of 24
-in 3 epochs of 32 batches at N = 4, where the test also takes the last batch).
+in 3 epochs of 32 batches at N = 4, where the test also takes the last batch). A test with its polarity
+inverted, `if batches_done % N:` (or `!= 0`) around the step of a loop that back-propagates every
+micro-batch, steps on every micro-batch but each N-th: windows of one and two micro-batches from N = 3 on
+(a literal 2 happens to step every second micro-batch of a 0-based count, and is not reported).
 
 ## Why is this bad?
 `i % N == 0` is true on the very first micro-batch, so the first "window" has one micro-batch
@@ -36,8 +39,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import FileModel, Kind, Phase, Style, TrainingLoop
-from loopcheck.model.guards import precedence_slip, slipped
-from loopcheck.model.syntax import source
+from loopcheck.model.guards import GuardKind, precedence_slip, slipped
+from loopcheck.model.syntax import int_value, source
 from loopcheck.model.training import is_data_loop
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.model.windows import zeroed_every_micro_batch
@@ -99,8 +102,31 @@ for x, y in loader:
         optimizer.zero_grad()
         n = 0
 """,
+        """
+for i, (real, _) in enumerate(loader):
+    if i % n_critic:
+        d_loss = critic(generator(noise())).mean() - critic(real).mean()
+        d_loss.backward()
+        opt_d.step()
+        opt_d.zero_grad()
+    else:
+        g_loss = -critic(generator(noise())).mean()
+        g_loss.backward()
+        opt_g.step()
+        opt_g.zero_grad()
+""",
     ]
     INVALID = [
+        """
+for epoch in range(epochs):
+    for i, (x, y) in enumerate(loader):
+        batches_done = len(loader) * epoch + i
+        loss = criterion(model(x), y) / accum
+        loss.backward()
+        if batches_done % accum:  # LC106
+            optimizer.step()
+            optimizer.zero_grad()
+""",
         """
 for i, (x, y) in enumerate(loader):
     loss = criterion(model(x), y) / accum
@@ -157,6 +183,10 @@ for step in range(num_micro_batches):
 
     def check(self, model: FileModel) -> Iterator[Violation]:
         for training in model.training_loops:
+            inverted = _inverted_boundary(training)
+            if inverted is not None:
+                yield inverted
+                continue
             guard = training.step_guard
             if training.style is not Style.GUARDED or guard is None or guard.test is None:
                 continue
@@ -186,6 +216,33 @@ for step in range(num_micro_batches):
                                                     "step is shifted"
                 yield Violation(guard.test, owner, f"`{source(guard.test)}` fires on the wrong micro-batch for how "
                                                    f"`{guard.index}` is counted: {effect}")
+
+
+def _inverted_boundary(training: TrainingLoop) -> Violation | None:
+    """``if batches_done % N:`` around the step of a loop that back-propagates every micro-batch and
+    zeroes only where it steps: the test holds on every micro-batch but each N-th, so the optimizer
+    steps on N-1 of every N (windows of one and two micro-batches). With N = 2 and a 0-based counter
+    that is every second micro-batch, as meant: not reported for a literal 2 (nor 1)."""
+    steps = training.steps
+    if training.style is not Style.UNKNOWN or not steps or not training.backwards:
+        return None
+    guards = [training.guard(s) for s in steps]
+    if any(g.kind is not GuardKind.NOT_PERIODIC or g.partial or g.test is None or g.modulus is None for g in guards):
+        return None
+    if not all(training.guard(b).always for b in training.backwards) \
+            or any(training.guard(z).always for z in training.events(Kind.ZERO_GRAD)):
+        return None  # (zeroed on every micro-batch: each step sees one whichever the test picks, LC101)
+    guard = guards[0]
+    if int_value(guard.modulus) is not None and int_value(guard.modulus) <= 2:  # type: ignore[operator]
+        return None
+    owner = next((c.owner for c in steps[0].conds if c.test is guard.test), steps[0].stmt)
+    remainder = guard.test.left if type(guard.test) is cst.Comparison else guard.test
+    counter = source(remainder.left) if type(remainder) is cst.BinaryOperation else guard.index
+    modulus = source(guard.modulus)  # type: ignore[arg-type]
+    return Violation(guard.test, owner, f"`{source(guard.test)}` holds on every micro-batch but each N-th (N = "
+                                        f"`{modulus}`): the optimizer steps on all the others, in windows of one "
+                                        "and two micro-batches, not once every N (from N = 3 on); step when "
+                                        f"`({counter} + 1) % {modulus} == 0`")
 
 
 def _first_window_only(training: TrainingLoop) -> bool:

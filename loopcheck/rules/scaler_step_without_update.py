@@ -222,7 +222,8 @@ for x, y in loader:
                 return (f"{what} runs, but a branch that skips the rest of the iteration (`continue`, or a "
                         f"`return` of the step function) before `{scaler}.update()` skips the update on some "
                         f"iterations: the next {'step' if call.kind is Kind.STEP else 'unscale_'} raises RuntimeError")
-            tested = [c for c in extra if not _updated_in_other_branch(c, scaler) and _tests_gradients(model, update, c)]
+            tested = [c for c in extra if not _updated_in_other_branch(c, scaler, later)
+                      and _tests_gradients(model, update, c)]
             if tested:
                 return (f"{what} runs, but `{scaler}.update()` runs only when "
                         f"`{_source(model, tested[0])}` holds, a test of the gradients or their norm: on an "
@@ -258,12 +259,15 @@ def _updated_before_exit(skip: Cond, updates: list[Event]) -> bool:
     return any(c.owner is skip.owner and c.branch == branch for u in updates for c in u.conds)
 
 
-def _updated_in_other_branch(cond: Cond, scaler: str | None) -> bool:
-    """The other branch of the ``if`` that gates one update calls ``update()`` too (read from the code:
-    a variant of the loop under a flag of the test may have dropped that branch)."""
+def _updated_in_other_branch(cond: Cond, scaler: str | None, updates: list[Event]) -> bool:
+    """The other branch of the ``if`` that gates one update calls ``update()`` too: an update after an
+    ``if`` whose branch skips the rest (``continue``), or one in its ``else`` (read from the code: a
+    variant of the loop under a flag of the test may have dropped that branch)."""
     owner = cond.owner
     if type(owner) is not cst.If:
         return False
+    if any(c.owner is owner and c.branch != cond.branch for u in updates for c in u.conds):
+        return True
     other = owner.orelse if cond.branch == "body" else owner.body
     return other is not None and any(
         type(n) is cst.Call and (m := method(n)) is not None and m[1] == "update" and same_scaler(dotted(m[0]), scaler)
