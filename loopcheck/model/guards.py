@@ -840,7 +840,11 @@ class GuardReader:
             return Count(self._variant_name(expr))
         for assignment in self.aliases.get(name, []):
             if assignment.op == "for":
-                return Count(name, self._enumerate_first(assignment, name), True)
+                shift = self.shifted_before(name, order)
+                if shift is None:
+                    return Count(name)
+                first = self._enumerate_first(assignment, name)
+                return Count(name, first + shift if first is not None else None, True)
         alias = self._alias(name, order)
         if alias is not None:
             inner = self.count(alias, order, depth + 1)
@@ -859,6 +863,25 @@ class GuardReader:
         # reset in the loop (by an evaluation branch): the windows start again there, so where each
         # pass ends in its window is not known
         return Count(name, first, None if others else self._set_per_pass(name))
+
+    def shifted_before(self, name: str, order: int | None) -> int | None:
+        """How much the loop body adds to its own ``for`` variable before the test at ``order``
+        (``for step, data in enumerate(bar): step += 1``: a 1-based count from there on); None where
+        it is rebound some other way (or under a condition) before the test."""
+        shift = 0
+        for assignment in self.aliases.get(name, []):
+            if assignment.op == "for" or order is not None and assignment.order > order:
+                continue
+            value = assignment.value
+            if assignment.op == "AddAssign" and not assignment.conds and int_value(value) is not None:
+                shift += int_value(value)  # type: ignore[operator]
+            elif assignment.op == "=" and not assignment.conds and type(value) is cst.BinaryOperation \
+                    and type(value.operator) is cst.Add and dotted(value.left) == name \
+                    and int_value(value.right) is not None:
+                shift += int_value(value.right)  # type: ignore[operator]
+            else:
+                return None
+        return shift
 
     @staticmethod
     def _reset_to_start(name: str, resets: list[Assignment], init: int | None, increment: int,

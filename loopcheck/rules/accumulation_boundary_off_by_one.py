@@ -2,7 +2,8 @@
 Checks accumulation step conditions that fire on the wrong micro-batch: `i % N == 0` with a
 0-based `i` after `backward()`, or `(i + 1) % N == 0` with a counter that already starts at 1.
 Counters are read as real code writes them: `enumerate(loader, start=...)` (a resumed start is
-read as its fresh-run value, `start_step = 0`), `step += 1` before or after the test, global
+read as its fresh-run value, `start_step = 0`; `step += 1` first thing in the body makes the index
+1-based), `step += 1` before or after the test, global
 counters (`global_step`, `ni = i + nb * epoch`) and thresholds reset in the step branch
 (`n += 1; if n > N: ...; n = 0` makes every window N + 1 long, as does `if n == N: n = 0; step`
 with `n += 1` only in its `else`: the count stands still on the micro-batch that steps). A counter that an evaluation
@@ -101,6 +102,15 @@ for x, y in loader:
         optimizer.step()
         optimizer.zero_grad()
         n = 0
+""",
+        """
+for step, (x, y) in enumerate(loader):
+    step += 1  # 1-based from here on
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    if step % accum == 0 or step == len(loader):
+        optimizer.step()
+        optimizer.zero_grad()
 """,
         """
 for i, (real, _) in enumerate(loader):

@@ -52,7 +52,7 @@ from dataclasses import replace
 import libcst as cst
 
 from loopcheck.fixes import Edit, Fix
-from loopcheck.model import FileModel, GuardKind, Kind, Loop, Phase, TrainingLoop
+from loopcheck.model import Assignment, FileModel, GuardKind, Kind, Loop, Phase, TrainingLoop
 from loopcheck.model.guards import Guard, enumerate_start, slipped, unwrap_iterable
 from loopcheck.model.syntax import children, func_name, int_value, names_in, positional, same, source, walk
 from loopcheck.model.values import accumulation_gates_nothing
@@ -235,7 +235,7 @@ for epoch in range(epochs):
             last = None
             if guard.phase is Phase.BOUNDARY and target is not None and target.op == "for" \
                     and guard.index in target.names:
-                last = _last_batch_test(target.value, guard.index, enumerate_start(target, guard.index))
+                last = _last_batch_test(target.value, guard.index, _start(training, target, guard.index, step.order))
             # a test calling a predicate of the file (`if should_step(i):`) is fixed in the predicate,
             # which other callers may share: no fix
             called = any(c.test is guard.test and c.reads is not None for c in step.conds)
@@ -246,7 +246,8 @@ for epoch in range(epochs):
                 # pass before the last batch, so the last-batch test does not step its tail there
                 fix = replace(fix, safe=False)
             # advice only: a step counter other than the loop's index still steps on the loop's last batch
-            hint = last or (_last_batch_test(target.value, target.names[0], enumerate_start(target, target.names[0]),
+            hint = last or (_last_batch_test(target.value, target.names[0],
+                                             _start(training, target, target.names[0], step.order),
                                              through_log_every=True)
                             if target is not None and target.op == "for" and target.names else None)
             if hint is None and target is not None and target.op == "for":
@@ -379,6 +380,13 @@ def _counted_last_batch(guard: Guard, iterable: cst.BaseExpression) -> str | Non
                      and isinstance(node.left.operator, cst.Add) and int_value(node.left.right) == 1):
             return f"{source(node.left)} == len({source(loader)})"
     return None
+
+
+def _start(training: TrainingLoop, target: Assignment, index: str, order: int) -> int | None:
+    """The value ``index`` has at the step's test on the first batch: the ``for``'s start, plus what
+    the body adds to it before the test (``for step, data in enumerate(bar): step += 1``)."""
+    start, shift = enumerate_start(target, index), training.reader.shifted_before(index, order)
+    return start + shift if start is not None and shift is not None else None
 
 
 def _last_batch_test(iterable: cst.BaseExpression, index: str, start: int | None,
