@@ -108,6 +108,7 @@ from loopcheck.model.distributed import (
 )
 from loopcheck.model.memory import trained_modules
 from loopcheck.model.syntax import children, dotted, int_value, last_part, names_in, target_names, walk
+from loopcheck.model.syntax import source as code_of
 from loopcheck.model.training import is_fabric_backward
 from loopcheck.model.values import accumulation_gates_nothing
 from loopcheck.model.variants import dead_in
@@ -501,7 +502,7 @@ def _if_tests(module: cst.Module) -> dict[int, tuple[str, ...]]:
         if kind is cst.Assert or kind is cst.Call:
             found[id(node)] = tests
         if kind is cst.If:
-            inner = (*tests, module.code_for_node(node.test))
+            inner = (*tests, code_of(node.test))
             stack.append((node.body, inner))
             if node.orelse is not None:
                 stack.append((node.orelse, tests))

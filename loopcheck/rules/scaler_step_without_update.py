@@ -30,10 +30,10 @@ import libcst as cst
 
 from loopcheck.fixes import insert_after, move_to_step, own_line
 from loopcheck.model import Cond, Event, FileModel, GuardKind, Kind, Style, TrainingLoop
-from loopcheck.model.events import CLIP_FUNCTIONS
 from loopcheck.model.amp import custom_scaler, extra_conds, is_skip_branch, same_scaler, scaler_steps
+from loopcheck.model.events import CLIP_FUNCTIONS
 from loopcheck.model.guards import exclusive
-from loopcheck.model.syntax import dotted, last_part, method, names_in, own_call_name, walk
+from loopcheck.model.syntax import dotted, last_part, method, names_in, own_call_name, source, walk
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -226,7 +226,7 @@ for x, y in loader:
                       and _tests_gradients(model, update, c)]
             if tested:
                 return (f"{what} runs, but `{scaler}.update()` runs only when "
-                        f"`{_source(model, tested[0])}` holds, a test of the gradients or their norm: on an "
+                        f"`{_source(tested[0])}` holds, a test of the gradients or their norm: on an "
                         f"iteration it skips, the next {'step' if call.kind is Kind.STEP else 'unscale_'} raises "
                         "RuntimeError (`scaler.step()` already skips non-finite steps itself)")
             guard = training.reader.guard(update.conds, update.order) if update.loop is training.loop else None
@@ -307,15 +307,14 @@ def _reads_gradients(expr: cst.CSTNode, derived: set[str]) -> bool:
             name = last_part(dotted(node.func) or "")
             if name in CLIP_FUNCTIONS or name in _FINITE_TESTS:
                 return True
-        elif isinstance(node, cst.Attribute) and node.attr.value == "grad":
-            return True
-        elif isinstance(node, cst.Name) and node.value in derived:
+        elif isinstance(node, cst.Attribute) and node.attr.value == "grad" \
+                or isinstance(node, cst.Name) and node.value in derived:
             return True
     return False
 
 
-def _source(model: FileModel, cond: Cond) -> str:
-    text = model.module.code_for_node(cond.test)
+def _source(cond: Cond) -> str:
+    text = source(cond.test)
     return ("not " if cond.negated else "") + text if len(text) <= 40 else text[:37] + "..."
 
 
