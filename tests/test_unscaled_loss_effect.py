@@ -171,3 +171,31 @@ def test_a_loss_divided_twice_under_an_adam_like_optimizer_changes_no_step(other
     source = _CLASS_CHOSEN.format(other=other, divided=" / args.accum / args.accum")
     found = [v.message for v in check_source(source, "train.py") if v.code == "LC102"]
     assert bool(found) == reported and all("divided twice" in m for m in found)
+
+
+_DARKNET = """
+import torch
+from torch.utils.data import DataLoader
+
+
+def train(model, dataset, config):
+    loader = DataLoader(dataset, batch_size=config.batch // config.subdivisions, shuffle=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=config.learning_rate / {divisor})
+    global_step = 0
+    for epoch in range(config.epochs):
+        optimizer.zero_grad()
+        for images, targets in loader:
+            global_step += 1
+            loss = torch.nn.functional.mse_loss(model(images), targets, reduction="sum")
+            loss.backward()
+            if global_step % config.subdivisions == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+"""
+
+
+@pytest.mark.parametrize(("divisor", "reported"), [("config.batch", False), ("config.epochs", True)])
+def test_a_learning_rate_divided_by_the_nominal_batch_divides_by_n(divisor: str, reported: bool) -> None:
+    # the loader's batch is `config.batch // config.subdivisions`: `config.batch` holds the N micro-batches
+    source = _DARKNET.replace("{divisor}", divisor)
+    assert bool([v for v in check_source(source, "train.py") if v.code == "LC102"]) == reported

@@ -88,7 +88,8 @@ BertAdam clips each gradient inside its step), the loss is flagged; a call hande
 (`FP16_Optimizer(optimizer)`) only wraps it. A running count is always flagged: it
 weighs the micro-batches unequally, which no optimizer undoes. Nor is a raw loss flagged where every
 optimizer the loop steps gets a learning rate divided by N (Darknet's `base_lr = LR / batch_size /
-subdivision` for losses summed over the batch): `lr / N` times the window's sum is `lr` times its mean.
+subdivision` for losses summed over the batch, also `lr=learning_rate / config.batch` where the loader's
+batch size is `config.batch // config.subdivisions`): `lr / N` times the window's sum is `lr` times its mean.
 The loss handed to its own `backward()` as the gradient (`loss.backward(loss / N)`) divides nothing:
 autograd multiplies each micro-batch's gradients by that value, so the step follows the gradient of the
 squared loss, `loss ** 2 / (2 * N)` (checked on CPU), weighing each micro-batch by its own loss; that
@@ -730,12 +731,27 @@ def _lr_divided(model: FileModel, training: TrainingLoop, counts: set[str]) -> b
     calls = _built_here(model, {step.optimizer or step.receiver for step in training.steps}) if counts else None
     if calls is None:
         return False
+    counts = counts | _nominal_batches(model, counts)
     for call in calls:
         args = positional(call)
         lr = keyword(call, "lr") or (args[1] if len(args) > 1 else None)
         if lr is None or not _divides_by(lr, counts, model):
             return False
     return True
+
+
+def _nominal_batches(model: FileModel, counts: set[str]) -> set[str]:
+    """The batch sizes a loader's is made from by dividing by N (``DataLoader(..., batch_size=config.batch
+    // config.subdivisions)``): each window of N micro-batches holds one such batch, so a learning rate
+    divided by it (``config.learning_rate / config.batch``, Darknet's, for a loss summed over images) is
+    divided by N too."""
+    found = set()
+    for call in model.index.calls:
+        size = keyword(call, "batch_size")
+        if type(size) is cst.BinaryOperation and type(size.operator) in (cst.FloorDivide, cst.Divide) \
+                and any(last_part(n) in counts for n in names_in(size.right)) and dotted(size.left) is not None:
+            found.add(last_part(dotted(size.left)))  # type: ignore[arg-type]
+    return found
 
 
 def _built_here(model: FileModel, names: set[str | None]) -> list[cst.Call] | None:
