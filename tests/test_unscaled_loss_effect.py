@@ -199,3 +199,33 @@ def test_a_learning_rate_divided_by_the_nominal_batch_divides_by_n(divisor: str,
     # the loader's batch is `config.batch // config.subdivisions`: `config.batch` holds the N micro-batches
     source = _DARKNET.replace("{divisor}", divisor)
     assert bool([v for v in check_source(source, "train.py") if v.code == "LC102"]) == reported
+
+
+_MANUAL = """
+import lightning as L
+import torch
+
+
+class Module(L.LightningModule):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.automatic_optimization = False
+
+    def training_step(self, batch, batch_idx):
+        opt = self.optimizers()
+        loss = self.model(batch).mean()
+        self.manual_backward(loss)
+        if (batch_idx + 1) % 4 == 0:
+            opt.step()
+            opt.zero_grad()
+
+    def configure_optimizers(self):
+        return torch.optim.{optimizer}(self.model.parameters(), lr=0.01)
+"""
+
+
+@pytest.mark.parametrize(("optimizer", "reported"), [("AdamW", False), ("SGD", True)])
+def test_the_optimizer_of_configure_optimizers_is_the_one_stepped(optimizer: str, reported: bool) -> None:
+    source = _MANUAL.replace("{optimizer}", optimizer)
+    assert bool([v for v in check_source(source, "train.py") if v.code == "LC102"]) == reported

@@ -57,9 +57,10 @@ helper of the file that returns such a test, `if is_valid_number(loss.item()):`)
 every micro-batch that trains.
 A loss not divided at all is not flagged where every optimizer the loop steps is built in the file
 (directly, on `self`, through a name bound only to such classes: `optimizer_class = bnb.optim.AdamW8bit`
-under a flag, or returned by a factory function of the file: `optimizer = build_optimizer(model,
+under a flag, by the `configure_optimizers` of a LightningModule that steps `opt = self.optimizers()` by
+hand, or returned by a factory function of the file: `optimizer = build_optimizer(model,
 cfg)` with `return torch.optim.AdamW(...)`) as Adam, AdamW, Adamax, NAdam, FusedAdam or Lion (also
-bitsandbytes' `AdamW8bit`, paged and Lion variants, `AdamAtan2`, `AdoptAtan2`, `StableAdamW`) with no coupled
+bitsandbytes' `AdamW8bit`, paged and Lion variants, `AdamAtan2`, `AdoptAtan2`, `StableAdamW`, icefall's `ScaledAdam`) with no coupled
 `weight_decay`: their update divides the gradient's running mean by the root of its running square (or
 takes its sign, or an atan2 of the two), so N times the gradient gives the same step up to `eps`. On CPU, a small MLP
 trained 12 windows of 4 micro-batches with the loss undivided and divided ends with parameters at most
@@ -532,10 +533,10 @@ _ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Fl
 _SCALE_FREE = {"Adam", "AdamW", "Adamax", "NAdam", "FusedAdam", "Lion", "Adam8bit", "AdamW8bit",
                "Adam32bit", "AdamW32bit", "PagedAdam", "PagedAdamW", "PagedAdam8bit", "PagedAdamW8bit",
                "PagedAdam32bit", "PagedAdamW32bit", "Lion8bit", "Lion32bit", "PagedLion", "PagedLion8bit",
-               "PagedLion32bit", "AdamAtan2", "AdoptAtan2", "StableAdamW", "StableAdamWUnfused"}
+               "PagedLion32bit", "AdamAtan2", "AdoptAtan2", "StableAdamW", "StableAdamWUnfused", "ScaledAdam"}
 _DECOUPLED = {"AdamW", "FusedAdam", "Lion", "AdamW8bit", "AdamW32bit", "PagedAdamW", "PagedAdamW8bit",
               "PagedAdamW32bit", "Lion8bit", "Lion32bit", "PagedLion", "PagedLion8bit", "PagedLion32bit",
-              "StableAdamW", "StableAdamWUnfused"}
+              "StableAdamW", "StableAdamWUnfused", "ScaledAdam"}
 
 
 def _effect(model: FileModel, training: TrainingLoop, count: str) -> str | None:
@@ -632,6 +633,21 @@ def _adam_like(model: FileModel, training: TrainingLoop) -> bool | None:
             isinstance(mode, cst.Name) and mode.value == "True")
         coupled_decay |= coupled and (decay is not None and not is_zero(decay) or _group_decay(model, call))
     return coupled_decay
+
+
+def _configured_optimizers(model: FileModel, name: str) -> list[cst.Call]:
+    """``opt = self.optimizers()`` in a LightningModule under manual optimization: the optimizers its
+    ``configure_optimizers`` of this file builds, where every call there building one names a known
+    optimizer class."""
+    bound = model.index.values.get(name, [])
+    if len(bound) != 1 or type(bound[0]) is not cst.Call or dotted(bound[0].func) != "self.optimizers":
+        return []
+    methods = model.index.functions.get("configure_optimizers", [])
+    if len(methods) != 1:
+        return []
+    built = [n for n in walk(methods[0]) if type(n) is cst.Call
+             and last_part(func_name(n) or "") in _SCALE_FREE | _OTHER_OPTIMIZERS]
+    return built
 
 
 def _bound_to_optimizer_classes(model: FileModel, call: cst.Call) -> bool:
@@ -771,9 +787,14 @@ def _built_here(model: FileModel, names: set[str | None]) -> list[cst.Call] | No
         if not found:
             # `optimizer = optimizer_class(...)`, the name bound only to optimizer classes
             found = [c for c in model.roles.constructed.get(short, []) if _bound_to_optimizer_classes(model, c)]
+        configured = False
+        if not found:  # `opt = self.optimizers()` of a LightningModule
+            found = _configured_optimizers(model, short)
+            configured = bool(found)
         if not found:
             return None
-        if any(call not in found and not wraps(call) for call in model.roles.constructed.get(short, [])):
+        if any(call not in found and not wraps(call) and not (configured and dotted(call.func) == "self.optimizers")
+               for call in model.roles.constructed.get(short, [])):
             return None
         calls.extend(found)
     return calls or None
