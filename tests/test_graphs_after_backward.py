@@ -36,6 +36,9 @@ EPOCH_SUM = """
 # the pass's sum kept after the pass by a history made once: every pass's graph stays to the end
 HISTORY = EPOCH_SUM.replace("        for epoch in range(epochs):\n", "        history = []\n        for epoch in range(epochs):\n") \
     .replace("            print(epoch, float(running_loss) / len(loader))\n", "            history.append(running_loss / len(loader))\n        return history\n")
+# a running mean of the back-propagated loss, made anew every epoch
+RUNNING_MEAN = EPOCH_SUM.replace("            for x, y in loader:\n", "            for step, (x, y) in enumerate(loader, 1):\n") \
+    .replace("running_loss += loss", "running_loss += (loss - running_loss) * (1 / step)")
 RUN_SUM = EPOCH_SUM.replace("        for epoch in range(epochs):\n            running_loss = 0.0\n",
                             "        running_loss = 0.0\n        for epoch in range(epochs):\n")
 
@@ -74,7 +77,8 @@ def _lines(run_cli) -> list[str]:
     return [line for line in out.splitlines() if ": LC601" in line]
 
 
-@pytest.mark.parametrize(("source", "default"), [(EPOCH_SUM, 0), (RUN_SUM, 1), (TERM, 0), (HISTORY, 1)])
+@pytest.mark.parametrize(("source", "default"), [(EPOCH_SUM, 0), (RUN_SUM, 1), (TERM, 0), (HISTORY, 1),
+                                                  (RUNNING_MEAN, 0)])
 def test_a_sum_made_anew_every_epoch_is_reported_only_on_request(project: Path, run_cli, source: str,
                                                                  default: int) -> None:
     write_project(project, {"train.py": source})

@@ -24,8 +24,8 @@ measured on an H200 for a 62-module CNN, no device memory at all and about 67 KB
 step, whatever the batch, against 164 MB a step of device memory for a loss never back-propagated:
 benchmarks/results/graph-memory-s24).
 
-A back-propagated loss (or the mean of a term it was built from: `losses_reg.append(loss_reg.mean())`)
-kept in a sum or list made anew before every pass over the data (`running_loss = 0.0` at the top of each
+A back-propagated loss (or the mean of a term it was built from: `losses_reg.append(loss_reg.mean())`,
+or a running mean of it: `running_loss += (loss - running_loss) / step`) kept in a sum or list made anew before every pass over the data (`running_loss = 0.0` at the top of each
 epoch, or in an epoch function before its loop) keeps one pass's nodes in host memory and frees them at
 the next pass, unless something made before the passes keeps the pass's sum after it
 (`train_losses.append(running_loss / n)` in the epoch loop: every pass's nodes then stay to the end,
@@ -266,7 +266,7 @@ for epoch in range(epochs):
                     continue  # kept on purpose: the caller back-propagates the returned sum
                 reader = reader or GraphReader(model, training)
                 # the very loss back-propagated this iteration: what stays is bounded by the runs below
-                propagated = newest is not None or _backpropagated_binding(reader, value, holder)
+                propagated = newest is not None or _backpropagated_binding(reader, value, holder, container)
                 if (_short_fixed_run(training) or _reset_periodically(training, container)
                         or _reset_around_repeats(training, container) or _one_step_per_call(training, container)) \
                         and propagated:
@@ -523,9 +523,17 @@ def _run_length(loop: Loop) -> int | None:
     return int(count.evaluated_value) if isinstance(count, cst.Integer) else None
 
 
-def _backpropagated_binding(reader: GraphReader, value: cst.BaseExpression, holder: object) -> bool:
+def _backpropagated_binding(reader: GraphReader, value: cst.BaseExpression, holder: object,
+                            container: str | None = None) -> bool:
     """``value`` is the very loss handed to backward in this iteration: its backward freed the saved
-    activations, and only the graph's small node objects stay with it."""
+    activations, and only the graph's small node objects stay with it. So is arithmetic on it with
+    numbers and the container itself (a running mean: ``running_loss += (loss - running_loss) / step``)."""
+    if type(value) is cst.BinaryOperation and container is not None:
+        order, conds = holder.order, holder.conds  # type: ignore[attr-defined]
+        reads = [n for n in graph_reads(value) if n != container]
+        graphs = [n for n in reads if reader.carries(cst.Name(n) if "." not in n else cst.parse_expression(n),
+                                                      order, conds) is True]
+        return bool(graphs) and all(_backpropagated_binding(reader, cst.parse_expression(n), holder) for n in graphs)
     name = dotted(value)
     if name is None and type(value) is cst.Call and type(value.func) is cst.Attribute \
             and value.func.attr.value in ("mean", "sum") and not value.args:
