@@ -6,7 +6,8 @@ A file whose every `init_process_group` names `world_size=1` runs one process, w
 whole batch: not reported; nor is a file that freezes every BatchNorm layer in eval mode (`for m in
 net.modules(): if isinstance(m, nn.BatchNorm2d): m.eval()`) and never switches a module back to train
 mode (or does so through a `train` override that freezes them again): those layers use their running
-statistics, never a batch's.
+statistics, never a batch's. A wrap of a module the file never trains, where it trains another (an
+extractor wrapped for a retrieval pass), is not reported either.
 
 ## Why is this bad?
 Under data parallelism every GPU normalises with the mean and variance of its own slice of the
@@ -32,6 +33,7 @@ import libcst as cst
 
 from loopcheck.model import FileModel, Loop
 from loopcheck.model.distributed import DDP_WRAPPERS, DP_WRAPPERS, one_rank_group, wrap_calls
+from loopcheck.model.memory import module_name, trained_modules
 from loopcheck.model.syntax import (dotted, func_name, int_value, keyword, last_part, lines, method, names_in,
                                     positional, walk)
 from loopcheck.patterns import Pattern
@@ -101,6 +103,16 @@ for x, y in loader:
     criterion(model(x), y).backward()
     optimizer.step()
 """,
+        """
+net = nn.Sequential(nn.Conv2d(3, 64, 3), nn.BatchNorm2d(64), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10))
+optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+for x, y in loader:
+    optimizer.zero_grad()
+    criterion(net(x), y).backward()
+    optimizer.step()
+extractor = nn.DataParallel(build_extractor().cuda(), device_ids=[0, 1])  # only runs, never trained
+extractor.eval()
+""",
     ]
     INVALID = [
         """
@@ -143,7 +155,8 @@ for epoch in range(epochs):
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
-        if "SyncBatchNorm" in model.source or "convert_syncbn" in model.source:
+        if "SyncBatchNorm" in model.source or "convert_syncbn" in model.source \
+                or "DataParallelWithCallback" in model.source:  # (Synchronized-BatchNorm-PyTorch's, in a branch)
             return
         layers = [c for c in model.index.calls if _is_batchnorm(c.func)]
         layers += [a.value for c in model.index.calls for a in c.args
@@ -159,9 +172,12 @@ for epoch in range(epochs):
             return  # per-GPU statistics over 32+ samples are fine (MAE's linear probe: 512 per GPU)
         tests = {id(n) for fns in model.index.functions.values() for fn in fns if fn.name.value.startswith("test")
                  for n in walk(fn, into_functions=True)}
+        trained = trained_modules(model)
         for call in wrap_calls(model, DDP_WRAPPERS | DP_WRAPPERS):
             if id(call) in tests:
                 continue  # a test that wraps a toy model to check the wrapper, not to train it
+            if trained and _never_trained(model, call, trained):
+                continue  # a model wrapped only to run it (an embedding extractor in eval mode)
             wrapper = last_part(func_name(call) or "")
             # the batch is often a config value: then say what depends on it rather than that it is small
             size = f"its own small batch's statistics ({batch} samples, as this file states it)" if batch is not None \
@@ -170,6 +186,25 @@ for epoch in range(epochs):
             yield Violation(call, call, f"this file builds BatchNorm layers and wraps the model in `{wrapper}` "
                                         f"without `nn.SyncBatchNorm.convert_sync_batchnorm`: every GPU normalises "
                                         f"with {size}")
+
+
+def _never_trained(model: FileModel, call: cst.Call, trained: set[str]) -> bool:
+    """Neither the module the call wraps nor the name it is bound to is one the file trains, where the
+    file trains others (``m = nn.DataParallel(m); m.eval()`` for a retrieval pass, beside the model the
+    optimizer is built over)."""
+    args = positional(call)
+    wrapped = _module_of(args[0]) if args else None
+    bound = {dotted(t.target) for node in walk(model.module, into_functions=True) if type(node) is cst.Assign
+             and node.value is call for t in node.targets}
+    names = {n for n in (wrapped, *bound) if n is not None}
+    return bool(names) and not any(module_name(n) in trained for n in names)
+
+
+def _module_of(expr: cst.BaseExpression) -> str | None:
+    """``model`` of ``model``, ``model.cuda()``, ``model.to(device)``."""
+    while type(expr) is cst.Call and (called := method(expr)) is not None and called[1] in ("cuda", "to", "float"):
+        expr = called[0]
+    return dotted(expr)
 
 
 def _batchnorm_frozen(model: FileModel) -> bool:
