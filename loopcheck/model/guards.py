@@ -870,8 +870,8 @@ class GuardReader:
         it is rebound some other way (or under a condition) before the test."""
         shift = 0
         for assignment in self.aliases.get(name, []):
-            if assignment.op == "for" or order is not None and assignment.order > order:
-                continue
+            if assignment.op == "for" or order is not None and assignment.order > order or assignment.scope is not None:
+                continue  # (a helper's local of that spelling is another variable)
             value = assignment.value
             if assignment.op == "AddAssign" and not assignment.conds and int_value(value) is not None:
                 shift += int_value(value)  # type: ignore[operator]
