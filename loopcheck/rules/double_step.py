@@ -2,7 +2,9 @@
 Checks for an optimizer stepped twice on the same gradients in one iteration, e.g.
 `scaler.step(optimizer)` followed by a leftover `optimizer.step()`, or stepped again after a
 second backward with nothing zeroing its gradients between the two steps (a second loss whose
-step names the wrong optimizer, a second GradScaler stepping the first one's optimizer).
+step names the wrong optimizer, a second GradScaler stepping the first one's optimizer), or stepped on every micro-batch beside its step at
+the accumulation boundary (`if (i + 1) % N == 0: optimizer.step(); optimizer.zero_grad()` and then a
+leftover `optimizer.step()`).
 
 A LightningModule's `optimizer_step` hook that steps with its closure
 (`self.optimizer.step(optimizer_closure)`) and then calls `super().optimizer_step(...)`, whose
@@ -31,7 +33,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from loopcheck.model import FileModel, Framework, Kind, Style
+from loopcheck.model import FileModel, Framework, Kind, Style, TrainingLoop
 from loopcheck.model.events import Event, Loop
 from loopcheck.model.from_ast import start
 from loopcheck.model.lightning_hooks import restepped
@@ -66,6 +68,15 @@ for x, y in loader:
 """,
     ]
     INVALID = [
+        """
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y) / accum
+    loss.backward()
+    if (i + 1) % accum == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+    optimizer.step()  # LC109
+""",
         """
 for x, y in loader:
     optimizer.zero_grad()
@@ -114,10 +125,27 @@ for x, y in loader:
                     if first.conds == second.conds:
                         yield self.at(second, f"`{second.optimizer}` already stepped earlier in this iteration "
                                               "with no backward since: the same gradients are applied twice")
+                    elif _boundary_and_every_batch(training, first, second):
+                        boundary = source(first.conds[-1].test)  # type: ignore[arg-type]
+                        zeroed = any(first.order < z.order < second.order
+                                     for z in training.step_loop.events(Kind.ZERO_GRAD, deep=True))
+                        twice = "" if zeroed else ", and the boundary micro-batch steps twice"
+                        yield self.at(second, f"`{second.optimizer}` steps here on every micro-batch, and also under "
+                                              f"`{boundary}` just before: the accumulation that test sets up never "
+                                              "happens (each micro-batch steps on what was summed since the last "
+                                              f"zeroing){twice}")
                 elif _restepped(training.step_loop, first, second, backwards):
                     yield self.at(second, f"`{second.optimizer}` already stepped earlier in this iteration and "
                                           "nothing zeroed its gradients since: the backward in between adds to "
                                           "them, so the first step's gradients are applied a second time")
+
+
+def _boundary_and_every_batch(training: TrainingLoop, first: Event, second: Event) -> bool:
+    """``first`` steps at the accumulation boundary (``if (i + 1) % N == 0: optimizer.step()``) and
+    ``second``, later in the iteration, on every micro-batch that ``first``'s other conditions let
+    through (its conditions are a strict prefix of ``first``'s)."""
+    return len(second.conds) < len(first.conds) and first.conds[:len(second.conds)] == second.conds \
+        and training.guard(first).periodic and training.guard(second).always
 
 
 def _restepped(loop: Loop, first: Event, second: Event, backwards: list[Event]) -> bool:
