@@ -27,6 +27,9 @@ grow without bound and training diverges or stalls, silently.
 A loop that steps on every micro-batch but clears the gradients only under an accumulation condition
 (`optimizer.step()` after every backward, `if (step + 1) % N == 0: optimizer.zero_grad()`) is flagged
 too: each step but the first of a window re-applies the gradients of micro-batches already stepped on.
+So is a zeroing that runs only when a scheduler is set (`optimizer.step()` then `if scheduler:
+scheduler.step(); optimizer.zero_grad()`, the zeroing indented one level too deep): a run without a
+scheduler never clears the gradients.
 Not where the step is a loss-scaling helper's (`loss_scaler(loss, optimizer, ...)`) that may itself step
 only at the window's end: its `__call__` in this file steps under a test, or, out of sight, the loop
 hands it the iteration counter first (`loss_scaler.set_iters(i)`).
@@ -53,12 +56,12 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.latent import setting_note
-from loopcheck.model import Event, FileModel, Framework, GuardKind, Kind, Loop, Style, TrainingLoop
+from loopcheck.model import Cond, Event, FileModel, Framework, GuardKind, Kind, Loop, Style, TrainingLoop
 from loopcheck.model.batch_callers import per_batch_calls
 from loopcheck.model.guards import Guard
 from loopcheck.model.discarded import result_discarded
-from loopcheck.model.syntax import (call_text, children, exit_statement, func_name, last_part, lines, own_call_name, source,
-                                   walk)
+from loopcheck.model.syntax import (call_text, children, dotted, exit_statement, func_name, is_none, last_part, lines,
+                                   own_call_name, source, walk)
 from loopcheck.model.optimizers import Zeroing
 from loopcheck.model.pytest_tests import in_pytest_test
 from loopcheck.model.scaler_counter import told_the_iteration
@@ -130,6 +133,32 @@ def _periodic_only(training: TrainingLoop, step: Event, clearing: list[Event]) -
         guards.append(guard)
     same = all(source(g.test) == source(guards[0].test) for g in guards)  # type: ignore[arg-type]
     return guards[0] if same else None
+
+
+def _scheduler_present_only(step: Event, clearing: list[Event]) -> str | None:
+    """The scheduler every zeroing of the optimizer runs only in the presence of, where the step does
+    not (``optimizer.step()`` then ``if self.scheduler: self.scheduler.step(); self.zero_grad()``, the
+    zeroing indented one level too deep): its name, or None."""
+    names = set()
+    for zero in clearing:
+        extra = [c for c in zero.conds if c not in step.conds]
+        found = [name for c in extra if (name := _scheduler_tested(c)) is not None]
+        if not found:
+            return None
+        names.update(found)
+    return names.pop() if len(names) == 1 else None
+
+
+def _scheduler_tested(cond: Cond) -> str | None:
+    """``if scheduler:`` / ``if self.scheduler is not None:`` (on its true side): the scheduler's name."""
+    test = cond.test
+    if test is None or cond.negated:
+        return None
+    if type(test) is cst.Comparison and len(test.comparisons) == 1 \
+            and type(test.comparisons[0].operator) is cst.IsNot and is_none(test.comparisons[0].comparator):
+        test = test.left
+    name = dotted(test)
+    return name if name is not None and "sched" in last_part(name).lower() else None
 
 
 def _path_to(node: cst.CSTNode, target: cst.CSTNode) -> list[cst.CSTNode] | None:
@@ -314,6 +343,16 @@ for event in events:
     ]
     INVALID = [
         """
+def fit(model, loader, optimizer, scheduler=None):
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()  # LC103
+        if scheduler:
+            scheduler.step()
+            optimizer.zero_grad()  # one level too deep: no scheduler, no zeroing
+""",
+        """
 for step in range(num_train_steps):
     input_ids, labels = next(batches)
     loss = F.cross_entropy(model(input_ids), labels)
@@ -428,6 +467,13 @@ for x, z in loader:
                                         f"only under `{test}`: the steps in between add up the gradients of "
                                         "micro-batches already stepped on; step under the same condition as the "
                                         "zeroing" + setting_note(model, periodic.modulus))
+                    continue
+                present = _scheduler_present_only(step, clearing)
+                if present is not None:
+                    reported.add(key)
+                    yield self.at(step, f"`{step.receiver}` steps but its gradients are cleared only when "
+                                        f"`{present}` is set (the zeroing sits under `if {present}:`): a run "
+                                        "without one adds up the gradients of every micro-batch stepped on")
                     continue
                 if clearing or _scaler_may_clear(model, step):
                     continue  # some zeroing may clear this optimizer's gradients
