@@ -152,6 +152,14 @@ def test_a_script_checked_for_rules_that_read_an_excerpt_is_not_read_as_a_module
     assert ": LC206" not in out  # a module nothing runs or imports
 
 
+def test_a_function_wrapped_by_no_grad_runs_nothing_at_import(project: Path, run_cli) -> None:
+    # `@torch.no_grad()` wraps `evaluate`: the module still runs nothing itself, and nothing imports it
+    evaluate = "\n\n@torch.no_grad()\ndef evaluate(model, loader):\n    return [model(x) for x, _ in loader]\n"
+    _research_repository(project, {"utils/train_and_eval.py": textwrap.dedent(LIBRARY) + evaluate,
+                                   "main.py": "from utils.misc import seed\n"})
+    assert _missing_zero_grad(run_cli, ".") == []
+
+
 def test_a_copy_of_the_module_elsewhere_does_not_keep_it(project: Path, run_cli) -> None:
     # two sub-projects each left a copy of the same helper module behind; neither is imported
     _research_repository(project, {"a/utils/train_and_eval.py": LIBRARY, "b/utils/train_and_eval.py": LIBRARY})

@@ -7,7 +7,8 @@ it called) is dead code as the script ships, unless another module imports the s
 (``Imported.imported_elsewhere``): a finding in it describes a loop nobody runs.
 
 A module that runs nothing itself (no entry point; module-level code that only imports, defines and
-binds names) does something only where another module imports it: in a repository that is no
+binds names, its definitions undecorated or wrapped by what runs nothing of them at import, such as
+``@torch.no_grad()``) does something only where another module imports it: in a repository that is no
 installable package, one that no file of the project imports (a helper module left behind when the
 scripts moved on) holds dead code too, and so does a function of such a module that is imported,
 where nothing in the module and no other file of the project names it (``train_eval_lwf`` left
@@ -96,7 +97,8 @@ def _inert(stmt: ast.stmt) -> bool:
     definition, a binding, a docstring; a ``try:`` or ``if`` made of such statements (``try: import
     apex``)."""
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return not stmt.decorator_list  # sacred's `@ex.automain` runs the function when the file is run
+        # sacred's `@ex.automain` runs the function when the file is run; `@torch.no_grad()` only wraps it
+        return all(_wraps_only(d) for d in stmt.decorator_list)
     if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.Pass)):
         return True
     if isinstance(stmt, ast.Expr):
@@ -107,6 +109,19 @@ def _inert(stmt: ast.stmt) -> bool:
     if isinstance(stmt, ast.If):
         return all(_inert(s) for s in [*stmt.body, *stmt.orelse])
     return False
+
+
+# Decorators that wrap or describe what they decorate and run nothing of it when the module is imported.
+_WRAPPING = frozenset({"no_grad", "inference_mode", "enable_grad", "contextmanager", "asynccontextmanager", "wraps",
+                       "lru_cache", "cache", "cached_property", "script", "ignore", "unused", "compile", "dataclass",
+                       "total_ordering", "abstractmethod", "overload", "custom_fwd", "custom_bwd", "autocast"})
+
+
+def _wraps_only(decorator: ast.expr) -> bool:
+    """``@torch.no_grad()``, ``@functools.lru_cache(maxsize=2)``, ``@dataclass``: by its last name."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
+    return name in _WRAPPING
 
 
 def _is_main_block(stmt: cst.CSTNode) -> bool:
