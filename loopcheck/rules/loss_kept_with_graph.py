@@ -25,9 +25,10 @@ step, whatever the batch, against 164 MB a step of device memory for a loss neve
 benchmarks/results/graph-memory-s24).
 
 A back-propagated loss (or the mean of a term it was built from: `losses_reg.append(loss_reg.mean())`,
-or a running mean of it: `running_loss += (loss - running_loss) / step`) kept in a sum or list made anew before every pass over the data (`running_loss = 0.0` at the top of each
-epoch, or in an epoch function before its loop) keeps one pass's nodes in host memory and frees them at
-the next pass, unless something made before the passes keeps the pass's sum after it
+or a running mean of it: `running_loss += (loss - running_loss) / step`) kept in a sum or list made
+anew before every pass over the data (`running_loss = 0.0` at the top of each epoch, or in an epoch
+function before its loop) keeps one pass's nodes in host memory and frees them at the next pass,
+unless something made before the passes keeps the pass's sum after it
 (`train_losses.append(running_loss / n)` in the epoch loop: every pass's nodes then stay to the end,
 reported by default): that shape is reported only with
 
