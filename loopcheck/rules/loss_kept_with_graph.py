@@ -527,9 +527,11 @@ def _run_length(loop: Loop) -> int | None:
 def _backpropagated_binding(reader: GraphReader, value: cst.BaseExpression, holder: object,
                             container: str | None = None) -> bool:
     """``value`` is the very loss handed to backward in this iteration: its backward freed the saved
-    activations, and only the graph's small node objects stay with it. So is arithmetic on it with
-    numbers and the container itself (a running mean: ``running_loss += (loss - running_loss) / step``)."""
-    if type(value) is cst.BinaryOperation and container is not None:
+    activations, and only the graph's small node objects stay with it. So is a running mean of it
+    (``running_loss += (loss - running_loss) / step``: arithmetic on it, numbers and the container
+    itself). Not a sum of the loss scaled by a number (``avg_cost += cost / total_batch``), which is
+    reported by default: earlier reviews judged such epoch sums true where a user's run ran out of memory."""
+    if type(value) is cst.BinaryOperation and container is not None and container in graph_reads(value):
         order, conds = holder.order, holder.conds  # type: ignore[attr-defined]
         reads = [n for n in graph_reads(value) if n != container]
         graphs = [n for n in reads if reader.carries(cst.Name(n) if "." not in n else cst.parse_expression(n),
