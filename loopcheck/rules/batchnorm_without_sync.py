@@ -6,8 +6,8 @@ A file whose every `init_process_group` names `world_size=1` runs one process, w
 whole batch: not reported; nor is a file that freezes every BatchNorm layer in eval mode (`for m in
 net.modules(): if isinstance(m, nn.BatchNorm2d): m.eval()`) and never switches a module back to train
 mode (or does so through a `train` override that freezes them again): those layers use their running
-statistics, never a batch's. A wrap of a module the file never trains, where it trains another (an
-extractor wrapped for a retrieval pass), is not reported either.
+statistics, never a batch's. A wrap of a module the file never trains and puts in eval mode, where it
+trains another (an extractor wrapped for a retrieval pass), is not reported either.
 
 ## Why is this bad?
 Under data parallelism every GPU normalises with the mean and variance of its own slice of the
@@ -190,14 +190,17 @@ for epoch in range(epochs):
 
 def _never_trained(model: FileModel, call: cst.Call, trained: set[str]) -> bool:
     """Neither the module the call wraps nor the name it is bound to is one the file trains, where the
-    file trains others (``m = nn.DataParallel(m); m.eval()`` for a retrieval pass, beside the model the
-    optimizer is built over)."""
+    file trains others, and the file puts it in eval mode (``m = nn.DataParallel(m); m.eval()`` for a
+    retrieval pass, beside the model the optimizer is built over): a module left in train mode still
+    normalises with batch statistics, trained or not."""
     args = positional(call)
     wrapped = _module_of(args[0]) if args else None
     bound = {dotted(t.target) for node in walk(model.module, into_functions=True) if type(node) is cst.Assign
              and node.value is call for t in node.targets}
-    names = {n for n in (wrapped, *bound) if n is not None}
-    return bool(names) and not any(module_name(n) in trained for n in names)
+    names = {module_name(n) for n in (wrapped, *bound) if n is not None}
+    evaluated = {module_name(name) for c in model.index.calls
+                 if (called := method(c)) is not None and called[1] == "eval" and (name := dotted(called[0]))}
+    return bool(names & evaluated) and not names & trained
 
 
 def _module_of(expr: cst.BaseExpression) -> str | None:
