@@ -193,13 +193,15 @@ def _never_trained(model: FileModel, call: cst.Call, trained: set[str]) -> bool:
     file trains others, and the file puts it in eval mode (``m = nn.DataParallel(m); m.eval()`` for a
     retrieval pass, beside the model the optimizer is built over): a module left in train mode still
     normalises with batch statistics, trained or not."""
+    evaluated = {module_name(name) for c in model.index.calls
+                 if (called := method(c)) is not None and called[1] == "eval" and (name := dotted(called[0]))}
+    if not evaluated:
+        return False
     args = positional(call)
     wrapped = _module_of(args[0]) if args else None
     bound = {dotted(t.target) for node in walk(model.module, into_functions=True) if type(node) is cst.Assign
              and node.value is call for t in node.targets}
     names = {module_name(n) for n in (wrapped, *bound) if n is not None}
-    evaluated = {module_name(name) for c in model.index.calls
-                 if (called := method(c)) is not None and called[1] == "eval" and (name := dotted(called[0]))}
     return bool(names & evaluated) and not names & trained
 
 
@@ -214,6 +216,8 @@ def _batchnorm_frozen(model: FileModel) -> bool:
     """The file puts every BatchNorm layer in eval mode (``for m in encoder.modules(): if isinstance(m,
     nn.BatchNorm2d): m.eval()``) and never switches a module back to train mode, or does so in a
     ``train`` override that freezes them again: the layers never normalise with batch statistics."""
+    if ".modules()" not in model.source:
+        return False
     freezes = [node for node in walk(model.module, into_functions=True)
                if type(node) is cst.For and _freezes_batchnorm(node)]
     if not freezes:
