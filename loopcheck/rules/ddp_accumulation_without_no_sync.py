@@ -469,7 +469,8 @@ def _one_micro_batch_when_wrapped(model: FileModel, training: TrainingLoop, back
     """The file asserts the loop's accumulation count is 1 under the flag it wraps the model under (``if
     args.distributed: assert args.accumsteps == 1`` beside ``if args.distributed: model = DDP(model)``):
     a run that wraps accumulates nothing."""
-    if _ASSERTED_ONE.search(model.source) is None:
+    asserted = set(_ASSERTED_ONE.findall(model.source))
+    if not asserted:
         return False  # (no `assert <name> == 1` in the file: the walk below is for files that have one)
     counted = names_in(training.modulus) if training.modulus is not None else set()
     for backward in backwards:
@@ -477,7 +478,7 @@ def _one_micro_batch_when_wrapped(model: FileModel, training: TrainingLoop, back
     # (`loss = loss / args.accumsteps` in the loop: what the loss is divided by)
     counted |= {n for a in training.loop.assignments if set(a.names) & counted and a.value is not None
                 for n in names_in(a.value)}
-    if not counted:
+    if not counted & asserted:
         return False
     flags = _if_tests(model.module)
     wrapped = {flags.get(id(call), ()) for call in wraps}
@@ -495,7 +496,7 @@ def _one_micro_batch_when_wrapped(model: FileModel, training: TrainingLoop, back
     return False
 
 
-_ASSERTED_ONE = Pattern(r"\bassert\s+[\w.]+\s*(?:==\s*1|<=\s*1|<\s*2)\b")
+_ASSERTED_ONE = Pattern(r"\bassert\s+([\w.]+)\s*(?:==\s*1|<=\s*1|<\s*2)\b")
 
 
 def _if_tests(module: cst.Module) -> dict[int, tuple[str, ...]]:
