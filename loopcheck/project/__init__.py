@@ -1062,7 +1062,7 @@ def _open_indexes() -> list[ProjectIndex]:
 
 # `from ..models.mae import engine as e, other` / `import models.mae.engine, x`: the module part, the dots,
 # and what follows `import`
-_IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+)?import[ \t]+\(?([\w., \t]+)")
+_IMPORT_LINE = Pattern(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+)?import[ \t]+\(?([\w., \t]+)")
 
 
 def _imported_modules(found: re.Match[bytes], stem: str) -> list[tuple[str, int]]:
