@@ -225,7 +225,7 @@ class Module(L.LightningModule):
 """
 
 
-@pytest.mark.parametrize(("optimizer", "reported"), [("AdamW", False), ("SGD", True)])
+@pytest.mark.parametrize(("optimizer", "reported"), [("AdamW", False), ("SGD", True), ("NovoGrad", True)])
 def test_the_optimizer_of_configure_optimizers_is_the_one_stepped(optimizer: str, reported: bool) -> None:
     source = _MANUAL.replace("{optimizer}", optimizer)
     assert bool([v for v in check_source(source, "train.py") if v.code == "LC102"]) == reported

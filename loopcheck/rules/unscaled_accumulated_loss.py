@@ -637,17 +637,18 @@ def _adam_like(model: FileModel, training: TrainingLoop) -> bool | None:
 
 def _configured_optimizers(model: FileModel, name: str) -> list[cst.Call]:
     """``opt = self.optimizers()`` in a LightningModule under manual optimization: the optimizers its
-    ``configure_optimizers`` of this file builds, where every call there building one names a known
-    optimizer class."""
+    ``configure_optimizers`` of this file builds, where every call there that builds one names a known
+    optimizer class (none where one is another: its scale may matter)."""
     bound = model.index.values.get(name, [])
     if len(bound) != 1 or type(bound[0]) is not cst.Call or dotted(bound[0].func) != "self.optimizers":
         return []
     methods = model.index.functions.get("configure_optimizers", [])
     if len(methods) != 1:
         return []
-    built = [n for n in walk(methods[0]) if type(n) is cst.Call
-             and last_part(func_name(n) or "") in _SCALE_FREE | _OTHER_OPTIMIZERS]
-    return built
+    known = _SCALE_FREE | _OTHER_OPTIMIZERS
+    built = [n for n in walk(methods[0]) if type(n) is cst.Call and (
+        last_part(func_name(n) or "") in known or role_of_constructor(func_name(n) or "") is Role.OPTIMIZER)]
+    return built if all(last_part(func_name(n) or "") in known for n in built) else []
 
 
 def _bound_to_optimizer_classes(model: FileModel, call: cst.Call) -> bool:
