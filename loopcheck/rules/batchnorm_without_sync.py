@@ -35,7 +35,7 @@ from loopcheck.model import FileModel, Loop
 from loopcheck.model.distributed import DDP_WRAPPERS, DP_WRAPPERS, one_rank_group, wrap_calls
 from loopcheck.model.memory import module_name, trained_modules
 from loopcheck.model.syntax import (dotted, func_name, int_value, keyword, last_part, lines, method, names_in,
-                                    positional, walk)
+                                    positional, receiver, walk)
 from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
 
@@ -198,18 +198,11 @@ def _never_trained(model: FileModel, call: cst.Call, trained: set[str]) -> bool:
     if not evaluated:
         return False
     args = positional(call)
-    wrapped = _module_of(args[0]) if args else None
+    wrapped = receiver(args[0]) if args else None  # (`model.cuda()`: `module_name` strips the move)
     bound = {dotted(t.target) for node in walk(model.module, into_functions=True) if type(node) is cst.Assign
              and node.value is call for t in node.targets}
     names = {module_name(n) for n in (wrapped, *bound) if n is not None}
     return bool(names & evaluated) and not names & trained
-
-
-def _module_of(expr: cst.BaseExpression) -> str | None:
-    """``model`` of ``model``, ``model.cuda()``, ``model.to(device)``."""
-    while type(expr) is cst.Call and (called := method(expr)) is not None and called[1] in ("cuda", "to", "float"):
-        expr = called[0]
-    return dotted(expr)
 
 
 def _batchnorm_frozen(model: FileModel) -> bool:

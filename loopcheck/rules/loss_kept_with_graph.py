@@ -531,19 +531,27 @@ def _backpropagated_binding(reader: GraphReader, value: cst.BaseExpression, hold
     (``running_loss += (loss - running_loss) / step``: arithmetic on it, numbers and the container
     itself). Not a sum of the loss scaled by a number (``avg_cost += cost / total_batch``), which is
     reported by default: earlier reviews judged such epoch sums true where a user's run ran out of memory."""
-    if type(value) is cst.BinaryOperation and container is not None and container in graph_reads(value):
+    if type(value) is cst.BinaryOperation and container is not None:
+        reads = graph_reads(value)
+        if container not in reads:
+            return False
         order, conds = holder.order, holder.conds  # type: ignore[attr-defined]
-        reads = [n for n in graph_reads(value) if n != container]
-        graphs = [n for n in reads if reader.carries(cst.Name(n) if "." not in n else cst.parse_expression(n),
-                                                      order, conds) is True]
-        return bool(graphs) and all(_backpropagated_binding(reader, cst.parse_expression(n), holder) for n in graphs)
+        read = {name: node for node in walk(value) if type(node) in (cst.Name, cst.Attribute)
+                and (name := dotted(node)) in reads and name != container}
+        graphs = [name for name, node in read.items() if reader.carries(node, order, conds) is True]
+        return bool(graphs) and all(_backpropagated_name(reader, name, holder) for name in graphs)
     name = dotted(value)
     if name is None and type(value) is cst.Call and type(value.func) is cst.Attribute \
             and value.func.attr.value in ("mean", "sum") and not value.args:
         # `loss_reg.mean()` of a term the back-propagated loss was built from: its graph was freed too
         term = dotted(value.func.value)
         return term is not None and any(term in _terms_of(reader, a) for _, a in reader.backpropagated)
-    if name is None or not reader.is_backpropagated(name):
+    return name is not None and _backpropagated_name(reader, name, holder)
+
+
+def _backpropagated_name(reader: GraphReader, name: str, holder: object) -> bool:
+    """``name``, where ``holder`` reads it, is bound to the loss handed to backward in this iteration."""
+    if not reader.is_backpropagated(name):
         return False
     binding = reader.binding(name, holder.order, holder.conds)  # type: ignore[attr-defined]
     return any(n == name and a is binding for n, a in reader.backpropagated) \
