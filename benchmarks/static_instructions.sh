@@ -18,6 +18,10 @@ SPEED=${SPEED:-/work/corpus/speed}
 SCRIPT=${SCRIPT:-/work/corpus/karpathy+nanoGPT/train.py}
 export PYTHONHASHSEED=0 PYTHONPATH=$checkout
 (cd / && python -c "import loopcheck; print('loopcheck from', loopcheck.__file__)")
+# The harness imports loopcheck's modules itself: without __pycache__ (a fresh archive, with
+# PYTHONDONTWRITEBYTECODE set) each run would also count compiling them, ~36 M instructions on the
+# single file, so one checkout measured with and one without are not comparable. Count running.
+python -m compileall -q "$checkout/loopcheck" >/dev/null
 harness=$(mktemp --suffix=.py)
 cat > "$harness" <<'PY'
 import gc

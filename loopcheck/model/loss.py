@@ -106,9 +106,9 @@ class _Reader:
         if isinstance(expr.operator, _DIV):
             return self._divisor(expr.right)
         if isinstance(expr.operator, cst.Multiply):
-            if _divides_nothing(expr.right):
+            if _divides_nothing(expr.right) and not self._normalisation(expr.right, order):
                 return self.scaling(expr.left, order, depth + 1)
-            if _divides_nothing(expr.left):
+            if _divides_nothing(expr.left) and not self._normalisation(expr.left, order):
                 return self.scaling(expr.right, order, depth + 1)
             for factor, other in ((expr.left, expr.right), (expr.right, expr.left)):
                 if self._objective_weight(factor, order):
@@ -141,19 +141,35 @@ class _Reader:
         if name is None or _WEIGHT_WORDS.isdisjoint(last_part(name).lower().split("_")) \
                 or last_part(name) in self.accumulation_names:
             return False
+        return all(value is not None and not _normalises(value, self.accumulation_names)
+                   for value in self._values(name, order, methods=True))
+
+    def _normalisation(self, factor: cst.BaseExpression, order: int) -> bool:
+        """A factor bound only to normalising values (verl's ``loss_scale_factor = 1 /
+        self.gradient_accumulation``), whatever its name says: ``loss * factor`` divides the loss. Bound
+        in the loops only: a loss scaler's own ``self.loss_scale /= 2`` halves a loss scale."""
+        name = dotted(factor)
+        values = self._values(name, order) if name is not None else []
+        return bool(values) and all(value is not None and _normalises(value, self.accumulation_names)
+                                    and not _is_loss_scale(value) for value in values)
+
+    def _values(self, name: str, order: int, methods: bool = False) -> list[cst.BaseExpression | None]:
+        """What ``name`` is bound to before ``order``: in the loop, before it (``loss_weight = 1.0 / N``)
+        and (``methods``), for ``self.loss_weight``, in any method of the file; None for a binding not
+        by ``=``."""
         values = [a.value if a.op == "=" else None for a in self.loop.assignments_before(name, order)]
         outer = self.loop.parent
-        while outer is not None:  # bound before the loop (`loss_weight = 1.0 / N`)
+        while outer is not None:
             values += [a.value if a.op == "=" else None for a in outer.assignments if name in a.names]
             outer = outer.parent
-        if "." in name:  # `self.loss_weight`, bound in another method of the file
+        if methods and "." in name:
             attribute = last_part(name)
             values += [node.value for fns in self.known_functions.values() for fn in fns for node in walk(fn)
                        if isinstance(node, (cst.Assign, cst.AugAssign)) and any(
                            last_part(dotted(t) or "") == attribute
                            for t in ([t.target for t in node.targets] if isinstance(node, cst.Assign)
                                      else [node.target]))]
-        return all(value is not None and not _normalises(value, self.accumulation_names) for value in values)
+        return values
 
     def _call(self, expr: cst.Call, order: int, depth: int) -> Scaling:
         called = method(expr)

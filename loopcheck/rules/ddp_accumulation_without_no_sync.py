@@ -369,6 +369,8 @@ class SemanticTrainer:
                          and training.every_iteration(b)]
             if not backwards or ddp and _wrapper_bypassed(model, training, ddp, backwards):
                 continue
+            if ddp and all(_overridden_where_wrapped(model, training, backwards, call) for call in ddp):
+                continue  # each subclass that wraps the model runs its own version of the loop's methods
             if (ddp or prepared) and _forwards_built_before_the_wrap(model, training, ddp or prepared, backwards):
                 continue  # the losses come from an object built around the unwrapped model: DDP never ran
             if ddp and _one_micro_batch_when_wrapped(model, training, backwards, ddp):
@@ -694,6 +696,36 @@ def _imported(model: FileModel, name: str) -> bool:
                     else dotted(alias.name)) == name for alias in statement.names):
                 return True
     return False
+
+
+def _overridden_where_wrapped(model: FileModel, training: TrainingLoop, backwards: list[Event],
+                              call: cst.Call) -> bool:
+    """The wrap sits in a subclass (of this file) of the loop's class that defines the loop's method
+    again, or every method the loop's backwards are in: the base's loop never runs on the wrapper
+    (SpeeQ's ``BaseDistTrainer(BaseTrainer)`` wraps and has its own ``backward_pass``)."""
+    base = _class_of(training.loop.function, model)
+    classes = {stmt.name.value: stmt for stmt in model.module.body if type(stmt) is cst.ClassDef}
+    wrapping = next((c for c in classes.values() if any(n is call for n in walk(c, into_functions=True))), None) \
+        if base else None
+    if wrapping is None or wrapping.name.value == base or base not in _bases_in_file(wrapping, classes):
+        return False
+    defined = {member.name.value for member in wrapping.body.body if type(member) is cst.FunctionDef}
+    origins = {b.origin.name.value if b.origin is not None else None for b in backwards}
+    return training.loop.function.name.value in defined or None not in origins and origins <= defined  # type: ignore[union-attr]
+
+
+def _bases_in_file(cls: cst.ClassDef, classes: dict[str, cst.ClassDef]) -> set[str]:
+    """The names of ``cls``'s bases, and of theirs where the file defines them."""
+    found: set[str] = set()
+    stack = [cls]
+    while stack:
+        for arg in stack.pop().bases:
+            name = dotted(arg.value)
+            if name is not None and name not in found:
+                found.add(name)
+                if name in classes:
+                    stack.append(classes[name])
+    return found
 
 
 def _class_of(function: cst.FunctionDef | None, model: FileModel) -> str | None:
