@@ -80,8 +80,11 @@ def wrap_calls(model: FileModel, wrappers: frozenset[str]) -> list[cst.Call]:
     """Calls of the file that build one of ``wrappers`` (``DDP(model, device_ids=[rank])``), also
     under a name the file imports it as (``DistributedDataParallel as NativeDDP``)."""
     names = wrappers | _imported_as(model.index.imports, wrappers)
-    return [c for c in model.index.calls
-            if (name := func_name(c)) is not None and _one_of(last_part(name), names)]
+    found = [c for c in model.index.calls if (name := func_name(c)) is not None and _one_of(last_part(name), names)]
+    if found:  # a class of the file with no base by that name is a hand-written one (a lesson's DDP from scratch)
+        own = {stmt.name.value for stmt in model.module.body if type(stmt) is cst.ClassDef and not stmt.bases}
+        found = [c for c in found if func_name(c) not in own]
+    return found
 
 
 def _one_of(name: str, wrappers: frozenset[str]) -> bool:

@@ -3,6 +3,7 @@ functions exist and hold training events, which calls, attributes and imports th
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -67,7 +68,7 @@ def index_module(module: cst.Module) -> Index:
     calls_by_fn: dict[cst.FunctionDef, set[str]] = {}
     _index_scope(index, module, [module], calls_by_fn)
     roots = import_roots(index.imports)
-    if roots & FOREIGN_FRAMEWORKS and "torch" not in roots:
+    if "torch" not in roots and (roots & FOREIGN_FRAMEWORKS or _own_autograd(index, roots)):
         index.foreign = True
         index.with_loops.clear()  # out of scope: no loop of the file is modelled
     # a function is eventful when it calls an eventful function of this file (to a fixpoint, through
@@ -181,6 +182,20 @@ def _index_call(index: Index, node: cst.Call) -> None:
         name = dotted(arg.value)
         if name:
             index.passed.add(last_part(name))
+
+
+# What a file may import and still train with nothing but its own autograd: Python's own modules, numpy
+_PLAIN = frozenset(getattr(sys, "stdlib_module_names", (  # Python 3.9 has no list of them
+    "__future__", "argparse", "collections", "dataclasses", "functools", "itertools", "json", "math", "os",
+    "random", "sys", "time", "typing"))) | {"numpy"}
+
+
+def _own_autograd(index: Index, roots: set[str]) -> bool:
+    """The file defines ``backward`` itself and imports nothing but Python's own modules and numpy (no
+    module of its project either): autograd written by hand (a micrograd ``Value``, numpy layers), not
+    torch's."""
+    return "backward" in index.functions and roots <= _PLAIN \
+        and not any(type(node) is cst.ImportFrom and node.relative for node in index.imports)
 
 
 def import_roots(imports: list[cst.Import | cst.ImportFrom]) -> set[str]:
