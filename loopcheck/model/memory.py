@@ -419,12 +419,22 @@ class GraphReader:
                     return False  # `loss, logged = model(x)` where the project's forward returns `loss.item()` there
                 if position is not None and forward_returns_number(self.module, self.roles, assignment.value, position):
                     return False  # `action, value = agent(s)`: this file's forward returns `action.numpy()[0]` there
-                # `logits, loss = model(x, y)`: each element of the model's output carries the graph
+                if position is not None and self._models_own(assignment.value):
+                    # `loss, kl, acc = model(batch)` with `loss` back-propagated: what the other elements
+                    # hold is the forward's business (an accuracy as a float, a logged `.item()`)
+                    return None
+                # `logits, loss = helper(x, y)`: each element of what it computes from the model carries the graph
                 return True if self._call(assignment.value, assignment.order, assignment.conds, depth) else None
             return None
         if isinstance(assignment.value, cst.List) and not assignment.value.elements:
             return self._filled(name, assignment, depth)
         return self.carries(assignment.value, assignment.order, assignment.conds, depth + 1)
+
+    def _models_own(self, call: cst.Call) -> bool:
+        """``model(batch)`` of a module the file trains, one element of whose tuple is back-propagated."""
+        name = func_name(call)
+        return name is not None and module_name(name) in self.modules and any(
+            a is not None and a.value is call for _, a in self.backpropagated)
 
     def scaled_into_backward(self, name: str, assignment: Assignment) -> bool:
         """``loss`` rebound to ``loss / N`` (or ``loss * w``) later in the iteration, and that binding
