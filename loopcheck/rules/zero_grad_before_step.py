@@ -48,7 +48,8 @@ from loopcheck.model import Event, FileModel, Framework, Kind, Loop, Style, Trai
 from loopcheck.model.guards import exclusive
 from loopcheck.model.optimizers import Zeroing
 from loopcheck.model.windows import zeroed_before_the_last_backward
-from loopcheck.model.syntax import func_name, last_part, names_in, source
+from loopcheck.model.syntax import func_name, last_part, names_in, source, walk
+from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -155,6 +156,8 @@ for real, _ in loader:
                             continue  # one part of the stepped model kept out of the step (an EMA teacher)
                         if _written_by_hand(training.step_loop, zero, step):
                             continue  # REINFORCE: the cleared gradients are rebuilt from saved ones
+                        if _listed_parameters(model, training.step_loop, zero):
+                            continue  # `for p in actor_params: p.grad = None`: the parameters shared with another update
                         yield self._at(zeroing, zero, "clears the gradients after backward and before "
                                                       f"`{step.receiver}` steps: the step uses no gradients", model)
                     elif not zeroing.partial(zero, step) and zeroed_before_the_last_backward(training, zero, step):
@@ -198,10 +201,34 @@ def _skips_bad_gradients(zero: Event, loop: Loop) -> bool:
 
 def _written_by_hand(loop: Loop, zero: Event, step: Event) -> bool:
     """The loop writes a gradient itself between the zeroing and the step (``p.grad = g``,
-    ``p.grad.data += (reward - baseline) * saved[j]``, ``p.grad.data /= n``): the step applies that."""
+    ``p.grad.data += (reward - baseline) * saved[j]``, ``p.grad.data /= n``), or has a helper write
+    them (FedNova's ``model = assign_grads(model, grad_batch)`` of the gradients flattened out before
+    the zeroing): the step applies that."""
     return any(zero.order < a.order < step.order and a.op != "for"
-               and any(n.endswith((".grad", ".grad.data")) for n in a.names)
-               and not (isinstance(a.value, cst.Name) and a.value.value == "None") for a in loop.assignments)
+               and (any(n.endswith((".grad", ".grad.data")) for n in a.names)
+                    and not (isinstance(a.value, cst.Name) and a.value.value == "None")
+                    or type(a.value) is cst.Call and _GRADS_WRITER.search(last_part(func_name(a.value) or "")))
+               for a in loop.assignments)
+
+
+# `assign_grads(model, g)`, `set_flat_grad(params, g)`, `load_gradients(...)`: a helper writing gradients
+_GRADS_WRITER = Pattern(r"^_?(?:assign|set|load|restore|write|put|copy|unflatten)_?(?:flat_?)?grad(?:s|ients?)?", re.I)
+
+
+_PARAMETERS = Pattern(r"\.(?:named_)?parameters\(|param_groups")
+
+
+def _listed_parameters(model: FileModel, loop: Loop, zero: Event) -> bool:
+    """``for param in actor_params: param.grad = None``: a list of parameters the file builds itself
+    (never from a ``parameters()`` call), cleared so that the step leaves them alone (sb3's TRPO keeps the
+    critic's update off the parameters it shares with the actor)."""
+    if zero.target != "param" or type(zero.stmt) is not cst.SimpleStatementLine:
+        return False
+    for node in walk(loop.node):
+        if type(node) is cst.For and any(n is zero.stmt for n in node.body.body) and type(node.iter) is cst.Name:
+            values = model.index.values.get(node.iter.value, [])
+            return not any(_PARAMETERS.search(source(v)) for v in values)
+    return False
 
 
 def _wiped(training: TrainingLoop, zeroing: Zeroing, zero: Event, step: Event) -> Event | None:
