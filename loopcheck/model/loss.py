@@ -100,6 +100,11 @@ class _Reader:
                 n.operator, _DIV)]
             if divisions:
                 return self._divisor(divisions[0].right)
+        if last.op == "=" and type(last.value) is cst.Call and _handed_on(last.value, name, self.known_functions):
+            # `loss = scale_loss_for_ddp(loss)`: a helper handed the loss itself passes its scaling on
+            handed = self.scaling(expr, last.order, depth + 1)
+            if handed not in (Scaling.RAW, Scaling.UNKNOWN):
+                return handed
         return self.scaling(last.value, last.order, depth + 1)
 
     def _binary(self, expr: cst.BinaryOperation, order: int, depth: int) -> Scaling:
@@ -410,6 +415,15 @@ def _weighted_term(expr: cst.BaseExpression) -> bool:
 # the words of a loss weight's name: `lw_st_ed`, `kl_weight`, `lambda_mlm`, `aux_coef`, `w_reg`
 _WEIGHT_WORDS = frozenset({"lw", "w", "weight", "weights", "lambda", "lambd", "lamb", "coef", "coeff", "alpha",
                            "beta", "gamma"})
+
+
+def _handed_on(call: cst.Call, name: str, known_functions: Mapping[str, list[cst.FunctionDef]]) -> bool:
+    """``name = f(name)``: a function of another module (``reduce_loss``, ``scale_loss_for_ddp``) handed
+    the very value it rebinds, as its only positional argument."""
+    called = func_name(call)
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    return called is not None and method(call) is None and called.split(".", 1)[0] not in known_functions \
+        and len(positional) == 1 and dotted(positional[0]) == name
 
 
 def _divides_nothing(expr: cst.BaseExpression) -> bool:
