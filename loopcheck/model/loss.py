@@ -74,6 +74,8 @@ class _Reader:
             return self.scaling(expr.expression, order, depth + 1)  # `-torch.min(s1, s2).mean()`: the same scale
         if isinstance(expr, cst.Call):
             return self._call(expr, order, depth)
+        if isinstance(expr, cst.Subscript) and self._items_rescaled(expr.value):
+            return Scaling.UNKNOWN  # `for key in outputs: outputs[key] = outputs[key].mean() * percent`
         if isinstance(expr, cst.Subscript) or isinstance(expr, cst.Attribute) and dotted(expr) is None:
             return self.scaling(expr.value, order, depth + 1)  # `out["loss"]`, `model(**batch).loss`
         name = dotted(expr)
@@ -132,6 +134,16 @@ class _Reader:
                 and _weighted_term(expr.right if right is Scaling.MULTIPLIED else expr.left):
             return Scaling.RAW  # `loss_qa + opts.lw_st_ed * loss_st_ed`: a weighted component, no normalisation
         return left if left == right else Scaling.UNKNOWN
+
+    def _items_rescaled(self, container: cst.BaseExpression) -> bool:
+        """The loop stores into ``container`` by a key it computes (``outputs[key] = ...`` over its
+        keys): which scale each item then has is not read."""
+        name = dotted(container)
+        return name is not None and any(
+            type(node) is cst.Assign and any(type(t.target) is cst.Subscript and dotted(t.target.value) == name
+                                             and len(t.target.slice) == 1 and type(t.target.slice[0].slice) is cst.Index
+                                             and type(t.target.slice[0].slice.value) is cst.Name for t in node.targets)
+            for node in walk(self.loop.node))
 
     def _is_count(self, factor: cst.BaseExpression) -> bool:
         """``factor`` is the step test's accumulation count itself (``accum_iters``, ``self.accum_iters``)."""

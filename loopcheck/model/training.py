@@ -351,6 +351,44 @@ def slices_of_a_batch_call(expr: cst.BaseExpression) -> str | None:
     return f"ceil(len({source(tensor)}) / {source(size)})" if name == "split" else None
 
 
+# `utils.partition_inputs(batch, accumu_steps)`, `split_batch(batch, n)`: a helper cutting one batch up
+_PIECES_HELPER = Pattern(r"partition|split|chunk|shard", re.I)
+
+
+def pieces_of_one_batch(loop: Loop, backwards: list[Event]) -> bool:
+    """The loop goes over pieces of one batch made before it (Nystromformer): a list the function fills
+    by item from a loop over ``torch.chunk(batch[key], k)`` (``partial_inputs_list[idx][key] = inp``), or
+    what a helper named for cutting returns (``for percent, inputs in partition_inputs(batch, k, True)``)."""
+    it = getattr(loop.node, "iter", None)
+    if type(it) is cst.Call and _PIECES_HELPER.search(last_part(func_name(it) or "")) and len(it.args) >= 2:
+        return True
+    # the function that holds the loop: a helper's own where the loop was inlined from one
+    scope = loop.function or next((b.origin for b in backwards if b.origin is not None), None) \
+        or (loop.parent.node if loop.parent is not None else None)
+    if type(it) is not cst.Name or scope is None:
+        return False
+    for node in walk(scope):
+        if type(node) is not cst.For or node is loop.node:
+            continue
+        pieces = node.iter
+        if type(pieces) is cst.Call and func_name(pieces) == "enumerate" and positional(pieces):
+            pieces = positional(pieces)[0]
+        if slices_of_a_batch_call(pieces) is not None and any(
+                type(sub) is cst.Assign and any(_item_of(t.target, it.value) for t in sub.targets)
+                for sub in walk(node.body)):
+            return True
+    return False
+
+
+def _item_of(target: cst.BaseExpression, name: str) -> bool:
+    """``name[i]``, ``name[i][key]``: an item stored into ``name``."""
+    if type(target) is not cst.Subscript:
+        return False
+    while type(target) is cst.Subscript:
+        target = target.value  # type: ignore[attr-defined]
+    return dotted(target) == name
+
+
 def micro_count(loop: Loop) -> cst.BaseExpression | None:
     """N of ``for micro_step in range(N)``."""
     it = loop.iter
@@ -442,7 +480,8 @@ def _styled(loop: Loop, backwards: list[Event], steps: list[Event], reader: Guar
     if parent is not None:
         after = [e for e in parent.events(Kind.STEP) if e.order > loop.order and not _fed_afresh(parent, loop, e)]
         if after:
-            if is_data_loop(loop) and not _splits_the_batch(loop, parent) and slices_of_a_batch(loop) is None:
+            if is_data_loop(loop) and not _splits_the_batch(loop, parent) and slices_of_a_batch(loop) is None \
+                    and not pieces_of_one_batch(loop, backwards):
                 return make(Style.STEP_OUTSIDE, after)
             return make(Style.MICRO_LOOP, after, modulus=micro_count(loop))
     return make(Style.NO_STEP, [])

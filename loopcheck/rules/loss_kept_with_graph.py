@@ -90,7 +90,7 @@ from loopcheck.model.memory import (
 )
 from loopcheck.model.guards import exclusive
 from loopcheck.model.syntax import children, dotted, func_name, int_value, is_none, last_part, method, names_in, source, walk
-from loopcheck.model.training import Style, TrainingLoop, is_data_iterable, is_data_loop, micro_count
+from loopcheck.model.training import Style, TrainingLoop, is_data_iterable, is_data_loop, micro_count, pieces_of_one_batch
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -471,7 +471,7 @@ def _window_local(training: TrainingLoop, container: str) -> bool:
     follows it) keeping its losses in a list made fresh just before it, whenever it runs: the list
     holds one window and is dropped after it (Megatron's ``train_step``)."""
     loop = training.loop
-    if loop.parent is None or is_data_loop(loop):
+    if loop.parent is None or is_data_loop(loop) and not pieces_of_one_batch(loop, training.backwards):
         return False
     count = micro_count(loop)
     if training.style is not Style.MICRO_LOOP and not (
