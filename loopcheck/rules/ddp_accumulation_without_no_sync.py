@@ -455,6 +455,8 @@ def _unsynced_branch(training: TrainingLoop, backwards: list[Event], variants: l
     for backward in backwards:
         if any(c.kind.startswith("no_sync") for c in backward.contexts):
             continue
+        if any(c.negated and c.test is not None and _MULTI_PROCESS_TEST.search(code_of(c.test)) for c in backward.conds):
+            continue  # `if accelerator.distributed_type == DistributedType.MULTI_GPU: ... else:`: no DDP here
         if not any(_computed_by(source, module, index) for source in loss_sources(training, backward)
                    for module in modules):
             continue  # not a loss of that module (a GAN's other network), or not certainly one
@@ -464,6 +466,11 @@ def _unsynced_branch(training: TrainingLoop, backwards: list[Event], variants: l
                 and not _forwards_synced(training, backward, modules, index):
             return backward
     return None
+
+
+# A test that is true where the model is wrapped in DDP: its `else` runs unwrapped
+_MULTI_PROCESS_TEST = Pattern(r"^[\w.]*distributed_type\s*==\s*[\w.]*MULTI_GPU$|^isinstance\([^,]+,\s*"
+                              r"(?:[\w.]*\.)?(?:DistributedDataParallel|DDP)\)$")
 
 
 def _one_micro_batch_when_wrapped(model: FileModel, training: TrainingLoop, backwards: list[Event],
