@@ -29,8 +29,8 @@ from loopcheck.model.guards import exclusive
 from loopcheck.model.optimizers import parameter_owners
 from loopcheck.model.roles import Role, role_of_constructor
 from loopcheck.model.running_sums import DIFFERENTIABLE_COLLECTIVE
-from loopcheck.model.syntax import dotted, func_name, is_zero, method, names_in, own_call_name, positional, source, target_names, walk
-from loopcheck.model.syntax import children
+from loopcheck.model.syntax import children, dotted, func_name, is_zero, last_part, method, names_in, own_call_name
+from loopcheck.model.syntax import positional, source, target_names, walk
 from loopcheck.model.training import TrainingLoop
 from loopcheck.patterns import Pattern
 
@@ -419,9 +419,9 @@ class GraphReader:
                     return False  # `loss, logged = model(x)` where the project's forward returns `loss.item()` there
                 if position is not None and forward_returns_number(self.module, self.roles, assignment.value, position):
                     return False  # `action, value = agent(s)`: this file's forward returns `action.numpy()[0]` there
-                if position is not None and self._models_own(assignment.value):
-                    # `loss, kl, acc = model(batch)` with `loss` back-propagated: what the other elements
-                    # hold is the forward's business (an accuracy as a float, a logged `.item()`)
+                if position is not None and _ACCURACY.search(last_part(name)):
+                    # `loss, kl_div, wacc, tacc = model(batch)`: an accuracy is counted through argmax and
+                    # comparisons, which no graph differentiates, whatever the forward hands it back as
                     return None
                 # `logits, loss = helper(x, y)`: each element of what it computes from the model carries the graph
                 return True if self._call(assignment.value, assignment.order, assignment.conds, depth) else None
@@ -429,12 +429,6 @@ class GraphReader:
         if isinstance(assignment.value, cst.List) and not assignment.value.elements:
             return self._filled(name, assignment, depth)
         return self.carries(assignment.value, assignment.order, assignment.conds, depth + 1)
-
-    def _models_own(self, call: cst.Call) -> bool:
-        """``model(batch)`` of a module the file trains, one element of whose tuple is back-propagated."""
-        name = func_name(call)
-        return name is not None and module_name(name) in self.modules and any(
-            a is not None and a.value is call for _, a in self.backpropagated)
 
     def scaled_into_backward(self, name: str, assignment: Assignment) -> bool:
         """``loss`` rebound to ``loss / N`` (or ``loss * w``) later in the iteration, and that binding
@@ -625,6 +619,8 @@ class _Scan:
 
 
 _NO_GRAD = Pattern(r"\b(no_grad|inference_mode)\b")
+# `acc`, `wacc`, `top1_acc`, `accuracy`, `n_correct`: a share or count of right predictions
+_ACCURACY = Pattern(r"acc(?:uracy|s)?$|^acc_|correct", re.I)
 
 
 def target_position(node: cst.CSTNode, name: str) -> int | None:
