@@ -75,8 +75,18 @@ def inert(model: FileModel, held: str) -> bool:
     not a plain name, which callers may pass by position) is inert (0, 1, null) in every configuration,
     launch script and document the project ships, and no command-line option sets it
     (``loopcheck.project.inert_settings``): as shipped, the loop never accumulates."""
-    return model.project is not None and ("." in held or held.endswith("]")) and \
-        model.project.inert_setting(_setting_name(held))
+    if model.project is None or not ("." in held or held.endswith("]")):
+        return False
+    if model.project.inert_setting(_setting_name(held)):
+        return True
+    module, _, name = held.partition(".")
+    return name.isidentifier() and module in _plain_imports(model) and model.project.inert_in_folder(module, name)
+
+
+def _plain_imports(model: FileModel) -> set[str]:
+    """The modules the file imports by a bare ``import name`` (``import config``)."""
+    return {alias.name.value for node in model.index.imports if type(node) is cst.Import for alias in node.names
+            if type(alias.name) is cst.Name and alias.asname is None}
 
 
 def switched_off(model: FileModel, node: cst.CSTNode) -> bool:

@@ -468,3 +468,42 @@ def test_a_switch_off_only_in_python_defaults_keeps_the_finding(project: Path, r
     write_project(project, {"trainer.py": SWITCHED_CLIP, "utils.py": helper})
     _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC201", "trainer.py")
     assert len([line for line in out.splitlines() if ": LC201" in line]) == 1
+
+
+FOLDER_ENGINE = """
+    import torch
+
+    import config
+
+
+    def train_fn(data_loader, model, optimizer):
+        model.zero_grad()
+        for bi, (x, y) in enumerate(data_loader):
+            loss = torch.nn.functional.mse_loss(model(x), y) / config.ACCUMULATION_STEPS
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            if (bi + 1) % config.ACCUMULATION_STEPS == 0:
+                optimizer.step()
+                model.zero_grad()
+"""
+
+
+@pytest.mark.parametrize(("here", "found"), [(1, 0), (2, 1)])
+def test_a_setting_of_the_scripts_own_folder_module(project: Path, run_cli, here: int, found: int) -> None:
+    # a Kaggle solution's folder per model (`import config`, `config.ACCUMULATION_STEPS`): the other
+    # folder's `config.py` sets another script's accumulation
+    write_project(project, {"models/roberta/engine.py": FOLDER_ENGINE,
+                            "models/roberta/config.py": f"ACCUMULATION_STEPS = {here}\nBATCH_SIZE = 8\n",
+                            "models/deberta/engine.py": FOLDER_ENGINE,
+                            "models/deberta/config.py": "ACCUMULATION_STEPS = 2\nBATCH_SIZE = 4\n"})
+    assert len(_clips(run_cli, "models/roberta/engine.py")) == found
+    assert len(_clips(run_cli, "models/deberta/engine.py")) == 1
+
+
+def test_a_setting_of_the_folder_module_that_a_script_there_changes_is_reported(project: Path, run_cli) -> None:
+    write_project(project, {"models/roberta/engine.py": FOLDER_ENGINE,
+                            "models/roberta/config.py": "ACCUMULATION_STEPS = 1\n",
+                            "models/roberta/train.py": "import sys\n\nimport config\n\n"
+                                                       "config.ACCUMULATION_STEPS = int(sys.argv[1])\n",
+                            "models/deberta/config.py": "ACCUMULATION_STEPS = 2\n"})
+    assert len(_clips(run_cli, "models/roberta/engine.py")) == 1

@@ -590,6 +590,14 @@ class Imported:
         self._project_files_read = True
         return inert_settings.inert(self.index, name, self.path, off)
 
+    def inert_in_folder(self, module: str, name: str) -> bool:
+        """Whether ``module.name``, a setting of a module of this file's own folder, is inert for this
+        file (``loopcheck.project.inert_settings.inert_in_folder``); the files read join ``digest``."""
+        from loopcheck.project import inert_settings
+
+        self._project_files_read = True
+        return inert_settings.inert_in_folder(self.index, self.path, module, name)
+
     def option_default(self, name: str) -> float | None:
         """The number the one ``add_argument`` of the project that declares the option ``name`` gives
         as its default (``loopcheck.project.option_defaults``); None where that is not one literal.

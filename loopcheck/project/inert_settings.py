@@ -187,6 +187,35 @@ def _inert(index: ProjectIndex, key: str, scope: str | None = None, most: int = 
     return bool(values) and not (in_python and field_options) and (most > 0 or in_documents)
 
 
+def inert_in_folder(index: ProjectIndex, path: Path, module: str, name: str) -> bool:
+    """Whether ``module.name``, read by the script ``path`` from a module of its own folder (``import
+    config``, then ``config.ACCUMULATION_STEPS``: a Kaggle solution's folder per model, each with its
+    ``config.py``), is inert for that script: the folder's Python files set it (that module among them)
+    only to 0 or 1, and no option or document of the project gives it another value. Other folders'
+    modules of that name are other scripts' settings."""
+    key = name.lower().replace("-", "_")
+    folder = path.parent
+    if len(key) < 3 or not (folder / f"{module}.py").is_file():
+        return False
+    stamp(index)
+    documents = index.documents()
+    if documents is None or len(documents) > _MAX_DOCUMENTS:
+        return False
+    values: list[int | None] = []
+    for document in documents:
+        text = _text(document)
+        if document.endswith(_COMMENTED) and b"#" in text:
+            text = _COMMENT_LINE.sub(b"", text)
+        values += _values(text, key, False)
+    own = [str(p) for p in index.python_files() if p.parent == folder]
+    for script in own:
+        text = _text(script)
+        if any(word in text for word in _UNSPELLED_OPTIONS + _FIELD_OPTIONS):
+            return False
+        values += _values(text, key, True)
+    return bool(values) and all(v is not UNCLEAR and v <= 1 for v in values)  # type: ignore[operator]
+
+
 def _text(path: str) -> bytes:
     """The file's text, lower-cased (b"" where it cannot be read, or is too large for a configuration)."""
     try:
