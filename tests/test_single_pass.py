@@ -21,3 +21,41 @@ def test_a_function_called_per_epoch_or_from_elsewhere_still_leaves_a_window() -
     not_called = source.replace(CALL, "    pass\n")
     for variant in (per_epoch, not_called):
         assert [f.code for f in check_source(variant, select=["LC105"])] == ["LC105"]
+
+
+TRAINER = """
+import torch
+from torch import nn
+
+
+class Trainer:
+    def __init__(self, model, loader, grad):
+        self.model, self.loader, self.grad = model, loader, grad
+        self.opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def train(self):
+        self.model.train()
+        self.opt.zero_grad()
+        for i, (x, y) in enumerate(self.loader):
+            loss = nn.functional.mse_loss(self.model(x), y) / self.grad
+            loss.backward()
+            if (i + 1) % self.grad == 0:
+                self.opt.step()
+                self.opt.zero_grad()
+
+
+if __name__ == "__main__":
+    trainer = Trainer(nn.Linear(4, 1), [(torch.randn(2, 4), torch.randn(2, 1))] * 7, grad=2)
+    trainer.train()
+"""
+
+
+def test_a_method_the_file_runs_once_on_its_instance_is_one_pass() -> None:
+    # OpenThaiGPT's experiment: `trainer = Trainer(...)`, then `trainer.train()` once, whose loop is the run
+    assert [f.code for f in check_source(TRAINER, select=["LC105"])] == []
+    per_epoch = TRAINER.replace("    trainer.train()\n", "    for epoch in range(3):\n        trainer.train()\n")
+    from_self = TRAINER.replace("                self.opt.zero_grad()\n",
+                                "                self.opt.zero_grad()\n\n    def fit(self):\n"
+                                "        for epoch in range(3):\n            self.train()\n")
+    for variant in (per_epoch, from_self):
+        assert [f.code for f in check_source(variant, select=["LC105"])] == ["LC105"]

@@ -281,8 +281,12 @@ def _runs_once(model: FileModel, function: cst.FunctionDef | None, seen: frozens
     from another top-level function that runs once (``main()`` called from ``if __name__ ==
     "__main__":``, calling ``train(cfg)``), and never hands to anything else (a ``train_one_epoch``
     called per epoch from another module has no call here, and is not this)."""
-    if function is None or function not in model.module.body or id(function) in seen:
+    if function is None or id(function) in seen:
         return False
+    if function not in model.module.body:
+        owner = next((stmt for stmt in model.module.body if type(stmt) is cst.ClassDef
+                      and any(member is function for member in stmt.body.body)), None)
+        return owner is not None and _method_runs_once(model, owner, function, seen)
     name = function.name.value
     if name in model.index.passed:
         return False
@@ -290,6 +294,22 @@ def _runs_once(model: FileModel, function: cst.FunctionDef | None, seen: frozens
     once = _calls_run_once(model)
     return bool(calls) and all(id(c) in once and (once[id(c)] is None or _runs_once(
         model, once[id(c)], seen | {id(function)})) for c in calls)
+
+
+def _method_runs_once(model: FileModel, owner: cst.ClassDef, method: cst.FunctionDef, seen: frozenset[int]) -> bool:
+    """A method the file calls only on instances of its class it builds (``trainer = Trainer(...)``,
+    then ``trainer.train()``), each call outside loops of a run that happens once, and never on
+    ``self`` (another method may call it per epoch)."""
+    name, cls = method.name.value, owner.name.value
+    calls = [c for c in model.index.calls if type(c.func) is cst.Attribute and c.func.attr.value == name]
+    if any(dotted(c.func.value) == "self" for c in calls):
+        return False
+    instances = {n for n, values in model.index.values.items()
+                 if any(type(v) is cst.Call and func_name(v) == cls for v in values)}
+    mine = [c for c in calls if last_part(dotted(c.func.value) or "") in instances]
+    once = _calls_run_once(model)
+    return bool(mine) and all(id(c) in once and (once[id(c)] is None or _runs_once(
+        model, once[id(c)], seen | {id(method)})) for c in mine)
 
 
 def _calls_run_once(model: FileModel) -> dict[int, cst.FunctionDef | None]:
