@@ -1019,8 +1019,11 @@ class GuardReader:
         outer = self.loop.parent
         if outer is None:
             return False
-        if any(name in a.names and a.op == "=" and a.order < self.loop.order for a in outer.assignments):
-            return True
+        fresh = [a for a in outer.assignments if name in a.names and a.op == "=" and a.order < self.loop.order]
+        if fresh:
+            # `cur_iter = int((epoch - 1) * n_batches) + 1` in `train(..., epoch)`: set where the count
+            # stands after the earlier calls' batches, so it runs on across epochs
+            return not all(self._batches_of_earlier_calls(_product(a.value)) for a in fresh)
         if not outer.is_loop:
             return False
         # `nb_tr_steps = 0` after this loop in the epoch loop (the old Hugging Face scripts reset their
@@ -1054,6 +1057,9 @@ class GuardReader:
         params = param_names(function.params)
         loader = names_in(self.loop.node.iter) if type(self.loop.node) is cst.For else set()  # type: ignore[union-attr]
         for factor, other in ((term.left, term.right), (term.right, term.left)):  # type: ignore[attr-defined]
+            if type(other) is cst.BinaryOperation and type(other.operator) in (cst.Add, cst.Subtract) \
+                    and int_value(other.right) is not None:
+                other = other.left  # `(epoch - 1) * nb` of a 1-based epoch
             if dotted(other) not in params:
                 continue
             length = factor
@@ -1421,3 +1427,14 @@ def _outer_loops(loop: Loop) -> Iterator[Loop]:
     while outer is not None:
         yield outer
         outer = outer.parent
+
+
+def _product(value: cst.BaseExpression) -> cst.BaseExpression:
+    """``(epoch - 1) * nb`` of ``int((epoch - 1) * nb) + 1``: the term a count's start is built from."""
+    while True:
+        if type(value) is cst.Call and func_name(value) in ("int", "round") and len(value.args) == 1:
+            value = value.args[0].value
+        elif type(value) is cst.BinaryOperation and type(value.operator) is cst.Add and int_value(value.right) is not None:
+            value = value.left
+        else:
+            return value
