@@ -147,3 +147,17 @@ def test_torch_before_1_1_stepped_the_scheduler_first(project: Path, run_cli) ->
     assert _codes(run_cli, "train.py") == []
     _write(project, {"requirements.txt": "numpy==1.12.1\ntorch>=1.1\n"})
     assert _codes(run_cli, "train.py") == ["LC302"]
+
+
+def test_pin_files_that_disagree_leave_the_version_open(tmp_path: Path) -> None:
+    # PixArt-sigma: the README installs requirements.txt (accelerate 0.25); a stale environment.yml pins 0.15
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "environment.yml").write_text("dependencies:\n  - pip:\n    - accelerate==0.15.0\n")
+    forget()
+    assert pins_of(tmp_path).below("accelerate", "0.16")
+    (tmp_path / "requirements.txt").write_text("accelerate==0.25.0\n")
+    forget()
+    assert not pins_of(tmp_path).below("accelerate", "0.16")
+    (tmp_path / "requirements.txt").write_text("accelerate>=0.20\n")
+    forget()
+    assert not pins_of(tmp_path).below("accelerate", "0.16")

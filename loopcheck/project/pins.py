@@ -55,10 +55,15 @@ class Pins:
 
     def below(self, package: str, version: str) -> bool:
         """Whether the project pins ``package`` below ``version``: every version a pin allows is older
-        (for torch, where no pin file names it, every version its documents name)."""
+        (for torch, where no pin file names it, every version its documents name). Pin files that
+        disagree (PixArt-sigma's ``environment.yml`` at ``accelerate==0.15.0``, its ``requirements.txt``,
+        which the README installs, at ``0.25.0``) leave the version open: not below."""
         limit = _trim(_version(version))
-        return any(bound <= limit for bound in self.bounds.get(_normal(package), ())) or \
-            _normal(package) == "torch" and self.documents_torch_below(version)
+        name = _normal(package)
+        bounds = self.bounds.get(name, ())
+        return bool(bounds) and all(bound <= limit for bound in bounds) and not any(
+            n == name and floor >= limit for n, floor in self.floors) or \
+            name == "torch" and self.documents_torch_below(version)
 
     def allows_below(self, package: str, version: str) -> bool:
         """Whether a lower bound the pins name allows a version older than ``version`` (``torch>=2.0``
