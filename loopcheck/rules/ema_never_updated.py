@@ -45,7 +45,7 @@ from loopcheck.model import FileModel, Kind, Role
 from loopcheck.model.memory import module_name, trained_modules
 from loopcheck.model.roles import role_of_constructor
 from loopcheck.model.weight_copies import copied_emas, copied_module, copies_by_index, has_copied_ema_text
-from loopcheck.model.syntax import dotted, func_name, is_zero, keyword, last_part, target_names, walk
+from loopcheck.model.syntax import calls, dotted, func_name, is_zero, keyword, last_part, names_in, target_names, walk
 from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
 
@@ -79,8 +79,9 @@ def _only_read_by_helpers(model: FileModel, name: str) -> bool:
             param = arg.keyword.value if arg.keyword is not None else (
                 params[position] if position < len(params) else None)
             if param is None or model.index.methods_in.get(fns[0], {}).get(param, set()) & _UPDATES \
-                    or _changes(fns[0], param):
-                return False  # `update_ema(ema, model)` that lerps its parameters in place
+                    or _changes(fns[0], param) or any(type(c.func) is cst.Name and c.func.value == param
+                                                      for c in calls(fns[0])):
+                return False  # `update_ema(ema, model)` that lerps its parameters in place, `ema(model, step)`
     return True
 
 
@@ -197,6 +198,27 @@ def _loaded_into_another(model: FileModel, name: str) -> bool:
                 and state.func.attr.value == "state_dict" and last_part(dotted(state.func.value) or "") == name:
             return True
     return False
+
+
+# Keras-style callbacks an EMA helper updates itself in (`on_batch_end`, `on_train_batch_end`, `on_step_end`)
+_CALLBACK = Pattern(r"^on_\w*(?:batch|step)_end$")
+
+
+def _kept_in_a_function_that_trains_nothing(model: FileModel, ema: cst.Call, name: str) -> bool:
+    """The EMA is a local of a function of the file that runs no training loop and neither returns it
+    nor stores it (a DDP smoke test that builds one to check its broadcast): no loop is meant to update it."""
+    if not _outside_training(model, ema):
+        return False
+    function = next((f for fns in model.index.functions.values() for f in fns if any(n is ema for n in walk(f))), None)
+    if function is None:
+        return False
+    for node in walk(function):
+        if type(node) is cst.Return and node.value is not None and name in names_in(node.value):
+            return False
+        if type(node) is cst.Assign and any(type(t.target) is not cst.Name for t in node.targets) \
+                and name in names_in(node.value):
+            return False  # `self.ema = ema`, `state["ema"] = ema`
+    return True
 
 
 def _outside_training(model: FileModel, ema: cst.Call) -> bool:
@@ -324,6 +346,10 @@ class Trainer:
             methods = model.index.methods_called.get(name, set())
             if name in updated or methods & _UPDATES or any(m.startswith("update") for m in methods):
                 continue
+            if any(_CALLBACK.search(m) for m in methods):
+                continue  # `ema.on_batch_end(model)`: a callback-style EMA that updates itself every N batches
+            if _kept_in_a_function_that_trains_nothing(model, ema, name):
+                continue  # a test of the EMA's own machinery (a broadcast, a checkpoint round trip)
             if any("hook" in m for m in methods):
                 continue  # `ema.add_to_optimizer_post_step_hook(optimizer)`: the optimizer's step updates it
             if name in model.index.passed and not _only_read_by_helpers(model, name):
