@@ -89,6 +89,26 @@ def test_entry_script_that_wraps_and_calls_the_loop(project: Path, run_cli) -> N
     assert len(found) == 1 and " LC501 " in found[0] and "by main.py:6" in found[0]
 
 
+def test_entry_script_that_imports_the_loop_through_its_package(project: Path, run_cli) -> None:
+    # ml-cvnets: `from engine import Trainer` of a package whose `__init__.py` re-exports it from
+    # `engine/training_engine.py`, then `Trainer(model=model, ...)` with the DDP-wrapped model
+    engine = ACCUMULATING.replace("from utils import smart_ddp\n", "").replace("        model = smart_ddp(model)\n", "")
+    main = """
+        import torch
+        from torch.nn.parallel import DistributedDataParallel
+        from engine import train
+
+        model = DistributedDataParallel(torch.nn.Linear(4, 2))
+        train(model, [])
+    """
+    write_project(project, {"engine/training_engine.py": engine, "main.py": main,
+                            "engine/__init__.py": "from engine.training_engine import train\n"})
+    found = _codes(run_cli, "engine/training_engine.py")
+    assert len(found) == 1 and " LC501 " in found[0] and "by main.py:6" in found[0]
+    write_project(project, {"engine/__init__.py": "def train(model, loader):\n    pass\n"})
+    assert _codes(run_cli, "engine/training_engine.py") == []
+
+
 @pytest.mark.parametrize(("others", "found"), [(0, 1), (3, 1), (99, 1), (100, 0)])
 def test_a_tree_of_many_projects_is_not_searched_for_entry_scripts(project: Path, run_cli, others: int,
                                                                    found: int) -> None:

@@ -499,8 +499,10 @@ class Builder:
 
     def _step(self, call: cst.Call, recv: str, role: Role, args: list[cst.BaseExpression],
               stmt: cst.CSTNode, st: _State) -> None:
-        if role is Role.SCALER and args:
-            self._event(st, Kind.STEP, call, stmt, receiver(args[0]), scaler=recv, optimizer=receiver(args[0]))
+        stepped = args[0] if args else next(  # `scaler.step(optimizer=self.optimizer)` (ml-cvnets)
+            (a.value for a in call.args if a.keyword is not None and a.keyword.value == "optimizer"), None)
+        if role is Role.SCALER and stepped is not None:
+            self._event(st, Kind.STEP, call, stmt, receiver(stepped), scaler=recv, optimizer=receiver(stepped))
         elif role is Role.SCHEDULER:
             self._event(st, Kind.SCHEDULER_STEP, call, stmt, recv, has_args=bool(call.args))
         elif role is Role.EMA:

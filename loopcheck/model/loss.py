@@ -274,7 +274,7 @@ class _Reader:
 
 
 # `self.criterion(out, y)`, `self.loss_fn(...)`, `self.loss(...)`: a loss module the object holds
-_CRITERION = Pattern(r"^(criterion|loss|loss_fn|loss_func|loss_function|lossfn)$|_criterion$|^criterion_", re.I)
+_CRITERION = Pattern(r"^(criterion|criteria|loss|loss_fn|loss_func|loss_function|lossfn)$|_criterion$|^criterion_", re.I)
 
 
 def _criterion_attribute(name: str, known_functions: Mapping[str, list[cst.FunctionDef]]) -> bool:

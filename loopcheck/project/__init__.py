@@ -1016,7 +1016,9 @@ def _ddp_imports(index: ProjectIndex) -> list[tuple[str, Path]]:
         for local, (module, attr, level) in entry.imports.items():
             targets = [index.resolve(importer, f"{module}.{attr}" if module else attr, level)] if attr else []
             if not attr or local in entry.called:
-                targets.append(index.resolve(importer, module, level))
+                target = index.resolve(importer, module, level)
+                # `from engine import Trainer` of a package that re-exports it from `engine/training_engine.py`
+                targets.append(index.defining(target, attr) if target is not None and attr else target)
             found.extend((where, _index.real_path(t)) for t in targets if t is not None)
     index.ddp_imports = found
     return found
