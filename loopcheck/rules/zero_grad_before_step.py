@@ -48,7 +48,7 @@ from loopcheck.model import Event, FileModel, Framework, Kind, Loop, Style, Trai
 from loopcheck.model.guards import exclusive
 from loopcheck.model.optimizers import Zeroing
 from loopcheck.model.windows import zeroed_before_the_last_backward
-from loopcheck.model.syntax import func_name, last_part, names_in, source, walk
+from loopcheck.model.syntax import func_name, last_part, names_in, source, target_names, walk
 from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
 
@@ -222,10 +222,11 @@ def _listed_parameters(model: FileModel, loop: Loop, zero: Event) -> bool:
     """``for param in actor_params: param.grad = None``: a list of parameters the file builds itself
     (never from a ``parameters()`` call), cleared so that the step leaves them alone (sb3's TRPO keeps the
     critic's update off the parameters it shares with the actor)."""
-    if zero.target != "param" or type(zero.stmt) is not cst.SimpleStatementLine:
+    if zero.target != "param":
         return False
     for node in walk(loop.node):
-        if type(node) is cst.For and any(n is zero.stmt for n in node.body.body) and type(node.iter) is cst.Name:
+        if type(node) is cst.For and type(node.iter) is cst.Name and zero.receiver in target_names(node.target) \
+                and any(n is zero.node for n in walk(node.body)):
             values = model.index.values.get(node.iter.value, [])
             return not any(_PARAMETERS.search(source(v)) for v in values)
     return False
