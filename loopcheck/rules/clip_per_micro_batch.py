@@ -134,6 +134,11 @@ for real in loader:
                             if training.style is not Style.ACCELERATE else None
                         yield self.at(clip, "gradients are clipped after the optimizer step: the step already used "
                                             "them, so clipping has no effect", fix)
+                        continue
+                    if _between_zeroing_and_backward(training, clip, backwards, owners):
+                        yield self.at(clip, "gradients are clipped after they were zeroed and before `backward()` "
+                                            "computes them: clipping has no effect, and the step uses the "
+                                            "unclipped gradients; clip after the backward, before the step")
 
 
 def _clip_at_step(model: FileModel, training: TrainingLoop, clip: Event) -> Fix | None:
@@ -168,6 +173,23 @@ def _after_step(clip: Event, step: Event, backwards: list[Event]) -> bool:
     if step.conds != clip.conds[: len(step.conds)]:
         return False
     return not any(step.order < b.order < clip.order for b in backwards)
+
+
+def _between_zeroing_and_backward(training: TrainingLoop, clip: Event, backwards: list[Event],
+                                  owners: dict[str, set[str]]) -> bool:
+    """The clip runs after a zeroing and before any backward (FAMO's ``optimizer.zero_grad()``, then
+    ``clip_grad_norm_(...)``, then ``loss.backward()``; ``optimizer.step()``): wherever the clip runs,
+    the zeroing ran first, and a backward and a step of the clipped parameters follow it."""
+    zeros = [z for z in training.step_loop.events(Kind.ZERO_GRAD)
+             if z.order < clip.order and z.conds == clip.conds[: len(z.conds)]]
+    if not zeros:
+        return False
+    zero = max(zeros, key=lambda z: z.order)
+    if any(zero.order < b.order < clip.order for b in backwards):
+        return False
+    later = [b for b in backwards if b.order > clip.order and not exclusive(b.conds, clip.conds)]
+    return bool(later) and any(s.order > later[0].order and not s.closure and not exclusive(s.conds, clip.conds)
+                               and not _clips_another(clip, s, owners) for s in training.steps)
 
 
 def _clips_another(clip: Event, step: Event, owners: dict[str, set[str]]) -> bool:

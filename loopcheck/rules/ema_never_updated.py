@@ -79,10 +79,20 @@ def _only_read_by_helpers(model: FileModel, name: str) -> bool:
             param = arg.keyword.value if arg.keyword is not None else (
                 params[position] if position < len(params) else None)
             if param is None or model.index.methods_in.get(fns[0], {}).get(param, set()) & _UPDATES \
-                    or _changes(fns[0], param) or any(type(c.func) is cst.Name and c.func.value == param
-                                                      for c in calls(fns[0])):
+                    or _changes(fns[0], param) or _called_with_a_model(fns[0], param):
                 return False  # `update_ema(ema, model)` that lerps its parameters in place, `ema(model, step)`
     return True
+
+
+# `model`, `net`, `self.student_net`: an argument that is a network (an EMA called with it averages it)
+_NETWORK = Pattern(r"(?:^|_)(?:model|net|network)$", re.I)
+
+
+def _called_with_a_model(function: cst.FunctionDef, param: str) -> bool:
+    """The function calls ``param`` itself, handing it a network: ``ema(model, niter)`` (an EMA whose
+    ``__call__`` averages the weights); ``net(x)``, a forward of data, is not that."""
+    return any(type(c.func) is cst.Name and c.func.value == param
+               and any(_NETWORK.search(last_part(dotted(a.value) or "")) for a in c.args) for c in calls(function))
 
 
 def _changes(function: cst.FunctionDef, param: str) -> bool:
@@ -213,6 +223,8 @@ def _kept_in_a_function_that_trains_nothing(model: FileModel, ema: cst.Call, nam
     if function is None:
         return False
     for node in walk(function):
+        if type(node) is cst.Assign and node.value is ema and any(type(t.target) is not cst.Name for t in node.targets):
+            return False  # `self.ema = EMA(model)`: kept for the object's other methods
         if type(node) is cst.Return and node.value is not None and name in names_in(node.value):
             return False
         if type(node) is cst.Assign and any(type(t.target) is not cst.Name for t in node.targets) \
