@@ -376,6 +376,11 @@ class Brain:
             literal = value.value if isinstance(value, cst.Name) and value.value in ("True", "False") else None
             if literal is None:
                 always = training.reader.guard(flag.conds, flag.order).always
+                if always and _unsynced_at_the_step(training, value, flag.order):
+                    yield self.at(flag, f"`{flag.receiver}.require_backward_grad_sync` is false on exactly the "
+                                        f"micro-batches the optimizer steps on (`{source(training.step_guard.test)}`): "
+                                        "those are not all-reduced and the ranks step with different gradients")
+                    continue
                 micro = micro_of(value, training, flag.order) if always else None
                 if micro is not None and not micro.includes_last and not _with_the_step(training, value, flag.order):
                     yield self.at(flag, f"`{flag.receiver}.require_backward_grad_sync` is true on {micro.value} of "
@@ -516,6 +521,14 @@ def _with_the_step(training: TrainingLoop, value: cst.BaseExpression, order: int
     micro-batch is the off-by-one's finding, not a misplaced sync."""
     step = training.step_guard
     return step is not None and not step.partial and _the_steps(training.reader.atom(value, False, order, 0), step)
+
+
+def _unsynced_at_the_step(training: TrainingLoop, value: cst.BaseExpression, order: int) -> bool:
+    """The flag is the negation of the step's own periodic test (``i % N != 0`` against ``if i % N ==
+    0:`` of OpenThaiGPT's trainer): it leaves unsynced exactly the micro-batches the optimizer steps on."""
+    step = training.step_guard
+    return step is not None and not step.partial and step.test is not None \
+        and _the_steps(training.reader.atom(value, True, order, 0), step)
 
 
 def _syncs_the_step(training: TrainingLoop, test: cst.BaseExpression, when_true: bool) -> bool:
