@@ -1270,6 +1270,55 @@ def test_numbers_a_model_of_another_module_returns_beside_its_loss_hold_no_graph
     assert len(found) == 1 and found[0].startswith("train.py:19:") and " LC601 " in found[0] and "`dual_loss`" in found[0]
 
 
+DICT_MODEL = """
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+
+    class KGRec(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Linear(8, 4)
+
+        def forward(self, x, y):
+            rec_loss = F.cross_entropy(self.head(x), y)
+            cl_loss = self.head(x).pow(2).mean()
+            loss_dict = {"rec_loss": rec_loss.item(), "cl_loss": cl_loss.item()}
+            return rec_loss + cl_loss, loss_dict
+"""
+
+DICT_LOOP = """
+    from collections import defaultdict
+
+    import torch
+    from model import KGRec
+
+
+    def train(loader, epochs):
+        model = KGRec()
+        optimizer = torch.optim.Adam(model.parameters())
+        for epoch in range(epochs):
+            add_loss_dict = defaultdict(float)
+            for x, y in loader:
+                batch_loss, batch_loss_dict = model(x, y)
+                optimizer.zero_grad()
+                batch_loss.backward()
+                optimizer.step()
+                for k, v in batch_loss_dict.items():
+                    add_loss_dict[k] += v
+            print(epoch, dict(add_loss_dict))
+"""
+
+
+def test_a_dict_of_numbers_a_model_returns_beside_its_loss_holds_no_graph(project: Path, run_cli) -> None:
+    # KGRec: `loss_dict = {"rec_loss": rec_loss.item(), ...}`, returned after the summed loss
+    write_project(project, {"train.py": DICT_LOOP, "model.py": DICT_MODEL})
+    assert _codes(run_cli, "train.py") == []
+    write_project(project, {"model.py": DICT_MODEL.replace("rec_loss.item()", "rec_loss")})
+    found = _codes(run_cli, "train.py")
+    assert len(found) == 1 and " LC601 " in found[0], found
+
+
 COUNTING_MODEL = """
     import torch.nn as nn
     import torch.nn.functional as F

@@ -1285,10 +1285,15 @@ _NUMBER_CALLS = {"float", "int", "len", "round"}
 _RETURNS_CONVERTED = Pattern(r"\breturn\b(?=[^\n#]*,)[^\n#]*\.(?:item|numpy|tolist)\(\)")
 
 
+# `return loss + aux, loss_dict`: a tuple return whose last element is a name
+_RETURNS_LAST_NAME = Pattern(r"\breturn\b[^\n#]*,[ \t]*\w+[ \t]*$", re.M)
+
+
 def _number_return(text: str) -> bool:
     """The function's text may return a tuple holding a plain number (``_numbers`` reads it)."""
     return _NUMBER_RETURN.search(text) is not None and (
-        _RETURNS_NAMES.search(text) is not None or _RETURNS_CONVERTED.search(text) is not None)
+        _RETURNS_NAMES.search(text) is not None or _RETURNS_CONVERTED.search(text) is not None
+        or _RETURNS_LAST_NAME.search(text) is not None)
 
 
 def _is_number(expr: ast.expr | None) -> bool:
@@ -1297,6 +1302,8 @@ def _is_number(expr: ast.expr | None) -> bool:
     hold no graph, and ``.numpy()`` refuses a tensor that requires grad)."""
     if isinstance(expr, ast.Constant):
         return isinstance(expr.value, (int, float)) and not isinstance(expr.value, bool)
+    if isinstance(expr, ast.Dict):  # `{"rec_loss": loss.item(), ...}`: a log of numbers
+        return bool(expr.values) and all(_is_number(v) for v in expr.values)
     if isinstance(expr, ast.Subscript):
         expr = expr.value
         return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) \
