@@ -32,7 +32,7 @@ import libcst as cst
 from loopcheck.model import Cond, Event, FileModel
 from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.model.guards import at_most_one, slipped
-from loopcheck.model.syntax import dotted, int_value, last_part
+from loopcheck.model.syntax import dotted, int_value, last_part, source
 from loopcheck.model.training import Style, TrainingLoop, micro_count
 from loopcheck.model.values import option_defaults
 
@@ -217,9 +217,14 @@ def _keyed(model: FileModel, modulus: cst.BaseExpression) -> str | None:
     key = _key(modulus)
     if key is None or not isinstance(modulus, cst.Subscript):
         return None
-    base = dotted(modulus.value)
+    inner = modulus.value
+    while type(inner) is cst.Subscript and _key(inner) is not None:
+        inner = inner.value  # `cfg_dict["train_params"]["grad_accumulation"]`: a nested config's key
+    base = dotted(inner)
     if base is None:
         return None
+    if inner is not modulus.value:
+        return f"{source(modulus.value)}[{modulus.slice[0].slice.value.value}]"  # type: ignore[attr-defined]
     for value in model.index.values.get(last_part(base), []):
         if isinstance(value, cst.Dict) and any(
                 isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
@@ -241,7 +246,7 @@ def _key(modulus: cst.BaseExpression) -> str | None:
 def _setting_name(setting: str) -> str:
     """The name a setting's default is given under: ``accum`` for ``args.accum`` and ``cfg['accum']``."""
     if setting.endswith("]") and "[" in setting:
-        return setting[setting.index("[") + 2:-2]
+        return setting[setting.rindex("[") + 2:-2]  # `cfg["train_params"]["accum"]`: the last key
     return last_part(setting)
 
 

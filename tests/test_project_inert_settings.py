@@ -174,15 +174,27 @@ def test_click_options_of_other_scripts_leave_the_key_inert(project: Path, run_c
     assert _clips(run_cli, "workspace/train.py") == []
 
 
-def test_a_library_dataclass_a_parser_makes_options_of_is_reported(project: Path, run_cli) -> None:
-    # transformers' TrainingArguments give --gradient_accumulate_every... here a launch script passes 1
-    write_project(project, {"workspace/train.py": WORKSPACE, "scripts/run.sh": "python train.py "
-                            "--gradient_accumulate_every 1\n", "main.py": """
+@pytest.mark.parametrize(("key", "dataclass", "found"), [
+    ("gradient_accumulation_steps", "", 1),  # one of TrainingArguments' own options
+    ("gradient_accumulate_every", "@dataclass\n        class Config:\n            gradient_accumulate_every: int = 1\n", 1),
+    ("gradient_accumulate_every", "", 0),  # no option of the parser: the launch script's 1 is all there is
+])
+def test_a_library_dataclass_a_parser_makes_options_of_is_reported(project: Path, run_cli, key: str, dataclass: str,
+                                                                   found: int) -> None:
+    # transformers' TrainingArguments give --gradient_accumulation_steps, and a project dataclass handed
+    # beside them gives its fields; a launch script passes 1
+    handed = "(Config, TrainingArguments)" if dataclass else "TrainingArguments"
+    write_project(project, {"workspace/train.py": WORKSPACE.replace("gradient_accumulate_every", key),
+                            "scripts/run.sh": f"python train.py --{key} 1\n", "main.py": f"""
+        from dataclasses import dataclass
+
         from transformers import HfArgumentParser, TrainingArguments
 
-        args, = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
+
+        {dataclass}
+        args = HfArgumentParser({handed}).parse_args_into_dataclasses()
     """})
-    assert len(_clips(run_cli, "workspace/train.py")) == 1
+    assert len(_clips(run_cli, "workspace/train.py")) == found
 
 
 def test_options_made_of_a_configs_keys_are_reported(project: Path, run_cli) -> None:
@@ -320,6 +332,17 @@ def test_a_local_bound_to_a_config_key_every_json_config_sets(project: Path, run
     lines = [line for line in out.splitlines() if ": LC102" in line]
     assert len(lines) == found
     assert all('(only when `config["grad_accumulation"]` > 1)' in line for line in lines)
+
+
+@pytest.mark.parametrize(("n", "found"), [(1, 0), (4, 1)])
+def test_a_key_of_a_nested_config_every_yaml_config_sets(project: Path, run_cli, n: int, found: int) -> None:
+    # llm-science-exam: `cfg_dict["train_params"]["grad_accumulation"]`, each Hydra config at 1
+    loop = KEYED_LOOP.replace('config["grad_accumulation"]', 'config["train_params"]["grad_accumulation"]')
+    configs = {f"conf/exp_{i}.yaml": f"train_params:\n  epochs: 5\n  grad_accumulation: {v}\n"
+               for i, v in enumerate((1, n))}
+    write_project(project, {"train.py": loop, **configs})
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC102", "train.py")
+    assert len([line for line in out.splitlines() if ": LC102" in line]) == found
 
 
 def test_a_commented_out_value_in_a_config_is_not_shipped(project: Path, run_cli) -> None:

@@ -24,8 +24,9 @@ switched_off``), inert only at 0, false or null. The key is then inert when:
 - the key is no option the project's text does not spell: where the project uses a parser that
   makes options of dataclass fields or function parameters (tyro, fire, typer...), a key set in
   Python is unclear; where it makes options of a library's dataclass (``HfArgumentParser`` with
-  transformers' ``TrainingArguments``, ``LightningCLI``) or of a config's keys
-  (``add_argument(f"--{key}")``), no key is inert.
+  transformers' ``TrainingArguments``, ``LightningCLI``), that dataclass's own fields
+  (``gradient_accumulation_steps``) are never inert and a key set in Python is unclear; where it
+  makes options of a config's keys (``add_argument(f"--{key}")``), no key is inert.
 
 A top folder of the project that ships its own README, requirements or packaging is a project of its
 own (``VL_adapter/VL-T5`` beside ``VL_adapter/CLIP-ViL``): for a file inside it, only its own files and
@@ -90,8 +91,16 @@ _FIELD_OPTIONS = (b"tyro", b"simple_parsing", b"pyrallis", b"draccus", b"import 
 # Options the project's text never spells: those of a library's dataclass (transformers'
 # ``TrainingArguments`` through ``HfArgumentParser``, Lightning's ``Trainer`` through ``LightningCLI``),
 # options made of a config's keys (``add_argument(f"--{key}", default=value)``)
-_UNSPELLED_OPTIONS = (b"hfargumentparser", b"lightningcli", b"jsonargparse", b"(f'--{", b'(f"--{', b"('--' +",
+_UNSPELLED_OPTIONS = (b"jsonargparse", b"(f'--{", b'(f"--{', b"('--' +",
                       b'("--" +', b"'--%s'", b'"--%s"', b"'--{}'", b'"--{}"')
+
+
+# Parsers of a library's dataclass: the options it makes are that dataclass's fields (transformers'
+# ``TrainingArguments``, Lightning's ``Trainer``), which the project's text need not spell, and the fields
+# of the project's own dataclasses handed beside it (``HfArgumentParser((Config, TrainingArguments))``)
+_LIBRARY_PARSERS = {b"hfargumentparser": ("gradient_accumulation_steps", "max_grad_norm", "fp16", "bf16",
+                                          "lr_scheduler_type", "warmup_steps", "warmup_ratio"),
+                    b"lightningcli": ("accumulate_grad_batches", "gradient_clip_val", "precision")}
 
 
 def inert(index: ProjectIndex, name: str, path: Path | None = None, off: bool = False) -> bool:
@@ -179,9 +188,12 @@ def _inert(index: ProjectIndex, key: str, scope: str | None = None, most: int = 
             values += found
             if python and any(word in text for word in _UNSPELLED_OPTIONS):
                 return False
+            library = [fields for word, fields in _LIBRARY_PARSERS.items() if python and word in text]
+            if any(key in fields for fields in library):
+                return False  # one of the library dataclass's own options
             in_python = in_python or (python and bool(found))
             in_documents = in_documents or (not python and bool(found))
-            field_options = field_options or (python and any(word in text for word in _FIELD_OPTIONS))
+            field_options = field_options or (python and any(word in text for word in _FIELD_OPTIONS)) or bool(library)
     # a switch is off as shipped only where a configuration file says so: in Python, `fp16: bool = False`
     # may be a helper's parameter that callers turn on
     return bool(values) and not (in_python and field_options) and (most > 0 or in_documents)
@@ -210,7 +222,7 @@ def inert_in_folder(index: ProjectIndex, path: Path, module: str, name: str) -> 
     own = [str(p) for p in index.python_files() if p.parent == folder]
     for script in own:
         text = _text(script)
-        if any(word in text for word in _UNSPELLED_OPTIONS + _FIELD_OPTIONS):
+        if any(word in text for word in _UNSPELLED_OPTIONS + _FIELD_OPTIONS + tuple(_LIBRARY_PARSERS)):
             return False
         values += _values(text, key, True)
     return bool(values) and all(v is not UNCLEAR and v <= 1 for v in values)  # type: ignore[operator]
@@ -249,7 +261,7 @@ def _values(text: bytes, key: str, python: bool) -> list[int | None]:
         assigned = _ASSIGNED.match(after) or (_DICT_ENTRY.match(after) if before.endswith(("'", '"')) else None)
         if assigned is None:
             continue  # a read: `cfg.accum`, `cfg["accum"]`, `accum > 1`
-        if re.match(rf"[\w.]+\[[\"']{spelled}[\"']\]", after[assigned.end():]) or (
+        if re.match(rf"[\w.]+(?:\[[\"'][\w-]+[\"']\])*\[[\"']{spelled}[\"']\]", after[assigned.end():]) or (
                 before.rstrip().endswith(("(", ",")) and re.match(rf"[\w.]+\.{spelled}(?![\w.(\[])", after[assigned.end():])):
             continue  # a local or keyword named as the key it reads: `accum = config["accum"]`, `f(accum=cfg.accum)`
         value = _VALUE.match(after, assigned.end())
