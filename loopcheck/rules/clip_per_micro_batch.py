@@ -1,11 +1,14 @@
 """## What it does
 Checks for gradient clipping that runs on every micro-batch of an accumulation window, or after
-the optimizer step, instead of once right before the step.
+the optimizer step, or between the zeroing and the backward, instead of once right before the step.
 
 ## Why is this bad?
 Mid-window, `.grad` holds a partial sum: clipping it rescales some micro-batches and not others,
 and the norm threshold no longer means what it says. Clipping after `step()` changes gradients
-that were already applied (and are about to be zeroed): it has no effect at all.
+that were already applied (and are about to be zeroed): it has no effect at all. So does clipping
+right after `zero_grad()` and before `backward()` (FAMO's weighting methods, aot-benchmark's fp32
+branch): it clips zeros or `None`, and the step applies the gradients the backward then computes,
+unclipped.
 
 Inside `accelerator.accumulate(model)` the prepared optimizer skips the non-boundary steps, but
 `accelerator.clip_grad_norm_` (like torch's) clips whatever `.grad` holds when it is called: it
