@@ -93,3 +93,37 @@ def test_a_warmup_length_counted_in_batches_scales_nothing() -> None:
     # `epoch_size // micro_batch_size` is a number of batches: the ramp divides by it, no batch rule
     assert _codes(WARMUP.format(lr="learning_rate * step_count / warmup_iters"), Options()) == []
     assert _codes(WARMUP.format(lr="learning_rate * micro_batch_size / 256"), Options()) == [(9, "LC304")]
+
+
+HELPER_SCALED = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+LEARNING_RATE = 0.001
+MIN_BATCH_SIZE = 8
+
+
+def scale_lr(batch_size, lr):
+    return lr * (batch_size / {reference})
+
+
+def run(local_rank, world_size, args):
+    learning_rate = scale_lr(args.replica_batch_size * world_size, LEARNING_RATE)
+    dist.init_process_group("gloo", rank=local_rank, world_size=world_size)
+    model = DDP(torch.nn.Linear(16, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate)
+    for epoch in range(args.epochs):
+        for x, y in args.data:
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+"""
+
+
+def test_a_helper_scaling_by_a_batch_its_caller_hands_against_a_fixed_reference() -> None:
+    # Comet's DDP example: `MIN_BATCH_SIZE = 8`, a reference the file fixes, is no per-process batch;
+    # the batch scaled by is the helper's parameter, handed the global batch by its caller
+    assert _codes(HELPER_SCALED.format(reference="MIN_BATCH_SIZE"), Options()) == []
+    assert _codes(HELPER_SCALED.format(reference="args.min_batch_size"), Options()) == [(11, "LC304")]

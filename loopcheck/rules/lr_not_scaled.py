@@ -267,7 +267,9 @@ def _batch_from_caller(value: cst.BaseExpression, used: set[str], model: FileMod
     __init__(self, base_lr_per_img, batch_size)``): whether the caller hands it the per-process
     batch or the global one that a data loader of another module splits over the processes, this
     file does not show."""
-    batches = {n for n in used if _BATCH.search(last_part(n))}
+    # (a reference size the file fixes, `MIN_BATCH_SIZE = 8` of `lr * batch_size / MIN_BATCH_SIZE`, is
+    # no batch handed in)
+    batches = {n for n in used if _BATCH.search(last_part(n)) and not _literal_constant(n, model)}
     if not batches or any("." in n for n in batches):
         return False
     for defs in model.index.functions.values():
@@ -277,6 +279,12 @@ def _batch_from_caller(value: cst.BaseExpression, used: set[str], model: FileMod
                 names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
                 return batches <= names
     return False
+
+
+def _literal_constant(name: str, model: FileModel) -> bool:
+    """The file binds ``name`` to numbers only (``MIN_BATCH_SIZE = 8``)."""
+    values = model.index.values.get(name, [])
+    return bool(values) and all(isinstance(v, (cst.Integer, cst.Float)) for v in values)
 
 
 def _visible_batch_size(model: FileModel) -> float | None:
