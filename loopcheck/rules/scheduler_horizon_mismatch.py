@@ -154,7 +154,7 @@ from loopcheck.model.process_count import (left_unprepared, per_process_count, p
 from loopcheck.model.syntax import (conjuncts, dotted, func_name, int_value, last_part, lines, names_in, own_call_name,
                                     param_names, positional, same, same_setting, small_statements, source, walk)
 from loopcheck.latent import inert_count
-from loopcheck.model.training import is_data_loop
+from loopcheck.model.training import is_data_iterable, is_data_loop
 from loopcheck.model.values import accumulation_gates_nothing, numeric
 from loopcheck.project import arguments
 from loopcheck.project.facts import FunctionFacts
@@ -528,6 +528,8 @@ def _inner_loop(training: TrainingLoop, scheduler: Event, horizons: list[cst.Bas
     loop = training.loop
     if scheduler.loop is not loop or not isinstance(loop.node, cst.For) or not all(h is not None for h in horizons):
         return None
+    if is_data_iterable(loop.node.iter):
+        return None  # the scheduler's own loop goes over a loader's batches: the outer one repeats the passes
     bound = {last_part(n) for n in names_in(loop.node.iter)} - _BUILTIN_NAMES
     outer = loop.parent
     while outer is not None and outer.is_loop and outer.function is loop.function:
