@@ -59,3 +59,13 @@ def test_a_method_the_file_runs_once_on_its_instance_is_one_pass() -> None:
                                 "        for epoch in range(3):\n            self.train()\n")
     for variant in (per_epoch, from_self):
         assert [f.code for f in check_source(variant, select=["LC105"])] == ["LC105"]
+
+
+def test_a_function_a_command_line_runner_calls_is_one_pass() -> None:
+    # e2e_sae: `if __name__ == "__main__": fire.Fire(main)`, main calls train(...) once
+    source = FIXTURE.read_text().replace(CALL, "    fire.Fire(main)\n")
+    source = source.replace("import argparse\n", "import argparse\n\nimport fire\n")
+    assert [f.code for f in check_source(source, select=["LC105"])] == []
+    twice = source.replace("    fire.Fire(main)\n", "    fire.Fire(main)\n    for seed in range(3):\n"
+                                                     "        sweep(main)\n")
+    assert [f.code for f in check_source(twice, select=["LC105"])] == ["LC105"]

@@ -288,12 +288,23 @@ def _runs_once(model: FileModel, function: cst.FunctionDef | None, seen: frozens
                       and any(member is function for member in stmt.body.body)), None)
         return owner is not None and _method_runs_once(model, owner, function, seen)
     name = function.name.value
-    if name in model.index.passed:
-        return False
     calls = [c for c in model.index.calls if func_name(c) == name]
+    if name in model.index.passed:
+        # `fire.Fire(main)`, `typer.run(main)`: a command-line runner calls it once
+        runners = [c for c in model.index.calls if last_part(func_name(c) or "") in _CLI_RUNNERS
+                   and any(dotted(a.value) == name for a in c.args)]
+        handed = [c for c in model.index.calls if any(dotted(a.value) == name for a in c.args)]
+        if not runners or len(runners) != len(handed):
+            return False
+        calls += runners
     once = _calls_run_once(model)
     return bool(calls) and all(id(c) in once and (once[id(c)] is None or _runs_once(
         model, once[id(c)], seen | {id(function)})) for c in calls)
+
+
+# Command-line runners that call the function they are handed once: `fire.Fire(main)`, `typer.run(main)`,
+# `tyro.cli(main)`, jsonargparse's `CLI(main)`
+_CLI_RUNNERS = frozenset({"Fire", "run", "cli", "CLI"})
 
 
 def _method_runs_once(model: FileModel, owner: cst.ClassDef, method: cst.FunctionDef, seen: frozenset[int]) -> bool:
