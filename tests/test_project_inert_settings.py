@@ -530,3 +530,13 @@ def test_a_setting_of_the_folder_module_that_a_script_there_changes_is_reported(
                                                        "config.ACCUMULATION_STEPS = int(sys.argv[1])\n",
                             "models/deberta/config.py": "ACCUMULATION_STEPS = 2\n"})
     assert len(_clips(run_cli, "models/roberta/engine.py")) == 1
+
+
+@pytest.mark.parametrize(("text", "values"), [
+    (b"    gradient_accumulation_steps = cfg.gradient_accumulation_steps\n", []),  # a local reading the key
+    (b"f(gradient_accumulation_steps=cfg.gradient_accumulation_steps)\n", []),
+    (b"    gradient_accumulation_steps = cfg.gradient_accumulation_steps * 2\n", [None]),  # an expression
+    (b"    cfg.gradient_accumulation_steps = args.gradient_accumulation_steps\n", [None]),  # an option copied in
+])
+def test_a_name_bound_to_the_key_it_reads_sets_nothing(text: bytes, values: list[object]) -> None:
+    assert _values(text, "gradient_accumulation_steps", True) == values

@@ -261,9 +261,12 @@ def _values(text: bytes, key: str, python: bool) -> list[int | None]:
         assigned = _ASSIGNED.match(after) or (_DICT_ENTRY.match(after) if before.endswith(("'", '"')) else None)
         if assigned is None:
             continue  # a read: `cfg.accum`, `cfg["accum"]`, `accum > 1`
-        if re.match(rf"[\w.]+(?:\[[\"'][\w-]+[\"']\])*\[[\"']{spelled}[\"']\]", after[assigned.end():]) or (
-                before.rstrip().endswith(("(", ",")) and re.match(rf"[\w.]+\.{spelled}(?![\w.(\[])", after[assigned.end():])):
-            continue  # a local or keyword named as the key it reads: `accum = config["accum"]`, `f(accum=cfg.accum)`
+        value_text = after[assigned.end():]
+        if re.match(rf"[\w.]+(?:\[[\"'][\w-]+[\"']\])*\[[\"']{spelled}[\"']\]", value_text) or (
+                not before.endswith(".") and re.match(rf"[\w.]+\.{spelled}[ \t]*(?:[,)#\r\n]|$)", value_text)):
+            # a local or keyword named as the key it reads: `accum = config["accum"]`, `f(accum=cfg.accum)`
+            # (an attribute set from one, `cfg.accum = args.accum`, copies an option in)
+            continue
         value = _VALUE.match(after, assigned.end())
         found.append(_number(value.group(1)) if value is not None else UNCLEAR)
     return found
