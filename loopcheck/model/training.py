@@ -360,8 +360,9 @@ def pieces_of_one_batch(loop: Loop, backwards: list[Event]) -> bool:
     by item from a loop over ``torch.chunk(batch[key], k)`` (``partial_inputs_list[idx][key] = inp``), or
     what a helper named for cutting returns (``for percent, inputs in partition_inputs(batch, k, True)``)."""
     it = getattr(loop.node, "iter", None)
-    if type(it) is cst.Call and _PIECES_HELPER.search(last_part(func_name(it) or "")) and len(it.args) >= 2:
-        return True
+    if type(it) is cst.Call and _PIECES_HELPER.search(last_part(func_name(it) or "")) and len(positional(it)) >= 2 \
+            and not is_data_iterable(positional(it)[0]):
+        return True  # (a helper handed the loader itself, `shard_loader(loader, rank)`, goes over the data)
     # the function that holds the loop: a helper's own where the loop was inlined from one
     scope = loop.function or next((b.origin for b in backwards if b.origin is not None), None) \
         or (loop.parent.node if loop.parent is not None else None)

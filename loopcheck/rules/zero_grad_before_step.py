@@ -227,8 +227,8 @@ def _listed_parameters(model: FileModel, loop: Loop, zero: Event) -> bool:
     for node in walk(loop.node):
         if type(node) is cst.For and type(node.iter) is cst.Name and zero.receiver in target_names(node.target) \
                 and any(n is zero.node for n in walk(node.body)):
-            values = model.index.values.get(node.iter.value, [])
-            return not any(_PARAMETERS.search(source(v)) for v in values)
+            values = model.index.values.get(node.iter.value, [])  # (none for a parameter: unknown)
+            return bool(values) and not any(_PARAMETERS.search(source(v)) for v in values)
     return False
 
 
