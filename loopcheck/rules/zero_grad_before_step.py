@@ -212,7 +212,7 @@ def _written_by_hand(loop: Loop, zero: Event, step: Event) -> bool:
 
 
 # `assign_grads(model, g)`, `set_flat_grad(params, g)`, `load_gradients(...)`: a helper writing gradients
-_GRADS_WRITER = Pattern(r"^_?(?:assign|set|load|restore|write|put|copy|unflatten)_?(?:flat_?)?grad(?:s|ients?)?", re.I)
+_GRADS_WRITER = Pattern(r"^_?(?:assign|set|load|restore|write|put|copy|unflatten)_?(?:flat_?)?grad(?:s|ients?)?$", re.I)
 
 
 _PARAMETERS = Pattern(r"\.(?:named_)?parameters\(|param_groups")
