@@ -98,7 +98,7 @@ CODES: dict[str, Code] = {c.code: c for c in [
        'DDP accumulation all-reduces on every micro-batch instead of the last one (N-1 wasted all-reduces per step)'),
     _c("LC502", "no-sync-misplaced", "error", "yes", "yes",
        'no_sync() / require_backward_grad_sync is applied to the wrong micro-batches (the last one is un-synced, so ranks diverge) or wraps only backward while the forward ran outside it (no effect)'),
-    _c("LC503", "batchnorm-without-sync", "warning", "partial", "yes",
+    _c("LC503", "batchnorm-without-sync", "warning", "opt-in", "yes",
        'BatchNorm under DataParallel/DDP without SyncBatchNorm on small per-GPU batches'),
     _c("LC601", "loss-kept-with-graph", "warning", "yes", "yes",
        'a graph-carrying tensor (loss, outputs) is accumulated or stored across iterations without .item()/.detach()'),

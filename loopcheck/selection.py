@@ -2,7 +2,7 @@
 
 A selector is a code (``LC101``), a prefix (``LC1``, ``LC``, ``ALL``) or a rule name
 (``zero-grad-in-accumulation``). By default every code runs except the opt-in ones (and, in the
-static checker, those whose static check alone is opt-in: ``Code.static_opt_in``: LC605).
+static checker, those whose static check alone is opt-in: ``Code.static_opt_in``: LC503, LC605).
 """
 
 from __future__ import annotations

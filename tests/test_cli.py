@@ -140,6 +140,33 @@ def test_eval_mode_leak_is_opt_in_only_in_check(project: Path, run_cli) -> None:
     assert "LC605" not in resolve() and "LC605" in resolve(static=False)
 
 
+BATCHNORM_DDP = """\
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+net = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10))
+model = DDP(net)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in loader:
+    optimizer.zero_grad()
+    nn.functional.cross_entropy(model(x), y).backward()
+    optimizer.step()
+"""
+
+
+def test_batchnorm_without_sync_is_opt_in_only_in_check(project: Path, run_cli) -> None:
+    # whether the per-GPU batch is small is rarely in the file; the runtime check measures it
+    from loopcheck.selection import resolve
+
+    (project / "train.py").write_text(BATCHNORM_DDP)
+    code, out, _ = run_cli("check", "--no-cache", "train.py")
+    assert (code, "LC503" in out) == (0, False)
+    code, out, _ = run_cli("check", "--no-cache", "--extend-select", "LC503", "train.py")
+    assert code == 1 and "train.py:6:9: LC503 " in out
+    assert "LC503" not in resolve() and "LC503" in resolve(static=False)
+
+
 def test_statistics_and_exit_zero(project: Path, run_cli) -> None:
     (project / "a.py").write_text(BUGGY)
     (project / "b.py").write_text(BUGGY)

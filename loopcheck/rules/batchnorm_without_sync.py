@@ -9,6 +9,14 @@ mode (or does so through a `train` override that freezes them again): those laye
 statistics, never a batch's. A wrap of a module the file never trains and puts in eval mode, where it
 trains another (an extractor wrapped for a retrieval pass), is not reported either.
 
+Opt-in in `loopcheck check` (`--extend-select LC503`); on by default in `loopcheck run`, which sees the
+per-GPU batch. Whether a per-GPU batch is small is a configuration value, a caller's argument or a
+launch script's: the file rarely shows it. In the outside reviews of code nobody on the project had read
+(`benchmarks/results/fresh-precision-s28a.md`, `-s28b.md`, `-s29b.md`, `precision-s15.md`,
+`precision-s18.md`), none of its findings was true (a book's `DataParallel` helper used at 64-128 images per
+GPU, BatchNorms frozen in eval mode, an eval-only extractor), and the labelled real-world benchmark marks
+each of its six loops debatable.
+
 ## Why is this bad?
 Under data parallelism every GPU normalises with the mean and variance of its own slice of the
 batch. With the small per-GPU batches that made data parallelism necessary (detection,
