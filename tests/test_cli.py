@@ -127,19 +127,6 @@ for epoch in range(10):
 """
 
 
-def test_eval_mode_leak_is_opt_in_only_in_check(project: Path, run_cli) -> None:
-    # the static reading cannot see most models' layers or the way back to train mode; the
-    # runtime check sees both, so it keeps the rule on
-    from loopcheck.selection import resolve
-
-    (project / "train.py").write_text(LEAK)
-    code, out, _ = run_cli("check", "--no-cache", "train.py")
-    assert (code, "LC605" in out) == (0, False)
-    code, out, _ = run_cli("check", "--no-cache", "--extend-select", "LC605", "train.py")
-    assert code == 1 and "train.py:10:5: LC605 " in out
-    assert "LC605" not in resolve() and "LC605" in resolve(static=False)
-
-
 BATCHNORM_DDP = """\
 import torch
 from torch import nn
@@ -155,16 +142,24 @@ for x, y in loader:
 """
 
 
-def test_batchnorm_without_sync_is_opt_in_only_in_check(project: Path, run_cli) -> None:
-    # whether the per-GPU batch is small is rarely in the file; the runtime check measures it
+@pytest.mark.parametrize(("code", "source", "at"), [
+    # the static reading cannot see most models' layers or the way back to train mode
+    ("LC605", LEAK, "train.py:10:5: "),
+    # whether the per-GPU batch is small is rarely in the file
+    ("LC503", BATCHNORM_DDP, "train.py:6:9: "),
+])
+def test_a_rule_whose_static_check_is_opt_in_runs_in_check_only_when_selected(project: Path, run_cli, code: str,
+                                                                              source: str, at: str) -> None:
+    # the runtime check sees what the static reading cannot (the modules, the mode at each backward,
+    # the per-GPU batch), so it keeps the rule on
     from loopcheck.selection import resolve
 
-    (project / "train.py").write_text(BATCHNORM_DDP)
-    code, out, _ = run_cli("check", "--no-cache", "train.py")
-    assert (code, "LC503" in out) == (0, False)
-    code, out, _ = run_cli("check", "--no-cache", "--extend-select", "LC503", "train.py")
-    assert code == 1 and "train.py:6:9: LC503 " in out
-    assert "LC503" not in resolve() and "LC503" in resolve(static=False)
+    (project / "train.py").write_text(source)
+    status, out, _ = run_cli("check", "--no-cache", "train.py")
+    assert (status, code in out) == (0, False)
+    status, out, _ = run_cli("check", "--no-cache", "--extend-select", code, "train.py")
+    assert status == 1 and f"{at}{code} " in out
+    assert code not in resolve() and code in resolve(static=False)
 
 
 def test_statistics_and_exit_zero(project: Path, run_cli) -> None:
