@@ -179,9 +179,7 @@ def _inert(index: ProjectIndex, key: str, scope: str | None = None, most: int = 
         for path in paths:
             if not _in_scope(index, path, scope, sub_projects):
                 continue
-            text = _text(path)
-            if path.endswith(_COMMENTED) and b"#" in text:
-                text = _COMMENT_LINE.sub(b"", text)  # `# accum: 8`: a value left out of the shipped config
+            text = _shipped_text(path)
             found = _values(text, key, python)
             if any(v is UNCLEAR or v > most for v in found):  # type: ignore[operator]
                 return False
@@ -215,10 +213,7 @@ def inert_in_folder(index: ProjectIndex, path: Path, module: str, name: str) -> 
         return False
     values: list[int | None] = []
     for document in documents:
-        text = _text(document)
-        if document.endswith(_COMMENTED) and b"#" in text:
-            text = _COMMENT_LINE.sub(b"", text)
-        values += _values(text, key, False)
+        values += _values(_shipped_text(document), key, False)
     own = [str(p) for p in index.python_files() if p.parent == folder]
     for script in own:
         text = _text(script)
@@ -226,6 +221,13 @@ def inert_in_folder(index: ProjectIndex, path: Path, module: str, name: str) -> 
             return False
         values += _values(text, key, True)
     return bool(values) and all(v is not UNCLEAR and v <= 1 for v in values)  # type: ignore[operator]
+
+
+def _shipped_text(path: str) -> bytes:
+    """``_text`` less a configuration file's or script's comment lines (``# accum: 8``: a value left
+    out of what ships)."""
+    text = _text(path)
+    return _COMMENT_LINE.sub(b"", text) if path.endswith(_COMMENTED) and b"#" in text else text
 
 
 def _text(path: str) -> bytes:

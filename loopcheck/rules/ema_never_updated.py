@@ -217,10 +217,8 @@ _CALLBACK = Pattern(r"^on_\w*(?:batch|step)_end$")
 def _kept_in_a_function_that_trains_nothing(model: FileModel, ema: cst.Call, name: str) -> bool:
     """The EMA is a local of a function of the file that runs no training loop and neither returns it
     nor stores it (a DDP smoke test that builds one to check its broadcast): no loop is meant to update it."""
-    if not _outside_training(model, ema):
-        return False
-    function = next((f for fns in model.index.functions.values() for f in fns if any(n is ema for n in walk(f))), None)
-    if function is None:
+    function = _holding(model, ema)
+    if function is None or _trains(model, function):
         return False
     for node in walk(function):
         if type(node) is cst.Assign and node.value is ema and any(type(t.target) is not cst.Name for t in node.targets):
@@ -237,12 +235,17 @@ def _outside_training(model: FileModel, ema: cst.Call) -> bool:
     """The EMA is built in a function of the file that runs no training loop (a checkpoint loader's
     ``tmp_ema = ExponentialMovingAverage(...)``, filled by ``load_state_dict`` and copied into the
     model for inference): not the EMA a loop must update."""
-    training = {id(t.loop.function) for t in model.training_loops if t.loop.function is not None}
-    for functions in model.index.functions.values():
-        for function in functions:
-            if any(n is ema for n in walk(function)):
-                return id(function) not in training
-    return False
+    function = _holding(model, ema)
+    return function is not None and not _trains(model, function)
+
+
+def _holding(model: FileModel, node: cst.CSTNode) -> cst.FunctionDef | None:
+    """The function of the file whose body holds ``node``."""
+    return next((f for fns in model.index.functions.values() for f in fns if any(n is node for n in walk(f))), None)
+
+
+def _trains(model: FileModel, function: cst.FunctionDef) -> bool:
+    return any(t.loop.function is function for t in model.training_loops)
 
 
 def _of_an_untrained_model(model: FileModel, ema: cst.Call) -> bool:

@@ -58,9 +58,9 @@ import libcst as cst
 from loopcheck.latent import setting_note
 from loopcheck.model import Cond, Event, FileModel, Framework, GuardKind, Kind, Loop, Style, TrainingLoop
 from loopcheck.model.batch_callers import per_batch_calls
-from loopcheck.model.guards import Guard
+from loopcheck.model.guards import Guard, flag_form
 from loopcheck.model.discarded import result_discarded
-from loopcheck.model.syntax import (call_text, children, dotted, exit_statement, func_name, is_none, last_part, lines,
+from loopcheck.model.syntax import (call_text, children, dotted, exit_statement, func_name, last_part, lines,
                                    own_call_name, source, walk)
 from loopcheck.model.optimizers import Zeroing
 from loopcheck.model.pytest_tests import in_pytest_test
@@ -151,13 +151,10 @@ def _scheduler_present_only(step: Event, clearing: list[Event]) -> str | None:
 
 def _scheduler_tested(cond: Cond) -> str | None:
     """``if scheduler:`` / ``if self.scheduler is not None:`` (on its true side): the scheduler's name."""
-    test = cond.test
-    if test is None or cond.negated:
+    if cond.test is None or cond.negated:
         return None
-    if type(test) is cst.Comparison and len(test.comparisons) == 1 \
-            and type(test.comparisons[0].operator) is cst.IsNot and is_none(test.comparisons[0].comparator):
-        test = test.left
-    name = dotted(test)
+    subject, present = flag_form(cond.test)
+    name = dotted(subject) if present else None
     return name if name is not None and "sched" in last_part(name).lower() else None
 
 
