@@ -60,12 +60,14 @@ A loss not divided at all is not flagged where every optimizer the loop steps is
 under a flag, by the `configure_optimizers` of a LightningModule that steps `opt = self.optimizers()` by
 hand, or returned by a factory function of the file: `optimizer = build_optimizer(model,
 cfg)` with `return torch.optim.AdamW(...)`) as Adam, AdamW, Adamax, NAdam, FusedAdam or Lion (also
-bitsandbytes' `AdamW8bit`, paged and Lion variants, `AdamAtan2`, `AdoptAtan2`, `StableAdamW`, icefall's `ScaledAdam`) with no coupled
+bitsandbytes' `AdamW8bit`, paged and Lion variants, `AdamAtan2`, `AdoptAtan2`, `StableAdamW`, icefall's `ScaledAdam`;
+and Adafactor, torch's or transformers', whose decay is always decoupled) with no coupled
 `weight_decay`: their update divides the gradient's running mean by the root of its running square (or
 takes its sign, or an atan2 of the two), so N times the gradient gives the same step up to `eps`. On CPU, a small MLP
 trained 12 windows of 4 micro-batches with the loss undivided and divided ends with parameters at most
 1.2e-05 apart under Adam, AdamW, NAdam and Adamax, exactly equal under Adam with `eps=0`, and 0.06 apart
-under SGD (benchmarks/results/adam-s21/scale_invariance.py). RAdam is not among them: its first steps,
+under SGD (benchmarks/results/adam-s21/scale_invariance.py); exactly equal under Adafactor, torch's and
+transformers' (fixed or relative step, with momentum or decay; benchmarks/results/adafactor-s30). RAdam is not among them: its first steps,
 before the variance's rectification term is defined, are momentum SGD, N times too large (0.03 apart).
 A clip does not change that: its threshold meets the N-fold sum, so it clips as if set N times lower,
 and the run is the divided run with that lower clip setting (a small causal transformer, Adam, N = 4,
@@ -527,16 +529,18 @@ _ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Fl
 # adds `wd * param` to the gradient before the ratio; FusedAdam decouples unless `adam_w_mode=False`).
 # bitsandbytes' 8-bit and paged variants keep the same update on quantised states; the atan2 variants
 # (`AdamAtan2`, `AdoptAtan2`) take atan2(m, sqrt(v)), with no epsilon at all; StableAdamW (Wortsman's
-# unfused reference, as zeta ships it) is AdamW whose step is scaled down by the RMS of g / sqrt(v). Those whose decay this
+# unfused reference, as zeta ships it) is AdamW whose step is scaled down by the RMS of g / sqrt(v); Adafactor divides
+# by the root of a factored running square and clips the update by its own RMS. Those whose decay this
 # file cannot tell coupled or not are read as coupled: where one is set, the finding stays. Not RAdam:
 # its first steps (until the variance's rectification term is defined) are momentum SGD, N-fold.
 _SCALE_FREE = {"Adam", "AdamW", "Adamax", "NAdam", "FusedAdam", "Lion", "Adam8bit", "AdamW8bit",
                "Adam32bit", "AdamW32bit", "PagedAdam", "PagedAdamW", "PagedAdam8bit", "PagedAdamW8bit",
                "PagedAdam32bit", "PagedAdamW32bit", "Lion8bit", "Lion32bit", "PagedLion", "PagedLion8bit",
-               "PagedLion32bit", "AdamAtan2", "AdoptAtan2", "StableAdamW", "StableAdamWUnfused", "ScaledAdam"}
+               "PagedLion32bit", "AdamAtan2", "AdoptAtan2", "StableAdamW", "StableAdamWUnfused", "ScaledAdam",
+               "Adafactor"}
 _DECOUPLED = {"AdamW", "FusedAdam", "Lion", "AdamW8bit", "AdamW32bit", "PagedAdamW", "PagedAdamW8bit",
               "PagedAdamW32bit", "Lion8bit", "Lion32bit", "PagedLion", "PagedLion8bit", "PagedLion32bit",
-              "StableAdamW", "StableAdamWUnfused", "ScaledAdam"}
+              "StableAdamW", "StableAdamWUnfused", "ScaledAdam", "Adafactor"}
 
 
 def _effect(model: FileModel, training: TrainingLoop, count: str) -> str | None:
