@@ -345,6 +345,32 @@ def test_a_key_of_a_nested_config_every_yaml_config_sets(project: Path, run_cli,
     assert len([line for line in out.splitlines() if ": LC102" in line]) == found
 
 
+HYDRA_LOOP = KEYED_LOOP.replace('config["grad_accumulation"]', 'config["train_params"]["grad_accumulation"]').replace(
+    """    if __name__ == "__main__":
+        train(json.load(open(sys.argv[1])), torch.nn.Linear(4, 1), [], None)
+""", """    @hydra.main(version_base=None, config_path="../conf/multiscale", config_name="conf_multiscale")
+    def main(cfg):
+        train(cfg, torch.nn.Linear(4, 1), [], None)
+""").replace("import json", "import hydra")
+
+
+@pytest.mark.parametrize(("other", "readme", "found"), [
+    ("conf/t5/t5_training.json", "", 0),  # another script's configuration
+    ("conf/multiscale/big.yaml", "", 1),  # one of this script's own
+    ("conf/t5/t5_training.json", "python code/train.py --config-dir conf/t5\n", 1),  # Hydra pointed elsewhere
+])
+def test_a_hydra_script_reads_only_its_own_configuration_folder(project: Path, run_cli, other: str, readme: str,
+                                                                found: int) -> None:
+    # kaggle-feedback3: `@hydra.main(config_path="../conf/multiscale")`, every YAML there at 1, while
+    # tools/t5_train.py's JSON sets the same key to 4
+    write_project(project, {"code/train.py": HYDRA_LOOP, "tools/t5_train.py": KEYED_LOOP, "README.md": readme,
+                            "conf/multiscale/conf_multiscale.yaml": "train_params:\n  grad_accumulation: 1\n",
+                            other: ('{"train_params": {"grad_accumulation": 4}}\n' if other.endswith(".json")
+                                    else "train_params:\n  grad_accumulation: 4\n")})
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC102", "code/train.py")
+    assert len([line for line in out.splitlines() if ": LC102" in line]) == found
+
+
 def test_a_commented_out_value_in_a_config_is_not_shipped(project: Path, run_cli) -> None:
     commented = CONFIG.format(n=1) + "      # gradient_accumulate_every: 8\n"
     write_project(project, {"workspace/train.py": WORKSPACE, "config/lowdim.yaml": commented})

@@ -28,6 +28,11 @@ switched_off``), inert only at 0, false or null. The key is then inert when:
   (``gradient_accumulation_steps``) are never inert and a key set in Python is unclear; where it
   makes options of a config's keys (``add_argument(f"--{key}")``), no key is inert.
 
+A script run by Hydra (``@hydra.main(config_path="../conf/multiscale")``) reads its configurations
+from that folder: the configuration files elsewhere (another script's ``conf/t5/t5_training.json``)
+set another script's keys and are not read for it, unless something points Hydra elsewhere
+(``--config-dir``, ``-cp``, a ``hydra.searchpath``).
+
 A top folder of the project that ships its own README, requirements or packaging is a project of its
 own (``VL_adapter/VL-T5`` beside ``VL_adapter/CLIP-ViL``): for a file inside it, only its own files and
 those outside every such folder (the root's README, a shared ``scripts/``) are read.
@@ -72,6 +77,11 @@ _MAX_BYTES = 16_000_000  # one file: a larger one is data, not a configuration (
 # configuration files and scripts whose lines starting with `#` are comments
 _COMMENTED = (".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".sh", ".bash")
 _COMMENT_LINE = Pattern(rb"^[ \t]*#.*$", re.MULTILINE)
+_CONFIGURATIONS = (".yaml", ".yml", ".json", ".toml", ".ini", ".cfg", ".conf")
+# `@hydra.main(version_base=None, config_path="../conf/multiscale", ...)`: the script's configuration folder
+_HYDRA_MAIN = Pattern(r"@hydra\.main\([^)]*?\bconfig_path\s*=\s*[\"']([^\"'{}]+)[\"']")
+# what may point Hydra at configurations outside that folder
+_ELSEWHERE = (b"--config-dir", b"--config-path", b"-cd ", b"-cp ", b"searchpath")
 _MAX_DOCUMENTS = 5_000  # the documents of a project: past that, a data set checked in, not read
 UNCLEAR = None  # a value that says nothing sure: the key is set some other way
 # a literal value (the text is lower-cased), then where it ends: a value that goes on is an expression
@@ -109,11 +119,25 @@ def inert(index: ProjectIndex, name: str, path: Path | None = None, off: bool = 
     ``off``: a switch, inert only at 0, false or null (1 turns it on). False where anything is unclear."""
     key = name.lower().replace("-", "_")
     scope = _sub_project(index, path) if path is not None else None
-    cached = f"{key}@{scope}" + ("!off" if off else "")
+    configurations = _hydra_folder(path) if path is not None else None
+    cached = f"{key}@{scope}@{configurations}" + ("!off" if off else "")
     found = index.settings.get(cached)
     if found is None:
-        found = index.settings[cached] = _inert(index, key, scope, 0 if off else 1)
+        found = index.settings[cached] = _inert(index, key, scope, 0 if off else 1, configurations)
     return found
+
+
+def _hydra_folder(path: Path) -> str | None:
+    """The folder ``@hydra.main(config_path=...)`` of the script ``path`` names, where it exists."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace") if path.stat().st_size <= _MAX_BYTES else ""
+    except OSError:
+        return None
+    found = _HYDRA_MAIN.search(text) if "hydra" in text else None
+    if found is None:
+        return None
+    folder = (path.parent / found.group(1)).resolve()
+    return str(folder) + os.sep if folder.is_dir() else None
 
 
 def _sub_project(index: ProjectIndex, path: Path) -> str | None:
@@ -163,7 +187,8 @@ def stamp(index: ProjectIndex) -> str:
     return index.settings_stamp
 
 
-def _inert(index: ProjectIndex, key: str, scope: str | None = None, most: int = 1) -> bool:
+def _inert(index: ProjectIndex, key: str, scope: str | None = None, most: int = 1,
+           configurations: str | None = None) -> bool:
     from loopcheck.project.index import marked_folder
 
     stamp(index)
@@ -179,7 +204,12 @@ def _inert(index: ProjectIndex, key: str, scope: str | None = None, most: int = 
         for path in paths:
             if not _in_scope(index, path, scope, sub_projects):
                 continue
+            if configurations is not None and not python and path.endswith(_CONFIGURATIONS) \
+                    and not os.path.abspath(path).startswith(configurations):
+                continue  # another script's configuration
             text = _shipped_text(path)
+            if configurations is not None and any(word in text for word in _ELSEWHERE):
+                return False  # Hydra may be pointed at configurations outside the script's folder
             found = _values(text, key, python)
             if any(v is UNCLEAR or v > most for v in found):  # type: ignore[operator]
                 return False
