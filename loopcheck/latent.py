@@ -32,7 +32,7 @@ import libcst as cst
 from loopcheck.model import Cond, Event, FileModel
 from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.model.guards import at_most_one, slipped
-from loopcheck.model.syntax import dotted, int_value, last_part, source
+from loopcheck.model.syntax import dotted, int_value, is_zero, last_part, source
 from loopcheck.model.training import Style, TrainingLoop, micro_count
 from loopcheck.model.values import option_defaults
 
@@ -116,7 +116,11 @@ def _in_the_other_branch(at: dict[int, list[Event]], event: Event, cond: Cond) -
 
 def _switch_key(test: cst.BaseExpression | None) -> str | None:
     """The key a test reads as a switch: ``cfg['training']['clip_grad_norm']`` or ``cfg.train.use_amp``
-    (not a plain name: a parameter or a local may be set by any caller)."""
+    (not a plain name: a parameter or a local may be set by any caller), also a threshold at 0 (``if
+    cfg.clip_grad > 0:``, off at 0, false or null alike)."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+            and isinstance(test.comparisons[0].operator, cst.GreaterThan) and is_zero(test.comparisons[0].comparator):
+        test = test.left
     if isinstance(test, cst.Subscript):
         return _key(test)
     name = dotted(test) if test is not None else None

@@ -511,6 +511,35 @@ def test_a_switch_whose_else_does_the_same_keeps_the_finding(project: Path, run_
     assert len([line for line in out.splitlines() if ": LC201" in line]) == 1
 
 
+THRESHOLD_CLIP = """
+    import torch
+
+
+    def train(cfg, model, loader, optimizer):
+        for i, batch in enumerate(loader):
+            loss = model(batch).mean() / cfg.grad_accumulation
+            loss.backward()
+            if cfg.clip_grad > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_grad)
+            if (i + 1) % cfg.grad_accumulation == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+"""
+
+
+@pytest.mark.parametrize(("override", "found"), [("", 0), ("cfg.clip_grad = 1.0\n", 1)])
+def test_a_threshold_at_zero_every_config_module_leaves_there(project: Path, run_cli, override: str,
+                                                              found: int) -> None:
+    # siim-covid: `if cfg.clip_grad > 0:` clips per micro-batch, but `cfg.clip_grad = 0` in the default config
+    # module and no experiment config (which accumulate) sets it
+    default = "from types import SimpleNamespace\ncfg = SimpleNamespace()\ncfg.clip_grad = 0\ncfg.grad_accumulation = 1\n"
+    experiment = "from default_config import cfg\ncfg.grad_accumulation = 3\n" + override
+    write_project(project, {"train.py": THRESHOLD_CLIP, "configs/default_config.py": default,
+                            "configs/cfg_xcit.py": experiment})
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC107", "train.py")
+    assert len([line for line in out.splitlines() if ": LC107" in line]) == found
+
+
 def test_a_switch_off_only_in_python_defaults_keeps_the_finding(project: Path, run_cli) -> None:
     # `use_fp16: bool = False` in a helper's signature says nothing about what callers turn on
     helper = "def setup(model, use_fp16: bool = False, clip_grad_norm: bool = False):\\n    return model\\n"

@@ -5,8 +5,10 @@ is above 1 (``loopcheck.latent``). Where N is a configuration value
 (``self.global_step % cfg.training.gradient_accumulate_every == 0``, ``if config.train.accumulation_steps
 > 1:``) and every configuration the project ships sets it to 1 or 0, nothing accumulates at the values
 the project is run with: the finding describes a loop nobody runs. The same holds for a switch that
-guards the code a finding is about (``if cfg['training']['clip_grad_norm']:``, ``loopcheck.latent.
-switched_off``), inert only at 0, false or null. The key is then inert when:
+guards the code a finding is about (``if cfg['training']['clip_grad_norm']:``, ``if cfg.clip_grad > 0:``,
+``loopcheck.latent.switched_off``), inert only at 0, false or null, where a configuration says so: a
+configuration file, a document, or a Python configuration module's attribute (``cfg.clip_grad = 0``),
+not only a parameter's default. The key is then inert when:
 
 - its last name (``gradient_accumulate_every``; case and ``-``/``_`` aside, as command-line options
   write it) is found at least once with a value, in the project's YAML, JSON, TOML and INI files,
@@ -220,10 +222,10 @@ def _inert(index: ProjectIndex, key: str, scope: str | None = None, most: int = 
             if any(key in fields for fields in library):
                 return False  # one of the library dataclass's own options
             in_python = in_python or (python and bool(found))
-            in_documents = in_documents or (not python and bool(found))
+            in_documents = in_documents or bool(found) and (not python or _set_on_an_object(text, key))
             field_options = field_options or (python and any(word in text for word in _FIELD_OPTIONS)) or bool(library)
-    # a switch is off as shipped only where a configuration file says so: in Python, `fp16: bool = False`
-    # may be a helper's parameter that callers turn on
+    # a switch is off as shipped only where a configuration says so: in Python, `fp16: bool = False`
+    # may be a helper's parameter that callers turn on (`cfg.clip_grad = 0`, set on an object, is a setting)
     return bool(values) and not (in_python and field_options) and (most > 0 or in_documents)
 
 
@@ -302,6 +304,13 @@ def _values(text: bytes, key: str, python: bool) -> list[int | None]:
         value = _VALUE.match(after, assigned.end())
         found.append(_number(value.group(1)) if value is not None else UNCLEAR)
     return found
+
+
+def _set_on_an_object(text: bytes, key: str) -> bool:
+    """The lower-cased Python ``text`` sets ``key`` as an attribute to a literal (a config module's
+    ``cfg.clip_grad = 0``): a setting, not a parameter's default that a caller may override."""
+    spelled = re.escape(key).encode()
+    return re.search(rb"^[ \t]*[\w.]+\." + spelled + rb"[ \t]*=[ \t]*" + _LITERAL.encode(), text, re.MULTILINE) is not None
 
 
 def _number(literal: str) -> int:
