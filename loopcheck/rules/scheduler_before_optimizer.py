@@ -40,6 +40,10 @@ class of the project that derives from nothing (`class WarmupLinearLRSchedule:` 
 Nor is a scheduler built over a trained module rather than an optimizer (pointnet2's
 `BNMomentumScheduler(net, bn_lambda=...)`, copied by VoteNet and many point-cloud repositories): it
 schedules BatchNorm momentum, sets its first value when built, and no learning rate is skipped.
+Nor is a scheduler whose count the file sets one back (ultralytics' `self.scheduler.last_epoch =
+self.start_epoch - 1`, then `self.scheduler.step()` at the top of every epoch): that step moves it to
+the epoch about to train and applies that epoch's value (run on CPU: a LambdaLR gives epochs 0, 1, 2
+their values 1, 1/2, 1/3).
 
 With several optimizers, a scheduler is compared with the optimizer it was built on
 (`LambdaLR(opt_g, ...)` follows `opt_g.step()`, whatever other optimizers step later); one the file
@@ -68,7 +72,7 @@ from loopcheck.model.guards import GuardReader, exclusive
 from loopcheck.model.memory import module_name, trained_modules
 from loopcheck.model.roles import Role, role_of_constructor
 from loopcheck.model.syntax import (dotted, func_name, int_value, is_none, is_zero, keyword, last_part, names_in, own_call_name,
-                                    positional, same, source)
+                                    positional, same, source, walk)
 from loopcheck.model.training import is_data_loop
 from loopcheck.project.index import class_bases
 from loopcheck.rules._base import Rule, Violation
@@ -134,6 +138,16 @@ def train_epoch(model, loader, optimizer, scheduler):
 optimizer, scheduler = prep_optimizer(model, total_steps)
 for epoch in range(epochs):
     train_epoch(model, loader, optimizer, scheduler)
+""",
+        """
+scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda=lambda e: (1 - e / epochs) * 0.9 + 0.1)
+scheduler.last_epoch = start_epoch - 1
+for epoch in range(start_epoch, epochs):
+    scheduler.step()
+    for x, y in loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
 """,
         """
 scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.1, total_steps=epochs * len(loader))
@@ -282,7 +296,23 @@ _DECAYS = {"StepLR", "MultiStepLR"}
 def _stepped_first_by_design(model: FileModel, receiver: str | None) -> bool:
     """A scheduler whose step before the optimizer's skips nothing that matters: a class of its own,
     a warmup from zero, or one built over a module rather than an optimizer."""
-    return _plain_class(model, receiver) or _warms_up_from_zero(model, receiver) or _over_a_module(model, receiver)
+    return _plain_class(model, receiver) or _warms_up_from_zero(model, receiver) or _over_a_module(model, receiver) \
+        or _rebased(model, receiver)
+
+
+def _rebased(model: FileModel, receiver: str | None) -> bool:
+    """The file sets the scheduler's count one back (ultralytics' ``self.scheduler.last_epoch =
+    self.start_epoch - 1``, then a step at the top of every epoch): the step before the optimizer's
+    moves it to the epoch about to train, whose value it then applies; nothing is skipped."""
+    if receiver is None or "last_epoch" not in model.source:
+        return False
+    short = last_part(receiver)
+    return any(
+        type(node) is cst.Assign and len(node.targets) == 1 and isinstance(target := node.targets[0].target, cst.Attribute)
+        and target.attr.value == "last_epoch" and (name := dotted(target.value)) is not None and last_part(name) == short
+        and (int_value(node.value) == -1 or isinstance(node.value, cst.BinaryOperation)
+             and isinstance(node.value.operator, cst.Subtract) and int_value(node.value.right) == 1)
+        for node in walk(model.module, into_functions=True))
 
 
 def _over_a_module(model: FileModel, receiver: str | None) -> bool:
