@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 import libcst as cst
 
 from loopcheck.model.from_ast import text as built_text
+from loopcheck.patterns import Pattern
 
 # Fields that hold only whitespace, brackets or punctuation: never a call or a name.
 _SKIP_FIELD = ("whitespace", "lpar", "rpar", "comma", "semicolon", "colon", "newline", "leading_lines",
@@ -250,8 +251,19 @@ def receiver(expr: cst.BaseExpression) -> str:
 
 
 def last_part(name: str) -> str:
-    """``self.lr_scheduler`` -> ``lr_scheduler``; ``opts[0]`` -> ``opts``."""
-    return name.split("[", 1)[0].rsplit(".", 1)[-1]
+    """``self.lr_scheduler`` -> ``lr_scheduler``; ``opts[0]`` -> ``opts``; ``self.actor[i].optimizer``
+    -> ``optimizer``."""
+    if "[" in name:
+        while "[" in name:
+            unbracketed = _INDEXED.sub("", name)
+            if unbracketed == name:
+                break  # (unbalanced: what is left before the first bracket)
+            name = unbracketed
+        name = name.split("[", 1)[0]
+    return name.rsplit(".", 1)[-1]
+
+
+_INDEXED = Pattern(r"\[[^\[\]]*\]")
 
 
 def func_name(call: cst.Call) -> str | None:
