@@ -22,7 +22,9 @@ loss=loss)`): the finding then names that function's file and line.
 ## Why is this bad?
 `backward()` adds into `.grad`. Without `optimizer.zero_grad()` (or `model.zero_grad()`,
 `p.grad = None`) every step uses the sum of all gradients since training started: the updates
-grow without bound and training diverges or stalls, silently.
+grow without bound and training diverges or stalls, silently. Gradients written by assignment over the
+parameters before the step (A3C's workers copy theirs onto the shared model: `for lp, gp in
+zip(local.parameters(), shared.parameters()): gp.grad = lp.grad.clone()`) are replaced, not added up.
 
 A loop that steps on every micro-batch but clears the gradients only under an accumulation condition
 (`optimizer.step()` after every backward, `if (step + 1) % N == 0: optimizer.zero_grad()`) is flagged
@@ -273,6 +275,18 @@ def _loops_in(fn: cst.FunctionDef) -> set[int]:
     return {id(node) for node in walk(fn.body) if type(node) in (cst.For, cst.While)}
 
 
+def _gradients_replaced(loop: Loop) -> bool:
+    """The loop sets parameters' gradients by assignment in a loop over parameters (A3C's workers: ``for
+    lp, gp in zip(local.parameters(), shared.parameters()): gp.grad = lp.grad.clone()``, then the shared
+    optimizer's step): what that step uses is replaced each iteration, not added up."""
+    return "grad" in source(loop.node) and any(
+        type(node) is cst.For and "parameters" in source(node.iter) and any(  # type: ignore[attr-defined]
+            type(inner) is cst.Assign and any(isinstance(t.target, cst.Attribute) and t.target.attr.value == "grad"
+                                              for t in inner.targets)
+            for inner in walk(node.body))  # type: ignore[attr-defined]
+        for node in walk(loop.node))
+
+
 def _built_in(loop: Loop, optimizer: str | None) -> bool:
     return any(optimizer in a.names and isinstance(a.value, cst.Call) for a in loop.assignments)
 
@@ -483,6 +497,8 @@ for x, z in loader:
                     continue
                 if result_discarded(training, step.optimizer):
                     continue  # a timing loop training a throw-away module: nobody sees how it trains
+                if _gradients_replaced(training.step_loop):
+                    continue  # the gradients are written, not added to, before the step
                 reported.add(key)
                 others = " (the loop zeroes only other optimizers' gradients)" if zeros else ""
                 elsewhere = model.project.where(step.node) if model.project is not None else None
