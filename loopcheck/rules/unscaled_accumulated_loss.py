@@ -31,7 +31,9 @@ slice means where the batch mean was meant. That is reported only where the file
 nothing clipped) what the sum changes is unread, and an Adam-like step ignores the scale. Micro-steps that each take a new batch
 from an iterator over the loader (`for i in range(len(loader) // N):` around `for _ in range(N):
 x, y = next(loader_iter)`) are micro-batches of the loader, not pieces of one batch. Dividing the gradients instead of the
-loss before the step (`for p in model.parameters(): p.grad /= N`) is the same normalisation.
+loss before the step (`for p in model.parameters(): p.grad /= N`) is the same normalisation, and so is
+dividing a dict's item that is back-propagated where it is rebound (`losses["total"] = losses["total"] /
+N`, then `backward(losses["total"])`).
 A loop whose gradients are zeroed after it, before a backward of its own feeds the step (MAML's
 per-task backward passes, then `optimiser.zero_grad(); meta_loss.backward(); optimiser.step()`), is
 no window of that step.
@@ -332,6 +334,9 @@ for step, batch in enumerate(train_dataloader):
                 if in_place and _scaled_in_place(backward, backward.origin or training.loop.function
                                                  or training.loop.node):
                     continue
+                if type(backward.loss) is cst.Subscript and _item_divided(
+                        backward.loss, backward.origin or training.loop.function or training.loop.node):
+                    continue
                 scaling = loss_scaling(backward.loss, backward.loop, backward.order, helpers,  # type: ignore[arg-type]
                                        accumulation_names, through_forward_helpers=True, module=model.module)
                 if scaling is Scaling.UNKNOWN and not training.loop.is_loop:
@@ -519,6 +524,19 @@ def _scaled_in_place(backward: Event, scope: cst.CSTNode) -> bool:
                 for n in walk(node.args[0].value)):
             return True
     return False
+
+
+def _item_divided(item: cst.Subscript, scope: cst.CSTNode) -> bool:
+    """``losses["total_loss"] = losses["total_loss"] / self.grad_accumulate`` where that item is
+    back-propagated (HeltonPretrain's trainer): the item is normalised where it is rebound, which no
+    name's binding records."""
+    def spelled(expr: cst.BaseExpression) -> str:
+        return source(expr).replace("'", '"')  # (`losses['total']` is `losses["total"]`)
+
+    key = spelled(item)
+    return any(type(node) is cst.Assign and len(node.targets) == 1 and spelled(node.targets[0].target) == key
+               and isinstance(value := node.value, cst.BinaryOperation) and isinstance(value.operator, cst.Divide)
+               and spelled(value.left) == key for node in walk(scope))
 
 
 _ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)
