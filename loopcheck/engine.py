@@ -305,11 +305,11 @@ def _run_by_the_script(model: FileModel, violations: list[tuple[Rule, Violation]
                        tree: ast.Module | None) -> list[tuple[Rule, Violation]]:
     """The violations, less those in a function of a script that its entry point never runs and no
     other module of the project imports, or in a module that runs nothing itself and that no file of
-    a project that is no installable package names, or in a function of such a module that is
-    imported which nothing in it and no other file names (``loopcheck.model.uncalled``): dead code as
-    shipped. ``source`` is the whole file, ``tree`` its ``ast`` where the check has it."""
+    a project that is no installable package names, or in a function or class of such a module that
+    is imported which nothing in it and no other file names (``loopcheck.model.uncalled``): dead code
+    as shipped. ``source`` is the whole file, ``tree`` its ``ast`` where the check has it."""
     from loopcheck.model.syntax import walk
-    from loopcheck.model.uncalled import definitions_of_a_module, uncalled_functions, unread_functions
+    from loopcheck.model.uncalled import definitions_of_a_module, uncalled_functions, unread_definitions
 
     if model.project is None:
         return violations
@@ -327,8 +327,8 @@ def _run_by_the_script(model: FileModel, violations: list[tuple[Rule, Violation]
     if model.project.imported_elsewhere(named):
         if not named:
             return violations
-        # imported: a function of it that nothing in it and no other file of the project names is dead
-        unread = {fn.name.value: fn for fn in unread_functions(model.module, dead)}
+        # imported: a function or class of it that nothing in it and no other file of the project names is dead
+        unread = {d.name.value: d for d in unread_definitions(model.module, dead)}
         dead = [unread[name] for name in sorted(set(unread) - model.project.named_elsewhere(set(unread)))]
         inside = {id(n) for fn in dead for n in walk(fn, into_functions=True)}
     return [(rule, v) for rule, v in violations if id(v.node) not in inside]

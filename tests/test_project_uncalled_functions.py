@@ -225,3 +225,39 @@ def test_a_function_of_an_imported_module_named_anywhere_is_reported(project: Pa
                                                                      files: dict[str, str]) -> None:
     _research_repository(project, {"utils_incremental/train_eval.py": HELPERS, **files})
     assert len(_missing_zero_grad(run_cli, ".")) == 1
+
+
+ENGINES = """
+    import torch
+
+
+    class Engine:
+        def __init__(self, model, optimizer):
+            self.model, self.optimizer = model, optimizer
+
+        def train(self, loader):
+            for x, y in loader:
+                self.optimizer.zero_grad()
+                torch.nn.functional.cross_entropy(self.model(x), y).backward()
+                self.optimizer.step()
+
+
+    class SWAEngine(Engine):
+        def train(self, loader):
+            for x, y in loader:
+                torch.nn.functional.cross_entropy(self.model(x), y).backward()
+                self.optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(("files", "found"), [
+    # chaii's engine.py: the training scripts import Engine; SWAEngine is left beside it
+    ({"train.py": "from engine import Engine\nEngine(1, 2).train([])\n"}, 0),
+    ({"train.py": "from engine import Engine, SWAEngine\nSWAEngine(1, 2).train([])\n"}, 1),
+    ({"train.py": "import engine\nengine.SWAEngine(1, 2).train([])\n"}, 1),
+    ({"train.py": "from engine import Engine\n", "configs/swa.yaml": "engine: SWAEngine\n"}, 1),
+])
+def test_a_class_of_an_imported_module_that_nothing_names_is_silent(project: Path, run_cli, files: dict[str, str],
+                                                                    found: int) -> None:
+    _research_repository(project, {"engine.py": ENGINES, **files})
+    assert len(_missing_zero_grad(run_cli, ".")) == found

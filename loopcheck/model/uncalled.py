@@ -10,9 +10,10 @@ A module that runs nothing itself (no entry point; module-level code that only i
 binds names, its definitions undecorated or wrapped by what runs nothing of them at import, such as
 ``@torch.no_grad()``) does something only where another module imports it: in a repository that is no
 installable package, one that no file of the project imports (a helper module left behind when the
-scripts moved on) holds dead code too, and so does a function of such a module that is imported,
-where nothing in the module and no other file of the project names it (``train_eval_lwf`` left
-beside the ``train_eval`` the entry script imports).
+scripts moved on) holds dead code too, and so does a function or class of such a module that is
+imported, where nothing in the module and no other file of the project names it (``train_eval_lwf``
+left beside the ``train_eval`` the entry script imports; an ``SWAEngine`` class beside the ``Engine``
+the training scripts import).
 
 Read from the names the file uses: a name read anywhere outside the function's own body (module-level
 code, a class body, another live function, a decorator, a string that names it) keeps it live, and so
@@ -81,15 +82,16 @@ def definitions_of_a_module(module: cst.Module, source: str, filename: str,
     return [stmt for stmt in module.body if type(stmt) in (cst.FunctionDef, cst.ClassDef)]  # type: ignore[misc]
 
 
-def unread_functions(module: cst.Module, definitions: list[cst.FunctionDef | cst.ClassDef]) -> list[cst.FunctionDef]:
-    """The functions of ``definitions`` (those of a module that runs nothing itself) whose name nothing
-    else in the module reads: another module may still call them, which the caller asks the project."""
-    functions = [d for d in definitions if type(d) is cst.FunctionDef]
-    if not functions:
+def unread_definitions(module: cst.Module,
+                       definitions: list[cst.FunctionDef | cst.ClassDef]) -> list[cst.FunctionDef | cst.ClassDef]:
+    """The functions and classes of ``definitions`` (those of a module that runs nothing itself) whose
+    name nothing else in the module reads: another module may still use them, which the caller asks the
+    project."""
+    if not definitions:
         return []
     read: dict[int, set[str]] = {id(stmt): _names([stmt]) for stmt in module.body}
-    return [fn for fn in functions
-            if not any(fn.name.value in names for key, names in read.items() if key != id(fn))]  # type: ignore[union-attr]
+    return [d for d in definitions
+            if not any(d.name.value in names for key, names in read.items() if key != id(d))]
 
 
 def _inert(stmt: ast.stmt) -> bool:
