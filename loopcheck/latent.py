@@ -27,6 +27,8 @@ reported at all (``unset``).
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from loopcheck.model import Cond, Event, FileModel
@@ -74,13 +76,25 @@ def inert(model: FileModel, held: str) -> bool:
     """Whether the configuration key of the setting ``held`` (``cfg.training.accum``, ``cfg['accum']``;
     not a plain name, which callers may pass by position) is inert (0, 1, null) in every configuration,
     launch script and document the project ships, and no command-line option sets it
-    (``loopcheck.project.inert_settings``): as shipped, the loop never accumulates."""
-    if model.project is None or not ("." in held or held.endswith("]")):
+    (``loopcheck.project.inert_settings``), or that the file asserts to be 1: as shipped, the loop never
+    accumulates."""
+    if not ("." in held or held.endswith("]")):
+        return False
+    if asserted_one(model, held):
+        return True
+    if model.project is None:
         return False
     if model.project.inert_setting(_setting_name(held)):
         return True
     module, _, name = held.partition(".")
     return name.isidentifier() and module in _plain_imports(model) and model.project.inert_in_folder(module, name)
+
+
+def asserted_one(model: FileModel, held: str) -> bool:
+    """The file asserts the setting ``held`` to be 1 (DMD2's ``assert args.gradient_accumulation_steps ==
+    1, "grad accumulation not supported yet"``): every run that gets past it has 1."""
+    return "assert" in model.source and re.search(
+        rf"^[ \t]*assert[ \t(]+{re.escape(held)}[ \t]*==[ \t]*1\b", model.source, re.MULTILINE) is not None
 
 
 def _plain_imports(model: FileModel) -> set[str]:

@@ -9,7 +9,8 @@ accumulation at all and trains with gradients N times too small.
 
 `if accelerator.sync_gradients:` alone does not accumulate anything: outside `accumulate()` it is
 always true. A loop that accumulates by hand (`if (step + 1) % N == 0: optimizer.step()`) is not
-flagged here.
+flagged here, nor a file that asserts the setting to be 1 (`assert args.gradient_accumulation_steps ==
+1, "grad accumulation not supported yet"`): no run that gets past it accumulates.
 
 ## Fix
 Wrap the body of the batch loop in `with accelerator.accumulate(model):`.
@@ -21,7 +22,8 @@ from collections.abc import Iterator
 
 from loopcheck.model import FileModel, Framework, Style
 from loopcheck.model.accelerate import accumulation_setting
-from loopcheck.model.syntax import source
+from loopcheck.latent import asserted_one
+from loopcheck.model.syntax import dotted, source
 from loopcheck.rules._base import Rule, Violation
 
 class AccumulationConfigIgnored(Rule):
@@ -30,6 +32,16 @@ class AccumulationConfigIgnored(Rule):
     requires = ("gradient_accumulation",)
 
     VALID = [
+        """
+def main(args):
+    assert args.gradient_accumulation_steps == 1, "grad accumulation not supported yet"
+    accelerator = Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps)
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    for x, y in loader:
+        accelerator.backward(criterion(model(x), y))
+        optimizer.step()
+        optimizer.zero_grad()
+""",
         """
 accelerator = Accelerator(gradient_accumulation_steps=4)
 model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
@@ -84,6 +96,8 @@ for batch in loader:
         setting = accumulation_setting(model)
         if setting is not None:
             arg, name, call = setting
+            if not arg.star and (held := dotted(arg.value)) is not None and asserted_one(model, held):
+                return  # `assert args.gradient_accumulation_steps == 1`: the file never accumulates
             through = f" (in `{source(arg.value)}`)" if arg.star else ""
             yield Violation(arg, call, f"`{name}` is set{through} but no loop enters "
                                        "`accelerator.accumulate(model)`: every batch steps, with the loss "
