@@ -271,7 +271,11 @@ class GraphReader:
     def _item(self, name: str, key: str, order: int, conds: tuple[Cond, ...], depth: int) -> bool | None | object:
         """What ``name["key"]`` holds, where the loop tells: the value last stored by that key, or, in a
         dict of losses whose items are back-propagated, a graph for those keys (another key may be a
-        number: ``loss["acc"]``); ``_WHOLE`` where only the dict as a whole says."""
+        number: ``loss["acc"]``); ``_WHOLE`` where only the dict as a whole says. An item named as a
+        duration (``output["enctime"]``, ``out["fwd_time"]``) is a timing the model took with ``time.time()``:
+        a number."""
+        if _TIMING.search(key):
+            return False
         if self._rebound(name):
             return None
         binding = self.binding(name, order, conds)
@@ -619,6 +623,8 @@ class _Scan:
 
 
 _NO_GRAD = Pattern(r"\b(no_grad|inference_mode)\b")
+# `enctime`, `fwd_time`, `elapsed`, `duration_ms`: how long a part of the forward took
+_TIMING = Pattern(r"time$|^time_|elapsed|duration", re.I)
 # `acc`, `wacc`, `top1_acc`, `accuracy`, `n_correct`: a share or count of right predictions
 _ACCURACY = Pattern(r"acc(?:uracy|s)?$|^acc_|correct", re.I)
 

@@ -62,7 +62,8 @@ into a total the function binds before it on every call (GradCache's `training_s
 of one batch): backward has freed their activations and what stays is bounded. An `append` to an
 object built only by a class of an installed library (MONAI's `run_loss = CumulativeAverage()` then
 `run_loss.append(loss, count=n)`, which detaches and keeps a sum) is the library's to keep, not a
-Python list's; `deque`, `UserList` and a class of the project's own modules still are read as lists.
+Python list's; `deque`, `UserList` and a class of the project's own modules still are read as lists,
+except a `deque(maxlen=128)`, which keeps only the last values (a logging window: bounded).
 A meter whose `update` keeps only the latest value (`self.val = val`), or takes the number itself
 (`self.sum += val.item() * n`), keeps no graph across iterations.
 
@@ -89,7 +90,7 @@ from loopcheck.model.memory import (
     trained_modules,
 )
 from loopcheck.model.guards import exclusive
-from loopcheck.model.syntax import children, dotted, func_name, int_value, is_none, last_part, method, names_in, source, walk
+from loopcheck.model.syntax import children, dotted, func_name, int_value, is_none, keyword, last_part, method, names_in, source, walk
 from loopcheck.model.training import Style, TrainingLoop, is_data_iterable, is_data_loop, micro_count, pieces_of_one_batch
 from loopcheck.rules._base import Rule, Violation
 
@@ -363,7 +364,8 @@ def _kept(training: TrainingLoop, model: FileModel | None = None) -> Iterator[tu
         if (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value != "extend"
                 and store.value is not None and dotted(call.func.value) and not store.in_context("no_grad")):
             container = dotted(call.func.value)
-            if call.func.attr.value == "append" and _library_object(model, container):  # type: ignore[arg-type]
+            if call.func.attr.value in ("append", "appendleft") and (
+                    _library_object(model, container) or _bounded(model, container)):  # type: ignore[arg-type]
                 continue
             yield store, container, store.value, store.node, store.stmt  # type: ignore[misc]
     for assignment in training.loop.assignments:
@@ -416,6 +418,17 @@ def _library_object(model: FileModel | None, container: str | None) -> bool:
         if level or model.project is not None and model.project.index.resolve(model.project.path, module, 0):
             return False
     return True
+
+
+def _bounded(model: FileModel | None, container: str | None) -> bool:
+    """``losses`` where every binding of it in the file is ``deque(maxlen=128)`` (a window of the last
+    values for logging): what it keeps stops growing at that length."""
+    if model is None or container is None:
+        return False
+    values = model.index.values.get(last_part(container))
+    return bool(values) and all(
+        isinstance(v, cst.Call) and last_part(func_name(v) or "") == "deque"
+        and (maxlen := keyword(v, "maxlen")) is not None and not is_none(maxlen) for v in values)
 
 
 def _imported_from(model: FileModel, name: str) -> tuple[str, int] | None:
