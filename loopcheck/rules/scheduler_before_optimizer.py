@@ -40,6 +40,8 @@ class of the project that derives from nothing (`class WarmupLinearLRSchedule:` 
 Nor is a scheduler built over a trained module rather than an optimizer (pointnet2's
 `BNMomentumScheduler(net, bn_lambda=...)`, copied by VoteNet and many point-cloud repositories): it
 schedules BatchNorm momentum, sets its first value when built, and no learning rate is skipped.
+Nor is one stepped at the top of the epoch only from a later epoch on (`else:` of `if epoch <= warm_up:`,
+which sets the learning rate by hand): the optimizer has stepped through the first epochs before it.
 Nor is a scheduler whose count the file sets one back (ultralytics' `self.scheduler.last_epoch =
 self.start_epoch - 1`, then `self.scheduler.step()` at the top of every epoch): that step moves it to
 the epoch about to train and applies that epoch's value (run on CPU: a LambdaLR gives epochs 0, 1, 2
@@ -140,6 +142,19 @@ for epoch in range(epochs):
     train_epoch(model, loader, optimizer, scheduler)
 """,
         """
+scheduler = CosineAnnealingLR(optimizer, T_max=n_epochs - warm_up)
+for epoch in range(1, n_epochs + 1):
+    if epoch <= warm_up:
+        for param_group in optimizer.param_groups:
+            param_group["lr"] = max_lr * epoch / warm_up
+    else:
+        scheduler.step()
+    for x, y in loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+""",
+        """
 scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda=lambda e: (1 - e / epochs) * 0.9 + 0.1)
 scheduler.last_epoch = start_epoch - 1
 for epoch in range(start_epoch, epochs):
@@ -229,6 +244,8 @@ for epoch in range(epochs):
                 # phase that trains another optimizer): each time before that loop's first step
                 if _stepped_first_by_design(model, scheduler.receiver):
                     continue
+                if _after_early_epochs(outer, scheduler):
+                    continue
                 if not scheduler.has_args and scheduler.order < loop.order and (reader.guard(
                         scheduler.conds, scheduler.order).always or scheduler.conds and scheduler.conds == loop.conds
                         or _same_phase(scheduler, steps)):
@@ -268,6 +285,18 @@ for epoch in range(epochs):
         where = "before the training loop, before any `optimizer.step()`" if before_loop else "before `optimizer.step()`"
         gate = "" if before_loop else _option_gate(scheduler)  # (before the loop: the loop's own conditions)
         return self.at(scheduler, f"`{scheduler.receiver}.step()` runs {where}: {effect}{gate}", fix)
+
+
+def _after_early_epochs(epochs: Loop, scheduler: Event) -> bool:
+    """The scheduler steps under a test of the epoch (``else:`` of ``if epoch <= warm_up:``, which sets
+    the learning rate by hand): the first epochs train without it, so its first step follows their
+    optimizer steps and skips nothing (a count, ``epoch % 10 == 0``, may hold at the first epoch)."""
+    if type(epochs.node) is not cst.For:
+        return False
+    counters = set(names_in(epochs.node.target))
+    return any(c.test is not None and counters & set(names_in(c.test)) and not any(
+        isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo) for n in walk(c.test))
+        for c in scheduler.conds)
 
 
 def _in_a_loop(model: FileModel, stmt: cst.CSTNode) -> bool:
