@@ -142,11 +142,14 @@ for epoch in range(epochs):
     train_epoch(model, loader, optimizer, scheduler)
 """,
         """
-scheduler = CosineAnnealingLR(optimizer, T_max=n_epochs - warm_up)
+warm_up = 10
+scheduler = CosineAnnealingLR(optimizer=optimizer, T_max=n_epochs - warm_up)
 for epoch in range(1, n_epochs + 1):
-    if epoch <= warm_up:
+    model.train()
+    if warm_up > 0 and epoch <= warm_up:
+        lr = max_lr * epoch / warm_up
         for param_group in optimizer.param_groups:
-            param_group["lr"] = max_lr * epoch / warm_up
+            param_group["lr"] = lr
     else:
         scheduler.step()
     for x, y in loader:
