@@ -282,15 +282,24 @@ _COMPLEMENTS = {cst.Equal: "!=", cst.NotEqual: "==", cst.LessThanEqual: ">", cst
                 cst.LessThan: ">=", cst.GreaterThanEqual: "<"}
 
 
-def complement_key(test: cst.BaseExpression) -> str | None:
-    """The flag key of the complement of a one-operator comparison (``N == 1`` -> ``N!=1``), else None."""
+def complement_keys(test: cst.BaseExpression) -> list[str]:
+    """The flag keys of the complement of a one-operator comparison (``N == 1`` -> ``N!=1``); against
+    1, also the one a count (never below 1) gives: ``N == 1`` -> ``N>1`` and back (X-CLIP's ``if N ==
+    1: zero_grad()`` before the backward, its step in the ``else:`` of ``if N > 1:``)."""
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-        return None
-    operator = _COMPLEMENTS.get(type(test.comparisons[0].operator))
+        return []
+    kind = type(test.comparisons[0].operator)
+    operator = _COMPLEMENTS.get(kind)
     if operator is None or flag_form(test)[0] is not test:
-        return None
+        return []
     left, right = source(test.left), source(test.comparisons[0].comparator)
-    return f"{left}{operator}{right}".replace(" ", "")
+    keys = [f"{left}{operator}{right}".replace(" ", "")]
+    if int_value(test.comparisons[0].comparator) == 1 and kind in _COUNT_COMPLEMENTS:
+        keys.append(f"{left}{_COUNT_COMPLEMENTS[kind]}1".replace(" ", ""))
+    return keys
+
+
+_COUNT_COMPLEMENTS = {cst.Equal: ">", cst.GreaterThan: "=="}
 
 
 def forget_flag_keys(values: Mapping[str, list[cst.BaseExpression]] | None = None) -> None:

@@ -21,7 +21,7 @@ from dataclasses import replace
 import libcst as cst
 
 from loopcheck.model.events import Assignment, Cond, Event, Framework, Kind, Loop
-from loopcheck.model.guards import ACCUMULATING_CALL, GuardReader, complement_key, flag_key
+from loopcheck.model.guards import ACCUMULATING_CALL, GuardReader, complement_keys, flag_key
 from loopcheck.model.index import Index
 from loopcheck.model.micro_steps import counted, last_of
 from loopcheck.model.syntax import children, dotted, names_in, walk
@@ -132,7 +132,7 @@ def collect_flags(loop: Loop, int_inits: dict[str, set[int | None]]
     weight: dict[str, int] = {}
     sides: dict[tuple[str, bool], set[tuple[int, Kind]]] = {}
     mixed: set[str] = set()  # tested together with a per-iteration condition
-    spelled: dict[str, str] = {}  # flag key -> the key of its complement comparison
+    spelled: dict[str, list[str]] = {}  # flag key -> the keys of its complement comparison
     counted: set[str] = set()  # flags on the accumulation count the step is tested against
     counts = _step_moduli(loop)
 
@@ -150,8 +150,8 @@ def collect_flags(loop: Loop, int_inits: dict[str, set[int | None]]
                     flags.append((found[0], found[1] != negated, required))
                     if counts and names_in(atom) & counts:
                         counted.add(found[0])
-                    if found[0] not in spelled and (other := complement_key(atom)) is not None:
-                        spelled[found[0]] = other
+                    if found[0] not in spelled and (others := complement_keys(atom)):
+                        spelled[found[0]] = others
             per_iteration = len(flags) < len(atoms)
             for key, on, required in flags:
                 weight[key] = max(weight.get(key, 0), 2 if core else 1)
@@ -175,7 +175,8 @@ def collect_flags(loop: Loop, int_inits: dict[str, set[int | None]]
             visit(assignment.conds, (id(assignment.node), Kind.STORE), True)
 
     complements: dict[str, str] = {}
-    for key, other in spelled.items():
+    for key, others in spelled.items():
+        other = next((o for o in others if o in weight), others[0])
         if other in weight and key in weight and key not in complements.values():
             complements[key] = other  # `N != 1` tested too: its sides are this flag's, swapped
             weight[key] = max(weight[key], weight.pop(other))

@@ -22,7 +22,8 @@ loss=loss)`): the finding then names that function's file and line.
 ## Why is this bad?
 `backward()` adds into `.grad`. Without `optimizer.zero_grad()` (or `model.zero_grad()`,
 `p.grad = None`) every step uses the sum of all gradients since training started: the updates
-grow without bound and training diverges or stalls, silently. Gradients written by assignment over the
+grow without bound and training diverges or stalls, silently. A zeroing under `if N == 1:` clears them for a
+step in the `else:` of `if N > 1:` (a count of micro-batches is never below 1). Gradients written by assignment over the
 parameters before the step (A3C's workers copy theirs onto the shared model: `for lp, gp in
 zip(local.parameters(), shared.parameters()): gp.grad = lp.grad.clone()`) are replaced, not added up.
 
@@ -296,6 +297,19 @@ class MissingZeroGrad(Rule):
     message = "gradients are never cleared between optimizer steps"
 
     VALID = [
+        """
+for idx, (images, label_id) in enumerate(data_loader):
+    total_loss = criterion(model(images), label_id) / config.TRAIN.ACCUMULATION_STEPS
+    if config.TRAIN.ACCUMULATION_STEPS == 1:
+        optimizer.zero_grad()
+    total_loss.backward()
+    if config.TRAIN.ACCUMULATION_STEPS > 1:
+        if (idx + 1) % config.TRAIN.ACCUMULATION_STEPS == 0 or idx + 1 == len(data_loader):
+            optimizer.step()
+            optimizer.zero_grad()
+    else:
+        optimizer.step()
+""",
         """
 for epoch in range(epochs):
     for x, y in loader:
