@@ -280,9 +280,10 @@ def _gradients_replaced(loop: Loop) -> bool:
     """The loop sets parameters' gradients by assignment in a loop over parameters (A3C's workers: ``for
     lp, gp in zip(local.parameters(), shared.parameters()): gp.grad = lp.grad.clone()``, then the shared
     optimizer's step): what that step uses is replaced each iteration, not added up."""
-    return "grad" in source(loop.node) and any(
-        type(node) is cst.For and "parameters" in source(node.iter) and any(  # type: ignore[attr-defined]
-            type(inner) is cst.Assign and any(isinstance(t.target, cst.Attribute) and t.target.attr.value == "grad"
+    return any(
+        type(node) is cst.For and any(type(n) is cst.Attribute and n.attr.value == "parameters"  # type: ignore[attr-defined]
+                                      for n in walk(node.iter)) and any(  # type: ignore[attr-defined]
+            type(inner) is cst.Assign and any(type(t.target) is cst.Attribute and t.target.attr.value == "grad"
                                               for t in inner.targets)
             for inner in walk(node.body))  # type: ignore[attr-defined]
         for node in walk(loop.node))

@@ -247,7 +247,7 @@ for epoch in range(epochs):
                 # phase that trains another optimizer): each time before that loop's first step
                 if _stepped_first_by_design(model, scheduler.receiver):
                     continue
-                if _after_early_epochs(outer, scheduler):
+                if _after_early_epochs(outer, loop, scheduler):
                     continue
                 if not scheduler.has_args and scheduler.order < loop.order and (reader.guard(
                         scheduler.conds, scheduler.order).always or scheduler.conds and scheduler.conds == loop.conds
@@ -290,16 +290,23 @@ for epoch in range(epochs):
         return self.at(scheduler, f"`{scheduler.receiver}.step()` runs {where}: {effect}{gate}", fix)
 
 
-def _after_early_epochs(epochs: Loop, scheduler: Event) -> bool:
+def _after_early_epochs(epochs: Loop, batches: Loop, scheduler: Event) -> bool:
     """The scheduler steps under a test of the epoch (``else:`` of ``if epoch <= warm_up:``, which sets
-    the learning rate by hand): the first epochs train without it, so its first step follows their
-    optimizer steps and skips nothing (a count, ``epoch % 10 == 0``, may hold at the first epoch)."""
-    if type(epochs.node) is not cst.For:
-        return False
-    counters = set(names_in(epochs.node.target))
-    return any(c.test is not None and counters & set(names_in(c.test)) and not any(
-        isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo) for n in walk(c.test))
+    the learning rate by hand) that the batch loop does not run under: the first epochs train through
+    that loop without it, so its first step follows their optimizer steps and skips nothing (an
+    ordering of the epoch count; ``epoch % 10 == 0`` may hold at the first epoch). Not where the batch
+    loop runs under the same test (a warm-up phase that trains another optimizer in a loop of its own)."""
+    node = epochs.node
+    if type(node) is not cst.For or type(node.iter) is not cst.Call or func_name(node.iter) != "range":
+        return False  # (`for phase in ["train", "val"]:` counts no epochs)
+    counters = set(names_in(node.target))
+    return any(c.test is not None and c not in batches.conds and any(
+        type(n) is cst.Comparison and counters & set(names_in(n)) and all(
+            type(t.operator) in _ORDERINGS for t in n.comparisons) for n in walk(c.test))  # type: ignore[attr-defined]
         for c in scheduler.conds)
+
+
+_ORDERINGS = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 
 
 def _in_a_loop(model: FileModel, stmt: cst.CSTNode) -> bool:
