@@ -70,3 +70,59 @@ def test_a_helper_told_the_iteration_may_step_only_where_the_loop_zeroes() -> No
                                           "        self._scaler.step(optimizer)\n        self._scaler.update()\n")
     assert "if (self.iteration" not in every_call
     assert lc103(every_call) == [21]
+
+
+MAE_SCALER = """
+    import torch
+
+
+    class NativeScalerWithGradNormCount:
+        def __init__(self):
+            self._scaler = torch.cuda.amp.GradScaler()
+
+        def __call__(self, loss, optimizer, clip_grad=None, parameters=None, update_grad=True):
+            self._scaler.scale(loss).backward()
+            if update_grad:
+                self._scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(parameters, clip_grad)
+                self._scaler.step(optimizer)
+                self._scaler.update()
+"""
+
+MIXFORMER_TRAINER = """
+    import torch
+
+    from misc import NativeScalerWithGradNormCount as NativeScaler
+
+
+    class LTRTrainer:
+        def __init__(self, actor, optimizer, accum_iter):
+            self.actor, self.optimizer, self.accum_iter = actor, optimizer, accum_iter
+            self.loss_scaler = NativeScaler()
+
+        def cycle_dataset(self, loader):
+            self.optimizer.zero_grad()
+            for data_iter_step, data in enumerate(loader):
+                with torch.autocast("cuda"):
+                    loss = self.actor(data) / self.accum_iter
+                self.loss_scaler(loss, self.optimizer, parameters=self.actor.parameters(), clip_grad=1.0,
+                                 update_grad={gate})
+                if (data_iter_step + 1) % self.accum_iter == 0:
+                    self.optimizer.zero_grad()
+
+        def train(self, loaders, epochs):
+            for epoch in range(epochs):
+                for loader in loaders:
+                    self.cycle_dataset(loader)
+"""
+
+
+def test_a_scaler_of_another_module_told_when_to_step(project: Path, run_cli) -> None:
+    # MixFormer's trainer: MAE's scaler, imported from a module of the project, steps only when
+    # `update_grad`, which is the zeroing's own test; told nothing (`update_grad=True`), it steps every call
+    from tests.projects import write_project
+
+    for gate, found in (("(data_iter_step + 1) % self.accum_iter == 0", 0), ("True", 1)):
+        write_project(project, {"misc.py": MAE_SCALER, "trainer.py": MIXFORMER_TRAINER.format(gate=gate)})
+        _, out, _ = run_cli("check", "-q", "--no-cache", "--no-show-source", "--select", "LC103", "trainer.py")
+        assert len([line for line in out.splitlines() if ": LC103" in line]) == found, (gate, out)

@@ -63,7 +63,7 @@ from loopcheck.model import Cond, Event, FileModel, Framework, GuardKind, Kind, 
 from loopcheck.model.batch_callers import per_batch_calls
 from loopcheck.model.guards import Guard, flag_form
 from loopcheck.model.discarded import result_discarded
-from loopcheck.model.syntax import (call_text, children, dotted, exit_statement, func_name, last_part, lines,
+from loopcheck.model.syntax import (call_text, children, dotted, exit_statement, func_name, keyword, last_part, lines,
                                    own_call_name, source, walk)
 from loopcheck.model.optimizers import Zeroing
 from loopcheck.model.pytest_tests import in_pytest_test
@@ -237,7 +237,11 @@ def _scaler_may_hold_back(model: FileModel, training: TrainingLoop, step: Event)
     """A ``loss_scaler(loss, optimizer, ...)`` step the helper itself may skip: its ``__call__`` in
     this file steps under a test, or, where the file cannot see it, the loop hands the scaler its
     iteration counter (``loss_scaler.set_iters(ii)`` before the call: ViTs-vs-CNNs' AccumulativeScaler
-    steps only when ``(iteration + 1) % forward_time == 0``)."""
+    steps only when ``(iteration + 1) % forward_time == 0``), or tells it when to step (MAE's
+    ``update_grad=`` of another module's ``NativeScalerWithGradNormCount``)."""
+    held = keyword(step.node, "update_grad") if type(step.node) is cst.Call else None
+    if held is not None and not (type(held) is cst.Name and held.value == "True"):  # type: ignore[attr-defined]
+        return True  # MAE's `loss_scaler(loss, optimizer, update_grad=(i + 1) % accum_iter == 0)` steps when told
     if step.framework is not Framework.LOSS_SCALER or not step.scaler:
         return False
     helpers = model.index.functions.get("__call__", [])
