@@ -48,7 +48,9 @@ renderer). At run time, `loopcheck run` measures the growth itself (LC602).
 module of the project returns beside its loss (`return lm_loss, lm_loss.item()` in its
 `forward`); neither is a running sum that is itself back-propagated (a loss summed over micro-batches on purpose), nor
 one a function makes empty before its loop on every call and returns to a caller of the same file that
-back-propagates it (a learned optimizer's unrolled meta-loss). Neither is a list or a total made fresh
+back-propagates it (a learned optimizer's unrolled meta-loss). Nor one made anew at the top of each
+item of a loader (`batches_loss_sum = torch.tensor(0.0)` in `for batches in loader:`) that a training
+loop over the pieces of that item adds to: it keeps one item's graphs. Neither is a list or a total made fresh
 for one optimizer step (`losses = []`, `total = torch.zeros(n)` or `total = None` before `for _ in
 range(gradient_accumulation_steps):`, or before an inner loop over loss terms), nor one made fresh
 whenever it is filled from one iteration's tensors (`show = []` in the logging branch that then
@@ -273,6 +275,8 @@ for epoch in range(epochs):
                         or _reset_around_repeats(training, container) or _one_step_per_call(training, container)) \
                         and propagated:
                     continue
+                if _made_anew_per_item(training, container):
+                    continue  # one loader item's pieces: what it keeps is freed with the item
                 known = len(reader.sources)
                 if newest is not None or reader.carries(value, holder.order, holder.conds) is True:
                     verb = "accumulated into" if isinstance(holder, Assignment) and holder.op != "=" else "stored in"
@@ -698,6 +702,29 @@ def _made_anew_per_pass(training: TrainingLoop, container: str) -> bool:
         return False
     return any(container in a.names and a.op == "=" and a.order < loop.order and not a.conds
                and (_empty(a.value) or type(a.value) is cst.Call) for a in outer.assignments)
+
+
+def _made_anew_per_item(training: TrainingLoop, container: str) -> bool:
+    """``batches_loss_sum = torch.tensor(0.0)`` (or ``[]``) at the top of each iteration of a loop over
+    a loader, before the training loop inside it goes over the pieces of that item (RADIO's
+    ``for batch in batches:`` over one item's groups of one shape): what the container keeps is one
+    item's, replaced at the next."""
+    loop = training.loop
+    outer = loop.parent
+    while outer is not None and not outer.is_loop and outer.parent is not None:
+        outer = outer.parent  # (a branch is no pass)
+    if outer is None or not outer.is_loop or not (
+            is_data_loop(outer) or type(outer.node) is cst.For and not _counts(outer.node.iter)):
+        return False  # (`for epoch in range(epochs):` goes over passes, not items)
+    return any(container in a.names and a.op == "=" and a.order < loop.order and not a.conds
+               and (_empty(a.value) or type(a.value) is cst.Call) for a in outer.assignments)
+
+
+def _counts(iterable: cst.BaseExpression) -> bool:
+    """``range(...)``, ``enumerate(range(...))``, ``tqdm(range(...))``: a count, not items."""
+    while type(iterable) is cst.Call and iterable.args and func_name(iterable) != "range":  # type: ignore[attr-defined]
+        iterable = iterable.args[0].value  # type: ignore[attr-defined]
+    return type(iterable) is cst.Call and func_name(iterable) == "range"  # type: ignore[arg-type]
 
 
 def _kept_past_pass(training: TrainingLoop, container: str) -> str | None:
