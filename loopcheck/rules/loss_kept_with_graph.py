@@ -92,7 +92,7 @@ from loopcheck.model.memory import (
     trained_modules,
 )
 from loopcheck.model.guards import exclusive
-from loopcheck.model.syntax import children, dotted, func_name, int_value, is_none, keyword, last_part, method, names_in, source, walk
+from loopcheck.model.syntax import children, dotted, func_name, int_value, is_none, keyword, last_part, method, names_in, source, target_names, walk
 from loopcheck.model.training import Style, TrainingLoop, is_data_iterable, is_data_loop, micro_count, pieces_of_one_batch
 from loopcheck.rules._base import Rule, Violation
 
@@ -705,26 +705,20 @@ def _made_anew_per_pass(training: TrainingLoop, container: str) -> bool:
 
 
 def _made_anew_per_item(training: TrainingLoop, container: str) -> bool:
-    """``batches_loss_sum = torch.tensor(0.0)`` (or ``[]``) at the top of each iteration of a loop over
-    a loader, before the training loop inside it goes over the pieces of that item (RADIO's
-    ``for batch in batches:`` over one item's groups of one shape): what the container keeps is one
-    item's, replaced at the next."""
+    """``batches_loss_sum = torch.tensor(0.0)`` (or ``[]``) at the top of each iteration of a loop
+    (``for batches in loader:``), before the training loop inside it goes over the pieces of that item
+    (RADIO's ``for batch in batches:`` over one item's groups of one shape): what the container keeps
+    is one item's, replaced at the next. Not an epoch loop's (``metrics = []`` per epoch, then a loop
+    over the loader), whose passes keep a whole pass's graphs."""
     loop = training.loop
     outer = loop.parent
     while outer is not None and not outer.is_loop and outer.parent is not None:
         outer = outer.parent  # (a branch is no pass)
-    if outer is None or not outer.is_loop or not (
-            is_data_loop(outer) or type(outer.node) is cst.For and not _counts(outer.node.iter)):
-        return False  # (`for epoch in range(epochs):` goes over passes, not items)
+    if outer is None or not outer.is_loop or type(outer.node) is not cst.For or type(loop.node) is not cst.For \
+            or not set(names_in(loop.node.iter)) & set(target_names(outer.node.target)):
+        return False  # the training loop goes over what the item is made of (`for batch in batches:`)
     return any(container in a.names and a.op == "=" and a.order < loop.order and not a.conds
                and (_empty(a.value) or type(a.value) is cst.Call) for a in outer.assignments)
-
-
-def _counts(iterable: cst.BaseExpression) -> bool:
-    """``range(...)``, ``enumerate(range(...))``, ``tqdm(range(...))``: a count, not items."""
-    while type(iterable) is cst.Call and iterable.args and func_name(iterable) != "range":  # type: ignore[attr-defined]
-        iterable = iterable.args[0].value  # type: ignore[attr-defined]
-    return type(iterable) is cst.Call and func_name(iterable) == "range"  # type: ignore[arg-type]
 
 
 def _kept_past_pass(training: TrainingLoop, container: str) -> str | None:
