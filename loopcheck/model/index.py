@@ -165,10 +165,20 @@ def _index_assignment(index: Index, node: cst.Assign | cst.AnnAssign) -> None:
         if len(names) > 1 and type(value) is cst.Call and len(names) == len(target.elements):  # type: ignore[attr-defined]
             index.roles.record_unpacked(names, value)  # `model, optimizer = build(...)`
         if len(names) == 1:
-            short = last_part(names[0])
-            index.values.setdefault(short, []).append(value)
-            index.int_inits.setdefault(short, set()).add(
-                int(value.value, 0) if type(value) is cst.Integer else None)  # type: ignore[attr-defined]
+            _index_value(index, names[0], value)
+        elif type(target) in (cst.Tuple, cst.List) and type(value) in (cst.Tuple, cst.List) \
+                and len(target.elements) == len(value.elements) == len(names) \
+                and not any(type(e) is cst.StarredElement for e in (*target.elements, *value.elements)):  # type: ignore[attr-defined]
+            # `global_step, train_losses = 0, deque(maxlen=128)`: each name bound to its own element
+            for name, element in zip(names, value.elements):  # type: ignore[attr-defined]
+                _index_value(index, name, element.value)
+
+
+def _index_value(index: Index, name: str, value: cst.BaseExpression) -> None:
+    short = last_part(name)
+    index.values.setdefault(short, []).append(value)
+    index.int_inits.setdefault(short, set()).add(
+        int(value.value, 0) if type(value) is cst.Integer else None)  # type: ignore[attr-defined]
 
 
 def _index_call(index: Index, node: cst.Call) -> None:
