@@ -27,14 +27,12 @@ reported at all (``unset``).
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from loopcheck.model import Cond, Event, FileModel
 from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.model.guards import at_most_one, slipped
-from loopcheck.model.syntax import dotted, int_value, is_zero, last_part, source
+from loopcheck.model.syntax import dotted, int_value, is_zero, last_part, source, walk
 from loopcheck.model.training import Style, TrainingLoop, micro_count
 from loopcheck.model.values import option_defaults
 
@@ -92,9 +90,16 @@ def inert(model: FileModel, held: str) -> bool:
 
 def asserted_one(model: FileModel, held: str) -> bool:
     """The file asserts the setting ``held`` to be 1 (DMD2's ``assert args.gradient_accumulation_steps ==
-    1, "grad accumulation not supported yet"``): every run that gets past it has 1."""
-    return "assert" in model.source and re.search(
-        rf"^[ \t]*assert[ \t(]+{re.escape(held)}[ \t]*==[ \t]*1\b", model.source, re.MULTILINE) is not None
+    1, "grad accumulation not supported yet"``) at the top level of a function or of the module: every
+    run that gets past it has 1 (not an assert under a condition, ``if args.fp16: assert N == 1``)."""
+    if "assert" not in model.source or held not in model.source:
+        return False
+    bodies = [model.module.body, *(node.body.body for node in walk(model.module, into_functions=True)
+                                   if type(node) is cst.FunctionDef and type(node.body) is cst.IndentedBlock)]
+    return any(type(small) is cst.Assert and type(test := small.test) is cst.Comparison and len(test.comparisons) == 1
+               and type(test.comparisons[0].operator) is cst.Equal and int_value(test.comparisons[0].comparator) == 1
+               and dotted(test.left) == held
+               for body in bodies for stmt in body if type(stmt) is cst.SimpleStatementLine for small in stmt.body)
 
 
 def _plain_imports(model: FileModel) -> set[str]:

@@ -93,8 +93,9 @@ def prepared_modules(model: FileModel, trained: set[str]) -> list[cst.Call]:
             continue
         if model.roles.of(dotted(called[0])) is not Role.ACCELERATOR:
             continue
-        if any(dotted(arg) in trained or _wraps(model, dotted(arg), trained) for arg in _handed(call, model)):
-            found.append(call)
+        if any(dotted(arg) in trained or _wraps(model, dotted(arg), trained) for arg in _handed(call, model)) \
+                or any(value is call for name in trained for value in model.index.values.get(last_part(name), ())):
+            found.append(call)  # (`model = accelerator.prepare(torch.nn.Linear(2, 2))`: bound to the trained name)
     return found
 
 

@@ -221,6 +221,17 @@ class GenerativeTrainer(ReconstructionTrainer):
     ]
     INVALID = [
         """
+accelerator = Accelerator()
+model = accelerator.prepare(torch.nn.Linear(2, 2))
+optimizer = accelerator.prepare(torch.optim.AdamW(model.parameters()))
+for step, batch in enumerate(loader):
+    loss = model(batch).sum() / N
+    accelerator.backward(loss)  # LC501
+    if (step + 1) % N == 0 or step + 1 == len(loader):
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 def train(args, model, reader, optimizer):
