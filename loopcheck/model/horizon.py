@@ -237,18 +237,21 @@ def is_accumulation_count(name: str, counts: frozenset[str] = frozenset()) -> bo
 
 
 def _carries_accumulation(divisor: cst.BaseExpression, index: Index,
-                          counts: frozenset[str] = frozenset()) -> bool | None:
+                          counts: frozenset[str] = frozenset(), depth: int = 0) -> bool | None:
     """Whether a divisor includes the accumulation count: by name (``// gradient_accumulation_steps``)
-    or through what the file assigns to a name in it (``batch_size = per_gpu * gradient_accumulation_steps
-    * world_size``; then ``len(dataset) // batch_size`` counts optimizer steps). None where some of the
-    name's values carry it and others do not."""
+    or through what the file assigns to a name in it, a few assignments deep (``batch_size = per_gpu *
+    gradient_accumulation_steps * world_size``, or ``train_batch_size = per_node_train_batch_size *
+    world_size`` with ``per_node_train_batch_size`` so built; then ``len(dataset) // batch_size`` counts
+    optimizer steps). None where some of the name's values carry it and others do not."""
     names = keyed_names(divisor)
     if any(is_accumulation_count(n, counts) for n in names):
         return True
     verdict: bool | None = False
     for name in names:
+        values = index.values.get(last_part(name), [])
         carried = [any(is_accumulation_count(n, counts) for n in names_in(v))
-                   for v in index.values.get(last_part(name), [])]
+                   or depth < 2 and isinstance(v, cst.BinaryOperation) and isinstance(v.operator, cst.Multiply)
+                   and _carries_accumulation(v, index, counts, depth + 1) is True for v in values]
         if carried and all(carried):
             return True
         if any(carried):

@@ -168,6 +168,21 @@ class SchedulerHorizonMismatch(Rule):
 
     VALID = [
         """
+per_node_train_batch_size = args.per_gpu_train_batch_size * args.n_gpu * args.gradient_accumulation_steps
+train_batch_size = per_node_train_batch_size * torch.distributed.get_world_size()
+num_training_steps = int(args.num_training_epochs * len(training_features) / train_batch_size)
+scheduler = get_linear_schedule_with_warmup(optimizer, num_warmup_steps=args.num_warmup_steps,
+                                            num_training_steps=num_training_steps)
+for epoch in range(args.num_training_epochs):
+    for step, batch in enumerate(train_dataloader):
+        loss = model(**batch).loss / args.gradient_accumulation_steps
+        loss.backward()
+        if (step + 1) % args.gradient_accumulation_steps == 0 or step + 1 == len(train_dataloader):
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+""",
+        """
 scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
 for epoch in range(args.epochs):
     for x, y in train_loader:
