@@ -700,6 +700,11 @@ def _made_anew_per_pass(training: TrainingLoop, container: str) -> bool:
     if outer is None or not outer.is_loop and not (is_data_loop(loop) or type(loop.node) is cst.For
                                                    and is_data_iterable(loop.node.iter)):
         return False
+    return _made_before(outer, container, loop)
+
+
+def _made_before(outer: Loop, container: str, loop: Loop) -> bool:
+    """``container = []`` (``0.0``, a new meter) in every iteration of ``outer``, before ``loop``."""
     return any(container in a.names and a.op == "=" and a.order < loop.order and not a.conds
                and (_empty(a.value) or type(a.value) is cst.Call) for a in outer.assignments)
 
@@ -717,8 +722,7 @@ def _made_anew_per_item(training: TrainingLoop, container: str) -> bool:
     if outer is None or not outer.is_loop or type(outer.node) is not cst.For or type(loop.node) is not cst.For \
             or not set(names_in(loop.node.iter)) & set(target_names(outer.node.target)):
         return False  # the training loop goes over what the item is made of (`for batch in batches:`)
-    return any(container in a.names and a.op == "=" and a.order < loop.order and not a.conds
-               and (_empty(a.value) or type(a.value) is cst.Call) for a in outer.assignments)
+    return _made_before(outer, container, loop)
 
 
 def _kept_past_pass(training: TrainingLoop, container: str) -> str | None:
