@@ -138,8 +138,8 @@ def _hydra_folder(path: Path) -> str | None:
     found = _HYDRA_MAIN.search(text) if "hydra" in text else None
     if found is None:
         return None
-    folder = (path.parent / found.group(1)).resolve()
-    return str(folder) + os.sep if folder.is_dir() else None
+    folder = os.path.abspath(path.parent / found.group(1))  # (as the configurations' paths are compared)
+    return folder + os.sep if os.path.isdir(folder) else None
 
 
 def _sub_project(index: ProjectIndex, path: Path) -> str | None:
