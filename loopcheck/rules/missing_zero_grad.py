@@ -64,7 +64,7 @@ from loopcheck.model.batch_callers import per_batch_calls
 from loopcheck.model.guards import Guard, flag_form
 from loopcheck.model.discarded import result_discarded
 from loopcheck.model.syntax import (call_text, children, dotted, exit_statement, func_name, keyword, last_part, lines,
-                                   own_call_name, source, walk)
+                                   names_in, own_call_name, source, walk)
 from loopcheck.model.optimizers import Zeroing
 from loopcheck.model.pytest_tests import in_pytest_test
 from loopcheck.model.scaler_counter import told_the_iteration
@@ -283,14 +283,20 @@ def _loops_in(fn: cst.FunctionDef) -> set[int]:
 def _gradients_replaced(loop: Loop) -> bool:
     """The loop sets parameters' gradients by assignment in a loop over parameters (A3C's workers: ``for
     lp, gp in zip(local.parameters(), shared.parameters()): gp.grad = lp.grad.clone()``, then the shared
-    optimizer's step): what that step uses is replaced each iteration, not added up."""
+    optimizer's step): what that step uses is replaced each iteration, not added up (a value that reads
+    the gradient it writes, ``p.grad = p.grad / N``, rescales what was added up)."""
     return any(
         type(node) is cst.For and any(type(n) is cst.Attribute and n.attr.value == "parameters"  # type: ignore[attr-defined]
                                       for n in walk(node.iter)) and any(  # type: ignore[attr-defined]
             type(inner) is cst.Assign and any(type(t.target) is cst.Attribute and t.target.attr.value == "grad"
-                                              for t in inner.targets)
+                                              and not _reads(inner.value, dotted(t.target) or "") for t in inner.targets)
             for inner in walk(node.body))  # type: ignore[attr-defined]
         for node in walk(loop.node))
+
+
+def _reads(value: cst.BaseExpression, name: str) -> bool:
+    """``value`` reads ``name`` (``p.grad / N`` reads ``p.grad``: a rescaling, not a replacement)."""
+    return any(n == name or n.startswith(name + ".") for n in names_in(value))
 
 
 def _built_in(loop: Loop, optimizer: str | None) -> bool:
@@ -372,6 +378,14 @@ for event in events:
 """,
     ]
     INVALID = [
+        """
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    for p in model.parameters():
+        p.grad = p.grad / n_workers
+    optimizer.step()  # LC103
+""",
         """
 def fit(model, loader, optimizer, scheduler=None):
     for x, y in loader:
