@@ -372,7 +372,10 @@ def _zeroing_between_passes(training: TrainingLoop) -> Event | None:
     parent = training.loop.parent
     if parent is not None:
         for zero in parent.events(Kind.ZERO_GRAD):
-            if training.guard(zero).always:
+            # (or whenever the pass runs: `if epoch % loader.epoch_interval == 0:` around a pass function
+            # that zeroes before its loop)
+            if training.guard(zero).always or zero.conds and zero.conds == training.loop.conds \
+                    and zero.order < training.loop.order:
                 return zero
     guard = training.step_guard
     if guard is None or not guard.restarts:
