@@ -623,8 +623,8 @@ class _Scan:
 
 
 _NO_GRAD = Pattern(r"\b(no_grad|inference_mode)\b")
-# `enctime`, `fwd_time`, `elapsed`, `duration_ms`: how long a part of the forward took
-_TIMING = Pattern(r"time$|^time_|elapsed|duration", re.I)
+# `enctime`, `fwd_time`, `elapsed`, `duration_ms`: how long a part of the forward took (not `time_emb`)
+_TIMING = Pattern(r"time$|elapsed|duration", re.I)
 # `acc`, `wacc`, `top1_acc`, `accuracy`, `n_correct`: a share or count of right predictions
 _ACCURACY = Pattern(r"acc(?:uracy|s)?$|^acc_|correct", re.I)
 
