@@ -247,7 +247,7 @@ for epoch in range(epochs):
                 # phase that trains another optimizer): each time before that loop's first step
                 if _stepped_first_by_design(model, scheduler.receiver):
                     continue
-                if _after_early_epochs(outer, loop, scheduler):
+                if _after_early_epochs(model, outer, loop, scheduler):
                     continue
                 if not scheduler.has_args and scheduler.order < loop.order and (reader.guard(
                         scheduler.conds, scheduler.order).always or scheduler.conds and scheduler.conds == loop.conds
@@ -290,23 +290,53 @@ for epoch in range(epochs):
         return self.at(scheduler, f"`{scheduler.receiver}.step()` runs {where}: {effect}{gate}", fix)
 
 
-def _after_early_epochs(epochs: Loop, batches: Loop, scheduler: Event) -> bool:
-    """The scheduler steps under a test of the epoch (``else:`` of ``if epoch <= warm_up:``, which sets
-    the learning rate by hand) that the batch loop does not run under: the first epochs train through
-    that loop without it, so its first step follows their optimizer steps and skips nothing (an
-    ordering of the epoch count; ``epoch % 10 == 0`` may hold at the first epoch). Not where the batch
-    loop runs under the same test (a warm-up phase that trains another optimizer in a loop of its own)."""
+def _after_early_epochs(model: FileModel, epochs: Loop, batches: Loop, scheduler: Event) -> bool:
+    """The scheduler steps only once the epoch count has passed a bound (``if epoch > warm_up:``, or the
+    ``else:`` of ``if warm_up > 0 and epoch <= warm_up:`` that sets the learning rate by hand, with
+    ``warm_up = 10``), under a test the batch loop does not run under: the first epochs train through
+    that loop without it, so its first step follows their optimizer steps and skips nothing. Not a step
+    that runs in the first epochs (``if epoch < warmup_epochs: warmup_scheduler.step()``), nor where the
+    batch loop runs under the same test (a warm-up phase that trains another optimizer in its own loop)."""
     node = epochs.node
     if type(node) is not cst.For or type(node.iter) is not cst.Call or func_name(node.iter) != "range":
         return False  # (`for phase in ["train", "val"]:` counts no epochs)
     counters = set(names_in(node.target))
-    return any(c.test is not None and c not in batches.conds and any(
-        type(n) is cst.Comparison and counters & set(names_in(n)) and all(
-            type(t.operator) in _ORDERINGS for t in n.comparisons) for n in walk(c.test))  # type: ignore[attr-defined]
-        for c in scheduler.conds)
+    for cond in scheduler.conds:
+        if cond.test is None or cond in batches.conds:
+            continue
+        parts = [cond.test]
+        if cond.negated and type(cond.test) is cst.BooleanOperation and type(cond.test.operator) is cst.And:
+            parts = [cond.test.left, cond.test.right]  # `not (a and b)`: later where b is, if a surely holds
+        later = [p for p in parts if _later_epochs(p, counters, cond.negated)]
+        if later and all(p in later or _positive_literal(model, p) for p in parts):
+            return True
+    return False
 
 
-_ORDERINGS = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
+def _later_epochs(test: cst.BaseExpression, counters: set[str], negated: bool) -> bool:
+    """``epoch > bound`` (or ``epoch <= bound`` negated): holds only once the count passed the bound."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return False
+    operator, right = type(test.comparisons[0].operator), test.comparisons[0].comparator
+    if counters & set(names_in(right)) and not counters & set(names_in(test.left)):
+        operator = _MIRRORED.get(operator, operator)  # `warm_up < epoch`
+    elif not counters & set(names_in(test.left)):
+        return False
+    return operator in ((cst.LessThan, cst.LessThanEqual) if negated else (cst.GreaterThan, cst.GreaterThanEqual))
+
+
+def _positive_literal(model: FileModel, test: cst.BaseExpression) -> bool:
+    """``warm_up > 0`` with ``warm_up`` bound only to positive integer literals in the file."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1 \
+            or type(test.comparisons[0].operator) is not cst.GreaterThan or not is_zero(test.comparisons[0].comparator):
+        return False
+    name = dotted(test.left)
+    values = model.index.int_inits.get(last_part(name)) if name is not None else None
+    return bool(values) and all(v is not None and v > 0 for v in values)
+
+
+_MIRRORED = {cst.LessThan: cst.GreaterThan, cst.LessThanEqual: cst.GreaterThanEqual,
+             cst.GreaterThan: cst.LessThan, cst.GreaterThanEqual: cst.LessThanEqual}
 
 
 def _in_a_loop(model: FileModel, stmt: cst.CSTNode) -> bool:
