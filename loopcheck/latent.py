@@ -94,12 +94,16 @@ def asserted_one(model: FileModel, held: str) -> bool:
     run that gets past it has 1 (not an assert under a condition, ``if args.fp16: assert N == 1``)."""
     if "assert" not in model.source or held not in model.source:
         return False
-    bodies = [model.module.body, *(node.body.body for node in walk(model.module, into_functions=True)
-                                   if type(node) is cst.FunctionDef and type(node.body) is cst.IndentedBlock)]
-    return any(type(small) is cst.Assert and type(test := small.test) is cst.Comparison and len(test.comparisons) == 1
-               and type(test.comparisons[0].operator) is cst.Equal and int_value(test.comparisons[0].comparator) == 1
-               and dotted(test.left) == held
-               for body in bodies for stmt in body if type(stmt) is cst.SimpleStatementLine for small in stmt.body)
+    asserted = model.read_once.get("asserted_one")
+    if asserted is None:  # (one walk of the file, however many findings ask)
+        bodies = [model.module.body, *(node.body.body for node in walk(model.module, into_functions=True)
+                                       if type(node) is cst.FunctionDef and type(node.body) is cst.IndentedBlock)]
+        asserted = model.read_once["asserted_one"] = {
+            dotted(test.left) for body in bodies for stmt in body if type(stmt) is cst.SimpleStatementLine
+            for small in stmt.body if type(small) is cst.Assert and type(test := small.test) is cst.Comparison
+            and len(test.comparisons) == 1 and type(test.comparisons[0].operator) is cst.Equal
+            and int_value(test.comparisons[0].comparator) == 1}
+    return held in asserted  # type: ignore[operator]
 
 
 def _plain_imports(model: FileModel) -> set[str]:

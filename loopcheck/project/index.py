@@ -146,6 +146,7 @@ class ProjectIndex:
         self._walked: list[tuple[str, list[str]]] = []  # (directory, its files) of that walk
         self._documents: list[str] | None = None  # those a configuration may be in
         self.settings: dict[str, bool] = {}  # see loopcheck.project.inert_settings.inert
+        self.setting_scopes: dict[Path, tuple[str | None, str | None]] = {}  # see inert_settings._scopes
         self.settings_stamp: str | None = None  # see loopcheck.project.inert_settings.stamp
         self._python_stamp: str | None = None
 

@@ -120,12 +120,20 @@ def inert(index: ProjectIndex, name: str, path: Path | None = None, off: bool = 
     project ships (see the module's documentation), for the file ``path`` (its sub-project's files);
     ``off``: a switch, inert only at 0, false or null (1 turns it on). False where anything is unclear."""
     key = name.lower().replace("-", "_")
-    scope = _sub_project(index, path) if path is not None else None
-    configurations = _hydra_folder(path) if path is not None else None
+    scope, configurations = _scopes(index, path) if path is not None else (None, None)
     cached = f"{key}@{scope}@{configurations}" + ("!off" if off else "")
     found = index.settings.get(cached)
     if found is None:
         found = index.settings[cached] = _inert(index, key, scope, 0 if off else 1, configurations)
+    return found
+
+
+def _scopes(index: ProjectIndex, path: Path) -> tuple[str | None, str | None]:
+    """The sub-project and the Hydra configuration folder of the file ``path``, worked out once per file
+    in a run (every finding with a setting asks)."""
+    found = index.setting_scopes.get(path)
+    if found is None:
+        found = index.setting_scopes[path] = (_sub_project(index, path), _hydra_folder(path))
     return found
 
 

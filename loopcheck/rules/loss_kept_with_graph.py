@@ -694,13 +694,19 @@ def _made_anew_per_pass(training: TrainingLoop, container: str) -> bool:
     loader (an epoch function's), before it. What the container keeps is one pass's graphs, not the
     whole run's (a step-counted loop with the sum made once before it keeps them all)."""
     loop = training.loop
-    outer = loop.parent
-    while outer is not None and not outer.is_loop and outer.parent is not None:
-        outer = outer.parent  # (a branch is no pass)
+    outer = _around(loop)
     if outer is None or not outer.is_loop and not (is_data_loop(loop) or type(loop.node) is cst.For
                                                    and is_data_iterable(loop.node.iter)):
         return False
     return _made_before(outer, container, loop)
+
+
+def _around(loop: Loop) -> Loop | None:
+    """The loop around ``loop`` (a branch between them is no pass), or the outermost scope."""
+    outer = loop.parent
+    while outer is not None and not outer.is_loop and outer.parent is not None:
+        outer = outer.parent
+    return outer
 
 
 def _made_before(outer: Loop, container: str, loop: Loop) -> bool:
@@ -716,9 +722,7 @@ def _made_anew_per_item(training: TrainingLoop, container: str) -> bool:
     is one item's, replaced at the next. Not an epoch loop's (``metrics = []`` per epoch, then a loop
     over the loader), whose passes keep a whole pass's graphs."""
     loop = training.loop
-    outer = loop.parent
-    while outer is not None and not outer.is_loop and outer.parent is not None:
-        outer = outer.parent  # (a branch is no pass)
+    outer = _around(loop)
     if outer is None or not outer.is_loop or type(outer.node) is not cst.For or type(loop.node) is not cst.For \
             or not set(names_in(loop.node.iter)) & set(target_names(outer.node.target)):
         return False  # the training loop goes over what the item is made of (`for batch in batches:`)
