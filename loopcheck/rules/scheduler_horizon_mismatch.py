@@ -66,7 +66,9 @@ A `LambdaLR` whose schedule function is handed its lengths
 warmup_cosine(s, args.warmup_epochs, args.epochs)`) counts in the unit all of them share; so does
 one a factory defines inside and hands to `LambdaLR` (`def lr_lambda(step): ...` reading the factory's
 `num_training_steps` and the locals it makes of it), which is handed those lengths as the factory's
-caller passes them (a `last_epoch` left to its default is no length). A schedule function of the file
+caller passes them (a `last_epoch` left to its default is no length). Lengths that are the loop's
+own bound and shares of it (`lambda step: cosine(step, warmup, num_steps)` with `warmup = int(0.1 *
+num_steps)`, over `while step < num_steps:` counting batches) count the loop's iterations. A schedule function of the file
 or a lambda that divides its step count by lengths of its own (`math.cos(math.pi * epoch / args.epochs)`,
 `epoch / args.warmup_epochs`) counts in the unit those lengths share. A step
 under `isinstance` tests on the scheduler (`if isinstance(scheduler, OneCycleLR): scheduler.step()`,
@@ -167,6 +169,16 @@ class SchedulerHorizonMismatch(Rule):
     message = "the scheduler's horizon is counted in other units than its stepping"
 
     VALID = [
+        """
+warmup = int(0.1 * num_steps)
+scheduler = LambdaLR(optimizer, lr_lambda=lambda s: cosine_schedule(s, warmup, num_steps))
+for step in range(num_steps):
+    loss = model(next(batches)).loss
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    scheduler.step()
+""",
         """
 per_node_train_batch_size = args.per_gpu_train_batch_size * args.n_gpu * args.gradient_accumulation_steps
 train_batch_size = per_node_train_batch_size * torch.distributed.get_world_size()
@@ -420,6 +432,17 @@ for epoch in range(config["epochs"]):
         optimizer.zero_grad()
         criterion(model(x), y).backward()
         optimizer.step()
+        scheduler.step()  # LC303
+""",
+        """
+warmup = int(0.1 * num_steps)
+scheduler = LambdaLR(optimizer, lr_lambda=lambda s: cosine_schedule(s, warmup, num_steps))
+for step in range(num_steps):
+    loss = model(next(batches)).loss / accum_steps
+    loss.backward()
+    if (step + 1) % accum_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
         scheduler.step()  # LC303
 """,
     ]
@@ -955,9 +978,10 @@ _DECAY_WORDS = {"StepLR": "step size", "MultiStepLR": "milestones", "SequentialL
 def _shown(horizon: cst.BaseExpression | None, what: str) -> str:
     """The horizon as the message quotes it: where it is the several lengths a schedule function is
     given (``partial(lr_lambda, num_warmup_steps, num_training_steps)``, each in the same unit), the
-    shortest of them and how many there are."""
+    shortest of them that is not a warmup, and how many there are."""
     if what == "horizon" and isinstance(horizon, cst.List) and len(horizon.elements) > 1:
-        shortest = min((source(e.value) for e in horizon.elements), key=len)
+        texts = [source(e.value) for e in horizon.elements]
+        shortest = min([t for t in texts if "warmup" not in t.lower()] or texts, key=len)
         return f"`{shortest}` (one of the {len(horizon.elements)} lengths its schedule function is given)"
     return f"`{source(horizon)}`" if horizon is not None else "``"
 
@@ -977,12 +1001,27 @@ def _loop_unit(horizon: cst.BaseExpression, training: TrainingLoop, index: Index
     and the part of it after a warmup (``max(1, MAX_STEPS - warmup_steps)``)."""
     horizon = _after_warmup(horizon, index)
     if any(same(horizon, bound) or _kept_as(bound, horizon, index) or _share_of_bound(horizon, bound)
-           for bound in _loop_bounds(training.loop)) or _all_passes(horizon, training.loop):
+           or _lengths_of_bound(horizon, bound, index) for bound in _loop_bounds(training.loop)) \
+            or _all_passes(horizon, training.loop):
         return Unit.BATCHES
     if training.style is Style.MICRO_LOOP and (same(horizon, _range_bound(training.step_loop))
                                                or _all_passes(horizon, training.step_loop)):
         return Unit.UPDATES
     return None
+
+
+def _lengths_of_bound(horizon: cst.BaseExpression, bound: cst.BaseExpression | None, index: Index) -> bool:
+    """The lengths a schedule function is given (``lambda step: cosine(step, warmup, num_steps)``), one
+    of them the loop's bound and each other a share of it (``warmup = int(0.1 * num_steps)``): the
+    schedule runs over the loop's iterations, its warmup a part of them."""
+    if bound is None or type(horizon) is not cst.List or not any(same(e.value, bound) for e in horizon.elements):
+        return False
+    for element in horizon.elements:
+        value = element.value
+        held = index.values.get(value.value, []) if type(value) is cst.Name else []
+        if not (_share_of_bound(value, bound) or len(held) == 1 and _share_of_bound(held[0], bound)):
+            return False
+    return True
 
 
 def _after_warmup(horizon: cst.BaseExpression, index: Index) -> cst.BaseExpression:
