@@ -445,6 +445,21 @@ for step in range(num_steps):
         optimizer.zero_grad()
         scheduler.step()  # LC303
 """,
+        """
+scheduler = CosineAnnealingLR(optimizer, T_max=max_steps)
+step = 0
+while True:
+    for batch in loader:
+        (model(batch).loss / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+            scheduler.step()  # LC303
+        if step >= max_steps:
+            print(f"done after {step} steps")
+            sys.exit(0)
+        step += 1
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
@@ -1154,11 +1169,18 @@ def _less_one(bound: cst.BaseExpression) -> cst.BaseExpression:
 
 
 def _only_break(body: cst.BaseSuite) -> bool:
+    """A branch that leaves the loop: ``break``, or a ``return`` or ``sys.exit(0)`` after calls that
+    only report or save (``print(f"done after {step} steps")``)."""
     statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
     if not all(isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) for stmt in statements):
         return False
     smalls = [small for stmt in statements for small in stmt.body]  # type: ignore[union-attr]
-    return len(smalls) == 1 and isinstance(smalls[0], cst.Break)
+    if not smalls or not all(type(small) in (cst.Import, cst.ImportFrom) or type(small) is cst.Expr
+                             and type(small.value) is cst.Call for small in smalls[:-1]):
+        return False
+    last = smalls[-1]
+    return type(last) in (cst.Break, cst.Return) or type(last) is cst.Expr and type(last.value) is cst.Call \
+        and func_name(last.value) in ("sys.exit", "exit", "quit")
 
 
 def _writes(node: cst.CSTNode, name: str) -> list[cst.CSTNode]:
