@@ -1,13 +1,20 @@
 """## What it does
 Checks for `scaler.unscale_(optimizer)` (or `scaler.step(optimizer)`) on every micro-batch of a
-gradient-accumulation loop whose optimizer steps only at the window boundary.
+gradient-accumulation loop whose optimizer steps only at the window boundary. Also inside
+`accelerator.accumulate()` with `Accelerator(gradient_accumulation_steps=N)`, for a GradScaler the
+file builds itself: Accelerate skips the prepared optimizer's step on the micro-batches that only
+accumulate, but not the scaler's `unscale_()` or `step()` (which unscales first), unless they run under
+`if accelerator.sync_gradients:`.
 
 ## Why is this bad?
 `unscale_()` divides the gradients accumulated so far by the current scale and marks the optimizer
 as unscaled until the next `update()`. On the second micro-batch of the window it raises
 "unscale_() has already been called on this optimizer since the last update()"; where it does not
 (an `update()` on every micro-batch), the window's `.grad` mixes unscaled and scaled
-contributions. `scaler.step()` on non-boundary micro-batches steps on partial windows.
+contributions. `scaler.step()` on non-boundary micro-batches steps on partial windows; inside `accumulate()`, where
+the optimizer's step is skipped there, it still unscales the partial sum each time, so the window's
+earlier micro-batches are divided by the scale again (SGD, 4 micro-batches, scale 1024, on CPU: an
+update of +0.1564 where +0.6250 was due, `benchmarks/results/accelerate-scaler-s31`).
 
 ## Fix
 Move `scaler.unscale_(optimizer)` (and the clipping after it) into the step branch, right before
@@ -19,8 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from loopcheck.fixes import move_before_steps
-from loopcheck.model import FileModel, Kind, Style
-from loopcheck.model.amp import scaled_backwards, scaler_steps
+from loopcheck.model import FileModel, Kind, Role, Style, TrainingLoop
+from loopcheck.model.accelerate import accumulation_setting
+from loopcheck.model.amp import custom_scaler, scaled_backwards, scaler_disabled, scaler_steps
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -53,6 +61,18 @@ for x, y in loader:
     scaler.step(optimizer)
     scaler.update()
 """,
+        """
+accelerator = Accelerator(gradient_accumulation_steps=4)
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+scaler = torch.amp.GradScaler("cuda")
+for batch in loader:
+    with accelerator.accumulate(model):
+        accelerator.backward(scaler.scale(model(batch).loss))
+        if accelerator.sync_gradients:
+            scaler.step(optimizer)
+            scaler.update()
+        optimizer.zero_grad()
+""",
     ]
     INVALID = [
         """
@@ -78,10 +98,24 @@ while step < max_steps:
     optimizer.zero_grad()
     step += 1
 """,
+        """
+accelerator = Accelerator(gradient_accumulation_steps=4)
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+scaler = torch.amp.GradScaler("cuda")
+for batch in loader:
+    with accelerator.accumulate(model):
+        accelerator.backward(scaler.scale(model(batch).loss))
+        scaler.step(optimizer)  # LC204
+        scaler.update()
+        optimizer.zero_grad()
+""",
     ]
 
     def check(self, model: FileModel) -> Iterator[Violation]:
         for training in model.training_loops:
+            if training.style is Style.ACCELERATE:
+                yield from self._in_accumulate(model, training)
+                continue
             if training.style not in (Style.GUARDED, Style.MICRO_LOOP):
                 continue
             if not scaled_backwards(training.backwards, model.roles) or not scaler_steps(training.steps):
@@ -101,3 +135,23 @@ while step < max_steps:
                 yield self.at(call, f"`{owner}.{what}()` runs on every micro-batch while the optimizer steps "
                                     f"only every N micro-batches ({training.style.value}): move it into the "
                                     "step branch", fix)
+
+    def _in_accumulate(self, model: FileModel, training: TrainingLoop) -> Iterator[Violation]:
+        """A GradScaler of the file's own inside ``accelerator.accumulate()``: Accelerate skips the prepared
+        optimizer's step on the micro-batches that only accumulate, not the scaler's calls, so its
+        ``step()`` unscales the window's partial sum on each of them."""
+        if accumulation_setting(model) is None:
+            return
+        # (the prepared optimizer's step is Accelerate's, through the scaler or not)
+        for call in training.loop.events(Kind.SCALER_UNSCALE) + [s for s in training.loop.events(Kind.STEP) if s.scaler]:
+            owner = call.receiver if call.kind is Kind.SCALER_UNSCALE else call.scaler
+            if not call.in_context("accumulate") or not training.finite_guard(call).always or \
+                    not model.roles.constructors(owner, Role.SCALER) or custom_scaler(model.roles, owner) or \
+                    scaler_disabled(model.roles, owner):
+                continue
+            what = "unscale_" if call.kind is Kind.SCALER_UNSCALE else "step"
+            yield self.at(call, f"`{owner}.{what}()` runs on every micro-batch inside `accelerator.accumulate()`, "
+                                "which skips only the prepared optimizer's own step: the scaler unscales the "
+                                "window's partial sum on each micro-batch, so the earlier ones are divided by the "
+                                "scale again; call it under `if accelerator.sync_gradients:`")
+
