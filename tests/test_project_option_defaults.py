@@ -98,3 +98,41 @@ def test_a_changed_default_invalidates_the_cached_result(project: Path, run_cli)
     (project / "config_parse" / "arg_parse.py").write_text(
         ARG_PARSE.replace("default=0,\n", "default=64,\n").replace("\n    ", "\n").lstrip())
     assert _partial_windows(run_cli) == []
+
+
+TRAIN_WARMUP = """
+    import torch
+    from argument import parser
+    from warmup_scheduler import GradualWarmupScheduler
+
+    args = parser.parse_args()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    cosine = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, args.epoch)
+    warmup = GradualWarmupScheduler(optimizer, multiplier=args.lr_multiplier, total_epoch=10, after_scheduler=cosine)
+
+    for epoch in range(args.epoch):
+        warmup.step()
+        for x, y in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+"""
+
+ARGUMENT = """
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--epoch', default=200, type=int)
+    parser.add_argument('--lr_multiplier', default={multiplier}, type=float, help='learning rate multiplier')
+"""
+
+
+@pytest.mark.parametrize(("multiplier", "reported"), [("1.0", False), ("10.0", True)])
+def test_a_warmup_from_zero_by_an_option_of_another_module_is_not_skipped_by_stepping_first(
+        project: Path, run_cli, multiplier: str, reported: bool) -> None:
+    """pytorch-gradual-warmup-lr's ``GradualWarmupScheduler`` ramps from a learning rate of 0 at
+    ``multiplier=1``: stepping it at the top of the epoch skips only that (OpenCoS's
+    ``--lr_multiplier``, default 1.0 in ``argument.py``); from 10 it ramps from the base rate."""
+    write_project(project, {"train.py": TRAIN_WARMUP, "argument.py": ARGUMENT.format(multiplier=multiplier)})
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "train.py")
+    assert bool([line for line in out.splitlines() if ": LC302" in line]) is reported

@@ -28,7 +28,7 @@ percent of the run on the wrong learning rate. PyTorch warns once, which is easy
 A schedule that warms up from zero (`get_linear_schedule_with_warmup(optimizer, 8, total)` and the
 other `transformers` `get_*_with_warmup` schedules, with a warmup that is not a literal 0;
 pytorch-gradual-warmup-lr's `GradualWarmupScheduler(optimizer, multiplier=1, total_epoch=5)`, whose
-README steps it once before the loop; pl_bolts' `LinearWarmupCosineAnnealingLR` with its default
+README steps it once before the loop, also with a multiplier option whose default is 1 (`multiplier=args.lr_multiplier`); pl_bolts' `LinearWarmupCosineAnnealingLR` with its default
 `warmup_start_lr=0.0`) is not flagged: the value stepping first skips is a learning rate of 0, and
 skipping it loses no update (stepped once per epoch, it saves a whole epoch at learning rate 0).
 Before 1.1 the scheduler was stepped first, so a project that pins `torch` below 1.1 (in its
@@ -73,6 +73,7 @@ from loopcheck.model import Event, FileModel, Framework, Kind, Loop, Style
 from loopcheck.model.guards import GuardReader, exclusive
 from loopcheck.model.memory import module_name, trained_modules
 from loopcheck.model.roles import Role, role_of_constructor
+from loopcheck.model.values import numeric
 from loopcheck.model.syntax import (dotted, func_name, int_value, is_none, is_zero, keyword, last_part, names_in, own_call_name,
                                     positional, same, source, walk)
 from loopcheck.model.training import is_data_loop
@@ -428,7 +429,7 @@ def _warms_up_from_zero(model: FileModel, receiver: str | None) -> bool:
         if last_part(func_name(call) or "") == "GradualWarmupScheduler":
             # pytorch-gradual-warmup-lr's: at `multiplier=1` it ramps `base_lr * epoch / total_epoch` from 0
             multiplier = keyword(call, "multiplier") or (args[1] if len(args) > 1 else None)
-            if multiplier is None or source(multiplier) not in ("1", "1.0", "1.") or is_zero(
+            if multiplier is None or _number(model, multiplier) != 1 or is_zero(
                     keyword(call, "total_epoch") or (args[2] if len(args) > 2 else cst.Integer("0"))):
                 return False
             continue
@@ -446,6 +447,16 @@ def _warms_up_from_zero(model: FileModel, receiver: str | None) -> bool:
         if warmup is None or int_value(warmup) == 0:
             return False
     return bool(calls)
+
+
+def _number(model: FileModel, expr: cst.BaseExpression) -> float | None:
+    """The number ``expr`` is by the file's literals and assignments, or, for an option
+    (``args.lr_multiplier``), the default the project's one declaration of it gives."""
+    value = numeric(expr, model.index)
+    name = dotted(expr)
+    if value is None and name is not None and "." in name and model.project is not None:
+        value = model.project.option_default(last_part(name))
+    return value
 
 
 def _same_phase(scheduler: Event, steps: list[Event]) -> bool:
