@@ -708,8 +708,12 @@ def _per_update_bound(horizon: cst.BaseExpression, training: TrainingLoop, index
 
 def _share_of(warmup: cst.BaseExpression, horizon: cst.BaseExpression, index: Index) -> bool:
     """``warmup`` is the horizon times a ratio or divided by a number (``cfg.num_batches *
-    cfg.warmup_ratio`` beside a horizon ``cfg.num_batches``), read through a name bound once."""
+    cfg.warmup_ratio`` beside a horizon ``cfg.num_batches``), read through a name bound once, a cast
+    around it too (``int(total_steps * warmup_ratio)``)."""
     value = _bound_once(warmup, index)
+    while type(value) is cst.Call and last_part(func_name(value) or "") in ("int", "round", "ceil", "floor") \
+            and len(value.args) == 1:
+        value = value.args[0].value
     return isinstance(value, cst.BinaryOperation) and isinstance(
         value.operator, (cst.Multiply, cst.Divide, cst.FloorDivide)) and (
         same(value.left, horizon) or isinstance(value.operator, cst.Multiply) and same(value.right, horizon))
@@ -1020,9 +1024,34 @@ def _loop_unit(horizon: cst.BaseExpression, training: TrainingLoop, index: Index
             or _all_passes(horizon, training.loop):
         return Unit.BATCHES
     if training.style is Style.MICRO_LOOP and (same(horizon, _range_bound(training.step_loop))
-                                               or _all_passes(horizon, training.step_loop)):
+                                               or _all_passes(horizon, training.step_loop)
+                                               or _counts_step_loop_data(horizon, training, index)):
         return Unit.UPDATES
     return None
+
+
+def _counts_step_loop_data(horizon: cst.BaseExpression, training: TrainingLoop, index: Index) -> bool:
+    """The only data the horizon counts is what the loop that steps goes over, one batch per optimizer
+    step (``len(self.train_dataloader) * epochs`` for ``for data in self.train_dataloader:`` whose
+    ``training_step(data)`` splits each batch into micro-batches): it counts optimizer steps."""
+    loop = training.step_loop
+    data = unwrap_iterable(loop.iter) if loop.iter is not None and is_data_loop(loop) else None
+    if data is None or dotted(data) is None:
+        return False
+    lengths: list[cst.BaseExpression] = []
+    stack, seen = [horizon], set()
+    for _ in range(8):  # a few assignments deep
+        if not stack:
+            break
+        node = stack.pop()
+        lengths += [sub.args[0].value for sub in walk(node)
+                    if type(sub) is cst.Call and func_name(sub) == "len" and len(sub.args) == 1]
+        for name in names_in(node) - seen:
+            seen.add(name)
+            held = index.values.get(last_part(name), [])
+            if len(held) == 1:
+                stack.append(held[0])
+    return bool(lengths) and all(same(length, data) for length in lengths)
 
 
 def _lengths_of_bound(horizon: cst.BaseExpression, bound: cst.BaseExpression | None, index: Index) -> bool:
