@@ -123,8 +123,8 @@ def horizon_expr(call: cst.Call, index: Index) -> cst.CSTNode | None:
         if body is not None and unit_of(body, index) is None:
             # read whole, the body says no unit: the lengths it divides the step count by may
             lengths = _lengths(body, found.params)  # type: ignore[union-attr]
-            if lengths is not None and unit_of(lengths, index) is not None:
-                return lengths
+            if lengths is not None:
+                return lengths  # (whose unit may still be the loop's: `(step - warmup) / (max_steps - warmup)`)
         return body
     if name == "OneCycleLR" and keyword(call, "total_steps") is None:
         epochs, per_epoch = keyword(call, "epochs"), keyword(call, "steps_per_epoch")

@@ -446,6 +446,27 @@ for step in range(num_steps):
         scheduler.step()  # LC303
 """,
         """
+warmup_steps = max_steps // 20
+
+
+def lr_lambda(step):
+    if step < warmup_steps:
+        return step / warmup_steps
+    return 0.5 * (1 + math.cos(math.pi * (step - warmup_steps) / (max_steps - warmup_steps)))
+
+
+scheduler = LambdaLR(optimizer, lr_lambda)
+step = 0
+while step < max_steps:
+    for x, y in loader:
+        (criterion(model(x), y) / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+            scheduler.step()  # LC303
+        step += 1
+""",
+        """
 scheduler = CosineAnnealingLR(optimizer, T_max=max_steps)
 step = 0
 while True:
@@ -1000,7 +1021,9 @@ def _shown(horizon: cst.BaseExpression | None, what: str) -> str:
     shortest of them that is not a warmup, and how many there are."""
     if what == "horizon" and isinstance(horizon, cst.List) and len(horizon.elements) > 1:
         texts = [source(e.value) for e in horizon.elements]
-        shortest = min([t for t in texts if "warmup" not in t.lower()] or texts, key=len)
+        lengths = [source(e.value) for e in horizon.elements
+                   if not (dotted(e.value) is not None and "warmup" in source(e.value).lower())]
+        shortest = min(lengths or texts, key=len)
         return f"`{shortest}` (one of the {len(horizon.elements)} lengths its schedule function is given)"
     return f"`{source(horizon)}`" if horizon is not None else "``"
 
@@ -1055,13 +1078,16 @@ def _counts_step_loop_data(horizon: cst.BaseExpression, training: TrainingLoop, 
 
 
 def _lengths_of_bound(horizon: cst.BaseExpression, bound: cst.BaseExpression | None, index: Index) -> bool:
-    """The lengths a schedule function is given (``lambda step: cosine(step, warmup, num_steps)``), one
-    of them the loop's bound and each other a share of it (``warmup = int(0.1 * num_steps)``): the
-    schedule runs over the loop's iterations, its warmup a part of them."""
-    if bound is None or type(horizon) is not cst.List or not any(same(e.value, bound) for e in horizon.elements):
+    """The lengths a schedule function is given (``lambda step: cosine(step, warmup, num_steps)``) or
+    divides its step count by (``(step - warmup_steps) / (max_steps - warmup_steps)``), one of them
+    the loop's bound and each other a share of it (``warmup = int(0.1 * num_steps)``): the schedule
+    runs over the loop's iterations, its warmup a part of them."""
+    if type(horizon) is not cst.List or bound is None:
         return False
-    for element in horizon.elements:
-        value = element.value
+    values = [_after_warmup(e.value, index) for e in horizon.elements]  # `(max_steps - warmup_steps)` too
+    if not any(same(value, bound) for value in values):
+        return False
+    for value in values:
         held = index.values.get(value.value, []) if type(value) is cst.Name else []
         if not (_share_of_bound(value, bound) or len(held) == 1 and _share_of_bound(held[0], bound)):
             return False
