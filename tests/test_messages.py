@@ -200,7 +200,8 @@ for epoch in range(epochs):
 
 def test_lc106_on_a_count_across_epochs_names_the_window_the_epoch_zeroing_opens() -> None:
     (finding,) = check_source(GLOBAL_STEP, select=["LC106"])
-    assert "the window that each epoch's zeroing opens is not N micro-batches long" in finding.message
+    assert "`global_step` runs on across epochs, so where an epoch starts on a multiple of `accum`" in finding.message
+    assert "that epoch's first step one micro-batch of gradients" in finding.message
     per_epoch = GLOBAL_STEP.replace("global_step = 0\n", "").replace("    for x, y in loader:",
                                                                     "    global_step = 0\n    for x, y in loader:")
     (finding,) = check_source(per_epoch, select=["LC106"])

@@ -27,7 +27,9 @@ the counter starts only once in the run (a `global_step` that runs on across epo
 zeroing the gradients between them, or a `while step < total_steps:` loop that is the run's only pass):
 the shifted test then makes the run's first window one micro-batch short or long, and every later window
 is N long (outside reviews judged such findings false: TaCL's first step ran at learning rate 0 in its
-warmup). With a zeroing at each epoch's start the shift recurs every epoch and is reported.
+warmup). With a zeroing at each epoch's start the shift recurs every epoch and is reported: for
+`global_step % N == 0` every epoch that starts on a multiple of N (8 batches an epoch, N = 4: windows of
+1, 4, 1, 4, ...) steps after its first micro-batch; the tail the zeroing wipes is LC105's.
 
 ## Fix
 Test the 0-based index with `(i + 1) % N == 0` (or a 1-based counter with `i % N == 0`).
@@ -219,13 +221,27 @@ for step in range(num_micro_batches):
                 continue  # only the run's first window is short: every later one is N long
             after_backward = all(b.order < step.order for b in training.backwards)
             if guard.phase is Phase.OFF or guard.phase is Phase.START and after_backward:
+                counted = guard.index
                 # a count that runs on across epochs is off only where a zeroing at each epoch's start
                 # opens a window (`_first_window_only` keeps the others out)
-                effect = "the window that each epoch's zeroing opens is not N micro-batches long" \
-                    if guard.restarts is False else "the first window is not N micro-batches long and every later " \
-                                                    "step is shifted"
+                if guard.restarts is True:
+                    effect = "the first window is not N micro-batches long and every later step is shifted"
+                elif guard.phase is Phase.START:
+                    # the count runs on, so only an epoch that starts on a multiple of N steps on its first
+                    # micro-batch; a window the zeroing shortens otherwise is LC105's
+                    test = guard.test
+                    remainder = test.left if type(test) is cst.Comparison else test
+                    counter = counted = source(remainder.left) if type(remainder) is cst.BinaryOperation \
+                        else guard.index
+                    modulus = source(guard.modulus) if guard.modulus is not None else "N"
+                    effect = (f"`{counter}` runs on across epochs, so where an epoch starts on a multiple of "
+                              f"`{modulus}` (an epoch's batch count a multiple of it), the epoch-start zeroing leaves "
+                              f"that epoch's first step one micro-batch of gradients, every epoch; "
+                              f"`({counter} + 1) % {modulus} == 0` steps after a whole window")
+                else:
+                    effect = "the window that each epoch's zeroing opens is not N micro-batches long"
                 yield Violation(guard.test, owner, f"`{source(guard.test)}` fires on the wrong micro-batch for how "
-                                                   f"`{guard.index}` is counted: {effect}")
+                                                   f"`{counted}` is counted: {effect}")
 
 
 def _inverted_boundary(training: TrainingLoop) -> Violation | None:
