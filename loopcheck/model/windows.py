@@ -393,12 +393,45 @@ def _stops(skip: cst.If, loop: Loop, model: FileModel) -> bool:
     with ``continue``): the last window may then be whole. A resume skip (``if i < start: continue``),
     a skipped bad batch, or a guard the index never reaches cannot."""
     if _never_reached(skip.test, loop) or never_equal(skip.test, loop, model) or _counts_down_a_prefix(skip) \
-            or _ends_the_run(skip.test, loop) or _off_by_default(skip.test, model):
+            or _ends_the_run(skip.test, loop) or _off_by_default(skip.test, model) or _set_only_on_exit(skip, loop):
         return False
     if isinstance(exit_statement(skip), (cst.Break, cst.Return)):
         return True
     return any(isinstance(n, cst.ComparisonTarget) and isinstance(n.operator, (cst.GreaterThan, cst.GreaterThanEqual))
                for n in walk(skip.test))
+
+
+def _set_only_on_exit(skip: cst.If, loop: Loop) -> bool:
+    """``if training_state["stop"]: break`` where the pass sets that flag only right before it leaves
+    the loop itself (``training_state["stop"] = True; break`` after a max-steps test) and hands it to no
+    call: within a pass the flag does not change, so the exit ends a pass before its first batch or
+    not at all, never part-way."""
+    flag = skip.test
+    if type(flag) not in (cst.Name, cst.Attribute, cst.Subscript) or not isinstance(loop.node, (cst.For, cst.While)):
+        return False
+    text, root = source(flag), (dotted(flag) or source(flag)).split(".")[0].split("[")[0]
+    found = False
+    stack: list[cst.CSTNode] = [loop.node.body]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.Call and any(root in {n.split(".")[0] for n in names_in(a.value)} for a in node.args):
+            return False  # a helper handed the flag's holder may set it
+        if kind is cst.IndentedBlock:
+            statements = list(node.body)
+            for stmt in statements:
+                if type(stmt) is cst.SimpleStatementLine and any(
+                        type(small) is cst.Assign and any(source(t.target) == text for t in small.targets)
+                        for small in stmt.body):
+                    if type(last_small(node)) not in (cst.Break, cst.Return):
+                        return False
+                    found = True
+        if kind in (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda) and node is not loop.node:
+            if any(type(n) is cst.AssignTarget and source(n.target) == text for n in walk(node)):
+                return False  # set inside an inner loop, whose break ends only that loop
+            continue
+        stack.extend(children(node))
+    return found
 
 
 def _ends_the_run(test: cst.BaseExpression, loop: Loop) -> bool:
