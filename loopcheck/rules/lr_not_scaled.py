@@ -15,7 +15,9 @@ whether the caller passes the per-process or the global batch, the file does not
 the optimizer is handed it times the process count (`lr=args.base_lr * hvd.size()`).
 
 ## Why is this bad?
-The linear scaling rule is about the batch one optimizer step sees. With accumulation N and W
+The linear scaling rule is about the batch one optimizer step sees. (Where every accumulating loop of
+the file back-propagates its loss undivided, each step sums N micro-batch gradients, and a rate scaled
+by the micro-batch alone is the rule for the window: not flagged.) With accumulation N and W
 processes that is `batch_size * N * W`; scaling by the per-process micro-batch alone gives a
 learning rate N*W times too small: the run converges slowly or not at all, and looks "stable".
 
@@ -31,6 +33,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import FileModel
+from loopcheck.model.loss import Scaling, loss_scaling
 from loopcheck.model.syntax import children, func_name, keyword, last_part, names_in, source, walk
 from loopcheck.model.values import numeric, optimizer_lr_expressions, optimizer_lrs
 from loopcheck.patterns import Pattern
@@ -130,7 +133,8 @@ for i, (x, y) in enumerate(loader):
             missing = []
             # N by its own name too: Darknet's `lr = LR / batch_size / subdivision`
             counts = {last_part(n) for n in accumulation}
-            if accumulation and not any(_ACCUM.search(last_part(n)) or last_part(n) in counts for n in used):
+            if accumulation and not any(_ACCUM.search(last_part(n)) or last_part(n) in counts for n in used) \
+                    and not _windows_summed(model):
                 missing.append(f"the accumulation count `{sorted(accumulation)[0]}`")
             if data_parallel and not world(used) and not scaled_later(name) and not _global_batch(model) \
                     and not _batch_from_caller(value, used, model):
@@ -162,6 +166,20 @@ for i, (x, y) in enumerate(loader):
                                                   f"scaling rule for an effective batch of {batch * accum:g} "
                                                   f"({reference.reference_lr:g} at {reference.reference_batch_size}): "
                                                   f"expected about {expected:.3g}")
+
+
+def _windows_summed(model: FileModel) -> bool:
+    """Every loop of the file that accumulates back-propagates its loss undivided: each step sums N
+    micro-batch gradients, so a rate scaled by the micro-batch alone is the linear-scaling rule for the
+    window (Detectron.pytorch's ``iter_size``, on purpose)."""
+    loops = [t for t in model.training_loops if t.accumulates and t.backwards]
+    for training in loops:
+        counts = {last_part(n) for n in names_in(training.modulus)} if training.modulus is not None else set()
+        if any(b.loss is None or b.loop is None or loss_scaling(b.loss, b.loop, b.order, model.index.functions,
+                                                                counts) is not Scaling.RAW
+               for b in training.backwards):
+            return False
+    return bool(loops)
 
 
 def _learning_rates(model: FileModel) -> Iterator[tuple[str, cst.BaseExpression]]:

@@ -95,6 +95,10 @@ weighs the micro-batches unequally, which no optimizer undoes. Nor is a raw loss
 optimizer the loop steps gets a learning rate divided by N (Darknet's `base_lr = LR / batch_size /
 subdivision` for losses summed over the batch, also `lr=learning_rate / config.batch` where the loader's
 batch size is `config.batch // config.subdivisions`): `lr / N` times the window's sum is `lr` times its mean.
+Nor where the file scales its learning rate by the micro-batch size and leaves N out of it
+(Detectron.pytorch's `cfg.SOLVER.BASE_LR *= args.batch_size / original_batch_size`, "gradients are
+accumulated, so lr is scaled based on batch_size instead of effective_batch_size"): the window's sum
+times that rate is the linear-scaling rule for the effective batch (LC304 is then silent too).
 The loss handed to its own `backward()` as the gradient (`loss.backward(loss / N)`) divides nothing:
 autograd multiplies each micro-batch's gradients by that value, so the step follows the gradient of the
 squared loss, `loss ** 2 / (2 * N)` (checked on CPU), weighing each micro-batch by its own loss; that
@@ -365,7 +369,8 @@ for step, batch in enumerate(train_dataloader):
                     if effect is not None:
                         yield self.at(backward, f"the loss is multiplied by {count} instead of divided by it: "
                                                 f"{effect}")
-                elif scaling is Scaling.RAW and not _lr_divided(model, training, accumulation_names):
+                elif scaling is Scaling.RAW and not _lr_divided(model, training, accumulation_names) \
+                        and not _lr_scaled_by_micro_batch(model, accumulation_names):
                     # a window one micro-batch longer than N (LC106) sums N + 1 losses, and dividing by N
                     # does not mend it
                     late = training.step_guard is not None and training.step_guard.phase is Phase.LATE
@@ -777,6 +782,39 @@ def _lr_divided(model: FileModel, training: TrainingLoop, counts: set[str]) -> b
         if lr is None or not _divides_by(lr, counts, model):
             return False
     return True
+
+
+_LR_NAME = re.compile(r"(^|_)(lr|learning_rate)$", re.I)
+_BATCH_NAME = re.compile(r"batch_size|(^|_)bs$|batchsize", re.I)
+
+
+def _lr_scaled_by_micro_batch(model: FileModel, counts: set[str]) -> bool:
+    """The file scales its learning rate linearly by the micro-batch size and leaves N out of every
+    such scaling (Detectron.pytorch: ``cfg.SOLVER.BASE_LR *= args.batch_size / original_batch_size``,
+    "for iter_size > 1, gradients are accumulated, so lr is scaled based on batch_size instead of
+    effective_batch_size"): the window's sum times that rate is the linear-scaling rule for the
+    effective batch, N micro-batches times as large, not a step N times too large."""
+    if not counts:
+        return False
+    scaled = False
+    for node in walk(model.module, into_functions=True):
+        if type(node) is cst.AugAssign and type(node.operator) is cst.MultiplyAssign:
+            target, value = node.target, node.value
+        elif type(node) is cst.Assign and len(node.targets) == 1:
+            target, value = node.targets[0].target, node.value
+        else:
+            continue
+        name = dotted(target)
+        if name is None or not _LR_NAME.search(last_part(name)):
+            continue
+        held = {n for v in names_in(value) for bound in model.index.values.get(last_part(v), [])
+                for n in names_in(bound)}
+        if any(last_part(n) in counts for n in names_in(value) | held):
+            return False  # N scales it too (`total_batch_size = batch_size * accum`, then by that)
+        numerators = value.left if type(value) is cst.BinaryOperation and type(value.operator) is cst.Divide \
+            else value
+        scaled |= any(_BATCH_NAME.search(last_part(n)) for n in names_in(numerators))
+    return scaled
 
 
 def _nominal_batches(model: FileModel, counts: set[str]) -> set[str]:
