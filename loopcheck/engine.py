@@ -395,6 +395,8 @@ def _with_setting(model: FileModel, rule: Rule, violation: Violation) -> Violati
 
     from loopcheck.latent import condition, inert, setting, switched_off, unset
 
+    if not violation.needs_accumulation:
+        return violation
     if unset(model, rule.code, violation.node):
         return None  # N is a builder keyword's inert default no caller of the project sets
     if switched_off(model, violation.node):

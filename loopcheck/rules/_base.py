@@ -27,6 +27,9 @@ class Violation:
     stmt: cst.CSTNode  # the statement holding it: a suppression comment may sit on its first line
     message: str | None = None  # replaces the rule's message when it can say more
     fix: Fix | None = None
+    # whether what it reports needs the loop to accumulate (N > 1): then the message names the setting
+    # N is, and a setting the project leaves inert drops it (a clip after the step is wrong at N = 1 too)
+    needs_accumulation: bool = True
 
 
 class Rule:
@@ -68,5 +71,6 @@ class Rule:
     def check(self, model: FileModel) -> Iterable[Violation]:
         raise NotImplementedError
 
-    def at(self, event: Event, message: str | None = None, fix: Fix | None = None) -> Violation:
-        return Violation(event.node, event.stmt, message, fix)
+    def at(self, event: Event, message: str | None = None, fix: Fix | None = None,
+           needs_accumulation: bool = True) -> Violation:
+        return Violation(event.node, event.stmt, message, fix, needs_accumulation)

@@ -1,6 +1,10 @@
 """## What it does
 Checks for gradient clipping that runs on every micro-batch of an accumulation window, or after
 the optimizer step, or between the zeroing and the backward, instead of once right before the step.
+A clip after an `if`/`else` that steps in both branches (`if self.scaler: scaler.step(opt) else:
+opt.step()`) is after the step (no fix: moved before one branch's step it would miss the other), and a
+trainer's `self.model` is the `model` its caller built the optimizer over. A clip after the step is
+wrong whatever the accumulation count, so its message names no setting.
 
 ## Why is this bad?
 Mid-window, `.grad` holds a partial sum: clipping it rescales some micro-batches and not others,
@@ -129,19 +133,20 @@ for real in loader:
                 backwards = training.step_loop.events(Kind.BACKWARD, deep=True)  # an inner loop's too
                 for clip in training.step_loop.events(Kind.CLIP):
                     steps = [s for s in training.steps
-                             if _after_step(clip, s, backwards) and not _clips_another(clip, s, owners)]
+                             if _after_step(clip, s, backwards, training) and not _clips_another(clip, s, owners)]
                     if steps:
                         # (in `accumulate()` a clip moved before the step would run on every micro-batch:
                         # where it belongs, under `if accelerator.sync_gradients:`, is for the user to write)
                         fix = _clip_before(model, training, clip, steps[0]) \
                             if training.style is not Style.ACCELERATE else None
                         yield self.at(clip, "gradients are clipped after the optimizer step: the step already used "
-                                            "them, so clipping has no effect", fix)
+                                            "them, so clipping has no effect", fix, needs_accumulation=False)
                         continue
                     if _between_zeroing_and_backward(training, clip, backwards, owners):
                         yield self.at(clip, "gradients are clipped after they were zeroed and before `backward()` "
                                             "computes them: clipping has no effect, and the step uses the "
-                                            "unclipped gradients; clip after the backward, before the step")
+                                            "unclipped gradients; clip after the backward, before the step",
+                                      needs_accumulation=False)
 
 
 def _clip_at_step(model: FileModel, training: TrainingLoop, clip: Event) -> Fix | None:
@@ -170,12 +175,30 @@ def _clip_before(model: FileModel, training: TrainingLoop, clip: Event, step: Ev
     return move_before(clip.stmt, step.stmt, "move the clipping before the optimizer step")  # type: ignore[arg-type]
 
 
-def _after_step(clip: Event, step: Event, backwards: list[Event]) -> bool:
+def _after_step(clip: Event, step: Event, backwards: list[Event], training: TrainingLoop) -> bool:
+    """The clip runs after ``step`` on every path through it: under the step's own conditions, or after
+    an ``if``/``else`` that steps in both branches (``if self.scaler: scaler.step(opt) else:
+    opt.step()``, then the clip), or under a flag the loop's variant fixes."""
     if step.closure or not step.order < clip.order or exclusive(step.conds, clip.conds):
         return False
-    if step.conds != clip.conds[: len(step.conds)]:
+    if step.conds != clip.conds[: len(step.conds)] and not _stepped_either_way(clip, step, training):
         return False
     return not any(step.order < b.order < clip.order for b in backwards)
+
+
+def _stepped_either_way(clip: Event, step: Event, training: TrainingLoop) -> bool:
+    """``step`` sits in one branch of an ``if``/``else`` that the clip follows, and another step of
+    the same optimizer sits in the other branch; or the branch is the one the variant's flag takes."""
+    depth = len(clip.conds)
+    if len(step.conds) != depth + 1 or step.conds[:depth] != clip.conds:
+        return False
+    if step.loop is clip.loop and training.guard(step, step.conds[depth:]).always:
+        return True
+    mine = step.conds[depth]
+    return any(other is not step and len(other.conds) == depth + 1 and other.conds[:depth] == clip.conds
+               and other.conds[depth].owner is mine.owner and other.conds[depth].branch != mine.branch
+               and last_part(other.optimizer or "") == last_part(step.optimizer or "") and other.order < clip.order
+               for other in training.steps)
 
 
 def _between_zeroing_and_backward(training: TrainingLoop, clip: Event, backwards: list[Event],
@@ -197,8 +220,10 @@ def _between_zeroing_and_backward(training: TrainingLoop, clip: Event, backwards
 
 def _clips_another(clip: Event, step: Event, owners: dict[str, set[str]]) -> bool:
     """The clipping is over the parameters of a module that ``step``'s optimizer does not hold
-    (a GAN clips the generator after stepping the discriminator)."""
-    clipped = {module_name(m) for m in parameter_owners(clip.node)} if isinstance(clip.node, cst.Call) else set()
-    held = owners.get(last_part(step.optimizer or ""), set())
+    (a GAN clips the generator after stepping the discriminator). ``self.model`` and ``model`` name one
+    module: a trainer keeps what its caller built (``self.model = model`` in ``__init__``)."""
+    clipped = {module_name(m).removeprefix("self.") for m in parameter_owners(clip.node)} \
+        if isinstance(clip.node, cst.Call) else set()
+    held = {h.removeprefix("self.") for h in owners.get(last_part(step.optimizer or ""), set())}
     return bool(clipped and held) and not any(
         c == h or c.startswith(h + ".") or h.startswith(c + ".") for c in clipped for h in held)
