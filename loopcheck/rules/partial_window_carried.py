@@ -13,7 +13,8 @@ around `if step > total: break`), ends only the last pass, so every other pass s
 never takes (`if i == self.break_iter: break` with `self.break_iter = -1` the only value the file
 gives it, or an option defaulting to -1), nor a flag the pass sets only right before it breaks
 out itself (`if state["stop"]: break` at the top, `state["stop"] = True; break` after a max-steps
-test): within a pass it does not change, so it ends a pass before its first batch or not at all. A loader that never ends a pass (`cycle(loader)`, or `DataLoader(dataset,
+test): within a pass it does not change, so it ends a pass before its first batch or not at all.
+A loader that never ends a pass (`cycle(loader)`, or `DataLoader(dataset,
 sampler=InfiniteSampler(dataset))`, its sampler's name saying so, also in a dict of the loader's
 arguments) has no partial window, and a single pass the run makes once (at module level, or in a
 function called only outside loops, from `if __name__ == "__main__":` or from a `main()` called

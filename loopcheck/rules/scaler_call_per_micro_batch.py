@@ -11,9 +11,9 @@ accumulate, but not the scaler's `unscale_()` or `step()` (which unscales first)
 as unscaled until the next `update()`. On the second micro-batch of the window it raises
 "unscale_() has already been called on this optimizer since the last update()"; where it does not
 (an `update()` on every micro-batch), the window's `.grad` mixes unscaled and scaled
-contributions. `scaler.step()` on non-boundary micro-batches steps on partial windows; inside `accumulate()`, where
-the optimizer's step is skipped there, it still unscales the partial sum each time, so the window's
-earlier micro-batches are divided by the scale again (SGD, 4 micro-batches, scale 1024, on CPU: an
+contributions. `scaler.step()` on non-boundary micro-batches steps on partial windows; inside
+`accumulate()`, where the optimizer's step is skipped there, it still unscales the partial sum each
+time, so the window's earlier micro-batches are divided by the scale again (SGD, 4 micro-batches, scale 1024, on CPU: an
 update of +0.1564 where +0.6250 was due, `benchmarks/results/accelerate-scaler-s31`).
 
 ## Fix
@@ -143,7 +143,8 @@ for batch in loader:
         if accumulation_setting(model) is None:
             return
         # (the prepared optimizer's step is Accelerate's, through the scaler or not)
-        for call in training.loop.events(Kind.SCALER_UNSCALE) + [s for s in training.loop.events(Kind.STEP) if s.scaler]:
+        steps = [s for s in training.loop.events(Kind.STEP) if s.scaler]
+        for call in training.loop.events(Kind.SCALER_UNSCALE) + steps:
             owner = call.receiver if call.kind is Kind.SCALER_UNSCALE else call.scaler
             if not call.in_context("accumulate") or not training.finite_guard(call).always or \
                     not model.roles.constructors(owner, Role.SCALER) or custom_scaler(model.roles, owner) or \

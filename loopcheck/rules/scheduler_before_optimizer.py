@@ -28,7 +28,8 @@ percent of the run on the wrong learning rate. PyTorch warns once, which is easy
 A schedule that warms up from zero (`get_linear_schedule_with_warmup(optimizer, 8, total)` and the
 other `transformers` `get_*_with_warmup` schedules, with a warmup that is not a literal 0;
 pytorch-gradual-warmup-lr's `GradualWarmupScheduler(optimizer, multiplier=1, total_epoch=5)`, whose
-README steps it once before the loop, also with a multiplier option whose default is 1 (`multiplier=args.lr_multiplier`); pl_bolts' `LinearWarmupCosineAnnealingLR` with its default
+README steps it once before the loop, also with a multiplier option whose default is 1
+(`multiplier=args.lr_multiplier`); pl_bolts' `LinearWarmupCosineAnnealingLR` with its default
 `warmup_start_lr=0.0`) is not flagged: the value stepping first skips is a learning rate of 0, and
 skipping it loses no update (stepped once per epoch, it saves a whole epoch at learning rate 0).
 Before 1.1 the scheduler was stepped first, so a project that pins `torch` below 1.1 (in its

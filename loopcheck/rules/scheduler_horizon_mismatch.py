@@ -68,7 +68,8 @@ one a factory defines inside and hands to `LambdaLR` (`def lr_lambda(step): ...`
 `num_training_steps` and the locals it makes of it), which is handed those lengths as the factory's
 caller passes them (a `last_epoch` left to its default is no length). Lengths that are the loop's
 own bound and shares of it (`lambda step: cosine(step, warmup, num_steps)` with `warmup = int(0.1 *
-num_steps)`, over `while step < num_steps:` counting batches) count the loop's iterations. A schedule function of the file
+num_steps)`, over `while step < num_steps:` counting batches) count the loop's iterations. A schedule
+function of the file
 or a lambda that divides its step count by lengths of its own (`math.cos(math.pi * epoch / args.epochs)`,
 `epoch / args.warmup_epochs`) counts in the unit those lengths share. A step
 under `isinstance` tests on the scheduler (`if isinstance(scheduler, OneCycleLR): scheduler.step()`,
