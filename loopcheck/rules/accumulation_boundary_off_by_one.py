@@ -16,6 +16,12 @@ inverted, `if batches_done % N:` (or `!= 0`) around the step of a loop that back
 micro-batch, steps on every micro-batch but each N-th: windows of one and two micro-batches from N = 3 on
 (a literal 2 happens to step every second micro-batch of a 0-based count, and is not reported).
 
+Inside Accelerate, `accelerator.accumulate()` entered more than once on every micro-batch (`with
+accelerator.accumulate(actor), accelerator.accumulate(critic):`, or two such blocks in a row) counts
+each entry as a micro-batch: the optimizers step every N/2 micro-batches (run on CPU with N = 4: on
+micro-batches 1, 3, 5, ... instead of 3, 7, 11, ...; benchmarks/results/accelerate-accumulate-twice-s31).
+One entry takes every model: `accelerator.accumulate(actor, critic)`.
+
 ## Why is this bad?
 `i % N == 0` is true on the very first micro-batch, so the first "window" has one micro-batch
 and the loss division by N makes that step N times too small; with a 1-based counter,
@@ -42,6 +48,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.model import FileModel, Kind, Phase, Style, TrainingLoop
+from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.model.guards import GuardKind, precedence_slip, slipped
 from loopcheck.model.syntax import int_value, source
 from loopcheck.model.training import is_data_loop
@@ -55,6 +62,17 @@ class AccumulationBoundaryOffByOne(Rule):
     message = "the accumulation step condition fires on the wrong micro-batch"
 
     VALID = [
+        """
+accelerator = Accelerator(gradient_accumulation_steps=4)
+actor, critic, opt_actor, opt_critic, loader = accelerator.prepare(actor, critic, opt_actor, opt_critic, loader)
+for batch in loader:
+    with accelerator.accumulate(actor, critic):
+        accelerator.backward(actor_loss(actor, batch) + critic_loss(critic, batch))
+        opt_actor.step()
+        opt_critic.step()
+        opt_actor.zero_grad()
+        opt_critic.zero_grad()
+""",
         """
 for i, (x, y) in enumerate(loader):
     loss = criterion(model(x), y) / accum
@@ -130,6 +148,17 @@ for i, (real, _) in enumerate(loader):
     ]
     INVALID = [
         """
+accelerator = Accelerator(gradient_accumulation_steps=4)
+actor, critic, opt_actor, opt_critic, loader = accelerator.prepare(actor, critic, opt_actor, opt_critic, loader)
+for batch in loader:
+    with accelerator.accumulate(actor), accelerator.accumulate(critic):  # LC106
+        accelerator.backward(actor_loss(actor, batch) + critic_loss(critic, batch))
+        opt_actor.step()
+        opt_critic.step()
+        opt_actor.zero_grad()
+        opt_critic.zero_grad()
+""",
+        """
 for epoch in range(epochs):
     for i, (x, y) in enumerate(loader):
         batches_done = len(loader) * epoch + i
@@ -195,6 +224,9 @@ for step in range(num_micro_batches):
 
     def check(self, model: FileModel) -> Iterator[Violation]:
         for training in model.training_loops:
+            if training.style is Style.ACCELERATE:
+                yield from _accumulate_entered_twice(model, training)
+                continue
             inverted = _inverted_boundary(training)
             if inverted is not None:
                 yield inverted
@@ -242,6 +274,30 @@ for step in range(num_micro_batches):
                     effect = "the window that each epoch's zeroing opens is not N micro-batches long"
                 yield Violation(guard.test, owner, f"`{source(guard.test)}` fires on the wrong micro-batch for how "
                                                    f"`{counted}` is counted: {effect}")
+
+
+def _accumulate_entered_twice(model: FileModel, training: TrainingLoop) -> Iterator[Violation]:
+    """``with accelerator.accumulate(actor), accelerator.accumulate(critic):`` (or two such ``with``
+    blocks in a row) on every micro-batch: each entry counts one micro-batch toward
+    ``gradient_accumulation_steps``, so the prepared optimizers step every N/2 micro-batches."""
+    if accumulation_setting(model) is None or not isinstance(training.loop.node, (cst.For, cst.While)):
+        return
+    entries: dict[str, list[tuple[cst.With, cst.WithItem]]] = {}
+    for stmt in training.loop.node.body.body:  # a block of the loop itself: every iteration enters it
+        if type(stmt) is not cst.With:
+            continue
+        for item in stmt.items:
+            call = item.item
+            if type(call) is cst.Call and type(call.func) is cst.Attribute and call.func.attr.value == "accumulate":
+                entries.setdefault(source(call.func.value), []).append((stmt, item))
+    for accelerator, entered in entries.items():
+        if len(entered) > 1:
+            stmt, item = entered[1]
+            models = ", ".join(source(a.value) for _, i in entered for a in i.item.args)  # type: ignore[attr-defined]
+            yield Violation(item.item, stmt, f"`{accelerator}.accumulate()` is entered {len(entered)} times on every "
+                                             "micro-batch, and each entry counts one toward the accumulation count: "
+                                             f"the optimizer steps every N/{len(entered)} micro-batches; enter it once "
+                                             f"with every model, `{accelerator}.accumulate({models})`")
 
 
 def _inverted_boundary(training: TrainingLoop) -> Violation | None:
