@@ -192,6 +192,7 @@ def _event_nodes(training: TrainingLoop, sites: bool = False) -> set[cst.CSTNode
     events = [*loop.events(deep=True), *training.steps, *training.backwards,
               *(loop.parent.events() if loop.parent is not None else [])]
     nodes: set[cst.CSTNode] = {e.node for e in events}
+    nodes.update(c.call for e in events for c in e.contexts if c.kind == "accumulate")  # a finding on the `with`
     if sites:
         nodes.update(e.site[0] for e in events if e.site is not None)
     nodes.add(loop.node)

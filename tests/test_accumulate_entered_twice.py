@@ -1,0 +1,50 @@
+"""``accelerator.accumulate()`` entered more than once on every micro-batch counts each entry toward
+``gradient_accumulation_steps`` (run on CPU: ``benchmarks/results/accelerate-accumulate-twice-s31``),
+whether in one ``with`` or in two blocks in a row; one entry with every model does not. The finding
+names the option N is: at N = 1 every micro-batch steps either way."""
+
+from __future__ import annotations
+
+from loopcheck.engine import check_source
+
+LOOP = """
+accelerator = Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps)
+unet, text_encoder, optimizer, loader = accelerator.prepare(unet, text_encoder, optimizer, loader)
+for epoch in range(args.epochs):
+    for batch in loader:
+{body}
+"""
+ONE_WITH = """        with accelerator.accumulate(unet), accelerator.accumulate(text_encoder):
+            accelerator.backward(loss_of(unet, text_encoder, batch))
+            optimizer.step()
+            optimizer.zero_grad()"""
+TWO_BLOCKS = """        with accelerator.accumulate(unet):
+            accelerator.backward(unet_loss(unet, batch))
+        with accelerator.accumulate(text_encoder):
+            accelerator.backward(text_loss(text_encoder, batch))
+            optimizer.step()
+            optimizer.zero_grad()"""
+ONCE = """        with accelerator.accumulate(unet, text_encoder):
+            accelerator.backward(loss_of(unet, text_encoder, batch))
+            optimizer.step()
+            optimizer.zero_grad()"""
+
+
+def _entered(body: str) -> list[str]:
+    return [f.message for f in check_source(LOOP.format(body=body), select=["LC106"])]
+
+
+def test_two_entries_in_one_with_are_counted_twice() -> None:
+    (message,) = _entered(ONE_WITH)
+    assert "entered 2 times on every micro-batch" in message
+    assert "`accelerator.accumulate(unet, text_encoder)`" in message
+    assert message.endswith("(only when `args.gradient_accumulation_steps` > 1)")
+
+
+def test_two_blocks_in_a_row_are_counted_twice() -> None:
+    (message,) = _entered(TWO_BLOCKS)
+    assert "entered 2 times on every micro-batch" in message
+
+
+def test_one_entry_with_every_model_is_counted_once() -> None:
+    assert _entered(ONCE) == []
