@@ -43,6 +43,9 @@ def _partial(source: str) -> list[int]:
 
 def test_a_flag_set_only_before_the_pass_breaks_does_not_end_a_pass_part_way() -> None:
     assert _partial(LOOP) == [15]
+    reset = LOOP.replace("for epoch in range(args.epochs):", 'state["stop"] = False\nfor epoch in range(args.epochs):')
+    assert reset != LOOP
+    assert _partial(reset) == [15]  # cleared before the run: it cannot stop a pass either
 
 
 def test_a_flag_set_where_the_pass_goes_on_may_end_it_part_way() -> None:
@@ -55,3 +58,9 @@ def test_a_flag_a_helper_is_handed_may_be_set_there() -> None:
     handed = LOOP.replace("        loss.backward()\n", "        loss.backward()\n        check_budget(state)\n")
     assert handed != LOOP
     assert _partial(handed) == []
+
+
+def test_a_flag_another_function_of_the_file_sets_may_be_set_mid_pass() -> None:
+    helper = LOOP.replace("        loss.backward()\n", "        loss.backward()\n        check_budget()\n") + (
+        '\n\ndef check_budget():\n    if time.time() > deadline:\n        state["stop"] = True\n')
+    assert _partial(helper) == []

@@ -393,7 +393,7 @@ def _stops(skip: cst.If, loop: Loop, model: FileModel) -> bool:
     with ``continue``): the last window may then be whole. A resume skip (``if i < start: continue``),
     a skipped bad batch, or a guard the index never reaches cannot."""
     if _never_reached(skip.test, loop) or never_equal(skip.test, loop, model) or _counts_down_a_prefix(skip) \
-            or _ends_the_run(skip.test, loop) or _off_by_default(skip.test, model) or _set_only_on_exit(skip, loop):
+            or _ends_the_run(skip.test, loop) or _off_by_default(skip.test, model) or _set_only_on_exit(skip, loop, model):
         return False
     if isinstance(exit_statement(skip), (cst.Break, cst.Return)):
         return True
@@ -401,15 +401,20 @@ def _stops(skip: cst.If, loop: Loop, model: FileModel) -> bool:
                for n in walk(skip.test))
 
 
-def _set_only_on_exit(skip: cst.If, loop: Loop) -> bool:
+def _set_only_on_exit(skip: cst.If, loop: Loop, model: FileModel) -> bool:
     """``if training_state["stop"]: break`` where the pass sets that flag only right before it leaves
-    the loop itself (``training_state["stop"] = True; break`` after a max-steps test) and hands it to no
-    call: within a pass the flag does not change, so the exit ends a pass before its first batch or
-    not at all, never part-way."""
+    the loop itself (``training_state["stop"] = True; break`` after a max-steps test), hands its holder
+    to no call, and nothing else in the file sets it: within a pass the flag does not change, so the
+    exit ends a pass before its first batch or not at all, never part-way."""
     flag = skip.test
     if type(flag) not in (cst.Name, cst.Attribute, cst.Subscript) or not isinstance(loop.node, (cst.For, cst.While)):
         return False
     text, root = source(flag), (dotted(flag) or source(flag)).split(".")[0].split("[")[0]
+    inside = {id(n) for n in walk(loop.node.body)}
+    if any(type(n) is cst.Assign and id(n) not in inside and any(source(t.target) == text for t in n.targets)
+           and not (type(n.value) is cst.Name and n.value.value in ("False", "None") or is_zero(n.value))
+           for n in walk(model.module, into_functions=True)):
+        return False  # a helper of the file may set it while the pass runs (`= False` before the run cannot)
     found = False
     stack: list[cst.CSTNode] = [loop.node.body]
     while stack:
@@ -418,8 +423,7 @@ def _set_only_on_exit(skip: cst.If, loop: Loop) -> bool:
         if kind is cst.Call and any(root in {n.split(".")[0] for n in names_in(a.value)} for a in node.args):
             return False  # a helper handed the flag's holder may set it
         if kind is cst.IndentedBlock:
-            statements = list(node.body)
-            for stmt in statements:
+            for stmt in node.body:
                 if type(stmt) is cst.SimpleStatementLine and any(
                         type(small) is cst.Assign and any(source(t.target) == text for t in small.targets)
                         for small in stmt.body):
