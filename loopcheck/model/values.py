@@ -6,6 +6,7 @@ default=1e-3)``; anything the file does not pin down is ``None``, and rules stay
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -15,9 +16,14 @@ from loopcheck.model.events import Framework
 from loopcheck.model.index import Index
 from loopcheck.model.roles import Role, role_of_constructor
 from loopcheck.model.syntax import dotted, func_name, keyword, last_part, method, names_in, param_names, positional
+from loopcheck.patterns import Pattern
 
 if TYPE_CHECKING:
     from loopcheck.model.training import TrainingLoop
+
+# A learning rate's name (`lr`, `base_lr`, `cfg.SOLVER.BASE_LR`, `learning_rate`) and a batch size's
+LR_NAME = Pattern(r"(^|_)(lr|learning_rate)$", re.I)
+BATCH_SIZE_NAME = Pattern(r"batch_size|(^|_)bs$|batchsize", re.I)
 
 _MAX_DEPTH = 4  # names followed by expanded_names
 _MAX_NUMERIC_DEPTH = 8  # syntax nodes followed by numeric

@@ -35,12 +35,10 @@ import libcst as cst
 from loopcheck.model import FileModel
 from loopcheck.model.loss import Scaling, loss_scaling
 from loopcheck.model.syntax import children, func_name, keyword, last_part, names_in, source, walk
-from loopcheck.model.values import numeric, optimizer_lr_expressions, optimizer_lrs
+from loopcheck.model.values import BATCH_SIZE_NAME, LR_NAME, numeric, optimizer_lr_expressions, optimizer_lrs
 from loopcheck.patterns import Pattern
 from loopcheck.rules._base import Rule, Violation
 
-_LR = Pattern(r"(^|_)(lr|learning_rate)$", re.I)
-_BATCH = Pattern(r"batch_size|(^|_)bs$|batchsize", re.I)
 _ACCUM = Pattern(r"accum|gradient_accumulation|grad_acc|update_freq", re.I)
 _WORLD = Pattern(r"world_size|get_world_size|global_size|num_replicas|num_processes|num_tasks|nprocs|n_gpu|num_gpus"
                  r"|ngpus", re.I)
@@ -126,7 +124,7 @@ for i, (x, y) in enumerate(loader):
             return any(world(used) and name in {last_part(n) for n in used} for _, _, used in rates)
 
         for name, value, used in rates:
-            if not any(_BATCH.search(last_part(n)) for n in used) or not _scales(value):
+            if not any(BATCH_SIZE_NAME.search(last_part(n)) for n in used) or not _scales(value):
                 continue
             if True not in _batch_sides(value, model):
                 continue  # `LR / batch_size`: a summed loss normalised through the LR, not the scaling rule
@@ -186,7 +184,7 @@ def _learning_rates(model: FileModel) -> Iterator[tuple[str, cst.BaseExpression]
     """Each learning rate the file computes once: ``lr = ...`` (through a helper of the file that
     returns it), and ``lr=`` written straight into an optimizer's constructor."""
     for name, values in model.index.values.items():
-        if _LR.search(name) and len(values) == 1:
+        if LR_NAME.search(name) and len(values) == 1:
             yield name, _returned(values[0], model)
     for lr, _ in optimizer_lr_expressions(model.index):
         if not isinstance(lr, (cst.Name, cst.Attribute)):
@@ -226,7 +224,7 @@ def _batch_sides(expr: cst.BaseExpression, model: FileModel, inverted: bool = Fa
         return {side for arg in expr.args for side in _batch_sides(arg.value, model, inverted, depth)}
     sides = set()
     for name in _operands(expr):
-        if _BATCH.search(last_part(name)):
+        if BATCH_SIZE_NAME.search(last_part(name)):
             sides.add(not inverted)
         values = model.index.values.get(last_part(name), [])
         if depth < _MAX_DEPTH and len(values) == 1:
@@ -275,7 +273,7 @@ def _global_batch(model: FileModel) -> bool:
             for node in walk(value):
                 if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.FloorDivide, cst.Divide)):
                     names = {last_part(n) for n in names_in(node)}
-                    if any(_BATCH.search(n) for n in names) and any(_WORLD.search(n) for n in names):
+                    if any(BATCH_SIZE_NAME.search(n) for n in names) and any(_WORLD.search(n) for n in names):
                         return True
     return False
 
@@ -287,7 +285,7 @@ def _batch_from_caller(value: cst.BaseExpression, used: set[str], model: FileMod
     file does not show."""
     # (a reference size the file fixes, `MIN_BATCH_SIZE = 8` of `lr * batch_size / MIN_BATCH_SIZE`, is
     # no batch handed in)
-    batches = {n for n in used if _BATCH.search(last_part(n)) and not _literal_constant(n, model)}
+    batches = {n for n in used if BATCH_SIZE_NAME.search(last_part(n)) and not _literal_constant(n, model)}
     if not batches or any("." in n for n in batches):
         return False
     for defs in model.index.functions.values():

@@ -133,7 +133,7 @@ from loopcheck.model.syntax import (calls, dotted, func_name, int_value, is_zero
                                     names_in, param_names, positional, same, source, walk)
 from loopcheck.model.training import (draws_batches, is_data_loop, is_fabric_backward, is_manual_backward,
                                       one_micro_batch_loss, over_modules, slices_of_a_batch)
-from loopcheck.model.values import accumulation_gates_nothing
+from loopcheck.model.values import BATCH_SIZE_NAME, LR_NAME, accumulation_gates_nothing
 from loopcheck.rules._base import Rule, Violation
 
 
@@ -784,10 +784,6 @@ def _lr_divided(model: FileModel, training: TrainingLoop, counts: set[str]) -> b
     return True
 
 
-_LR_NAME = re.compile(r"(^|_)(lr|learning_rate)$", re.I)
-_BATCH_NAME = re.compile(r"batch_size|(^|_)bs$|batchsize", re.I)
-
-
 def _lr_scaled_by_micro_batch(model: FileModel, counts: set[str]) -> bool:
     """The file scales its learning rate linearly by the micro-batch size and leaves N out of every
     such scaling (Detectron.pytorch: ``cfg.SOLVER.BASE_LR *= args.batch_size / original_batch_size``,
@@ -805,7 +801,7 @@ def _lr_scaled_by_micro_batch(model: FileModel, counts: set[str]) -> bool:
         else:
             continue
         name = dotted(target)
-        if name is None or not _LR_NAME.search(last_part(name)):
+        if name is None or not LR_NAME.search(last_part(name)):
             continue
         held = {n for v in names_in(value) for bound in model.index.values.get(last_part(v), [])
                 for n in names_in(bound)}
@@ -813,7 +809,7 @@ def _lr_scaled_by_micro_batch(model: FileModel, counts: set[str]) -> bool:
             return False  # N scales it too (`total_batch_size = batch_size * accum`, then by that)
         numerators = value.left if type(value) is cst.BinaryOperation and type(value.operator) is cst.Divide \
             else value
-        scaled |= any(_BATCH_NAME.search(last_part(n)) for n in names_in(numerators))
+        scaled |= any(BATCH_SIZE_NAME.search(last_part(n)) for n in names_in(numerators))
     return scaled
 
 
