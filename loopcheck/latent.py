@@ -236,7 +236,10 @@ def _accelerate_setting(model: FileModel) -> str | None:
     if found is None or found[0].keyword is None:
         return None
     name = dotted(found[0].value)
-    return name if name is not None and "." in name else None
+    if name is None:
+        return None
+    # a plain name is a setting where the file gives it a default (`def main(..., gradient_accumulation_steps=1)`)
+    return name if "." in name or _defaults(model, name) else None
 
 
 def _keyed(model: FileModel, modulus: cst.BaseExpression) -> str | None:
