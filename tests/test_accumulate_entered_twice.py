@@ -48,3 +48,18 @@ def test_two_blocks_in_a_row_are_counted_twice() -> None:
 
 def test_one_entry_with_every_model_is_counted_once() -> None:
     assert _entered(ONCE) == []
+
+
+def test_a_count_that_is_a_parameter_with_a_default_is_named() -> None:
+    """``def main(..., gradient_accumulation_steps: int = 1)`` called with a configuration's keys
+    (Text-To-Video-Finetuning's ``main(**OmegaConf.load(config))``): the note names the parameter and
+    its default, as it does for a step condition's count."""
+    source = ("def main(unet, text_encoder, optimizer, loader, gradient_accumulation_steps: int = 1):\n"
+              "    accelerator = Accelerator(gradient_accumulation_steps=gradient_accumulation_steps)\n"
+              "    for batch in loader:\n"
+              "        with accelerator.accumulate(unet), accelerator.accumulate(text_encoder):\n"
+              "            accelerator.backward(loss_of(unet, text_encoder, batch))\n"
+              "            optimizer.step()\n"
+              "            optimizer.zero_grad()\n")
+    (finding,) = check_source(source, select=["LC106"])
+    assert finding.message.endswith("(only when `gradient_accumulation_steps` > 1; its default is 1)")
