@@ -607,6 +607,14 @@ class Imported:
         self._project_files_read = True
         return option_default(self.index, name)
 
+    def named_strings(self, names: frozenset[str]) -> frozenset[str] | None:
+        """The names among ``names`` that the project's Python files write as whole strings
+        (``loopcheck.project.named_strings``); the project's Python files then join ``digest``."""
+        from loopcheck.project.named_strings import named  # (imported by the few files that ask)
+
+        self._project_files_read = True
+        return named(self.index, names)
+
     def packaged(self) -> bool:
         """Whether the file lies in an installable package (a ``setup.py``, ``setup.cfg`` or
         ``pyproject.toml`` in its folder or one above it, up to the project root): its users may

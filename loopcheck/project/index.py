@@ -142,6 +142,7 @@ class ProjectIndex:
         self.passed_schedulers: dict[tuple[str, str, str, int | None], object] = {}
         self.unset_keywords: dict[str, int | None] = {}  # see loopcheck.project.unset_keywords
         self.option_defaults: dict[str, float | None] = {}  # see loopcheck.project.option_defaults
+        self.named_strings: dict[frozenset[str], frozenset[str] | None] = {}  # see loopcheck.project.named_strings
         self._files: list[tuple[str, str]] | None = None
         self._walked: list[tuple[str, list[str]]] = []  # (directory, its files) of that walk
         self._documents: list[str] | None = None  # those a configuration may be in

@@ -87,7 +87,10 @@ function (`def train_loop(model, loader, optimizer, ...)`, which the file neithe
 module another file of the project imports) is flagged only where the loop clips (the threshold meets
 the N-fold sum whatever the optimizer): without a clip the N-fold step is certain only for an SGD-like
 optimizer, which the file does not show (outside reviews judged such findings false under the AdamW
-their callers build). Every construction of the optimizer counts: where another branch builds one this
+their callers build). So is one that no file of the project constructs (a framework's `self.optimizer`)
+where every optimizer class the project's Python files name in a string is an Adam-like one with
+decoupled decay (argus's `'optimizer': ('AdamW', {...})` in the entry script's parameters): flagged only
+where the loop clips. Every construction of the optimizer counts: where another branch builds one this
 file cannot read (`optimizer = BertAdam(params, ...)` beside `FusedAdam` under `if args.fp16:`;
 BertAdam clips each gradient inside its step), the loss is flagged; a call handed the optimizer
 (`FP16_Optimizer(optimizer)`) only wraps it. A running count is always flagged: it
@@ -581,7 +584,7 @@ def _effect(model: FileModel, training: TrainingLoop, count: str) -> str | None:
             return f"each optimizer step is {count} times too large"
         # an optimizer this file does not build or read: the step grows N-fold only if it scales with the
         # gradient, which an Adam-like one does not; a clip threshold meets the N-fold sum whatever it is
-        if _handed_in(model, training) and not _clips(model, training):
+        if (_handed_in(model, training) or _named_decoupled(model, training)) and not _clips(model, training):
             return None
         return (f"each optimizer step sees {count} times the window's mean gradient: an SGD step is {count} times too "
                 f"large (an Adam-like optimizer keeps its step size, but a clip threshold or coupled weight decay "
@@ -609,6 +612,16 @@ def _handed_in(model: FileModel, training: TrainingLoop) -> bool:
         (name := step.receiver) is not None and name in params and not model.index.values.get(name)
         and name not in model.roles.constructed and f"{function.name.value}({name})" not in model.index.arguments
         for step in training.steps) and model.project.imported_elsewhere()
+
+
+def _named_decoupled(model: FileModel, training: TrainingLoop) -> bool:
+    """No construction of the optimizers the loop steps is in this file (a framework builds
+    ``self.optimizer`` from parameters), and every optimizer class the project's Python files name in a
+    string is an Adam-like one with decoupled decay (argus's ``'optimizer': ('AdamW', {...})``)."""
+    if model.project is None or _built_here(model, {step.receiver for step in training.steps}) is not None:
+        return False
+    named = model.project.named_strings(frozenset(_SCALE_FREE | _OTHER_OPTIMIZERS))
+    return bool(named) and named <= _DECOUPLED
 
 
 def _sgd_only(model: FileModel, training: TrainingLoop) -> bool:
