@@ -234,6 +234,25 @@ class ProjectIndex:
         """Every Python file of the project (the walk ``ddp_files`` makes, made once)."""
         return [Path(name) for name, _ in self._python_files()]
 
+    def parsed_holding(self, spellings: Collection[bytes], limit: int) -> list[ast.Module] | None:
+        """The parsed Python files of the project whose text holds one of ``spellings`` (a cheap test
+        before parsing); None where the project has more than ``limit`` Python files (a collection of
+        projects, not read) or one of those files does not parse (what it holds is unknown)."""
+        from loopcheck.project.walk import parsed  # (asked by the few readings of the whole project's code)
+
+        files = self.python_files()
+        if len(files) > limit:
+            return None
+        trees = []
+        for path in files:
+            text = self.text_of(path)
+            if any(spelled in text for spelled in spellings):
+                tree = parsed(text)
+                if tree is None:
+                    return None
+                trees.append(tree)
+        return trees
+
     def python_stamp(self) -> str:
         """The size and modification time of every Python file of the project, hashed: what a
         cached result that read the whole project's code depends on (a file that starts to pass a

@@ -13,8 +13,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from loopcheck.project.walk import parsed
-
 if TYPE_CHECKING:
     from loopcheck.project.index import ProjectIndex
 
@@ -29,18 +27,8 @@ def named(index: ProjectIndex, names: frozenset[str]) -> frozenset[str] | None:
 
 
 def _read(index: ProjectIndex, names: frozenset[str]) -> frozenset[str] | None:
-    files = index.python_files()
-    if len(files) > MAX_FILES:
+    trees = index.parsed_holding([f"{q}{name}{q}".encode() for name in names for q in ("'", '"')], MAX_FILES)
+    if trees is None:
         return None
-    quoted = [f"{q}{name}{q}".encode() for name in names for q in ("'", '"')]
-    found: set[str] = set()
-    for path in files:
-        text = index.text_of(path)
-        if not any(spelled in text for spelled in quoted):
-            continue
-        tree = parsed(text)
-        if tree is None:
-            return None
-        found.update(node.value for node in ast.walk(tree)
+    return frozenset(node.value for tree in trees for node in ast.walk(tree)
                      if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names)
-    return frozenset(found)

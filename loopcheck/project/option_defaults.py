@@ -15,8 +15,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from loopcheck.project.walk import parsed
-
 if TYPE_CHECKING:
     from loopcheck.project.index import ProjectIndex
 
@@ -35,19 +33,12 @@ def option_default(index: ProjectIndex, name: str) -> float | None:
 
 
 def _read(index: ProjectIndex, name: str) -> float | None:
-    files = index.python_files()
-    if len(files) > MAX_FILES:
-        return None
     flags = {f"--{name}", f"--{name.replace('_', '-')}"}
-    spelled = [flag.encode() for flag in flags]
+    trees = index.parsed_holding([flag.encode() for flag in flags], MAX_FILES)
+    if trees is None:
+        return None
     found: list[ast.expr | None] = []
-    for path in files:
-        text = index.text_of(path)
-        if not any(flag in text for flag in spelled):
-            continue
-        tree = parsed(text)
-        if tree is None:
-            return None
+    for tree in trees:
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                     and node.func.attr == "add_argument" and _declares(node, name, flags):
