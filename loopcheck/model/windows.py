@@ -393,7 +393,8 @@ def _stops(skip: cst.If, loop: Loop, model: FileModel) -> bool:
     with ``continue``): the last window may then be whole. A resume skip (``if i < start: continue``),
     a skipped bad batch, or a guard the index never reaches cannot."""
     if _never_reached(skip.test, loop) or never_equal(skip.test, loop, model) or _counts_down_a_prefix(skip) \
-            or _ends_the_run(skip.test, loop) or _off_by_default(skip.test, model) or _set_only_on_exit(skip, loop, model):
+            or _ends_the_run(skip.test, loop) or _off_by_default(skip.test, model) \
+            or _set_only_on_exit(skip, loop, model):
         return False
     if isinstance(exit_statement(skip), (cst.Break, cst.Return)):
         return True

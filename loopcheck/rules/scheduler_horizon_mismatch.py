@@ -158,7 +158,7 @@ from loopcheck.model.syntax import (conjuncts, dotted, func_name, int_value, las
                                     param_names, positional, same, same_setting, small_statements, source, walk)
 from loopcheck.latent import inert_count
 from loopcheck.model.training import is_data_iterable, is_data_loop
-from loopcheck.model.values import accumulation_gates_nothing, numeric
+from loopcheck.model.values import accumulation_gates_nothing, expanded_names, numeric
 from loopcheck.project import arguments
 from loopcheck.project.facts import FunctionFacts
 from loopcheck.project.schedules import RESUME, SCHEDULE_TEXT, as_called, own_factory
@@ -1022,8 +1022,8 @@ def _shown(horizon: cst.BaseExpression | None, what: str) -> str:
     shortest of them that is not a warmup, and how many there are."""
     if what == "horizon" and isinstance(horizon, cst.List) and len(horizon.elements) > 1:
         texts = [source(e.value) for e in horizon.elements]
-        lengths = [source(e.value) for e in horizon.elements
-                   if not (dotted(e.value) is not None and "warmup" in source(e.value).lower())]
+        lengths = [text for e, text in zip(horizon.elements, texts)
+                   if not (dotted(e.value) is not None and "warmup" in text.lower())]
         shortest = min(lengths or texts, key=len)
         return f"`{shortest}` (one of the {len(horizon.elements)} lengths its schedule function is given)"
     return f"`{source(horizon)}`" if horizon is not None else "``"
@@ -1062,19 +1062,11 @@ def _counts_step_loop_data(horizon: cst.BaseExpression, training: TrainingLoop, 
     data = unwrap_iterable(loop.iter) if loop.iter is not None and is_data_loop(loop) else None
     if data is None or dotted(data) is None:
         return False
-    lengths: list[cst.BaseExpression] = []
-    stack, seen = [horizon], set()
-    for _ in range(8):  # a few assignments deep
-        if not stack:
-            break
-        node = stack.pop()
-        lengths += [sub.args[0].value for sub in walk(node)
-                    if type(sub) is cst.Call and func_name(sub) == "len" and len(sub.args) == 1]
-        for name in names_in(node) - seen:
-            seen.add(name)
-            held = index.values.get(last_part(name), [])
-            if len(held) == 1:
-                stack.append(held[0])
+    # the horizon and the one value of each name it reads, a few assignments deep
+    read = [horizon, *(held[0] for name in expanded_names(horizon, index)
+                       if len(held := index.values.get(last_part(name), [])) == 1)]
+    lengths = [sub.args[0].value for node in read for sub in walk(node)
+               if type(sub) is cst.Call and func_name(sub) == "len" and len(sub.args) == 1]
     return bool(lengths) and all(same(length, data) for length in lengths)
 
 
