@@ -39,3 +39,31 @@ def test_eval_mode_in_a_pytest_test_is_silent_and_flagged_in_a_script():
     assert _lc605(MODES, "tests/test_deferred_batch_norm.py") == 0
     assert _lc605(MODES, "train.py") == 2
     assert _lc605(MODES.replace("def test_optimize", "def check_optimize"), "tests/test_deferred_batch_norm.py") == 2
+
+
+UNITTEST = '''
+import unittest
+
+import torch
+
+
+class NumericTestCase(unittest.TestCase):
+    def testNumericBatchNorm(self):
+        bn1, bn2 = torch.nn.BatchNorm2d(4), torch.nn.BatchNorm2d(4)
+        opt1 = torch.optim.SGD(bn1.parameters(), lr=0.01)
+        opt2 = torch.optim.SGD(bn2.parameters(), lr=0.01)
+        for _ in range(100):
+            x = torch.rand(2, 4, 3, 3)
+            bn1(x).sum().backward()
+            opt1.step()
+            bn2(x).sum().backward()
+            opt2.step()
+        self.assertTrue(torch.allclose(bn1.weight.grad, bn2.weight.grad))
+'''
+
+
+def test_a_unittest_method_in_a_test_file_is_silent():
+    assert _lc103(UNITTEST, "tests/test_numeric_batchnorm.py") == 0
+    assert _lc103(UNITTEST, "train.py") == 2
+    # `test` followed by a lower-case letter is no unittest method name (`tester`, `testing`)
+    assert _lc103(UNITTEST.replace("testNumericBatchNorm", "testing"), "tests/test_numeric_batchnorm.py") == 2

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from loopcheck.model.events import Event, Loop
-from loopcheck.model.roles import Role, role_of_constructor
+from loopcheck.model.roles import Role, role_of_constructor, role_of_name
 from loopcheck.model.syntax import dotted, func_name, last_part, method, param_names, source, walk
 
 if TYPE_CHECKING:
@@ -62,8 +62,12 @@ def _optimizer_modules(model: FileModel) -> dict[str, set[str]]:
     stored: dict[int, dict[str, str]] | None = None
     for name, calls in model.index.roles.constructed.items():
         for call in calls:
-            if role_of_constructor(func_name(call) or "") is Role.OPTIMIZER:
-                owners = {module_name(m) for m in parameter_owners(call)}
+            role = role_of_constructor(func_name(call) or "")
+            owners = {module_name(m) for m in parameter_owners(call)} \
+                if role is Role.OPTIMIZER or role is Role.UNKNOWN and role_of_name(name) is Role.OPTIMIZER else set()
+            # (an optimizer class the run's options choose, `args.optimizer(self.encoder.parameters())`,
+            # holds what it is built over as well)
+            if role is Role.OPTIMIZER or owners:
                 if stored is None:
                     stored = _stored_parameters(model)
                 # `self.optD = Adam(discriminator.parameters())` in an `__init__` that keeps

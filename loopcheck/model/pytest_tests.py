@@ -30,15 +30,15 @@ def pytest_file(filename: str) -> bool:
 
 
 def in_pytest_test(model: FileModel, loop: Loop) -> bool:
-    """Whether ``loop`` is in a ``test_*`` function (a pytest test) of a file pytest collects, or in a
-    helper of that file that only such tests call (``_test_wrapper(name)`` shared by ``test_lookahead``
-    and ``test_scout``): not an evaluation function called ``test``, nor a ``test_*`` helper of a
-    training script."""
+    """Whether ``loop`` is in a ``test_*`` function (a pytest test; unittest's ``testNumericBatchNorm``)
+    of a file pytest collects, or in a helper of that file that only such tests call
+    (``_test_wrapper(name)`` shared by ``test_lookahead`` and ``test_scout``): not an evaluation
+    function called ``test``, nor a ``test_*`` helper of a training script."""
     function = loop.function
     if function is None or not pytest_file(_within_project(model)):
         return False
     name = function.name.value
-    if name.startswith("test_"):
+    if name.startswith("test_") or name[4:5].isupper() and name.startswith("test"):
         return True
     callers = [outer for outer, call in _calls_in_functions(model.module) if func_name(call) == name]
     return bool(callers) and all(c is not None and c.name.value.startswith("test_") for c in callers)

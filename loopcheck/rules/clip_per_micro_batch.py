@@ -3,8 +3,10 @@ Checks for gradient clipping that runs on every micro-batch of an accumulation w
 the optimizer step, or between the zeroing and the backward, instead of once right before the step.
 A clip after an `if`/`else` that steps in both branches (`if self.scaler: scaler.step(opt) else:
 opt.step()`) is after the step (no fix: moved before one branch's step it would miss the other), and a
-trainer's `self.model` is the `model` its caller built the optimizer over. A clip after the step is
-wrong whatever the accumulation count, so its message names no setting.
+trainer's `self.model` is the `model` its caller built the optimizer over. A clip of a module after
+another optimizer's step, before the step of its own (built over it by a class an option chooses,
+`args.optimizer(self.map_style.parameters())`, as well as by `torch.optim.Adam`), is in time. A clip
+after the step is wrong whatever the accumulation count, so its message names no setting.
 
 ## Why is this bad?
 Mid-window, `.grad` holds a partial sum: clipping it rescales some micro-batches and not others,

@@ -1,6 +1,8 @@
 """## What it does
 Checks for training loops that step an optimizer but never clear the gradients. A loop that hands
-the optimizer to a call the model cannot see into may clear them there and is left alone; helpers
+the optimizer to a call the model cannot see into may clear them there and is left alone, as is one
+that calls a method defined in no function of the file on the object holding the optimizer
+(`trainer.train_step(batch)` beside `scaler.step(trainer.optimizer)`); helpers
 that only read it are seen through: a function of the same file with no training event that hands
 it on to nothing (`adjust_learning_rate(optimizer, epoch)` writing `param_group["lr"]`,
 `save_checkpoint(model, optimizer)` saving its `state_dict()`), a function of another project
@@ -42,8 +44,8 @@ it computes but the loss it back-propagates (a timing or memory benchmark, its s
 `try`/`with` block, the module's parameter count or attributes read as numbers or text before them;
 also a module taken from an object, `net = modul.net`, where the loop feeds it only tensors the
 function makes up, `x = torch.ones(...)`: a throughput test's warm-up and timed rounds, through a
-GradScaler or not): how it trains changes nothing anyone sees. Nor a loop in a pytest test (a `test_*` function in a `test_*.py` or `*_test.py`
-file, or under a `tests/` folder, or a helper of such a file that only `test_*` functions call): its
+GradScaler or not): how it trains changes nothing anyone sees. Nor a loop in a pytest test (a `test_*` function, or a unittest method `testNumericBatchNorm`, in
+a `test_*.py` or `*_test.py` file, or under a `tests/` folder, or a helper of such a file that only `test_*` functions call): its
 few steps check a property of the gradients on purpose (two
 modules' identically accumulated gradients, an optimizer wrapper's update), and no model it trains is
 used afterwards. An evaluation function called `test` in a training script is no pytest test.
@@ -77,6 +79,26 @@ def _nest(loop: Loop | None) -> Iterator[Loop]:
     while loop is not None and loop.is_loop:
         yield loop
         loop = loop.parent
+
+
+# methods of a module, which clear no optimizer's gradients
+_MODULE_METHODS = frozenset({"train", "eval", "parameters", "named_parameters", "state_dict", "load_state_dict", "to",
+                             "cuda", "cpu", "forward", "modules", "children", "apply", "half", "float", "requires_grad_"})
+
+
+def _holder_runs_unseen_method(model: FileModel, loop: Loop, step: Event) -> bool:
+    """The loop calls a method of the object that holds the stepped optimizer (``trainer.train_step(batch)``
+    beside ``scaler.step(trainer.optimizer)``), defined in no function of this file: whatever it does to
+    the optimizer it holds, zeroing included, is out of sight."""
+    holder = (step.receiver or "").rpartition(".")[0]
+    if not holder or holder == "self":
+        return False  # (the file's own methods are read at their calls, a base class's through its facts)
+    for node in walk(loop.node):
+        if type(node) is cst.Call and isinstance(node.func, cst.Attribute) and dotted(node.func.value) == holder:
+            name = node.func.attr.value
+            if name not in _MODULE_METHODS and name not in model.index.functions:
+                return True
+    return False
 
 
 def _helper_zeroing(model: FileModel, scope: Loop) -> list[Event]:
@@ -532,6 +554,8 @@ for x, z in loader:
                     continue  # a timing loop training a throw-away module: nobody sees how it trains
                 if _gradients_replaced(training.step_loop):
                     continue  # the gradients are written, not added to, before the step
+                if _holder_runs_unseen_method(model, training.step_loop, step):
+                    continue  # `trainer.train_step(batch)` may clear the `trainer.optimizer` it holds
                 reported.add(key)
                 others = " (the loop zeroes only other optimizers' gradients)" if zeros else ""
                 elsewhere = model.project.where(step.node) if model.project is not None else None
