@@ -309,6 +309,13 @@ def forget_flag_keys(values: Mapping[str, list[cst.BaseExpression]] | None = Non
     _STORED[0] = values if values is not None else set()
 
 
+def _past_exits(conds: tuple[Cond, ...], name: str) -> tuple[Cond, ...]:
+    """The conditions of a local's assignment less the early exits it comes after (``if not
+    torch.isfinite(loss): return`` in a step helper, before ``need_step = (i + 1) % N == 0``): a later
+    reading in the iteration comes after them too, and runs only where the assignment did."""
+    return conds if "." in name else tuple(c for c in conds if c.branch != "after-exit")
+
+
 def _shared_conds(assignments: list[Assignment]) -> tuple[Cond, ...]:
     """The conditions every one of ``assignments`` runs under (the prefix their tuples share)."""
     shared = assignments[0].conds
@@ -509,7 +516,7 @@ class GuardReader:
                 # branch of the chain runs on every iteration, so the name holds where a branch setting
                 # it holds does (under an unknown branch condition: on some of those iterations)
                 shared = _shared_conds(group)
-                cond = self.guard(shared, assignment.order)
+                cond = self.guard(_past_exits(shared, name), assignment.order)
                 values = [self._positive(branch.value, branch.order, depth + 1) for branch in group]
                 assigned = values[0]
                 if any(v != values[0] for v in values):
@@ -519,7 +526,7 @@ class GuardReader:
                                                          branch_value))
             else:
                 assigned = self._positive(assignment.value, assignment.order, depth + 1)
-                cond = self.guard(assignment.conds, assignment.order)
+                cond = self.guard(_past_exits(assignment.conds, name), assignment.order)
             if cond.kind is GuardKind.UNKNOWN:
                 return None
             if value is None and not cond.always:

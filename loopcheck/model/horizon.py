@@ -126,6 +126,8 @@ def horizon_expr(call: cst.Call, index: Index) -> cst.CSTNode | None:
             if lengths is not None:
                 return lengths  # (whose unit may still be the loop's: `(step - warmup) / (max_steps - warmup)`)
         return body
+    if name == "SequentialLR":
+        return _last_schedule_horizon(call, index)
     if name == "OneCycleLR" and keyword(call, "total_steps") is None:
         epochs, per_epoch = keyword(call, "epochs"), keyword(call, "steps_per_epoch")
         if epochs is not None and per_epoch is not None:
@@ -142,6 +144,22 @@ def horizon_expr(call: cst.Call, index: Index) -> cst.CSTNode | None:
     if value is None and pos is not None and len(args) > pos:
         value = args[pos]
     return value
+
+
+def _last_schedule_horizon(call: cst.Call, index: Index) -> cst.CSTNode | None:
+    """The horizon of the last schedule ``SequentialLR(optimizer, schedulers, milestones)`` hands over
+    to, which runs to the end (the cosine after a warmup: ``[LinearLR(optimizer, total_iters=warmup),
+    CosineAnnealingLR(optimizer, T_max=decay_steps)]``), written there or bound once to its name."""
+    args = positional(call)
+    schedules = keyword(call, "schedulers")
+    schedules = schedules if schedules is not None else args[1] if len(args) > 1 else None
+    if not isinstance(schedules, (cst.List, cst.Tuple)) or not schedules.elements:
+        return None
+    last = schedules.elements[-1].value
+    if isinstance(last, cst.Name):
+        bound = index.values.get(last.value, [])
+        last = bound[0] if len(bound) == 1 else last
+    return horizon_expr(last, index) if isinstance(last, cst.Call) else None
 
 
 def unit_of(expr: cst.CSTNode, index: Index, depth: int = 0, seen: frozenset[str] = frozenset(),

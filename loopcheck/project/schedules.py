@@ -251,7 +251,17 @@ def _constructed(call: ast.Call, index: Mapping[str, int], assigned: Mapping[str
 
     def each(value: ast.expr) -> ast.expr:
         written = _written(value, index, assigned, 0, kept)  # type: ignore[arg-type]
-        return written if written is not None else ast.Constant(value=None)  # type: ignore[return-value]
+        if written is not None:
+            return written  # type: ignore[return-value]
+        if isinstance(value, (ast.List, ast.Tuple)):
+            # `SequentialLR(optimizer, [warmup, cosine], milestones=[...])`: each schedule as the caller
+            # would write it, over an optimizer the caller cannot see
+            return type(value)(elts=[each(e) for e in value.elts], ctx=ast.Load())
+        schedule = assigned.get(value.id) if isinstance(value, ast.Name) else value
+        if isinstance(schedule, ast.Call) and SCHEDULE.search(last_name(schedule.func)):
+            inner = _constructed(schedule, index, assigned, kept)
+            return inner if inner is not None else ast.Constant(value=None)
+        return ast.Constant(value=None)
 
     head.args = [each(a) for a in call.args]
     head.keywords = [ast.keyword(arg=k.arg, value=each(k.value)) for k in call.keywords]

@@ -1,7 +1,10 @@
 """## What it does
 Checks that a scheduler's horizon (`T_max`, `total_steps`, `num_training_steps`) is counted in
 the same unit as its stepping, where both are visible in the file: epochs against per-batch
-stepping, batches against per-epoch stepping, micro-batches against per-update stepping.
+stepping, batches against per-epoch stepping, micro-batches against per-update stepping. A
+`SequentialLR` runs to the horizon of the schedule it ends with (`[LinearLR(optimizer,
+total_iters=warmup_steps), CosineAnnealingLR(optimizer, T_max=total_steps - warmup_steps)]`), also built
+by a function of the file that returns it with its optimizer.
 
 The horizon's unit is read from what the file shows: `len(train_loader)` (also `len(train_examples) /
 args.train_batch_size`, as BERT-era scripts count batches) and names such as
@@ -549,7 +552,8 @@ while True:
                     continue
                 if units and all(u is not None and _mismatch(u, stepped, accumulates) for u in units) \
                         and not _shipped_without_accumulation(units, stepped, training, model):
-                    what = _DECAY_WORDS.get(last_part(func_name(calls[0]) or ""), "horizon")
+                    what = _DECAY_WORDS.get(last_part(func_name(calls[0]) or ""), "horizon") \
+                        if horizons[0] is decay_expr(calls[0]) else "horizon"
                     counts = "count" if what == "milestones" else "counts"
                     yield self.at(scheduler, f"`{scheduler.receiver}` is stepped once per {_ONE[stepped]} "
                                              f"but its {what} {_shown(horizons[0], what)} {counts} {units[0].value}"
@@ -1098,9 +1102,10 @@ def _after_warmup(horizon: cst.BaseExpression, index: Index) -> cst.BaseExpressi
         return horizon
     total, warmup = horizon.left, horizon.right  # type: ignore[attr-defined]
     name = dotted(warmup)
-    shares = index.values.get(last_part(name), []) if name is not None else []
-    if name is not None and ("warmup" in last_part(name).lower() or len(shares) == 1 and any(
-            same(n, total) for n in walk(shares[0]) if type(n) in (cst.Name, cst.Attribute))):
+    # (the share itself where a factory's text is read as called: `total - int(total * ratio)`)
+    shares = index.values.get(last_part(name), []) if name is not None else [warmup]
+    if name is not None and "warmup" in last_part(name).lower() or len(shares) == 1 and any(
+            same(n, total) for n in walk(shares[0]) if type(n) in (cst.Name, cst.Attribute)):
         return total
     return horizon
 

@@ -1,0 +1,91 @@
+"""LC303 through `SequentialLR`: the horizon of the schedule it ends with (a cosine after a warmup)."""
+from __future__ import annotations
+
+from loopcheck.engine import check_source
+
+INLINE = '''
+from torch.optim.lr_scheduler import CosineAnnealingLR, LinearLR, SequentialLR
+
+
+def train(model, optimizer, train_dl, num_epochs, warmup_steps, gradient_accumulation_steps):
+    total_steps = num_epochs * len(train_dl)
+    decay_steps = total_steps - warmup_steps
+    scheduler = SequentialLR(
+        optimizer=optimizer,
+        schedulers=[
+            LinearLR(optimizer, start_factor=1.0 / warmup_steps, total_iters=warmup_steps),
+            CosineAnnealingLR(optimizer, T_max=decay_steps),
+        ],
+        milestones=[warmup_steps],
+    )
+    for epoch in range(num_epochs):
+        for batch_i, batch in enumerate(train_dl, start=1):
+            loss = model(batch) / gradient_accumulation_steps
+            loss.backward()
+            if batch_i % gradient_accumulation_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+                scheduler.step()
+'''
+
+FACTORY = '''
+from torch.optim import AdamW
+from torch.optim.lr_scheduler import CosineAnnealingLR, LinearLR, SequentialLR
+
+
+def build_optimizer_and_scheduler(model, config):
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = AdamW(params, lr=config.lr)
+    warmup_steps = int(config.total_steps * config.warmup_fraction)
+    warmup = LinearLR(optimizer, start_factor=0.01, total_iters=warmup_steps)
+    cosine = CosineAnnealingLR(optimizer, T_max=config.total_steps - warmup_steps)
+    scheduler = SequentialLR(optimizer, [warmup, cosine], milestones=[warmup_steps])
+    return optimizer, scheduler
+
+
+def train(model, loader, config):
+    optimizer, scheduler = build_optimizer_and_scheduler(model, config)
+    step = 0
+    while step < config.total_steps:
+        for batch in loader:
+            if step >= config.total_steps:
+                break
+            (model(batch) / config.accum_freq).backward()
+            if (step + 1) % config.accum_freq == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+                scheduler.step()
+            step += 1
+'''
+
+
+def _lc303(source: str) -> list[str]:
+    return [f.message for f in check_source(source, filename="train.py", select=["LC303"])]
+
+
+def test_the_cosine_after_a_warmup_gives_the_horizon():
+    assert _lc303(INLINE) == ["`scheduler` is stepped once per optimizer step but its horizon `decay_steps` counts batches"]
+
+
+def test_counted_in_optimizer_steps_it_is_silent():
+    updates = INLINE.replace("total_steps = num_epochs * len(train_dl)",
+                             "total_steps = num_epochs * len(train_dl) // gradient_accumulation_steps")
+    assert _lc303(updates) == []
+
+
+def test_a_schedule_bound_to_a_name_first():
+    named = INLINE.replace("            CosineAnnealingLR(optimizer, T_max=decay_steps),\n", "            cosine,\n") \
+        .replace("    scheduler = SequentialLR(", "    cosine = CosineAnnealingLR(optimizer, T_max=decay_steps)\n"
+                                                "    scheduler = SequentialLR(")
+    assert len(_lc303(named)) == 1
+
+
+def test_a_last_schedule_without_a_horizon_says_nothing():
+    constant = INLINE.replace("CosineAnnealingLR(optimizer, T_max=decay_steps)", "ConstantLR(optimizer, factor=0.5)")
+    assert _lc303(constant) == []
+
+
+def test_a_factory_of_the_file_returning_the_sequence():
+    assert _lc303(FACTORY) == [
+        "`scheduler` is stepped once per optimizer step but its horizon `config.total_steps - "
+        "int(config.total_steps * config.warmup_fraction)` counts batches (built by `build_optimizer_and_scheduler`)"]
