@@ -64,7 +64,8 @@ def _lc303(source: str) -> list[str]:
 
 
 def test_the_cosine_after_a_warmup_gives_the_horizon():
-    assert _lc303(INLINE) == ["`scheduler` is stepped once per optimizer step but its horizon `decay_steps` counts batches"]
+    assert _lc303(INLINE) == [
+        "`scheduler` is stepped once per optimizer step but its horizon `decay_steps` counts batches"]
 
 
 def test_counted_in_optimizer_steps_it_is_silent():

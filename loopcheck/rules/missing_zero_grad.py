@@ -44,9 +44,10 @@ it computes but the loss it back-propagates (a timing or memory benchmark, its s
 `try`/`with` block, the module's parameter count or attributes read as numbers or text before them;
 also a module taken from an object, `net = modul.net`, where the loop feeds it only tensors the
 function makes up, `x = torch.ones(...)`: a throughput test's warm-up and timed rounds, through a
-GradScaler or not): how it trains changes nothing anyone sees. Nor a loop in a pytest test (a `test_*` function, or a unittest method `testNumericBatchNorm`, in
-a `test_*.py` or `*_test.py` file, or under a `tests/` folder, or a helper of such a file that only `test_*` functions call): its
-few steps check a property of the gradients on purpose (two
+GradScaler or not): how it trains changes nothing anyone sees. Nor a loop in a pytest test (a
+`test_*` function, or a unittest method `testNumericBatchNorm`, in a `test_*.py` or `*_test.py` file,
+or under a `tests/` folder, or a helper of such a file that only `test_*` functions call): its few
+steps check a property of the gradients on purpose (two
 modules' identically accumulated gradients, an optimizer wrapper's update), and no model it trains is
 used afterwards. An evaluation function called `test` in a training script is no pytest test.
 
@@ -82,8 +83,9 @@ def _nest(loop: Loop | None) -> Iterator[Loop]:
 
 
 # methods of a module, which clear no optimizer's gradients
-_MODULE_METHODS = frozenset({"train", "eval", "parameters", "named_parameters", "state_dict", "load_state_dict", "to",
-                             "cuda", "cpu", "forward", "modules", "children", "apply", "half", "float", "requires_grad_"})
+_MODULE_METHODS = frozenset({"train", "eval", "parameters", "named_parameters", "state_dict", "load_state_dict",
+                             "to", "cuda", "cpu", "forward", "modules", "children", "apply", "half", "float",
+                             "requires_grad_"})
 
 
 def _holder_runs_unseen_method(model: FileModel, loop: Loop, step: Event) -> bool:
