@@ -90,3 +90,33 @@ def test_a_factory_of_the_file_returning_the_sequence():
     assert _lc303(FACTORY) == [
         "`scheduler` is stepped once per optimizer step but its horizon `config.total_steps - "
         "int(config.total_steps * config.warmup_fraction)` counts batches (built by `build_optimizer_and_scheduler`)"]
+
+
+WRAPPED_IN_ITSELF = '''
+import torch
+from .scheduler import GradualWarmupScheduler
+
+
+def set_optimizer(model, defs):
+    optimizer = torch.optim.SGD(model.parameters(), lr=defs.lr)
+    if defs.scheduler == "linear":
+        scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[defs.epochs // 2])
+    if defs.warmup:
+        scheduler = GradualWarmupScheduler(optimizer, multiplier=10, total_epoch=10, after_scheduler=scheduler)
+    return optimizer, scheduler
+
+
+def train(model, loader, defs):
+    optimizer, scheduler = set_optimizer(model, defs)
+    for epoch in range(defs.epochs):
+        for x, y in loader:
+            optimizer.zero_grad()
+            model(x, y).backward()
+            optimizer.step()
+        scheduler.step()
+'''
+
+
+def test_a_schedule_that_wraps_the_one_its_name_held_is_read_without_end():
+    findings = check_source(WRAPPED_IN_ITSELF, filename="training_routine.py", select=["ALL"])
+    assert [f.code for f in findings] == []

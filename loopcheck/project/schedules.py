@@ -227,7 +227,7 @@ def _none(value: ast.expr | None) -> bool:
 
 
 def _constructed(call: ast.Call, index: Mapping[str, int], assigned: Mapping[str, ast.expr | None],
-                 kept: Collection[str]) -> ast.Call | None:
+                 kept: Collection[str], depth: int = 0) -> ast.Call | None:
     """The constructor as the caller would write it, an argument that names what the caller cannot
     see given as ``None`` (``max_lr=[g["lr"] for g in optimizer.param_groups]``, ``schedulers=[warmup,
     cosine]`` with ``warmup`` assigned in two branches): the rule reads only the lengths, and a length
@@ -258,8 +258,9 @@ def _constructed(call: ast.Call, index: Mapping[str, int], assigned: Mapping[str
             # would write it, over an optimizer the caller cannot see
             return type(value)(elts=[each(e) for e in value.elts], ctx=ast.Load())
         schedule = assigned.get(value.id) if isinstance(value, ast.Name) else value
-        if isinstance(schedule, ast.Call) and SCHEDULE.search(last_name(schedule.func)):
-            inner = _constructed(schedule, index, assigned, kept)
+        # (not past a few levels: `scheduler = GradualWarmupScheduler(..., after_scheduler=scheduler)`)
+        if isinstance(schedule, ast.Call) and SCHEDULE.search(last_name(schedule.func)) and depth < _MAX_DEPTH:
+            inner = _constructed(schedule, index, assigned, kept, depth + 1)
             return inner if inner is not None else ast.Constant(value=None)
         return ast.Constant(value=None)
 
