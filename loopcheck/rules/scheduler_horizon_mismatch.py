@@ -4,7 +4,12 @@ the same unit as its stepping, where both are visible in the file: epochs agains
 stepping, batches against per-epoch stepping, micro-batches against per-update stepping. A
 `SequentialLR` runs to the horizon of the schedule it ends with (`[LinearLR(optimizer,
 total_iters=warmup_steps), CosineAnnealingLR(optimizer, T_max=total_steps - warmup_steps)]`), also built
-by a function of the file that returns it with its optimizer.
+by a function of the file that returns it with its optimizer. A learning rate the loop sets by hand
+from a schedule function of the file (`lr = get_lr(global_step, max_lr, len(train_loader) * epochs)`,
+then `optimizer.param_groups[0]['lr'] = lr`) is checked the same way: the argument the function divides
+by its length (or compares with it) is its step count, which counts optimizer steps where the loop adds
+1 to it only where it steps, batches where it is the loop's index (nanoVLM's warmup and cosine reached a
+quarter of their length until `// gradient_accumulation_steps` was added).
 
 The horizon's unit is read from what the file shows: `len(train_loader)` (also `len(train_examples) /
 args.train_batch_size`, as BERT-era scripts count batches) and names such as
@@ -152,6 +157,7 @@ from loopcheck.model.accelerate import accumulation_setting, scheduler_gated, up
 from loopcheck.model.from_ast import statement_text
 from loopcheck.model.guards import GuardKind, unwrap_iterable
 from loopcheck.model.index import Index
+from loopcheck.model.lr_functions import set_rates
 from loopcheck.model.horizon import (ACCUMULATION_NAME, Unit, decay_expr, horizon_expr, times_accumulation, unit_of,
                                      warmup_expr)
 from loopcheck.model.narrowing import kind_tests, lets_through
@@ -497,6 +503,7 @@ while True:
             accumulates = training.accumulates and not accumulation_gates_nothing(training, model.index) and (
                 training.style is not Style.ACCELERATE or accumulation_setting(model) is not None) and \
                 not _parameter_one(training, model.index)
+            yield from _set_by_hand(training, model, accumulates)
             for scheduler, stepped in _stepping_units(training, model):
                 # `if isinstance(scheduler, OneCycleLR): scheduler.step()` steps only what that class built
                 kinds, conds = kind_tests(scheduler.conds, scheduler.receiver)
@@ -596,6 +603,52 @@ while True:
                     said = _process_count_mismatch(scheduler, stepped, calls, horizons, warmups, units, training, model)
                     if said is not None:
                         yield self.at(scheduler, said + _built_by(scheduler, model))
+
+
+def _set_by_hand(training: TrainingLoop, model: FileModel, accumulates: bool) -> Iterator[Violation]:
+    """A learning rate the loop sets from a schedule function of the file (``lr = get_lr(global_step,
+    max_lr, len(train_loader) * epochs)``, then ``optimizer.param_groups[0]['lr'] = lr``) whose step
+    count counts optimizer steps and whose horizon batches, or the other way round."""
+    if not accumulates or not isinstance(training.loop.node, (cst.For, cst.While)):
+        return
+    said: set[tuple[str, str, str]] = set()  # one finding for the rates of several parameter groups
+    for rate in set_rates(training.loop.node, model.index):
+        key = (rate.function, source(rate.step), source(rate.horizon))
+        if key in said:
+            continue
+        counted = _counter_unit(rate.step, training)
+        horizon = rate.horizon
+        unit = (_loop_unit(horizon, training, model.index) or _parameter_bound_unit(horizon, training)
+                or _per_update_bound(horizon, training, model.index)
+                or unit_of(horizon, model.index, counts=training.count_names)) if counted is not None else None
+        if unit is None or {unit, counted} != {Unit.BATCHES, Unit.UPDATES}:
+            continue
+        effect = "reaches only 1/N of its length" if counted is Unit.UPDATES else "ends N times too early"
+        said.add(key)
+        yield Violation(rate.call, rate.stmt, f"`{rate.function}()` sets the learning rate by `{source(rate.step)}`, "
+                                              f"which counts {counted.value}, but its horizon `{source(horizon)}` "  # type: ignore[union-attr]
+                                              f"counts {unit.value}: the schedule {effect}")
+
+
+def _counter_unit(step: cst.BaseExpression, training: TrainingLoop) -> Unit | None:
+    """What a step count advances with: the batch loop's own index counts batches; a name the loop adds
+    to only where the optimizer steps (``global_step += 1`` in the step branch) optimizer steps, one it
+    adds to on every iteration batches."""
+    if type(step) is not cst.Name:
+        return None
+    name = step.value
+    target = training.loop.assignments[0] if training.loop.assignments else None
+    if target is not None and target.op == "for" and name in target.names:
+        index = training.loop.node.iter if isinstance(training.loop.node, cst.For) else None
+        return Unit.BATCHES if index is not None and func_name(index) == "enumerate" \
+            and target.names[0] == name else None
+    added = [a for a in training.loop.assignments if a.names == (name,)]
+    if not added or any(a.op != "AddAssign" or int_value(a.value) != 1 for a in added):
+        return None
+    guards = [training.reader.guard(a.conds, a.order) for a in added]
+    if all(g.periodic for g in guards):
+        return Unit.UPDATES
+    return Unit.BATCHES if all(g.always for g in guards) else None
 
 
 def _inner_loop(training: TrainingLoop, scheduler: Event, horizons: list[cst.BaseExpression | None],
