@@ -27,6 +27,8 @@ reported at all (``unset``).
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from loopcheck.model import Cond, Event, FileModel
@@ -82,7 +84,7 @@ def inert(model: FileModel, held: str) -> bool:
         return True
     if model.project is None:
         return False
-    if model.project.inert_setting(_setting_name(held)):
+    if model.project.inert_setting(_setting_name(held), nested=_nested(held)):
         return True
     module, _, name = held.partition(".")
     return name.isidentifier() and module in _plain_imports(model) and model.project.inert_in_folder(module, name)
@@ -272,6 +274,12 @@ def _key(modulus: cst.BaseExpression) -> str | None:
         return None
     key = index.value.evaluated_value
     return key if isinstance(key, str) else None
+
+
+def _nested(setting: str) -> bool:
+    """``config.optimizer.iter_size`` and ``cfg["train"]["accum"]`` are keys of a configuration tree; the
+    ``args.accum`` of a flat namespace (also as a trainer keeps it, ``self.args.accum``) is not."""
+    return len(re.split(r"\.|\[", setting.removeprefix("self."))) > 2
 
 
 def _setting_name(setting: str) -> str:

@@ -595,3 +595,46 @@ def test_a_setting_of_the_folder_module_that_a_script_there_changes_is_reported(
 ])
 def test_a_name_bound_to_the_key_it_reads_sets_nothing(text: bytes, values: list[object]) -> None:
     assert _values(text, "gradient_accumulation_steps", True) == values
+
+
+OTHER_PROGRAM = """
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--gradient_accumulate_every', type=int, default=1, help="another program's option")
+"""
+
+LOCAL_OF_THAT_NAME = """
+    def chunks(batch):
+        gradient_accumulate_every = batch.shape[0] // 2
+        return batch.chunk(gradient_accumulate_every)
+"""
+
+
+@pytest.mark.parametrize(("setting", "found"), [
+    ("cfg.training.gradient_accumulate_every", 0),  # a key of the configuration tree: no option sets it
+    ("args.gradient_accumulate_every", 1),  # an attribute of a flat namespace: the option may set it
+    ("self.args.gradient_accumulate_every", 1),
+])
+def test_an_option_of_the_name_sets_no_key_of_a_configuration_tree(project: Path, run_cli, setting: str,
+                                                                    found: int) -> None:
+    write_project(project, {"workspace/train.py": WORKSPACE.replace("cfg.training.gradient_accumulate_every", setting),
+                            "config/lowdim.yaml": CONFIG.format(n=1), "other/options.py": OTHER_PROGRAM,
+                            "other/chunks.py": LOCAL_OF_THAT_NAME})
+    assert len(_clips(run_cli, "workspace/train.py")) == found
+
+
+def test_a_literal_under_the_name_still_counts_for_a_key_of_a_configuration_tree(project: Path, run_cli) -> None:
+    write_project(project, {"workspace/train.py": WORKSPACE, "config/lowdim.yaml": CONFIG.format(n=1),
+                            "other/chunks.py": "gradient_accumulate_every = 4\n"})
+    assert len(_clips(run_cli, "workspace/train.py")) == 1
+
+
+def test_an_option_copied_into_an_item_of_the_tree_is_reported(project: Path, run_cli) -> None:
+    setting = 'cfg["training"]["gradient_accumulate_every"]'
+    write_project(project, {"workspace/train.py": WORKSPACE.replace("cfg.training.gradient_accumulate_every", setting),
+                            "config/lowdim.yaml": CONFIG.format(n=1), "other/options.py": OTHER_PROGRAM + """
+    args = parser.parse_args()
+    cfg["training"]["gradient_accumulate_every"] = args.gradient_accumulate_every
+"""})
+    assert len(_clips(run_cli, "workspace/train.py")) == 1

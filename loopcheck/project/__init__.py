@@ -579,7 +579,7 @@ class Imported:
     def _launch_stamps(self) -> list[str]:
         return _launches.stamps(self.path, self.index.root) if self._uses_accelerate() else []
 
-    def inert_setting(self, name: str, off: bool = False) -> bool:
+    def inert_setting(self, name: str, off: bool = False, nested: bool = False) -> bool:
         """Whether the configuration key ``name`` is inert (0, 1, null; ``off``: 0, false, null) in every
         configuration, script and document the project (or this file's sub-project) ships, and no
         command-line option sets it (``loopcheck.project.inert_settings``): an accumulation finding that
@@ -588,7 +588,7 @@ class Imported:
         from loopcheck.project import inert_settings  # (imported by the few files that ask)
 
         self._project_files_read = True
-        return inert_settings.inert(self.index, name, self.path, off)
+        return inert_settings.inert(self.index, name, self.path, off, nested)
 
     def inert_in_folder(self, module: str, name: str) -> bool:
         """Whether ``module.name``, a setting of a module of this file's own folder, is inert for this

@@ -23,6 +23,10 @@ not only a parameter's default. The key is then inert when:
   into it; ``self.accum = accum``, a constructor argument; a local or keyword named as the key it
   reads, ``accum = config["accum"]``, ``Accelerator(accum=config.accum)``, sets nothing), no mention in a document without a value
   (prose that documents the key, ``--accum $N``);
+- for the key of a configuration tree (``config.optimizer.iter_size``, ``cfg["train"]["accum"]``), a
+  command-line option of that name (``--iter_size``, an attribute of a flat namespace: another program of
+  the project, PointContrast's detection folder beside its Hydra segmentation one) and a local given a
+  computed value under it (``iter_size = coords[:, -1].max() + 1``) set nothing; a literal still counts;
 - the key is no option the project's text does not spell: where the project uses a parser that
   makes options of dataclass fields or function parameters (tyro, fire, typer...), a key set in
   Python is unclear; where it makes options of a library's dataclass (``HfArgumentParser`` with
@@ -58,6 +62,8 @@ modification times (``stamp``) join the cache digest of a file whose result aske
 []
 >>> _values(b'accumulation_steps = config["accumulation_steps"]', "accumulation_steps", True)
 []
+>>> _values(b'config["train"]["accum"] = args.accum', "accum", True, nested=True)
+[None]
 >>> _values(b"accelerator(accumulation_steps=config.accumulation_steps)", "accumulation_steps", True)
 []
 """
@@ -93,6 +99,7 @@ _DOCUMENT_VALUE = Pattern(r"[\"'`]?[ \t]*(?:[:=][ \t]*|[ \t]+)[\"']?" + _LITERAL
 # in Python, after the key: an assignment, a keyword or parameter default, an annotated field
 _ASSIGNED = Pattern(r"[ \t]*(?::[ \t]*[\w\[\]., |]{1,80}?[ \t]*)?=(?!=)[ \t]*[\"']?")
 _DICT_ENTRY = Pattern(r"[\"'][ \t]*:[ \t]*")
+_ITEM_SET = Pattern(r"[\"'][ \t]*\][ \t]*=(?!=)[ \t]*")  # `cfg["train"]["accum"] = ...`
 _VALUE = Pattern(_LITERAL)
 # before the key in Python: a command-line option's name or destination, an absl flag's name
 _OPTION = Pattern(r"(?:[\"']-{1,2}|dest[ \t]*=[ \t]*[\"']|define_\w+\([ \t]*[\"'])$")
@@ -115,16 +122,18 @@ _LIBRARY_PARSERS = {b"hfargumentparser": ("gradient_accumulation_steps", "max_gr
                     b"lightningcli": ("accumulate_grad_batches", "gradient_clip_val", "precision")}
 
 
-def inert(index: ProjectIndex, name: str, path: Path | None = None, off: bool = False) -> bool:
+def inert(index: ProjectIndex, name: str, path: Path | None = None, off: bool = False, nested: bool = False) -> bool:
     """Whether the configuration key ``name`` (the setting's last name) is inert in everything the
     project ships (see the module's documentation), for the file ``path`` (its sub-project's files);
-    ``off``: a switch, inert only at 0, false or null (1 turns it on). False where anything is unclear."""
+    ``off``: a switch, inert only at 0, false or null (1 turns it on); ``nested``: the key of a
+    configuration tree (``config.optimizer.iter_size``), which a command-line option (``--iter_size``,
+    an attribute of a flat namespace) does not set. False where anything is unclear."""
     key = name.lower().replace("-", "_")
     scope, configurations = _scopes(index, path) if path is not None else (None, None)
-    cached = f"{key}@{scope}@{configurations}" + ("!off" if off else "")
+    cached = f"{key}@{scope}@{configurations}" + ("!off" if off else "") + ("!nested" if nested else "")
     found = index.settings.get(cached)
     if found is None:
-        found = index.settings[cached] = _inert(index, key, scope, 0 if off else 1, configurations)
+        found = index.settings[cached] = _inert(index, key, scope, 0 if off else 1, configurations, nested)
     return found
 
 
@@ -198,7 +207,7 @@ def stamp(index: ProjectIndex) -> str:
 
 
 def _inert(index: ProjectIndex, key: str, scope: str | None = None, most: int = 1,
-           configurations: str | None = None) -> bool:
+           configurations: str | None = None, nested: bool = False) -> bool:
     from loopcheck.project.index import marked_folder
 
     stamp(index)
@@ -220,7 +229,7 @@ def _inert(index: ProjectIndex, key: str, scope: str | None = None, most: int = 
             text = _shipped_text(path)
             if configurations is not None and any(word in text for word in _ELSEWHERE):
                 return False  # Hydra may be pointed at configurations outside the script's folder
-            found = _values(text, key, python)
+            found = _values(text, key, python, nested)
             if any(v is UNCLEAR or v > most for v in found):  # type: ignore[operator]
                 return False
             values += found
@@ -282,10 +291,12 @@ def _text(path: str) -> bytes:
         return b""
 
 
-def _values(text: bytes, key: str, python: bool) -> list[int | None]:
+def _values(text: bytes, key: str, python: bool, nested: bool = False) -> list[int | None]:
     """The value given to ``key`` at each place the lower-cased ``text`` sets it: 0 or 1 for an
     inert one, 2 for another literal, ``UNCLEAR`` for anything else (an option, an expression, a
-    mention without a value); nothing for a place that reads it (Python only)."""
+    mention without a value); nothing for a place that reads it (Python only), nor, for the ``nested``
+    key of a configuration tree, for a command-line option of that name or a local given a computed
+    value under it."""
     if key.encode() not in text and key.replace("_", "-").encode() not in text:
         return []  # (a spelling that mixes `-` and `_` is not looked for)
     spelled = re.escape(key).replace("_", "[-_]")
@@ -298,18 +309,24 @@ def _values(text: bytes, key: str, python: bool) -> list[int | None]:
             found.append(_number(value.group(1)) if value is not None else UNCLEAR)
             continue
         if _OPTION.search(before):
-            found.append(UNCLEAR)  # a command-line option sets it (with help text or without: a user can)
+            if not nested:
+                found.append(UNCLEAR)  # a command-line option sets it (with help text or without: a user can)
             continue
-        assigned = _ASSIGNED.match(after) or (_DICT_ENTRY.match(after) if before.endswith(("'", '"')) else None)
+        quoted = before.endswith(("'", '"'))
+        item = _ITEM_SET.match(after) if quoted else None
+        assigned = _ASSIGNED.match(after) or (_DICT_ENTRY.match(after) or item if quoted else None)
         if assigned is None:
             continue  # a read: `cfg.accum`, `cfg["accum"]`, `accum > 1`
         value_text = after[assigned.end():]
-        if re.match(rf"[\w.]+(?:\[[\"'][\w-]+[\"']\])*\[[\"']{spelled}[\"']\]", value_text) or (
-                not before.endswith(".") and re.match(rf"[\w.]+\.{spelled}[ \t]*(?:[,)#\r\n]|$)", value_text)):
+        if item is None and (re.match(rf"[\w.]+(?:\[[\"'][\w-]+[\"']\])*\[[\"']{spelled}[\"']\]", value_text) or (
+                not before.endswith(".") and re.match(rf"[\w.]+\.{spelled}[ \t]*(?:[,)#\r\n]|$)", value_text))):
             # a local or keyword named as the key it reads: `accum = config["accum"]`, `f(accum=cfg.accum)`
-            # (an attribute set from one, `cfg.accum = args.accum`, copies an option in)
+            # (an attribute or item set from one, `cfg.accum = args.accum`, `cfg["accum"] = args.accum`,
+            # copies an option in)
             continue
         value = _VALUE.match(after, assigned.end())
+        if value is None and nested and re.search(r"(?:^|\n)[ \t]*$", before):
+            continue  # a local of that name given a computed value (`iter_size = coords[:, -1].max() + 1`)
         found.append(_number(value.group(1)) if value is not None else UNCLEAR)
     return found
 
