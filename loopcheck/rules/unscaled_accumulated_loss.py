@@ -2,7 +2,10 @@
 Checks that, under gradient accumulation, the loss handed to `backward()` is divided by the
 number of accumulated micro-batches (or normalised by a window-wide count); also
 `self.manual_backward(loss)` of a LightningModule that accumulates by hand under manual
-optimization, which does not divide either.
+optimization, which does not divide either. A loss summed over the micro-batch's samples
+(`torch.sum(criterion(pred, y))` of a criterion built with `reduction="none"`, or one given
+`reduction="sum"`) is left alone: the window's sum is the summed loss of a batch N times larger, which
+is what a summed loss means.
 
 ## Why is this bad?
 `backward()` sums gradients across the window. Without `loss / N` the optimizer step sees the
@@ -373,7 +376,8 @@ for step, batch in enumerate(train_dataloader):
                         yield self.at(backward, f"the loss is multiplied by {count} instead of divided by it: "
                                                 f"{effect}")
                 elif scaling is Scaling.RAW and not _lr_divided(model, training, accumulation_names) \
-                        and not _lr_scaled_by_micro_batch(model, accumulation_names):
+                        and not _lr_scaled_by_micro_batch(model, accumulation_names) \
+                        and not _summed_over_samples(model, backward):
                     # a window one micro-batch longer than N (LC106) sums N + 1 losses, and dividing by N
                     # does not mend it
                     late = training.step_guard is not None and training.step_guard.phase is Phase.LATE
@@ -469,6 +473,38 @@ def _scaling_at_calls(model: FileModel, training: TrainingLoop, backward: Event,
                 found.add(loss_scaling(given, scope, order, model.index.functions, accumulation_names,
                                        through_forward_helpers=True))
     return found.pop() if len(found) == 1 else Scaling.UNKNOWN
+
+
+def _summed_over_samples(model: FileModel, backward: Event) -> bool:
+    """The loss is a sum over the micro-batch's samples: ``torch.sum(loss_function(pred, y))`` (or
+    ``.sum()``) of a criterion built with ``reduction="none"`` or given ``reduction="sum"``. The window's
+    undivided sum is then the summed loss of a batch N times larger, which is what a summed loss means."""
+    value, order = _last_value(backward.loss, backward, backward.order)
+    if type(value) is cst.Call and func_name(value) == "torch.sum" and len(value.args) == 1:
+        value, order = _last_value(value.args[0].value, backward, order)
+    elif type(value) is cst.Call and not value.args and (method(value) or (None, ""))[1] == "sum":
+        value, order = _last_value(value.func.value, backward, order)  # type: ignore[attr-defined]
+    elif not (type(value) is cst.Call and _reduction(value) == "sum"):
+        return False
+    if type(value) is not cst.Call:
+        return False
+    built = model.roles.constructed.get(value.func.value, []) if type(value.func) is cst.Name else []
+    return _reduction(value) in ("sum", "none") or len(built) == 1 and _reduction(built[0]) in ("sum", "none")
+
+
+def _last_value(expr: cst.BaseExpression | None, backward: Event,
+                order: int) -> tuple[cst.BaseExpression | None, int]:
+    """``expr``, or what the iteration last bound its name to before ``order`` (and when)."""
+    name = dotted(expr) if expr is not None else None
+    if name is None:
+        return expr, order
+    bound = backward.loop.assignments_before(name, order)
+    return (bound[-1].value, bound[-1].order) if bound and bound[-1].op == "=" else (None, order)
+
+
+def _reduction(call: cst.Call) -> str | None:
+    given = keyword(call, "reduction")
+    return given.value[1:-1] if type(given) is cst.SimpleString else None
 
 
 def _slice_mean(backward: Event) -> bool:
