@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from loopcheck.model.index import Index
-from loopcheck.model.syntax import func_name, keyword, names_in, positional, walk
+from loopcheck.model.syntax import func_name, keyword, lines, names_in, positional, walk
 
 
 @dataclass(frozen=True)
@@ -33,9 +33,7 @@ def set_rates(loop_node: cst.CSTNode, index: Index) -> Iterator[SetRate]:
     """Each call of a schedule function of the file in ``loop_node`` whose value goes into ``["lr"]``."""
     calls: dict[str, tuple[cst.Call, cst.CSTNode]] = {}  # a local bound to a call, by name
     targets: list[tuple[cst.BaseExpression, cst.CSTNode]] = []  # values given to `...["lr"]`
-    for node in walk(loop_node, into_functions=False):
-        if type(node) is not cst.SimpleStatementLine:
-            continue
+    for node in _simple_lines(loop_node):
         for small in node.body:
             if type(small) is not cst.Assign or len(small.targets) != 1:
                 continue
@@ -56,6 +54,30 @@ def set_rates(loop_node: cst.CSTNode, index: Index) -> Iterator[SetRate]:
         found = _counted(defs[0], call)
         if found is not None:
             yield SetRate(call, at, name, *found)  # type: ignore[arg-type]
+
+
+def _simple_lines(node: cst.CSTNode) -> Iterator[cst.SimpleStatementLine | cst.SimpleStatementSuite]:
+    """The simple statement lines of a compound statement's bodies, nested ones included (no
+    expression is walked: a large loop holds many more of those than of lines)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        kind = type(current)
+        if kind is cst.SimpleStatementLine or kind is cst.SimpleStatementSuite:
+            yield current  # type: ignore[misc]
+            continue
+        if kind is cst.FunctionDef or kind is cst.ClassDef:
+            continue  # (a nested definition runs where it is called, not here)
+        found: list[cst.CSTNode] = []
+        for part in ("body", "handlers", "orelse", "finalbody"):
+            value = getattr(current, part, None)
+            if isinstance(value, (list, tuple)):
+                found.extend(value)
+            elif isinstance(value, cst.BaseSuite):
+                found.extend(lines(value))
+            elif isinstance(value, cst.CSTNode):
+                found.append(value)  # an `else:` or `elif`, an `except` clause
+        stack.extend(reversed(found))  # (in the order they are written)
 
 
 def _lr_slot(target: cst.BaseExpression) -> bool:
