@@ -120,3 +120,32 @@ def train(model, loader, defs):
 def test_a_schedule_that_wraps_the_one_its_name_held_is_read_without_end():
     findings = check_source(WRAPPED_IN_ITSELF, filename="training_routine.py", select=["ALL"])
     assert [f.code for f in findings] == []
+
+
+ALIASED = '''
+from torch.optim.lr_scheduler import CosineAnnealingLR
+
+
+def train(model, optimizer, loader, config):
+    cosine = CosineAnnealingLR(optimizer, T_max=config.total_steps)
+    scheduler = cosine
+    step = 0
+    while step < config.total_steps:
+        for batch in loader:
+            if step >= config.total_steps:
+                break
+            (model(batch) / config.accum_freq).backward()
+            if (step + 1) % config.accum_freq == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+                scheduler.step()
+            step += 1
+'''
+
+
+def test_a_scheduler_name_bound_to_another_reads_that_ones_horizon():
+    assert _lc303(ALIASED) == [
+        "`scheduler` is stepped once per optimizer step but its horizon `config.total_steps` counts batches"]
+    # a name bound to two different schedules holds either: neither horizon is known to be the stepped one
+    twice = ALIASED.replace("    scheduler = cosine\n", "    scheduler = cosine if config.cosine else constant\n")
+    assert _lc303(twice) == []

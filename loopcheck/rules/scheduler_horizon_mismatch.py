@@ -4,7 +4,8 @@ the same unit as its stepping, where both are visible in the file: epochs agains
 stepping, batches against per-epoch stepping, micro-batches against per-update stepping. A
 `SequentialLR` runs to the horizon of the schedule it ends with (`[LinearLR(optimizer,
 total_iters=warmup_steps), CosineAnnealingLR(optimizer, T_max=total_steps - warmup_steps)]`), also built
-by a function of the file that returns it with its optimizer. A learning rate the loop sets by hand
+by a function of the file that returns it with its optimizer; a name bound only to another scheduler's
+name (`scheduler = cosine`) holds that one's horizon. A learning rate the loop sets by hand
 from a schedule function of the file (`lr = get_lr(global_step, max_lr, len(train_loader) * epochs)`,
 then `optimizer.param_groups[0]['lr'] = lr`) is checked the same way: the argument the function divides
 by its length (or compares with it) is its step count, which counts optimizer steps where the loop adds
@@ -901,11 +902,12 @@ def _other_case(call: cst.Call, cases: dict[str, object], model: FileModel) -> b
     return False
 
 
-def _constructors(name: str | None, model: FileModel) -> list[cst.Call]:
+def _constructors(name: str | None, model: FileModel, depth: int = 0) -> list[cst.Call]:
     """The calls that build scheduler ``name``: scheduler constructors, calls of a function or
     method of this file that returns one, whatever it is called (``self._make_sched()``), and the
     constructors a factory returns in a tuple that the file unpacks (``optimizer, scheduler =
-    set_optim(opt, model)``), with the call's arguments in place."""
+    set_optim(opt, model)``), with the call's arguments in place; for a name bound once to another
+    (``scheduler = cosine``), that one's."""
     found = model.roles.constructors(name, Role.SCHEDULER)
     if name:
         found += [c for c in model.roles.constructed.get(last_part(name), [])
@@ -917,6 +919,12 @@ def _constructors(name: str | None, model: FileModel) -> list[cst.Call]:
             factories = {own_call_name(call) for call, _ in model.roles.unpacked.get(last_part(name), [])}
             inside = {id(n) for f in factories if f for d in model.index.functions.get(f, []) for n in walk(d)}
             found = [c for c in found if id(c) not in inside] + unpacked
+        if not found and depth < 3:
+            # `scheduler = cosine` after `cosine = CosineAnnealingLR(...)`: the schedule the alias holds
+            held = {v.value if type(v) is cst.Name else None for v in model.index.values.get(last_part(name), [])}
+            alias = held.pop() if len(held) == 1 else None
+            if alias is not None and alias != last_part(name):
+                found = _constructors(alias, model, depth + 1)
         if not found and model.roles.is_prepared(name):
             # `self._optimizer, self._lr_scheduler = self._accelerator.prepare(optimizer, lr_scheduler)`:
             # the prepared scheduler is the one built under the name handed to `prepare` at its position
