@@ -149,3 +149,14 @@ def test_a_scheduler_name_bound_to_another_reads_that_ones_horizon():
     # a name bound to two different schedules holds either: neither horizon is known to be the stepped one
     twice = ALIASED.replace("    scheduler = cosine\n", "    scheduler = cosine if config.cosine else constant\n")
     assert _lc303(twice) == []
+
+
+def test_the_loop_bound_less_a_warmup_through_a_name():
+    named = ALIASED.replace("    cosine = CosineAnnealingLR(optimizer, T_max=config.total_steps)\n",
+                            "    warmup_steps = int(config.total_steps * 0.1)\n"
+                            "    decay_steps = config.total_steps - warmup_steps\n"
+                            "    cosine = CosineAnnealingLR(optimizer, T_max=decay_steps)\n")
+    assert _lc303(named) == [
+        "`scheduler` is stepped once per optimizer step but its horizon `decay_steps` counts batches"]
+    # less a literal, the rest is no share of the bound the file shows
+    assert _lc303(named.replace("config.total_steps - warmup_steps", "config.total_steps - 100")) == []

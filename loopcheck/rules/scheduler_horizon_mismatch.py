@@ -1106,7 +1106,11 @@ def _loop_unit(horizon: cst.BaseExpression, training: TrainingLoop, index: Index
     iterations of that loop (micro-batches of the batch loop, optimizer steps of a micro-step loop's
     parent); so does the bound of a stop on a counter the batch loop adds 1 to on every iteration,
     also a bound the trainer keeps (``self.total_steps``, set to ``args.total_steps`` and nothing else),
-    and the part of it after a warmup (``max(1, MAX_STEPS - warmup_steps)``)."""
+    and the part of it after a warmup (``max(1, MAX_STEPS - warmup_steps)``, also bound once to a name,
+    ``decay_steps = MAX_STEPS - warmup_steps``)."""
+    held = index.values.get(horizon.value, []) if type(horizon) is cst.Name else []
+    if len(held) == 1 and type(held[0]) is cst.BinaryOperation and type(held[0].operator) is cst.Subtract:
+        horizon = held[0]  # `decay_steps = max_steps - warmup_steps`, then `T_max=decay_steps`
     horizon = _after_warmup(horizon, index)
     if any(same(horizon, bound) or _kept_as(bound, horizon, index) or _share_of_bound(horizon, bound)
            or _lengths_of_bound(horizon, bound, index) for bound in _loop_bounds(training.loop)) \
