@@ -526,11 +526,7 @@ while True:
                              if lets_through(kinds, last_part(func_name(c) or ""))
                              and not (cases and _other_case(call, cases, model))]
                     horizons = [_length(call, model.index) for call in calls]
-                    # the loop's own bound counts its iterations, whatever its name says (`range(max_epoch)`)
-                    units = [(_loop_unit(h, training, model.index) or _parameter_bound_unit(h, training)
-                              or _per_update_bound(h, training, model.index)
-                              or unit_of(h, model.index, counts=training.count_names))
-                             if h is not None else None for h in horizons]
+                    units = [_horizon_unit(h, training, model.index) if h is not None else None for h in horizons]
                 # every scheduler the name may hold must mismatch (`if per_batch: scheduler = OneCycleLR(...)`)
                 # a horizon divided by the accumulation count (`len(loader) // gradient_accumulation_steps *
                 # epochs`) stepped with an optimizer that steps on every batch: the loop never accumulates,
@@ -619,9 +615,7 @@ def _set_by_hand(training: TrainingLoop, model: FileModel, accumulates: bool) ->
             continue
         counted = _counter_unit(rate.step, training)
         horizon = rate.horizon
-        unit = (_loop_unit(horizon, training, model.index) or _parameter_bound_unit(horizon, training)
-                or _per_update_bound(horizon, training, model.index)
-                or unit_of(horizon, model.index, counts=training.count_names)) if counted is not None else None
+        unit = _horizon_unit(horizon, training, model.index) if counted is not None else None
         if unit is None or {unit, counted} != {Unit.BATCHES, Unit.UPDATES}:
             continue
         effect = "reaches only 1/N of its length" if counted is Unit.UPDATES else "ends N times too early"
@@ -842,6 +836,13 @@ def _setting(horizon: cst.BaseExpression) -> bool:
     """A setting of the options object, as given (``opt.scheduler_steps``, ``args.max_steps``)."""
     name = dotted(horizon)
     return name is not None and name.count(".") == 1 and name.split(".")[0] not in ("self", "None")
+
+
+def _horizon_unit(horizon: cst.BaseExpression, training: TrainingLoop, index: Index) -> Unit | None:
+    """What a horizon this file writes counts: the loop's own bound counts its iterations, whatever its
+    name says (``range(max_epoch)``), else what its parts say."""
+    return (_loop_unit(horizon, training, index) or _parameter_bound_unit(horizon, training)
+            or _per_update_bound(horizon, training, index) or unit_of(horizon, index, counts=training.count_names))
 
 
 def _passed_loop_unit(horizon: cst.BaseExpression, training: TrainingLoop, index: Index) -> Unit | None:
@@ -1108,9 +1109,9 @@ def _loop_unit(horizon: cst.BaseExpression, training: TrainingLoop, index: Index
     also a bound the trainer keeps (``self.total_steps``, set to ``args.total_steps`` and nothing else),
     and the part of it after a warmup (``max(1, MAX_STEPS - warmup_steps)``, also bound once to a name,
     ``decay_steps = MAX_STEPS - warmup_steps``)."""
-    held = index.values.get(horizon.value, []) if type(horizon) is cst.Name else []
-    if len(held) == 1 and type(held[0]) is cst.BinaryOperation and type(held[0].operator) is cst.Subtract:
-        horizon = held[0]  # `decay_steps = max_steps - warmup_steps`, then `T_max=decay_steps`
+    held = _bound_once(horizon, index)
+    if type(held) is cst.BinaryOperation and type(held.operator) is cst.Subtract:
+        horizon = held  # `decay_steps = max_steps - warmup_steps`, then `T_max=decay_steps`
     horizon = _after_warmup(horizon, index)
     if any(same(horizon, bound) or _kept_as(bound, horizon, index) or _share_of_bound(horizon, bound)
            or _lengths_of_bound(horizon, bound, index) for bound in _loop_bounds(training.loop)) \
