@@ -393,10 +393,12 @@ def _with_setting(model: FileModel, rule: Rule, violation: Violation) -> Violati
     keyword's inert default no caller sets (``loopcheck.latent.unset``)."""
     from dataclasses import replace
 
-    from loopcheck.latent import condition, inert, setting, switched_off, unset
+    from loopcheck.latent import condition, inert, literal_one, setting, switched_off, unset
 
     if not violation.needs_accumulation:
         return violation
+    if literal_one(model, rule.code, violation.node):
+        return None  # `self.config["accum"]` of the file's `config = {"accum": 1, ...}`
     if unset(model, rule.code, violation.node):
         return None  # N is a builder keyword's inert default no caller of the project sets
     if switched_off(model, violation.node):

@@ -17,6 +17,11 @@ and README command that gives the key a value gives 0 or 1 (or null, false), and
 option sets it (``loopcheck.project.inert_settings``). A key set above 1 anywhere, one an option sets,
 or one found nowhere keeps the finding and its note.
 
+Where N is a value the file writes once and for all at 0 or 1, the key of a dict literal
+(``config = {"accum_grads": 1, ...}``, read as ``self.config["accum_grads"]``) or the attribute of a
+class of the module (Kaggle's ``class CFG: gradient_accumulation_steps = 1``), and nothing else in the
+file sets it, the loop never accumulates and the finding is not reported at all (``literal_one``).
+
 Where N is a configuration attribute (``cfg.grad_accum_iters``) that only a builder keyword's inert
 default of the project gives (``get_baseconfig_by_epoch(..., grad_accum_iters=1)`` in another module,
 no caller passing it, nothing else setting it: ``loopcheck.project.unset_keywords``), or a parameter of
@@ -108,6 +113,75 @@ def asserted_one(model: FileModel, held: str) -> bool:
     return held in asserted  # type: ignore[operator]
 
 
+def literal_one(model: FileModel, code: str, node: cst.CSTNode) -> bool:
+    """A finding of ``code`` at ``node`` needs N > 1, and N is a value the file writes as a literal at 0
+    or 1 and sets nowhere else (``_literal_entry``): the loop never accumulates, whatever its step
+    condition counts."""
+    if code not in ACCUMULATION_RULES:
+        return False
+    holding = [t for t in model.training_loops if node in _event_nodes(t, sites=True)]
+    return bool(holding) and all(t.style is Style.GUARDED and t.modulus is not None
+                                 and _literal_entry(model, t.modulus) in (0, 1) for t in holding)
+
+
+def _literal_entry(model: FileModel, count: cst.BaseExpression) -> int | None:
+    """The integer the file writes, once and for all, as the count ``count``: the key of a dict it binds
+    the base to (``cfg["accum"]`` and ``cfg = {"accum": 1}``), the attribute of a class of the module
+    (``CFG.gradient_accumulation_steps`` and ``class CFG: gradient_accumulation_steps = 1``, Kaggle's
+    notebook configuration); None where anything else may set it: the base bound to anything else too
+    (a loaded config), an item of the dict or the class's attribute set (``cfg["accum"] = args.accum``,
+    ``cfg[k] = v``, ``setattr(CFG, k, v)``), the dict updated with anything but the file's options,
+    none of them the key."""
+    if type(count) is cst.Attribute and type(count.value) is cst.Name:
+        return _class_attribute(model, count.value.value, count.attr.value)
+    key = _key(count)
+    if key is None or type(count) is not cst.Subscript or (base := dotted(count.value)) is None:
+        return None
+    name = last_part(base)
+    found: set[int | None] = set()
+    for value in model.index.values.get(name, []):
+        if type(value) is cst.Dict:
+            found.update(int_value(e.value) if type(e) is cst.DictElement else None for e in value.elements
+                         if type(e) is not cst.DictElement or type(e.key) is not cst.SimpleString
+                         or e.key.evaluated_value == key)
+        elif type(value) is not cst.Name or value.value != name:  # (`self.config = config`: the same dict)
+            return None
+    if len(found) != 1 or None in found:
+        return None
+    options = {option for option, _ in option_defaults(model.index)}
+    for set_item in re.finditer(rf"\b{re.escape(name)}\s*(?:\[([^\]\n]*)\]\s*[-+*/]?=(?!=)|\.(update|setdefault)\((.*)\))",
+                                model.source):
+        at, changed, given = set_item.groups()
+        if at is not None and not (at.strip()[:1] in ("'", '"') and at.strip()[1:-1] != key):
+            return None  # `cfg["accum"] = args.accum`, `cfg[k] = v`
+        # `config.update(vars(args))` copies in the file's options: none of them is the key
+        if changed is not None and not (re.fullmatch(r"vars\(\w+\)", given.strip()) and key not in options):
+            return None
+    return found.pop()
+
+
+def _class_attribute(model: FileModel, name: str, attribute: str) -> int | None:
+    """The integer the module's class ``name`` gives its attribute in its body, where nothing else in
+    the file sets it (``CFG.accum = 4``, ``setattr(CFG, ...)``)."""
+    classes = [s for s in model.module.body if type(s) is cst.ClassDef and s.name.value == name]
+    if len(classes) != 1 or type(classes[0].body) is not cst.IndentedBlock:
+        return None
+    found = {int_value(small.value) for stmt in classes[0].body.body if type(stmt) is cst.SimpleStatementLine
+             for small in stmt.body
+             if type(small) in (cst.Assign, cst.AnnAssign) and small.value is not None  # type: ignore[union-attr]
+             and [dotted(t) for t in _targets(small)] == [attribute]}
+    if len(found) != 1 or None in found:
+        return None
+    elsewhere = rf"\b{re.escape(name)}\.{re.escape(attribute)}\s*[-+*/]?=(?!=)|\bsetattr\(\s*{re.escape(name)}\b"
+    return found.pop() if re.search(elsewhere, model.source) is None else None
+
+
+def _targets(small: cst.BaseSmallStatement) -> list[cst.BaseExpression]:
+    if type(small) is cst.AnnAssign:
+        return [small.target]
+    return [t.target for t in small.targets]  # type: ignore[attr-defined]
+
+
 def _plain_imports(model: FileModel) -> set[str]:
     """The modules the file imports by a bare ``import name`` (``import config``)."""
     return {alias.name.value for node in model.index.imports if type(node) is cst.Import for alias in node.names
@@ -154,7 +228,11 @@ def _switch_key(test: cst.BaseExpression | None) -> str | None:
 
 def inert_count(model: FileModel, training: TrainingLoop) -> bool:
     """The loop's accumulation count is a configuration key that everything the project ships
-    leaves inert (``inert``): as shipped, a batch is an optimizer step."""
+    leaves inert (``inert``), or a literal of the file at 0 or 1 (``literal_one``): as shipped, a
+    batch is an optimizer step."""
+    if training.style is Style.GUARDED and training.modulus is not None \
+            and _literal_entry(model, training.modulus) in (0, 1):
+        return True
     held = _setting(model, training)
     return held is not None and inert(model, held)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from loopcheck.engine import check_source
 
 _LOOP = """
@@ -111,6 +113,81 @@ args = vars(parser.parse_args())
 def test_a_key_the_file_binds_to_a_literal_adds_nothing():
     source = _HEAD + "cfg = {'accum': 4}\n" + _LOOP.format(n="cfg['accum']")
     assert _clip_message(source) == _CLIP
+
+
+_TRAINER = """import argparse
+import torch
+from torch.nn.parallel import DistributedDataParallel
+parser = argparse.ArgumentParser()
+parser.add_argument("--outdir", type=str, help="where to write")
+{option}args = parser.parse_args()
+config = {{"lr": 1e-3, "accum_grads": {n}}}
+config.update(vars(args))
+config["steps_per_epoch"] = 100
+{more}
+class Trainer:
+    def __init__(self, model, optimizer, loader, config):
+        self.model = DistributedDataParallel(model)
+        self.optimizer = optimizer
+        self.loader = loader
+        self.config = config
+        self.forward_count = 0
+
+    def run_epoch(self):
+        for batch in self.loader:
+            loss = self.model(batch).mean() / self.config["accum_grads"]
+            loss.backward()
+            self.forward_count += 1
+            if self.forward_count == self.config["accum_grads"]:
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+                self.forward_count = 0
+"""
+
+
+@pytest.mark.parametrize(("n", "option", "more", "found"), [
+    # birdclef-2021's scripts: the module's config dict, copied into a trainer
+    (1, "", "", 0),
+    (4, "", "", 1),
+    # the options copied in include the key, or the file sets the key: N is not the literal's
+    (1, 'parser.add_argument("--accum_grads", type=int, default=1, help="micro-batches")\n', "", 1),
+    (1, "", 'config["accum_grads"] = int(os.environ["ACCUM"])', 1),
+    (1, "", "config = yaml.safe_load(open(path))", 1),
+])
+def test_a_count_the_file_binds_to_a_literal_dict_entry(n: int, option: str, more: str, found: int):
+    source = _TRAINER.format(n=n, option=option, more=more)
+    assert len([f for f in check_source(source) if f.code == "LC501"]) == found
+
+
+_KAGGLE = """import torch
+class CFG:
+    epochs = 5
+    gradient_accumulation_steps = {n}
+    max_grad_norm = 1000
+{more}
+def train_fn(loader, model, optimizer):
+    for step, batch in enumerate(loader):
+        loss = model(batch).mean()
+        if CFG.gradient_accumulation_steps > 1:
+            loss = loss / CFG.gradient_accumulation_steps
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), CFG.max_grad_norm)
+        if (step + 1) % CFG.gradient_accumulation_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+
+
+@pytest.mark.parametrize(("n", "more", "found"), [
+    # the notebook configuration class of Kaggle's solutions (Feedback Prize 3): N is its literal
+    (1, "if CFG.debug:\n    CFG.epochs = 1", 0),
+    (2, "", 1),
+    (1, "CFG.gradient_accumulation_steps = int(os.environ['ACCUM'])", 1),
+    (1, "for k, v in vars(args).items():\n    setattr(CFG, k, v)", 1),
+])
+def test_a_count_the_module_writes_as_a_class_attribute(n: int, more: str, found: int):
+    source = _KAGGLE.format(n=n, more=more)
+    assert len([f for f in check_source(source) if f.code == "LC107"]) == found
 
 
 _ACCELERATE = """import argparse
