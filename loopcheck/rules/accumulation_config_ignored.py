@@ -8,7 +8,9 @@ every batch, while `accelerator.backward()` still divides the loss by N. The run
 accumulation at all and trains with gradients N times too small.
 
 `if accelerator.sync_gradients:` alone does not accumulate anything: outside `accumulate()` it is
-always true. A loop that accumulates by hand (`if (step + 1) % N == 0: optimizer.step()`) is not
+always true. Nor is an `Accelerator(deepspeed_plugin=...)`: with DeepSpeed, `accelerator.backward()`
+runs the engine's backward and step, and the engine accumulates (it steps only at its own boundaries)
+whether or not `accumulate()` is entered. A loop that accumulates by hand (`if (step + 1) % N == 0: optimizer.step()`) is not
 flagged here, nor a file that asserts the setting to be 1 (`assert args.gradient_accumulation_steps ==
 1, "grad accumulation not supported yet"`): no run that gets past it accumulates.
 
@@ -23,7 +25,7 @@ from collections.abc import Iterator
 from loopcheck.model import FileModel, Framework, Style
 from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.latent import asserted_one
-from loopcheck.model.syntax import dotted, source
+from loopcheck.model.syntax import dotted, is_none, source
 from loopcheck.rules._base import Rule, Violation
 
 class AccumulationConfigIgnored(Rule):
@@ -61,6 +63,15 @@ for step, batch in enumerate(loader):
         optimizer.step()
         optimizer.zero_grad()
 """,
+        """
+accelerator = Accelerator(gradient_accumulation_steps=4,
+                          deepspeed_plugin=DeepSpeedPlugin(zero_stage=2, gradient_accumulation_steps=4))
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for batch in loader:
+    accelerator.backward(model(**batch).loss)
+    optimizer.step()
+    optimizer.zero_grad()
+""",
     ]
     INVALID = [
         """
@@ -96,6 +107,9 @@ for batch in loader:
         setting = accumulation_setting(model)
         if setting is not None:
             arg, name, call = setting
+            if any(a.keyword is not None and a.keyword.value == "deepspeed_plugin" and not is_none(a.value)
+                   for a in call.args):
+                return  # DeepSpeed's engine accumulates inside accelerator.backward()
             if not arg.star and (held := dotted(arg.value)) is not None and asserted_one(model, held):
                 return  # `assert args.gradient_accumulation_steps == 1`: the file never accumulates
             through = f" (in `{source(arg.value)}`)" if arg.star else ""
