@@ -92,3 +92,34 @@ def test_an_engine_stepped_in_another_module_clears_its_own_gradients(project: P
     """
     write_project(project, {"training.py": engine, "mup_substitute.py": loop})
     assert _found(run_cli) == []
+
+
+@pytest.mark.parametrize(("update", "found"), [
+    # DMD distillation's critic update: its own loss, clip and optimizer (an attribute of what it is
+    # handed), called right after the student's step: its clip is its own update's, before its own step
+    ("    fake_loss.backward()\n    nn.utils.clip_grad_norm_(ctx.fake.parameters(), 1.0)\n    ctx.fake_opt.step()\n", 0),
+    # a helper that only clips, called after the step, clips what the step already used
+    ("    nn.utils.clip_grad_norm_(ctx.fake.parameters(), 1.0)\n", 1),
+])
+def test_a_whole_update_of_another_module_after_the_step(project: Path, run_cli, update: str, found: int) -> None:
+    steps = ("    from torch import nn\n\n\n    def fake_update(ctx, x_pred):\n"
+             "        fake_loss = ctx.fake(x_pred.detach()).mean()\n"
+             + "".join("    " + line + "\n" for line in update.splitlines()))
+    loop = """
+        import torch
+
+        from steps import fake_update
+
+
+        def distill(ctx, student, student_opt, loader):
+            for batch in loader:
+                x_pred = student(batch)
+                loss_student = x_pred.mean()
+                loss_student.backward()
+                torch.nn.utils.clip_grad_norm_(student.parameters(), 1.0)
+                student_opt.step()
+                student_opt.zero_grad(set_to_none=True)
+                fake_update(ctx, x_pred)
+    """
+    write_project(project, {"steps.py": steps, "distill.py": loop})
+    assert len([line for line in _found(run_cli) if " LC107 " in line]) == found

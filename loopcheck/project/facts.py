@@ -760,6 +760,7 @@ class _Reader:
         scaled: dict[tuple[int | str, int], str] = {}
         updated: set[str] = set()  # receivers of `.update()` (a scaler's, among others)
         zeroes = controls_sync = clips = unscales = False
+        own_backward = own_step = False  # a `.backward()`, an optimizer's or a scaler's `.step(...)`, of anything
         modes: dict[int, bool] = {}  # argument -> in train mode after its last mode switch
         gated_evals: dict[int, tuple[int, bool]] = {}  # argument -> the parameter test its eval() runs under
         switched_on: dict[int, int] = {}  # argument -> line of its first switch into train mode
@@ -787,6 +788,10 @@ class _Reader:
             recv = receiver.id if isinstance(receiver, ast.Name) else None
             if name in ("backward", "step") and receiver is not None:
                 updating.append(sub.lineno)
+                if name == "backward":
+                    own_backward = True
+                elif _scaler_step(receiver, sub) or "opt" in (last_name(receiver) or "").lower():
+                    own_step = True
             if name == "backward" and receiver is not None and backward is None:
                 used = [index[n] for n in _names(receiver) if n in index]
                 if len(used) == 1:
@@ -860,7 +865,9 @@ class _Reader:
             line=node.lineno, params=tuple(args), backward=backward, steps=tuple(sorted(steps)),
             scaler_steps=tuple((scaler, opt, not written or written in updated)
                                for (scaler, opt), written in scaled.items()),
-            zeroes=zeroes, clips=clips and not unscales,
+            # a whole update of objects the caller does not hand in (DMD's critic: `fake_loss.backward();
+            # clip_grad_norm_(...); ctx.fake_opt.step()`) clips before its own step, out of the caller's sight
+            zeroes=zeroes, clips=clips and not unscales and not (own_backward and own_step and not steps and not scaled),
             evals=tuple(sorted(i for i, train in modes.items() if not train)),
             evals_unless=tuple((i, *gated_evals[i]) for i, train in sorted(modes.items()) if not train and i in gated_evals),
             trains=tuple(sorted(i for i, line in switched_on.items()

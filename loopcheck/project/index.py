@@ -45,7 +45,7 @@ _MAX_BYTES = 2_000_000
 # one project: its entry scripts are not searched (on 87,000 files that search took minutes).
 _MAX_WALKED = 20_000  # Python files under the root
 _MAX_DDP_FILES = 100  # files building a DDP wrapper (the repositories measured hold at most 7)
-_FORMAT = 29
+_FORMAT = 30
 _KEEP_TEXTS = 64
 # Parsed modules kept for more of their names (a loop calls one imported function, then another;
 # the next file imports others), up to this much source text (their trees take ~35 bytes a character).
