@@ -1066,12 +1066,21 @@ class GuardReader:
 
     def _batches_of_earlier_calls(self, term: cst.BaseExpression) -> bool:
         """``nb * epoch`` in ``train_one_epoch(..., epoch, ...)`` with ``nb = len(data_loader)`` of the loop's
-        loader: the batches of the calls before this one, so the sum runs on across epochs."""
-        function = self.loop.function
-        if function is None or type(term) is not cst.BinaryOperation or type(term.operator) is not cst.Multiply:  # type: ignore[attr-defined]
+        loader: the batches of the calls before this one, so the sum runs on across epochs. Also with
+        the counter of the loop around (``chunk_idx * (len(examples) // batch_size)`` in a chunk loop,
+        the helper that holds it inlined there) and the batches of a range over the examples."""
+        function, outer = self.loop.function, self.loop.parent
+        if type(term) is not cst.BinaryOperation or type(term.operator) is not cst.Multiply:  # type: ignore[attr-defined]
             return False
-        params = param_names(function.params)
+        params = param_names(function.params) if function is not None else set()
+        if outer is not None and outer.is_loop:
+            params |= {n for a in outer.assignments if a.op == "for" for n in a.names}
         loader = names_in(self.loop.node.iter) if type(self.loop.node) is cst.For else set()  # type: ignore[union-attr]
+        if type(self.loop.node) is cst.For and type(self.loop.node.iter) is cst.Name and self.loop.parent:  # type: ignore[union-attr]
+            # `batches = tqdm.trange(0, len(examples), batch_size)`, then `for i in batches:`
+            bound = [a for a in self.loop.parent.assignments if a.names == (self.loop.node.iter.value,)]  # type: ignore[union-attr]
+            if len(bound) == 1 and bound[0].op == "=":
+                loader |= names_in(bound[0].value)
         for factor, other in ((term.left, term.right), (term.right, term.left)):  # type: ignore[attr-defined]
             if type(other) is cst.BinaryOperation and type(other.operator) in (cst.Add, cst.Subtract) \
                     and int_value(other.right) is not None:
@@ -1083,6 +1092,10 @@ class GuardReader:
             if name is not None:
                 bound = [a for a in self.loop.parent.assignments if a.names == (name,)] if self.loop.parent else []  # type: ignore[union-attr]
                 length = bound[0].value if len(bound) == 1 else factor
+            if type(length) is cst.BinaryOperation and type(length.operator) is cst.FloorDivide \
+                    and names_in(length.right) and names_in(length.right) <= loader:  # type: ignore[attr-defined]
+                # `len(examples) // batch_size` of `range(0, len(examples), batch_size)`: its batches
+                length = length.left  # type: ignore[attr-defined]
             if type(length) is cst.Call and func_name(length) == "len" and length.args \
                     and names_in(length.args[0].value) & loader:  # type: ignore[attr-defined]
                 return True
