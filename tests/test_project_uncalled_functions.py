@@ -86,6 +86,19 @@ def test_a_function_the_file_names_or_looks_up_is_reported(project: Path, run_cl
     assert len(_missing_zero_grad(run_cli)) == 1
 
 
+@pytest.mark.parametrize(("top", "found"), [
+    # a notebook exported to a script (Kaggle's PetFinder experiments): module-level code runs the folds
+    ("for fold in range(5):\n    main_lightning()", 0),
+    ("main_lightning()", 0),
+    ("for fold in range(5):\n    main()", 1),
+    ("main()", 1),
+])
+def test_a_script_run_by_its_module_level_code(project: Path, run_cli, top: str, found: int) -> None:
+    script = SCRIPT.split("    if __name__")[0] + _indented(top)
+    write_project(project, {"train.py": script})
+    assert len(_missing_zero_grad(run_cli)) == found
+
+
 def test_a_module_without_an_entry_point_is_reported(project: Path, run_cli) -> None:
     library = SCRIPT.format(entry="main_lightning").split("if __name__")[0]
     write_project(project, {"train.py": library})

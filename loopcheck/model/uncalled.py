@@ -1,6 +1,7 @@
 """Functions of a script that its entry point never runs, and modules nothing runs.
 
-A script (a module with an ``if __name__ == "__main__":`` block) runs what its module-level code
+A script (a module with an ``if __name__ == "__main__":`` block, or whose module-level code loops or
+calls a function of its own, as a notebook exported to a script does) runs what its module-level code
 calls, and what those functions call in turn. A top-level function nothing in the file reaches
 (``main()`` left beside the ``main_lightning()`` the entry point now runs, and the ``train_epoch`` only
 it called) is dead code as the script ships, unless another module imports the script
@@ -36,7 +37,8 @@ _DYNAMIC = Pattern(r"(?<![\w.])(?:globals|locals|vars|eval|exec)\(|\bFire\(|sys\
 
 def uncalled_functions(module: cst.Module, source: str) -> list[cst.FunctionDef]:
     """The top-level functions of a script its module-level code never reaches (see the module)."""
-    if not any(_is_main_block(stmt) for stmt in module.body) or _DYNAMIC.search(source):
+    defined = {stmt.name.value for stmt in module.body if type(stmt) is cst.FunctionDef}
+    if not any(_is_main_block(stmt) or _runs(stmt, defined) for stmt in module.body) or _DYNAMIC.search(source):
         return []
     functions: dict[str, list[cst.FunctionDef]] = {}
     roots: set[str] = set()
@@ -124,6 +126,18 @@ def _wraps_only(decorator: ast.expr) -> bool:
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
     name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
     return name in _WRAPPING
+
+
+def _runs(stmt: cst.CSTNode, defined: set[str]) -> bool:
+    """A module-level statement that runs the script without an entry-point test, as notebooks
+    exported to scripts do: a loop (``for fold in range(5):``) or a call of a function of the module
+    (``defined``)."""
+    if type(stmt) in (cst.For, cst.While):
+        return True
+    if type(stmt) is not cst.SimpleStatementLine:
+        return False
+    return any(type(small) is cst.Expr and type(small.value) is cst.Call and type(small.value.func) is cst.Name
+               and small.value.func.value in defined for small in stmt.body)  # type: ignore[attr-defined]
 
 
 def _is_main_block(stmt: cst.CSTNode) -> bool:
