@@ -46,6 +46,7 @@ from loopcheck.model.syntax import (
     target_names,
     walk,
 )
+from loopcheck.model.values import clips_nothing
 from loopcheck.patterns import Pattern
 from loopcheck.project.state_init import empty_state_test
 
@@ -361,7 +362,8 @@ class Builder:
             if name == "next" and args:
                 self._next_batch(call, stmt, st)
             elif short in CLIP_FUNCTIONS:
-                self._event(st, Kind.CLIP, call, stmt, name)
+                if not clips_nothing(call, self.index):
+                    self._event(st, Kind.CLIP, call, stmt, name)
             elif name.endswith("autograd.backward") and args:
                 self._event(st, Kind.BACKWARD, call, stmt, None, loss=args[0])
             elif "scaler" in short.lower() and _is_loss_scaler_call(call):
@@ -410,7 +412,8 @@ class Builder:
                         optimizer=receiver(args[0]) if args else None)
         elif name in CLIP_FUNCTIONS and not (recv == "self" and name in self.index.functions):
             # (`self.clip_gradients()` of a class of this file is its own helper: its body is inlined)
-            self._event(st, Kind.CLIP, call, stmt, recv)
+            if not clips_nothing(call, self.index):
+                self._event(st, Kind.CLIP, call, stmt, recv)
         elif name == "clamp_" and recv.endswith((".grad", ".grad.data")):
             # `param.grad.data.clamp_(-c, c)` (a `clip_gradient(optimizer, c)` helper's loop): value clipping
             self._event(st, Kind.CLIP, call, stmt, recv, target="param")

@@ -143,6 +143,38 @@ def numeric(expr: cst.BaseExpression, index: Index, depth: int = 0, defaults: bo
     return None
 
 
+# A clip threshold this large never binds: the "no clipping" spelling (`max_norm=1e9`, `float("inf")`),
+# even on gradients scaled by an AMP loss scale (65536 times, a real norm of 15,000 before it binds)
+_NO_CLIP = 1e9
+_INFINITE = {"inf", "math.inf", "np.inf", "numpy.inf", "torch.inf"}
+
+
+def clips_nothing(call: cst.Call, index: Index) -> bool:
+    """``clip_grad_norm_(params, 1e9)``, ``clip_grad_norm_(params, MAX_GRAD_NORM or 1e9)`` with
+    ``MAX_GRAD_NORM = None``, ``max_norm=float("inf")``: a threshold the file pins at ``_NO_CLIP`` or
+    above, which no gradient reaches (the norm is still computed)."""
+    threshold = keyword(call, "max_norm") or keyword(call, "clip_value")
+    if threshold is None:
+        args = positional(call)
+        threshold = args[1] if len(args) > 1 else None
+    if type(threshold) is cst.BooleanOperation and type(threshold.operator) is cst.Or:
+        # `MAX_GRAD_NORM or 1e9`: the right side where the left is None or 0
+        left = definitions(name, index, defaults=False) if (name := dotted(threshold.left)) else [threshold.left]
+        if not left or not all(type(v) is cst.Name and v.value == "None" or numeric(v, index, defaults=False) == 0
+                               for v in left):
+            return False
+        threshold = threshold.right
+    if threshold is None:
+        return False
+    if type(threshold) is cst.Call and func_name(threshold) == "float" and len(threshold.args) == 1 \
+            and type(text := threshold.args[0].value) is cst.SimpleString:
+        return text.evaluated_value.strip().lower() in ("inf", "infinity", "+inf")
+    if dotted(threshold) in _INFINITE:
+        return True
+    value = numeric(threshold, index, defaults=False)
+    return value is not None and value >= _NO_CLIP
+
+
 def _dict_item(expr: cst.Subscript, index: Index) -> cst.BaseExpression | None:
     """``config["batch_size"]`` where the file binds ``config`` once, to a dict literal."""
     name = dotted(expr.value)

@@ -26,6 +26,9 @@ default or choices include it; `"bf16-mixed"` has no scaler, and on `accelerator
 A clip told the current loss scale (`clip_grad_norm_(params, max_norm * scaler.get_scale())`, a
 helper called with `scale=scaler.get_scale()`) compares scaled gradients with a threshold scaled
 alike: not flagged, and unscaling before it would make its threshold thousands of times too large.
+Nor is a clip whose threshold the file pins at 1e9 or more, or at infinity (`MAX_GRAD_NORM or 1e9`
+with `MAX_GRAD_NORM = None`): at a loss scale of 65536, a real gradient norm would have to pass 15,000
+before it binds.
 
 ## Fix
 Call `scaler.unscale_(optimizer)` right before clipping; `scaler.step(optimizer)` then knows the

@@ -6,7 +6,9 @@ opt.step()`) is after the step (no fix: moved before one branch's step it would 
 trainer's `self.model` is the `model` its caller built the optimizer over. A clip of a module after
 another optimizer's step, before the step of its own (built over it by a class an option chooses,
 `args.optimizer(self.map_style.parameters())`, as well as by `torch.optim.Adam`), is in time. A clip
-after the step is wrong whatever the accumulation count, so its message names no setting.
+after the step is wrong whatever the accumulation count, so its message names no setting. A clip
+whose threshold the file pins at 1e9 or more, or at infinity (`MAX_GRAD_NORM or 1e9` with
+`MAX_GRAD_NORM = None`, `max_norm=float("inf")`: the "no clipping" spelling), never binds: not flagged.
 
 ## Why is this bad?
 Mid-window, `.grad` holds a partial sum: clipping it rescales some micro-batches and not others,
