@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
+from loopcheck.engine import check_source
 from loopcheck.model.from_ast import module as module_of
 from loopcheck.model.index import index_module
 from loopcheck.model.roles import Role, Roles, role_of_constructor
@@ -138,6 +139,26 @@ def test_a_class_named_as_an_optimizer_is_one() -> None:
     assert role_of_constructor("nanotron.optim.NamedOptimizer") is Role.OPTIMIZER
     assert role_of_constructor("optimizer_builder") is Role.UNKNOWN
 
+
+
+def test_torchs_swa_scheduler_is_a_scheduler() -> None:
+    # `swa_sched = torch.optim.swa_utils.SWALR(opt, swa_lr=4e-4)`: under torch.optim, but no optimizer
+    assert role_of_constructor("torch.optim.swa_utils.SWALR") is Role.SCHEDULER
+    assert role_of_constructor("SWALR") is Role.SCHEDULER
+    source = """
+import torch
+from torch.optim.swa_utils import SWALR
+model = torch.nn.Linear(2, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+swa_sched = SWALR(opt, swa_lr=4e-4)
+for epoch in range(3):
+    opt.zero_grad()
+    for x in loader:
+        model(x).sum().backward()
+        opt.step()
+        swa_sched.step()
+"""
+    assert [f.code for f in check_source(source) if f.code == "LC103"] == []
 
 _MAYBE_NONE = '''
 import torch
