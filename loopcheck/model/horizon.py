@@ -260,7 +260,10 @@ def _carries_accumulation(divisor: cst.BaseExpression, index: Index,
     or through what the file assigns to a name in it, a few assignments deep (``batch_size = per_gpu *
     gradient_accumulation_steps * world_size``, or ``train_batch_size = per_node_train_batch_size *
     world_size`` with ``per_node_train_batch_size`` so built; then ``len(dataset) // batch_size`` counts
-    optimizer steps). None where some of the name's values carry it and others do not."""
+    optimizer steps), or is the loop's literal count (``len(loader) / 8`` stepped at ``if n == 8:``). None
+    where some of the name's values carry it and others do not."""
+    if type(divisor) is cst.Integer and divisor.value in counts:
+        return True
     names = keyed_names(divisor)
     if any(is_accumulation_count(n, counts) for n in names):
         return True

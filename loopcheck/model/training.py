@@ -51,7 +51,10 @@ class TrainingLoop:
     @property
     def count_names(self) -> frozenset[str]:
         """The name the step test divides by (``N`` of ``(i + 1) % N == 0``, ``accum`` of ``args.accum``):
-        an accumulation count by its use in the test, whatever it is called."""
+        an accumulation count by its use in the test, whatever it is called; a literal count as written
+        (``8`` of ``if n == 8:``), which a horizon divided by that literal (``len(loader) / 8``) names."""
+        if type(self.modulus) is cst.Integer:
+            return frozenset({self.modulus.value})
         if self.modulus is None or not isinstance(self.modulus, (cst.Name, cst.Attribute)):
             return frozenset()
         name = dotted(self.modulus)
