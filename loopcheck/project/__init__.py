@@ -274,7 +274,7 @@ class Imported:
             if name in (None, "None") or position not in args:
                 continue  # a scaler argument left out is its default (None), or passed as None
             optimizer = receiver(args[position])
-            if updates or isinstance(scaler, int):
+            if updates or isinstance(scaler, int) or scaler == "self":  # (a scaler's own method: a scaler's step)
                 specs.append((Kind.STEP, optimizer, {"optimizer": optimizer, "scaler": name}))
                 if updates:
                     specs.append((Kind.SCALER_UPDATE, name, {}))
@@ -916,7 +916,7 @@ def _scaler_name(call: cst.Call, scaler: int | str, args: dict[int, cst.BaseExpr
     if isinstance(scaler, int):
         return receiver(args[scaler]) if scaler in args else None
     owner = dotted(call.func.value) if isinstance(call.func, cst.Attribute) else None
-    return f"{owner}{scaler[4:]}" if owner and scaler.startswith("self.") else scaler
+    return f"{owner}{scaler[4:]}" if owner and (scaler == "self" or scaler.startswith("self.")) else scaler
 
 
 def _evals(facts: FunctionFacts, args: dict[int, cst.BaseExpression]) -> list[tuple[Kind, str | None, dict[str, object]]]:

@@ -761,6 +761,7 @@ class _Reader:
         updated: set[str] = set()  # receivers of `.update()` (a scaler's, among others)
         zeroes = controls_sync = clips = unscales = False
         own_backward = own_step = False  # a `.backward()`, an optimizer's or a scaler's `.step(...)`, of anything
+        self_unscaled: set[int] = set()  # optimizer arguments a scaler's own method unscales (`self.unscale_(optimizer)`)
         modes: dict[int, bool] = {}  # argument -> in train mode after its last mode switch
         gated_evals: dict[int, tuple[int, bool]] = {}  # argument -> the parameter test its eval() runs under
         switched_on: dict[int, int] = {}  # argument -> line of its first switch into train mode
@@ -822,6 +823,8 @@ class _Reader:
                 clips = True
             elif name == "unscale_":
                 unscales = True
+                if recv == "self" and sub.args and isinstance(sub.args[0], ast.Name) and sub.args[0].id in index:
+                    self_unscaled.add(index[sub.args[0].id])
             elif name in ("eval", "train") and recv in index and recv not in copied:
                 mode = sub.args[0] if sub.args else next((k.value for k in sub.keywords if k.arg == "mode"), None)
                 off = name == "eval" or isinstance(mode, ast.Constant) and mode.value is False
@@ -861,6 +864,11 @@ class _Reader:
             # one argument both back-propagated through and stepped is an engine (DeepSpeed's
             # `model.backward(loss); model.step()`), which clears its own gradients: no optimizer's step
             steps.discard(backward)
+        for position in steps & self_unscaled:
+            # a GradScaler subclass's own step (SAM's `scaler.first_step(optimizer)`: `self.unscale_(optimizer)`,
+            # then `optimizer.step()`): the optimizer steps through the scaler it is called on
+            steps.discard(position)
+            scaled[("self", position)] = "self"
         return FunctionFacts(
             line=node.lineno, params=tuple(args), backward=backward, steps=tuple(sorted(steps)),
             scaler_steps=tuple((scaler, opt, not written or written in updated)
