@@ -26,8 +26,9 @@ Where N is a configuration attribute (``cfg.grad_accum_iters``) that only a buil
 default of the project gives (``get_baseconfig_by_epoch(..., grad_accum_iters=1)`` in another module,
 no caller passing it, nothing else setting it: ``loopcheck.project.unset_keywords``), or a parameter of
 the loop's function with an inert default that no call of the project passes (``def fit(...,
-acc_steps=1)``, called without it), no run the project can make accumulates, and the finding is not
-reported at all (``unset``).
+acc_steps=1)``, called without it; also where only the script's own calls of its function leave it out,
+though another script of the project gives a parameter of that name another default), no run the
+project can make accumulates, and the finding is not reported at all (``unset``).
 """
 
 from __future__ import annotations
@@ -39,10 +40,12 @@ import libcst as cst
 from loopcheck.model import Cond, Event, FileModel
 from loopcheck.model.accelerate import accumulation_setting
 from loopcheck.model.guards import at_most_one, slipped
-from loopcheck.model.syntax import dotted, int_value, is_zero, last_part, source, walk
+from loopcheck.model.syntax import dotted, int_value, is_none, is_zero, last_part, source, walk
 from loopcheck.model.training import Style, TrainingLoop, micro_count
 from loopcheck.model.values import option_defaults
 
+# Parsers that make command-line options of a function's parameters
+_PARAMETER_OPTIONS = ("fire", "typer", "click", "tyro", "jsonargparse", "clize", "defopt", "plac")
 # Rules whose findings need the loop to accumulate (N > 1): at N = 1 every micro-batch is a step.
 ACCUMULATION_RULES = frozenset({"LC101", "LC102", "LC105", "LC106", "LC107", "LC204", "LC301", "LC401", "LC501"})
 
@@ -247,10 +250,39 @@ def unset(model: FileModel, code: str, node: cst.CSTNode) -> bool:
     held = setting(model, code, node, sites=True, plain=False)
     if held is None or held.endswith("]"):
         return False
+    if "." not in held and _left_out(model, node, held):
+        return True
     # a plain name: a parameter whose default is inert and that no caller passes (`fit(...,
     # acc_steps=1)` called without it), as the project's files read it
     defaults = _defaults(model, held) if "." not in held else None
     return (defaults is None or bool(defaults) and defaults <= {0, 1}) and model.project.unset_setting(last_part(held))
+
+
+def _left_out(model: FileModel, node: cst.CSTNode, name: str) -> bool:
+    """``name`` is a parameter with an inert default of the one top-level function of the file that
+    takes it, which holds ``node``, and every call of that function in the file leaves it out, nothing
+    else there naming the function: the script runs it only so (``def train_diffusion(...,
+    gradient_accumulation_steps=1)``, called as ``train_diffusion(resume_from=args.resume_from)`` under
+    ``if __name__ == "__main__":``), where no other file of the project imports the script and no parser
+    makes options of parameters (fire, typer, ...)."""
+    functions = [stmt for stmt in model.module.body if type(stmt) is cst.FunctionDef
+                 and any(p.name.value == name for p in [*stmt.params.params, *stmt.params.kwonly_params])]
+    if len(functions) != 1 or any(parser in model.source for parser in _PARAMETER_OPTIONS):
+        return False
+    function = functions[0]
+    params = [*function.params.params, *function.params.kwonly_params]
+    position, param = next((i, p) for i, p in enumerate(params) if p.name.value == name)
+    if param.default is None or not (int_value(param.default) in (0, 1) or is_none(param.default)):
+        return False
+    calls = [c for c in model.index.calls if type(c.func) is cst.Name and c.func.value == function.name.value]
+    if not calls or len(re.findall(rf"\b{re.escape(function.name.value)}\b", model.source)) != len(calls) + 1:
+        return False  # (named otherwise too: handed to a launcher, a table, a parser)
+    if any(a.star or a.keyword is not None and a.keyword.value == name for c in calls for a in c.args) \
+            or any(len([a for a in c.args if a.keyword is None]) > position for c in calls):
+        return False
+    if not any(node is n for n in walk(function, into_functions=True)):
+        return False
+    return model.project is not None and not model.project.imported_elsewhere()
 
 
 def setting_note(model: FileModel, modulus: cst.BaseExpression | None) -> str:

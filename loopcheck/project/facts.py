@@ -36,6 +36,7 @@ _DDP = {"DistributedDataParallel", "DDP"}
 # module gives (``loopcheck.project.unset_keywords``); a superset (`"%s.png" % name`), kept short to compile
 _MODULUS_ATTRIBUTE = Pattern(r"%[ \t(]*[^\W\d]\w*\.[^\W\d]")
 _MODULUS_NAME = Pattern(r"%[ \t(]*([^\W\d]\w*)\b(?![.(\[])")
+_ACCELERATE_COUNT = Pattern(r"\bgradient_accumulation_steps[ \t]*=[ \t]*([^\W\d]\w*)\b(?![.(\[])")
 _DDP_CALL = Pattern(r"(?:DistributedDataParallel(?<!\wDistributedDataParallel)|DDP(?<!\wDDP))"
                     r"(?:\s|\\|\)|#[^\n]*)*\(")  # the look-behinds after the names: searched fast
 _SYNC = {"no_sync", "require_backward_grad_sync", "no_backward_sync", "set_requires_gradient_sync"}
@@ -252,7 +253,8 @@ class ModuleReader:
         facts.dotted_imports = tuple(sorted({alias.name for node in statements if isinstance(node, ast.Import)
                                              for alias in node.names if alias.asname is None and "." in alias.name}))
         facts.counts_to_attribute = "%" in self.source and (_MODULUS_ATTRIBUTE.search(self.source) is not None
-                                                            or _counts_to_a_parameter(tree, self.source))
+                                                            or _counts_to_a_parameter(tree, self.source)) \
+            or "Accelerator" in self.source and _counts_to_a_parameter(tree, self.source)
         # `import *` is only allowed at a module's top level (also under a top-level `if`/`try`)
         facts.star_imports = tuple((node.module or "", node.level) for node in _top_level(tree)
                                    if type(node) is ast.ImportFrom and node.names[0].name == "*")
@@ -544,8 +546,11 @@ def import_table(statements: Iterable[ast.AST]) -> dict[str, tuple[str, str, int
 
 def _counts_to_a_parameter(tree: ast.Module, source: str) -> bool:
     """A modulus that is a parameter of a function or method of the module with an inert default
-    (``def fit(..., acc_steps=1)`` and ``(step + 1) % acc_steps``): a caller of the project may set it."""
-    names = {m.group(1) for m in _MODULUS_NAME.finditer(source)}
+    (``def fit(..., acc_steps=1)`` and ``(step + 1) % acc_steps``), or Accelerate's count so given
+    (``Accelerator(gradient_accumulation_steps=gradient_accumulation_steps)``): a caller of the
+    project may set it."""
+    names = {m.group(1) for m in _MODULUS_NAME.finditer(source)} | {
+        m.group(1) for m in _ACCELERATE_COUNT.finditer(source)}
     if not names:
         return False
     functions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]

@@ -11,8 +11,8 @@ anything could set it otherwise:
 - every function that takes it as a parameter gives it an inert default (0, 1, None, False), and
   every other mention of the word is a read (``cfg.grad_accum_iters``, the parameter's own name), a
   keyword argument with an inert literal or forwarding the parameter of that name
-  (``BaseConfigByEpoch(..., grad_accum_iters=grad_accum_iters)``), or a field name of a
-  ``namedtuple(...)`` declaration;
+  (``BaseConfigByEpoch(..., grad_accum_iters=grad_accum_iters)``, also as a dict entry ``{"grad_accum_iters":
+  grad_accum_iters}``), or a field name of a ``namedtuple(...)`` declaration;
 - every call of those functions and namedtuples passes too few positional arguments to reach it,
   and no ``*args`` or ``**kwargs`` (a dict of options, a YAML file unpacked into the builder); the
   declaring names are otherwise only called, imported, tested with ``isinstance`` or written as
@@ -87,7 +87,12 @@ def _mentions(tree: ast.Module | None, name: str, defaults: set[object], declare
     if tree is None:
         return False
     word = re.compile(rf"\b{re.escape(name)}\b")
-    allowed: set[int] = set()  # ids of string constants that are namedtuple field names
+    # ids of string constants that are namedtuple field names, or the key of a dict entry that forwards
+    # the parameter of that name as a keyword would (`wandb.init(config={"accum": accum})`)
+    allowed: set[int] = {id(key) for node in ast.walk(tree) if isinstance(node, ast.Dict)
+                         for key, value in zip(node.keys, node.values)
+                         if isinstance(key, ast.Constant) and key.value == name
+                         and isinstance(value, ast.Name) and value.id == name}
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             if not _parameter(node, name, defaults, declared):
