@@ -42,6 +42,10 @@ RUNNING_MEAN = EPOCH_SUM.replace("            for x, y in loader:\n", "         
 # a sum of the loss scaled by a number: reported by default (the epoch sums behind a user's out-of-memory
 # report were written this way)
 SCALED = EPOCH_SUM.replace("running_loss += loss", "running_loss += loss / len(loader)")
+# KGIN's epoch: the sum made anew with other names in one tuple assignment, over a `while` loop
+UNPACKED = EPOCH_SUM.replace("            running_loss = 0.0\n            for x, y in loader:\n",
+                             "            running_loss, s = 0, 0\n            while s < len(loader):\n"
+                             "                x, y = loader[s]\n                s += 1\n")
 RUN_SUM = EPOCH_SUM.replace("        for epoch in range(epochs):\n            running_loss = 0.0\n",
                             "        running_loss = 0.0\n        for epoch in range(epochs):\n")
 
@@ -81,7 +85,7 @@ def _lines(run_cli) -> list[str]:
 
 
 @pytest.mark.parametrize(("source", "default"), [(EPOCH_SUM, 0), (RUN_SUM, 1), (TERM, 0), (HISTORY, 1),
-                                                  (RUNNING_MEAN, 0), (SCALED, 1)])
+                                                  (RUNNING_MEAN, 0), (SCALED, 1), (UNPACKED, 0)])
 def test_a_sum_made_anew_every_epoch_is_reported_only_on_request(project: Path, run_cli, source: str,
                                                                  default: int) -> None:
     write_project(project, {"train.py": source})

@@ -127,6 +127,15 @@ class Assignment:
         """Whether the name it binds is this binding at ``order``: a helper's local only within its call."""
         return self.scope is None or self.scope[0] <= order <= self.scope[1]
 
+    def value_of(self, name: str) -> cst.BaseExpression | None:
+        """The value ``name`` gets (``start_epoch, best = 0, 0.0`` gives it ``0``), None where an unpacked
+        value does not show it (``a, b = f()``)."""
+        if len(self.names) == 1:
+            return self.value
+        if isinstance(self.value, (cst.Tuple, cst.List)) and len(self.value.elements) == len(self.names):
+            return self.value.elements[self.names.index(name)].value
+        return None
+
 
 @dataclass(eq=False)
 class Loop:

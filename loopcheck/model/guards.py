@@ -907,7 +907,7 @@ class GuardReader:
         reset sees what the first one of the run saw. Not between the increment and the test, which
         would then see the reset value instead of the counted one."""
         return init is not None and order is not None and all(
-            a.op == "=" and int_value(_element(a, name)) == init and not increment < a.order < order for a in resets)
+            a.op == "=" and int_value(a.value_of(name)) == init and not increment < a.order < order for a in resets)
 
     def _call_counter(self, name: str) -> bool:
         """``engine.state.iteration`` in ignite's ``def update(engine, batch)``: a counter the caller keeps
@@ -991,7 +991,7 @@ class GuardReader:
         while outer is not None:
             found = [a for a in outer.assignments if name in a.names and a.order < self.loop.order]
             if found:
-                value = _element(found[0], name) if len(found) == 1 and found[0].op == "=" else None
+                value = found[0].value_of(name) if len(found) == 1 and found[0].op == "=" else None
                 return value if isinstance(value, cst.BaseExpression) else None
             outer = outer.parent
         return None
@@ -1002,7 +1002,7 @@ class GuardReader:
         parameter default."""
         outer = self.loop.parent
         while outer is not None:
-            literals = {int_value(_element(a, name)) for a in outer.assignments if name in a.names and a.op == "="
+            literals = {int_value(a.value_of(name)) for a in outer.assignments if name in a.names and a.op == "="
                         and a.order < self.loop.order}
             if literals:
                 known = literals - {None}
@@ -1047,7 +1047,7 @@ class GuardReader:
         # pass or under a setting (not a test of what the epoch loop changes, `if epoch % 5 == 0:`)
         changed = {n for a in outer.assignments for n in a.names}
         return any(name in a.names and a.op == "=" and a.order > self.loop.order
-                   and int_value(_element(a, name)) is not None
+                   and int_value(a.value_of(name)) is not None
                    and all(c.test is not None and not (names_in(c.test) & changed) and self._invariant(c.test)
                            for c in a.conds)
                    for a in outer.assignments)
@@ -1305,16 +1305,6 @@ _LITERALS = (cst.Integer, cst.Float, cst.SimpleString)  # exact types: isinstanc
 def _roots(text: str) -> set[str]:
     parts = text.split(".")
     return {".".join(parts[:k]) for k in range(1, len(parts) + 1)}
-
-
-def _element(assignment: Assignment, name: str) -> cst.BaseExpression | None:
-    """The value ``name`` gets from ``assignment`` (``start_epoch, best = 0, 0.0`` gives it ``0``)."""
-    if len(assignment.names) == 1:
-        return assignment.value
-    value = assignment.value
-    if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(assignment.names):
-        return value.elements[assignment.names.index(name)].value
-    return None
 
 
 def _batch_size(expr: cst.BaseExpression) -> bool:

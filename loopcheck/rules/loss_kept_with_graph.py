@@ -712,7 +712,8 @@ def _around(loop: Loop) -> Loop | None:
 def _made_before(outer: Loop, container: str, loop: Loop) -> bool:
     """``container = []`` (``0.0``, a new meter) in every iteration of ``outer``, before ``loop``."""
     return any(container in a.names and a.op == "=" and a.order < loop.order and not a.conds
-               and (_empty(a.value) or type(a.value) is cst.Call) for a in outer.assignments)
+               and (value := a.value_of(container)) is not None and (_empty(value) or type(value) is cst.Call)
+               for a in outer.assignments)
 
 
 def _made_anew_per_item(training: TrainingLoop, container: str) -> bool:
