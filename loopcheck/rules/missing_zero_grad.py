@@ -29,6 +29,11 @@ step in the `else:` of `if N > 1:` (a count of micro-batches is never below 1). 
 parameters before the step (A3C's workers copy theirs onto the shared model: `for lp, gp in
 zip(local.parameters(), shared.parameters()): gp.grad = lp.grad.clone()`) are replaced, not added up.
 
+A loop that steps on every batch while the gradients are cleared only once per pass of the loop
+around it (`for epoch ...: optimizer.zero_grad()`, then `for batch in loader: ... loss.backward();
+optimizer.step()`) is flagged too: each step of an epoch re-applies the gradients of the epoch's
+earlier batches.
+
 A loop that steps on every micro-batch but clears the gradients only under an accumulation condition
 (`optimizer.step()` after every backward, `if (step + 1) % N == 0: optimizer.zero_grad()`) is flagged
 too: each step but the first of a window re-applies the gradients of micro-batches already stepped on.
@@ -290,6 +295,21 @@ def _once_per_call(zero: Event, steps: list[Event], loops_of: dict[int, set[int]
     return all(_in_own_loop(step, zero.loop, own) for step in steps)
 
 
+def _once_per_pass(zero: Event, training: TrainingLoop, steps: list[Event]) -> bool:
+    """``zero`` runs in a loop around the training loop, outside it, where the training loop steps on
+    every iteration (no accumulation test) and runs on after its step: it clears once per pass, and
+    the steps of a pass add up (htjb's ``optimizer.zero_grad()`` at the top of each epoch)."""
+    loop = training.loop
+    if training.style is not Style.PLAIN or not loop.is_loop or zero.loop is None or zero.loop is loop:
+        return False
+    outer = loop.parent
+    while outer is not None and outer is not zero.loop:
+        outer = outer.parent
+    if outer is None or any(zero.order == e.order for e in loop.events(Kind.ZERO_GRAD, deep=True)):
+        return False  # not around the loop, or the zeroing is the loop's own (a helper it calls)
+    return all(s.loop is loop and training.guard(s).always and not _leaves_after(loop, s) for s in steps)
+
+
 def _in_own_loop(step: Event, outer: Loop, own: set[int]) -> bool:
     loop = step.loop
     while loop is not None and loop is not outer:
@@ -504,6 +524,10 @@ for x, z in loader:
                 continue
             zeros = [z for loop in nest for z in loop.events(Kind.ZERO_GRAD, deep=True)
                      if not _once_per_call(z, steps, loops_of)]
+            # `for epoch ...: optimizer.zero_grad(); for batch in loader: ... optimizer.step()`: once per
+            # pass of the loop around, not between the steps
+            per_pass = [z for z in zeros if _once_per_pass(z, training, steps)]
+            zeros = [z for z in zeros if z not in per_pass]
             scope = training.loop.parent
             if training.loop.is_loop and scope is not None and not scope.is_loop \
                     and all(_leaves_after(training.loop, s) for s in steps):
@@ -559,6 +583,12 @@ for x, z in loader:
                 if _holder_runs_unseen_method(model, training.step_loop, step):
                     continue  # `trainer.train_step(batch)` may clear the `trainer.optimizer` it holds
                 reported.add(key)
+                if any(zeroing.clears(z, step) is not False for z in per_pass):
+                    yield self.at(step, f"`{step.receiver}` steps on every iteration but its gradients are cleared "
+                                        "only once per pass of the loop around this one, before or after it: each "
+                                        "step of a pass adds up the gradients of all the earlier ones; clear them "
+                                        "after every step")
+                    continue
                 others = " (the loop zeroes only other optimizers' gradients)" if zeros else ""
                 elsewhere = model.project.where(step.node) if model.project is not None else None
                 through = f" (in `{call_text(step.node)}`, {elsewhere})" if elsewhere else ""
