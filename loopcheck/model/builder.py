@@ -60,6 +60,7 @@ _LEAVES_GRADIENTS = {"hasattr", "getattr", "isinstance", "vars", "str", "repr", 
                      "amp.scale_loss", "amp.master_params", "apex.amp.scale_loss", "apex.amp.master_params"}
 _PREDICATE_TESTS = (cst.Call, cst.UnaryOperation)  # `if should_step(i):`, `if not should_step(i):`
 _OPTIMIZERS = Pattern(r"optim|^opts?$|_opts?$", re.I)
+_PROGRESS_BARS = {"tqdm", "trange", "track"}  # wrappers of an iterable a `with` statement may bind
 _EMA_UPDATE = Pattern(r"^(update_ema|ema_update|update_ema_model|ema_step|step_ema)$", re.I)
 
 
@@ -167,6 +168,12 @@ class Builder:
                                            if (c := _context(item.item) or _bound_no_sync(item.item, st)
                                                or _helper_no_sync(item.item, self.index.functions)))
             self._calls_in(stmt.items, stmt, st)
+            for item in stmt.items:
+                # `with tqdm(train_dl) as pbar:`, then `for idx, batch in enumerate(pbar):`: the loader
+                if type(item.item) is cst.Call and last_part(func_name(item.item) or "") in _PROGRESS_BARS \
+                        and item.asname is not None and type(item.asname.name) is cst.Name:
+                    st.loop.assignments.append(Assignment((item.asname.name.value,), item.item, "=", stmt, st.conds,
+                                                          self._next(), contexts=st.contexts))
             scaled = st.scaled + tuple(bound for item in stmt.items if (bound := _apex_scaled(item)))
             self._block(lines(stmt.body), replace(st, contexts=contexts, scaled=scaled), stmt)
         elif kind is cst.Try or kind.__name__ == "TryStar":
