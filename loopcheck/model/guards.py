@@ -450,6 +450,8 @@ class GuardReader:
             return wrapped
         last = self._last(test)
         if last is not None:
+            if last and self._past_the_end(test):
+                return NEVER
             return Guard(GuardKind.LAST, test=test) if last else _UNKNOWN
         if self._call_count_compared(test):
             return _UNKNOWN  # `if iteration == 0:` in a step function: one call, as `i == 0` is one iteration
@@ -1148,6 +1150,26 @@ class GuardReader:
         if op in (cst.GreaterThan, cst.GreaterThanEqual):
             return varying[0]
         return True
+
+    def _past_the_end(self, test: cst.BaseExpression) -> bool:
+        """``step == len(loader)`` with ``step`` the 0-based index of ``for step, batch in
+        enumerate(loader)``, not rebound in the loop: never true (the last batch is ``len(loader) - 1``),
+        so a last-batch clause written so steps nothing."""
+        loop = self.loop
+        if type(test) is not cst.Comparison or type(test.comparisons[0].operator) is not cst.Equal \
+                or type(loop.node) is not cst.For or type(loop.node.target) is not cst.Tuple:
+            return False
+        first = loop.node.target.elements[0].value if loop.node.target.elements else None
+        iterable = unwrap_iterable(loop.iter) if loop.iter is not None else None
+        if type(first) is not cst.Name or type(iterable) is not cst.Call or func_name(iterable) != "enumerate" \
+                or len(iterable.args) != 1 or any(a.op != "for" and first.value in a.names for a in loop.assignments):
+            return False
+        data = names_in(iterable.args[0].value) | {n for v in loop.iter_sources for n in names_in(v)}
+        for index, length in ((test.left, test.comparisons[0].comparator), (test.comparisons[0].comparator, test.left)):
+            if type(index) is cst.Name and index.value == first.value and type(length) is cst.Call \
+                    and func_name(length) == "len" and length.args and names_in(length.args[0].value) & data:
+                return True
+        return False
 
     def _range_end(self, sides: list[cst.BaseExpression]) -> bool:
         """``epoch == args.n_epochs - 1`` (or ``epoch + 1 == args.n_epochs``) in ``for epoch in

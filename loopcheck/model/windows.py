@@ -391,9 +391,10 @@ def _zeroing_between_passes(training: TrainingLoop) -> Event | None:
 def _stops(skip: cst.If, loop: Loop, model: FileModel) -> bool:
     """A loop-top exit that can end the epoch early (``if step >= steps_per_epoch: break``, or the same
     with ``continue``): the last window may then be whole. A resume skip (``if i < start: continue``),
-    a skipped bad batch, or a guard the index never reaches cannot."""
+    a skipped bad batch, a guard the index never reaches, or a debugging run's early exit (``if debug:
+    if step == 2: break``) cannot."""
     if _never_reached(skip.test, loop) or never_equal(skip.test, loop, model) or _counts_down_a_prefix(skip) \
-            or _ends_the_run(skip.test, loop) or _off_by_default(skip.test, model) \
+            or _ends_the_run(skip.test, loop) or _off_by_default(skip.test, model) or _debug_only(skip.test) \
             or _set_only_on_exit(skip, loop, model):
         return False
     if isinstance(exit_statement(skip), (cst.Break, cst.Return)):
