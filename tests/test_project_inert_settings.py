@@ -638,3 +638,46 @@ def test_an_option_copied_into_an_item_of_the_tree_is_reported(project: Path, ru
     cfg["training"]["gradient_accumulate_every"] = args.gradient_accumulate_every
 """})
     assert len(_clips(run_cli, "workspace/train.py")) == 1
+
+
+EXPERIMENT = """
+    import argparse
+
+    import torch
+    import yaml
+
+
+    def train(cfg, model, optimizer, loader):
+        accumulation_steps = cfg["accumulation_steps"]
+        for epoch in range(cfg["epochs"]):
+            for step, (x, y) in enumerate(loader):
+                loss = torch.nn.functional.cross_entropy(model(x), y) / accumulation_steps
+                loss.backward()
+                if (step + 1) % accumulation_steps == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+
+
+    if __name__ == "__main__":
+        parser = argparse.ArgumentParser()
+        parser.add_argument("-y", "--yaml_path", type=str, help="the experiment's config")
+        cfg = yaml.safe_load(open(parser.parse_args().yaml_path))
+        train(cfg, None, None, None)
+"""
+
+
+@pytest.mark.parametrize(("counts", "reported"), [
+    # SIIM-RSNA 2021's experiment folders: `python exp/$exp/train.py -y exp/$exp/config.yaml`
+    ({"exp001": 1, "exp002": 4, "exp003": 1}, {"exp002"}),
+    ({"exp001": 1, "exp002": 1, "exp003": 1}, set()),
+    # a lone folder is no series: the project's other configurations may be its own
+    ({"exp001": 1}, {"exp001"}),
+])
+def test_an_experiment_folder_reads_its_own_configuration(project: Path, run_cli, counts: dict[str, int],
+                                                          reported: set[str]) -> None:
+    files = {f"exp/{name}/train.py": EXPERIMENT for name in counts}
+    files |= {f"exp/{name}/config.yaml": f"epochs: 10\naccumulation_steps: {n}\n" for name, n in counts.items()}
+    files["configs/big.yaml"] = "accumulation_steps: 8\n"
+    write_project(project, files)
+    _, out, _ = run_cli("check", "-q", "--no-show-source", "--select", "LC105", ".")
+    assert {line.split("/")[1] for line in out.splitlines() if " LC105 " in line} == reported

@@ -39,6 +39,10 @@ from that folder: the configuration files elsewhere (another script's ``conf/t5/
 set another script's keys and are not read for it, unless something points Hydra elsewhere
 (``--config-dir``, ``-cp``, a ``hydra.searchpath``).
 
+A script that is one of a series of experiment folders, each with its copy of the script and its
+configuration (``exp/exp001/train.py`` and ``exp/exp001/config.yaml``, ``exp/exp002/...``), reads the
+configuration of its own folder: the other folders' configuration files set their own scripts' keys.
+
 A top folder of the project that ships its own README, requirements or packaging is a project of its
 own (``VL_adapter/VL-T5`` beside ``VL_adapter/CLIP-ViL``): for a file inside it, only its own files and
 those outside every such folder (the root's README, a shared ``scripts/``) are read.
@@ -142,8 +146,28 @@ def _scopes(index: ProjectIndex, path: Path) -> tuple[str | None, str | None]:
     in a run (every finding with a setting asks)."""
     found = index.setting_scopes.get(path)
     if found is None:
-        found = index.setting_scopes[path] = (_sub_project(index, path), _hydra_folder(path))
+        found = index.setting_scopes[path] = (_sub_project(index, path),
+                                              _hydra_folder(path) or _experiment_folder(index, path))
     return found
+
+
+def _experiment_folder(index: ProjectIndex, path: Path) -> str | None:
+    """The script's own folder, where it is one of a series of experiment folders, each with its copy
+    of the script and its configuration (``exp/exp714/train.py`` beside ``exp/exp714/config.yaml``, and
+    ``exp/exp001/``, ``exp/exp002/``, ... alike: run as ``python exp/$exp/train.py -y
+    exp/$exp/config.yaml``): the folder's configurations are the script's, its siblings' are theirs."""
+    folder = path.parent
+    if folder == index.root or folder.parent == folder:
+        return None
+    try:
+        if not any(name.endswith(_CONFIGURATIONS) for name in os.listdir(folder)):
+            return None
+        siblings = [name for name in os.listdir(folder.parent) if name != folder.name
+                    and os.path.isfile(folder.parent / name / path.name)
+                    and any(n.endswith(_CONFIGURATIONS) for n in os.listdir(folder.parent / name))]
+    except OSError:
+        return None
+    return os.path.abspath(folder) + os.sep if len(siblings) >= 2 else None
 
 
 def _hydra_folder(path: Path) -> str | None:
