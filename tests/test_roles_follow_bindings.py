@@ -151,11 +151,12 @@ from torch.optim.swa_utils import SWALR
 model = torch.nn.Linear(2, 2)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 swa_sched = SWALR(opt, swa_lr=4e-4)
-for epoch in range(3):
+for epoch in range(30):
+    loss = model(x).sum()
     opt.zero_grad()
-    for x in loader:
-        model(x).sum().backward()
-        opt.step()
+    loss.backward()
+    opt.step()
+    if epoch >= 20:
         swa_sched.step()
 """
     assert [f.code for f in check_source(source) if f.code == "LC103"] == []

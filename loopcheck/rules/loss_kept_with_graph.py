@@ -198,14 +198,15 @@ for epoch in range(epochs):
         """
 history, predictions = [], []
 model.train()
-for x, y in loader:
-    optimizer.zero_grad()
-    logits = model(x)
-    loss = criterion(logits, y)
-    loss.backward()
-    optimizer.step()
-    history.append(loss)  # LC601
-    predictions.append(logits)  # LC601
+for epoch in range(epochs):
+    for x, y in loader:
+        optimizer.zero_grad()
+        logits = model(x)
+        loss = criterion(logits, y)
+        loss.backward()
+        optimizer.step()
+        history.append(loss)  # LC601
+        predictions.append(logits)  # LC601
 """,
         """
 losses = []
@@ -712,7 +713,7 @@ def _around(loop: Loop) -> Loop | None:
 def _made_before(outer: Loop, container: str, loop: Loop) -> bool:
     """``container = []`` (``0.0``, a new meter) in every iteration of ``outer``, before ``loop``."""
     return any(container in a.names and a.op == "=" and a.order < loop.order and not a.conds
-               and (value := a.value_of(container)) is not None and (_empty(value) or type(value) is cst.Call)
+               and (_empty(value := a.value_of(container) or a.value) or type(value) is cst.Call)
                for a in outer.assignments)
 
 
