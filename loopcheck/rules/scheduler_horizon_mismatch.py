@@ -165,7 +165,8 @@ from loopcheck.model.narrowing import kind_tests, lets_through
 from loopcheck.model.process_count import (left_unprepared, per_process_count, process_scaled, sharded_length,
                                           steps_per_process)
 from loopcheck.model.syntax import (conjuncts, dotted, func_name, int_value, last_part, lines, names_in, own_call_name,
-                                    param_names, positional, same, same_setting, small_statements, source, walk)
+                                    param_names, positional, same, same_setting, small_statements, source, target_names,
+                                    walk)
 from loopcheck.latent import inert_count
 from loopcheck.model.training import is_data_iterable, is_data_loop
 from loopcheck.model.values import accumulation_gates_nothing, expanded_names, numeric
@@ -1386,9 +1387,12 @@ def _stepping_units(training: TrainingLoop, model: FileModel) -> Iterator[tuple[
                 yield scheduler, Unit.BATCHES
         return
     if training.style is Style.MICRO_LOOP:
+        # micro-steps over the pieces of the batch the step loop takes (`for chunk in batch.split(n):`):
+        # each of its batches is one optimizer step
+        unit = Unit.BATCHES if _chunks_of_its_batch(training) else Unit.UPDATES
         for scheduler in training.step_loop.events(Kind.SCHEDULER_STEP):
             if training.guard(scheduler).always:
-                yield scheduler, Unit.UPDATES
+                yield scheduler, unit
         return
     for scheduler in training.events(Kind.SCHEDULER_STEP):
         guard = training.guard(scheduler)
@@ -1397,6 +1401,24 @@ def _stepping_units(training: TrainingLoop, model: FileModel) -> Iterator[tuple[
         elif guard.periodic and training.style is Style.GUARDED:
             yield scheduler, Unit.UPDATES
     yield from _epoch_steps(training)
+
+
+def _chunks_of_its_batch(training: TrainingLoop) -> bool:
+    """The micro-step loop goes over pieces of the batch its step loop takes from a loader
+    (``for batch in loader:``, ``clean_chunks = batch["target"].split(chunk_size)``, ``for chunk in
+    zip(clean_chunks, ...):``): a batch of that loader is one optimizer step, not one micro-batch."""
+    micro, outer = training.loop, training.step_loop
+    if micro is outer or type(micro.node) is not cst.For or type(outer.node) is not cst.For \
+            or not is_data_loop(outer) or is_data_loop(micro):
+        return False
+    batch = set(target_names(outer.node.target))
+    names = {n.split(".")[0] for n in names_in(micro.node.iter)}
+    for _ in range(4):  # follow the step loop's own bindings back to its batch, a few deep
+        if names & batch:
+            return True
+        names = {n.split(".")[0] for a in outer.assignments if a.op == "=" and set(a.names) & names
+                 for n in names_in(a.value)}
+    return bool(names & batch)
 
 
 def _epoch_steps(training: TrainingLoop) -> Iterator[tuple[Event, Unit | None]]:
