@@ -600,3 +600,23 @@ def test_the_last_batch_step_is_unsafe_where_the_loop_can_end_the_pass_early() -
     assert uncapped != source
     (whole,) = check_source(uncapped, select=["LC105"])
     assert whole.fix_message is not None and whole.fix_safe is True
+
+
+def test_the_last_batch_step_is_unsafe_where_a_scheduler_steps_with_the_optimizer() -> None:
+    # the schedule counts whole windows (`len(loader) // N * epochs`): the extra step of each pass runs it
+    # past its horizon, where a cosine schedule climbs again
+    source = textwrap.dedent("""\
+        for epoch in range(epochs):
+            optimizer.zero_grad()
+            for step, batch in enumerate(loader):
+                loss = model(batch).mean() / N
+                loss.backward()
+                if (step + 1) % N == 0:
+                    optimizer.step()
+                    scheduler.step()
+                    optimizer.zero_grad()
+    """)
+    (scheduled,) = check_source(source, select=["LC105"])
+    assert scheduled.fix_message is not None and scheduled.fix_safe is False
+    (plain,) = check_source(source.replace("            scheduler.step()\n", ""), select=["LC105"])
+    assert plain.fix_message is not None and plain.fix_safe is True
