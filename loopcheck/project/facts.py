@@ -549,8 +549,9 @@ def _counts_to_a_parameter(tree: ast.Module, source: str) -> bool:
     (``def fit(..., acc_steps=1)`` and ``(step + 1) % acc_steps``), or Accelerate's count so given
     (``Accelerator(gradient_accumulation_steps=gradient_accumulation_steps)``): a caller of the
     project may set it."""
-    names = {m.group(1) for m in _MODULUS_NAME.finditer(source)} | {
-        m.group(1) for m in _ACCELERATE_COUNT.finditer(source)}
+    names = {m.group(1) for m in _MODULUS_NAME.finditer(source)}
+    if "Accelerator" in source and "gradient_accumulation_steps" in source:  # (a substring test is cheaper)
+        names |= {m.group(1) for m in _ACCELERATE_COUNT.finditer(source)}
     if not names:
         return False
     functions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
