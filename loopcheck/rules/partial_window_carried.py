@@ -45,7 +45,7 @@ counter that runs on across epochs, nor for a condition that calls a predicate o
 last-batch test belongs in the predicate, which other callers may share). Where the loop can `break` or
 `return` (a batch cap an option turns on, a debug stop) the fix is unsafe: a run that takes that exit
 ends the pass before the last batch, and its tail stays unstepped. So is it where a scheduler steps with
-the optimizer: the extra step each pass then takes may run it past a horizon counted in whole windows
+the optimizer, one step a call: the extra step each pass then takes may run it past a horizon counted in whole windows
 (`len(loader) // N * epochs`), where a cosine schedule climbs again.
 """
 
@@ -250,9 +250,11 @@ for epoch in range(epochs):
                 # `if args.minibatch_num_train > 0 and i >= ...: break`: a run that asks for the exit ends the
                 # pass before the last batch, so the last-batch test does not step its tail there
                 fix = replace(fix, safe=False)
-            if fix is not None and any(training.guard(e).periodic for e in training.events(Kind.SCHEDULER_STEP)):
+            if fix is not None and any(training.guard(e).periodic and not e.has_args
+                                       for e in training.events(Kind.SCHEDULER_STEP)):
                 # the scheduler steps with the optimizer: one more step a pass may take it past a horizon
-                # counted in whole windows (`len(loader) // N * epochs`), where a cosine climbs again
+                # counted in whole windows (`len(loader) // N * epochs`), where a cosine climbs again (one
+                # told where it stands, `step_update(epoch * num_steps + i)`, is not advanced by a step)
                 fix = replace(fix, safe=False)
             # advice only: a step counter other than the loop's index still steps on the loop's last batch
             hint = last or (_last_batch_test(target.value, target.names[0],
