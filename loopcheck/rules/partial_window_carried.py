@@ -45,8 +45,8 @@ counter that runs on across epochs, nor for a condition that calls a predicate o
 last-batch test belongs in the predicate, which other callers may share). Where the loop can `break` or
 `return` (a batch cap an option turns on, a debug stop) the fix is unsafe: a run that takes that exit
 ends the pass before the last batch, and its tail stays unstepped. So is it where a scheduler steps with
-the optimizer, one step a call: the extra step each pass then takes may run it past a horizon counted in whole windows
-(`len(loader) // N * epochs`), where a cosine schedule climbs again.
+the optimizer, one step a call: the extra step each pass then takes may run it past a horizon counted
+in whole windows (`len(loader) // N * epochs`), where a cosine schedule climbs again.
 """
 
 from __future__ import annotations
