@@ -269,6 +269,13 @@ ENGINES = """
     ({"train.py": "from engine import Engine, SWAEngine\nSWAEngine(1, 2).train([])\n"}, 1),
     ({"train.py": "import engine\nengine.SWAEngine(1, 2).train([])\n"}, 1),
     ({"train.py": "from engine import Engine\n", "configs/swa.yaml": "engine: SWAEngine\n"}, 1),
+    # commonlit_ess's `getattr(trainer, cfg.name)(cfg, g)`: a class a configuration names, or none
+    ({"train.py": "import engine\ngetattr(engine, cfg.name)(1, 2).train([])\n",
+      "configs/base.json": '{"name": "Engine"}\n'}, 0),
+    ({"train.py": "import engine\ngetattr(engine, cfg['name'])(1, 2).train([])\n",
+      "configs/swa.json": '{"name": "SWAEngine"}\n'}, 1),
+    # a name the caller builds may be any
+    ({"train.py": "import engine\ngetattr(engine, kind + 'Engine')(1, 2).train([])\n"}, 1),
 ])
 def test_a_class_of_an_imported_module_that_nothing_names_is_silent(project: Path, run_cli, files: dict[str, str],
                                                                     found: int) -> None:

@@ -665,15 +665,17 @@ class Imported:
     def named_elsewhere(self, names: set[str]) -> set[str]:
         """Those of ``names`` another Python file, script, notebook or document of the project names
         (a word of its text); all of them where that cannot be told, or where a file looks one up by
-        a name it builds (``getattr(train_eval, "train_eval_" + mode)``). Read as ``imported_elsewhere``."""
+        a name it builds (``getattr(train_eval, "train_eval_" + mode)``). A lookup by a configuration's
+        value as it is (``getattr(trainer, cfg.name)``) takes a name that a configuration, script or
+        document names, a word the texts read here hold. Read as ``imported_elsewhere``."""
         texts = self._other_texts() if names else None
         if texts is None:
             return names
         pattern = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b")
-        lookup = re.compile(rb"getattr\([ \t]*" + re.escape(self.path.stem.encode()) + rb"\b")
+        lookup = re.compile(rb"getattr\([ \t]*" + re.escape(self.path.stem.encode()) + rb"\b([^\n]*)")
         found: set[str] = set()
         for text in texts:
-            if text is None or lookup.search(text):
+            if text is None or any(_PLAIN_LOOKUP.match(m) is None for m in lookup.findall(text)):
                 return names
             found |= {m.decode() for m in pattern.findall(text)}
         return found
@@ -1080,6 +1082,8 @@ def _open_indexes() -> list[ProjectIndex]:
 
 # `from ..models.mae import engine as e, other` / `import models.mae.engine, x`: the module part, the dots,
 # and what follows `import`
+# the rest of `getattr(trainer, cfg.name)` after the module: a configuration's value as it is, not a name built
+_PLAIN_LOOKUP = Pattern(rb"[ \t]*,[ \t]*[A-Za-z_][\w.]*(?:\[[ \t]*[\"'][\w.-]*[\"'][ \t]*\])*[ \t]*\)")
 _IMPORT_LINE = Pattern(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+)?import[ \t]+\(?([\w., \t]+)")
 
 
