@@ -152,8 +152,8 @@ def _literal_entry(model: FileModel, count: cst.BaseExpression) -> int | None:
     if len(found) != 1 or None in found:
         return None
     options = {option for option, _ in option_defaults(model.index)}
-    for set_item in re.finditer(rf"\b{re.escape(name)}\s*(?:\[([^\]\n]*)\]\s*[-+*/]?=(?!=)|\.(update|setdefault)\((.*)\))",
-                                model.source):
+    written = rf"\b{re.escape(name)}\s*(?:\[([^\]\n]*)\]\s*[-+*/]?=(?!=)|\.(update|setdefault)\((.*)\))"
+    for set_item in re.finditer(written, model.source):
         at, changed, given = set_item.groups()
         if at is not None and not (at.strip()[:1] in ("'", '"') and at.strip()[1:-1] != key):
             return None  # `cfg["accum"] = args.accum`, `cfg[k] = v`

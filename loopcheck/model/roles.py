@@ -45,7 +45,8 @@ _OPTIMIZERS = {"SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax", "ASGD", 
                "PagedLion32bit", "AdamAtan2", "AdoptAtan2", "StableAdamW", "StableAdamWUnfused"}
 _OPTIMIZER_FACTORY = Pattern(r"(create|build|get|make|init|configure)_?optim", re.I)
 # `StepLR`, `CosineAnnealingLR`, `warmup_lr`, `SWALR`; not a model class such as `ResNetSimCLR`
-_SCHEDULER = Pattern(r"((?-i:[a-z0-9]LR)|_lr|Scheduler|_schedule_with_warmup|schedule)$|^SWALR$|^(get|create|build)_.*sched", re.I)
+_SCHEDULER = Pattern(r"((?-i:[a-z0-9]LR)|_lr|Scheduler|_schedule_with_warmup|schedule)$|^SWALR$"
+                     r"|^(get|create|build)_.*sched", re.I)
 # What builds a run's options (`opt = opts.parse_opt()`, `parser.parse_args()`, `TrainOptions().parse()`)
 _OPTIONS = Pattern(r"^parse|_args$|^(get|load|read)_?(opts?|options|config|cfg)$", re.I)
 _SCALERS = {"GradScaler", "ShardedGradScaler", "NativeScaler", "NativeScalerWithGradNormCount", "ApexScaler"}

@@ -767,7 +767,7 @@ class _Reader:
         updated: set[str] = set()  # receivers of `.update()` (a scaler's, among others)
         zeroes = controls_sync = clips = unscales = False
         own_backward = own_step = False  # a `.backward()`, an optimizer's or a scaler's `.step(...)`, of anything
-        self_unscaled: set[int] = set()  # optimizer arguments a scaler's own method unscales (`self.unscale_(optimizer)`)
+        self_unscaled: set[int] = set()  # optimizer arguments its own `self.unscale_(optimizer)` unscales (a scaler's)
         modes: dict[int, bool] = {}  # argument -> in train mode after its last mode switch
         gated_evals: dict[int, tuple[int, bool]] = {}  # argument -> the parameter test its eval() runs under
         switched_on: dict[int, int] = {}  # argument -> line of its first switch into train mode
@@ -881,7 +881,8 @@ class _Reader:
                                for (scaler, opt), written in scaled.items()),
             # a whole update of objects the caller does not hand in (DMD's critic: `fake_loss.backward();
             # clip_grad_norm_(...); ctx.fake_opt.step()`) clips before its own step, out of the caller's sight
-            zeroes=zeroes, clips=clips and not unscales and not (own_backward and own_step and not steps and not scaled),
+            zeroes=zeroes,
+            clips=clips and not unscales and not (own_backward and own_step and not steps and not scaled),
             evals=tuple(sorted(i for i, train in modes.items() if not train)),
             evals_unless=tuple((i, *gated_evals[i]) for i, train in sorted(modes.items()) if not train and i in gated_evals),
             trains=tuple(sorted(i for i, line in switched_on.items()

@@ -10,9 +10,10 @@ accumulation at all and trains with gradients N times too small.
 `if accelerator.sync_gradients:` alone does not accumulate anything: outside `accumulate()` it is
 always true. Nor is an `Accelerator(deepspeed_plugin=...)`: with DeepSpeed, `accelerator.backward()`
 runs the engine's backward and step, and the engine accumulates (it steps only at its own boundaries)
-whether or not `accumulate()` is entered. A loop that accumulates by hand (`if (step + 1) % N == 0: optimizer.step()`) is not
-flagged here, nor a file that asserts the setting to be 1 (`assert args.gradient_accumulation_steps ==
-1, "grad accumulation not supported yet"`): no run that gets past it accumulates.
+whether or not `accumulate()` is entered. A loop that accumulates by hand (`if (step + 1) % N == 0:
+optimizer.step()`) is not flagged here, nor a file that asserts the setting to be 1 (`assert
+args.gradient_accumulation_steps == 1, "grad accumulation not supported yet"`): no run that gets past it
+accumulates.
 
 ## Fix
 Wrap the body of the batch loop in `with accelerator.accumulate(model):`.
