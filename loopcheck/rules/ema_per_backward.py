@@ -6,7 +6,9 @@ output statistic, `lecam_ema.update(d_out.mean().item(), "D_real", step)`) is no
 micro-batch brings a new value to average. Nor is an update helper of another module that the loop
 hands its own counter (pycls' `update_model_ema(cfg, ..., cur_iter=idx)`, which updates only where
 `cur_iter % cfg.EMA_UPDATE_PERIOD == 0`): it picks the micro-batches it updates on, and the file does
-not show whether its period spans an optimizer step.
+not show whether its period spans an optimizer step. A condition around the whole train step
+(`if self.iter < self.max_iter: self.train_one_iter(...)`), shared by every backward, step and the
+update and testing no window, is set aside: under it the update still runs with each backward.
 
 ## Why is this bad?
 Between optimizer steps the weights do not change, so N-1 of N updates just pull the average
@@ -28,7 +30,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from loopcheck.fixes import move_to_step
-from loopcheck.model import Event, FileModel, Kind, Style, TrainingLoop
+from loopcheck.model import Event, FileModel, GuardKind, Kind, Style, TrainingLoop
 from loopcheck.model.scaler_counter import told_the_iteration, zeroes_per_window
 from loopcheck.model.syntax import func_name, names_in
 from loopcheck.rules._base import Rule, Violation
@@ -84,13 +86,31 @@ for batch in loader:
             if training.style not in (Style.GUARDED, Style.MICRO_LOOP, Style.ACCELERATE) \
                     and not _steps_per_window_in_a_helper(model, training):
                 continue
-            if not all(training.guard(b).always for b in training.backwards):
-                continue
+            shared = _shared_condition(training)
             for ema in training.events(Kind.EMA_UPDATE):
-                if training.guard(ema).always and not _told_the_iteration(model, training, ema):
+                # (the leading conditions the update shares with every backward and step)
+                k = next((i for i in range(shared) if ema.conds[i:i + 1] != training.backwards[0].conds[i:i + 1]), shared)
+                if all(training.guard(b, b.conds[k:]).always for b in training.backwards) \
+                        and training.guard(ema, ema.conds[k:]).always and not _told_the_iteration(model, training, ema):
                     fix = move_to_step(model, training, ema, "move the EMA update after the optimizer step", exact=True) \
-                        if training.style in (Style.GUARDED, Style.MICRO_LOOP) else None
+                        if training.style in (Style.GUARDED, Style.MICRO_LOOP) and not k else None
                     yield self.at(ema, _message(ema), fix)
+
+
+def _shared_condition(training: TrainingLoop) -> int:
+    """How many leading conditions every backward and every step of the loop share, where they test
+    neither a window nor a sync (Unicorn's ``if self.iter < self.max_iter:`` around a whole train step):
+    the loop trains only where they hold, and an EMA update under them too runs with each backward."""
+    events = [*training.backwards, *training.steps]
+    if not events or any(e.loop is not training.loop for e in events):
+        return 0
+    shared = min(len(e.conds) for e in events)
+    while shared and any(e.conds[:shared] != events[0].conds[:shared] for e in events):
+        shared -= 1
+    while shared and (any(c.test is None for c in events[0].conds[:shared]) or training.guard(
+            events[0], events[0].conds[:shared]).kind not in (GuardKind.UNKNOWN, GuardKind.INVARIANT)):
+        shared -= 1
+    return shared
 
 
 def _steps_per_window_in_a_helper(model: FileModel, training: TrainingLoop) -> bool:
