@@ -86,12 +86,13 @@ for batch in loader:
             if training.style not in (Style.GUARDED, Style.MICRO_LOOP, Style.ACCELERATE) \
                     and not _steps_per_window_in_a_helper(model, training):
                 continue
-            shared = _shared_condition(training)
+            shared, first = _shared_condition(training), training.backwards[0].conds if training.backwards else ()
             for ema in training.events(Kind.EMA_UPDATE):
                 # (the leading conditions the update shares with every backward and step)
-                k = next((i for i in range(shared) if ema.conds[i:i + 1] != training.backwards[0].conds[i:i + 1]), shared)
+                k = next((i for i in range(shared) if ema.conds[i:i + 1] != first[i:i + 1]), shared)
                 if all(training.guard(b, b.conds[k:]).always for b in training.backwards) \
-                        and training.guard(ema, ema.conds[k:]).always and not _told_the_iteration(model, training, ema):
+                        and training.guard(ema, ema.conds[k:]).always \
+                        and not _told_the_iteration(model, training, ema):
                     fix = move_to_step(model, training, ema, "move the EMA update after the optimizer step", exact=True) \
                         if training.style in (Style.GUARDED, Style.MICRO_LOOP) and not k else None
                     yield self.at(ema, _message(ema), fix)
