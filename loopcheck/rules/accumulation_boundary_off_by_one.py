@@ -18,8 +18,10 @@ micro-batch, steps on every micro-batch but each N-th: windows of one and two mi
 
 Inside Accelerate, `accelerator.accumulate()` entered more than once on every micro-batch (`with
 accelerator.accumulate(actor), accelerator.accumulate(critic):`, or two such blocks in a row) counts
-each entry as a micro-batch: the optimizers step every N/2 micro-batches (run on CPU with N = 4: on
-micro-batches 1, 3, 5, ... instead of 3, 7, 11, ...; benchmarks/results/accelerate-accumulate-twice-s31).
+each entry as a micro-batch: with an even N the optimizers step every N/2 micro-batches (run on CPU with
+N = 4: on micro-batches 1, 3, 5, ... instead of 3, 7, 11, ...; benchmarks/results/accelerate-accumulate-twice-s31),
+and where the blocks come one after the other, the first block's optimizer never steps at all (N = 4: the
+second block steps on 1, 3, 5, ..., the first on none; benchmarks/results/accelerate-accumulate-in-a-row-s33).
 One entry takes every model: `accelerator.accumulate(actor, critic)`.
 
 ## Why is this bad?
@@ -279,7 +281,8 @@ for step in range(num_micro_batches):
 def _accumulate_entered_twice(model: FileModel, training: TrainingLoop) -> Iterator[Violation]:
     """``with accelerator.accumulate(actor), accelerator.accumulate(critic):`` (or two such ``with``
     blocks in a row) on every micro-batch: each entry counts one micro-batch toward
-    ``gradient_accumulation_steps``, so the prepared optimizers step every N/2 micro-batches."""
+    ``gradient_accumulation_steps``, so with an even N the prepared optimizers step every N/2
+    micro-batches, and in blocks one after the other the first block's never steps."""
     if accumulation_setting(model) is None or not isinstance(training.loop.node, (cst.For, cst.While)):
         return
     entries: dict[str, list[tuple[cst.With, cst.WithItem]]] = {}
@@ -294,10 +297,15 @@ def _accumulate_entered_twice(model: FileModel, training: TrainingLoop) -> Itera
         if len(entered) > 1:
             stmt, item = entered[1]
             models = ", ".join(source(a.value) for _, i in entered for a in i.item.args)  # type: ignore[attr-defined]
+            # blocks one after the other: each block's step sees the count its own entry left
+            in_a_row = len({id(w) for w, _ in entered}) > 1
+            effect = (f"with N a multiple of {len(entered)}, the optimizers of the blocks before the last never "
+                      f"step and the last block's steps every N/{len(entered)} micro-batches") if in_a_row else \
+                f"with N a multiple of {len(entered)}, the optimizer steps every N/{len(entered)} micro-batches"
             yield Violation(item.item, stmt, f"`{accelerator}.accumulate()` is entered {len(entered)} times on every "
                                              "micro-batch, and each entry counts one toward the accumulation count: "
-                                             f"the optimizer steps every N/{len(entered)} micro-batches; enter it once "
-                                             f"with every model, `{accelerator}.accumulate({models})`")
+                                             f"{effect}; enter it once with every model, "
+                                             f"`{accelerator}.accumulate({models})`")
 
 
 def _inverted_boundary(training: TrainingLoop) -> Violation | None:
