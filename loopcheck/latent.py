@@ -169,20 +169,12 @@ def _class_attribute(model: FileModel, name: str, attribute: str) -> int | None:
     classes = [s for s in model.module.body if type(s) is cst.ClassDef and s.name.value == name]
     if len(classes) != 1 or type(classes[0].body) is not cst.IndentedBlock:
         return None
-    found = {int_value(small.value) for stmt in classes[0].body.body if type(stmt) is cst.SimpleStatementLine
-             for small in stmt.body
-             if type(small) in (cst.Assign, cst.AnnAssign) and small.value is not None  # type: ignore[union-attr]
-             and [dotted(t) for t in _targets(small)] == [attribute]}
+    found = _field_values([small for stmt in classes[0].body.body if type(stmt) is cst.SimpleStatementLine
+                           for small in stmt.body], attribute)
     if len(found) != 1 or None in found:
         return None
     elsewhere = rf"\b{re.escape(name)}\.{re.escape(attribute)}\s*[-+*/]?=(?!=)|\bsetattr\(\s*{re.escape(name)}\b"
     return found.pop() if re.search(elsewhere, model.source) is None else None
-
-
-def _targets(small: cst.BaseSmallStatement) -> list[cst.BaseExpression]:
-    if type(small) is cst.AnnAssign:
-        return [small.target]
-    return [t.target for t in small.targets]  # type: ignore[attr-defined]
 
 
 def _plain_imports(model: FileModel) -> set[str]:
@@ -408,7 +400,20 @@ def _defaults(model: FileModel, name: str) -> set[int | None]:
     """The defaults the file gives the setting ``name``: an argparse option's ``default=``, a config
     class's field (``gradient_accumulation_steps: int = 1``), a function parameter's default."""
     found: set[int | None] = {int_value(default) for option, default in option_defaults(model.index) if option == name}
-    for stmt in _class_statements(model.module):
+    found |= _field_values(_class_statements(model.module), name)
+    for fns in model.index.functions.values():
+        for fn in fns:
+            for param in [*fn.params.params, *fn.params.kwonly_params]:
+                if param.name.value == name and param.default is not None:
+                    found.add(int_value(param.default))
+    return found
+
+
+def _field_values(statements: list[cst.BaseSmallStatement], name: str) -> set[int | None]:
+    """The integers (None: not one) a class body's ``statements`` give its field ``name`` (``name = 1``,
+    ``name: int = 1``)."""
+    found: set[int | None] = set()
+    for stmt in statements:
         if isinstance(stmt, cst.AnnAssign) and stmt.value is not None:
             target: cst.BaseExpression = stmt.target
         elif isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
@@ -417,11 +422,6 @@ def _defaults(model: FileModel, name: str) -> set[int | None]:
             continue
         if isinstance(target, cst.Name) and target.value == name:
             found.add(int_value(stmt.value))
-    for fns in model.index.functions.values():
-        for fn in fns:
-            for param in [*fn.params.params, *fn.params.kwonly_params]:
-                if param.name.value == name and param.default is not None:
-                    found.add(int_value(param.default))
     return found
 
 

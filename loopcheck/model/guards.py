@@ -1078,9 +1078,9 @@ class GuardReader:
         if outer is not None and outer.is_loop:
             params |= {n for a in outer.assignments if a.op == "for" for n in a.names}
         loader = names_in(self.loop.node.iter) if type(self.loop.node) is cst.For else set()  # type: ignore[union-attr]
-        if type(self.loop.node) is cst.For and type(self.loop.node.iter) is cst.Name and self.loop.parent:  # type: ignore[union-attr]
+        if type(self.loop.node) is cst.For and type(self.loop.node.iter) is cst.Name and outer is not None:  # type: ignore[union-attr]
             # `batches = tqdm.trange(0, len(examples), batch_size)`, then `for i in batches:`
-            bound = [a for a in self.loop.parent.assignments if a.names == (self.loop.node.iter.value,)]  # type: ignore[union-attr]
+            bound = [a for a in outer.assignments if a.names == (self.loop.node.iter.value,)]  # type: ignore[union-attr]
             if len(bound) == 1 and bound[0].op == "=":
                 loader |= names_in(bound[0].value)
         for factor, other in ((term.left, term.right), (term.right, term.left)):  # type: ignore[attr-defined]

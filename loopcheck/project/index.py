@@ -148,6 +148,7 @@ class ProjectIndex:
         self._documents: list[str] | None = None  # those a configuration may be in
         self.settings: dict[str, bool] = {}  # see loopcheck.project.inert_settings.inert
         self.setting_scopes: dict[Path, tuple[str | None, str | None]] = {}  # see inert_settings._scopes
+        self.experiment_series: dict[tuple[Path, str], frozenset[Path]] = {}  # see inert_settings._series
         self.settings_stamp: str | None = None  # see loopcheck.project.inert_settings.stamp
         self._python_stamp: str | None = None
 

@@ -157,17 +157,24 @@ def _experiment_folder(index: ProjectIndex, path: Path) -> str | None:
     ``exp/exp001/``, ``exp/exp002/``, ... alike: run as ``python exp/$exp/train.py -y
     exp/$exp/config.yaml``): the folder's configurations are the script's, its siblings' are theirs."""
     folder = path.parent
-    if folder == index.root or folder.parent == folder:
+    if folder == index.root or folder.parent == folder or folder not in _series(index, folder.parent, path.name):
         return None
-    try:
-        if not any(name.endswith(_CONFIGURATIONS) for name in os.listdir(folder)):
-            return None
-        siblings = [name for name in os.listdir(folder.parent) if name != folder.name
-                    and os.path.isfile(folder.parent / name / path.name)
-                    and any(n.endswith(_CONFIGURATIONS) for n in os.listdir(folder.parent / name))]
-    except OSError:
-        return None
-    return os.path.abspath(folder) + os.sep if len(siblings) >= 2 else None
+    return os.path.abspath(folder) + os.sep if len(_series(index, folder.parent, path.name)) >= 3 else None
+
+
+def _series(index: ProjectIndex, parent: Path, script: str) -> frozenset[Path]:
+    """The folders of ``parent`` that hold a script named ``script`` and a configuration file, read once
+    per run (each script of the series asks)."""
+    found = index.experiment_series.get((parent, script))
+    if found is None:
+        try:
+            found = frozenset(parent / name for name in os.listdir(parent)
+                              if os.path.isfile(parent / name / script)
+                              and any(n.endswith(_CONFIGURATIONS) for n in os.listdir(parent / name)))
+        except OSError:
+            found = frozenset()
+        index.experiment_series[(parent, script)] = found
+    return found
 
 
 def _hydra_folder(path: Path) -> str | None:

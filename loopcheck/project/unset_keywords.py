@@ -88,13 +88,15 @@ def _mentions(tree: ast.Module | None, name: str, defaults: set[object], declare
         return False
     word = re.compile(rf"\b{re.escape(name)}\b")
     # ids of string constants that are namedtuple field names, or the key of a dict entry that forwards
-    # the parameter of that name as a keyword would (`wandb.init(config={"accum": accum})`)
-    allowed: set[int] = {id(key) for node in ast.walk(tree) if isinstance(node, ast.Dict)
-                         for key, value in zip(node.keys, node.values)
-                         if isinstance(key, ast.Constant) and key.value == name
-                         and isinstance(value, ast.Name) and value.id == name}
+    # the parameter of that name as a keyword would (`wandb.init(config={"accum": accum})`); `ast.walk`
+    # yields a node before its children, so each is noted before its constant comes
+    allowed: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if isinstance(node, ast.Dict):
+            allowed.update(id(key) for key, value in zip(node.keys, node.values)
+                           if isinstance(key, ast.Constant) and key.value == name
+                           and isinstance(value, ast.Name) and value.id == name)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             if not _parameter(node, name, defaults, declared):
                 return False
         elif isinstance(node, ast.Call) and _called_name(node) == "namedtuple":
